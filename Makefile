@@ -1,0 +1,149 @@
+# Sluice - one Makefile for the broker, the client library, the tools and the tests.
+#
+#   make            build everything into bin/ (and build/)
+#   make run        install missing Debian packages, build, start sluiced with defaults
+#   make test       install, build, run every test (plain and ASan+UBSan builds)
+#   make bench      run the benchmark and print its table
+#   make SAN=address,undefined   build the sanitized variant into build/san/
+#   make install PREFIX=/usr/local   headers, libsluice.a, sluice.pc, programs
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+PKGS     := libzmq lmdb msgpack inih
+TEST_PKGS := cmocka
+
+# Warnings are forced: they cannot be dropped from the command line by accident.
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
+                   -Wshadow -Wvla -D_GNU_SOURCE -Iproto -Iclient -Ibroker
+
+ifdef SAN
+BUILD    := build/san
+BIN      := build/san/bin
+override CFLAGS  += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all -O1
+override LDFLAGS += -fsanitize=$(SAN)
+else
+BUILD    := build/rel
+BIN      := bin
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TEST_LIBS  = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+PROTO_SRC  := proto/proto.c
+CLIENT_SRC := client/sluice.c
+BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
+TEST_SRC   := $(wildcard tests/test_*.c)
+TEST_LIB_SRC := tests/harness.c
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+LIBSLUICE  := $(BUILD)/libsluice.a
+LIBBROKER  := $(BUILD)/libbroker.a
+TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench
+
+.PHONY: all deps run test test-run bench clean install layering san
+all: $(PROGRAMS) $(BUILD)/sluice.pc
+
+# ---- Debian packages: installed only when pkg-config cannot find them ----
+DEB_libzmq := libzmq3-dev
+DEB_lmdb   := liblmdb-dev
+DEB_msgpack := libmsgpack-dev
+DEB_inih   := libinih-dev
+DEB_cmocka := libcmocka-dev
+deps:
+	@missing=""; \
+	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
+	for p in $(PKGS) $(TEST_PKGS); do \
+	  pkg-config --exists $$p 2>/dev/null || case $$p in \
+	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
+	    msgpack) missing="$$missing $(DEB_msgpack)";; inih) missing="$$missing $(DEB_inih)";; \
+	    cmocka) missing="$$missing $(DEB_cmocka)";; esac; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# ---- objects ----
+# V=1 shows whole command lines
+Q := $(if $(V),,@)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+
+$(LIBSLUICE): $(call obj,$(PROTO_SRC) $(CLIENT_SRC))
+	$(Q)$(AR) rcs $@ $^
+
+$(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
+	$(Q)$(AR) rcs $@ $^
+
+$(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BIN)/sluice: $(call obj,tools/sluice.c) $(LIBSLUICE)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c) $(LIBSLUICE)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+$(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lpthread
+
+$(BUILD)/sluice.pc: Makefile
+	@mkdir -p $(dir $@)
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: 1.0.0\nRequires.private: libzmq msgpack\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice\n' '$(PREFIX)' > $@
+
+tests: $(TESTS)
+
+# ---- the two commands ----
+run: deps
+	@$(MAKE) --no-print-directory all
+	exec $(BIN)/sluiced
+
+# make test: the plain build, then the ASan+UBSan build, then one run over both.
+test: deps
+	@$(MAKE) --no-print-directory all tests layering
+	@$(MAKE) --no-print-directory SAN=address,undefined all tests
+	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin
+
+test-run: all tests
+	@tests/run.sh $(BUILD)/tests:$(BIN)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@tools/bench.sh $(BIN)
+
+# Layering: each library belongs to one module (see ../README.md, "Code map").
+layering:
+	@bad=$$(grep -lE '#include[[:space:]]*[<"]lmdb\.h' broker/*.[ch] client/*.[ch] proto/*.[ch] | grep -v 'broker/store'); \
+	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools/*.c)"; \
+	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop)\.')"; \
+	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio)\.h|clock_gettime' broker/rl.[ch] broker/disp.[ch] broker/tmr.[ch] 2>/dev/null)"; \
+	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 client/sluice.h proto/sluice_errors.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(LIBSLUICE) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/sluice.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+clean:
+	rm -rf build bin

@@ -1,0 +1,354 @@
+/*
+ * bk.c - the broker object and the work that spans modules.
+ *
+ * Owns: configuration, the data-directory lock, and the modules (store,
+ * queue, conns, leases, net). Lifecycle: bk_open (lock, store, view, bind),
+ * then the loop calls bk_tick and bk_dispatch once per pass, then bk_close.
+ *
+ * Dispatch walks the consumers with credit round-robin, one delivery per
+ * consumer per round, asking disp_pick which level to serve. A delivery reads
+ * the record, creates a lease and queues the DELIVER; it writes nothing to
+ * the store (see queue.h), so its cost is one B-tree read. Ending a lease
+ * without an ACK charges the attempt (except for a delivery that never left),
+ * and buries the message once max_attempts deliveries have been charged.
+ *
+ * Costs: dispatch O(consumers + deliveries x levels) per pass; tick
+ * O(expired leases x log leases + consumers) per heartbeat.
+ */
+#include "bk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "disp.h"
+#include "log.h"
+
+#define NS_PER_MS 1000000ULL
+
+void bk_cfg_defaults(bk_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    strcpy(cfg->data_dir, "./sluice-data");
+    strcpy(cfg->listen, "tcp://127.0.0.1:7470");
+    cfg->levels = 3;
+    strcpy(cfg->level_names[0], "high");
+    strcpy(cfg->level_names[1], "normal");
+    strcpy(cfg->level_names[2], "low");
+    for (unsigned l = 3; l < PROTO_MAX_LEVELS; l++)
+        snprintf(cfg->level_names[l], sizeof cfg->level_names[l], "p%u", l);
+    cfg->default_level = 1;
+    cfg->lease_ms = 30000;
+    cfg->max_attempts = 5;
+    cfg->heartbeat_ms = 1000;
+    cfg->map_bytes = 8ULL << 30;
+    cfg->max_body = 1u << 20;
+    cfg->soft_limit_pct = 90;
+}
+
+static int lock_dir(const char *dir)
+{
+    char path[4200];
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+        log_error("bk", "cannot create data directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/sluiced.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        log_error("bk", "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        log_error("bk", "another sluiced is using %s (%s is locked)", dir, path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
+{
+    store_level_info info[PROTO_MAX_LEVELS];
+    uint32_t prefix = 0;
+    int rc = SL_ENOMEM;
+    bk *b = calloc(1, sizeof *b);
+    if (!b)
+        return SL_ENOMEM;
+    b->cfg = *cfg;
+    b->mono_ns = b->started_mono_ns = mono_ns;
+    b->wall_ns = wall_ns;
+    b->all_mask = (uint32_t)((1ULL << cfg->levels) - 1);
+    b->lock_fd = lock_dir(cfg->data_dir);
+    if (b->lock_fd < 0) {
+        rc = SL_EINVAL;
+        goto free_b;
+    }
+    store_cfg scfg = {.dir = cfg->data_dir, .levels = cfg->levels, .map_bytes = cfg->map_bytes};
+    rc = store_open(&scfg, &b->st, info);
+    if (rc != SL_OK)
+        goto unlock;
+    queue_open(&b->q, b->st, cfg->levels, info);
+    if (getrandom(&prefix, sizeof prefix, 0) != sizeof prefix)
+        prefix = (uint32_t)(wall_ns ^ (uint64_t)getpid());
+    rc = SL_ENOMEM;
+    if (conn_table_init(&b->conns) != 0)
+        goto queue_close;
+    if (lease_table_init(&b->leases, prefix) != SL_OK)
+        goto conns_fini;
+    net_cfg ncfg = {.endpoint = cfg->listen, .max_body = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms};
+    rc = net_open(&ncfg, &b->net);
+    if (rc != SL_OK)
+        goto leases_fini;
+    b->next_hb_ns = mono_ns + cfg->heartbeat_ms * NS_PER_MS;
+
+    uint64_t total = 0, delayed = 0;
+    for (unsigned l = 0; l < cfg->levels; l++) {
+        total += info[l].count;
+        delayed += b->q.lv[l].delayed;
+    }
+    log_info("bk", "data %s: %llu messages ready, %llu delayed, in %u levels; listening on %s",
+             cfg->data_dir, (unsigned long long)total, (unsigned long long)delayed, cfg->levels,
+             cfg->listen);
+    *out = b;
+    return SL_OK;
+
+leases_fini:
+    lease_table_fini(&b->leases);
+conns_fini:
+    conn_table_fini(&b->conns);
+queue_close:
+    queue_close(&b->q);
+    store_close(&b->st);
+unlock:
+    close(b->lock_fd);
+free_b:
+    free(b);
+    return rc;
+}
+
+void bk_close(bk **bp)
+{
+    bk *b = bp ? *bp : NULL;
+    if (!b)
+        return;
+    net_close(&b->net);
+    lease_table_fini(&b->leases);
+    conn_table_fini(&b->conns);
+    queue_close(&b->q);
+    store_close(&b->st);
+    close(b->lock_fd);
+    free(b);
+    *bp = NULL;
+}
+
+void bk_reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m)
+{
+    if (net_queue(b->net, rid, rid_len, m, 0) != SL_OK)
+        b->tx_failed++;
+}
+
+void bk_reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint64_t seq, int code,
+                    const char *msg)
+{
+    proto_msg m;
+    proto_init(&m, PROTO_ERROR);
+    if (has_seq)
+        proto_set(&m, seq, seq);
+    proto_set(&m, code, (uint64_t)code);
+    proto_set_str(&m, PROTO_F_msg, msg, strnlen(msg, PROTO_MAX_STR));
+    if (code == SL_ENOSPC)
+        proto_set(&m, retry_ms, 1000);
+    bk_reply(b, rid, rid_len, &m);
+}
+
+/* ---- dispatch ---- */
+
+static int deliver_one(bk *b, conn *c, unsigned level)
+{
+    uint64_t key;
+    store_rec rec;
+    int rc = queue_take(&b->q, level, &key, &rec);
+    if (rc != SL_OK) {
+        if (rc != SL_ENOTFOUND)
+            log_error("bk", "cannot read the head of level %u: %s", level, proto_strerror(rc));
+        return rc;
+    }
+    uint32_t attempt = rec.attempt + 1;
+    lease *l = lease_new(&b->leases, c, (uint8_t)level, key, rec.id, attempt,
+                         b->mono_ns + b->cfg.lease_ms * NS_PER_MS);
+    if (!l) {
+        queue_untake(&b->q, level, key);
+        return SL_ENOMEM;
+    }
+    proto_msg m;
+    proto_init(&m, PROTO_DELIVER);
+    proto_set(&m, id, rec.id);
+    proto_set(&m, token, l->token);
+    proto_set(&m, level, level);
+    proto_set(&m, attempt, attempt);
+    proto_set(&m, lease_ms, b->cfg.lease_ms);
+    proto_set_str(&m, PROTO_F_body, rec.body, rec.body_len);
+    if (rec.tag_len)
+        proto_set_str(&m, PROTO_F_tag, rec.tag, rec.tag_len);
+    rc = net_queue(b->net, c->rid, c->rid_len, &m, l->token);
+    if (rc != SL_OK) {
+        lease_free(&b->leases, l);
+        queue_untake(&b->q, level, key);
+        return rc;
+    }
+    c->credit--;
+    return SL_OK;
+}
+
+unsigned bk_dispatch(bk *b, unsigned max)
+{
+    disp_level dl[PROTO_MAX_LEVELS];
+    uint64_t ready = 0;
+    unsigned made = 0;
+    for (unsigned l = 0; l < b->cfg.levels; l++)
+        ready += dl[l].ready = queue_ready(&b->q, l);
+    if (ready == 0 || b->conns.len == 0)
+        return 0;
+    int progress = 1;
+    while (progress && made < max) {
+        progress = 0;
+        size_t n = b->conns.len, start = b->conns.rr % n;
+        for (size_t k = 0; k < n && made < max; k++) {
+            conn *c = b->conns.all[(start + k) % n];
+            if (c->credit == 0)
+                continue;
+            int level = disp_pick(dl, b->cfg.levels, c->sub_mask, NULL);
+            if (level < 0)
+                continue;
+            if (deliver_one(b, c, (unsigned)level) != SL_OK)
+                return made;
+            dl[level].ready--;
+            made++;
+            progress = 1;
+        }
+        b->conns.rr = (start + 1) % n;
+    }
+    return made;
+}
+
+/* ---- ending leases ---- */
+
+static const char *end_name(bk_end why)
+{
+    switch (why) {
+    case BK_END_NACK: return "negatively acknowledged";
+    case BK_END_EXPIRED: return "lease expired";
+    case BK_END_GONE: return "consumer disconnected";
+    case BK_END_UNSENT: return "not sent";
+    }
+    return "?";
+}
+
+void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
+{
+    unsigned level = l->level;
+    uint64_t key = l->key, id = l->id;
+    uint32_t attempt = l->attempt;
+    conn *owner = l->owner;
+    int rc;
+    lease_free(&b->leases, l);
+    queue_level *lv = &b->q.lv[level];
+    if (why == BK_END_UNSENT) {
+        if (queue_untake(&b->q, level, key) != SL_OK)
+            log_error("bk", "out of memory returning message %llu; it is delivered after restart",
+                      (unsigned long long)id);
+        if (owner)
+            owner->credit++;
+        return;
+    }
+    if (why == BK_END_EXPIRED)
+        lv->expired++;
+    else if (why == BK_END_NACK)
+        lv->nacked++;
+    if (attempt >= b->cfg.max_attempts) {
+        char reason[160];
+        snprintf(reason, sizeof reason, "%u attempts used; last: %s", attempt, end_name(why));
+        rc = queue_bury(&b->q, level, key, reason, b->wall_ns);
+        log_info("bk", "message %llu (level %u) moved to dead letters: %s", (unsigned long long)id,
+                 level, reason);
+    } else {
+        uint64_t due = delay_ms ? b->wall_ns + delay_ms * NS_PER_MS : 0;
+        rc = queue_return(&b->q, level, key, attempt, due);
+    }
+    if (rc != SL_OK)
+        log_error("bk", "cannot return message %llu to level %u: %s", (unsigned long long)id, level,
+                  proto_strerror(rc));
+}
+
+void bk_drop_conn(bk *b, conn *c)
+{
+    if (c->nleases)
+        log_info("bk", "consumer in pool %s gone with %u deliveries outstanding; returning them",
+                 c->pool, c->nleases);
+    while (c->leases)
+        bk_end_lease(b, c->leases, BK_END_GONE, 0);
+    conn_remove(&b->conns, c);
+}
+
+void bk_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
+{
+    bk *b = ctx;
+    b->tx_failed++;
+    if (token) {
+        lease *l = lease_find(&b->leases, token);
+        if (l) {
+            /* a consumer with a full queue keeps its credit spent, so that the
+             * broker does not spin re-offering to a peer that is not reading */
+            conn *owner = l->owner;
+            bk_end_lease(b, l, BK_END_UNSENT, 0);
+            if (err == SL_EFULL && owner && owner->credit)
+                owner->credit--;
+        }
+    }
+    if (err == SL_ECONNECT) {
+        conn *c = conn_find(&b->conns, rid, rid_len);
+        if (c)
+            bk_drop_conn(b, c);
+    }
+}
+
+/* ---- timers ---- */
+
+void bk_tick(bk *b)
+{
+    lease *l;
+    for (unsigned n = 0; n < 10000 && (l = lease_expired(&b->leases, b->mono_ns)); n++) {
+        log_debug("bk", "lease of message %llu expired", (unsigned long long)l->id);
+        bk_end_lease(b, l, BK_END_EXPIRED, 0);
+    }
+    queue_release_due(&b->q, b->wall_ns, 10000);
+    if (b->mono_ns >= b->next_hb_ns) {
+        proto_msg m;
+        proto_init(&m, PROTO_PING);
+        for (size_t i = 0; i < b->conns.len; i++)
+            net_queue(b->net, b->conns.all[i]->rid, b->conns.all[i]->rid_len, &m, 0);
+        b->next_hb_ns = b->mono_ns + b->cfg.heartbeat_ms * NS_PER_MS;
+    }
+}
+
+uint64_t bk_next_wake(bk *b)
+{
+    uint64_t wake = b->next_hb_ns;
+    uint64_t lease_ns = lease_next_deadline(&b->leases);
+    if (lease_ns < wake)
+        wake = lease_ns;
+    if (b->q.next_due_ns != TMR_NEVER) {
+        uint64_t due = b->q.next_due_ns <= b->wall_ns ? b->mono_ns
+                                                      : b->mono_ns + (b->q.next_due_ns - b->wall_ns);
+        if (due < wake)
+            wake = due;
+    }
+    return wake;
+}

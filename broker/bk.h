@@ -1,0 +1,100 @@
+/*
+ * bk.h - the broker object: configuration, modules, and the work that spans
+ * them (dispatch, ending leases, timers).
+ *
+ * Only the loop reads the clock: it stores mono_ns and wall_ns here before
+ * each step, and everything below takes time from there.
+ */
+#ifndef SLUICE_BK_H
+#define SLUICE_BK_H
+
+#include <stdint.h>
+
+#include "conn.h"
+#include "lease.h"
+#include "net.h"
+#include "proto.h"
+#include "queue.h"
+#include "store.h"
+
+#define BK_CREDIT_CAP 100000u
+
+typedef struct bk_cfg {
+    char data_dir[4096];
+    char listen[1024];
+    unsigned levels;                                      /* 1..16 */
+    char level_names[PROTO_MAX_LEVELS][PROTO_MAX_NAME + 1];
+    unsigned default_level;
+    uint32_t lease_ms;
+    uint32_t max_attempts;
+    uint32_t heartbeat_ms;
+    uint64_t map_bytes;
+    uint32_t max_body;
+    unsigned soft_limit_pct;                              /* refuse PUT above this map use */
+} bk_cfg;
+
+/* Why a lease ended without an ACK. */
+typedef enum bk_end {
+    BK_END_NACK,       /* the consumer gave it back: charged */
+    BK_END_EXPIRED,    /* the lease ran out: charged */
+    BK_END_GONE,       /* the consumer disconnected: charged */
+    BK_END_UNSENT,     /* the delivery never left the broker: not charged */
+} bk_end;
+
+typedef struct bk {
+    bk_cfg cfg;
+    store *st;
+    net *net;
+    queue q;
+    conn_table conns;
+    lease_table leases;
+    uint32_t all_mask;            /* bit per configured level */
+    int lock_fd;
+    uint64_t mono_ns, wall_ns;    /* set by the loop */
+    uint64_t started_mono_ns;
+    uint64_t next_hb_ns;
+    uint64_t rx[PROTO_TYPE_COUNT_];
+    uint64_t rx_bad, tx_failed;
+} bk;
+
+/* bk_cfg_defaults fills the embedded defaults: ./sluice-data,
+ * tcp://127.0.0.1:7470, three levels high/normal/low (default normal), 30 s
+ * leases, 5 attempts, 1 s heartbeats, 8 GiB map, 1 MiB bodies. */
+void bk_cfg_defaults(bk_cfg *cfg);
+
+/* bk_open takes the data directory's lock, opens the store, rebuilds the
+ * in-memory view and binds. Returns SL_OK or an error (logged). */
+int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out);
+
+/* bk_close releases everything; accepts NULL. */
+void bk_close(bk **b);
+
+/* bk_tick runs what is due: expired leases, delayed messages whose time has
+ * come, heartbeats. */
+void bk_tick(bk *b);
+
+/* bk_dispatch delivers to consumers with credit, round-robin, at most max
+ * deliveries. Returns how many it made. */
+unsigned bk_dispatch(bk *b, unsigned max);
+
+/* bk_next_wake returns the monotonic time of the next timer. */
+uint64_t bk_next_wake(bk *b);
+
+/* bk_end_lease ends l without an ACK: requeue (charged unless UNSENT), or
+ * bury when the attempts are used up. delay_ms applies to NACK. */
+void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms);
+
+/* bk_drop_conn ends every lease of c (BK_END_GONE) and forgets c. */
+void bk_drop_conn(bk *b, conn *c);
+
+/* bk_send_failed is net_flush's failure callback. */
+void bk_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
+
+/* bk_reply queues m for the peer rid (ENOMEM is logged and dropped). */
+void bk_reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m);
+
+/* bk_reply_error queues ERROR {code, msg, seq (when has_seq)}. */
+void bk_reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint64_t seq, int code,
+                    const char *msg);
+
+#endif /* SLUICE_BK_H */

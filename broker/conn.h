@@ -1,0 +1,56 @@
+/*
+ * conn.h - consumer connections: who may receive deliveries, and how many.
+ *
+ * A conn is created by HELLO or CREDIT from a ZeroMQ routing id and lives
+ * until the broker finds the peer gone (a PING or DELIVER cannot be routed).
+ * It holds the consumer's pool, subscribed levels and remaining credit, and
+ * the list of its leases (owned by lease.c, linked through the lease).
+ */
+#ifndef SLUICE_CONN_H
+#define SLUICE_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+#define CONN_MAX_RID 255
+
+struct lease;
+
+typedef struct conn {
+    uint8_t rid[CONN_MAX_RID];
+    uint8_t rid_len;
+    char pool[PROTO_MAX_NAME + 1];
+    uint32_t sub_mask;     /* bit L: subscribed to level L */
+    uint64_t credit;       /* deliveries it may still receive */
+    uint32_t nleases;      /* deliveries outstanding */
+    struct lease *leases;  /* list of outstanding leases */
+    struct conn *hnext;    /* hash chain */
+    size_t slot;           /* index in conn_table.all */
+} conn;
+
+typedef struct conn_table {
+    conn **buckets;
+    size_t nbuckets;
+    conn **all;            /* dense array, for round-robin iteration */
+    size_t len, cap;
+    size_t rr;             /* round-robin start */
+} conn_table;
+
+/* conn_table_init / conn_table_fini; fini frees every conn. */
+int conn_table_init(conn_table *t);
+void conn_table_fini(conn_table *t);
+
+/* conn_find returns the conn for a routing id, or NULL. */
+conn *conn_find(conn_table *t, const void *rid, size_t rid_len);
+
+/* conn_require finds or creates the conn (pool "default", all levels of
+ * all_mask, no credit). Returns NULL when out of memory or rid_len is 0 or
+ * over CONN_MAX_RID. */
+conn *conn_require(conn_table *t, const void *rid, size_t rid_len, uint32_t all_mask);
+
+/* conn_remove unlinks and frees c. Its leases must have been released. */
+void conn_remove(conn_table *t, conn *c);
+
+#endif /* SLUICE_CONN_H */

@@ -1,0 +1,290 @@
+/*
+ * handle.c - the handler table, derived from PROTO_MSGS.
+ *
+ * Each handler checks what only the broker can check (level numbers against
+ * the configuration, sizes against the broker's limits, tokens against the
+ * lease table), calls the module that does the work, and queues the reply.
+ * Replies leave after the loop's commit, so a PUT_OK or an OK for an ACK is
+ * never seen before its effect is durable.
+ *
+ * Bad input is counted and logged at a limited rate (the first ten, then one
+ * in a thousand), so a misbehaving client cannot flood the log.
+ */
+#include "handle.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+#define NS_PER_MS 1000000ULL
+#define MAX_LEASE_MS (24ULL * 3600 * 1000)
+
+typedef void (*handler_fn)(bk *b, const net_in *in, const proto_msg *m);
+
+static void log_bad(bk *b, const char *what, const char *why)
+{
+    b->rx_bad++;
+    if (b->rx_bad <= 10 || b->rx_bad % 1000 == 0)
+        log_warn("handle", "bad input #%llu: %s: %s", (unsigned long long)b->rx_bad, what,
+                 why ? why : "?");
+}
+
+static void reply_err(bk *b, const net_in *in, const proto_msg *m, int code, const char *msg)
+{
+    bk_reply_error(b, in->rid, in->rid_len, (m->present & PF(seq)) != 0, m->seq, code, msg);
+}
+
+static void reply_ok(bk *b, const net_in *in, const proto_msg *req, proto_msg *rep)
+{
+    proto_set(rep, seq, req->seq);
+    bk_reply(b, in->rid, in->rid_len, rep);
+}
+
+static void add_credit(bk *b, const net_in *in, uint64_t n)
+{
+    conn *c = conn_require(&b->conns, in->rid, in->rid_len, b->all_mask);
+    if (!c)
+        return;
+    c->credit = c->credit + n > BK_CREDIT_CAP ? BK_CREDIT_CAP : c->credit + n;
+}
+
+static void h_HELLO(bk *b, const net_in *in, const proto_msg *m)
+{
+    uint32_t mask = b->all_mask;
+    char text[160];
+    if (m->v != PROTO_VERSION) {
+        snprintf(text, sizeof text, "protocol version %llu is not supported; this broker speaks 1",
+                 (unsigned long long)m->v);
+        reply_err(b, in, m, SL_EVERSION, text);
+        return;
+    }
+    if (m->present & PF(levels)) {
+        mask = 0;
+        for (uint32_t i = 0; i < m->levels.n; i++) {
+            if (m->levels.v[i] >= b->cfg.levels) {
+                snprintf(text, sizeof text, "level %llu does not exist; levels are 0..%u",
+                         (unsigned long long)m->levels.v[i], b->cfg.levels - 1);
+                reply_err(b, in, m, SL_ENOLEVEL, text);
+                return;
+            }
+            mask |= 1u << m->levels.v[i];
+        }
+        if (!mask)
+            mask = b->all_mask;
+    }
+    if ((m->present & PF(pool)) && m->pool.len == 0) {
+        reply_err(b, in, m, SL_EINVAL, "pool name is empty");
+        return;
+    }
+    conn *c = conn_require(&b->conns, in->rid, in->rid_len, b->all_mask);
+    if (!c) {
+        reply_err(b, in, m, SL_ENOMEM, "out of memory");
+        return;
+    }
+    c->sub_mask = mask;
+    if (m->present & PF(pool)) {
+        memcpy(c->pool, m->pool.ptr, m->pool.len);
+        c->pool[m->pool.len] = '\0';
+    }
+    if (m->present & PF(credit))
+        add_credit(b, in, m->credit);
+
+    proto_msg w;
+    proto_init(&w, PROTO_WELCOME);
+    proto_set(&w, v, PROTO_VERSION);
+    w.present |= PF(names);
+    w.names.n = b->cfg.levels;
+    for (unsigned l = 0; l < b->cfg.levels; l++)
+        w.names.v[l] = (proto_buf){b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])};
+    proto_set(&w, heartbeat_ms, b->cfg.heartbeat_ms);
+    proto_set(&w, lease_ms, b->cfg.lease_ms);
+    proto_set(&w, max_body, b->cfg.max_body);
+    reply_ok(b, in, m, &w);
+}
+
+static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
+{
+    char text[160];
+    uint64_t level = (m->present & PF(level)) ? m->level : b->cfg.default_level;
+    if (level >= b->cfg.levels) {
+        snprintf(text, sizeof text, "level %llu does not exist; levels are 0..%u",
+                 (unsigned long long)level, b->cfg.levels - 1);
+        reply_err(b, in, m, SL_ENOLEVEL, text);
+        return;
+    }
+    if (m->body.len > b->cfg.max_body) {
+        snprintf(text, sizeof text, "body of %u bytes exceeds max_body %u", m->body.len, b->cfg.max_body);
+        reply_err(b, in, m, SL_ETOOBIG, text);
+        return;
+    }
+    if (store_used_bytes(b->st) / 100 * 100 > store_map_bytes(b->st) / 100 * b->cfg.soft_limit_pct) {
+        reply_err(b, in, m, SL_ENOSPC, "storage is at its soft limit; retry after consumers drain");
+        return;
+    }
+    store_rec rec = {
+        .id = store_next_id(b->st),
+        .enq_ns = b->wall_ns,
+        .cost = 1,
+        .level = (uint8_t)level,
+        .tag = m->tag.ptr,
+        .tag_len = m->tag.len,
+        .body = m->body.ptr,
+        .body_len = m->body.len,
+    };
+    int rc = queue_append(&b->q, &rec);
+    if (rc != SL_OK) {
+        reply_err(b, in, m, rc, proto_strerror(rc));
+        return;
+    }
+    proto_msg r;
+    proto_init(&r, PROTO_PUT_OK);
+    proto_set(&r, id, rec.id);
+    reply_ok(b, in, m, &r);
+}
+
+static void h_CREDIT(bk *b, const net_in *in, const proto_msg *m)
+{
+    add_credit(b, in, m->n);
+}
+
+/* find_lease answers ESTALE itself when the token is not held. */
+static lease *find_lease(bk *b, const net_in *in, const proto_msg *m)
+{
+    if (m->present & PF(credit))
+        add_credit(b, in, m->credit);
+    lease *l = lease_find(&b->leases, m->token);
+    if (!l)
+        reply_err(b, in, m, SL_ESTALE, "unknown or expired lease token; the message may be redelivered");
+    return l;
+}
+
+static void h_ACK(bk *b, const net_in *in, const proto_msg *m)
+{
+    lease *l = find_lease(b, in, m);
+    if (!l)
+        return;
+    int rc = queue_settle(&b->q, l->level, l->key);
+    lease_free(&b->leases, l);
+    if (rc != SL_OK && rc != SL_ENOTFOUND) {
+        reply_err(b, in, m, rc, proto_strerror(rc));
+        return;
+    }
+    proto_msg r;
+    proto_init(&r, PROTO_OK);
+    reply_ok(b, in, m, &r);
+}
+
+static void h_NACK(bk *b, const net_in *in, const proto_msg *m)
+{
+    lease *l = find_lease(b, in, m);
+    if (!l)
+        return;
+    bk_end_lease(b, l, BK_END_NACK, (m->present & PF(delay_ms)) ? m->delay_ms : 0);
+    proto_msg r;
+    proto_init(&r, PROTO_OK);
+    reply_ok(b, in, m, &r);
+}
+
+static void h_TOUCH(bk *b, const net_in *in, const proto_msg *m)
+{
+    lease *l = find_lease(b, in, m);
+    if (!l)
+        return;
+    uint64_t ms = (m->present & PF(lease_ms)) && m->lease_ms ? m->lease_ms : b->cfg.lease_ms;
+    if (ms > MAX_LEASE_MS)
+        ms = MAX_LEASE_MS;
+    lease_extend(&b->leases, l, b->mono_ns + ms * NS_PER_MS);
+    proto_msg r;
+    proto_init(&r, PROTO_OK);
+    proto_set(&r, lease_ms, ms);
+    reply_ok(b, in, m, &r);
+}
+
+static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
+{
+    proto_msg r;
+    proto_init(&r, PROTO_STATS_OK);
+    unsigned n = b->cfg.levels;
+    r.present |= PF(names) | PROTO_STATS_COLUMNS;
+    r.names.n = n;
+    r.depth.n = r.inflight.n = r.delayed.n = r.dead.n = r.oldest_ms.n = n;
+    r.enqueued.n = r.dispatched.n = r.acked.n = r.nacked.n = r.expired.n = n;
+    for (unsigned l = 0; l < n; l++) {
+        const queue_level *lv = &b->q.lv[l];
+        uint64_t oldest = queue_oldest_ns(&b->q, l);
+        r.names.v[l] = (proto_buf){b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])};
+        r.depth.v[l] = queue_ready(&b->q, l);
+        r.inflight.v[l] = lv->leased;
+        r.delayed.v[l] = lv->delayed;
+        r.dead.v[l] = lv->dead;
+        r.oldest_ms.v[l] = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0;
+        r.enqueued.v[l] = lv->enqueued;
+        r.dispatched.v[l] = lv->dispatched;
+        r.acked.v[l] = lv->acked;
+        r.nacked.v[l] = lv->nacked;
+        r.expired.v[l] = lv->expired;
+    }
+    proto_set(&r, uptime_ms, (b->mono_ns - b->started_mono_ns) / NS_PER_MS);
+    proto_set(&r, consumers, b->conns.len);
+    reply_ok(b, in, m, &r);
+}
+
+static void h_PING(bk *b, const net_in *in, const proto_msg *m)
+{
+    proto_msg r;
+    proto_init(&r, PROTO_PONG);
+    if (m->present & PF(seq))
+        proto_set(&r, seq, m->seq);
+    bk_reply(b, in->rid, in->rid_len, &r);
+}
+
+static void h_PONG(bk *b, const net_in *in, const proto_msg *m)
+{
+    (void)b, (void)in, (void)m; /* liveness is the transport's business */
+}
+
+static void h_unexpected(bk *b, const net_in *in, const proto_msg *m)
+{
+    char text[96];
+    snprintf(text, sizeof text, "%s is sent by the broker, not to it", proto_name(m->type));
+    log_bad(b, "unexpected message", text);
+    reply_err(b, in, m, SL_EPROTO, text);
+}
+
+#define HANDLER_C2B(ID) h_##ID
+#define HANDLER_ANY(ID) h_##ID
+#define HANDLER_B2C(ID) h_unexpected
+static const handler_fn handlers[PROTO_TYPE_COUNT_] = {
+#define HANDLER_(ID, name, dir, req, opt) [PROTO_##ID] = HANDLER_##dir(ID),
+    PROTO_MSGS(HANDLER_)
+#undef HANDLER_
+};
+
+void handle_message(bk *b, const net_in *in)
+{
+    proto_msg m;
+    const char *why = NULL;
+    if (in->frames != 1) {
+        log_bad(b, "framing", "expected exactly one frame after the routing id");
+        bk_reply_error(b, in->rid, in->rid_len, 0, 0, SL_EPROTO,
+                       "expected exactly one frame (a msgpack map) per message");
+        return;
+    }
+    int rc = proto_decode(in->body, in->body_len, &m, &why);
+    if (rc != SL_OK) {
+        log_bad(b, "decode", why);
+        reply_err(b, in, &m, rc, why ? why : proto_strerror(rc));
+        return;
+    }
+    b->rx[m.type]++;
+    handlers[m.type](b, in, &m);
+}
+
+void handle_refuse(bk *b, const net_in *in)
+{
+    proto_msg m;
+    if (in->frames == 1 && proto_decode(in->body, in->body_len, &m, NULL) == SL_OK &&
+        (m.present & PF(seq)) && m.type != PROTO_PONG && m.type != PROTO_PING)
+        reply_err(b, in, &m, SL_ESHUTDOWN, "broker is shutting down; retry against its successor");
+}

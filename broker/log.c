@@ -1,0 +1,68 @@
+/*
+ * log.c - leveled logging to stderr.
+ *
+ * The broker is single-threaded, so there is no locking; each line is built in
+ * a local buffer and written with one write(2) so that lines from sluiced and
+ * from other processes sharing the terminal do not interleave mid-line.
+ * Timestamps are wall-clock UTC with milliseconds.
+ */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static enum log_level cur_level = LOG_INFO;
+static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+
+void log_set_level(enum log_level lvl)
+{
+    cur_level = lvl;
+}
+
+int log_parse_level(const char *name)
+{
+    static const char *const lower[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, lower[i]) == 0)
+            return i;
+    return -1;
+}
+
+int log_enabled(enum log_level lvl)
+{
+    return lvl <= cur_level;
+}
+
+void log_msg(enum log_level lvl, const char *module, const char *fmt, ...)
+{
+    if (!log_enabled(lvl))
+        return;
+    char line[1024];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ sluiced[%ld] %-5s %s: ",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, (long)getpid(), names[lvl], module);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
+
+_Noreturn void log_die(const char *file, int line, const char *what)
+{
+    log_msg(LOG_ERROR, "assert", "%s:%d: invariant broken: %s", file, line, what);
+    abort();
+}

@@ -1,0 +1,105 @@
+/*
+ * loop.c - one thread, one pass at a time.
+ *
+ * A pass: compute the timeout to the next timer; zmq_poll; receive up to
+ * RECV_BATCH messages without blocking and handle each (handlers only change
+ * memory and the open write transaction); run due timers; dispatch; commit
+ * the write transaction once (group commit: every publish of the pass shares
+ * one fsync); and only then send the replies and deliveries the pass
+ * produced. While a commit is running, new requests wait in ZeroMQ's queue
+ * and form the next batch, so batches grow with load by themselves.
+ *
+ * A failed commit is loud: every reply of the pass becomes an SL_EIO error,
+ * and the broker stops rather than guess what reached the disk (fsync errors
+ * are not reliably retryable). Signals only set a flag; the loop notices it
+ * at the end of a pass, so the pass in progress completes and is confirmed.
+ */
+#include "loop.h"
+
+#include <errno.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "handle.h"
+#include "log.h"
+
+#define RECV_BATCH 4096
+#define DISPATCH_BATCH 4096
+#define MAX_WAIT_MS 1000
+
+static uint64_t read_clock(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t loop_now_mono(void)
+{
+    return read_clock(CLOCK_MONOTONIC);
+}
+
+uint64_t loop_now_wall(void)
+{
+    return read_clock(CLOCK_REALTIME);
+}
+
+static void set_clock(bk *b)
+{
+    b->mono_ns = loop_now_mono();
+    b->wall_ns = loop_now_wall();
+}
+
+static int wait_ms(bk *b)
+{
+    if (store_dirty(b->st) || net_queued(b->net))
+        return 0;
+    uint64_t wake = bk_next_wake(b);
+    if (wake <= b->mono_ns)
+        return 0;
+    uint64_t ms = (wake - b->mono_ns + 999999) / 1000000;
+    return ms > MAX_WAIT_MS ? MAX_WAIT_MS : (int)ms;
+}
+
+/* commit_and_send ends a pass. Returns SL_OK or the commit's error. */
+static int commit_and_send(bk *b)
+{
+    int rc = store_commit(b->st);
+    if (rc != SL_OK) {
+        log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
+                  proto_strerror(rc));
+        net_fail_queued(b->net, SL_EIO, "the broker failed to commit; nothing of this request was stored");
+        net_flush(b->net, NULL, NULL);
+        return rc;
+    }
+    net_flush(b->net, bk_send_failed, b);
+    return SL_OK;
+}
+
+int loop_run(bk *b, volatile sig_atomic_t *stop)
+{
+    zmq_pollitem_t item = {.socket = net_socket(b->net), .events = ZMQ_POLLIN};
+    net_in in;
+    int rc;
+    while (!*stop) {
+        set_clock(b);
+        if (zmq_poll(&item, 1, wait_ms(b)) < 0 && zmq_errno() != EINTR) {
+            log_error("loop", "poll failed: %s", zmq_strerror(zmq_errno()));
+            return SL_EIO;
+        }
+        set_clock(b);
+        for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
+            handle_message(b, &in);
+        bk_tick(b);
+        bk_dispatch(b, DISPATCH_BATCH);
+        if ((rc = commit_and_send(b)) != SL_OK)
+            return rc;
+    }
+    /* Shutdown: what arrived after the last pass is refused, not dropped. */
+    unsigned refused = 0;
+    for (int i = 0; i < 100000 && net_recv(b->net, &in) == 1; i++, refused++)
+        handle_refuse(b, &in);
+    if (refused)
+        log_info("loop", "refused %u requests that arrived during shutdown", refused);
+    return commit_and_send(b);
+}

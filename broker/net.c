@@ -1,0 +1,233 @@
+/*
+ * net.c - ROUTER socket, receive, and the outgoing arena.
+ *
+ * Receiving keeps the two zmq_msg_t of the last message alive until the next
+ * call, so handlers read the body in place (the decoder points into it).
+ *
+ * Sending: net_queue encodes each reply into one growing arena and records
+ * where it is; net_flush walks the records with ZMQ_DONTWAIT. Costs: one
+ * encode into the arena and one copy into ZeroMQ per message; the arena keeps
+ * its peak size, so a steady load allocates nothing.
+ */
+#include "net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "log.h"
+
+typedef struct out_rec {
+    size_t off;        /* rid bytes, then body bytes */
+    size_t rid_len, body_len;
+    uint64_t token;
+    uint64_t seq;
+    int has_seq;
+} out_rec;
+
+struct net {
+    void *ctx, *sock;
+    zmq_msg_t rid, body;
+    int have_msgs;
+    proto_wbuf arena;
+    out_rec *recs;
+    size_t nrecs, caprecs;
+};
+
+int net_open(const net_cfg *cfg, net **out)
+{
+    net *n = calloc(1, sizeof *n);
+    if (!n)
+        return SL_ENOMEM;
+    int one = 1, hwm = 100000, linger = 1000;
+    int64_t maxmsg = (int64_t)cfg->max_body + 64 * 1024;
+    int hb = cfg->heartbeat_ms, hb_timeout = 3 * cfg->heartbeat_ms;
+    n->ctx = zmq_ctx_new();
+    if (!n->ctx)
+        goto fail;
+    n->sock = zmq_socket(n->ctx, ZMQ_ROUTER);
+    if (!n->sock)
+        goto ctx_term;
+    if (zmq_setsockopt(n->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) ||
+        zmq_setsockopt(n->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
+        zmq_setsockopt(n->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(n->sock, ZMQ_RCVHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(n->sock, ZMQ_LINGER, &linger, sizeof linger) ||
+        zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb) ||
+        zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_TIMEOUT, &hb_timeout, sizeof hb_timeout) ||
+        zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_TTL, &hb_timeout, sizeof hb_timeout)) {
+        log_error("net", "cannot configure the socket: %s", zmq_strerror(zmq_errno()));
+        goto sock_close;
+    }
+    if (zmq_bind(n->sock, cfg->endpoint) != 0) {
+        log_error("net", "cannot listen on %s: %s", cfg->endpoint, zmq_strerror(zmq_errno()));
+        goto sock_close;
+    }
+    zmq_msg_init(&n->rid);
+    zmq_msg_init(&n->body);
+    n->have_msgs = 1;
+    *out = n;
+    return SL_OK;
+
+sock_close:
+    zmq_close(n->sock);
+ctx_term:
+    zmq_ctx_term(n->ctx);
+fail:
+    free(n);
+    return SL_EINVAL;
+}
+
+void net_close(net **np)
+{
+    net *n = np ? *np : NULL;
+    if (!n)
+        return;
+    if (n->have_msgs) {
+        zmq_msg_close(&n->rid);
+        zmq_msg_close(&n->body);
+    }
+    zmq_close(n->sock);
+    zmq_ctx_term(n->ctx);
+    proto_wbuf_free(&n->arena);
+    free(n->recs);
+    free(n);
+    *np = NULL;
+}
+
+void *net_socket(net *n)
+{
+    return n->sock;
+}
+
+int net_recv(net *n, net_in *in)
+{
+    if (zmq_msg_recv(&n->rid, n->sock, ZMQ_DONTWAIT) < 0) {
+        int e = zmq_errno();
+        if (e == EAGAIN || e == EINTR)
+            return 0;
+        log_error("net", "receive failed: %s", zmq_strerror(e));
+        return -1;
+    }
+    memset(in, 0, sizeof *in);
+    in->rid = zmq_msg_data(&n->rid);
+    in->rid_len = zmq_msg_size(&n->rid);
+    /* Read every remaining frame; keep the first as the body. A ROUTER hands
+     * over whole messages, so these never block. */
+    int more = zmq_msg_more(&n->rid);
+    while (more) {
+        zmq_msg_t *dst = in->frames == 0 ? &n->body : NULL;
+        zmq_msg_t extra;
+        if (!dst) {
+            zmq_msg_init(&extra);
+            dst = &extra;
+        }
+        if (zmq_msg_recv(dst, n->sock, ZMQ_DONTWAIT) < 0) {
+            log_error("net", "receive of a message part failed: %s", zmq_strerror(zmq_errno()));
+            if (dst == &extra)
+                zmq_msg_close(&extra);
+            return -1;
+        }
+        in->frames++;
+        more = zmq_msg_more(dst);
+        if (dst == &extra)
+            zmq_msg_close(&extra);
+    }
+    if (in->frames >= 1) {
+        in->body = zmq_msg_data(&n->body);
+        in->body_len = zmq_msg_size(&n->body);
+    }
+    return 1;
+}
+
+int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token)
+{
+    if (n->nrecs == n->caprecs) {
+        size_t cap = n->caprecs ? n->caprecs * 2 : 256;
+        out_rec *r = realloc(n->recs, cap * sizeof *r);
+        if (!r)
+            return SL_ENOMEM;
+        n->recs = r;
+        n->caprecs = cap;
+    }
+    size_t start = n->arena.len;
+    /* the routing id goes first, through the same growth path as the body */
+    proto_wbuf *a = &n->arena;
+    if (a->cap - a->len < rid_len) {
+        size_t cap = a->cap ? a->cap : 4096;
+        while (cap - a->len < rid_len)
+            cap *= 2;
+        char *p = realloc(a->data, cap);
+        if (!p)
+            return SL_ENOMEM;
+        a->data = p;
+        a->cap = cap;
+    }
+    memcpy(a->data + a->len, rid, rid_len);
+    a->len += rid_len;
+    int rc = proto_encode(m, a);
+    if (rc != SL_OK) {
+        a->len = start;
+        log_error("net", "cannot encode %s: %s", proto_name(m->type), proto_strerror(rc));
+        return rc;
+    }
+    n->recs[n->nrecs++] = (out_rec){
+        .off = start,
+        .rid_len = rid_len,
+        .body_len = a->len - start - rid_len,
+        .token = token,
+        .seq = m->seq,
+        .has_seq = (m->present & PF(seq)) != 0,
+    };
+    return SL_OK;
+}
+
+size_t net_queued(const net *n)
+{
+    return n->nrecs;
+}
+
+void net_flush(net *n, net_fail_fn fail, void *ctx)
+{
+    for (size_t i = 0; i < n->nrecs; i++) {
+        const out_rec *r = &n->recs[i];
+        const uint8_t *rid = (const uint8_t *)n->arena.data + r->off;
+        if (zmq_send(n->sock, rid, r->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+            int e = zmq_errno();
+            if (fail)
+                fail(ctx, rid, r->rid_len, r->token, e == EAGAIN ? SL_EFULL : SL_ECONNECT);
+            continue;
+        }
+        /* ROUTER accepted the envelope, so the body part cannot block */
+        if (zmq_send(n->sock, rid + r->rid_len, r->body_len, ZMQ_DONTWAIT) < 0) {
+            log_error("net", "send of a message body failed: %s", zmq_strerror(zmq_errno()));
+            if (fail)
+                fail(ctx, rid, r->rid_len, r->token, SL_ECONNECT);
+        }
+    }
+    n->nrecs = 0;
+    proto_wbuf_reset(&n->arena);
+}
+
+void net_fail_queued(net *n, int code, const char *msg)
+{
+    proto_wbuf old = n->arena;
+    out_rec *recs = n->recs;
+    size_t nrecs = n->nrecs;
+    n->arena = (proto_wbuf){0};
+    n->recs = NULL;
+    n->nrecs = n->caprecs = 0;
+    for (size_t i = 0; i < nrecs; i++) {
+        if (!recs[i].has_seq || recs[i].token)
+            continue;
+        proto_msg m;
+        proto_init(&m, PROTO_ERROR);
+        proto_set(&m, seq, recs[i].seq);
+        proto_set(&m, code, (uint64_t)code);
+        proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
+        net_queue(n, (const uint8_t *)old.data + recs[i].off, recs[i].rid_len, &m, 0);
+    }
+    proto_wbuf_free(&old);
+    free(recs);
+}

@@ -1,0 +1,71 @@
+/*
+ * net.h - the broker's transport: the only zmq_send/zmq_recv.
+ *
+ * One ROUTER socket per broker. Incoming messages are [routing id, body];
+ * anything else is reported as a framing error. Outgoing messages are encoded
+ * straight into one arena and sent together by net_flush, after the loop's
+ * commit: that is how "confirm only after the commit" is enforced for every
+ * reply at once. ZMQ_ROUTER_MANDATORY is on, so a message for a peer that is
+ * gone, or whose queue is full, is reported to the caller instead of being
+ * dropped silently.
+ */
+#ifndef SLUICE_NET_H
+#define SLUICE_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+typedef struct net net;
+
+typedef struct net_cfg {
+    const char *endpoint;
+    size_t max_body;       /* ZMQ_MAXMSGSIZE = max_body + 64 KiB */
+    int heartbeat_ms;      /* ZMTP heartbeats */
+} net_cfg;
+
+/* One received message; pointers valid until the next net_recv. */
+typedef struct net_in {
+    const uint8_t *rid;
+    size_t rid_len;
+    const void *body;
+    size_t body_len;
+    unsigned frames;       /* frames after the routing id; 1 when well formed */
+} net_in;
+
+/* Called by net_flush for each message that could not be sent: err is
+ * SL_ECONNECT (the peer is gone) or SL_EFULL (its queue is full). token is
+ * what net_queue was given (0 for plain replies). */
+typedef void (*net_fail_fn)(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
+
+/* net_open creates the context and socket and binds. Returns SL_OK, or
+ * SL_EINVAL (bad or busy endpoint, logged). */
+int net_open(const net_cfg *cfg, net **out);
+
+/* net_close closes with a short linger so that queued replies leave. */
+void net_close(net **n);
+
+/* net_socket returns the socket for zmq_poll (loop.c only). */
+void *net_socket(net *n);
+
+/* net_recv receives one message without blocking. Returns 1 with *in set, 0
+ * when nothing is waiting, or -1 on a transport error (logged). */
+int net_recv(net *n, net_in *in);
+
+/* net_queue encodes m for peer rid and queues it until net_flush. token marks
+ * a delivery (0 otherwise). Returns SL_OK, SL_EINVAL (m is not valid: a bug,
+ * logged), SL_ENOMEM. */
+int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token);
+
+/* net_queued returns how many messages wait for net_flush. */
+size_t net_queued(const net *n);
+
+/* net_flush sends everything queued, reporting failures to fail(ctx, ...). */
+void net_flush(net *n, net_fail_fn fail, void *ctx);
+
+/* net_fail_queued turns every queued reply that carries a seq into ERROR
+ * {seq, code, msg} and drops queued deliveries: used when a commit failed. */
+void net_fail_queued(net *n, int code, const char *msg);
+
+#endif /* SLUICE_NET_H */

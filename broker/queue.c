@@ -1,0 +1,190 @@
+/*
+ * queue.c - levels over the store.
+ *
+ * See queue.h for the invariant that keeps taking O(log n). Every function
+ * that changes a record does so inside the store's open write transaction;
+ * nothing here commits. Counters are updated only after the store call
+ * succeeded, so a failed write leaves the view as it was (and the loop then
+ * refuses to confirm anything from the pass).
+ */
+#include "queue.h"
+
+#include <string.h>
+
+#include "log.h"
+
+int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *info)
+{
+    uint64_t delayed[PROTO_MAX_LEVELS] = {0};
+    memset(q, 0, sizeof *q);
+    q->st = st;
+    q->nlevels = nlevels;
+    store_delayed_counts(st, delayed);
+    for (unsigned l = 0; l < nlevels; l++) {
+        q->lv[l].count = info[l].count;
+        q->lv[l].dead = info[l].dead;
+        q->lv[l].delayed = delayed[l];
+        tmr_init(&q->lv[l].returned);
+    }
+    if (store_delayed_first(st, &q->next_due_ns) != SL_OK)
+        q->next_due_ns = TMR_NEVER;
+    return SL_OK;
+}
+
+void queue_close(queue *q)
+{
+    for (unsigned l = 0; l < q->nlevels; l++)
+        tmr_fini(&q->lv[l].returned);
+}
+
+uint64_t queue_ready(const queue *q, unsigned level)
+{
+    return q->lv[level].count - q->lv[level].leased;
+}
+
+int queue_append(queue *q, const store_rec *rec)
+{
+    uint64_t key;
+    int rc = store_append(q->st, rec, &key);
+    if (rc == SL_OK) {
+        q->lv[rec->level].count++;
+        q->lv[rec->level].enqueued++;
+    }
+    return rc;
+}
+
+int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
+{
+    queue_level *lv = &q->lv[level];
+    tmr_entry e;
+    int rc;
+    if (queue_ready(q, level) == 0)
+        return SL_ENOTFOUND;
+    if (tmr_pop(&lv->returned, TMR_NEVER, &e)) {
+        rc = store_get(q->st, level, e.id, rec);
+        if (rc != SL_OK) {
+            tmr_push(&lv->returned, e.at, e.id);
+            return rc;
+        }
+        *key = e.id;
+    } else {
+        rc = store_seek(q->st, level, lv->cursor, key, rec);
+        if (rc == SL_ENOTFOUND) {
+            log_error("queue", "level %u counts %llu ready but none is stored past its cursor",
+                      level, (unsigned long long)queue_ready(q, level));
+            lv->count = lv->leased; /* resynchronise rather than spin */
+            return SL_ENOTFOUND;
+        }
+        if (rc != SL_OK)
+            return rc;
+        lv->cursor = *key + 1;
+    }
+    lv->leased++;
+    lv->dispatched++;
+    return SL_OK;
+}
+
+static int make_ready(queue *q, unsigned level, uint64_t key)
+{
+    queue_level *lv = &q->lv[level];
+    if (key >= lv->cursor)
+        return SL_OK; /* the seek will find it */
+    return tmr_push(&lv->returned, key, key);
+}
+
+int queue_untake(queue *q, unsigned level, uint64_t key)
+{
+    int rc = make_ready(q, level, key);
+    if (rc == SL_OK) {
+        q->lv[level].leased--;
+        q->lv[level].dispatched--;
+    }
+    return rc;
+}
+
+int queue_settle(queue *q, unsigned level, uint64_t key)
+{
+    int rc = store_del(q->st, level, key);
+    if (rc == SL_OK || rc == SL_ENOTFOUND) {
+        q->lv[level].count--;
+        q->lv[level].leased--;
+        q->lv[level].acked++;
+    }
+    return rc;
+}
+
+int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint64_t due_ns)
+{
+    queue_level *lv = &q->lv[level];
+    int rc = store_set_attempt(q->st, level, key, attempt);
+    if (rc != SL_OK)
+        return rc;
+    if (due_ns) {
+        rc = store_delay(q->st, level, key, due_ns);
+        if (rc != SL_OK)
+            return rc;
+        lv->count--;
+        lv->delayed++;
+        if (due_ns < q->next_due_ns)
+            q->next_due_ns = due_ns;
+    } else {
+        rc = make_ready(q, level, key);
+        if (rc != SL_OK)
+            return rc;
+    }
+    lv->leased--;
+    return SL_OK;
+}
+
+int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns)
+{
+    int rc = store_bury(q->st, level, key, reason, now_ns);
+    if (rc == SL_OK) {
+        q->lv[level].count--;
+        q->lv[level].leased--;
+        q->lv[level].dead++;
+        q->lv[level].buried++;
+    }
+    return rc;
+}
+
+unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
+{
+    unsigned moved = 0;
+    if (q->next_due_ns > wall_ns)
+        return 0;
+    while (moved < max) {
+        unsigned level;
+        uint64_t key;
+        int rc = store_delayed_pop(q->st, wall_ns, &level, &key);
+        if (rc != SL_OK)
+            break;
+        if (level >= q->nlevels) {
+            log_error("queue", "delayed record for level %u beyond the %u levels; left in place",
+                      level, q->nlevels);
+            break;
+        }
+        q->lv[level].delayed--;
+        q->lv[level].count++;
+        if (make_ready(q, level, key) != SL_OK)
+            log_error("queue", "out of memory returning a delayed message; it is delivered after restart");
+        moved++;
+    }
+    if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
+        q->next_due_ns = TMR_NEVER;
+    return moved;
+}
+
+uint64_t queue_oldest_ns(queue *q, unsigned level)
+{
+    queue_level *lv = &q->lv[level];
+    uint64_t oldest = 0, key;
+    store_rec rec;
+    if (queue_ready(q, level) == 0)
+        return 0;
+    if (lv->returned.len && store_get(q->st, level, lv->returned.v[0].id, &rec) == SL_OK)
+        oldest = rec.enq_ns;
+    if (store_seek(q->st, level, lv->cursor, &key, &rec) == SL_OK && (!oldest || rec.enq_ns < oldest))
+        oldest = rec.enq_ns;
+    return oldest;
+}

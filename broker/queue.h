@@ -1,0 +1,77 @@
+/*
+ * queue.h - the levels: what is ready, what is out, what waits.
+ *
+ * queue owns the in-memory view of each level over the store: how many
+ * records it holds, how many are leased, and where the next ready message is.
+ * Invariant, per level: every record whose key is >= cursor is ready; the
+ * ready records below cursor are exactly the keys in `returned`; every other
+ * record below cursor is leased. So taking the next message is one heap pop or
+ * one B-tree seek, never a scan, and a broker restart (cursor 0, heap empty)
+ * makes every record ready again in key order.
+ */
+#ifndef SLUICE_QUEUE_H
+#define SLUICE_QUEUE_H
+
+#include <stdint.h>
+
+#include "proto.h"
+#include "store.h"
+#include "tmr.h"
+
+typedef struct queue_level {
+    uint64_t count;     /* records in q.<L>: ready + leased */
+    uint64_t leased;
+    uint64_t delayed;
+    uint64_t dead;
+    uint64_t cursor;    /* next key to seek from */
+    tmr returned;       /* ready keys below cursor (at = key) */
+    /* counters since start */
+    uint64_t enqueued, dispatched, acked, nacked, expired, buried;
+} queue_level;
+
+typedef struct queue {
+    store *st;
+    unsigned nlevels;
+    uint64_t next_due_ns; /* earliest delayed record (wall clock) or TMR_NEVER */
+    queue_level lv[PROTO_MAX_LEVELS];
+} queue;
+
+/* queue_open builds the view from what store_open found. O(levels +
+ * delayed). Returns SL_OK. */
+int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *info);
+void queue_close(queue *q);
+
+/* queue_ready returns the messages of level that may be delivered now. */
+uint64_t queue_ready(const queue *q, unsigned level);
+
+/* queue_append stores rec at the tail of rec->level. */
+int queue_append(queue *q, const store_rec *rec);
+
+/* queue_take marks the next ready message of level as leased and reads it:
+ * *key and *rec (rec's pointers valid until the next store write). Returns
+ * SL_OK, SL_ENOTFOUND (nothing ready), or a store error. */
+int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
+
+/* queue_untake undoes a take that never reached the consumer: the message is
+ * ready again at its place and no attempt is charged. */
+int queue_untake(queue *q, unsigned level, uint64_t key);
+
+/* queue_settle deletes a leased message (it was acknowledged). */
+int queue_settle(queue *q, unsigned level, uint64_t key);
+
+/* queue_return gives a leased message back, charging attempt (its new stored
+ * attempt count), at once (due_ns == 0) or delayed until due_ns (wall). */
+int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint64_t due_ns);
+
+/* queue_bury moves a leased message to its level's dead letters. */
+int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns);
+
+/* queue_release_due moves every delayed message due at or before wall_ns to
+ * the head of its level (at most max of them). Returns how many moved. */
+unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max);
+
+/* queue_oldest_ns returns the enqueue time (wall ns) of level's oldest ready
+ * message, or 0 when none is ready. */
+uint64_t queue_oldest_ns(queue *q, unsigned level);
+
+#endif /* SLUICE_QUEUE_H */

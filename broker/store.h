@@ -1,0 +1,167 @@
+/*
+ * store.h - durable storage for Sluice: the only module that calls mdb_*.
+ *
+ * One LMDB environment per data directory, with these named databases:
+ *
+ *   q.<L>      one per level L: the level's messages in FIFO order, keyed by a
+ *              big-endian u64 order key (tail keys grow up from 2^63, head keys
+ *              grow down from it, so "put at head" and "append" are both O(log n)
+ *              and a cursor's MDB_FIRST is the head).
+ *   dead.<L>   one per level: dead letters, keyed by big-endian u64 message id.
+ *   delayed    messages waiting for a due time, keyed by (big-endian u64 due
+ *              wall-clock ns, big-endian u64 message id).
+ *   meta       "format" (u32 STORE_FORMAT), "levels" (u32 level count),
+ *              "next_id" (u64).
+ *
+ * In-flight deliveries are NOT written: a leased message stays in its q.<L>
+ * record; the lease lives in memory (lease.c). So dispatch costs no write, an
+ * ack is one delete, and after a crash every in-flight message is simply still
+ * at the head of its level. See README "Design notes".
+ *
+ * Transactions: the store keeps at most one write transaction open. Every
+ * operation below runs inside it, beginning it lazily; store_commit commits
+ * it. Reads see the transaction's own writes. The loop commits once per pass
+ * (group commit). Pointers in a store_rec returned by a read are valid only
+ * until the next write or commit: copy what you keep.
+ *
+ * Every record value starts with a CRC32C of the rest of the record; reads
+ * verify it and return SL_ECORRUPT on mismatch.
+ *
+ * Errors: functions return sl_err codes. A failing mdb_* call is logged once
+ * here, with its LMDB message, and mapped: MDB_MAP_FULL -> SL_ENOSPC,
+ * MDB_PANIC and I/O errors -> SL_EIO, MDB_NOTFOUND -> SL_ENOTFOUND. After any
+ * write error the transaction is unusable: store_commit then aborts it and
+ * returns the error (store_failed reports it), and the caller must not
+ * confirm anything from that pass.
+ */
+#ifndef SLUICE_STORE_H
+#define SLUICE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* Change the record layout or the key layout: bump STORE_FORMAT. */
+#define STORE_FORMAT 1
+
+#define STORE_KEY_MID (UINT64_C(1) << 63)
+
+typedef struct store store;
+
+typedef struct store_cfg {
+    const char *dir;      /* data directory; created if missing */
+    unsigned levels;      /* 1..PROTO_MAX_LEVELS */
+    uint64_t map_bytes;   /* LMDB map size */
+} store_cfg;
+
+/* A message record. On read, tag/body/reason point into LMDB memory. */
+typedef struct store_rec {
+    uint64_t id;
+    uint64_t enq_ns;      /* wall-clock ns when first enqueued */
+    uint64_t expires_ns;  /* wall-clock ns, 0 = never (reserved for TTL) */
+    uint32_t attempt;     /* deliveries charged so far */
+    uint32_t cost;        /* reserved for metering; 1 by default */
+    uint8_t level;
+    const char *tag;
+    uint32_t tag_len;
+    const void *body;
+    uint32_t body_len;
+    /* dead letters only */
+    const char *reason;
+    uint32_t reason_len;
+    uint64_t died_ns;
+} store_rec;
+
+/* What store_open found on disk. */
+typedef struct store_level_info {
+    uint64_t count;       /* records in q.<L> */
+    uint64_t dead;        /* records in dead.<L> */
+    uint64_t first_key;   /* head order key, or 0 when empty */
+    uint64_t last_key;    /* tail order key, or 0 when empty */
+} store_level_info;
+
+/* store_open opens or creates the environment in cfg->dir with durable flags
+ * only (no NOSYNC, NOMETASYNC or WRITEMAP), creates the databases, checks the
+ * format, and fills info[0..levels) (info may be NULL). It refuses
+ * (SL_EINVAL, logged) a directory whose format differs, or whose stored level
+ * count is larger than cfg->levels while a dropped level still holds data.
+ * Returns SL_OK, SL_EINVAL, SL_EIO, SL_ENOMEM. */
+int store_open(const store_cfg *cfg, store **out, store_level_info *info);
+
+/* store_close aborts any open transaction, closes the environment and NULLs
+ * *s. Accepts NULL. */
+void store_close(store **s);
+
+/* store_commit commits the open write transaction, if any, durably. Returns
+ * SL_OK (also when nothing was open), or SL_EIO/SL_ENOSPC: then nothing of the
+ * pass reached the disk. */
+int store_commit(store *s);
+
+/* store_dirty tells whether store_commit has work to do: the open
+ * transaction holds writes (a new next_id counts), or an operation of this
+ * pass failed and store_commit must abort and report it. */
+int store_dirty(const store *s);
+
+/* store_failed returns the error that made the open transaction unusable
+ * (SL_EIO, SL_ENOSPC, SL_ENOMEM), or SL_OK. Once it is set, every operation
+ * returns it until store_commit aborts the transaction and clears it. */
+int store_failed(const store *s);
+
+/* store_next_id returns a new message id and advances the persisted counter
+ * (written at commit). */
+uint64_t store_next_id(store *s);
+
+/* store_append writes rec at the tail of level rec->level and returns its
+ * order key in *key. The store owns key assignment: tail keys come from an
+ * in-memory counter initialised from the last key at open. */
+int store_append(store *s, const store_rec *rec, uint64_t *key);
+
+/* store_get reads the record at key in level. SL_ENOTFOUND if absent. */
+int store_get(store *s, unsigned level, uint64_t key, store_rec *out);
+
+/* store_seek finds the first record of level whose key is >= from. Returns
+ * SL_OK with *key and *out set, or SL_ENOTFOUND. */
+int store_seek(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *out);
+
+/* store_del deletes the record at key in level. SL_ENOTFOUND if absent. */
+int store_del(store *s, unsigned level, uint64_t key);
+
+/* store_set_attempt rewrites the attempt count of the record at key. */
+int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt);
+
+/* store_bury moves the record at key in level to dead.<level>, with reason
+ * (a short text) and died_ns. */
+int store_bury(store *s, unsigned level, uint64_t key, const char *reason, uint64_t died_ns);
+
+/* store_dead_get reads the dead letter with message id in dead.<level>,
+ * reason and died_ns included. SL_ENOTFOUND if absent. */
+int store_dead_get(store *s, unsigned level, uint64_t id, store_rec *out);
+
+/* store_dead_count returns the records in dead.<level>. */
+uint64_t store_dead_count(store *s, unsigned level);
+
+/* store_delay moves the record at key in level to the delayed database, due at
+ * due_ns (wall clock). */
+int store_delay(store *s, unsigned level, uint64_t key, uint64_t due_ns);
+
+/* store_delayed_first reports the earliest delayed record's due time
+ * (SL_ENOTFOUND when none). */
+int store_delayed_first(store *s, uint64_t *due_ns);
+
+/* store_delayed_pop moves the earliest delayed record, if due at or before
+ * now_ns, to the head of its level (key = first key - 1, or the next tail key
+ * when the level is empty): its new order key is *key_out and its level
+ * *level_out. SL_ENOTFOUND when nothing is due. */
+int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *key_out);
+
+/* store_delayed_counts returns the number of delayed records per level into
+ * counts[0..levels). O(delayed); called once at open. */
+void store_delayed_counts(store *s, uint64_t *counts);
+
+/* store_used_bytes returns the bytes of the map in use (high-water mark), and
+ * store_map_bytes the map size. */
+uint64_t store_used_bytes(store *s);
+uint64_t store_map_bytes(store *s);
+
+#endif /* SLUICE_STORE_H */

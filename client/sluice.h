@@ -1,0 +1,213 @@
+/*
+ * sluice.h - the Sluice client library.
+ *
+ * Sluice is a persistent priority message broker. This library speaks its wire
+ * protocol (proto/PROTOCOL.md) over ZeroMQ, so an application can publish
+ * messages, consume them with credit, acknowledge them, and read statistics.
+ *
+ * BUILDING
+ *   cc app.c $(pkg-config --cflags --libs sluice)     (static libsluice.a)
+ *
+ * THREADING
+ *   An sl_client is not thread-safe: use each one from one thread at a time,
+ *   like a ZeroMQ socket. Different clients are independent and may be used
+ *   from different threads at once; each owns its own ZeroMQ context and
+ *   socket. Nothing in this library keeps global state.
+ *
+ * ERRORS
+ *   Every fallible function returns an sl_err code (sluice_errors.h): SL_OK
+ *   (0) on success. Codes that come from the broker carry the same numbers on
+ *   the wire. sl_strerror() gives a message and sl_errname() the symbol. When
+ *   a call fails, the broker's explanation (if any) is available from
+ *   sl_last_error() until the next call on that client.
+ *
+ * DELIVERY GUARANTEES
+ *   A publish is confirmed only after the broker has durably committed it. A
+ *   delivery is at least once: a message whose consumer dies, whose lease
+ *   expires, or which is negatively acknowledged is delivered again, up to the
+ *   broker's attempt limit, after which it moves to its level's dead letters.
+ *
+ * LEVELS
+ *   Priority levels are numbered 0 (highest) to N-1 and have names (by
+ *   default high, normal, low). sl_level_parse accepts either form.
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice_errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SL_DEFAULT_ENDPOINT "tcp://127.0.0.1:7470"
+#define SL_MAX_LEVELS 16
+#define SL_LEVEL_DEFAULT (-1) /* sl_put.level: let the broker choose */
+
+/* An opaque connection to one broker. */
+typedef struct sl_client sl_client;
+
+/* Connection options. Zero fields take the defaults shown. */
+typedef struct sl_options {
+    int timeout_ms;   /* how long a synchronous call waits for its reply; 5000 */
+    int heartbeat_ms; /* transport heartbeat interval; 1000. A peer silent for
+                         three intervals is treated as gone. */
+} sl_options;
+
+/* sl_connect creates a client for the broker at endpoint (a ZeroMQ endpoint
+ * such as "tcp://127.0.0.1:7470" or "ipc:///run/sluice.sock"; NULL means
+ * SL_DEFAULT_ENDPOINT). opts may be NULL. Connecting is asynchronous in
+ * ZeroMQ: an unreachable broker shows as SL_ETIMEDOUT on the first call that
+ * waits for a reply, not here.
+ * Returns SL_OK and sets *out, SL_EINVAL (bad endpoint), SL_ENOMEM. */
+int sl_connect(const char *endpoint, const sl_options *opts, sl_client **out);
+
+/* sl_close closes the client and sets *c to NULL; accepts NULL or *c == NULL.
+ * Unacknowledged deliveries are returned to the broker (their leases end when
+ * the connection does). Unconfirmed publishes may or may not have been
+ * committed: their fate is unknown to this client. */
+void sl_close(sl_client **c);
+
+/* sl_strerror returns a static message for any code. */
+const char *sl_strerror(int err);
+
+/* sl_errname returns the code's symbol, such as "SL_ESTALE". */
+const char *sl_errname(int err);
+
+/* sl_last_error returns the broker's text for the last failed call on c, or
+ * the generic message for its code. Valid until the next call on c. */
+const char *sl_last_error(const sl_client *c);
+
+/* ---- levels ---- */
+
+/* sl_levels returns the broker's level count and names, asking the broker
+ * once (HELLO) and caching the answer. names[i] is NUL-terminated and lives as
+ * long as c. Returns SL_OK, SL_ETIMEDOUT, SL_EVERSION, SL_ECONNECT. */
+int sl_levels(sl_client *c, unsigned *count, const char *const **names);
+
+/* sl_level_parse turns "high", "2", ... into a level number, checking it
+ * against the broker's levels. Returns SL_OK, SL_ENOLEVEL, or an error of
+ * sl_levels. */
+int sl_level_parse(sl_client *c, const char *text, unsigned *level);
+
+/* ---- publishing ---- */
+
+/* One message to publish. body may hold any bytes. */
+typedef struct sl_put {
+    const void *body;
+    size_t body_len;
+    int level;       /* 0..N-1, or SL_LEVEL_DEFAULT */
+    const char *tag; /* NUL-terminated, up to 255 bytes; NULL for none */
+} sl_put;
+
+/* sl_send publishes one message and waits until the broker confirms that it
+ * is durably stored; *id (may be NULL) receives its id. Confirmations of
+ * earlier sl_send_async calls that arrive meanwhile are kept for
+ * sl_send_wait. Returns SL_OK; SL_EINVAL (bad argument), SL_ETOOBIG (body or
+ * tag too large), SL_ENOLEVEL, SL_ENOSPC, SL_EFULL (retry later), SL_EIO (the
+ * broker failed to commit: not stored), SL_ESHUTDOWN, SL_ETIMEDOUT (outcome
+ * unknown: it may have been stored). */
+int sl_send(sl_client *c, const sl_put *m, uint64_t *id);
+
+/* sl_send_async sends one message without waiting, so that many publishes
+ * can be outstanding at once; *ticket (may be NULL) receives a number that
+ * its confirmation will carry. Tickets increase by one per call. Returns
+ * SL_OK or a local error (SL_EINVAL, SL_ETOOBIG, SL_ENOMEM). */
+int sl_send_async(sl_client *c, const sl_put *m, uint64_t *ticket);
+
+/* One confirmation of an asynchronous publish. */
+typedef struct sl_confirm {
+    uint64_t ticket; /* as returned by sl_send_async */
+    int err;         /* SL_OK when stored, else why not */
+    uint64_t id;     /* the message id when err == SL_OK */
+} sl_confirm;
+
+/* sl_send_wait waits up to timeout_ms (-1 forever, 0 poll) for the next
+ * confirmation of an asynchronous publish, in the order they arrive (the
+ * broker confirms in the order it received them). Returns SL_OK with *out
+ * filled, SL_ETIMEDOUT when none arrived in time, SL_ESTATE when no publish is
+ * outstanding. */
+int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out);
+
+/* sl_send_pending returns the number of asynchronous publishes not yet
+ * confirmed or failed. */
+size_t sl_send_pending(const sl_client *c);
+
+/* ---- consuming ---- */
+
+/* sl_subscribe makes c a consumer in pool (NULL: "default") of the given
+ * levels (NULL or nlevels == 0: all levels), with a credit window of credit
+ * deliveries (0 means 1). The broker never has more unacknowledged
+ * deliveries outstanding to c than the window; each sl_ack or sl_nack returns
+ * one credit. Call once per client. Returns SL_OK, SL_EINVAL, SL_ENOLEVEL,
+ * SL_ESTATE (already subscribed), SL_ETIMEDOUT, SL_EVERSION. */
+int sl_subscribe(sl_client *c, const char *pool, const unsigned *levels, size_t nlevels,
+                 unsigned credit);
+
+/* A message delivered to a consumer. Owned by the caller: free it with
+ * sl_delivery_free, after acknowledging it. */
+typedef struct sl_delivery {
+    uint64_t id;        /* the message id, stable across redeliveries */
+    uint64_t token;     /* this delivery's lease token */
+    unsigned level;
+    unsigned attempt;   /* 1 on the first delivery */
+    uint32_t lease_ms;  /* the lease: ack, nack or touch within this */
+    const char *tag;    /* NUL-terminated; "" when none */
+    const void *body;   /* body_len bytes, followed by a NUL for convenience */
+    size_t body_len;
+} sl_delivery;
+
+/* sl_recv waits up to timeout_ms (-1 forever, 0 poll) for the next delivery.
+ * Returns SL_OK with *out set, SL_ETIMEDOUT, SL_ESTATE (not subscribed). */
+int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out);
+
+/* sl_delivery_free frees *d and sets it to NULL; accepts NULL. */
+void sl_delivery_free(sl_delivery **d);
+
+/* sl_ack acknowledges d: the broker deletes the message. Waits for the
+ * broker's answer. Returns SL_OK, SL_ESTALE (the lease had expired or the
+ * token is unknown: the message may be delivered again), SL_EIO,
+ * SL_ETIMEDOUT. */
+int sl_ack(sl_client *c, const sl_delivery *d);
+
+/* sl_nack returns d to the head of its level, to be delivered again after
+ * delay_ms (0: at once). The attempt counts toward the attempt limit. Returns
+ * as sl_ack. */
+int sl_nack(sl_client *c, const sl_delivery *d, uint32_t delay_ms);
+
+/* sl_touch extends d's lease to lease_ms from now (0: the broker's default
+ * lease). Returns as sl_ack. */
+int sl_touch(sl_client *c, const sl_delivery *d, uint32_t lease_ms);
+
+/* ---- statistics ---- */
+
+/* One level's figures. Counters count since the broker started. */
+typedef struct sl_level_stats {
+    char name[65];
+    uint64_t depth;      /* ready to deliver */
+    uint64_t inflight;   /* delivered, not yet acknowledged */
+    uint64_t delayed;    /* waiting for a due time */
+    uint64_t dead;       /* dead letters */
+    uint64_t oldest_ms;  /* age of the oldest ready message; 0 when empty */
+    uint64_t enqueued, dispatched, acked, nacked, expired;
+} sl_level_stats;
+
+typedef struct sl_stats {
+    unsigned nlevels;
+    sl_level_stats level[SL_MAX_LEVELS];
+    uint64_t uptime_ms;
+    uint64_t consumers;  /* connected consumer connections */
+} sl_stats;
+
+/* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT,
+ * SL_EPROTO. */
+int sl_stats_get(sl_client *c, sl_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLUICE_H */

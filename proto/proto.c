@@ -1,0 +1,628 @@
+/*
+ * proto.c - tables, guarded decoder and encoder for the Sluice wire model.
+ *
+ * This is the only file that includes msgpack.h. Everything here is pure: no
+ * I/O, no globals that change.
+ *
+ * Decoding runs in two steps. proto_guard walks the raw bytes once, without
+ * allocating, and checks that every declared str/bin/ext length and every
+ * array/map count fits in the bytes that remain, that nesting stays within
+ * PROTO_MAX_DEPTH and that the message has at most PROTO_MAX_OBJECTS objects.
+ * Only then does msgpack-c's unpacker run: its allocations are bounded by
+ * those checks (msgpack-c reserves memory from declared counts, so five bytes
+ * could otherwise ask for half a gigabyte). The second step maps the msgpack
+ * object onto the flat proto_msg, field by field, checking names, types,
+ * sizes, duplicates and the type's required fields.
+ *
+ * Cost: O(bytes) for the guard, O(fields x known fields) for the mapping; the
+ * field table has about thirty entries.
+ */
+#include "proto.h"
+
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- tables derived from the model ---- */
+
+#define DIR_C2B 1
+#define DIR_B2C 2
+#define DIR_ANY 3
+
+typedef struct msg_def {
+    const char *name;
+    int dir;
+    uint64_t req, opt;
+} msg_def;
+
+static const msg_def msg_defs[PROTO_TYPE_COUNT_] = {
+    [PROTO_NONE] = {"?", 0, 0, 0},
+#define MSG_DEF_(ID, name, dir, req, opt) [PROTO_##ID] = {name, DIR_##dir, (req), (opt)},
+    PROTO_MSGS(MSG_DEF_)
+#undef MSG_DEF_
+};
+
+typedef struct field_def {
+    const char *key;
+    uint8_t key_len;
+    uint8_t type;
+    uint32_t max;
+} field_def;
+
+static const field_def field_defs[PROTO_F_COUNT_] = {
+#define FIELD_DEF_(m, k, t, max) [PROTO_F_##m] = {k, sizeof(k) - 1, PROTO_T_##t, (max)},
+    PROTO_FIELDS(FIELD_DEF_)
+#undef FIELD_DEF_
+};
+
+_Static_assert(PROTO_F_COUNT_ <= 64, "presence mask is 64 bits");
+
+typedef struct err_def {
+    const char *name, *text;
+} err_def;
+
+static const err_def err_defs[] = {
+#define ERR_DEF_(name, code, text) [code] = {#name, text},
+    SL_ERRORS(ERR_DEF_)
+#undef ERR_DEF_
+};
+
+const char *proto_strerror(int err)
+{
+    if (err < 0 || (size_t)err >= sizeof err_defs / sizeof err_defs[0] || !err_defs[err].text)
+        return "unknown error";
+    return err_defs[err].text;
+}
+
+const char *proto_errname(int err)
+{
+    if (err < 0 || (size_t)err >= sizeof err_defs / sizeof err_defs[0] || !err_defs[err].name)
+        return "SL_E?";
+    return err_defs[err].name;
+}
+
+const char *proto_name(proto_type t)
+{
+    if (t <= PROTO_NONE || t >= PROTO_TYPE_COUNT_)
+        return "?";
+    return msg_defs[t].name;
+}
+
+proto_type proto_type_of(const char *name, size_t len)
+{
+    for (int t = PROTO_NONE + 1; t < PROTO_TYPE_COUNT_; t++)
+        if (strlen(msg_defs[t].name) == len && memcmp(msg_defs[t].name, name, len) == 0)
+            return (proto_type)t;
+    return PROTO_NONE;
+}
+
+int proto_fields_of(proto_type t, uint64_t *req, uint64_t *opt)
+{
+    if (t <= PROTO_NONE || t >= PROTO_TYPE_COUNT_)
+        return -1;
+    *req = msg_defs[t].req;
+    *opt = msg_defs[t].opt;
+    return 0;
+}
+
+void proto_init(proto_msg *m, proto_type type)
+{
+    memset(m, 0, sizeof *m);
+    m->type = type;
+}
+
+int proto_has(const proto_msg *m, proto_field f)
+{
+    return (m->present >> f) & 1;
+}
+
+static proto_buf *buf_member(proto_msg *m, proto_field f)
+{
+    switch (f) {
+#define BUF_CASE_STR(m_)  case PROTO_F_##m_: return &m->m_;
+#define BUF_CASE_BIN(m_)  case PROTO_F_##m_: return &m->m_;
+#define BUF_CASE_U64(m_)
+#define BUF_CASE_U64S(m_)
+#define BUF_CASE_STRS(m_)
+#define BUF_CASE_(m_, k, t, max) BUF_CASE_##t(m_)
+    PROTO_FIELDS(BUF_CASE_)
+#undef BUF_CASE_
+    default: return NULL;
+    }
+}
+
+static uint64_t *u64_member(proto_msg *m, proto_field f)
+{
+    switch (f) {
+#define U64_CASE_U64(m_)  case PROTO_F_##m_: return &m->m_;
+#define U64_CASE_STR(m_)
+#define U64_CASE_BIN(m_)
+#define U64_CASE_U64S(m_)
+#define U64_CASE_STRS(m_)
+#define U64_CASE_(m_, k, t, max) U64_CASE_##t(m_)
+    PROTO_FIELDS(U64_CASE_)
+#undef U64_CASE_
+    default: return NULL;
+    }
+}
+
+static proto_u64s *u64s_member(proto_msg *m, proto_field f)
+{
+    switch (f) {
+#define U64S_CASE_U64S(m_) case PROTO_F_##m_: return &m->m_;
+#define U64S_CASE_U64(m_)
+#define U64S_CASE_STR(m_)
+#define U64S_CASE_BIN(m_)
+#define U64S_CASE_STRS(m_)
+#define U64S_CASE_(m_, k, t, max) U64S_CASE_##t(m_)
+    PROTO_FIELDS(U64S_CASE_)
+#undef U64S_CASE_
+    default: return NULL;
+    }
+}
+
+static proto_strs *strs_member(proto_msg *m, proto_field f)
+{
+    switch (f) {
+#define STRS_CASE_STRS(m_) case PROTO_F_##m_: return &m->m_;
+#define STRS_CASE_U64(m_)
+#define STRS_CASE_STR(m_)
+#define STRS_CASE_BIN(m_)
+#define STRS_CASE_U64S(m_)
+#define STRS_CASE_(m_, k, t, max) STRS_CASE_##t(m_)
+    PROTO_FIELDS(STRS_CASE_)
+#undef STRS_CASE_
+    default: return NULL;
+    }
+}
+
+void proto_set_str(proto_msg *m, proto_field f, const char *ptr, size_t len)
+{
+    proto_buf *b = buf_member(m, f);
+    if (!b)
+        return;
+    b->ptr = ptr;
+    b->len = (uint32_t)len;
+    m->present |= UINT64_C(1) << f;
+}
+
+/* ---- guard: structural walk over raw msgpack, no allocation ---- */
+
+typedef struct guard {
+    const uint8_t *p;
+    size_t len, off;
+    unsigned objects;
+    const char *why;
+} guard;
+
+static int g_fail(guard *g, int err, const char *why)
+{
+    g->why = why;
+    return err;
+}
+
+static int g_need(guard *g, size_t n)
+{
+    return g->len - g->off >= n;
+}
+
+static uint64_t g_be(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* g_len reads an n-byte big-endian length after the type byte. */
+static int g_len(guard *g, int n, uint64_t *out)
+{
+    if (!g_need(g, (size_t)n))
+        return g_fail(g, SL_EPROTO, "truncated length");
+    *out = g_be(g->p + g->off, n);
+    g->off += (size_t)n;
+    return SL_OK;
+}
+
+static int g_skip(guard *g, uint64_t n, const char *what)
+{
+    if (n > PROTO_MAX_FRAME)
+        return g_fail(g, SL_ETOOBIG, what);
+    if (!g_need(g, (size_t)n))
+        return g_fail(g, SL_EPROTO, "declared length exceeds message");
+    g->off += (size_t)n;
+    return SL_OK;
+}
+
+static int g_obj(guard *g, int depth);
+
+static int g_items(guard *g, uint64_t count, int per_item, int depth)
+{
+    /* every object takes at least one byte */
+    if (count > (g->len - g->off) / (uint64_t)per_item)
+        return g_fail(g, SL_EPROTO, "declared count exceeds message");
+    if (depth >= PROTO_MAX_DEPTH)
+        return g_fail(g, SL_EPROTO, "nesting too deep");
+    for (uint64_t i = 0; i < count * (uint64_t)per_item; i++) {
+        int rc = g_obj(g, depth + 1);
+        if (rc)
+            return rc;
+    }
+    return SL_OK;
+}
+
+static int g_obj(guard *g, int depth)
+{
+    uint64_t n = 0;
+    int rc;
+    if (!g_need(g, 1))
+        return g_fail(g, SL_EPROTO, "truncated");
+    if (++g->objects > PROTO_MAX_OBJECTS)
+        return g_fail(g, SL_ETOOBIG, "too many objects");
+    uint8_t b = g->p[g->off++];
+    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+        return SL_OK;
+    if (b >= 0x80 && b <= 0x8f)
+        return g_items(g, b & 0x0f, 2, depth);
+    if (b >= 0x90 && b <= 0x9f)
+        return g_items(g, b & 0x0f, 1, depth);
+    if (b >= 0xa0 && b <= 0xbf)
+        return g_skip(g, b & 0x1f, "string too long");
+    switch (b) {
+    case 0xc4: case 0xc5: case 0xc6: /* bin 8/16/32 */
+        if ((rc = g_len(g, 1 << (b - 0xc4), &n)))
+            return rc;
+        return g_skip(g, n, "bin too long");
+    case 0xd9: case 0xda: case 0xdb: /* str 8/16/32 */
+        if ((rc = g_len(g, 1 << (b - 0xd9), &n)))
+            return rc;
+        return g_skip(g, n, "string too long");
+    case 0xca: return g_skip(g, 4, "float");
+    case 0xcb: return g_skip(g, 8, "float");
+    case 0xcc: case 0xcd: case 0xce: case 0xcf:
+        return g_skip(g, (uint64_t)1 << (b - 0xcc), "uint");
+    case 0xd0: case 0xd1: case 0xd2: case 0xd3:
+        return g_skip(g, (uint64_t)1 << (b - 0xd0), "int");
+    case 0xdc: case 0xdd: /* array 16/32 */
+        if ((rc = g_len(g, b == 0xdc ? 2 : 4, &n)))
+            return rc;
+        return g_items(g, n, 1, depth);
+    case 0xde: case 0xdf: /* map 16/32 */
+        if ((rc = g_len(g, b == 0xde ? 2 : 4, &n)))
+            return rc;
+        return g_items(g, n, 2, depth);
+    default: /* 0xc1 (never used) and ext types: Sluice has no use for them */
+        return g_fail(g, SL_EPROTO, "unsupported msgpack type");
+    }
+}
+
+int proto_guard(const void *buf, size_t len, const char **why)
+{
+    guard g = {.p = buf, .len = len};
+    int rc;
+    if (why)
+        *why = NULL;
+    if (!buf || len == 0) {
+        rc = g_fail(&g, SL_EPROTO, "empty message");
+    } else if (len > PROTO_MAX_FRAME) {
+        rc = g_fail(&g, SL_ETOOBIG, "message too large");
+    } else if (!((g.p[0] >= 0x80 && g.p[0] <= 0x8f) || g.p[0] == 0xde || g.p[0] == 0xdf)) {
+        rc = g_fail(&g, SL_EPROTO, "message is not a map");
+    } else {
+        rc = g_obj(&g, 0);
+        if (rc == SL_OK && g.off != len)
+            rc = g_fail(&g, SL_EPROTO, "trailing bytes after message");
+    }
+    if (why && rc)
+        *why = g.why;
+    return rc;
+}
+
+/* ---- decode ---- */
+
+static int find_field(const char *key, uint32_t len)
+{
+    for (int f = 0; f < PROTO_F_COUNT_; f++)
+        if (field_defs[f].key_len == len && memcmp(field_defs[f].key, key, len) == 0)
+            return f;
+    return -1;
+}
+
+static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const char **why)
+{
+    const field_def *d = &field_defs[f];
+    switch (d->type) {
+    case PROTO_T_U64:
+        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            *why = "expected a non-negative integer";
+            return SL_EPROTO;
+        }
+        *u64_member(m, f) = v->via.u64;
+        return SL_OK;
+    case PROTO_T_STR:
+    case PROTO_T_BIN: {
+        const char *ptr;
+        uint32_t len;
+        if (v->type == MSGPACK_OBJECT_STR) {
+            ptr = v->via.str.ptr;
+            len = v->via.str.size;
+        } else if (v->type == MSGPACK_OBJECT_BIN && d->type == PROTO_T_BIN) {
+            ptr = v->via.bin.ptr;
+            len = v->via.bin.size;
+        } else {
+            *why = d->type == PROTO_T_STR ? "expected a string" : "expected bin or string";
+            return SL_EPROTO;
+        }
+        if (len > d->max) {
+            *why = "string or body exceeds its limit";
+            return SL_ETOOBIG;
+        }
+        proto_buf *b = buf_member(m, f);
+        b->ptr = ptr;
+        b->len = len;
+        return SL_OK;
+    }
+    case PROTO_T_U64S:
+    case PROTO_T_STRS: {
+        if (v->type != MSGPACK_OBJECT_ARRAY) {
+            *why = "expected an array";
+            return SL_EPROTO;
+        }
+        if (v->via.array.size > PROTO_MAX_ARRAY) {
+            *why = "array longer than 16";
+            return SL_ETOOBIG;
+        }
+        for (uint32_t i = 0; i < v->via.array.size; i++) {
+            const msgpack_object *e = &v->via.array.ptr[i];
+            if (d->type == PROTO_T_U64S) {
+                if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+                    *why = "expected an array of non-negative integers";
+                    return SL_EPROTO;
+                }
+                u64s_member(m, f)->v[i] = e->via.u64;
+            } else {
+                if (e->type != MSGPACK_OBJECT_STR) {
+                    *why = "expected an array of strings";
+                    return SL_EPROTO;
+                }
+                if (e->via.str.size > d->max) {
+                    *why = "string exceeds its limit";
+                    return SL_ETOOBIG;
+                }
+                strs_member(m, f)->v[i] = (proto_buf){e->via.str.ptr, e->via.str.size};
+            }
+        }
+        if (d->type == PROTO_T_U64S)
+            u64s_member(m, f)->n = v->via.array.size;
+        else
+            strs_member(m, f)->n = v->via.array.size;
+        return SL_OK;
+    }
+    }
+    *why = "internal: bad field type";
+    return SL_EPROTO;
+}
+
+/* find_seq reads a well-typed "seq" wherever it is, for error replies. */
+static void find_seq(const msgpack_object *o, proto_msg *out)
+{
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 3 &&
+            memcmp(kv->key.via.str.ptr, "seq", 3) == 0 && kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            out->seq = kv->val.via.u64;
+            out->present |= PF(seq);
+            return;
+        }
+    }
+}
+
+static int map_fields(const msgpack_object *o, proto_msg *out, const char **why)
+{
+    const msgpack_object_map *map = &o->via.map;
+    int op_at = -1;
+
+    for (uint32_t i = 0; i < map->size; i++) {
+        const msgpack_object *k = &map->ptr[i].key;
+        if (k->type != MSGPACK_OBJECT_STR) {
+            *why = "map key is not a string";
+            return SL_EPROTO;
+        }
+        if (k->via.str.size == 2 && memcmp(k->via.str.ptr, "op", 2) == 0) {
+            op_at = (int)i;
+            break;
+        }
+    }
+    if (op_at < 0) {
+        *why = "missing \"op\"";
+        return SL_EPROTO;
+    }
+    const msgpack_object *opv = &map->ptr[op_at].val;
+    if (opv->type != MSGPACK_OBJECT_STR) {
+        *why = "\"op\" is not a string";
+        return SL_EPROTO;
+    }
+    out->type = proto_type_of(opv->via.str.ptr, opv->via.str.size);
+    if (out->type == PROTO_NONE) {
+        *why = "unknown \"op\"";
+        return SL_EUNKNOWN;
+    }
+    const msg_def *md = &msg_defs[out->type];
+    uint64_t allowed = md->req | md->opt | PF(op);
+
+    for (uint32_t i = 0; i < map->size; i++) {
+        const msgpack_object *k = &map->ptr[i].key;
+        if (k->type != MSGPACK_OBJECT_STR) {
+            *why = "map key is not a string";
+            return SL_EPROTO;
+        }
+        int f = find_field(k->via.str.ptr, k->via.str.size);
+        if (f < 0 || !((allowed >> f) & 1)) {
+            *why = "field not allowed for this message type";
+            return SL_EPROTO;
+        }
+        if ((out->present >> f) & 1) {
+            *why = "duplicate field";
+            return SL_EPROTO;
+        }
+        int rc = set_field(out, (proto_field)f, &map->ptr[i].val, why);
+        if (rc)
+            return rc;
+        out->present |= UINT64_C(1) << f;
+    }
+    if ((out->present & md->req) != md->req) {
+        *why = "required field missing";
+        return SL_EPROTO;
+    }
+    return SL_OK;
+}
+
+int proto_decode(const void *buf, size_t len, proto_msg *out, const char **why)
+{
+    const char *w = NULL;
+    proto_init(out, PROTO_NONE);
+    int rc = proto_guard(buf, len, &w);
+    if (rc == SL_OK) {
+        msgpack_unpacked up;
+        size_t off = 0;
+        msgpack_unpacked_init(&up);
+        msgpack_unpack_return ur = msgpack_unpack_next(&up, buf, len, &off);
+        if (ur != MSGPACK_UNPACK_SUCCESS || off != len) {
+            rc = ur == MSGPACK_UNPACK_NOMEM_ERROR ? SL_ENOMEM : SL_EPROTO;
+            w = "msgpack parse error";
+        } else if (up.data.type != MSGPACK_OBJECT_MAP) {
+            rc = SL_EPROTO;
+            w = "message is not a map";
+        } else {
+            rc = map_fields(&up.data, out, &w);
+            if (rc) {
+                proto_type t = out->type;
+                proto_init(out, rc == SL_EUNKNOWN ? PROTO_NONE : t);
+                find_seq(&up.data, out);
+            }
+        }
+        msgpack_unpacked_destroy(&up);
+    }
+    if (why)
+        *why = rc ? w : NULL;
+    return rc;
+}
+
+/* ---- encode ---- */
+
+static int wbuf_write(void *data, const char *buf, size_t len)
+{
+    proto_wbuf *b = data;
+    if (b->cap - b->len < len) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < len)
+            cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (!p)
+            return -1;
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, buf, len);
+    b->len += len;
+    return 0;
+}
+
+void proto_wbuf_reset(proto_wbuf *b)
+{
+    b->len = 0;
+}
+
+void proto_wbuf_free(proto_wbuf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+static int pack_str(msgpack_packer *pk, const char *p, size_t len)
+{
+    return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, p, len);
+}
+
+static int pack_field(msgpack_packer *pk, proto_msg *m, proto_field f)
+{
+    const field_def *d = &field_defs[f];
+    if (pack_str(pk, d->key, d->key_len))
+        return -1;
+    switch (d->type) {
+    case PROTO_T_U64:
+        return msgpack_pack_uint64(pk, *u64_member(m, f));
+    case PROTO_T_STR: {
+        const proto_buf *b = buf_member(m, f);
+        return pack_str(pk, b->ptr, b->len);
+    }
+    case PROTO_T_BIN: {
+        const proto_buf *b = buf_member(m, f);
+        return msgpack_pack_bin(pk, b->len) || msgpack_pack_bin_body(pk, b->ptr, b->len);
+    }
+    case PROTO_T_U64S: {
+        const proto_u64s *a = u64s_member(m, f);
+        if (msgpack_pack_array(pk, a->n))
+            return -1;
+        for (uint32_t i = 0; i < a->n; i++)
+            if (msgpack_pack_uint64(pk, a->v[i]))
+                return -1;
+        return 0;
+    }
+    case PROTO_T_STRS: {
+        const proto_strs *a = strs_member(m, f);
+        if (msgpack_pack_array(pk, a->n))
+            return -1;
+        for (uint32_t i = 0; i < a->n; i++)
+            if (pack_str(pk, a->v[i].ptr, a->v[i].len))
+                return -1;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static int count_bits(uint64_t v)
+{
+    int n = 0;
+    for (; v; v &= v - 1)
+        n++;
+    return n;
+}
+
+int proto_encode(const proto_msg *m, proto_wbuf *out)
+{
+    if (m->type <= PROTO_NONE || m->type >= PROTO_TYPE_COUNT_)
+        return SL_EINVAL;
+    const msg_def *md = &msg_defs[m->type];
+    uint64_t fields = m->present & ~PF(op);
+    if ((fields & md->req) != md->req || (fields & ~(md->req | md->opt)))
+        return SL_EINVAL;
+    for (int f = 0; f < PROTO_F_COUNT_; f++) {
+        if (!((fields >> f) & 1))
+            continue;
+        const field_def *d = &field_defs[f];
+        proto_msg *mm = (proto_msg *)m;
+        if ((d->type == PROTO_T_STR || d->type == PROTO_T_BIN) && buf_member(mm, (proto_field)f)->len > d->max)
+            return SL_ETOOBIG;
+        if (d->type == PROTO_T_U64S && u64s_member(mm, (proto_field)f)->n > PROTO_MAX_ARRAY)
+            return SL_EINVAL;
+        if (d->type == PROTO_T_STRS && strs_member(mm, (proto_field)f)->n > PROTO_MAX_ARRAY)
+            return SL_EINVAL;
+    }
+
+    size_t start = out->len;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, out, wbuf_write);
+    int bad = msgpack_pack_map(&pk, (size_t)count_bits(fields) + 1);
+    bad = bad || pack_str(&pk, "op", 2) || pack_str(&pk, md->name, strlen(md->name));
+    for (int f = 0; f < PROTO_F_COUNT_ && !bad; f++)
+        if ((fields >> f) & 1)
+            bad = pack_field(&pk, (proto_msg *)m, (proto_field)f);
+    if (bad) {
+        out->len = start;
+        return SL_ENOMEM;
+    }
+    return SL_OK;
+}
