@@ -44,7 +44,8 @@ LIBBROKER  := $(BUILD)/libbroker.a
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench
 
-.PHONY: all deps run test test-run bench clean install layering san
+.PHONY: all deps run test test-run bench clean install layering tests
+.SECONDARY:
 all: $(PROGRAMS) $(BUILD)/sluice.pc
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
@@ -128,7 +129,7 @@ test-run: all tests
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@tools/bench.sh $(BIN)
+	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced
 
 # Layering: each library belongs to one module (see ../README.md, "Code map").
 layering:

@@ -12,6 +12,10 @@
  * without an ACK charges the attempt (except for a delivery that never left),
  * and buries the message once max_attempts deliveries have been charged.
  *
+ * Deliveries leave before the pass's commit unless the message was published
+ * in that very pass (store_key_committed): nobody may consume what was never
+ * confirmed.
+ *
  * Costs: dispatch O(consumers + deliveries x levels) per pass; tick
  * O(expired leases x log leases + consumers) per heartbeat.
  */
@@ -45,6 +49,7 @@ void bk_cfg_defaults(bk_cfg *cfg)
         snprintf(cfg->level_names[l], sizeof cfg->level_names[l], "p%u", l);
     cfg->default_level = 1;
     cfg->lease_ms = 30000;
+    cfg->ack_flush_ms = 10;
     cfg->max_attempts = 5;
     cfg->heartbeat_ms = 1000;
     cfg->map_bytes = 8ULL << 30;
@@ -148,14 +153,14 @@ void bk_close(bk **bp)
     *bp = NULL;
 }
 
-void bk_reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m)
+void bk_reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m, net_when when)
 {
-    if (net_queue(b->net, rid, rid_len, m, 0) != SL_OK)
+    if (net_queue(b->net, rid, rid_len, m, 0, when) != SL_OK)
         b->tx_failed++;
 }
 
 void bk_reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint64_t seq, int code,
-                    const char *msg)
+                    const char *msg, net_when when)
 {
     proto_msg m;
     proto_init(&m, PROTO_ERROR);
@@ -165,7 +170,7 @@ void bk_reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint
     proto_set_str(&m, PROTO_F_msg, msg, strnlen(msg, PROTO_MAX_STR));
     if (code == SL_ENOSPC)
         proto_set(&m, retry_ms, 1000);
-    bk_reply(b, rid, rid_len, &m);
+    bk_reply(b, rid, rid_len, &m, when);
 }
 
 /* ---- dispatch ---- */
@@ -197,7 +202,9 @@ static int deliver_one(bk *b, conn *c, unsigned level)
     proto_set_str(&m, PROTO_F_body, rec.body, rec.body_len);
     if (rec.tag_len)
         proto_set_str(&m, PROTO_F_tag, rec.tag, rec.tag_len);
-    rc = net_queue(b->net, c->rid, c->rid_len, &m, l->token);
+    /* a message whose publish is not yet durable waits for the commit */
+    net_when when = store_key_committed(b->st, level, key) ? NET_NOW : NET_AFTER_COMMIT;
+    rc = net_queue(b->net, c->rid, c->rid_len, &m, l->token, when);
     if (rc != SL_OK) {
         lease_free(&b->leases, l);
         queue_untake(&b->q, level, key);
@@ -247,6 +254,7 @@ static const char *end_name(bk_end why)
     case BK_END_EXPIRED: return "lease expired";
     case BK_END_GONE: return "consumer disconnected";
     case BK_END_UNSENT: return "not sent";
+    case BK_END_LEFT: return "consumer left";
     }
     return "?";
 }
@@ -260,11 +268,11 @@ void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
     int rc;
     lease_free(&b->leases, l);
     queue_level *lv = &b->q.lv[level];
-    if (why == BK_END_UNSENT) {
+    if (why == BK_END_UNSENT || why == BK_END_LEFT) {
         if (queue_untake(&b->q, level, key) != SL_OK)
             log_error("bk", "out of memory returning message %llu; it is delivered after restart",
                       (unsigned long long)id);
-        if (owner)
+        if (owner && why == BK_END_UNSENT)
             owner->credit++;
         return;
     }
@@ -333,14 +341,34 @@ void bk_tick(bk *b)
         proto_msg m;
         proto_init(&m, PROTO_PING);
         for (size_t i = 0; i < b->conns.len; i++)
-            net_queue(b->net, b->conns.all[i]->rid, b->conns.all[i]->rid_len, &m, 0);
+            net_queue(b->net, b->conns.all[i]->rid, b->conns.all[i]->rid_len, &m, 0, NET_NOW);
         b->next_hb_ns = b->mono_ns + b->cfg.heartbeat_ms * NS_PER_MS;
     }
+}
+
+size_t bk_consumers(const bk *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->conns.len; i++)
+        n += b->conns.all[i]->consumer;
+    return n;
+}
+
+int bk_commit_due(bk *b)
+{
+    if (!store_dirty(b->st))
+        return net_queued(b->net, NET_AFTER_COMMIT) > 0;
+    if (!b->dirty_since_ns)
+        b->dirty_since_ns = b->mono_ns;
+    return net_queued(b->net, NET_AFTER_COMMIT) > 0 ||
+           b->mono_ns >= b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
 }
 
 uint64_t bk_next_wake(bk *b)
 {
     uint64_t wake = b->next_hb_ns;
+    if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
+        wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
     uint64_t lease_ns = lease_next_deadline(&b->leases);
     if (lease_ns < wake)
         wake = lease_ns;

@@ -26,6 +26,7 @@ typedef struct bk_cfg {
     char level_names[PROTO_MAX_LEVELS][PROTO_MAX_NAME + 1];
     unsigned default_level;
     uint32_t lease_ms;
+    uint32_t ack_flush_ms;                                /* longest an ACK's delete waits for a commit */
     uint32_t max_attempts;
     uint32_t heartbeat_ms;
     uint64_t map_bytes;
@@ -39,6 +40,7 @@ typedef enum bk_end {
     BK_END_EXPIRED,    /* the lease ran out: charged */
     BK_END_GONE,       /* the consumer disconnected: charged */
     BK_END_UNSENT,     /* the delivery never left the broker: not charged */
+    BK_END_LEFT,       /* the consumer said BYE before settling: not charged */
 } bk_end;
 
 typedef struct bk {
@@ -53,6 +55,7 @@ typedef struct bk {
     uint64_t mono_ns, wall_ns;    /* set by the loop */
     uint64_t started_mono_ns;
     uint64_t next_hb_ns;
+    uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
 } bk;
@@ -90,11 +93,19 @@ void bk_drop_conn(bk *b, conn *c);
 /* bk_send_failed is net_flush's failure callback. */
 void bk_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
 
-/* bk_reply queues m for the peer rid (ENOMEM is logged and dropped). */
-void bk_reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m);
+/* bk_reply queues m for the peer rid, to leave now or after the commit
+ * (ENOMEM is counted and dropped). */
+void bk_reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m, net_when when);
 
 /* bk_reply_error queues ERROR {code, msg, seq (when has_seq)}. */
 void bk_reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint64_t seq, int code,
-                    const char *msg);
+                    const char *msg, net_when when);
+
+/* bk_consumers returns the connections that have granted credit. */
+size_t bk_consumers(const bk *b);
+
+/* bk_commit_due tells whether the loop must commit this pass: a reply waits
+ * for it, or the oldest uncommitted write is ack_flush_ms old. */
+int bk_commit_due(bk *b);
 
 #endif /* SLUICE_BK_H */

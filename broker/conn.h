@@ -25,6 +25,7 @@ typedef struct conn {
     uint32_t sub_mask;     /* bit L: subscribed to level L */
     uint64_t credit;       /* deliveries it may still receive */
     uint32_t nleases;      /* deliveries outstanding */
+    int consumer;          /* has granted credit at least once */
     struct lease *leases;  /* list of outstanding leases */
     struct conn *hnext;    /* hash chain */
     size_t slot;           /* index in conn_table.all */

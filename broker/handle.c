@@ -30,15 +30,25 @@ static void log_bad(bk *b, const char *what, const char *why)
                  why ? why : "?");
 }
 
+/* Replies to PUT, success or not, leave after the commit, so that one
+ * producer's replies keep the order of its publishes. ACK's OK waits for the
+ * commit only when ack_flush_ms is 0; everything else leaves at once. */
+static net_when when_for(const bk *b, const proto_msg *m)
+{
+    if (m->type == PROTO_PUT || (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0))
+        return NET_AFTER_COMMIT;
+    return NET_NOW;
+}
+
 static void reply_err(bk *b, const net_in *in, const proto_msg *m, int code, const char *msg)
 {
-    bk_reply_error(b, in->rid, in->rid_len, (m->present & PF(seq)) != 0, m->seq, code, msg);
+    bk_reply_error(b, in->rid, in->rid_len, (m->present & PF(seq)) != 0, m->seq, code, msg, when_for(b, m));
 }
 
 static void reply_ok(bk *b, const net_in *in, const proto_msg *req, proto_msg *rep)
 {
     proto_set(rep, seq, req->seq);
-    bk_reply(b, in->rid, in->rid_len, rep);
+    bk_reply(b, in->rid, in->rid_len, rep, when_for(b, req));
 }
 
 static void add_credit(bk *b, const net_in *in, uint64_t n)
@@ -47,6 +57,8 @@ static void add_credit(bk *b, const net_in *in, uint64_t n)
     if (!c)
         return;
     c->credit = c->credit + n > BK_CREDIT_CAP ? BK_CREDIT_CAP : c->credit + n;
+    if (n)
+        c->consumer = 1;
 }
 
 static void h_HELLO(bk *b, const net_in *in, const proto_msg *m)
@@ -226,8 +238,25 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
         r.expired.v[l] = lv->expired;
     }
     proto_set(&r, uptime_ms, (b->mono_ns - b->started_mono_ns) / NS_PER_MS);
-    proto_set(&r, consumers, b->conns.len);
+    proto_set(&r, consumers, bk_consumers(b));
     reply_ok(b, in, m, &r);
+}
+
+/* BYE: the consumer leaves. What it held goes back uncharged: it was never
+ * processed, or the consumer would have settled it. */
+static void h_BYE(bk *b, const net_in *in, const proto_msg *m)
+{
+    conn *c = conn_find(&b->conns, in->rid, in->rid_len);
+    if (c) {
+        while (c->leases)
+            bk_end_lease(b, c->leases, BK_END_LEFT, 0);
+        conn_remove(&b->conns, c);
+    }
+    if (m->present & PF(seq)) {
+        proto_msg r;
+        proto_init(&r, PROTO_OK);
+        reply_ok(b, in, m, &r);
+    }
 }
 
 static void h_PING(bk *b, const net_in *in, const proto_msg *m)
@@ -236,7 +265,7 @@ static void h_PING(bk *b, const net_in *in, const proto_msg *m)
     proto_init(&r, PROTO_PONG);
     if (m->present & PF(seq))
         proto_set(&r, seq, m->seq);
-    bk_reply(b, in->rid, in->rid_len, &r);
+    bk_reply(b, in->rid, in->rid_len, &r, NET_NOW);
 }
 
 static void h_PONG(bk *b, const net_in *in, const proto_msg *m)
@@ -268,7 +297,7 @@ void handle_message(bk *b, const net_in *in)
     if (in->frames != 1) {
         log_bad(b, "framing", "expected exactly one frame after the routing id");
         bk_reply_error(b, in->rid, in->rid_len, 0, 0, SL_EPROTO,
-                       "expected exactly one frame (a msgpack map) per message");
+                       "expected exactly one frame (a msgpack map) per message", NET_NOW);
         return;
     }
     int rc = proto_decode(in->body, in->body_len, &m, &why);

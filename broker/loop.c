@@ -5,9 +5,16 @@
  * RECV_BATCH messages without blocking and handle each (handlers only change
  * memory and the open write transaction); run due timers; dispatch; commit
  * the write transaction once (group commit: every publish of the pass shares
- * one fsync); and only then send the replies and deliveries the pass
- * produced. While a commit is running, new requests wait in ZeroMQ's queue
- * and form the next batch, so batches grow with load by themselves.
+ * one fsync); and only then send the confirmations the pass produced.
+ * While a commit is running, new requests wait in ZeroMQ's queue and form
+ * the next batch, so batches grow with load by themselves.
+ *
+ * Replies that promise nothing about the disk (deliveries of messages already
+ * durable, OK to ACK/NACK/TOUCH, stats) leave before the commit. A pass that
+ * only acknowledged messages does not commit at all until its oldest write is
+ * ack_flush_ms old (or a publish needs a commit sooner): acknowledgements are
+ * made durable in batches, and a crash in that window only means the message
+ * is delivered again, which at-least-once delivery allows.
  *
  * A failed commit is loud: every reply of the pass becomes an SL_EIO error,
  * and the broker stops rather than guess what reached the disk (fsync errors
@@ -52,7 +59,7 @@ static void set_clock(bk *b)
 
 static int wait_ms(bk *b)
 {
-    if (store_dirty(b->st) || net_queued(b->net))
+    if (net_queued(b->net, NET_NOW) || net_queued(b->net, NET_AFTER_COMMIT))
         return 0;
     uint64_t wake = bk_next_wake(b);
     if (wake <= b->mono_ns)
@@ -61,18 +68,24 @@ static int wait_ms(bk *b)
     return ms > MAX_WAIT_MS ? MAX_WAIT_MS : (int)ms;
 }
 
-/* commit_and_send ends a pass. Returns SL_OK or the commit's error. */
-static int commit_and_send(bk *b)
+/* end_pass sends what need not wait, commits when a reply waits for it or
+ * the oldest write is due (always when force), then sends the rest. Returns
+ * SL_OK or the commit's error. */
+static int end_pass(bk *b, int force)
 {
+    net_flush(b->net, NET_NOW, bk_send_failed, b);
+    if (!force && !bk_commit_due(b))
+        return SL_OK;
     int rc = store_commit(b->st);
+    b->dirty_since_ns = 0;
     if (rc != SL_OK) {
         log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
                   proto_strerror(rc));
         net_fail_queued(b->net, SL_EIO, "the broker failed to commit; nothing of this request was stored");
-        net_flush(b->net, NULL, NULL);
+        net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }
-    net_flush(b->net, bk_send_failed, b);
+    net_flush(b->net, NET_AFTER_COMMIT, bk_send_failed, b);
     return SL_OK;
 }
 
@@ -92,7 +105,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
             handle_message(b, &in);
         bk_tick(b);
         bk_dispatch(b, DISPATCH_BATCH);
-        if ((rc = commit_and_send(b)) != SL_OK)
+        if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
     }
     /* Shutdown: what arrived after the last pass is refused, not dropped. */
@@ -101,5 +114,5 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         handle_refuse(b, &in);
     if (refused)
         log_info("loop", "refused %u requests that arrived during shutdown", refused);
-    return commit_and_send(b);
+    return end_pass(b, 1);
 }

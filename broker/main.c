@@ -55,6 +55,8 @@ static void usage(FILE *f)
 "                          default: the middle level, 'normal')\n"
 "      --lease-ms MS       how long a consumer holds a delivery (default 30000)\n"
 "      --max-attempts N    deliveries before a message becomes a dead letter (default 5)\n"
+"      --ack-flush-ms MS   longest an acknowledgement waits to be made durable (default 10);\n"
+"                          0 makes every ACK's reply wait for its commit\n"
 "      --heartbeat-ms MS   heartbeat interval; a peer silent 3 intervals is gone (default 1000)\n"
 "      --map-size-mb MB    LMDB map size (default 8192); the file grows as used\n"
 "      --max-body BYTES    largest message body accepted (default 1048576)\n"
@@ -149,6 +151,10 @@ static int apply(settings *st, const char *key, const char *val)
         if (parse_u64("lease_ms", val, 100, 24ULL * 3600 * 1000, &v))
             return -1;
         c->lease_ms = (uint32_t)v;
+    } else if (!strcmp(key, "ack_flush_ms")) {
+        if (parse_u64("ack_flush_ms", val, 0, 1000, &v))
+            return -1;
+        c->ack_flush_ms = (uint32_t)v;
     } else if (!strcmp(key, "max_attempts")) {
         if (parse_u64("max_attempts", val, 1, 1000000, &v))
             return -1;
@@ -225,7 +231,7 @@ static int finish(settings *st)
 }
 
 enum { OPT_LEVELS = 256, OPT_NAMES, OPT_DEFAULT, OPT_LEASE, OPT_ATTEMPTS, OPT_HB, OPT_MAP,
-       OPT_BODY, OPT_LOG, OPT_READY, OPT_VERSION };
+       OPT_BODY, OPT_ACKFLUSH, OPT_LOG, OPT_READY, OPT_VERSION };
 
 static const struct option options[] = {
     {"data", required_argument, NULL, 'd'},
@@ -239,6 +245,7 @@ static const struct option options[] = {
     {"heartbeat-ms", required_argument, NULL, OPT_HB},
     {"map-size-mb", required_argument, NULL, OPT_MAP},
     {"max-body", required_argument, NULL, OPT_BODY},
+    {"ack-flush-ms", required_argument, NULL, OPT_ACKFLUSH},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"ready-fd", required_argument, NULL, OPT_READY},
     {"help", no_argument, NULL, 'h'},
@@ -251,6 +258,7 @@ static const char *const opt_keys[] = {
     [OPT_DEFAULT - OPT_LEVELS] = "default_level", [OPT_LEASE - OPT_LEVELS] = "lease_ms",
     [OPT_ATTEMPTS - OPT_LEVELS] = "max_attempts", [OPT_HB - OPT_LEVELS] = "heartbeat_ms",
     [OPT_MAP - OPT_LEVELS] = "map_size_mb", [OPT_BODY - OPT_LEVELS] = "max_body",
+    [OPT_ACKFLUSH - OPT_LEVELS] = "ack_flush_ms",
     [OPT_LOG - OPT_LEVELS] = "log_level",
 };
 

@@ -4,10 +4,13 @@
  * Receiving keeps the two zmq_msg_t of the last message alive until the next
  * call, so handlers read the body in place (the decoder points into it).
  *
- * Sending: net_queue encodes each reply into one growing arena and records
- * where it is; net_flush walks the records with ZMQ_DONTWAIT. Costs: one
- * encode into the arena and one copy into ZeroMQ per message; the arena keeps
- * its peak size, so a steady load allocates nothing.
+ * Sending: net_queue encodes each reply into one of two queues, each a
+ * growing arena plus records of where each message is: NET_NOW for replies
+ * that may leave before the pass's commit, NET_AFTER_COMMIT for those that
+ * must not (publish confirmations, deliveries of messages not yet durable).
+ * net_flush walks one queue with ZMQ_DONTWAIT. Costs: one encode into the
+ * arena and one copy into ZeroMQ per message; the arenas keep their peak
+ * size, so a steady load allocates nothing.
  */
 #include "net.h"
 
@@ -26,13 +29,17 @@ typedef struct out_rec {
     int has_seq;
 } out_rec;
 
+typedef struct outq {
+    proto_wbuf arena;
+    out_rec *recs;
+    size_t nrecs, caprecs;
+} outq;
+
 struct net {
     void *ctx, *sock;
     zmq_msg_t rid, body;
     int have_msgs;
-    proto_wbuf arena;
-    out_rec *recs;
-    size_t nrecs, caprecs;
+    outq q[2]; /* NET_NOW, NET_AFTER_COMMIT */
 };
 
 int net_open(const net_cfg *cfg, net **out)
@@ -90,8 +97,10 @@ void net_close(net **np)
     }
     zmq_close(n->sock);
     zmq_ctx_term(n->ctx);
-    proto_wbuf_free(&n->arena);
-    free(n->recs);
+    for (int i = 0; i < 2; i++) {
+        proto_wbuf_free(&n->q[i].arena);
+        free(n->q[i].recs);
+    }
     free(n);
     *np = NULL;
 }
@@ -141,19 +150,20 @@ int net_recv(net *n, net_in *in)
     return 1;
 }
 
-int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token)
+int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when)
 {
-    if (n->nrecs == n->caprecs) {
-        size_t cap = n->caprecs ? n->caprecs * 2 : 256;
-        out_rec *r = realloc(n->recs, cap * sizeof *r);
+    outq *q = &n->q[when == NET_AFTER_COMMIT];
+    if (q->nrecs == q->caprecs) {
+        size_t cap = q->caprecs ? q->caprecs * 2 : 256;
+        out_rec *r = realloc(q->recs, cap * sizeof *r);
         if (!r)
             return SL_ENOMEM;
-        n->recs = r;
-        n->caprecs = cap;
+        q->recs = r;
+        q->caprecs = cap;
     }
-    size_t start = n->arena.len;
+    size_t start = q->arena.len;
     /* the routing id goes first, through the same growth path as the body */
-    proto_wbuf *a = &n->arena;
+    proto_wbuf *a = &q->arena;
     if (a->cap - a->len < rid_len) {
         size_t cap = a->cap ? a->cap : 4096;
         while (cap - a->len < rid_len)
@@ -172,7 +182,7 @@ int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, ui
         log_error("net", "cannot encode %s: %s", proto_name(m->type), proto_strerror(rc));
         return rc;
     }
-    n->recs[n->nrecs++] = (out_rec){
+    q->recs[q->nrecs++] = (out_rec){
         .off = start,
         .rid_len = rid_len,
         .body_len = a->len - start - rid_len,
@@ -183,16 +193,17 @@ int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, ui
     return SL_OK;
 }
 
-size_t net_queued(const net *n)
+size_t net_queued(const net *n, net_when when)
 {
-    return n->nrecs;
+    return n->q[when == NET_AFTER_COMMIT].nrecs;
 }
 
-void net_flush(net *n, net_fail_fn fail, void *ctx)
+void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
 {
-    for (size_t i = 0; i < n->nrecs; i++) {
-        const out_rec *r = &n->recs[i];
-        const uint8_t *rid = (const uint8_t *)n->arena.data + r->off;
+    outq *q = &n->q[when == NET_AFTER_COMMIT];
+    for (size_t i = 0; i < q->nrecs; i++) {
+        const out_rec *r = &q->recs[i];
+        const uint8_t *rid = (const uint8_t *)q->arena.data + r->off;
         if (zmq_send(n->sock, rid, r->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             int e = zmq_errno();
             if (fail)
@@ -206,28 +217,25 @@ void net_flush(net *n, net_fail_fn fail, void *ctx)
                 fail(ctx, rid, r->rid_len, r->token, SL_ECONNECT);
         }
     }
-    n->nrecs = 0;
-    proto_wbuf_reset(&n->arena);
+    q->nrecs = 0;
+    proto_wbuf_reset(&q->arena);
 }
 
 void net_fail_queued(net *n, int code, const char *msg)
 {
-    proto_wbuf old = n->arena;
-    out_rec *recs = n->recs;
-    size_t nrecs = n->nrecs;
-    n->arena = (proto_wbuf){0};
-    n->recs = NULL;
-    n->nrecs = n->caprecs = 0;
-    for (size_t i = 0; i < nrecs; i++) {
-        if (!recs[i].has_seq || recs[i].token)
+    outq old = n->q[1];
+    memset(&n->q[1], 0, sizeof n->q[1]);
+    for (size_t i = 0; i < old.nrecs; i++) {
+        if (!old.recs[i].has_seq || old.recs[i].token)
             continue;
         proto_msg m;
         proto_init(&m, PROTO_ERROR);
-        proto_set(&m, seq, recs[i].seq);
+        proto_set(&m, seq, old.recs[i].seq);
         proto_set(&m, code, (uint64_t)code);
         proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
-        net_queue(n, (const uint8_t *)old.data + recs[i].off, recs[i].rid_len, &m, 0);
+        net_queue(n, (const uint8_t *)old.arena.data + old.recs[i].off, old.recs[i].rid_len, &m, 0,
+                  NET_AFTER_COMMIT);
     }
-    proto_wbuf_free(&old);
-    free(recs);
+    proto_wbuf_free(&old.arena);
+    free(old.recs);
 }

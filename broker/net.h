@@ -3,9 +3,9 @@
  *
  * One ROUTER socket per broker. Incoming messages are [routing id, body];
  * anything else is reported as a framing error. Outgoing messages are encoded
- * straight into one arena and sent together by net_flush, after the loop's
- * commit: that is how "confirm only after the commit" is enforced for every
- * reply at once. ZMQ_ROUTER_MANDATORY is on, so a message for a peer that is
+ * straight into one of two queues: NET_NOW (sent before the pass's commit)
+ * and NET_AFTER_COMMIT (sent only after it succeeded): that is how "confirm
+ * only after the commit" is enforced for every confirmation at once. ZMQ_ROUTER_MANDATORY is on, so a message for a peer that is
  * gone, or whose queue is full, is reported to the caller instead of being
  * dropped silently.
  */
@@ -18,6 +18,8 @@
 #include "proto.h"
 
 typedef struct net net;
+
+typedef enum net_when { NET_NOW = 0, NET_AFTER_COMMIT = 1 } net_when;
 
 typedef struct net_cfg {
     const char *endpoint;
@@ -53,19 +55,20 @@ void *net_socket(net *n);
  * when nothing is waiting, or -1 on a transport error (logged). */
 int net_recv(net *n, net_in *in);
 
-/* net_queue encodes m for peer rid and queues it until net_flush. token marks
- * a delivery (0 otherwise). Returns SL_OK, SL_EINVAL (m is not valid: a bug,
- * logged), SL_ENOMEM. */
-int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token);
+/* net_queue encodes m for peer rid and queues it in queue `when` until
+ * net_flush. token marks a delivery (0 otherwise). Returns SL_OK, SL_EINVAL
+ * (m is not valid: a bug, logged), SL_ENOMEM. */
+int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when);
 
-/* net_queued returns how many messages wait for net_flush. */
-size_t net_queued(const net *n);
+/* net_queued returns how many messages wait in queue `when`. */
+size_t net_queued(const net *n, net_when when);
 
-/* net_flush sends everything queued, reporting failures to fail(ctx, ...). */
-void net_flush(net *n, net_fail_fn fail, void *ctx);
+/* net_flush sends queue `when`, reporting failures to fail(ctx, ...). */
+void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx);
 
-/* net_fail_queued turns every queued reply that carries a seq into ERROR
- * {seq, code, msg} and drops queued deliveries: used when a commit failed. */
+/* net_fail_queued turns every reply waiting for the commit that carries a
+ * seq into ERROR {seq, code, msg} and drops the deliveries waiting with them:
+ * used when a commit failed. */
 void net_fail_queued(net *n, int code, const char *msg);
 
 #endif /* SLUICE_NET_H */

@@ -100,6 +100,7 @@ struct store {
     store_db db[STORE_MAXDBS + 2];        /* by MDB_dbi; LMDB's 2 core dbs first */
     unsigned levels;
     uint64_t last_key[PROTO_MAX_LEVELS];  /* largest order key handed out */
+    uint64_t committed_key[PROTO_MAX_LEVELS]; /* largest tail key known durable */
     uint64_t next_id;                     /* next message id to hand out */
     uint64_t next_id_saved;               /* meta "next_id" as last committed */
     int dirty;                            /* the transaction holds writes */
@@ -535,6 +536,7 @@ static int schema_open(store *s, const char *dir, store_level_info *info)
         if (err == SL_OK && li.count > 0)
             err = edge_key(s, l, MDB_LAST, &li.last_key);
         s->last_key[l] = li.count > 0 ? li.last_key : STORE_KEY_MID;
+        s->committed_key[l] = s->last_key[l];
         if (info)
             info[l] = li;
     }
@@ -602,9 +604,10 @@ int store_commit(store *s)
     if (err == SL_OK && s->txn) {
         int rc = mdb_txn_commit(s->txn);
         s->txn = NULL; /* LMDB frees it, committed or not */
-        if (rc == MDB_SUCCESS)
+        if (rc == MDB_SUCCESS) {
             s->next_id_saved = next_id;
-        else
+            memcpy(s->committed_key, s->last_key, sizeof s->committed_key);
+        } else
             err = fail(s, rc, "commit");
     }
     if (s->txn)
@@ -618,6 +621,11 @@ int store_commit(store *s)
 int store_dirty(const store *s)
 {
     return s->dirty || s->failed != SL_OK || s->next_id != s->next_id_saved;
+}
+
+int store_key_committed(const store *s, unsigned level, uint64_t key)
+{
+    return level < s->levels && key <= s->committed_key[level];
 }
 
 int store_failed(const store *s)

@@ -108,6 +108,12 @@ int store_dirty(const store *s);
  * returns it until store_commit aborts the transaction and clears it. */
 int store_failed(const store *s);
 
+/* store_key_committed tells whether the record at key in level was
+ * appended by a committed transaction (records put at the head always were:
+ * they are moves of committed records). Deliveries of uncommitted appends
+ * wait for the commit, so that nobody consumes what was never confirmed. */
+int store_key_committed(const store *s, unsigned level, uint64_t key);
+
 /* store_next_id returns a new message id and advances the persisted counter
  * (written at commit). */
 uint64_t store_next_id(store *s);

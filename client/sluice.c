@@ -167,6 +167,9 @@ struct sl_client {
     proto_u64s levels;
     unsigned window;   /* credit window */
     size_t unsettled;  /* deliveries handed out and not yet acked or nacked */
+    uint64_t limit;    /* most deliveries to ask for in all; 0 = no limit */
+    uint64_t granted;  /* credit granted so far */
+    uint64_t received; /* deliveries handed out so far */
     uint64_t handshakes;
 
     int last_code;
@@ -310,8 +313,14 @@ static void reconnected(sl_client *c)
     if (!c->subscribed)
         return;
     size_t held = c->unsettled < c->window ? c->unsettled : c->window;
+    uint64_t credit = c->window - held;
+    if (c->limit) {
+        uint64_t left = c->limit > c->received + held ? c->limit - c->received - held : 0;
+        credit = credit < left ? credit : left;
+    }
+    c->granted = c->received + held + credit;
     proto_msg m;
-    hello_init(c, &m, c->window - held);
+    hello_init(c, &m, credit);
     proto_set(&m, seq, c->next_seq++); /* its WELCOME is dropped as a stray */
     msg_send(c, &m, ZMQ_DONTWAIT);     /* if it fails, nothing better to do */
 }
@@ -603,6 +612,12 @@ void sl_close(sl_client **cp)
     if (c->sock && c->mon) {
         /* linger only flushes to a broker that was reached at least once */
         monitor_drain(c, true);
+        if (c->subscribed && c->handshakes > 0) {
+            /* leave at once, rather than when the broker's next PING fails */
+            proto_msg bye;
+            proto_init(&bye, PROTO_BYE);
+            msg_send(c, &bye, ZMQ_DONTWAIT);
+        }
         if (c->handshakes == 0) {
             int linger_ms = 0;
             zmq_setsockopt(c->sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
@@ -849,9 +864,10 @@ int sl_subscribe(sl_client *c, const char *pool, const unsigned *levels, size_t 
         c->levels.v[i] = levels[i];
     c->window = credit == 0 ? 1 : credit > MAX_CREDIT ? MAX_CREDIT : credit;
     c->unsettled = 0;
+    c->granted = c->limit && c->limit < c->window ? c->limit : c->window;
 
     proto_msg m;
-    hello_init(c, &m, c->window);
+    hello_init(c, &m, c->granted);
     int rc = request(c, &m, PROTO_WELCOME);
     if (rc == SL_OK)
         rc = welcome_take(c);
@@ -877,6 +893,16 @@ int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out)
     }
     fifo_remove(&c->deliveries, 0, out);
     c->unsettled++;
+    c->received++;
+    return SL_OK;
+}
+
+int sl_set_limit(sl_client *c, uint64_t max_deliveries)
+{
+    if (!c)
+        return SL_EINVAL;
+    err_clear(c);
+    c->limit = max_deliveries;
     return SL_OK;
 }
 
@@ -889,8 +915,9 @@ void sl_delivery_free(sl_delivery **d)
 }
 
 /* settle sends ACK, NACK (ms = delay) or TOUCH (ms = lease) for d and waits
- * for OK. ACK and NACK return one credit, but only to a subscribed client:
- * credit would make a producer's connection a consumer. */
+ * for OK. ACK and NACK return one credit, but only to a subscribed client
+ * (credit would make a producer's connection a consumer) that is below its
+ * limit. */
 static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms)
 {
     if (!c)
@@ -902,7 +929,10 @@ static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t 
     proto_init(&m, type);
     proto_set(&m, token, d->token);
     if (type != PROTO_TOUCH && c->subscribed) {
-        proto_set(&m, credit, 1);
+        if (!c->limit || c->granted < c->limit) {
+            proto_set(&m, credit, 1);
+            c->granted++;
+        }
         if (c->unsettled)
             c->unsettled--;
     }

@@ -66,8 +66,10 @@ typedef struct sl_options {
 int sl_connect(const char *endpoint, const sl_options *opts, sl_client **out);
 
 /* sl_close closes the client and sets *c to NULL; accepts NULL or *c == NULL.
- * Unacknowledged deliveries are returned to the broker (their leases end when
- * the connection does). Unconfirmed publishes may or may not have been
+ * A consumer says BYE first: the broker returns its unacknowledged deliveries
+ * to the head of their levels at once, without charging an attempt. (A client
+ * that dies without closing is noticed by heartbeats instead, and those
+ * returns are charged.) Unconfirmed publishes may or may not have been
  * committed: their fate is unknown to this client. */
 void sl_close(sl_client **c);
 
@@ -159,6 +161,14 @@ typedef struct sl_delivery {
     const void *body;   /* body_len bytes, followed by a NUL for convenience */
     size_t body_len;
 } sl_delivery;
+
+/* sl_set_limit caps the deliveries c asks for in all, counting from
+ * sl_subscribe (0, the default, means no cap). Once the credit c has granted
+ * reaches max_deliveries, acknowledgements return no credit, so the broker
+ * sends nothing more: a consumer that wants exactly N messages sets N and
+ * never receives an N+1st. Call it before sl_subscribe so that it caps the
+ * first window too. Returns SL_OK or SL_EINVAL. */
+int sl_set_limit(sl_client *c, uint64_t max_deliveries);
 
 /* sl_recv waits up to timeout_ms (-1 forever, 0 poll) for the next delivery.
  * Returns SL_OK with *out set, SL_ETIMEDOUT, SL_ESTATE (not subscribed). */

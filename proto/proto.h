@@ -107,6 +107,7 @@ typedef enum proto_field {
     X(OK,       "OK",       B2C, PF(seq),              PF(lease_ms))          \
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(names) | PF(uptime_ms) | PF(consumers) | PROTO_STATS_COLUMNS, 0) \
+    X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
     X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))

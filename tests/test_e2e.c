@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <zmq.h>
@@ -270,25 +271,67 @@ static void credit_bounds_unacknowledged_deliveries(void **state)
     finish(f);
 }
 
-static void disconnected_consumer_returns_its_messages(void **state)
+/* A consumer process that dies holding a delivery (no BYE): heartbeats
+ * notice, and the message comes back, charged. */
+static void dead_consumer_returns_its_messages(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--heartbeat-ms", "200", NULL};
     fixture *f = start(extra);
     uint64_t id = put(f->c, 0, "orphan");
-    sl_client *a = connect_to(f);
-    assert_int_equal(sl_subscribe(a, NULL, NULL, 0, 1), SL_OK);
-    sl_delivery *d = recv_one(a, 5000);
-    assert_true(d->id == id);
-    sl_delivery_free(&d);
-    sl_close(&a); /* gone without acknowledging */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sl_client *a = NULL;
+        sl_delivery *d = NULL;
+        if (sl_connect(f->b.endpoint, NULL, &a) == SL_OK && sl_subscribe(a, NULL, NULL, 0, 1) == SL_OK &&
+            sl_recv(a, 5000, &d) == SL_OK)
+            _exit(d->id == id ? 0 : 3);
+        _exit(4); /* dies without closing: the broker is not told */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     sl_client *b = connect_to(f);
     assert_int_equal(sl_subscribe(b, NULL, NULL, 0, 1), SL_OK);
-    d = recv_one(b, 5000); /* well before the 30 s lease */
+    uint64_t t0 = th_now_ms();
+    sl_delivery *d = recv_one(b, 5000); /* well before the 30 s lease */
+    assert_true(th_now_ms() - t0 < 5000);
     assert_true(d->id == id);
     assert_int_equal(d->attempt, 2);
     assert_int_equal(sl_ack(b, d), SL_OK);
     sl_delivery_free(&d);
+    sl_close(&b);
+    finish(f);
+}
+
+static void bye_returns_deliveries_uncharged_and_limit_caps_credit(void **state)
+{
+    (void)state;
+    fixture *f = start(NULL);
+    for (int i = 0; i < 5; i++)
+        put(f->c, 1, "job");
+    sl_client *a = connect_to(f);
+    assert_int_equal(sl_set_limit(a, 2), SL_OK);
+    assert_int_equal(sl_subscribe(a, NULL, NULL, 0, 4), SL_OK); /* window 4, capped at 2 */
+    sl_delivery *d1 = recv_one(a, 5000), *d2 = recv_one(a, 5000), *d3 = NULL;
+    assert_int_equal(sl_recv(a, 300, &d3), SL_ETIMEDOUT);
+    assert_int_equal(sl_ack(a, d1), SL_OK); /* returns no credit: the limit is reached */
+    assert_int_equal(sl_recv(a, 300, &d3), SL_ETIMEDOUT);
+    sl_stats st;
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_int_equal(st.consumers, 1); /* producers that only asked for levels do not count */
+    assert_int_equal(st.level[1].inflight, 1);
+    sl_close(&a); /* BYE with d2 unsettled */
+    sl_client *b = connect_to(f);
+    assert_int_equal(sl_subscribe(b, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *again = recv_one(b, 5000);
+    assert_true(again->id == d2->id);
+    assert_int_equal(again->attempt, 1); /* returned by BYE: not charged */
+    assert_int_equal(sl_ack(b, again), SL_OK);
+    sl_delivery_free(&again);
+    sl_delivery_free(&d1);
+    sl_delivery_free(&d2);
     sl_close(&b);
     finish(f);
 }
@@ -505,7 +548,8 @@ int main(void)
         cmocka_unit_test(nack_requeues_at_head_then_dead_letters),
         cmocka_unit_test(nack_with_delay_waits),
         cmocka_unit_test(credit_bounds_unacknowledged_deliveries),
-        cmocka_unit_test(disconnected_consumer_returns_its_messages),
+        cmocka_unit_test(dead_consumer_returns_its_messages),
+        cmocka_unit_test(bye_returns_deliveries_uncharged_and_limit_caps_credit),
         cmocka_unit_test(restart_keeps_confirmed_and_returns_inflight),
         cmocka_unit_test(kill9_loses_nothing_confirmed),
         cmocka_unit_test(garbage_gets_typed_errors_and_broker_keeps_serving),

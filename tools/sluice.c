@@ -690,6 +690,8 @@ static int cmd_consume(cli *g, int argc, char **argv)
     size_t nlevels = 0;
     if (level_list && (st = levels_parse(g, level_list, levels, &nlevels)))
         return st;
+    if (count > 0)
+        sl_set_limit(g->c, (uint64_t)count); /* never pull an extra message */
     int rc = sl_subscribe(g->c, pool, levels, nlevels, (unsigned)credit);
     if (rc)
         return broker_error(g, "consume", rc, "subscribing", NULL);

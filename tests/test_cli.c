@@ -1,0 +1,175 @@
+/*
+ * test_cli.c - `sluice` and `sluiced` as a user types them, against a real
+ * broker: ids printed in input order, bodies printed and acknowledged,
+ * --exec mapping exit codes to ack and nack, stats as a table and as JSON,
+ * and clear errors with the documented exit codes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+static th_broker *start(const char *const *extra)
+{
+    th_broker *b = calloc(1, sizeof *b);
+    assert_int_equal(th_broker_init(b, extra), 0);
+    assert_int_equal(th_broker_start(b), 0);
+    return b;
+}
+
+static void stop(th_broker *b)
+{
+    assert_int_equal(th_broker_stop(b), 0);
+    th_broker_fini(b);
+    free(b);
+}
+
+static char out[1 << 16];
+
+static void send_prints_ids_in_input_order(void **state)
+{
+    (void)state;
+    th_broker *b = start(NULL);
+    const char *argv[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "low", "-t", "batch", NULL};
+    char in[4096] = "";
+    for (int i = 0; i < 300; i++)
+        snprintf(in + strlen(in), sizeof in - strlen(in), "line %d\n", i);
+    assert_int_equal(th_run(argv, in, out, sizeof out), 0);
+    unsigned long prev = 0, n = 0;
+    for (char *save = NULL, *tok = strtok_r(out, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
+        unsigned long id = strtoul(tok, NULL, 10);
+        assert_true(id > prev); /* input order */
+        prev = id;
+        n++;
+    }
+    assert_int_equal(n, 300);
+    const char *args[] = {th_bin("sluice"), "-b", b->endpoint, "send", "one", "two", NULL};
+    assert_int_equal(th_run(args, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "301\n302\n");
+    stop(b);
+}
+
+static void consume_prints_bodies_and_acks(void **state)
+{
+    (void)state;
+    th_broker *b = start(NULL);
+    const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "2", "low one", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    const char *send_hi[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "high", "-t", "vip", "urgent", NULL};
+    assert_int_equal(th_run(send_hi, NULL, out, sizeof out), 0);
+    const char *consume[] = {th_bin("sluice"), "-b", b->endpoint, "consume", "-n", "2", "--verbose", NULL};
+    assert_int_equal(th_run(consume, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "level=high tag=vip attempt=1 urgent\n"));
+    assert_true(strstr(out, "urgent") < strstr(out, "low one")); /* priority first */
+    const char *stats[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--json", NULL};
+    assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"name\":\"low\",\"depth\":0"));
+    assert_non_null(strstr(out, "\"acked\":1"));
+    stop(b);
+}
+
+static void exec_acks_on_zero_and_nacks_otherwise(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-attempts", "1", NULL};
+    th_broker *b = start(extra);
+    const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "good", "bad", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    /* the command fails for "bad": with one attempt allowed it becomes a dead letter */
+    const char *consume[] = {th_bin("sluice"), "-b", b->endpoint, "consume", "-n", "2", "--exec",
+                             "grep -q good", NULL};
+    assert_int_equal(th_run(consume, NULL, out, sizeof out), 0);
+    const char *stats[] = {th_bin("sluice"), "-b", b->endpoint, "stats", NULL};
+    assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "normal"));
+    const char *json[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--json", NULL};
+    assert_int_equal(th_run(json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"name\":\"normal\",\"depth\":0,\"inflight\":0,\"delayed\":0,\"dead\":1"));
+    assert_non_null(strstr(out, "\"acked\":1,\"nacked\":1"));
+    stop(b);
+}
+
+static void errors_have_documented_exit_codes(void **state)
+{
+    (void)state;
+    th_broker *b = start(NULL);
+    const char *bad_level[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "urgent", "x", NULL};
+    assert_int_equal(th_run(bad_level, NULL, out, sizeof out), 2);
+    const char *bad_cmd[] = {th_bin("sluice"), "-b", b->endpoint, "frobnicate", NULL};
+    assert_int_equal(th_run(bad_cmd, NULL, out, sizeof out), 2);
+    const char *help[] = {th_bin("sluice"), "--help", NULL};
+    assert_int_equal(th_run(help, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "consume"));
+    stop(b);
+    /* nobody listening: exit 1, quickly */
+    char ep[300];
+    snprintf(ep, sizeof ep, "ipc:///tmp/sluice-nobody-%d.sock", (int)getpid());
+    const char *unreachable[] = {th_bin("sluice"), "-b", ep, "--timeout", "300", "send", "x", NULL};
+    uint64_t t0 = th_now_ms();
+    assert_int_equal(th_run(unreachable, NULL, out, sizeof out), 1);
+    assert_true(th_now_ms() - t0 < 10000);
+}
+
+static void sluiced_rejects_bad_settings(void **state)
+{
+    (void)state;
+    const char *help[] = {th_bin("sluiced"), "--help", NULL};
+    assert_int_equal(th_run(help, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "--lease-ms"));
+    const char *levels[] = {th_bin("sluiced"), "--levels", "17", NULL};
+    assert_int_equal(th_run(levels, NULL, out, sizeof out), 2);
+    const char *names[] = {th_bin("sluiced"), "--levels", "2", "--level-names", "a,b,c", NULL};
+    assert_int_equal(th_run(names, NULL, out, sizeof out), 2);
+    char dir[] = "/tmp/sluice-cfg-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/bad.ini", dir);
+    FILE *f = fopen(path, "w");
+    fputs("[broker]\nlisten = tcp://127.0.0.1:0\nfrobs = 3\n", f);
+    fclose(f);
+    const char *cfg[] = {th_bin("sluiced"), "--config", path, NULL};
+    assert_int_equal(th_run(cfg, NULL, out, sizeof out), 2);
+    th_rmrf(dir);
+}
+
+static void config_file_sets_levels(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sluice-cfg-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/sluiced.ini", dir);
+    FILE *f = fopen(path, "w");
+    fputs("[levels]\ncount = 4\nnames = now,soon,later,whenever\ndefault = later\n", f);
+    fclose(f);
+    const char *extra[] = {"--config", path, NULL};
+    th_broker *b = start(extra);
+    const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "x", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    const char *json[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--json", NULL};
+    assert_int_equal(th_run(json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"name\":\"whenever\""));
+    assert_non_null(strstr(out, "\"name\":\"later\",\"depth\":1"));
+    stop(b);
+    th_rmrf(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(send_prints_ids_in_input_order),
+        cmocka_unit_test(consume_prints_bodies_and_acks),
+        cmocka_unit_test(exec_acks_on_zero_and_nacks_otherwise),
+        cmocka_unit_test(errors_have_documented_exit_codes),
+        cmocka_unit_test(sluiced_rejects_bad_settings),
+        cmocka_unit_test(config_file_sets_levels),
+    };
+    return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
