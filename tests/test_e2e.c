@@ -437,6 +437,49 @@ static void kill9_loses_nothing_confirmed(void **state)
     finish(f);
 }
 
+/* An acknowledgement is durable once its flush window has passed (default),
+ * or as soon as its OK arrives (--ack-flush-ms 0): kill -9 then must not
+ * bring the message back. */
+static void ack_survives_kill9(const char *const *extra, unsigned wait_ms)
+{
+    fixture *f = start(extra);
+    put(f->c, 0, "done once");
+    put(f->c, 0, "still to do");
+    sl_client *c = connect_to(f);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = recv_one(c, 5000);
+    assert_string_equal(d->body, "done once");
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    if (wait_ms)
+        usleep(wait_ms * 1000);
+    th_broker_kill9(&f->b);
+    sl_close(&c);
+    sl_close(&f->c);
+    assert_int_equal(th_broker_start(&f->b), 0);
+    f->c = connect_to(f);
+    assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 4), SL_OK);
+    d = recv_one(f->c, 5000);
+    assert_string_equal(d->body, "still to do");
+    assert_int_equal(sl_ack(f->c, d), SL_OK);
+    sl_delivery_free(&d);
+    assert_int_equal(sl_recv(f->c, 300, &d), SL_ETIMEDOUT);
+    finish(f);
+}
+
+static void ack_is_durable_after_its_flush_window(void **state)
+{
+    (void)state;
+    ack_survives_kill9(NULL, 200);
+}
+
+static void ack_flush_zero_makes_ok_wait_for_commit(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--ack-flush-ms", "0", NULL};
+    ack_survives_kill9(extra, 0);
+}
+
 /* Raw ZeroMQ: garbage in, typed errors out, and the broker keeps serving. */
 static int raw_roundtrip(void *sock, const void *frames[], const size_t lens[], int nframes, char *reply,
                          size_t reply_len)
@@ -552,6 +595,8 @@ int main(void)
         cmocka_unit_test(bye_returns_deliveries_uncharged_and_limit_caps_credit),
         cmocka_unit_test(restart_keeps_confirmed_and_returns_inflight),
         cmocka_unit_test(kill9_loses_nothing_confirmed),
+        cmocka_unit_test(ack_is_durable_after_its_flush_window),
+        cmocka_unit_test(ack_flush_zero_makes_ok_wait_for_commit),
         cmocka_unit_test(garbage_gets_typed_errors_and_broker_keeps_serving),
         cmocka_unit_test(second_broker_on_same_data_is_refused),
     };
