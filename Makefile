@@ -32,7 +32,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 TEST_LIBS  = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 
 PROTO_SRC  := proto/proto.c
-CLIENT_SRC := client/sluice.c
+CLIENT_SRC := $(wildcard client/*.c)
 BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_LIB_SRC := tests/harness.c
@@ -97,7 +97,7 @@ $(BIN)/sluice: $(call obj,tools/sluice.c) $(LIBSLUICE)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c $(wildcard tools/bench_*.c)) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
