@@ -46,7 +46,7 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench
 
 .PHONY: all deps run test test-run bench clean install layering tests
 .SECONDARY:
-all: $(PROGRAMS) $(BUILD)/sluice.pc
+all: $(PROGRAMS) $(LIBSLUICE)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
 DEB_libzmq := libzmq3-dev
@@ -107,10 +107,6 @@ $(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lpthread
 
-$(BUILD)/sluice.pc: Makefile
-	@mkdir -p $(dir $@)
-	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: 1.0.0\nRequires.private: libzmq msgpack\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice\n' '$(PREFIX)' > $@
-
 tests: $(TESTS)
 
 # ---- the two commands ----
@@ -144,7 +140,8 @@ install: all
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 client/sluice.h proto/sluice_errors.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBSLUICE) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(BUILD)/sluice.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: 1.0.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice -lzmq -lmsgpackc\n' '$(PREFIX)' \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
 
 clean:
 	rm -rf build bin
