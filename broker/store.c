@@ -1,6 +1,7 @@
 /*
- * store.c - the LMDB environment: key and record layout, group commit,
- * checksums, and the checks that guard a data directory at open.
+ * store.c - the LMDB environment: key layout, group commit, and the checks
+ * that guard a data directory at open. Records are encoded, sealed and
+ * checked by rec.c; this file decides where they live.
  *
  * This is the only file that includes lmdb.h. It owns one environment, its
  * named databases (listed in store.h) and at most one write transaction,
@@ -20,7 +21,8 @@
  *     `failed` keeps the mapped error, every operation returns it, and
  *     store_commit aborts and reports it. Each failure is logged once.
  *   - Every record is sealed with a CRC-32C of its remaining bytes, checked
- *     with its lengths whenever it is read or moved.
+ *     with its lengths (rec_decode) whenever it is read or moved, and its
+ *     level byte matches the q.<L> or dead.<L> it is found in.
  *
  * Costs: an append is one B-tree insert plus a CRC over the record; a read
  * is one lookup plus a CRC. Moves and rewrites (bury, delay, delayed pop,
@@ -42,52 +44,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crc32c.h"
 #include "log.h"
+#include "rec.h"
 
 #define STORE_MAXDBS     64            /* named databases; room for later ones */
 #define STORE_DIR_MODE   0750
 #define STORE_FILE_MODE  0640
 #define STORE_MAX_REASON PROTO_MAX_STR /* longer dead-letter reasons are cut */
-
-/*
- * Record value layout (integers little-endian, no padding).
- * Change this layout: bump STORE_FORMAT (and REC_VERSION).
- *
- *   offset bytes field
- *        0     4 crc32c of every byte after this field
- *        4     1 format, REC_VERSION
- *        5     1 level
- *        6     2 tag_len
- *        8     4 attempt
- *       12     4 body_len
- *       16     4 cost
- *       20     4 flags, 0 (reserved)
- *       24     8 id
- *       32     8 enq_ns
- *       40     8 expires_ns
- *       48       tag bytes, then body bytes
- *   dead letters only, after the body:
- *                u16 reason_len | reason bytes | u64 died_ns
- *
- * Keys: q.<L> by big-endian u64 order key, dead.<L> by big-endian u64 id,
- * delayed by big-endian u64 due_ns then big-endian u64 id. Big-endian makes
- * LMDB's default memcmp order the numeric order.
- */
-#define REC_VERSION 1
-enum {
-    REC_CRC = 0, REC_FORMAT = 4, REC_LEVEL = 5, REC_TAG_LEN = 6, REC_ATTEMPT = 8, REC_BODY_LEN = 12,
-    REC_COST = 16, REC_FLAGS = 20, REC_ID = 24, REC_ENQ_NS = 32, REC_EXPIRES_NS = 40,
-    REC_HEAD_BYTES = 48,
-    REC_SEALED = 4,               /* the checksum covers [REC_SEALED, end) */
-    REC_DEAD_EXTRA_BYTES = 2 + 8, /* reason_len and died_ns */
-};
+_Static_assert(STORE_MAX_REASON <= REC_MAX_REASON, "a dead-letter reason must fit its record");
 
 /* What a database handle names, for checks and log lines. */
 typedef struct store_db {
     char name[12];
     int level;  /* level of q.<L> or dead.<L>; -1 for delayed and meta */
-    int dead;   /* records carry the dead-letter trailer */
+    int dead;   /* records carry the dead-letter tail */
 } store_db;
 
 struct store {
@@ -111,11 +81,17 @@ struct store {
     size_t scratch_bytes;
 };
 
-static void put_le16(unsigned char *p, uint16_t v) { v = htole16(v); memcpy(p, &v, sizeof v); }
+/*
+ * Key layout. Change it: bump STORE_FORMAT. (Record values: see rec.c.)
+ *
+ * q.<L> by big-endian u64 order key, dead.<L> by big-endian u64 id, delayed
+ * by big-endian u64 due_ns then big-endian u64 id. Big-endian makes LMDB's
+ * default memcmp order the numeric order. Meta values are little-endian u32
+ * or u64.
+ */
 static void put_le32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, sizeof v); }
 static void put_le64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, sizeof v); }
 static void put_be64(unsigned char *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, sizeof v); }
-static uint16_t get_le16(const unsigned char *p) { uint16_t v; memcpy(&v, p, sizeof v); return le16toh(v); }
 static uint32_t get_le32(const unsigned char *p) { uint32_t v; memcpy(&v, p, sizeof v); return le32toh(v); }
 static uint64_t get_le64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return le64toh(v); }
 static uint64_t get_be64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return be64toh(v); }
@@ -186,80 +162,22 @@ static int txn_level(store *s, unsigned level)
 
 /* ---- records ---- */
 
-/* rec_fill writes all of rec but the checksum into p. */
-static void rec_fill(unsigned char *p, const store_rec *rec)
+/* decode checks a record value read from dbi and points out into it; a
+ * rejected record is logged and gives SL_ECORRUPT. key is the order key, or
+ * the message id for dead and delayed records. */
+static int decode(store *s, MDB_dbi dbi, const MDB_val *v, uint64_t key, store_rec *out)
 {
-    p[REC_FORMAT] = REC_VERSION;
-    p[REC_LEVEL] = rec->level;
-    put_le16(p + REC_TAG_LEN, (uint16_t)rec->tag_len);
-    put_le32(p + REC_ATTEMPT, rec->attempt);
-    put_le32(p + REC_BODY_LEN, rec->body_len);
-    put_le32(p + REC_COST, rec->cost);
-    put_le32(p + REC_FLAGS, 0);
-    put_le64(p + REC_ID, rec->id);
-    put_le64(p + REC_ENQ_NS, rec->enq_ns);
-    put_le64(p + REC_EXPIRES_NS, rec->expires_ns);
-    if (rec->tag_len)
-        memcpy(p + REC_HEAD_BYTES, rec->tag, rec->tag_len);
-    if (rec->body_len)
-        memcpy(p + REC_HEAD_BYTES + rec->tag_len, rec->body, rec->body_len);
-}
-
-static void rec_seal(unsigned char *p, size_t n)
-{
-    put_le32(p + REC_CRC, crc32c_value(p + REC_SEALED, n - REC_SEALED));
-}
-
-/* rec_parse checks a record value from database db and points out into it.
- * Returns why it is rejected, or NULL. */
-static const char *rec_parse(const MDB_val *v, const store_db *db, store_rec *out)
-{
-    const unsigned char *p = v->mv_data;
-    uint64_t n = v->mv_size;
-    if (n < REC_HEAD_BYTES)
-        return "shorter than a record header";
-    if (get_le32(p + REC_CRC) != crc32c_value(p + REC_SEALED, (size_t)n - REC_SEALED))
-        return "checksum mismatch";
-    if (p[REC_FORMAT] != REC_VERSION)
-        return "unknown record format";
-    memset(out, 0, sizeof *out);
-    out->level = p[REC_LEVEL];
-    out->tag_len = get_le16(p + REC_TAG_LEN);
-    out->attempt = get_le32(p + REC_ATTEMPT);
-    out->body_len = get_le32(p + REC_BODY_LEN);
-    out->cost = get_le32(p + REC_COST);
-    out->id = get_le64(p + REC_ID);
-    out->enq_ns = get_le64(p + REC_ENQ_NS);
-    out->expires_ns = get_le64(p + REC_EXPIRES_NS);
-    if (db->level >= 0 ? out->level != db->level : out->level >= PROTO_MAX_LEVELS)
-        return "level field does not match the database";
-    uint64_t used = (uint64_t)REC_HEAD_BYTES + out->tag_len + out->body_len;
-    if (used + (db->dead ? REC_DEAD_EXTRA_BYTES : 0) > n)
-        return "tag and body lengths overrun the record";
-    out->tag = (const char *)p + REC_HEAD_BYTES;
-    out->body = p + REC_HEAD_BYTES + out->tag_len;
-    if (db->dead) {
-        out->reason_len = get_le16(p + used);
-        out->reason = (const char *)p + used + 2;
-        used += REC_DEAD_EXTRA_BYTES + out->reason_len;
-        if (used > n)
-            return "reason length overruns the record";
-        out->died_ns = get_le64(p + used - 8);
-    }
-    return used == n ? NULL : "record longer than its lengths";
-}
-
-/* rec_read is rec_parse that logs a rejected record and returns SL_ECORRUPT;
- * key is the order key, or the message id for dead and delayed records. */
-static int rec_read(store *s, MDB_dbi dbi, const MDB_val *v, uint64_t key, store_rec *out)
-{
-    const char *why = rec_parse(v, &s->db[dbi], out);
-    if (!why)
-        return SL_OK;
     const store_db *db = &s->db[dbi];
-    log_error("store", "corrupt record in %s, %s %" PRIu64 ": %s", db->name,
-              db->level >= 0 && !db->dead ? "key" : "id", key, why);
-    return SL_ECORRUPT;
+    const char *why;
+    int err = rec_decode(v->mv_data, v->mv_size, db->dead ? REC_DEAD : REC_LIVE, out, &why);
+    if (err == SL_OK && db->level >= 0 && out->level != db->level) {
+        why = "level field does not match the database";
+        err = SL_ECORRUPT;
+    }
+    if (err != SL_OK)
+        log_error("store", "corrupt record in %s, %s %" PRIu64 ": %s", db->name,
+                  db->level >= 0 && !db->dead ? "key" : "id", key, why);
+    return err;
 }
 
 /* scratch_copy copies v to the scratch buffer, leaving extra bytes of room
@@ -297,7 +215,7 @@ static int get(store *s, MDB_dbi dbi, uint64_t key, store_rec *out, MDB_val *cop
     if (rc != MDB_SUCCESS)
         return fail(s, rc, "read %s key %" PRIu64, s->db[dbi].name, key);
     int err = copy ? scratch_copy(s, &v, extra, copy) : SL_OK;
-    return err != SL_OK ? err : rec_read(s, dbi, copy ? copy : &v, key, out);
+    return err != SL_OK ? err : decode(s, dbi, copy ? copy : &v, key, out);
 }
 
 static int put(store *s, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
@@ -401,9 +319,9 @@ static int delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS])
         return err == SL_ENOTFOUND ? SL_OK : err;
     int rc;
     do {
-        const unsigned char *p = v.mv_data;
-        if (v.mv_size >= REC_HEAD_BYTES && p[REC_LEVEL] < PROTO_MAX_LEVELS)
-            counts[p[REC_LEVEL]]++;
+        int level = rec_peek_level(v.mv_data, v.mv_size);
+        if (level >= 0 && level < PROTO_MAX_LEVELS)
+            counts[level]++;
     } while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS);
     mdb_cursor_close(cur);
     return rc == MDB_NOTFOUND ? SL_OK : fail(s, rc, "scan delayed");
@@ -643,12 +561,10 @@ uint64_t store_next_id(store *s)
 int store_append(store *s, const store_rec *rec, uint64_t *key)
 {
     unsigned char kb[8];
-    MDB_val k, v = {(size_t)REC_HEAD_BYTES + rec->tag_len + rec->body_len, NULL};
-    if ((rec->tag_len && !rec->tag) || (rec->body_len && !rec->body))
-        return SL_EINVAL;
-    if (rec->tag_len > PROTO_MAX_TAG || rec->body_len > PROTO_MAX_BODY)
-        return SL_ETOOBIG;
-    int err = txn_level(s, rec->level);
+    MDB_val k, v = {0, NULL};
+    int err = rec_size(rec, &v.mv_size);
+    if (err == SL_OK)
+        err = txn_level(s, rec->level);
     if (err != SL_OK)
         return err;
     uint64_t next = s->last_key[rec->level] + 1;
@@ -656,8 +572,7 @@ int store_append(store *s, const store_rec *rec, uint64_t *key)
     err = put(s, s->q[rec->level], &k, &v, MDB_APPEND | MDB_RESERVE);
     if (err != SL_OK)
         return err;
-    rec_fill(v.mv_data, rec);
-    rec_seal(v.mv_data, v.mv_size);
+    rec_encode(rec, v.mv_data, v.mv_size);
     s->last_key[rec->level] = next;
     *key = next;
     return SL_OK;
@@ -681,7 +596,7 @@ int store_seek(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec
     if (err != SL_OK)
         return err;
     *key = get_be64(k.mv_data);
-    return rec_read(s, s->q[level], &v, *key, out);
+    return decode(s, s->q[level], &v, *key, out);
 }
 
 int store_del(store *s, unsigned level, uint64_t key)
@@ -700,8 +615,7 @@ int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt)
         err = get(s, s->q[level], key, &rec, &copy, 0);
     if (err != SL_OK)
         return err;
-    put_le32(s->scratch + REC_ATTEMPT, attempt);
-    rec_seal(s->scratch, copy.mv_size);
+    rec_set_attempt(copy.mv_data, copy.mv_size, attempt);
     key_u64(&k, kb, key);
     return put(s, s->q[level], &k, &copy, 0);
 }
@@ -714,18 +628,12 @@ int store_bury(store *s, unsigned level, uint64_t key, const char *reason, uint6
     size_t reason_len = reason ? strnlen(reason, STORE_MAX_REASON) : 0;
     int err = txn_level(s, level);
     if (err == SL_OK)
-        err = get(s, s->q[level], key, &rec, &copy, REC_DEAD_EXTRA_BYTES + reason_len);
+        err = get(s, s->q[level], key, &rec, &copy, rec_tail_bytes(reason_len));
     if (err == SL_OK)
         err = del(s, s->q[level], key);
     if (err != SL_OK)
         return err;
-    unsigned char *trailer = s->scratch + copy.mv_size;
-    put_le16(trailer, (uint16_t)reason_len);
-    if (reason_len)
-        memcpy(trailer + 2, reason, reason_len);
-    put_le64(trailer + 2 + reason_len, died_ns);
-    copy.mv_size += REC_DEAD_EXTRA_BYTES + reason_len;
-    rec_seal(s->scratch, copy.mv_size);
+    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns);
     key_u64(&k, kb, rec.id);
     return put(s, s->dead[level], &k, &copy, MDB_NOOVERWRITE);
 }
@@ -791,7 +699,7 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
     if (err == SL_OK)
         err = scratch_copy(s, &v, 0, &copy);
     if (err == SL_OK)
-        err = rec_read(s, s->delayed, &copy, get_be64((const unsigned char *)k.mv_data + 8), &rec);
+        err = decode(s, s->delayed, &copy, get_be64((const unsigned char *)k.mv_data + 8), &rec);
     if (err == SL_OK && rec.level >= s->levels) {
         log_error("store", "delayed message %" PRIu64 " belongs to level %u of %u", rec.id, rec.level,
                   s->levels);

@@ -25,7 +25,8 @@
  * until the next write or commit: copy what you keep.
  *
  * Every record value starts with a CRC32C of the rest of the record; reads
- * verify it and return SL_ECORRUPT on mismatch.
+ * verify it, and the record's lengths, and return SL_ECORRUPT on mismatch.
+ * rec.h defines the record's bytes.
  *
  * Errors: functions return sl_err codes. A failing mdb_* call is logged once
  * here, with its LMDB message, and mapped: MDB_MAP_FULL -> SL_ENOSPC,
@@ -41,8 +42,9 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "rec.h"
 
-/* Change the record layout or the key layout: bump STORE_FORMAT. */
+/* Change the record layout (rec.c) or the key layout: bump STORE_FORMAT. */
 #define STORE_FORMAT 1
 
 #define STORE_KEY_MID (UINT64_C(1) << 63)
@@ -55,23 +57,9 @@ typedef struct store_cfg {
     uint64_t map_bytes;   /* LMDB map size */
 } store_cfg;
 
-/* A message record. On read, tag/body/reason point into LMDB memory. */
-typedef struct store_rec {
-    uint64_t id;
-    uint64_t enq_ns;      /* wall-clock ns when first enqueued */
-    uint64_t expires_ns;  /* wall-clock ns, 0 = never (reserved for TTL) */
-    uint32_t attempt;     /* deliveries charged so far */
-    uint32_t cost;        /* reserved for metering; 1 by default */
-    uint8_t level;
-    const char *tag;
-    uint32_t tag_len;
-    const void *body;
-    uint32_t body_len;
-    /* dead letters only */
-    const char *reason;
-    uint32_t reason_len;
-    uint64_t died_ns;
-} store_rec;
+/* A message record (fields in rec.h). On read, tag/body/reason point into
+ * LMDB memory. */
+typedef rec_msg store_rec;
 
 /* What store_open found on disk. */
 typedef struct store_level_info {
@@ -120,7 +108,9 @@ uint64_t store_next_id(store *s);
 
 /* store_append writes rec at the tail of level rec->level and returns its
  * order key in *key. The store owns key assignment: tail keys come from an
- * in-memory counter initialised from the last key at open. */
+ * in-memory counter initialised from the last key at open. Returns SL_OK,
+ * rec_size's SL_EINVAL or SL_ETOOBIG, SL_EINVAL for a level past the store's,
+ * or the transaction's error. */
 int store_append(store *s, const store_rec *rec, uint64_t *key);
 
 /* store_get reads the record at key in level. SL_ENOTFOUND if absent. */

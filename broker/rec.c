@@ -1,0 +1,183 @@
+/*
+ * rec.c - the on-disk format of a message record.
+ *
+ * This file owns the bytes of one stored message: where each field sits, how
+ * the record is sealed, and what makes a record acceptable when it is read
+ * back. It owns no memory and no state. The store calls it on every append,
+ * read and move, with LMDB values and its scratch buffer; the tests call it
+ * with plain arrays.
+ *
+ * Invariants:
+ *   - The first four bytes are the CRC-32C of every byte after them. Every
+ *     function here that changes a record reseals it before returning.
+ *   - A record decodes only if its header, tag, body and (for dead letters)
+ *     tail account for exactly its length: no byte is unexplained.
+ *   - A dead letter is a live record with a tail appended. Burying changes no
+ *     byte of the live part except the checksum, so a dead letter holds,
+ *     byte for byte, the record it was in its queue.
+ *
+ * Costs: encoding, decoding, rec_set_attempt and rec_bury each run a CRC over
+ * the whole record, O(record bytes); rec_peek_level reads one byte. Decoding
+ * copies nothing: the tag, body and reason it returns point into the buffer.
+ */
+#include "rec.h"
+
+#include <endian.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "log.h"
+#include "proto.h"
+
+/*
+ * Record value layout (integers little-endian, no padding).
+ * Change this layout: bump STORE_FORMAT (store.h) and REC_VERSION.
+ *
+ *   offset bytes field
+ *        0     4 crc32c of every byte after this field
+ *        4     1 format, REC_VERSION
+ *        5     1 level
+ *        6     2 tag_len
+ *        8     4 attempt
+ *       12     4 body_len
+ *       16     4 cost
+ *       20     4 flags, 0 (reserved)
+ *       24     8 id
+ *       32     8 enq_ns
+ *       40     8 expires_ns
+ *       48       tag bytes, then body bytes
+ *   dead letters only, after the body:
+ *                u16 reason_len | reason bytes | u64 died_ns
+ */
+#define REC_VERSION 1
+enum {
+    REC_CRC = 0, REC_FORMAT = 4, REC_LEVEL = 5, REC_TAG_LEN = 6, REC_ATTEMPT = 8, REC_BODY_LEN = 12,
+    REC_COST = 16, REC_FLAGS = 20, REC_ID = 24, REC_ENQ_NS = 32, REC_EXPIRES_NS = 40,
+    REC_HEAD_BYTES = 48,
+    REC_SEALED = 4,               /* the checksum covers [REC_SEALED, end) */
+    REC_TAIL_FIXED_BYTES = 2 + 8, /* reason_len and died_ns */
+};
+
+static void put_le16(unsigned char *p, uint16_t v) { v = htole16(v); memcpy(p, &v, sizeof v); }
+static void put_le32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, sizeof v); }
+static void put_le64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, sizeof v); }
+static uint16_t get_le16(const unsigned char *p) { uint16_t v; memcpy(&v, p, sizeof v); return le16toh(v); }
+static uint32_t get_le32(const unsigned char *p) { uint32_t v; memcpy(&v, p, sizeof v); return le32toh(v); }
+static uint64_t get_le64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return le64toh(v); }
+
+/* seal writes the checksum of p[REC_SEALED..n) into p; n >= REC_HEAD_BYTES. */
+static void seal(unsigned char *p, size_t n)
+{
+    put_le32(p + REC_CRC, crc32c_value(p + REC_SEALED, n - REC_SEALED));
+}
+
+/* parse is rec_decode returning why the record is rejected, or NULL. */
+static const char *parse(const unsigned char *p, size_t len, rec_kind kind, rec_msg *out)
+{
+    uint64_t n = len;
+    if (n < REC_HEAD_BYTES)
+        return "shorter than a record header";
+    if (get_le32(p + REC_CRC) != crc32c_value(p + REC_SEALED, len - REC_SEALED))
+        return "checksum mismatch";
+    if (p[REC_FORMAT] != REC_VERSION)
+        return "unknown record format";
+    memset(out, 0, sizeof *out);
+    out->level = p[REC_LEVEL];
+    out->tag_len = get_le16(p + REC_TAG_LEN);
+    out->attempt = get_le32(p + REC_ATTEMPT);
+    out->body_len = get_le32(p + REC_BODY_LEN);
+    out->cost = get_le32(p + REC_COST);
+    out->id = get_le64(p + REC_ID);
+    out->enq_ns = get_le64(p + REC_ENQ_NS);
+    out->expires_ns = get_le64(p + REC_EXPIRES_NS);
+    if (out->level >= PROTO_MAX_LEVELS)
+        return "level out of range";
+    uint64_t used = (uint64_t)REC_HEAD_BYTES + out->tag_len + out->body_len;
+    if (used + (kind == REC_DEAD ? REC_TAIL_FIXED_BYTES : 0) > n)
+        return "tag and body lengths overrun the record";
+    out->tag = (const char *)p + REC_HEAD_BYTES;
+    out->body = p + REC_HEAD_BYTES + out->tag_len;
+    if (kind == REC_DEAD) {
+        out->reason_len = get_le16(p + used);
+        out->reason = (const char *)p + used + 2;
+        used += REC_TAIL_FIXED_BYTES + out->reason_len;
+        if (used > n)
+            return "reason length overruns the record";
+        out->died_ns = get_le64(p + used - 8);
+    }
+    return used == n ? NULL : "record longer than its lengths";
+}
+
+int rec_size(const rec_msg *m, size_t *bytes)
+{
+    if ((m->tag_len && !m->tag) || (m->body_len && !m->body))
+        return SL_EINVAL;
+    if (m->tag_len > PROTO_MAX_TAG || m->body_len > PROTO_MAX_BODY)
+        return SL_ETOOBIG;
+    if (m->level >= PROTO_MAX_LEVELS)
+        return SL_EINVAL;
+    *bytes = (size_t)REC_HEAD_BYTES + m->tag_len + m->body_len;
+    return SL_OK;
+}
+
+void rec_encode(const rec_msg *m, void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    size_t want;
+    SL_ASSERT(rec_size(m, &want) == SL_OK && len == want);
+    p[REC_FORMAT] = REC_VERSION;
+    p[REC_LEVEL] = m->level;
+    put_le16(p + REC_TAG_LEN, (uint16_t)m->tag_len);
+    put_le32(p + REC_ATTEMPT, m->attempt);
+    put_le32(p + REC_BODY_LEN, m->body_len);
+    put_le32(p + REC_COST, m->cost);
+    put_le32(p + REC_FLAGS, 0);
+    put_le64(p + REC_ID, m->id);
+    put_le64(p + REC_ENQ_NS, m->enq_ns);
+    put_le64(p + REC_EXPIRES_NS, m->expires_ns);
+    if (m->tag_len)
+        memcpy(p + REC_HEAD_BYTES, m->tag, m->tag_len);
+    if (m->body_len)
+        memcpy(p + REC_HEAD_BYTES + m->tag_len, m->body, m->body_len);
+    seal(p, len);
+}
+
+int rec_decode(const void *buf, size_t len, rec_kind kind, rec_msg *out, const char **why)
+{
+    const char *fault = parse(buf, len, kind, out);
+    if (why)
+        *why = fault;
+    return fault ? SL_ECORRUPT : SL_OK;
+}
+
+int rec_peek_level(const void *buf, size_t len)
+{
+    return len >= REC_HEAD_BYTES ? ((const unsigned char *)buf)[REC_LEVEL] : -1;
+}
+
+void rec_set_attempt(void *buf, size_t len, uint32_t attempt)
+{
+    SL_ASSERT(len >= REC_HEAD_BYTES);
+    put_le32((unsigned char *)buf + REC_ATTEMPT, attempt);
+    seal(buf, len);
+}
+
+size_t rec_tail_bytes(size_t reason_len)
+{
+    return REC_TAIL_FIXED_BYTES + reason_len;
+}
+
+size_t rec_bury(void *buf, size_t len, size_t cap, const char *reason, size_t reason_len,
+                uint64_t died_ns)
+{
+    SL_ASSERT(len >= REC_HEAD_BYTES && reason_len <= REC_MAX_REASON);
+    SL_ASSERT(cap >= len && cap - len >= rec_tail_bytes(reason_len));
+    unsigned char *tail = (unsigned char *)buf + len;
+    put_le16(tail, (uint16_t)reason_len);
+    if (reason_len)
+        memcpy(tail + 2, reason, reason_len);
+    put_le64(tail + 2 + reason_len, died_ns);
+    len += rec_tail_bytes(reason_len);
+    seal(buf, len);
+    return len;
+}

@@ -1,0 +1,483 @@
+/*
+ * wire.c - the client's connection to its broker, and the pump.
+ *
+ * wire_open gives an sl_client a ZeroMQ context with one I/O thread, a DEALER
+ * socket connected to the broker, and a PAIR socket that receives the
+ * DEALER's monitor events; wire_close takes them down. Every message is one
+ * frame holding one msgpack map, built and parsed by proto/ (proto_encode,
+ * proto_decode); the library never touches msgpack itself.
+ *
+ * Everything the broker sends goes through one pump, which every waiting call
+ * runs until its own condition holds or its deadline passes:
+ *
+ *   DELIVER                     queued for sl_recv (one malloc each)
+ *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
+ *     publish                   sl_send_wait, whoever happens to be pumping
+ *   the awaited reply           handed to the synchronous caller
+ *   PING                        answered with PONG
+ *   anything else               dropped, including late replies to requests
+ *                               that already timed out: replies are matched
+ *                               by seq, so a stray never passes for the
+ *                               current answer
+ *
+ * Requests share one seq counter starting at 1. The puts ring maps each
+ * outstanding publish's seq to the ticket its caller chose. The broker
+ * answers a connection in order, so the reply for the oldest outstanding
+ * publish is nearly always the next one: the lookup is O(1) in practice,
+ * O(outstanding) at worst.
+ *
+ * Reconnection. ZeroMQ reconnects the DEALER by itself when the broker
+ * restarts or heartbeats time out, but the broker forgets a connection's
+ * subscription and ends its leases when it goes. The monitor reports each
+ * completed handshake; from the second one on, the client drops deliveries it
+ * has queued but not handed out (their leases ended with the old connection)
+ * and, if subscribed, sends its HELLO again. The window it asks for leaves out
+ * the deliveries the application still holds, because their ACK or NACK will
+ * carry one credit each. Requests in flight when a connection drops are not
+ * resent: they time out, and a publish's fate is then unknown.
+ *
+ * Errors are returned, never recorded or printed here: sluice.c keeps the
+ * record. A failed confirmation carries the broker's text in its queue entry.
+ *
+ * Time. This is the only file that reads the clock. Every wait is bounded by
+ * a CLOCK_MONOTONIC deadline and every send by ZMQ_SNDTIMEO. Cost per
+ * publish: one encode (a copy of the body) and one copy into ZeroMQ; per
+ * delivery: one decode and one copy.
+ */
+#include "wire.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#define LINGER_MS            1000     /* lets a final ACK leave on sl_close */
+#define HWM_MSGS             100000
+#define MAX_HEARTBEAT_TTL_MS 6553599  /* ZMQ_HEARTBEAT_TTL's ceiling */
+#define WBUF_KEEP_BYTES      (1u << 20) /* larger encode buffers are freed after use */
+#define LATE_FRAMES_MAX      1024     /* frames still drained once the deadline passed */
+#define MONITOR_BATCH        64       /* monitor events handled per pump pass */
+#define MONITOR_ENDPOINT     "inproc://sluice-monitor"
+
+/* An item of c->puts. */
+typedef struct pending_put {
+    uint64_t seq, ticket;
+} pending_put;
+
+typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY } wait_for;
+
+int wire_code(uint64_t code)
+{
+    return code == SL_OK || code > INT_MAX ? SL_EPROTO : (int)code;
+}
+
+/* ---- time ---- */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* deadline_after: timeout_ms < 0 means never. */
+static int64_t deadline_after(int timeout_ms)
+{
+    return timeout_ms < 0 ? INT64_MAX : now_ns() + (int64_t)timeout_ms * 1000000;
+}
+
+/* wait_ms_until returns the milliseconds left before deadline_ns, rounded up
+ * so that a wait never ends just short of it; 0 once it passed, -1 for never. */
+static long wait_ms_until(int64_t deadline_ns)
+{
+    if (deadline_ns == INT64_MAX)
+        return -1;
+    int64_t left_ns = deadline_ns - now_ns();
+    if (left_ns <= 0)
+        return 0;
+    int64_t left_ms = (left_ns + 999999) / 1000000;
+    return left_ms > INT_MAX ? INT_MAX : (long)left_ms;
+}
+
+/* ---- sending ---- */
+
+/* msg_send encodes m and sends it as one frame. A blocking send gives up
+ * after ZMQ_SNDTIMEO (the client's timeout) with SL_ETIMEDOUT. */
+static int msg_send(sl_client *c, const proto_msg *m, int flags)
+{
+    int64_t deadline_ns = deadline_after(c->timeout_ms);
+    proto_wbuf_reset(&c->out);
+    int rc = proto_encode(m, &c->out);
+    while (rc == SL_OK && zmq_send(c->sock, c->out.data, c->out.len, flags) < 0) {
+        if (errno == EINTR && !(flags & ZMQ_DONTWAIT) && now_ns() < deadline_ns)
+            continue;
+        rc = errno == EAGAIN || errno == EINTR ? SL_ETIMEDOUT : SL_ECONNECT;
+    }
+    if (c->out.cap > WBUF_KEEP_BYTES)
+        proto_wbuf_free(&c->out);
+    return rc;
+}
+
+void wire_hello_init(const sl_client *c, proto_msg *m, uint64_t credit)
+{
+    proto_init(m, PROTO_HELLO);
+    proto_set(m, v, PROTO_VERSION);
+    if (c->has_pool)
+        proto_set_str(m, PROTO_F_pool, c->pool, strlen(c->pool));
+    if (c->levels.n)
+        proto_set(m, levels, c->levels);
+    if (credit)
+        proto_set(m, credit, credit);
+}
+
+/* ---- the pump: everything received is routed here ---- */
+
+static void frame_release(sl_client *c)
+{
+    zmq_msg_close(&c->frame);
+    zmq_msg_init(&c->frame);
+}
+
+static void deliveries_drop(sl_client *c)
+{
+    sl_delivery *d;
+    while (c->deliveries.count) {
+        fifo_remove(&c->deliveries, 0, &d);
+        free(d);
+    }
+}
+
+/* reconnected runs on every handshake after the first: the broker has
+ * forgotten this connection, so renew the subscription (see the top). */
+static void reconnected(sl_client *c)
+{
+    deliveries_drop(c);
+    if (!c->subscribed)
+        return;
+    size_t held = c->unsettled < c->window ? c->unsettled : c->window;
+    uint64_t credit = c->window - held;
+    if (c->limit) {
+        uint64_t left = c->limit > c->received + held ? c->limit - c->received - held : 0;
+        credit = credit < left ? credit : left;
+    }
+    c->granted = c->received + held + credit;
+    proto_msg m;
+    wire_hello_init(c, &m, credit);
+    proto_set(&m, seq, c->next_seq++); /* its WELCOME is dropped as a stray */
+    msg_send(c, &m, ZMQ_DONTWAIT);     /* if it fails, nothing better to do */
+}
+
+/* monitor_drain counts completed handshakes and, unless closing, reacts to
+ * reconnections. */
+static void monitor_drain(sl_client *c, bool closing)
+{
+    for (int i = 0; i < MONITOR_BATCH; i++) {
+        zmq_msg_t ev;
+        uint16_t event = 0;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        if (zmq_msg_size(&ev) >= sizeof event)
+            memcpy(&event, zmq_msg_data(&ev), sizeof event);
+        /* an event is two frames: id and value, then the endpoint */
+        while (zmq_msg_more(&ev) && zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) >= 0)
+            ;
+        zmq_msg_close(&ev);
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && ++c->handshakes > 1 && !closing)
+            reconnected(c);
+    }
+}
+
+static int delivery_queue(sl_client *c, const proto_msg *m)
+{
+    if (m->level >= SL_MAX_LEVELS)
+        return SL_OK; /* nonsense from the broker: its lease will run out */
+    size_t tag_len = proto_has(m, PROTO_F_tag) ? m->tag.len : 0;
+    sl_delivery *d = malloc(sizeof *d + m->body.len + 1 + tag_len + 1);
+    if (!d)
+        return SL_ENOMEM;
+    char *body = (char *)(d + 1);
+    char *tag = body + m->body.len + 1;
+    if (m->body.len)
+        memcpy(body, m->body.ptr, m->body.len);
+    body[m->body.len] = '\0';
+    if (tag_len)
+        memcpy(tag, m->tag.ptr, tag_len);
+    tag[tag_len] = '\0';
+    *d = (sl_delivery){
+        .id = m->id,
+        .token = m->token,
+        .level = (unsigned)m->level,
+        .attempt = m->attempt > UINT_MAX ? UINT_MAX : (unsigned)m->attempt,
+        .lease_ms = m->lease_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)m->lease_ms,
+        .tag = tag,
+        .body = body,
+        .body_len = m->body.len,
+    };
+    if (fifo_push(&c->deliveries, &d)) {
+        free(d);
+        return SL_ENOMEM;
+    }
+    return SL_OK;
+}
+
+/* confirm_queue turns the reply to async publish number i into a queued
+ * confirmation. */
+static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
+{
+    pending_put *p = fifo_at(&c->puts, i);
+    client_confirm q = {.confirm = {.ticket = p->ticket}};
+    if (m->type == PROTO_PUT_OK) {
+        q.confirm.id = m->id;
+    } else {
+        q.confirm.err = wire_code(m->code);
+        q.msg = strndup(m->msg.len ? m->msg.ptr : "", m->msg.len);
+        if (!q.msg)
+            return SL_ENOMEM;
+    }
+    if (fifo_push(&c->confirms, &q)) {
+        free(q.msg);
+        return SL_ENOMEM;
+    }
+    fifo_remove(&c->puts, i, NULL);
+    return SL_OK;
+}
+
+static int reply_route(sl_client *c, const proto_msg *m)
+{
+    bool has_seq = proto_has(m, PROTO_F_seq);
+    /* An ERROR without seq answers a request the broker could not parse. It
+     * is attributed to the awaited request only when no publish could own it. */
+    bool awaited = has_seq ? m->seq == c->await_seq
+                           : m->type == PROTO_ERROR && c->puts.count == 0;
+    if (c->await_seq && !c->have_reply && awaited) {
+        c->reply = *m;
+        c->have_reply = true;
+        return SL_OK;
+    }
+    if (!has_seq || (m->type != PROTO_PUT_OK && m->type != PROTO_ERROR))
+        return SL_OK;
+    for (size_t i = 0; i < c->puts.count; i++)
+        if (((pending_put *)fifo_at(&c->puts, i))->seq == m->seq)
+            return confirm_queue(c, i, m);
+    return SL_OK; /* a stray */
+}
+
+static int frame_route(sl_client *c)
+{
+    proto_msg m;
+    if (proto_decode(zmq_msg_data(&c->frame), zmq_msg_size(&c->frame), &m, NULL) != SL_OK)
+        return SL_OK; /* undecodable: dropped, and whoever waits times out */
+    switch (m.type) {
+    case PROTO_DELIVER:
+        return delivery_queue(c, &m);
+    case PROTO_PING: {
+        proto_msg pong;
+        proto_init(&pong, PROTO_PONG);
+        if (proto_has(&m, PROTO_F_seq))
+            proto_set(&pong, seq, m.seq);
+        msg_send(c, &pong, ZMQ_DONTWAIT); /* best effort: PONG is optional */
+        return SL_OK;
+    }
+    case PROTO_PUT_OK:
+    case PROTO_ERROR:
+    case PROTO_WELCOME:
+    case PROTO_OK:
+    case PROTO_STATS_OK:
+        return reply_route(c, &m);
+    default:
+        return SL_OK;
+    }
+}
+
+/* frame_take receives and routes one frame if one is ready; *got tells. */
+static int frame_take(sl_client *c, bool *got)
+{
+    *got = false;
+    if (zmq_msg_recv(&c->frame, c->sock, ZMQ_DONTWAIT) < 0)
+        return errno == EAGAIN || errno == EINTR ? SL_OK : SL_ECONNECT;
+    *got = true;
+    bool had_reply = c->have_reply;
+    int rc = SL_OK;
+    if (zmq_msg_more(&c->frame)) {
+        /* not one frame: a protocol violation, dropped whole (the parts of a
+         * message arrive together) */
+        while (zmq_msg_more(&c->frame) && zmq_msg_recv(&c->frame, c->sock, ZMQ_DONTWAIT) >= 0)
+            ;
+    } else {
+        rc = frame_route(c);
+    }
+    if (had_reply || !c->have_reply)
+        frame_release(c); /* a new reply is read from the frame, so it stays */
+    return rc;
+}
+
+static bool waited(const sl_client *c, wait_for w)
+{
+    switch (w) {
+    case WAIT_REPLY: return c->have_reply;
+    case WAIT_CONFIRM: return c->confirms.count > 0;
+    case WAIT_DELIVERY: return c->deliveries.count > 0;
+    }
+    return true;
+}
+
+/* pump routes incoming frames until w holds (SL_OK) or deadline_ns passes
+ * (SL_ETIMEDOUT). Past the deadline it still drains up to LATE_FRAMES_MAX
+ * frames that are already there, so a zero timeout sees them. */
+static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
+{
+    unsigned late = 0;
+    for (;;) {
+        monitor_drain(c, false);
+        if (waited(c, w))
+            return SL_OK;
+        long wait_ms = wait_ms_until(deadline_ns);
+        bool got;
+        int rc = frame_take(c, &got);
+        if (rc)
+            return rc;
+        if (got) {
+            if (wait_ms == 0 && ++late > LATE_FRAMES_MAX && !waited(c, w))
+                return SL_ETIMEDOUT;
+            continue;
+        }
+        if (wait_ms == 0)
+            return SL_ETIMEDOUT;
+        zmq_pollitem_t items[] = {
+            {.socket = c->sock, .events = ZMQ_POLLIN},
+            {.socket = c->mon, .events = ZMQ_POLLIN},
+        };
+        if (zmq_poll(items, 2, wait_ms) < 0 && errno != EINTR)
+            return SL_ECONNECT;
+    }
+}
+
+int wire_wait_confirm(sl_client *c, int timeout_ms)
+{
+    return pump(c, deadline_after(timeout_ms), WAIT_CONFIRM);
+}
+
+int wire_wait_delivery(sl_client *c, int timeout_ms)
+{
+    return pump(c, deadline_after(timeout_ms), WAIT_DELIVERY);
+}
+
+int wire_request(sl_client *c, proto_msg *m)
+{
+    int64_t deadline_ns = deadline_after(c->timeout_ms);
+    uint64_t seq = c->next_seq++;
+    proto_set(m, seq, seq);
+    int rc = msg_send(c, m, 0);
+    if (rc)
+        return rc;
+    c->await_seq = seq;
+    c->have_reply = false;
+    rc = pump(c, deadline_ns, WAIT_REPLY);
+    c->await_seq = 0;
+    return rc;
+}
+
+int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)
+{
+    pending_put pp = {.seq = c->next_seq++, .ticket = ticket};
+    if (fifo_push(&c->puts, &pp))
+        return SL_ENOMEM;
+    proto_set(m, seq, pp.seq);
+    int rc = msg_send(c, m, 0);
+    if (rc)
+        fifo_remove(&c->puts, c->puts.count - 1, NULL);
+    return rc;
+}
+
+/* ---- connection ---- */
+
+static int socket_setup(void *sock, int timeout_ms, int heartbeat_ms)
+{
+    int linger_ms = LINGER_MS, hwm = HWM_MSGS;
+    int64_t ttl = 3 * (int64_t)heartbeat_ms;
+    int hb_timeout_ms = ttl > INT_MAX ? INT_MAX : (int)ttl;
+    int hb_ttl_ms = ttl > MAX_HEARTBEAT_TTL_MS ? MAX_HEARTBEAT_TTL_MS : (int)ttl;
+    int64_t max_frame_bytes = PROTO_MAX_FRAME;
+    if (zmq_setsockopt(sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms) ||
+        zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms) ||
+        zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max_frame_bytes, sizeof max_frame_bytes) ||
+        zmq_setsockopt(sock, ZMQ_HEARTBEAT_IVL, &heartbeat_ms, sizeof heartbeat_ms) ||
+        zmq_setsockopt(sock, ZMQ_HEARTBEAT_TIMEOUT, &hb_timeout_ms, sizeof hb_timeout_ms) ||
+        zmq_setsockopt(sock, ZMQ_HEARTBEAT_TTL, &hb_ttl_ms, sizeof hb_ttl_ms))
+        return SL_EINVAL;
+    return SL_OK;
+}
+
+int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms)
+{
+    c->timeout_ms = timeout_ms;
+    c->next_seq = 1;
+    fifo_init(&c->puts, sizeof(pending_put));
+    fifo_init(&c->confirms, sizeof(client_confirm));
+    fifo_init(&c->deliveries, sizeof(sl_delivery *));
+    zmq_msg_init(&c->frame);
+
+    int mon_linger_ms = 0;
+    if (!(c->ctx = zmq_ctx_new()) || zmq_ctx_set(c->ctx, ZMQ_IO_THREADS, 1) ||
+        !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
+        return SL_ENOMEM;
+    int rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
+    if (rc)
+        return rc;
+    /* the monitor is in place before connecting, so it sees the first handshake */
+    if (zmq_socket_monitor(c->sock, MONITOR_ENDPOINT, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) ||
+        !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
+        zmq_setsockopt(c->mon, ZMQ_LINGER, &mon_linger_ms, sizeof mon_linger_ms) ||
+        zmq_connect(c->mon, MONITOR_ENDPOINT))
+        return SL_ENOMEM;
+    if (zmq_connect(c->sock, endpoint))
+        return errno == ENOMEM || errno == EMTHREAD ? SL_ENOMEM : SL_EINVAL;
+    return SL_OK;
+}
+
+void wire_close(sl_client *c)
+{
+    if (c->sock && c->mon) {
+        /* linger only flushes to a broker that was reached at least once */
+        monitor_drain(c, true);
+        if (c->subscribed && c->handshakes > 0) {
+            /* leave at once, rather than when the broker's next PING fails */
+            proto_msg bye;
+            proto_init(&bye, PROTO_BYE);
+            msg_send(c, &bye, ZMQ_DONTWAIT);
+        }
+        if (c->handshakes == 0) {
+            int linger_ms = 0;
+            zmq_setsockopt(c->sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
+        }
+    }
+    if (c->sock)
+        zmq_socket_monitor(c->sock, NULL, 0);
+    if (c->mon)
+        zmq_close(c->mon);
+    if (c->sock)
+        zmq_close(c->sock);
+    /* waits at most LINGER_MS for unsent frames; retried after a signal */
+    while (c->ctx && zmq_ctx_term(c->ctx) < 0 && errno == EINTR)
+        ;
+    zmq_msg_close(&c->frame);
+    proto_wbuf_free(&c->out);
+
+    client_confirm q;
+    while (c->confirms.count) {
+        fifo_remove(&c->confirms, 0, &q);
+        free(q.msg);
+    }
+    deliveries_drop(c);
+    fifo_fini(&c->confirms);
+    fifo_fini(&c->deliveries);
+    fifo_fini(&c->puts);
+}

@@ -1,0 +1,59 @@
+/*
+ * wire.h - the client's connection to its broker: sockets, pump, requests.
+ *
+ * Every function here works on the connection part of an sl_client
+ * (client.h) and returns an sl_err without recording it: sluice.c keeps the
+ * error record. Nothing here is thread-safe; the client is used from one
+ * thread at a time.
+ */
+#ifndef SLUICE_WIRE_H
+#define SLUICE_WIRE_H
+
+#include <stdint.h>
+
+#include "client.h"
+
+/* wire_open connects c, zeroed until now, to the broker at endpoint: it
+ * sets up the queues, a ZeroMQ context, the DEALER socket (sends give up
+ * after timeout_ms; heartbeats every heartbeat_ms) and its monitor.
+ * Connecting is asynchronous, so an unreachable broker is not an error here.
+ * Whether or not it succeeds, c is later given to wire_close. Returns SL_OK,
+ * SL_EINVAL (bad endpoint or option), SL_ENOMEM. */
+int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms);
+
+/* wire_close releases all that wire_open and the pump made: it says BYE
+ * first if c is subscribed and has reached the broker, waits up to one
+ * second for unsent frames, and frees queued confirmations and deliveries.
+ * c itself is left to the caller to free. */
+void wire_close(sl_client *c);
+
+/* wire_request sets m's seq, sends m, and waits up to c's timeout for the
+ * reply to it, routing everything else that arrives meanwhile. On SL_OK
+ * c->reply holds the reply, which may be an ERROR; its strings are valid
+ * until the next receive. Returns SL_OK, SL_ETIMEDOUT, SL_ECONNECT,
+ * SL_ENOMEM, SL_EINVAL (m cannot be encoded). */
+int wire_request(sl_client *c, proto_msg *m);
+
+/* wire_publish sets m's seq and sends m, a PUT, without waiting; its
+ * answer will be queued in c->confirms under ticket. Returns SL_OK,
+ * SL_ETIMEDOUT (the send timed out), SL_ECONNECT, SL_ENOMEM, SL_EINVAL (m
+ * cannot be encoded); on failure nothing was sent or queued. */
+int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket);
+
+/* wire_wait_confirm runs the pump until c->confirms holds a confirmation,
+ * or for up to timeout_ms (-1 forever, 0 only what already arrived).
+ * wire_wait_delivery does the same for c->deliveries. Both return SL_OK,
+ * SL_ETIMEDOUT, SL_ECONNECT, SL_ENOMEM. */
+int wire_wait_confirm(sl_client *c, int timeout_ms);
+int wire_wait_delivery(sl_client *c, int timeout_ms);
+
+/* wire_hello_init fills m with the HELLO of c's subscription, asking for
+ * credit (none when 0). The caller sets seq, or leaves it to
+ * wire_request. */
+void wire_hello_init(const sl_client *c, proto_msg *m, uint64_t credit);
+
+/* wire_code turns an ERROR's code into a return value. Codes are only ever
+ * appended, so one newer than this library is passed through unchanged. */
+int wire_code(uint64_t code);
+
+#endif /* SLUICE_WIRE_H */
