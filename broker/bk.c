@@ -31,7 +31,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "disp.h"
+#include <fnmatch.h>
+
+#include "admin.h"
 #include "log.h"
 
 #define NS_PER_MS 1000000ULL
@@ -55,6 +57,7 @@ void bk_cfg_defaults(bk_cfg *cfg)
     cfg->map_bytes = 8ULL << 30;
     cfg->max_body = 1u << 20;
     cfg->soft_limit_pct = 90;
+    cfg->overdue_share_pct = 50;
 }
 
 static int lock_dir(const char *dir)
@@ -108,9 +111,14 @@ int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     if (lease_table_init(&b->leases, prefix) != SL_OK)
         goto conns_fini;
     net_cfg ncfg = {.endpoint = cfg->listen, .max_body = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms};
+    pool_table_init(&b->pools);
+    disp_init(&b->disp, cfg->overdue_share_pct);
+    rc = admin_load(b);
+    if (rc != SL_OK)
+        goto pools_fini;
     rc = net_open(&ncfg, &b->net);
     if (rc != SL_OK)
-        goto leases_fini;
+        goto pools_fini;
     b->next_hb_ns = mono_ns + cfg->heartbeat_ms * NS_PER_MS;
 
     uint64_t total = 0, delayed = 0;
@@ -124,7 +132,8 @@ int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     *out = b;
     return SL_OK;
 
-leases_fini:
+pools_fini:
+    pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
 conns_fini:
     conn_table_fini(&b->conns);
@@ -144,6 +153,7 @@ void bk_close(bk **bp)
     if (!b)
         return;
     net_close(&b->net);
+    pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
     conn_table_fini(&b->conns);
     queue_close(&b->q);
@@ -210,8 +220,24 @@ static int deliver_one(bk *b, conn *c, unsigned level)
         queue_untake(&b->q, level, key);
         return rc;
     }
+    l->pool = c->pool;
+    l->started_ns = b->mono_ns;
+    c->pool->inflight++;
+    c->pool->delivered++;
     c->credit--;
     return SL_OK;
+}
+
+/* level_view fills what the pick rule needs to know of level l. The head's
+ * age costs a read, so it is looked up only for levels that use it. */
+static void level_view(bk *b, unsigned l, disp_level *d)
+{
+    const queue_level *lv = &b->q.lv[l];
+    d->ready = queue_ready(&b->q, l);
+    d->paused = lv->paused;
+    d->deadline_ns = lv->deadline_ms * NS_PER_MS;
+    d->aging_ns = lv->aging_ms * NS_PER_MS;
+    d->head_ns = (d->deadline_ns || d->aging_ns) && d->ready ? queue_head_ns(&b->q, l) : 0;
 }
 
 unsigned bk_dispatch(bk *b, unsigned max)
@@ -219,8 +245,10 @@ unsigned bk_dispatch(bk *b, unsigned max)
     disp_level dl[PROTO_MAX_LEVELS];
     uint64_t ready = 0;
     unsigned made = 0;
-    for (unsigned l = 0; l < b->cfg.levels; l++)
-        ready += dl[l].ready = queue_ready(&b->q, l);
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        level_view(b, l, &dl[l]);
+        ready += dl[l].ready;
+    }
     if (ready == 0 || b->conns.len == 0)
         return 0;
     int progress = 1;
@@ -229,14 +257,16 @@ unsigned bk_dispatch(bk *b, unsigned max)
         size_t n = b->conns.len, start = b->conns.rr % n;
         for (size_t k = 0; k < n && made < max; k++) {
             conn *c = b->conns.all[(start + k) % n];
-            if (c->credit == 0)
+            if (c->credit == 0 || !c->pool || !pool_open(c->pool))
                 continue;
-            int level = disp_pick(dl, b->cfg.levels, c->sub_mask, NULL);
+            disp_reason why;
+            int level = disp_pick(&b->disp, dl, b->cfg.levels, c->pool->levels_mask, b->wall_ns, &why);
             if (level < 0)
                 continue;
             if (deliver_one(b, c, (unsigned)level) != SL_OK)
                 return made;
-            dl[level].ready--;
+            b->picks[level][why]++;
+            level_view(b, (unsigned)level, &dl[level]);
             made++;
             progress = 1;
         }
@@ -259,6 +289,25 @@ static const char *end_name(bk_end why)
     return "?";
 }
 
+/* release ends l's accounting in its pool and frees it. */
+static void release(bk *b, lease *l)
+{
+    pool *p = l->pool;
+    if (p) {
+        p->inflight--;
+        p->settled++;
+        p->held_ns += b->mono_ns - l->started_ns;
+    }
+    lease_free(&b->leases, l);
+}
+
+int bk_ack(bk *b, lease *l)
+{
+    int rc = queue_settle(&b->q, l->level, l->key);
+    release(b, l);
+    return rc == SL_ENOTFOUND ? SL_OK : rc;
+}
+
 void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
 {
     unsigned level = l->level;
@@ -266,7 +315,7 @@ void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
     uint32_t attempt = l->attempt;
     conn *owner = l->owner;
     int rc;
-    lease_free(&b->leases, l);
+    release(b, l);
     queue_level *lv = &b->q.lv[level];
     if (why == BK_END_UNSENT || why == BK_END_LEFT) {
         if (queue_untake(&b->q, level, key) != SL_OK)
@@ -295,14 +344,55 @@ void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
                   proto_strerror(rc));
 }
 
-void bk_drop_conn(bk *b, conn *c)
+void bk_drop_conn(bk *b, conn *c, bk_end why)
 {
     if (c->nleases)
-        log_info("bk", "consumer in pool %s gone with %u deliveries outstanding; returning them",
-                 c->pool, c->nleases);
+        log_info("bk", "consumer in pool %s %s with %u deliveries outstanding; returning them",
+                 c->pool ? c->pool->name : "-", why == BK_END_LEFT ? "left" : "gone", c->nleases);
     while (c->leases)
-        bk_end_lease(b, c->leases, BK_END_GONE, 0);
+        bk_end_lease(b, c->leases, why, 0);
+    bk_join_pool(b, c, NULL);
     conn_remove(&b->conns, c);
+}
+
+void bk_pool_changed(bk *b, pool *p)
+{
+    uint32_t index = 0;
+    if (!p)
+        return;
+    for (size_t i = 0; i < b->conns.len; i++) {
+        conn *c = b->conns.all[i];
+        if (c->pool != p)
+            continue;
+        proto_msg m;
+        proto_init(&m, PROTO_POOL);
+        proto_set_str(&m, PROTO_F_pool, p->name, strlen(p->name));
+        proto_set(&m, size, p->size);
+        proto_set(&m, share, pool_share(p, index++));
+        net_queue(b->net, c->rid, c->rid_len, &m, 0, NET_NOW);
+    }
+}
+
+void bk_join_pool(bk *b, conn *c, pool *p)
+{
+    pool *old = c->pool;
+    if (old == p)
+        return;
+    if (old)
+        old->members--;
+    c->pool = p;
+    if (p)
+        p->members++;
+    bk_pool_changed(b, old);
+    bk_pool_changed(b, p);
+}
+
+int bk_level_rule(const bk *b, const char *tag)
+{
+    for (unsigned i = 0; i < b->cfg.ntag_rules; i++)
+        if (fnmatch(b->cfg.tag_rules[i].pattern, tag, 0) == 0)
+            return (int)b->cfg.tag_rules[i].level;
+    return -1;
 }
 
 void bk_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
@@ -323,11 +413,43 @@ void bk_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t toke
     if (err == SL_ECONNECT) {
         conn *c = conn_find(&b->conns, rid, rid_len);
         if (c)
-            bk_drop_conn(b, c);
+            bk_drop_conn(b, c, BK_END_GONE);
     }
 }
 
 /* ---- timers ---- */
+
+/* sample refreshes arrival rates per level and each pool's measurements and
+ * recommended size, every 250 ms; an autoscaled pool that changes size tells
+ * its members and is persisted. */
+static void sample(bk *b)
+{
+    if (b->sample_ns && b->mono_ns < b->sample_ns + 250 * NS_PER_MS)
+        return;
+    double dt = b->sample_ns ? (double)(b->mono_ns - b->sample_ns) / 1e9 : 0;
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        uint64_t enq = b->q.lv[l].enqueued;
+        if (dt > 0)
+            b->arrival_per_s[l] = 0.3 * (double)(enq - b->sample_enqueued[l]) / dt + 0.7 * b->arrival_per_s[l];
+        b->sample_enqueued[l] = enq;
+    }
+    b->sample_ns = b->mono_ns;
+    for (unsigned i = 0; i < b->pools.n; i++) {
+        pool *p = b->pools.v[i];
+        double arrival = 0;
+        uint64_t backlog = 0;
+        for (unsigned l = 0; l < b->cfg.levels; l++)
+            if ((p->levels_mask >> l) & 1) {
+                arrival += b->arrival_per_s[l];
+                backlog += queue_ready(&b->q, l);
+            }
+        if (pool_sample(p, b->mono_ns, arrival, backlog)) {
+            log_info("bk", "autoscale: pool %s size now %u", p->name, p->size);
+            admin_save_pool(b, p);
+            bk_pool_changed(b, p);
+        }
+    }
+}
 
 void bk_tick(bk *b)
 {
@@ -337,6 +459,7 @@ void bk_tick(bk *b)
         bk_end_lease(b, l, BK_END_EXPIRED, 0);
     }
     queue_release_due(&b->q, b->wall_ns, 10000);
+    sample(b);
     if (b->mono_ns >= b->next_hb_ns) {
         proto_msg m;
         proto_init(&m, PROTO_PING);

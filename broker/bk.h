@@ -11,13 +11,22 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "disp.h"
 #include "lease.h"
+#include "pool.h"
 #include "net.h"
 #include "proto.h"
 #include "queue.h"
 #include "store.h"
 
 #define BK_CREDIT_CAP 100000u
+#define BK_MAX_TAG_RULES 64
+
+/* A tag rule: messages whose tag matches the glob go to level. */
+typedef struct bk_tag_rule {
+    char pattern[PROTO_MAX_TAG + 1];
+    unsigned level;
+} bk_tag_rule;
 
 typedef struct bk_cfg {
     char data_dir[4096];
@@ -32,6 +41,10 @@ typedef struct bk_cfg {
     uint64_t map_bytes;
     uint32_t max_body;
     unsigned soft_limit_pct;                              /* refuse PUT above this map use */
+    unsigned overdue_share_pct;                           /* most overdue picks per 100 */
+    bk_tag_rule tag_rules[BK_MAX_TAG_RULES];
+    unsigned ntag_rules;
+    int tag_rules_override;                               /* a matching rule beats an explicit level */
 } bk_cfg;
 
 /* Why a lease ended without an ACK. */
@@ -50,6 +63,11 @@ typedef struct bk {
     queue q;
     conn_table conns;
     lease_table leases;
+    pool_table pools;
+    disp_state disp;
+    uint64_t picks[PROTO_MAX_LEVELS][DISP_REASON_COUNT_];
+    double arrival_per_s[PROTO_MAX_LEVELS];  /* smoothed enqueue rate */
+    uint64_t sample_ns, sample_enqueued[PROTO_MAX_LEVELS];
     uint32_t all_mask;            /* bit per configured level */
     int lock_fd;
     uint64_t mono_ns, wall_ns;    /* set by the loop */
@@ -87,8 +105,23 @@ uint64_t bk_next_wake(bk *b);
  * bury when the attempts are used up. delay_ms applies to NACK. */
 void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms);
 
-/* bk_drop_conn ends every lease of c (BK_END_GONE) and forgets c. */
-void bk_drop_conn(bk *b, conn *c);
+/* bk_drop_conn ends every lease of c (why: BK_END_GONE, or BK_END_LEFT for
+ * a BYE), leaves its pool and forgets c. */
+void bk_drop_conn(bk *b, conn *c, bk_end why);
+
+/* bk_ack settles l after an ACK: the message is deleted. */
+int bk_ack(bk *b, lease *l);
+
+/* bk_join_pool moves c into pool p (leaving its old pool) and tells both
+ * pools' members their new shares. */
+void bk_join_pool(bk *b, conn *c, pool *p);
+
+/* bk_pool_changed tells every member of p its share (POOL). */
+void bk_pool_changed(bk *b, pool *p);
+
+/* bk_level_rule returns the level of the first tag rule matching tag (a
+ * NUL-terminated string), or -1. */
+int bk_level_rule(const bk *b, const char *tag);
 
 /* bk_send_failed is net_flush's failure callback. */
 void bk_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);

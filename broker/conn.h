@@ -17,12 +17,12 @@
 #define CONN_MAX_RID 255
 
 struct lease;
+struct pool;
 
 typedef struct conn {
     uint8_t rid[CONN_MAX_RID];
     uint8_t rid_len;
-    char pool[PROTO_MAX_NAME + 1];
-    uint32_t sub_mask;     /* bit L: subscribed to level L */
+    struct pool *pool;     /* its pool (counted in pool->members), or NULL */
     uint64_t credit;       /* deliveries it may still receive */
     uint32_t nleases;      /* deliveries outstanding */
     int consumer;          /* has granted credit at least once */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admin.h"
 #include "log.h"
 
 #define NS_PER_MS 1000000ULL
@@ -31,11 +32,13 @@ static void log_bad(bk *b, const char *what, const char *why)
 }
 
 /* Replies to PUT, success or not, leave after the commit, so that one
- * producer's replies keep the order of its publishes. ACK's OK waits for the
- * commit only when ack_flush_ms is 0; everything else leaves at once. */
+ * producer's replies keep the order of its publishes. ADMIN replies wait for
+ * the commit too: a setting is reported changed once it is stored. ACK's OK
+ * waits for the commit only when ack_flush_ms is 0; everything else leaves at
+ * once. */
 static net_when when_for(const bk *b, const proto_msg *m)
 {
-    if (m->type == PROTO_PUT || (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0))
+    if (m->type == PROTO_PUT || m->type == PROTO_ADMIN || (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0))
         return NET_AFTER_COMMIT;
     return NET_NOW;
 }
@@ -51,15 +54,30 @@ static void reply_ok(bk *b, const net_in *in, const proto_msg *req, proto_msg *r
     bk_reply(b, in->rid, in->rid_len, rep, when_for(b, req));
 }
 
-static void add_credit(bk *b, const net_in *in, uint64_t n)
+/* member returns the conn for this peer, creating it in the default pool. */
+static conn *member(bk *b, const net_in *in)
 {
     conn *c = conn_require(&b->conns, in->rid, in->rid_len, b->all_mask);
+    if (c && !c->pool) {
+        pool *p = pool_require(&b->pools, "default", 7, b->all_mask);
+        if (p)
+            bk_join_pool(b, c, p);
+    }
+    return c;
+}
+
+static void add_credit(bk *b, const net_in *in, uint64_t n)
+{
+    conn *c = member(b, in);
     if (!c)
         return;
     c->credit = c->credit + n > BK_CREDIT_CAP ? BK_CREDIT_CAP : c->credit + n;
     if (n)
         c->consumer = 1;
 }
+
+static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask);
+static void welcome(bk *b, const net_in *in, const proto_msg *m);
 
 static void h_HELLO(bk *b, const net_in *in, const proto_msg *m)
 {
@@ -89,19 +107,37 @@ static void h_HELLO(bk *b, const net_in *in, const proto_msg *m)
         reply_err(b, in, m, SL_EINVAL, "pool name is empty");
         return;
     }
-    conn *c = conn_require(&b->conns, in->rid, in->rid_len, b->all_mask);
-    if (!c) {
-        reply_err(b, in, m, SL_ENOMEM, "out of memory");
+    if ((m->present & (PF(pool) | PF(levels) | PF(credit))) && join(b, in, m, mask) != SL_OK)
         return;
+    welcome(b, in, m);
+}
+
+/* join makes the peer a member of the pool its HELLO names; on failure it
+ * has replied with the error. */
+static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
+{
+    conn *c = conn_require(&b->conns, in->rid, in->rid_len, b->all_mask);
+    const char *name = (m->present & PF(pool)) ? m->pool.ptr : "default";
+    size_t name_len = (m->present & PF(pool)) ? m->pool.len : 7;
+    pool *p = pool_find(&b->pools, name, name_len);
+    if (!p && (p = pool_require(&b->pools, name, name_len, mask)))
+        admin_save_pool(b, p);
+    if (!c || !p) {
+        reply_err(b, in, m, c ? SL_EFULL : SL_ENOMEM, c ? "too many pools (64)" : "out of memory");
+        return SL_ENOMEM;
     }
-    c->sub_mask = mask;
-    if (m->present & PF(pool)) {
-        memcpy(c->pool, m->pool.ptr, m->pool.len);
-        c->pool[m->pool.len] = '\0';
+    if ((m->present & PF(levels)) && p->levels_mask != mask) {
+        p->levels_mask = mask; /* a pool serves the levels its members last asked for */
+        admin_save_pool(b, p);
     }
+    bk_join_pool(b, c, p);
     if (m->present & PF(credit))
         add_credit(b, in, m->credit);
+    return SL_OK;
+}
 
+static void welcome(bk *b, const net_in *in, const proto_msg *m)
+{
     proto_msg w;
     proto_init(&w, PROTO_WELCOME);
     proto_set(&w, v, PROTO_VERSION);
@@ -119,6 +155,14 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
 {
     char text[160];
     uint64_t level = (m->present & PF(level)) ? m->level : b->cfg.default_level;
+    if (b->cfg.ntag_rules && m->tag.len && (!(m->present & PF(level)) || b->cfg.tag_rules_override)) {
+        char tag[PROTO_MAX_TAG + 1];
+        memcpy(tag, m->tag.ptr, m->tag.len);
+        tag[m->tag.len] = '\0';
+        int ruled = bk_level_rule(b, tag);
+        if (ruled >= 0)
+            level = (uint64_t)ruled;
+    }
     if (level >= b->cfg.levels) {
         snprintf(text, sizeof text, "level %llu does not exist; levels are 0..%u",
                  (unsigned long long)level, b->cfg.levels - 1);
@@ -176,9 +220,8 @@ static void h_ACK(bk *b, const net_in *in, const proto_msg *m)
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    int rc = queue_settle(&b->q, l->level, l->key);
-    lease_free(&b->leases, l);
-    if (rc != SL_OK && rc != SL_ENOTFOUND) {
+    int rc = bk_ack(b, l);
+    if (rc != SL_OK) {
         reply_err(b, in, m, rc, proto_strerror(rc));
         return;
     }
@@ -222,6 +265,7 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
     r.names.n = n;
     r.depth.n = r.inflight.n = r.delayed.n = r.dead.n = r.oldest_ms.n = n;
     r.enqueued.n = r.dispatched.n = r.acked.n = r.nacked.n = r.expired.n = n;
+    r.picks_priority.n = r.picks_aged.n = r.picks_overdue.n = n;
     for (unsigned l = 0; l < n; l++) {
         const queue_level *lv = &b->q.lv[l];
         uint64_t oldest = queue_oldest_ns(&b->q, l);
@@ -236,6 +280,9 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
         r.acked.v[l] = lv->acked;
         r.nacked.v[l] = lv->nacked;
         r.expired.v[l] = lv->expired;
+        r.picks_priority.v[l] = b->picks[l][DISP_PRIORITY];
+        r.picks_aged.v[l] = b->picks[l][DISP_AGED];
+        r.picks_overdue.v[l] = b->picks[l][DISP_OVERDUE];
     }
     proto_set(&r, uptime_ms, (b->mono_ns - b->started_mono_ns) / NS_PER_MS);
     proto_set(&r, consumers, bk_consumers(b));
@@ -247,16 +294,26 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
 static void h_BYE(bk *b, const net_in *in, const proto_msg *m)
 {
     conn *c = conn_find(&b->conns, in->rid, in->rid_len);
-    if (c) {
-        while (c->leases)
-            bk_end_lease(b, c->leases, BK_END_LEFT, 0);
-        conn_remove(&b->conns, c);
-    }
+    if (c)
+        bk_drop_conn(b, c, BK_END_LEFT);
     if (m->present & PF(seq)) {
         proto_msg r;
         proto_init(&r, PROTO_OK);
         reply_ok(b, in, m, &r);
     }
+}
+
+static void h_ADMIN(bk *b, const net_in *in, const proto_msg *m)
+{
+    proto_msg r;
+    char text[PROTO_MAX_STR];
+    proto_init(&r, PROTO_ADMIN_OK);
+    int rc = admin_run(b, m, &r, text, sizeof text);
+    if (rc != SL_OK) {
+        reply_err(b, in, m, rc, text);
+        return;
+    }
+    reply_ok(b, in, m, &r);
 }
 
 static void h_PING(bk *b, const net_in *in, const proto_msg *m)

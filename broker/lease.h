@@ -19,6 +19,7 @@
 #include "tmr.h"
 
 struct conn;
+struct pool;
 
 typedef struct lease {
     uint64_t token;
@@ -28,6 +29,8 @@ typedef struct lease {
     uint32_t attempt;      /* this delivery's attempt number */
     uint8_t level;
     struct conn *owner;    /* NULL once its consumer is gone */
+    struct pool *pool;     /* the pool it counts against, or NULL */
+    uint64_t started_ns;   /* monotonic, when it was delivered */
     struct lease *hnext;   /* hash chain */
     struct lease *cprev, *cnext; /* owner's list */
 } lease;

@@ -60,6 +60,12 @@ static void usage(FILE *f)
 "      --heartbeat-ms MS   heartbeat interval; a peer silent 3 intervals is gone (default 1000)\n"
 "      --map-size-mb MB    LMDB map size (default 8192); the file grows as used\n"
 "      --max-body BYTES    largest message body accepted (default 1048576)\n"
+"      --overdue-share PCT most deliveries in 100 that may go to overdue messages,\n"
+"                          which jump the queue (default 50)\n"
+"      --tag-rule GLOB=LEVEL  a publish whose tag matches GLOB (fnmatch) goes to LEVEL;\n"
+"                          repeatable, the first match wins; rules apply to publishes\n"
+"                          that name no level\n"
+"      --tag-rules-override   rules apply to publishes that name a level too\n"
 "      --log-level LEVEL   error, warn, info or debug (default info)\n"
 "      --ready-fd FD       write \"READY\\n\" to FD once serving, then close it\n"
 "  -h, --help              show this help\n"
@@ -77,6 +83,7 @@ static void usage(FILE *f)
 typedef struct settings {
     bk_cfg cfg;
     int names_set;
+    char rule_levels[BK_MAX_TAG_RULES][PROTO_MAX_NAME + 1]; /* resolved after names */
     char default_level[PROTO_MAX_NAME + 1]; /* resolved after names are known */
     int ready_fd;
     int log_level;
@@ -171,6 +178,14 @@ static int apply(settings *st, const char *key, const char *val)
         if (parse_u64("max_body", val, 1, PROTO_MAX_BODY, &v))
             return -1;
         c->max_body = (uint32_t)v;
+    } else if (!strcmp(key, "overdue_share_pct")) {
+        if (parse_u64("overdue_share_pct", val, 1, 100, &v))
+            return -1;
+        c->overdue_share_pct = (unsigned)v;
+    } else if (!strcmp(key, "tag_rules_override")) {
+        if (strcmp(val, "yes") && strcmp(val, "no") && strcmp(val, "true") && strcmp(val, "false"))
+            return fprintf(stderr, "sluiced: tag_rules_override: '%s' is not yes or no\n", val), -1;
+        c->tag_rules_override = !strcmp(val, "yes") || !strcmp(val, "true");
     } else if (!strcmp(key, "log_level")) {
         int lvl = log_parse_level(val);
         if (lvl < 0)
@@ -182,9 +197,36 @@ static int apply(settings *st, const char *key, const char *val)
     return 0;
 }
 
+/* add_rule keeps GLOB and the level's text; finish() resolves the level. */
+static int add_rule(settings *st, const char *glob, const char *level)
+{
+    bk_cfg *c = &st->cfg;
+    if (c->ntag_rules == BK_MAX_TAG_RULES)
+        return fprintf(stderr, "sluiced: more than %d tag rules\n", BK_MAX_TAG_RULES), -1;
+    if (!*glob || strlen(glob) > PROTO_MAX_TAG || !*level || strlen(level) > PROTO_MAX_NAME)
+        return fprintf(stderr, "sluiced: tag rule '%s = %s': a glob of 1..255 bytes and a level, please\n",
+                       glob, level), -1;
+    strcpy(c->tag_rules[c->ntag_rules].pattern, glob);
+    strcpy(st->rule_levels[c->ntag_rules], level);
+    c->ntag_rules++;
+    return 0;
+}
+
 static int ini_cb(void *user, const char *section, const char *name, const char *value)
 {
     static const char *const sections[] = {"broker", "levels", "leases", NULL};
+    if (!strcmp(section, "tag_rules")) {
+        /* rule = GLOB LEVEL: the value, because inih splits keys at ':' too */
+        char buf[PROTO_MAX_TAG + PROTO_MAX_NAME + 2];
+        const char *sp = strrchr(value, ' ');
+        if (strcmp(name, "rule") || !sp || strlen(value) >= sizeof buf) {
+            fprintf(stderr, "sluiced: [tag_rules] takes lines 'rule = GLOB LEVEL'\n");
+            return 0;
+        }
+        strcpy(buf, value);
+        buf[sp - value] = '\0';
+        return add_rule(user, buf, buf + (sp - value) + 1) == 0;
+    }
     int known = 0;
     for (int i = 0; sections[i]; i++)
         known |= !strcmp(section, sections[i]);
@@ -193,6 +235,18 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
         return 0;
     }
     return apply(user, name, value) == 0;
+}
+
+/* level_of resolves a level name or number; -1 (reported) when unknown. */
+static int level_of(const bk_cfg *c, const char *what, const char *text)
+{
+    uint64_t v;
+    for (unsigned l = 0; l < c->levels; l++)
+        if (!strcmp(c->level_names[l], text))
+            return (int)l;
+    if (parse_u64(what, text, 0, c->levels - 1, &v))
+        return -1;
+    return (int)v;
 }
 
 /* finish fills level names and the default level once the count is known. */
@@ -214,24 +268,22 @@ static int finish(settings *st)
     }
     c->default_level = c->levels / 2;
     if (st->default_level[0]) {
-        uint64_t v;
-        int found = 0;
-        for (unsigned l = 0; l < c->levels && !found; l++)
-            if (!strcmp(c->level_names[l], st->default_level)) {
-                c->default_level = l;
-                found = 1;
-            }
-        if (!found) {
-            if (parse_u64("default level", st->default_level, 0, c->levels - 1, &v))
-                return -1;
-            c->default_level = (unsigned)v;
-        }
+        int l = level_of(c, "default level", st->default_level);
+        if (l < 0)
+            return -1;
+        c->default_level = (unsigned)l;
+    }
+    for (unsigned i = 0; i < c->ntag_rules; i++) {
+        int l = level_of(c, "tag rule level", st->rule_levels[i]);
+        if (l < 0)
+            return -1;
+        c->tag_rules[i].level = (unsigned)l;
     }
     return 0;
 }
 
 enum { OPT_LEVELS = 256, OPT_NAMES, OPT_DEFAULT, OPT_LEASE, OPT_ATTEMPTS, OPT_HB, OPT_MAP,
-       OPT_BODY, OPT_ACKFLUSH, OPT_LOG, OPT_READY, OPT_VERSION };
+       OPT_BODY, OPT_ACKFLUSH, OPT_OVERDUE, OPT_LOG, OPT_READY, OPT_VERSION, OPT_RULE, OPT_OVERRIDE };
 
 static const struct option options[] = {
     {"data", required_argument, NULL, 'd'},
@@ -246,6 +298,9 @@ static const struct option options[] = {
     {"map-size-mb", required_argument, NULL, OPT_MAP},
     {"max-body", required_argument, NULL, OPT_BODY},
     {"ack-flush-ms", required_argument, NULL, OPT_ACKFLUSH},
+    {"overdue-share", required_argument, NULL, OPT_OVERDUE},
+    {"tag-rule", required_argument, NULL, OPT_RULE},
+    {"tag-rules-override", no_argument, NULL, OPT_OVERRIDE},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"ready-fd", required_argument, NULL, OPT_READY},
     {"help", no_argument, NULL, 'h'},
@@ -258,7 +313,7 @@ static const char *const opt_keys[] = {
     [OPT_DEFAULT - OPT_LEVELS] = "default_level", [OPT_LEASE - OPT_LEVELS] = "lease_ms",
     [OPT_ATTEMPTS - OPT_LEVELS] = "max_attempts", [OPT_HB - OPT_LEVELS] = "heartbeat_ms",
     [OPT_MAP - OPT_LEVELS] = "map_size_mb", [OPT_BODY - OPT_LEVELS] = "max_body",
-    [OPT_ACKFLUSH - OPT_LEVELS] = "ack_flush_ms",
+    [OPT_ACKFLUSH - OPT_LEVELS] = "ack_flush_ms", [OPT_OVERDUE - OPT_LEVELS] = "overdue_share_pct",
     [OPT_LOG - OPT_LEVELS] = "log_level",
 };
 
@@ -309,6 +364,18 @@ static int parse_args(int argc, char **argv, settings *st)
         else if (opt == OPT_READY) {
             rc = parse_u64("--ready-fd", optarg, 0, INT_MAX, &v);
             st->ready_fd = (int)v;
+        } else if (opt == OPT_RULE) {
+            char buf[PROTO_MAX_TAG + PROTO_MAX_NAME + 2];
+            char *eq = strrchr(optarg, '=');
+            if (!eq || strlen(optarg) >= sizeof buf) {
+                fprintf(stderr, "sluiced: --tag-rule '%s': expected GLOB=LEVEL\n", optarg);
+                return -1;
+            }
+            strcpy(buf, optarg);
+            buf[eq - optarg] = '\0';
+            rc = add_rule(st, buf, buf + (eq - optarg) + 1);
+        } else if (opt == OPT_OVERRIDE) {
+            st->cfg.tag_rules_override = 1;
         } else if (opt >= OPT_LEVELS && opt <= OPT_LOG)
             rc = apply(st, opt_keys[opt - OPT_LEVELS], optarg);
         if (rc)

@@ -47,6 +47,8 @@ int queue_append(queue *q, const store_rec *rec)
     uint64_t key;
     int rc = store_append(q->st, rec, &key);
     if (rc == SL_OK) {
+        if (queue_ready(q, rec->level) == 0)
+            q->lv[rec->level].head_known = 0;
         q->lv[rec->level].count++;
         q->lv[rec->level].enqueued++;
     }
@@ -81,12 +83,14 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     }
     lv->leased++;
     lv->dispatched++;
+    lv->head_known = 0;
     return SL_OK;
 }
 
 static int make_ready(queue *q, unsigned level, uint64_t key)
 {
     queue_level *lv = &q->lv[level];
+    lv->head_known = 0;
     if (key >= lv->cursor)
         return SL_OK; /* the seek will find it */
     return tmr_push(&lv->returned, key, key);
@@ -173,6 +177,16 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
     if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
         q->next_due_ns = TMR_NEVER;
     return moved;
+}
+
+uint64_t queue_head_ns(queue *q, unsigned level)
+{
+    queue_level *lv = &q->lv[level];
+    if (!lv->head_known) {
+        lv->head_ns = queue_oldest_ns(q, level);
+        lv->head_known = 1;
+    }
+    return lv->head_ns;
 }
 
 uint64_t queue_oldest_ns(queue *q, unsigned level)

@@ -24,6 +24,11 @@ typedef struct queue_level {
     uint64_t delayed;
     uint64_t dead;
     uint64_t cursor;    /* next key to seek from */
+    uint64_t head_ns;   /* cached enqueue time of the oldest ready message */
+    int head_known;     /* head_ns is valid */
+    /* scheduling settings (admin.c persists them) */
+    uint64_t deadline_ms, aging_ms;
+    int paused;
     tmr returned;       /* ready keys below cursor (at = key) */
     /* counters since start */
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
@@ -71,7 +76,10 @@ int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint6
 unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max);
 
 /* queue_oldest_ns returns the enqueue time (wall ns) of level's oldest ready
- * message, or 0 when none is ready. */
+ * message, or 0 when none is ready. Two B-tree reads. */
 uint64_t queue_oldest_ns(queue *q, unsigned level);
+
+/* queue_head_ns is queue_oldest_ns, cached until the level's head changes. */
+uint64_t queue_head_ns(queue *q, unsigned level);
 
 #endif /* SLUICE_QUEUE_H */

@@ -756,3 +756,86 @@ uint64_t store_map_bytes(store *s)
     MDB_envinfo info;
     return mdb_env_info(s->env, &info) == MDB_SUCCESS ? info.me_mapsize : 0;
 }
+
+/* ---- settings and lookups for administration ---- */
+
+int store_meta_put(store *s, const char *key, const void *val, size_t len)
+{
+    MDB_val k = {strlen(key), (void *)key}, v = {len, (void *)val};
+    int err = txn_need(s);
+    return err != SL_OK ? err : put(s, s->meta, &k, &v, 0);
+}
+
+int store_meta_scan(store *s, const char *prefix, store_meta_fn fn, void *ctx)
+{
+    size_t plen = strlen(prefix);
+    MDB_cursor *cur;
+    MDB_val k = {plen, (void *)prefix}, v;
+    int err = txn_need(s);
+    if (err != SL_OK)
+        return err;
+    int rc = mdb_cursor_open(s->txn, s->meta, &cur);
+    if (rc != MDB_SUCCESS)
+        return fail(s, rc, "open a cursor on meta");
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == MDB_SUCCESS;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+            break;
+        fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : fail(s, rc, "scan meta");
+}
+
+int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *key, uint64_t *rank)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int err = txn_level(s, level);
+    if (err != SL_OK)
+        return err;
+    err = cursor_at(s, s->q[level], MDB_FIRST, &k, &v, &cur);
+    if (err != SL_OK)
+        return err;
+    int rc = MDB_SUCCESS;
+    err = SL_ENOTFOUND;
+    for (uint64_t n = 0; n < limit && rc == MDB_SUCCESS; n++) {
+        store_rec rec;
+        if (decode(s, s->q[level], &v, get_be64(k.mv_data), &rec) == SL_OK && rec.id == id) {
+            *key = get_be64(k.mv_data);
+            *rank = n;
+            err = SL_OK;
+            break;
+        }
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+        return fail(s, rc, "scan q.%u", level);
+    return err;
+}
+
+int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int err = txn_need(s);
+    if (err != SL_OK)
+        return err;
+    err = cursor_at(s, s->delayed, MDB_FIRST, &k, &v, &cur);
+    if (err != SL_OK)
+        return err;
+    int rc;
+    err = SL_ENOTFOUND;
+    do {
+        if (get_be64((const unsigned char *)k.mv_data + 8) == id) {
+            *due_ns = get_be64(k.mv_data);
+            int l = rec_peek_level(v.mv_data, v.mv_size);
+            *level = l < 0 ? 0 : (unsigned)l;
+            err = SL_OK;
+            break;
+        }
+    } while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS);
+    mdb_cursor_close(cur);
+    return err;
+}

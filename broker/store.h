@@ -160,4 +160,23 @@ void store_delayed_counts(store *s, uint64_t *counts);
 uint64_t store_used_bytes(store *s);
 uint64_t store_map_bytes(store *s);
 
+/* ---- settings and lookups for administration ---- */
+
+/* store_meta_put writes an opaque settings blob under key in meta (in the
+ * open transaction). Keys starting "pool/" and "level/" belong to admin.c. */
+int store_meta_put(store *s, const char *key, const void *val, size_t len);
+
+/* store_meta_scan calls fn for every meta record whose key starts with
+ * prefix, in key order. The pointers are valid only during the call. */
+typedef void (*store_meta_fn)(void *ctx, const char *key, size_t key_len, const void *val, size_t len);
+int store_meta_scan(store *s, const char *prefix, store_meta_fn fn, void *ctx);
+
+/* store_find looks for message id in q.<level>, scanning from the head at
+ * most limit records: O(position). *key is its order key and *rank the
+ * number of records before it. SL_ENOTFOUND when absent (or past limit). */
+int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *key, uint64_t *rank);
+
+/* store_delayed_find looks for message id among delayed records: O(delayed). */
+int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns);
+
 #endif /* SLUICE_STORE_H */

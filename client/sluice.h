@@ -203,6 +203,8 @@ typedef struct sl_level_stats {
     uint64_t dead;       /* dead letters */
     uint64_t oldest_ms;  /* age of the oldest ready message; 0 when empty */
     uint64_t enqueued, dispatched, acked, nacked, expired;
+    /* deliveries by the reason the dispatcher picked this level */
+    uint64_t picks_priority, picks_aged, picks_overdue;
 } sl_level_stats;
 
 typedef struct sl_stats {
@@ -215,6 +217,95 @@ typedef struct sl_stats {
 /* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT,
  * SL_EPROTO. */
 int sl_stats_get(sl_client *c, sl_stats *out);
+
+/* ---- administration ----
+ *
+ * Every change below takes effect at once, is stored in the broker's data
+ * directory, and survives a restart. Each returns SL_OK, SL_ETIMEDOUT, or an
+ * error from the broker: SL_ENOLEVEL, SL_ENOTFOUND (no such pool), SL_EINVAL
+ * (a value out of range; sl_last_error says which).
+ */
+
+/* One level's scheduling settings and state. */
+typedef struct sl_level_info {
+    char name[65];
+    uint64_t deadline_ms;  /* 0: none. A head older than this is served first */
+    uint64_t aging_ms;     /* 0: none. Waiting this long lifts a message one level */
+    int paused;            /* nothing is delivered from a paused level */
+    uint64_t depth;        /* ready messages */
+    uint64_t oldest_ms;    /* age of the oldest ready message */
+} sl_level_info;
+
+/* sl_level_list fills out[0..*n) (room for SL_MAX_LEVELS). */
+int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n);
+
+/* sl_level_set changes a level's deadline and aging step. Pass
+ * SL_UNCHANGED to leave one as it is, 0 to switch it off. */
+#define SL_UNCHANGED UINT64_MAX
+int sl_level_set(sl_client *c, unsigned level, uint64_t deadline_ms, uint64_t aging_ms);
+
+/* sl_level_pause stops (paused = 1) or resumes (0) deliveries from a level.
+ * Publishing to a paused level still works. */
+int sl_level_pause(sl_client *c, unsigned level, int paused);
+
+#define SL_MAX_POOLS 64
+
+/* One consumer pool. */
+typedef struct sl_pool_info {
+    char name[65];
+    uint32_t levels_mask;   /* bit L: subscribed to level L */
+    uint32_t size;          /* most deliveries its members hold at once; 0 = no limit */
+    uint32_t members;       /* connected member consumers */
+    uint32_t inflight;      /* deliveries its members hold now */
+    double rate_per_s;      /* deliveries per second, recent average */
+    uint32_t recommended;   /* the size autoscaling would choose (always computed) */
+    int paused;
+    int autoscale;          /* autoscaling is on */
+} sl_pool_info;
+
+/* sl_pool_list fills out[0..*n) (room for SL_MAX_POOLS). */
+int sl_pool_list(sl_client *c, sl_pool_info *out, unsigned *n);
+
+/* sl_pool_resize sets a pool's size, creating the pool (subscribed to all
+ * levels) if it does not exist. Growing grants credit at once; shrinking stops
+ * new deliveries until the pool holds fewer than size, and never takes back a
+ * delivery in progress. Members are told their share (sl_share). */
+int sl_pool_resize(sl_client *c, const char *pool, uint32_t size);
+
+/* sl_pool_pause stops (1) or resumes (0) deliveries to a pool's members. */
+int sl_pool_pause(sl_client *c, const char *pool, int paused);
+
+/* sl_pool_autoscale lets the broker set the pool's size within [min, max]
+ * from its backlog, arrival rate and service time, aiming for a wait of
+ * target_wait_ms; enabled = 0 switches it off (the size stays). */
+int sl_pool_autoscale(sl_client *c, const char *pool, uint32_t min, uint32_t max,
+                      uint64_t target_wait_ms, int enabled);
+
+/* sl_share reports the share of its pool's size the broker last gave this
+ * consumer: how many deliveries it should work on at once (0 when not told
+ * yet, or when the pool has no size). A consumer that runs workers starts or
+ * stops them to match. The value changes when the pool is resized or members
+ * join or leave; it is read from messages the client has already received,
+ * so call it after sl_recv. */
+unsigned sl_share(const sl_client *c);
+
+/* sl_set_window changes the consumer's credit window (1..100000): growing
+ * grants the difference at once; shrinking withholds the credit that acks
+ * would return until fewer than window deliveries are outstanding. */
+int sl_set_window(sl_client *c, unsigned window);
+
+/* Where a message is and why it has not been delivered. */
+typedef struct sl_explain_info {
+    char state[32];     /* "ready", "leased", "delayed", "dead" or "gone" */
+    unsigned level;
+    uint64_t position;  /* ready: messages ahead of it in its level */
+    uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due */
+    char why[1025];     /* a sentence for humans: paused level or pool, no credit, ... */
+} sl_explain_info;
+
+/* sl_explain tells where message id is and why it has not been dispatched.
+ * A message that was acknowledged (or never existed) is "gone". */
+int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out);
 
 #ifdef __cplusplus
 }

@@ -32,8 +32,9 @@
 #define PROTO_MAX_STR        1024       /* bytes in any other string field */
 #define PROTO_MAX_BODY       (16u << 20)/* hard ceiling on a body; brokers set lower */
 #define PROTO_MAX_DEPTH      3          /* map > array > scalar */
-#define PROTO_MAX_OBJECTS    512        /* msgpack objects in one message */
-#define PROTO_MAX_ARRAY      PROTO_MAX_LEVELS
+#define PROTO_MAX_OBJECTS    2048       /* msgpack objects in one message */
+#define PROTO_MAX_POOLS      64
+#define PROTO_MAX_ARRAY      PROTO_MAX_POOLS  /* level columns use at most 16 */
 #define PROTO_MAX_FRAME      (PROTO_MAX_BODY + 64 * 1024)
 
 /* Field value types. */
@@ -77,7 +78,33 @@
     X(dispatched, "dispatched",     U64S, 0)              \
     X(acked,      "acked",          U64S, 0)              \
     X(nacked,     "nacked",         U64S, 0)              \
-    X(expired,    "expired",        U64S, 0)
+    X(expired,    "expired",        U64S, 0)              \
+    X(picks_priority, "picks_priority", U64S, 0)          \
+    X(picks_aged, "picks_aged",     U64S, 0)              \
+    X(picks_overdue, "picks_overdue", U64S, 0)            \
+    X(cmd,        "cmd",            STR,  PROTO_MAX_NAME) \
+    X(size,       "size",           U64,  0)              \
+    X(share,      "share",          U64,  0)              \
+    X(enabled,    "enabled",        U64,  0)              \
+    X(deadline_ms, "deadline_ms",   U64,  0)              \
+    X(aging_ms,   "aging_ms",       U64,  0)              \
+    X(min,        "min",            U64,  0)              \
+    X(max,        "max",            U64,  0)              \
+    X(target_wait_ms, "target_wait_ms", U64, 0)           \
+    X(state,      "state",          STR,  PROTO_MAX_NAME) \
+    X(position,   "position",       U64,  0)              \
+    X(until_ms,   "until_ms",       U64,  0)              \
+    X(level_deadline_ms, "level_deadline_ms", U64S, 0)    \
+    X(level_aging_ms, "level_aging_ms", U64S, 0)          \
+    X(level_paused, "level_paused", U64S, 0)              \
+    X(pool_names, "pool_names",     STRS, PROTO_MAX_NAME) \
+    X(pool_levels, "pool_levels",   U64S, 0)              \
+    X(pool_size,  "pool_size",      U64S, 0)              \
+    X(pool_members, "pool_members", U64S, 0)              \
+    X(pool_inflight, "pool_inflight", U64S, 0)            \
+    X(pool_rate,  "pool_rate_milli", U64S, 0)             \
+    X(pool_recommended, "pool_recommended", U64S, 0)      \
+    X(pool_flags, "pool_flags",     U64S, 0)
 
 typedef enum proto_field {
 #define PROTO_FIELD_ENUM_(m, k, t, max) PROTO_F_##m,
@@ -91,7 +118,19 @@ typedef enum proto_field {
 /* Directions: C2B client to broker, B2C broker to client, ANY either way. */
 #define PROTO_STATS_COLUMNS                                                 \
     (PF(depth) | PF(inflight) | PF(delayed) | PF(dead) | PF(oldest_ms) |         \
-     PF(enqueued) | PF(dispatched) | PF(acked) | PF(nacked) | PF(expired))
+     PF(enqueued) | PF(dispatched) | PF(acked) | PF(nacked) | PF(expired) |       \
+     PF(picks_priority) | PF(picks_aged) | PF(picks_overdue))
+
+/* What an ADMIN request may carry, and what ADMIN_OK may answer with. */
+#define PROTO_ADMIN_ARGS                                                    \
+    (PF(pool) | PF(level) | PF(size) | PF(enabled) | PF(deadline_ms) |        \
+     PF(aging_ms) | PF(min) | PF(max) | PF(target_wait_ms) | PF(id))
+#define PROTO_ADMIN_RESULTS                                                 \
+    (PF(names) | PF(depth) | PF(oldest_ms) | PF(level_deadline_ms) |          \
+     PF(level_aging_ms) | PF(level_paused) | PF(pool_names) | PF(pool_levels) | \
+     PF(pool_size) | PF(pool_members) | PF(pool_inflight) | PF(pool_rate) |    \
+     PF(pool_recommended) | PF(pool_flags) | PF(state) | PF(level) |          \
+     PF(position) | PF(until_ms) | PF(pool) | PF(msg))
 
 /* X(ID, "NAME", direction, required fields, optional fields) */
 #define PROTO_MSGS(X)                                                         \
@@ -108,6 +147,9 @@ typedef enum proto_field {
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(names) | PF(uptime_ms) | PF(consumers) | PROTO_STATS_COLUMNS, 0) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
+    X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
+    X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \
+    X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), 0)       \
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
     X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))

@@ -148,10 +148,10 @@ static void deep_nesting_and_object_count(void **state)
     /* {"op": [[[1]]]}: map > array > array > array */
     static const uint8_t deep[] = {0x81, 0xa2, 'o', 'p', 0x91, 0x91, 0x91, 0x01};
     expect(deep, sizeof deep, SL_EPROTO);
-    /* {"op": <array16 of 600 ints>} exceeds the object count */
-    uint8_t many[4 + 3 + 600];
-    memcpy(many, (uint8_t[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x02, 0x58}, 7);
-    memset(many + 7, 0x01, 600);
+    /* {"op": <array16 of 2100 ints>} exceeds the object count */
+    uint8_t many[4 + 3 + 2100];
+    memcpy(many, (uint8_t[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x08, 0x34}, 7);
+    memset(many + 7, 0x01, 2100);
     expect(many, sizeof many, SL_ETOOBIG);
 }
 

@@ -1,6 +1,7 @@
 /*
  * test_pure.c - the pure broker modules with a hand-advanced clock: the
- * timer heap, the pick rule, the lease table and the connection table.
+ * timer heap, the lease table, the connection table and the pool arithmetic.
+ * The pick rule has its own file, test_disp.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,8 +12,8 @@
 #include <cmocka.h>
 
 #include "conn.h"
-#include "disp.h"
 #include "lease.h"
+#include "pool.h"
 #include "tmr.h"
 
 static void heap_pops_in_order_and_respects_limit(void **state)
@@ -38,21 +39,6 @@ static void heap_pops_in_order_and_respects_limit(void **state)
     assert_int_equal(n, 5000);
     assert_true(tmr_next(&t) == TMR_NEVER);
     tmr_fini(&t);
-}
-
-static void pick_is_strict_priority_within_subscription(void **state)
-{
-    (void)state;
-    disp_level lv[4] = {{0}, {5}, {3}, {9}};
-    disp_reason why;
-    assert_int_equal(disp_pick(lv, 4, 0xF, &why), 1);
-    assert_int_equal(why, DISP_PRIORITY);
-    assert_int_equal(disp_pick(lv, 4, 0x1 | 0x4 | 0x8, NULL), 2);
-    assert_int_equal(disp_pick(lv, 4, 0x1, &why), -1);
-    assert_int_equal(why, DISP_NONE);
-    lv[0].ready = 1;
-    assert_int_equal(disp_pick(lv, 4, 0xF, NULL), 0);
-    assert_int_equal(disp_pick(lv, 3, 0x8, NULL), -1); /* level 3 not configured */
 }
 
 static void leases_expire_touch_and_free(void **state)
@@ -141,14 +127,54 @@ static void conn_table_finds_and_removes(void **state)
     conn_table_fini(&t);
 }
 
+static void pool_shares_and_recommendation(void **state)
+{
+    (void)state;
+    pool_table t;
+    pool_table_init(&t);
+    pool *p = pool_require(&t, "workers", 7, 0x3);
+    assert_non_null(p);
+    assert_ptr_equal(pool_find(&t, "workers", 7), p);
+    assert_null(pool_find(&t, "worker", 6));
+    p->size = 10;
+    p->members = 3;
+    assert_int_equal(pool_share(p, 0) + pool_share(p, 1) + pool_share(p, 2), 10);
+    assert_int_equal(pool_share(p, 0), 4);
+    assert_int_equal(pool_share(p, 2), 3);
+    p->inflight = 10;
+    assert_false(pool_open(p)); /* full */
+    p->size = 12;
+    assert_true(pool_open(p));
+    p->paused = 1;
+    assert_false(pool_open(p));
+    /* Little's law: 100/s held 0.05 s each keeps 5 busy; a backlog of 200
+     * cleared within 2 s adds 100/s more: (100 + 100) x 0.05 = 10 */
+    assert_int_equal(pool_recommend(100, 0.05, 0, 1000, 1, 64), 5);
+    assert_int_equal(pool_recommend(100, 0.05, 200, 2000, 1, 64), 10);
+    assert_int_equal(pool_recommend(100, 0.05, 200, 2000, 1, 8), 8);
+    assert_int_equal(pool_recommend(0, 0.05, 0, 1000, 2, 8), 2);
+    /* autoscale follows measurements: 4 deliveries/250 ms held 0.5 s each */
+    p->autoscale = 1;
+    p->min_size = 1;
+    p->max_size = 100;
+    p->target_wait_ms = 1000;
+    assert_int_equal(pool_sample(p, 1000000000ULL, 16, 0), 0); /* first sample only records */
+    p->delivered += 4;
+    p->settled += 4;
+    p->held_ns += 4 * 500000000ULL;
+    assert_int_equal(pool_sample(p, 1250000000ULL, 16, 0), 1);
+    assert_int_equal(p->size, 8); /* 16/s x 0.5 s */
+    pool_table_fini(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(heap_pops_in_order_and_respects_limit),
-        cmocka_unit_test(pick_is_strict_priority_within_subscription),
         cmocka_unit_test(leases_expire_touch_and_free),
         cmocka_unit_test(many_leases_and_touches_stay_consistent),
         cmocka_unit_test(conn_table_finds_and_removes),
+        cmocka_unit_test(pool_shares_and_recommendation),
     };
     return cmocka_run_group_tests_name("pure", tests, NULL, NULL);
 }
