@@ -1,0 +1,138 @@
+/*
+ * bench_client.c - how sluice-bench uses the Sluice client library.
+ *
+ * These are the steps the rows share; the rows decide how many clients run,
+ * on which threads and for how long. They go through sluice.h only.
+ *
+ * A connection is not trusted until the broker has answered a stats
+ * request: ZeroMQ connects lazily, so without that check an unreachable
+ * broker would show up as a timeout in the middle of a row. Every call that
+ * waits for the broker waits BENCH_CORE_CLIENT_TIMEOUT_MS at most, and every
+ * loop here is bounded by BENCH_CORE_MAX_OPS as well.
+ *
+ * Publishing with a window: publish until window publishes are unconfirmed,
+ * then take confirmations until one slot is free, and so on. Once the
+ * deadline or the count is reached no more are sent, and the loop waits for
+ * every outstanding confirmation, so what it counts has all been stored. A
+ * refused publish is an error, not a slow result.
+ *
+ * Taking a delivery acks it before the next is taken, as an application
+ * would; the ack waits for the broker's answer.
+ */
+#include "bench_client.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+
+#include "bench_core.h"
+
+int bench_client_fail(const char *what, const sl_client *c, int rc)
+{
+    return bench_core_fail("%s: %s (%s)", what, c ? sl_last_error(c) : sl_strerror(rc),
+                           sl_errname(rc));
+}
+
+int bench_client_open(const char *endpoint, sl_client **out)
+{
+    const sl_options opts = {.timeout_ms = BENCH_CORE_CLIENT_TIMEOUT_MS};
+    const char *ep = endpoint ? endpoint : SL_DEFAULT_ENDPOINT;
+    int rc = sl_connect(ep, &opts, out);
+    if (rc != SL_OK)
+        return bench_core_fail("cannot connect to %s: %s", ep, sl_strerror(rc));
+    sl_stats stats;
+    rc = sl_stats_get(*out, &stats);
+    if (rc == SL_ETIMEDOUT || rc == SL_ECONNECT)
+        rc = bench_core_fail("broker not reachable at %s: no answer within %d ms", ep,
+                             BENCH_CORE_CLIENT_TIMEOUT_MS);
+    else if (rc != SL_OK)
+        rc = bench_client_fail("asking the broker for its stats", *out, rc);
+    if (rc != SL_OK)
+        sl_close(out);
+    return rc;
+}
+
+int bench_client_totals_get(const char *endpoint, bench_client_totals *t)
+{
+    sl_client *c = NULL;
+    sl_stats stats;
+    if (bench_client_open(endpoint, &c) != 0)
+        return -1;
+    int rc = sl_stats_get(c, &stats);
+    if (rc != SL_OK) {
+        bench_client_fail("sl_stats_get", c, rc);
+        sl_close(&c);
+        return -1;
+    }
+    *t = (bench_client_totals){0};
+    for (unsigned l = 0; l < stats.nlevels && l < SL_MAX_LEVELS; l++) {
+        t->ready += stats.level[l].depth;
+        t->inflight += stats.level[l].inflight;
+        t->delayed += stats.level[l].delayed;
+    }
+    sl_close(&c);
+    return 0;
+}
+
+int bench_client_confirms(sl_client *c, size_t max_pending, uint64_t *confirmed)
+{
+    for (uint64_t i = 0; i < BENCH_CORE_MAX_OPS; i++) {
+        size_t pending = sl_send_pending(c);
+        if (pending == 0)
+            return 0;
+        sl_confirm cf;
+        bool must_wait = pending > max_pending;
+        int rc = sl_send_wait(c, must_wait ? BENCH_CORE_CLIENT_TIMEOUT_MS : 0, &cf);
+        if (rc == SL_ETIMEDOUT && !must_wait)
+            return 0;
+        if (rc != SL_OK)
+            return bench_client_fail("waiting for publish confirmations", c, rc);
+        if (cf.err != SL_OK)
+            return bench_core_fail("publish %" PRIu64 " refused: %s (%s)", cf.ticket,
+                                   sl_last_error(c), sl_errname(cf.err));
+        ++*confirmed;
+    }
+    return 0;
+}
+
+int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns,
+                                uint64_t max_msgs, uint64_t *confirmed, int64_t *last_ns)
+{
+    unsigned char body[BENCH_CORE_BODY_BYTES];
+    bench_core_body_fill(body);
+    const sl_put put = {.body = body, .body_len = sizeof body, .level = SL_LEVEL_DEFAULT};
+    uint64_t sent = 0;
+    *confirmed = 0;
+    *last_ns = bench_core_now_ns();
+    for (uint64_t i = 0; i < BENCH_CORE_MAX_OPS; i++) {
+        bool open = sent < max_msgs && *last_ns < deadline_ns && !bench_core_stopping();
+        for (size_t n = sl_send_pending(c); open && n < window && sent < max_msgs; n++, sent++) {
+            int rc = sl_send_async(c, &put, NULL);
+            if (rc != SL_OK)
+                return bench_client_fail("sl_send_async", c, rc);
+        }
+        if (sl_send_pending(c) == 0)
+            return 0;
+        if (bench_client_confirms(c, open ? window - 1 : 0, confirmed) != 0)
+            return -1;
+        *last_ns = bench_core_now_ns();
+    }
+    return 0;
+}
+
+int bench_client_take(sl_client *c, bench_client_look *look, void *ctx)
+{
+    sl_delivery *d = NULL;
+    int rc = sl_recv(c, BENCH_CORE_POLL_MS, &d);
+    int64_t got_ns = bench_core_now_ns();
+    if (rc == SL_ETIMEDOUT)
+        return 0;
+    if (rc != SL_OK)
+        return bench_client_fail("sl_recv", c, rc);
+    if (look)
+        look(ctx, d, got_ns);
+    rc = sl_ack(c, d);
+    sl_delivery_free(&d);
+    if (rc != SL_OK)
+        return bench_client_fail("sl_ack", c, rc);
+    return 1;
+}
