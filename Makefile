@@ -92,10 +92,10 @@ $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BIN)/sluice: $(call obj,tools/sluice.c) $(LIBSLUICE)
+$(BIN)/sluice: $(call obj,tools/sluice.c $(wildcard tools/cli_*.c)) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 $(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c $(wildcard tools/bench_*.c)) $(LIBSLUICE)
 	@mkdir -p $(dir $@)

@@ -312,7 +312,8 @@ static void why_waiting(cmd_ctx *x, unsigned level, uint64_t pos)
     }
     for (size_t i = 0; i < b->conns.len; i++) {
         const conn *c = b->conns.all[i];
-        credit |= c->credit > 0 && c->pool && ((c->pool->levels_mask >> level) & 1) && pool_open(c->pool);
+        credit |= c->credit > 0 && c->pool && ((c->pool->levels_mask & c->levels_mask) >> level & 1) &&
+                  pool_open(c->pool);
     }
     for (unsigned l = 0; l < level; l++)
         above += b->q.lv[l].paused ? 0 : queue_ready(&b->q, l);

@@ -185,7 +185,7 @@ void bk_reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint
 
 /* ---- dispatch ---- */
 
-static int deliver_one(bk *b, conn *c, unsigned level)
+static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
 {
     uint64_t key;
     store_rec rec;
@@ -222,6 +222,8 @@ static int deliver_one(bk *b, conn *c, unsigned level)
     }
     l->pool = c->pool;
     l->started_ns = b->mono_ns;
+    l->reason = (uint8_t)why;
+    b->picks[level][why]++;
     c->pool->inflight++;
     c->pool->delivered++;
     c->credit--;
@@ -260,12 +262,12 @@ unsigned bk_dispatch(bk *b, unsigned max)
             if (c->credit == 0 || !c->pool || !pool_open(c->pool))
                 continue;
             disp_reason why;
-            int level = disp_pick(&b->disp, dl, b->cfg.levels, c->pool->levels_mask, b->wall_ns, &why);
+            int level = disp_pick(&b->disp, dl, b->cfg.levels, c->pool->levels_mask & c->levels_mask,
+                                  b->wall_ns, &why);
             if (level < 0)
                 continue;
-            if (deliver_one(b, c, (unsigned)level) != SL_OK)
+            if (deliver_one(b, c, (unsigned)level, why) != SL_OK)
                 return made;
-            b->picks[level][why]++;
             level_view(b, (unsigned)level, &dl[level]);
             made++;
             progress = 1;
@@ -313,11 +315,13 @@ void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
     unsigned level = l->level;
     uint64_t key = l->key, id = l->id;
     uint32_t attempt = l->attempt;
+    unsigned picked = l->reason;
     conn *owner = l->owner;
     int rc;
     release(b, l);
     queue_level *lv = &b->q.lv[level];
     if (why == BK_END_UNSENT || why == BK_END_LEFT) {
+        b->picks[level][picked]--; /* as dispatched is: it never counted as a delivery */
         if (queue_untake(&b->q, level, key) != SL_OK)
             log_error("bk", "out of memory returning message %llu; it is delivered after restart",
                       (unsigned long long)id);

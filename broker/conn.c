@@ -86,7 +86,7 @@ conn *conn_require(conn_table *t, const void *rid, size_t rid_len, uint32_t all_
         return NULL;
     memcpy(c->rid, rid, rid_len);
     c->rid_len = (uint8_t)rid_len;
-    (void)all_mask;
+    c->levels_mask = all_mask;
     c->slot = t->len;
     t->all[t->len++] = c;
     size_t h = rid_hash(rid, rid_len) % t->nbuckets;

@@ -23,6 +23,7 @@ typedef struct conn {
     uint8_t rid[CONN_MAX_RID];
     uint8_t rid_len;
     struct pool *pool;     /* its pool (counted in pool->members), or NULL */
+    uint32_t levels_mask;  /* the levels it asked for; it is served those its pool serves */
     uint64_t credit;       /* deliveries it may still receive */
     uint32_t nleases;      /* deliveries outstanding */
     int consumer;          /* has granted credit at least once */

@@ -126,10 +126,7 @@ static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
         reply_err(b, in, m, c ? SL_EFULL : SL_ENOMEM, c ? "too many pools (64)" : "out of memory");
         return SL_ENOMEM;
     }
-    if ((m->present & PF(levels)) && p->levels_mask != mask) {
-        p->levels_mask = mask; /* a pool serves the levels its members last asked for */
-        admin_save_pool(b, p);
-    }
+    c->levels_mask = mask; /* it is served the levels it asked for that its pool serves */
     bk_join_pool(b, c, p);
     if (m->present & PF(credit))
         add_credit(b, in, m->credit);

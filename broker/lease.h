@@ -31,6 +31,7 @@ typedef struct lease {
     struct conn *owner;    /* NULL once its consumer is gone */
     struct pool *pool;     /* the pool it counts against, or NULL */
     uint64_t started_ns;   /* monotonic, when it was delivered */
+    uint8_t reason;        /* why the dispatcher picked its level (disp_reason) */
     struct lease *hnext;   /* hash chain */
     struct lease *cprev, *cnext; /* owner's list */
 } lease;

@@ -1,12 +1,14 @@
 /*
  * client.h - the state of one sl_client, shared by the library's files.
  *
- * sluice.h keeps the struct opaque; this header is not installed. Two files
- * work on it. wire.c owns the connection and the queues it fills, from
- * wire_open to wire_close. sluice.c owns the level cache, the subscription
- * and the error record, and takes items off the queues. Across that line,
- * sluice.c reads the reply of its last request and the queue lengths, and
- * wire.c reads the subscription, to renew it after a reconnection.
+ * sluice.h keeps the struct opaque; this header is not installed. wire.c owns
+ * the connection and what the pump fills in, from wire_open to wire_close.
+ * sluice.c owns the level cache and the subscription, and takes items off the
+ * queues; admin.c only sends requests and reads their replies. client.c keeps
+ * what all of them share: the error record, the request helper and the
+ * credit rule. Across those lines, the API files read the reply of their last
+ * request, the queue lengths and the pool share, and wire.c reads the
+ * subscription, to renew it after a reconnection.
  */
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
@@ -44,6 +46,8 @@ struct sl_client {
     fifo confirms;   /* client_confirm: answered, not yet returned */
     fifo deliveries; /* sl_delivery *: received, not yet returned */
 
+    unsigned share;  /* from the latest POOL message; 0 until one came */
+
     /* Everything below is sluice.c's. */
     uint64_t last_ticket;
 
@@ -53,19 +57,51 @@ struct sl_client {
     const char *level_ptrs[SL_MAX_LEVELS];
     uint64_t max_body_bytes;
 
-    /* The subscription, kept to renew it after a reconnection. */
+    /* The subscription, kept to renew it after a reconnection. Credit
+     * granted on this connection and not yet given back by an ACK or NACK is
+     * outstanding: the broker holds it or has spent it on a delivery that is
+     * queued, held by the application, or on its way. client_credit_due
+     * keeps outstanding at the window. */
     bool subscribed;
     bool has_pool;
     char pool[PROTO_MAX_NAME + 1];
     proto_u64s levels;
-    unsigned window;   /* credit window */
-    size_t unsettled;  /* deliveries handed out and not yet acked or nacked */
-    uint64_t limit;    /* most deliveries to ask for in all; 0 = no limit */
-    uint64_t granted;  /* credit granted so far */
-    uint64_t received; /* deliveries handed out so far */
+    unsigned window;      /* credit window */
+    uint64_t outstanding; /* credit granted and not yet settled */
+    size_t unsettled;     /* deliveries handed out and not yet acked or nacked */
+    uint64_t limit;       /* most deliveries to ask for in all; 0 = no limit */
+    uint64_t granted;     /* credit that counts toward the limit */
+    uint64_t received;    /* deliveries handed out so far */
 
     int last_code;
     char last_msg[PROTO_MAX_STR + 1];
 };
+
+/* client_err_clear empties c's error record; every fallible API call starts
+ * with it. */
+void client_err_clear(sl_client *c);
+
+/* client_fail_text records code with text[0..len) (truncated to fit; text
+ * may be NULL when len is 0) and returns code. */
+int client_fail_text(sl_client *c, int code, const char *text, size_t len);
+
+/* client_fail records code with its generic message and returns code. */
+int client_fail(sl_client *c, int code);
+
+/* client_request sends m and waits for the reply to it. On SL_OK c->reply
+ * holds a reply of type want, valid until the next receive. An ERROR reply
+ * returns its code and keeps its text for sl_last_error; any other failure
+ * (SL_ETIMEDOUT, SL_ECONNECT, SL_EPROTO for a reply of another type, ...) is
+ * recorded with its generic message. */
+int client_request(sl_client *c, proto_msg *m, proto_type want);
+
+/* client_credit_due returns the credit c should grant now: enough to bring
+ * its outstanding credit up to the window, but never past the limit. The
+ * caller that sends it adds it to granted and outstanding. */
+uint64_t client_credit_due(const sl_client *c);
+
+/* client_str_copy copies s into dst (size bytes, > 0), truncating it to
+ * size - 1 bytes, and NUL-terminates it. */
+void client_str_copy(char *dst, size_t size, proto_buf s);
 
 #endif /* SLUICE_CLIENT_H */

@@ -1,10 +1,11 @@
 /*
  * sluice.c - the Sluice client library: one broker connection per sl_client.
  *
- * This file implements sluice.h. It checks arguments, builds requests,
- * interprets replies, and keeps what the application sees: the level cache,
- * the subscription and its credit, and the error record. wire.c moves the
- * frames: it sends, runs the pump that routes everything received, and
+ * This file implements sluice.h but for the administration calls (admin.c).
+ * It checks arguments, builds requests, interprets replies, and keeps what
+ * the application sees: the level cache and the subscription with its
+ * credit. client.c keeps the error record and the credit rule; wire.c moves
+ * the frames: it sends, runs the pump that routes everything received, and
  * renews the subscription after a reconnection (client.h shows which fields
  * each file owns).
  *
@@ -17,18 +18,20 @@
  * broker's text for it.
  *
  * Credit. A subscription asks for a window of deliveries. Each ACK or NACK
- * returns one credit, until the credit granted in all reaches the limit set
- * by sl_set_limit. The counts granted, received and unsettled serve both
- * that limit and reconnection, when wire.c asks for the window again less
- * the deliveries the application still holds.
+ * gives one credit back and grants what client_credit_due says is then due:
+ * one, normally; none while a shrunk window is still too full or once the
+ * limit of sl_set_limit is reached. sl_set_window grants the difference at
+ * once when the window grows. The POOL messages the pump records tell the
+ * consumer its share of its pool (sl_share), which it may follow by
+ * resizing its window.
  *
  * Levels. Every WELCOME carries the broker's level names and body limit;
  * the latest is cached. Calls that need the levels before any WELCOME came
  * ask for one with a producer's HELLO.
  *
  * Errors. Broker ERROR replies carry a wire code that is returned as is, and
- * a text kept for sl_last_error; local failures keep the generic message.
- * Each fallible call clears the record first. The library prints nothing.
+ * a text kept for sl_last_error; local failures keep the generic message
+ * (client.c). Each fallible call clears the record first.
  *
  * Time. Synchronous calls wait up to the client's timeout, the others up to
  * the timeout they are given; wire.c keeps the deadlines.
@@ -64,46 +67,6 @@ const char *sl_last_error(const sl_client *c)
     if (!c)
         return sl_strerror(SL_EINVAL);
     return c->last_msg[0] ? c->last_msg : sl_strerror(c->last_code);
-}
-
-static void err_clear(sl_client *c)
-{
-    c->last_code = SL_OK;
-    c->last_msg[0] = '\0';
-}
-
-/* fail_text records code with text (not NUL-terminated) and returns code. */
-static int fail_text(sl_client *c, int code, const char *text, size_t len)
-{
-    if (len > sizeof c->last_msg - 1)
-        len = sizeof c->last_msg - 1;
-    c->last_code = code;
-    if (len)
-        memcpy(c->last_msg, text, len);
-    c->last_msg[len] = '\0';
-    return code;
-}
-
-/* fail records code with its generic message and returns it. */
-static int fail(sl_client *c, int code)
-{
-    const char *text = sl_strerror(code);
-    return fail_text(c, code, text, strlen(text));
-}
-
-/* request sends m and waits for the reply to it. On SL_OK c->reply holds a
- * reply of type want, valid until the next receive. An ERROR reply returns
- * its code and keeps its text for sl_last_error. */
-static int request(sl_client *c, proto_msg *m, proto_type want)
-{
-    int rc = wire_request(c, m);
-    if (rc)
-        return fail(c, rc);
-    if (c->reply.type == PROTO_ERROR)
-        return fail_text(c, wire_code(c->reply.code), c->reply.msg.ptr, c->reply.msg.len);
-    if (c->reply.type != want)
-        return fail(c, SL_EPROTO);
-    return SL_OK;
 }
 
 /* ---- connection ---- */
@@ -146,15 +109,12 @@ static int welcome_take(sl_client *c)
 {
     const proto_msg *w = &c->reply;
     if (w->v != PROTO_VERSION)
-        return fail(c, SL_EVERSION);
-    if (w->names.n == 0)
-        return fail(c, SL_EPROTO);
+        return client_fail(c, SL_EVERSION);
+    if (w->names.n == 0 || w->names.n > SL_MAX_LEVELS)
+        return client_fail(c, SL_EPROTO);
     c->nlevels = w->names.n;
     for (unsigned i = 0; i < c->nlevels; i++) {
-        size_t len = w->names.v[i].len;
-        if (len)
-            memcpy(c->level_names[i], w->names.v[i].ptr, len);
-        c->level_names[i][len] = '\0';
+        client_str_copy(c->level_names[i], sizeof c->level_names[i], w->names.v[i]);
         c->level_ptrs[i] = c->level_names[i];
     }
     c->max_body_bytes = w->max_body < PROTO_MAX_BODY ? w->max_body : PROTO_MAX_BODY;
@@ -171,7 +131,7 @@ static int levels_load(sl_client *c)
     proto_msg m;
     proto_init(&m, PROTO_HELLO);
     proto_set(&m, v, PROTO_VERSION);
-    int rc = request(c, &m, PROTO_WELCOME);
+    int rc = client_request(c, &m, PROTO_WELCOME);
     return rc ? rc : welcome_take(c);
 }
 
@@ -179,7 +139,7 @@ int sl_levels(sl_client *c, unsigned *count, const char *const **names)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     int rc = levels_load(c);
     if (rc)
         return rc;
@@ -208,9 +168,9 @@ int sl_level_parse(sl_client *c, const char *text, unsigned *level)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     if (!text || !level)
-        return fail(c, SL_EINVAL);
+        return client_fail(c, SL_EINVAL);
     int rc = levels_load(c);
     if (rc)
         return rc;
@@ -225,7 +185,7 @@ int sl_level_parse(sl_client *c, const char *text, unsigned *level)
             return SL_OK;
         }
     }
-    return fail(c, SL_ENOLEVEL);
+    return client_fail(c, SL_ENOLEVEL);
 }
 
 /* ---- publishing ---- */
@@ -260,12 +220,12 @@ int sl_send(sl_client *c, const sl_put *p, uint64_t *id)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     proto_msg m;
     int rc = put_build(c, p, &m);
     if (rc)
-        return fail(c, rc);
-    rc = request(c, &m, PROTO_PUT_OK);
+        return client_fail(c, rc);
+    rc = client_request(c, &m, PROTO_PUT_OK);
     if (rc == SL_OK && id)
         *id = c->reply.id;
     return rc;
@@ -275,15 +235,15 @@ int sl_send_async(sl_client *c, const sl_put *p, uint64_t *ticket)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     proto_msg m;
     int rc = put_build(c, p, &m);
     if (rc)
-        return fail(c, rc);
+        return client_fail(c, rc);
     uint64_t next_ticket = c->last_ticket + 1;
     rc = wire_publish(c, &m, next_ticket);
     if (rc)
-        return fail(c, rc);
+        return client_fail(c, rc);
     c->last_ticket = next_ticket;
     if (ticket)
         *ticket = next_ticket;
@@ -294,21 +254,21 @@ int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     if (!out)
-        return fail(c, SL_EINVAL);
+        return client_fail(c, SL_EINVAL);
     if (c->confirms.count == 0) {
         if (c->puts.count == 0)
-            return fail(c, SL_ESTATE);
+            return client_fail(c, SL_ESTATE);
         int rc = wire_wait_confirm(c, timeout_ms);
         if (rc)
-            return fail(c, rc);
+            return client_fail(c, rc);
     }
     client_confirm q;
     fifo_remove(&c->confirms, 0, &q);
     *out = q.confirm;
     if (q.msg)
-        fail_text(c, q.confirm.err, q.msg, strlen(q.msg));
+        client_fail_text(c, q.confirm.err, q.msg, strlen(q.msg));
     free(q.msg);
     return SL_OK;
 }
@@ -325,21 +285,21 @@ int sl_subscribe(sl_client *c, const char *pool, const unsigned *levels, size_t 
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     if (c->subscribed)
-        return fail(c, SL_ESTATE);
+        return client_fail(c, SL_ESTATE);
     if (!levels)
         nlevels = 0;
     size_t pool_len = pool ? strnlen(pool, PROTO_MAX_NAME + 1) : 0;
     if (nlevels > SL_MAX_LEVELS || (pool && (pool_len == 0 || pool_len > PROTO_MAX_NAME)))
-        return fail(c, SL_EINVAL);
+        return client_fail(c, SL_EINVAL);
     if (nlevels) {
         int rc = levels_load(c);
         if (rc)
             return rc;
         for (size_t i = 0; i < nlevels; i++)
             if (levels[i] >= c->nlevels)
-                return fail(c, SL_ENOLEVEL);
+                return client_fail(c, SL_ENOLEVEL);
     }
 
     c->has_pool = pool != NULL;
@@ -350,11 +310,13 @@ int sl_subscribe(sl_client *c, const char *pool, const unsigned *levels, size_t 
         c->levels.v[i] = levels[i];
     c->window = credit == 0 ? 1 : credit > MAX_CREDIT ? MAX_CREDIT : credit;
     c->unsettled = 0;
-    c->granted = c->limit && c->limit < c->window ? c->limit : c->window;
+    c->granted = c->outstanding = 0; /* so the whole window is due */
+    uint64_t due = client_credit_due(c);
+    c->granted = c->outstanding = due;
 
     proto_msg m;
-    wire_hello_init(c, &m, c->granted);
-    int rc = request(c, &m, PROTO_WELCOME);
+    wire_hello_init(c, &m, due);
+    int rc = client_request(c, &m, PROTO_WELCOME);
     if (rc == SL_OK)
         rc = welcome_take(c);
     if (rc == SL_OK)
@@ -366,16 +328,16 @@ int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     if (!out)
-        return fail(c, SL_EINVAL);
+        return client_fail(c, SL_EINVAL);
     *out = NULL;
     if (!c->subscribed)
-        return fail(c, SL_ESTATE);
+        return client_fail(c, SL_ESTATE);
     if (c->deliveries.count == 0) {
         int rc = wire_wait_delivery(c, timeout_ms);
         if (rc)
-            return fail(c, rc);
+            return client_fail(c, rc);
     }
     fifo_remove(&c->deliveries, 0, out);
     c->unsettled++;
@@ -387,9 +349,38 @@ int sl_set_limit(sl_client *c, uint64_t max_deliveries)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     c->limit = max_deliveries;
     return SL_OK;
+}
+
+int sl_set_window(sl_client *c, unsigned window)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    if (window == 0 || window > MAX_CREDIT)
+        return client_fail(c, SL_EINVAL);
+    if (!c->subscribed)
+        return client_fail(c, SL_ESTATE);
+    c->window = window;
+    uint64_t due = client_credit_due(c);
+    if (due == 0)
+        return SL_OK; /* shrinking: settlements will hold credit back */
+    proto_msg m;
+    proto_init(&m, PROTO_CREDIT);
+    proto_set(&m, n, due);
+    int rc = wire_post(c, &m);
+    if (rc)
+        return client_fail(c, rc);
+    c->granted += due;
+    c->outstanding += due;
+    return SL_OK;
+}
+
+unsigned sl_share(const sl_client *c)
+{
+    return c ? c->share : 0;
 }
 
 void sl_delivery_free(sl_delivery **d)
@@ -401,32 +392,36 @@ void sl_delivery_free(sl_delivery **d)
 }
 
 /* settle sends ACK, NACK (ms = delay) or TOUCH (ms = lease) for d and waits
- * for OK. ACK and NACK return one credit, but only to a subscribed client
- * (credit would make a producer's connection a consumer) that is below its
- * limit. */
+ * for OK. ACK and NACK give back one credit and carry what is then due, but
+ * only for a subscribed client: credit would make a producer's connection a
+ * consumer. */
 static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     if (!d)
-        return fail(c, SL_EINVAL);
+        return client_fail(c, SL_EINVAL);
     proto_msg m;
     proto_init(&m, type);
     proto_set(&m, token, d->token);
     if (type != PROTO_TOUCH && c->subscribed) {
-        if (!c->limit || c->granted < c->limit) {
-            proto_set(&m, credit, 1);
-            c->granted++;
-        }
         if (c->unsettled)
             c->unsettled--;
+        if (c->outstanding)
+            c->outstanding--;
+        uint64_t due = client_credit_due(c);
+        if (due) {
+            proto_set(&m, credit, due);
+            c->granted += due;
+            c->outstanding += due;
+        }
     }
     if (ms && type == PROTO_NACK)
         proto_set(&m, delay_ms, ms);
     if (ms && type == PROTO_TOUCH)
         proto_set(&m, lease_ms, ms);
-    return request(c, &m, PROTO_OK);
+    return client_request(c, &m, PROTO_OK);
 }
 
 int sl_ack(sl_client *c, const sl_delivery *d)
@@ -450,32 +445,33 @@ int sl_stats_get(sl_client *c, sl_stats *out)
 {
     if (!c)
         return SL_EINVAL;
-    err_clear(c);
+    client_err_clear(c);
     if (!out)
-        return fail(c, SL_EINVAL);
+        return client_fail(c, SL_EINVAL);
     proto_msg m;
     proto_init(&m, PROTO_STATS);
-    int rc = request(c, &m, PROTO_STATS_OK);
+    int rc = client_request(c, &m, PROTO_STATS_OK);
     if (rc)
         return rc;
 
     const proto_msg *r = &c->reply;
-    const proto_u64s *cols[] = {&r->depth,    &r->inflight,   &r->delayed, &r->dead,
-                                &r->oldest_ms, &r->enqueued,  &r->dispatched,
-                                &r->acked,    &r->nacked,     &r->expired};
+    const proto_u64s *cols[] = {&r->depth,      &r->inflight,       &r->delayed,
+                                &r->dead,       &r->oldest_ms,      &r->enqueued,
+                                &r->dispatched, &r->acked,          &r->nacked,
+                                &r->expired,    &r->picks_priority, &r->picks_aged,
+                                &r->picks_overdue};
+    if (r->names.n > SL_MAX_LEVELS)
+        return client_fail(c, SL_EPROTO);
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
         if (cols[k]->n != r->names.n)
-            return fail(c, SL_EPROTO);
+            return client_fail(c, SL_EPROTO);
     memset(out, 0, sizeof *out);
     out->nlevels = r->names.n;
     out->uptime_ms = r->uptime_ms;
     out->consumers = r->consumers;
     for (unsigned i = 0; i < out->nlevels; i++) {
         sl_level_stats *s = &out->level[i];
-        size_t len = r->names.v[i].len < sizeof s->name - 1 ? r->names.v[i].len : sizeof s->name - 1;
-        if (len)
-            memcpy(s->name, r->names.v[i].ptr, len);
-        s->name[len] = '\0';
+        client_str_copy(s->name, sizeof s->name, r->names.v[i]);
         s->depth = r->depth.v[i];
         s->inflight = r->inflight.v[i];
         s->delayed = r->delayed.v[i];
@@ -486,6 +482,9 @@ int sl_stats_get(sl_client *c, sl_stats *out)
         s->acked = r->acked.v[i];
         s->nacked = r->nacked.v[i];
         s->expired = r->expired.v[i];
+        s->picks_priority = r->picks_priority.v[i];
+        s->picks_aged = r->picks_aged.v[i];
+        s->picks_overdue = r->picks_overdue.v[i];
     }
     return SL_OK;
 }

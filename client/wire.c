@@ -14,6 +14,8 @@
  *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
  *     publish                   sl_send_wait, whoever happens to be pumping
  *   the awaited reply           handed to the synchronous caller
+ *   POOL                        its share recorded for sl_share; it has no
+ *                               seq, so it never passes for a reply
  *   PING                        answered with PONG
  *   anything else               dropped, including late replies to requests
  *                               that already timed out: replies are matched
@@ -31,10 +33,12 @@
  * subscription and ends its leases when it goes. The monitor reports each
  * completed handshake; from the second one on, the client drops deliveries it
  * has queued but not handed out (their leases ended with the old connection)
- * and, if subscribed, sends its HELLO again. The window it asks for leaves out
- * the deliveries the application still holds, because their ACK or NACK will
- * carry one credit each. Requests in flight when a connection drops are not
- * resent: they time out, and a publish's fate is then unknown.
+ * and, if subscribed, sends its HELLO again. The credit it asks for follows
+ * client_credit_due with only the deliveries the application still holds
+ * outstanding, because their ACK or NACK will give credit back. Requests in
+ * flight when a connection drops are not resent: they time out, and a
+ * publish's fate is then unknown. The pool share is kept: the broker tells
+ * it again when it has changed.
  *
  * Errors are returned, never recorded or printed here: sluice.c keeps the
  * record. A failed confirmation carries the broker's text in its queue entry.
@@ -157,13 +161,14 @@ static void reconnected(sl_client *c)
     deliveries_drop(c);
     if (!c->subscribed)
         return;
-    size_t held = c->unsettled < c->window ? c->unsettled : c->window;
-    uint64_t credit = c->window - held;
-    if (c->limit) {
-        uint64_t left = c->limit > c->received + held ? c->limit - c->received - held : 0;
-        credit = credit < left ? credit : left;
-    }
-    c->granted = c->received + held + credit;
+    /* the new connection starts with no credit; every delivery so far was
+     * handed out (the rest were just dropped), and those still held will
+     * give their credit back when settled */
+    c->outstanding = c->unsettled;
+    c->granted = c->received;
+    uint64_t credit = client_credit_due(c);
+    c->outstanding += credit;
+    c->granted += credit;
     proto_msg m;
     wire_hello_init(c, &m, credit);
     proto_set(&m, seq, c->next_seq++); /* its WELCOME is dropped as a stray */
@@ -268,6 +273,11 @@ static int reply_route(sl_client *c, const proto_msg *m)
     return SL_OK; /* a stray */
 }
 
+static void pool_take(sl_client *c, const proto_msg *m)
+{
+    c->share = m->share > UINT_MAX ? UINT_MAX : (unsigned)m->share;
+}
+
 static int frame_route(sl_client *c)
 {
     proto_msg m;
@@ -276,6 +286,9 @@ static int frame_route(sl_client *c)
     switch (m.type) {
     case PROTO_DELIVER:
         return delivery_queue(c, &m);
+    case PROTO_POOL:
+        pool_take(c, &m);
+        return SL_OK;
     case PROTO_PING: {
         proto_msg pong;
         proto_init(&pong, PROTO_PONG);
@@ -289,6 +302,7 @@ static int frame_route(sl_client *c)
     case PROTO_WELCOME:
     case PROTO_OK:
     case PROTO_STATS_OK:
+    case PROTO_ADMIN_OK:
         return reply_route(c, &m);
     default:
         return SL_OK;
@@ -381,6 +395,12 @@ int wire_request(sl_client *c, proto_msg *m)
     rc = pump(c, deadline_ns, WAIT_REPLY);
     c->await_seq = 0;
     return rc;
+}
+
+int wire_post(sl_client *c, proto_msg *m)
+{
+    proto_set(m, seq, c->next_seq++);
+    return msg_send(c, m, 0);
 }
 
 int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)

@@ -34,6 +34,13 @@ void wire_close(sl_client *c);
  * SL_ENOMEM, SL_EINVAL (m cannot be encoded). */
 int wire_request(sl_client *c, proto_msg *m);
 
+/* wire_post sets m's seq and sends m without waiting: for a message, such
+ * as CREDIT, that the broker answers only when it fails. The seq makes such
+ * an ERROR a stray that the pump drops, rather than one that could pass for
+ * the reply to a later request. Returns SL_OK, SL_ETIMEDOUT (the send timed
+ * out), SL_ECONNECT, SL_ENOMEM, SL_EINVAL (m cannot be encoded). */
+int wire_post(sl_client *c, proto_msg *m);
+
 /* wire_publish sets m's seq and sends m, a PUT, without waiting; its
  * answer will be queued in c->confirms under ticket. Returns SL_OK,
  * SL_ETIMEDOUT (the send timed out), SL_ECONNECT, SL_ENOMEM, SL_EINVAL (m

@@ -3,7 +3,9 @@
  *
  * Readiness: the broker is started with --ready-fd pointing at a pipe and
  * writes "READY\n" once it serves; the harness polls that pipe with a
- * deadline. Every process started here is stopped by its PID.
+ * deadline. Every process started here is stopped by its PID: a test that
+ * fails half-way (cmocka jumps out of it) leaves its broker registered, and
+ * an exit handler kills and reaps every broker still registered.
  */
 #include "harness.h"
 
@@ -18,6 +20,33 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#define MAX_LIVE 64
+static pid_t live[MAX_LIVE];
+
+static void reap_live(void)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (live[i] > 0) {
+            kill(live[i], SIGKILL);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+}
+
+static void track(pid_t pid, int add)
+{
+    static int registered;
+    if (!registered) {
+        atexit(reap_live);
+        registered = 1;
+    }
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (add ? live[i] == 0 : live[i] == pid) {
+            live[i] = add ? pid : 0;
+            return;
+        }
+}
 
 uint64_t th_now_ms(void)
 {
@@ -119,6 +148,7 @@ int th_broker_start(th_broker *b)
     }
     close(p[1]);
     b->pid = pid;
+    track(pid, 1);
     char buf[16] = {0};
     struct pollfd pfd = {.fd = p[0], .events = POLLIN};
     int ok = poll(&pfd, 1, 20000) == 1 && read(p[0], buf, sizeof buf - 1) >= 5 &&
@@ -158,6 +188,7 @@ int th_broker_stop(th_broker *b)
         th_broker_kill9(b);
         return -1;
     }
+    track(b->pid, 0);
     b->pid = 0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         print_log(b);
@@ -171,6 +202,7 @@ void th_broker_kill9(th_broker *b)
         return;
     kill(b->pid, SIGKILL);
     waitpid(b->pid, &status, 0);
+    track(b->pid, 0);
     b->pid = 0;
 }
 

@@ -5,7 +5,9 @@
  * directory and, where it needs answers, serves it from a thread running a
  * small handler: the "fake broker" speaks the wire protocol through proto/,
  * so what is tested is the library's behaviour on the wire (timeouts, seq
- * matching, error mapping, confirmation order, reconnection), not a mock.
+ * matching, error mapping, confirmation order, reconnection, credit windows,
+ * administration requests and the POOL messages that tell a share), not a
+ * mock.
  *
  * The fake records what it received (scalars only, since strings point into
  * frames it frees). The test reads the record after fake_stop has joined the
@@ -35,10 +37,15 @@
 #define TEST_ALARM_S 20
 #define SEEN_MAX     32
 
+/* fake.variant: how the admin handlers answer */
+enum { VARIANT_NORMAL, VARIANT_TOO_MANY_LEVELS, VARIANT_RAGGED_COLUMNS };
+
 typedef struct seen {
     proto_type type;
-    uint64_t present, seq, token, credit, delay_ms, lease_ms;
+    uint64_t present, seq, token, credit, delay_ms, lease_ms, n;
+    uint64_t id, level, size, enabled, deadline_ms, aging_ms, min, max, target_wait_ms;
     char pool[PROTO_MAX_NAME + 1];
+    char cmd[PROTO_MAX_NAME + 1];
     char body[64];
 } seen;
 
@@ -57,6 +64,8 @@ struct fake {
     size_t peer_len;
     uint64_t held_seq; /* for handlers that answer late */
     uint64_t puts;
+    uint64_t delivered; /* by answer_credit */
+    int variant;       /* for handlers that can answer in more than one way */
     atomic_int nseen;
     seen seen[SEEN_MAX];
 };
@@ -88,9 +97,14 @@ static void record(fake *f, const proto_msg *m)
         return;
     seen *s = &f->seen[n];
     *s = (seen){.type = m->type, .present = m->present, .seq = m->seq, .token = m->token,
-                .credit = m->credit, .delay_ms = m->delay_ms, .lease_ms = m->lease_ms};
+                .credit = m->credit, .delay_ms = m->delay_ms, .lease_ms = m->lease_ms, .n = m->n,
+                .id = m->id, .level = m->level, .size = m->size, .enabled = m->enabled,
+                .deadline_ms = m->deadline_ms, .aging_ms = m->aging_ms, .min = m->min,
+                .max = m->max, .target_wait_ms = m->target_wait_ms};
     if (proto_has(m, PROTO_F_pool))
         memcpy(s->pool, m->pool.ptr, m->pool.len);
+    if (proto_has(m, PROTO_F_cmd))
+        memcpy(s->cmd, m->cmd.ptr, m->cmd.len);
     if (proto_has(m, PROTO_F_body) && m->body.len < sizeof s->body && m->body.len)
         memcpy(s->body, m->body.ptr, m->body.len);
     atomic_store(&f->nseen, n + 1);
@@ -160,17 +174,45 @@ static void reply_seq(fake *f, proto_type type, uint64_t seq)
     fake_send(f, &r);
 }
 
+/* names_set sets m's level names to n names: high, normal, low, then l3,
+ * l4, ... */
+static void names_set(proto_msg *m, uint32_t n)
+{
+    static const char *const names[] = {"high", "normal", "low", "l3",  "l4",  "l5",
+                                        "l6",   "l7",     "l8",  "l9",  "l10", "l11",
+                                        "l12",  "l13",    "l14", "l15", "l16"};
+    assert_true(n <= sizeof names / sizeof names[0]);
+    m->names.n = n;
+    for (uint32_t i = 0; i < n; i++)
+        m->names.v[i] = (proto_buf){names[i], (uint32_t)strlen(names[i])};
+    m->present |= PF(names);
+}
+
+/* column_set sets the array field f of m to v[0..n). */
+static void column_set(proto_msg *m, proto_field f, proto_u64s *col, uint32_t n, const uint64_t *v)
+{
+    col->n = n;
+    memcpy(col->v, v, n * sizeof *v);
+    m->present |= UINT64_C(1) << f;
+}
+
+static void send_pool(fake *f, const char *pool, uint64_t size, uint64_t share)
+{
+    proto_msg r;
+    proto_init(&r, PROTO_POOL);
+    proto_set_str(&r, PROTO_F_pool, pool, strlen(pool));
+    proto_set(&r, size, size);
+    proto_set(&r, share, share);
+    fake_send(f, &r);
+}
+
 static void reply_welcome(fake *f, uint64_t seq)
 {
-    static const char *const names[] = {"high", "normal", "low"};
     proto_msg r;
     proto_init(&r, PROTO_WELCOME);
     proto_set(&r, seq, seq);
     proto_set(&r, v, PROTO_VERSION);
-    r.names.n = 3;
-    for (unsigned i = 0; i < 3; i++)
-        r.names.v[i] = (proto_buf){names[i], (uint32_t)strlen(names[i])};
-    r.present |= PF(names);
+    names_set(&r, f->variant == VARIANT_TOO_MANY_LEVELS ? 17 : 3);
     proto_set(&r, heartbeat_ms, 1000);
     proto_set(&r, lease_ms, 30000);
     proto_set(&r, max_body, 1024);
@@ -296,6 +338,160 @@ static void answer_subscriber(fake *f, const proto_msg *m)
         return;
     }
     answer_everything(f, m);
+}
+
+static void reply_level_list(fake *f, uint64_t seq)
+{
+    static const uint64_t deadline_ms[] = {0, 500, 60000}, aging_ms[] = {0, 0, 2500},
+                          paused[] = {0, 0, 1}, depth[] = {4, 0, 17}, oldest_ms[] = {12, 0, 90000};
+    proto_msg r;
+    proto_init(&r, PROTO_ADMIN_OK);
+    proto_set(&r, seq, seq);
+    uint32_t n = f->variant == VARIANT_TOO_MANY_LEVELS ? 17 : 3;
+    names_set(&r, n);
+    uint64_t wide[17] = {0};
+    bool big = n > 3;
+    column_set(&r, PROTO_F_level_deadline_ms, &r.level_deadline_ms, n, big ? wide : deadline_ms);
+    column_set(&r, PROTO_F_level_aging_ms, &r.level_aging_ms, n, big ? wide : aging_ms);
+    column_set(&r, PROTO_F_level_paused, &r.level_paused, n, big ? wide : paused);
+    column_set(&r, PROTO_F_depth, &r.depth, n, big ? wide : depth);
+    /* a ragged reply: one column short */
+    uint32_t last = f->variant == VARIANT_RAGGED_COLUMNS ? n - 1 : n;
+    column_set(&r, PROTO_F_oldest_ms, &r.oldest_ms, last, big ? wide : oldest_ms);
+    fake_send(f, &r);
+}
+
+static void reply_pool_list(fake *f, uint64_t seq)
+{
+    static const uint64_t levels[] = {0x3, UINT64_C(0x100000007)}, size[] = {0, UINT64_C(1) << 40},
+                          members[] = {2, 1}, inflight[] = {1, 9}, rate_milli[] = {12345, 0},
+                          recommended[] = {3, 8}, flags[] = {0x1, 0x2};
+    proto_msg r;
+    proto_init(&r, PROTO_ADMIN_OK);
+    proto_set(&r, seq, seq);
+    r.pool_names.n = 2;
+    r.pool_names.v[0] = (proto_buf){"workers", 7};
+    r.pool_names.v[1] = (proto_buf){"batch", 5};
+    r.present |= PF(pool_names);
+    column_set(&r, PROTO_F_pool_levels, &r.pool_levels, 2, levels);
+    column_set(&r, PROTO_F_pool_size, &r.pool_size, 2, size);
+    column_set(&r, PROTO_F_pool_members, &r.pool_members, 2, members);
+    column_set(&r, PROTO_F_pool_inflight, &r.pool_inflight, 2, inflight);
+    column_set(&r, PROTO_F_pool_rate, &r.pool_rate, 2, rate_milli);
+    column_set(&r, PROTO_F_pool_recommended, &r.pool_recommended, 2, recommended);
+    column_set(&r, PROTO_F_pool_flags, &r.pool_flags, 2, flags);
+    fake_send(f, &r);
+}
+
+static void reply_explain(fake *f, uint64_t seq)
+{
+    /* longer than sl_explain_info.state: it must arrive truncated */
+    static const char state[] = "ready-and-waiting-for-a-very-long-time";
+    static const char why[] = "level low is paused";
+    proto_msg r;
+    proto_init(&r, PROTO_ADMIN_OK);
+    proto_set(&r, seq, seq);
+    proto_set_str(&r, PROTO_F_state, state, strlen(state));
+    proto_set(&r, level, 2);
+    proto_set(&r, position, 17);
+    proto_set(&r, until_ms, 0);
+    proto_set_str(&r, PROTO_F_msg, why, strlen(why));
+    fake_send(f, &r);
+}
+
+/* answer_admin plays the broker's ADMIN side. A pool named "nope" does not
+ * exist; every command that changes something is answered with a POOL
+ * message first, as a broker does when a resize changes its members'
+ * shares, and then with its ADMIN_OK. */
+static void answer_admin(fake *f, const proto_msg *m)
+{
+    if (m->type == PROTO_HELLO) {
+        reply_welcome(f, m->seq);
+        return;
+    }
+    if (m->type == PROTO_STATS) {
+        static const uint64_t zero[3], prio[] = {10, 20, 30}, aged[] = {0, 4, 5},
+                              overdue[] = {0, 0, 6};
+        proto_msg r;
+        proto_init(&r, PROTO_STATS_OK);
+        proto_set(&r, seq, m->seq);
+        proto_set(&r, uptime_ms, 1000);
+        proto_set(&r, consumers, 2);
+        uint32_t n = f->variant == VARIANT_TOO_MANY_LEVELS ? 17 : 3;
+        uint64_t wide[17] = {0};
+        names_set(&r, n);
+        proto_u64s *cols[] = {&r.depth, &r.inflight, &r.delayed, &r.dead, &r.oldest_ms,
+                              &r.enqueued, &r.dispatched, &r.acked, &r.nacked, &r.expired};
+        proto_field fields[] = {PROTO_F_depth, PROTO_F_inflight, PROTO_F_delayed, PROTO_F_dead,
+                                PROTO_F_oldest_ms, PROTO_F_enqueued, PROTO_F_dispatched,
+                                PROTO_F_acked, PROTO_F_nacked, PROTO_F_expired};
+        for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
+            column_set(&r, fields[k], cols[k], n, n > 3 ? wide : zero);
+        column_set(&r, PROTO_F_picks_priority, &r.picks_priority, n, n > 3 ? wide : prio);
+        column_set(&r, PROTO_F_picks_aged, &r.picks_aged, n, n > 3 ? wide : aged);
+        column_set(&r, PROTO_F_picks_overdue, &r.picks_overdue, n, n > 3 ? wide : overdue);
+        fake_send(f, &r);
+        return;
+    }
+    if (m->type != PROTO_ADMIN)
+        return;
+    char cmd[PROTO_MAX_NAME + 1] = "", pool[PROTO_MAX_NAME + 1] = "";
+    memcpy(cmd, m->cmd.ptr, m->cmd.len);
+    if (proto_has(m, PROTO_F_pool))
+        memcpy(pool, m->pool.ptr, m->pool.len);
+    if (strcmp(cmd, "level.list") == 0) {
+        reply_level_list(f, m->seq);
+    } else if (strcmp(cmd, "pool.list") == 0) {
+        reply_pool_list(f, m->seq);
+    } else if (strcmp(cmd, "explain") == 0) {
+        reply_explain(f, m->seq);
+    } else if (strcmp(pool, "nope") == 0) {
+        reply_error(f, m->seq, SL_ENOTFOUND, "no pool named nope");
+    } else {
+        send_pool(f, "workers", 8, 3);
+        reply_seq(f, PROTO_ADMIN_OK, m->seq);
+    }
+}
+
+/* answer_window delivers four messages when a consumer says HELLO, and
+ * answers ACKs and ADMIN requests (a way to wait until everything sent
+ * before has arrived). */
+static void answer_window(fake *f, const proto_msg *m)
+{
+    if (m->type == PROTO_HELLO) {
+        reply_welcome(f, m->seq);
+        for (uint64_t i = 1; i <= 4; i++)
+            send_deliver(f, i, 10 + i, "w", NULL);
+    } else if (m->type == PROTO_ACK || m->type == PROTO_ADMIN) {
+        reply_seq(f, m->type == PROTO_ACK ? PROTO_OK : PROTO_ADMIN_OK, m->seq);
+    }
+}
+
+/* answer_pool_only answers a subscription with a POOL message and a
+ * delivery, and every ADMIN request with nothing but a POOL message. */
+static void answer_pool_only(fake *f, const proto_msg *m)
+{
+    if (m->type == PROTO_HELLO) {
+        reply_welcome(f, m->seq);
+        send_pool(f, "workers", 6, 3);
+        send_deliver(f, 1, 11, "p", NULL);
+    } else if (m->type == PROTO_ADMIN) {
+        send_pool(f, "workers", 10, 5);
+    }
+}
+
+/* answer_credit plays a broker that delivers exactly as many messages as it
+ * is granted credit, in HELLO and in ACKs, and answers every ACK. */
+static void answer_credit(fake *f, const proto_msg *m)
+{
+    if (m->type == PROTO_HELLO)
+        reply_welcome(f, m->seq);
+    else if (m->type == PROTO_ACK)
+        reply_seq(f, PROTO_OK, m->seq);
+    else
+        return;
+    for (uint64_t i = 0; i < m->credit; i++, f->delivered++)
+        send_deliver(f, 100 + f->delivered, 1000 + f->delivered, "c", NULL);
 }
 
 static int seen_find(const fake *f, proto_type type, int from)
@@ -595,6 +791,312 @@ static void test_resubscribes_after_reconnect(void **state)
     sl_close(&c);
 }
 
+static void test_admin_requests_carry_their_arguments(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_admin);
+    sl_client *c = client_open(f, 2000);
+    assert_int_equal(sl_level_set(c, 2, 500, SL_UNCHANGED), SL_OK);
+    assert_int_equal(sl_level_set(c, 1, SL_UNCHANGED, 0), SL_OK);
+    assert_int_equal(sl_level_pause(c, 0, 1), SL_OK);
+    assert_int_equal(sl_level_pause(c, 0, 0), SL_OK);
+    assert_int_equal(sl_pool_resize(c, "workers", 8), SL_OK);
+    assert_int_equal(sl_pool_pause(c, "workers", 1), SL_OK);
+    assert_int_equal(sl_pool_pause(c, "workers", 0), SL_OK);
+    assert_int_equal(sl_pool_autoscale(c, "workers", 2, 16, 1500, 1), SL_OK);
+    assert_int_equal(sl_pool_autoscale(c, "workers", 0, 0, 0, 0), SL_OK);
+    sl_explain_info e;
+    assert_int_equal(sl_explain(c, 42, &e), SL_OK);
+
+    /* refused locally: none of these reaches the broker */
+    char long_name[PROTO_MAX_NAME + 2];
+    memset(long_name, 'p', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    assert_int_equal(sl_pool_resize(c, "", 1), SL_EINVAL);
+    assert_int_equal(sl_pool_resize(c, NULL, 1), SL_EINVAL);
+    assert_int_equal(sl_pool_pause(c, long_name, 1), SL_EINVAL);
+    assert_int_equal(sl_pool_autoscale(c, "workers", 5, 4, 100, 1), SL_EINVAL);
+    assert_int_equal(sl_level_set(c, SL_MAX_LEVELS, 1, 1), SL_ENOLEVEL);
+    assert_int_equal(sl_level_pause(c, SL_MAX_LEVELS, 1), SL_ENOLEVEL);
+    assert_int_equal(sl_explain(c, 1, NULL), SL_EINVAL);
+    assert_int_equal(sl_level_list(c, NULL, NULL), SL_EINVAL);
+    assert_int_equal(sl_pool_list(NULL, NULL, NULL), SL_EINVAL);
+    sl_close(&c);
+    fake_stop(f);
+
+    static const struct {
+        const char *cmd;
+        uint64_t args; /* which PROTO_ADMIN_ARGS are present */
+        uint64_t level, size, enabled, deadline_ms, aging_ms, min, max, target_wait_ms, id;
+    } want[] = {
+        {.cmd = "level.set", .args = PF(level) | PF(deadline_ms), .level = 2, .deadline_ms = 500},
+        {.cmd = "level.set", .args = PF(level) | PF(aging_ms), .level = 1, .aging_ms = 0},
+        {.cmd = "level.pause", .args = PF(level), .level = 0},
+        {.cmd = "level.resume", .args = PF(level), .level = 0},
+        {.cmd = "pool.resize", .args = PF(pool) | PF(size), .size = 8},
+        {.cmd = "pool.pause", .args = PF(pool)},
+        {.cmd = "pool.resume", .args = PF(pool)},
+        {.cmd = "pool.autoscale",
+         .args = PF(pool) | PF(enabled) | PF(min) | PF(max) | PF(target_wait_ms),
+         .enabled = 1, .min = 2, .max = 16, .target_wait_ms = 1500},
+        {.cmd = "pool.autoscale", .args = PF(pool) | PF(enabled), .enabled = 0},
+        {.cmd = "explain", .args = PF(id), .id = 42},
+    };
+    int i = -1;
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        i = seen_find(f, PROTO_ADMIN, i + 1);
+        assert_true(i >= 0);
+        const seen *s = &f->seen[i];
+        assert_string_equal(s->cmd, want[k].cmd);
+        assert_int_equal(s->present & PROTO_ADMIN_ARGS, want[k].args);
+        if (want[k].args & PF(pool))
+            assert_string_equal(s->pool, "workers");
+        assert_int_equal(s->level, want[k].level);
+        assert_int_equal(s->size, want[k].size);
+        assert_int_equal(s->enabled, want[k].enabled);
+        assert_int_equal(s->deadline_ms, want[k].deadline_ms);
+        assert_int_equal(s->aging_ms, want[k].aging_ms);
+        assert_int_equal(s->min, want[k].min);
+        assert_int_equal(s->max, want[k].max);
+        assert_int_equal(s->target_wait_ms, want[k].target_wait_ms);
+        assert_int_equal(s->id, want[k].id);
+    }
+    assert_int_equal(seen_find(f, PROTO_ADMIN, i + 1), -1);
+}
+
+static void test_admin_results_are_decoded(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_admin);
+    sl_client *c = client_open(f, 2000);
+
+    sl_level_info levels[SL_MAX_LEVELS];
+    unsigned n = 99;
+    assert_int_equal(sl_level_list(c, levels, &n), SL_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(levels[0].name, "high");
+    assert_string_equal(levels[2].name, "low");
+    assert_int_equal(levels[1].deadline_ms, 500);
+    assert_int_equal(levels[0].deadline_ms, 0);
+    assert_int_equal(levels[2].aging_ms, 2500);
+    assert_false(levels[1].paused);
+    assert_true(levels[2].paused);
+    assert_int_equal(levels[2].depth, 17);
+    assert_int_equal(levels[2].oldest_ms, 90000);
+
+    sl_pool_info pools[SL_MAX_POOLS];
+    assert_int_equal(sl_pool_list(c, pools, &n), SL_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(pools[0].name, "workers");
+    assert_string_equal(pools[1].name, "batch");
+    assert_int_equal(pools[0].levels_mask, 0x3);
+    assert_int_equal(pools[1].levels_mask, 0x7); /* a mask keeps its low bits */
+    assert_int_equal(pools[0].size, 0);
+    assert_int_equal(pools[1].size, UINT32_MAX); /* a count is clamped */
+    assert_int_equal(pools[0].members, 2);
+    assert_int_equal(pools[1].inflight, 9);
+    assert_true(pools[0].rate_per_s > 12.344 && pools[0].rate_per_s < 12.346);
+    assert_int_equal(pools[1].recommended, 8);
+    assert_true(pools[0].paused);
+    assert_false(pools[0].autoscale);
+    assert_false(pools[1].paused);
+    assert_true(pools[1].autoscale);
+
+    sl_explain_info e;
+    memset(&e, 0x55, sizeof e);
+    assert_int_equal(sl_explain(c, 42, &e), SL_OK);
+    assert_int_equal(strlen(e.state), sizeof e.state - 1);
+    assert_memory_equal(e.state, "ready-and-waiting", 17);
+    assert_int_equal(e.level, 2);
+    assert_int_equal(e.position, 17);
+    assert_int_equal(e.until_ms, 0);
+    assert_string_equal(e.why, "level low is paused");
+
+    sl_stats st;
+    assert_int_equal(sl_stats_get(c, &st), SL_OK);
+    assert_int_equal(st.nlevels, 3);
+    assert_int_equal(st.level[0].picks_priority, 10);
+    assert_int_equal(st.level[2].picks_priority, 30);
+    assert_int_equal(st.level[1].picks_aged, 4);
+    assert_int_equal(st.level[2].picks_overdue, 6);
+
+    /* the broker's refusal comes back with its code and its words */
+    assert_int_equal(sl_pool_pause(c, "nope", 1), SL_ENOTFOUND);
+    assert_string_equal(sl_last_error(c), "no pool named nope");
+    sl_close(&c);
+}
+
+static void test_malformed_admin_results_are_refused(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    f->variant = VARIANT_RAGGED_COLUMNS;
+    fake_start(f, answer_admin);
+    sl_client *c = client_open(f, 2000);
+    sl_level_info levels[SL_MAX_LEVELS];
+    unsigned n = 99;
+    assert_int_equal(sl_level_list(c, levels, &n), SL_EPROTO);
+    assert_int_equal(n, 0);
+    sl_close(&c);
+    fake_stop(f);
+
+    /* more levels than SL_MAX_LEVELS fit the wire (64 items) but not the
+     * caller's arrays: every reply that lists levels refuses them */
+    f->variant = VARIANT_TOO_MANY_LEVELS;
+    fake_start(f, answer_admin);
+    c = client_open(f, 2000);
+    assert_int_equal(sl_level_list(c, levels, &n), SL_EPROTO);
+    sl_stats st;
+    assert_int_equal(sl_stats_get(c, &st), SL_EPROTO);
+    assert_int_equal(sl_levels(c, NULL, NULL), SL_EPROTO);
+    sl_close(&c);
+}
+
+static void test_pool_message_sets_share_and_is_no_reply(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_pool_only);
+    sl_client *c = client_open(f, 300);
+    assert_int_equal(sl_share(c), 0);
+    assert_int_equal(sl_share(NULL), 0);
+    assert_int_equal(sl_subscribe(c, "workers", NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(c, 2000, &d), SL_OK);
+    assert_int_equal(d->id, 1);
+    assert_int_equal(sl_share(c), 3);
+    sl_delivery_free(&d);
+
+    /* a request answered only by a POOL message is not answered */
+    assert_int_equal(sl_pool_resize(c, "workers", 10), SL_ETIMEDOUT);
+    assert_int_equal(sl_share(c), 5);
+    sl_close(&c);
+}
+
+static void test_admin_reply_after_pool_message(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_admin);
+    sl_client *c = client_open(f, 2000);
+    assert_int_equal(sl_pool_resize(c, "workers", 8), SL_OK); /* POOL, then ADMIN_OK */
+    assert_int_equal(sl_share(c), 3);
+    sl_close(&c);
+}
+
+static void test_set_window_grows_by_credit_and_shrinks_by_withholding(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_window);
+    sl_client *c = client_open(f, 2000);
+    assert_int_equal(sl_set_window(c, 2), SL_ESTATE); /* not a consumer yet */
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 4), SL_OK);
+    assert_int_equal(sl_set_window(c, 0), SL_EINVAL);
+    assert_int_equal(sl_set_window(c, 100001), SL_EINVAL);
+
+    sl_delivery *d[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(sl_recv(c, 2000, &d[i]), SL_OK);
+    /* four outstanding, window two: the first two acks return nothing */
+    assert_int_equal(sl_set_window(c, 2), SL_OK);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sl_ack(c, d[i]), SL_OK);
+        sl_delivery_free(&d[i]);
+    }
+    /* two outstanding again; growing to five grants three at once */
+    assert_int_equal(sl_set_window(c, 5), SL_OK);
+    assert_int_equal(sl_level_pause(c, 0, 1), SL_OK); /* everything before it has arrived */
+    sl_close(&c);
+    fake_stop(f);
+
+    int i = seen_find(f, PROTO_HELLO, 0);
+    assert_int_equal(f->seen[i].credit, 4);
+    static const bool credit_back[] = {false, false, true, true};
+    for (int k = 0; k < 4; k++) {
+        i = seen_find(f, PROTO_ACK, i + 1);
+        assert_true(i >= 0);
+        assert_int_equal(f->seen[i].token, 11 + k);
+        assert_int_equal((f->seen[i].present & PF(credit)) != 0, credit_back[k]);
+        if (credit_back[k])
+            assert_int_equal(f->seen[i].credit, 1);
+    }
+    i = seen_find(f, PROTO_CREDIT, i + 1);
+    assert_true(i >= 0);
+    assert_int_equal(f->seen[i].n, 3);
+    assert_int_equal(seen_find(f, PROTO_CREDIT, i + 1), -1);
+}
+
+static void test_set_window_stops_at_the_limit(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_window);
+    sl_client *c = client_open(f, 2000);
+    assert_int_equal(sl_set_limit(c, 6), SL_OK);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 4), SL_OK);
+    assert_int_equal(sl_set_window(c, 10), SL_OK); /* only two more are allowed */
+    assert_int_equal(sl_set_window(c, 20), SL_OK); /* none */
+    sl_delivery *d = NULL;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(sl_recv(c, 2000, &d), SL_OK);
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+    sl_close(&c);
+    fake_stop(f);
+
+    int i = seen_find(f, PROTO_HELLO, 0);
+    assert_int_equal(f->seen[i].credit, 4);
+    i = seen_find(f, PROTO_CREDIT, 0);
+    assert_true(i >= 0);
+    assert_int_equal(f->seen[i].n, 2);
+    assert_int_equal(seen_find(f, PROTO_CREDIT, i + 1), -1);
+    for (i = seen_find(f, PROTO_ACK, 0); i >= 0; i = seen_find(f, PROTO_ACK, i + 1))
+        assert_false(f->seen[i].present & PF(credit));
+}
+
+static void test_limit_holds_across_reconnect(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_credit);
+    sl_client *c = client_open(f, 2000);
+    assert_int_equal(sl_set_limit(c, 3), SL_OK);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(c, 2000, &d), SL_OK); /* held across the restart */
+
+    /* the broker restarts; the renewed subscription asks for nothing, since
+     * the held delivery fills the window */
+    fake_stop(f);
+    zmq_close(f->router);
+    f->router = NULL;
+    atomic_store(&f->nseen, 0);
+    router_open(f);
+    fake_start(f, answer_credit);
+    sl_delivery *none = NULL;
+    for (int i = 0; i < 50 && seen_find(f, PROTO_HELLO, 0) < 0; i++)
+        assert_int_equal(sl_recv(c, 100, &none), SL_ETIMEDOUT);
+    assert_true(seen_find(f, PROTO_HELLO, 0) >= 0);
+
+    /* one delivery so far: the limit still allows exactly two more */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+        assert_int_equal(sl_recv(c, 2000, &d), SL_OK);
+    }
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    assert_int_equal(sl_recv(c, 200, &d), SL_ETIMEDOUT);
+    sl_close(&c);
+    fake_stop(f);
+    int i = seen_find(f, PROTO_HELLO, 0);
+    assert_false(f->seen[i].present & PF(credit));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,6 +1108,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_level_parse_names_and_numbers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscribe_receive_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resubscribes_after_reconnect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_requests_carry_their_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_results_are_decoded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_admin_results_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_message_sets_share_and_is_no_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_reply_after_pool_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_window_grows_by_credit_and_shrinks_by_withholding,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_window_stops_at_the_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limit_holds_across_reconnect, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,10 @@
 /*
- * sluice.c - the `sluice` command: publish, consume and inspect from a shell.
+ * sluice.c - the `sluice` command: publish, consume, inspect and administer
+ * a broker from a shell.
  *
- * A thin program over the public client library (client/sluice.h) and libc;
- * it never speaks ZeroMQ or msgpack itself. main parses the global options,
- * then hands the rest of argv to one command:
+ * A thin program over the public client library (client/sluice.h), libc and
+ * pthreads; it never speaks ZeroMQ or msgpack itself. main parses the global
+ * options, then hands the rest of argv to one command:
  *
  *   send     publishes each BODY argument, or each line of standard input,
  *            through sl_send_async with up to SEND_WINDOW publishes in flight.
@@ -11,56 +12,52 @@
  *            script can count lines to learn how far a run got. The first
  *            failure stops the run; the error says how many later messages
  *            were already in flight and so may have been stored.
- *   consume  subscribes, prints each body (or pipes it to a command) and then
- *            acknowledges it, so a message is settled only after its output
- *            left. SIGINT and SIGTERM set a flag that the receive loop checks
- *            every RECV_SLICE_MS; closing the client returns whatever is
- *            still unacknowledged to the broker.
  *   stats    prints the broker's per-level figures as a table or as JSON.
+ *   consume  receives messages for a crew of worker threads (cli_consume.c).
+ *   pool, level, explain
+ *            look after the broker's scheduling (cli_admin.c).
  *
- * Exit status: 0 success, 1 a failure reported by or about the broker (or
- * while reading input or writing output), 2 a usage error. Every message on
- * stderr starts with "sluice: " and names the command.
+ * What the commands share is cli_core.c's; text in and out is cli_text.c's
+ * and cli_table.c's. Exit status: 0 success, 1 a failure reported by or
+ * about the broker (or while reading input or writing output), 2 a usage
+ * error. Every message on stderr starts with "sluice: " and names the
+ * command.
  *
- * Costs: memory is bounded by the send window and by one input line, itself
- * capped at LINE_MAX_BYTES, the protocol's ceiling on a body.
+ * Costs: memory is bounded by the send window, by one input line, itself
+ * capped at LINE_MAX_BYTES, the protocol's ceiling on a body, and by the
+ * consumer's window.
  */
 #include "sluice.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "cli_admin.h"
+#include "cli_consume.h"
+#include "cli_core.h"
+#include "cli_table.h"
+#include "cli_text.h"
 
 #define SLUICE_VERSION     "1.0.0"
 #define PROTOCOL_VERSION   1
-#define EXIT_BROKER        1
-#define EXIT_USAGE         2
 #define DEFAULT_TIMEOUT_MS 5000
 #define SEND_WINDOW        256         /* publishes in flight */
 #define LINE_MAX_BYTES     (16u << 20) /* the protocol's ceiling on a body */
 #define TAG_MAX_BYTES      255
-#define MAX_CREDIT         100000      /* the broker's cap per connection */
-#define RECV_SLICE_MS      200         /* how often consume checks for a signal */
-#define STATS_COLUMNS      12
 
 /* Long-only options get values outside the char range. */
-enum { OPT_TIMEOUT = 256, OPT_VERSION, OPT_POOL, OPT_EXEC, OPT_IDLE_EXIT, OPT_JSON };
+enum { OPT_TIMEOUT = 256, OPT_VERSION };
 
 static const char help_text[] =
 "Usage: sluice [-b ENDPOINT] [--timeout MS] <command> [options]\n"
 "\n"
-"Publish to, consume from and inspect a Sluice broker (sluiced).\n"
+"Publish to, consume from, inspect and administer a Sluice broker (sluiced).\n"
 "\n"
 "Global options (before the command):\n"
 "  -b, --broker ENDPOINT  the broker's ZeroMQ endpoint, tcp://HOST:PORT or\n"
@@ -82,29 +79,79 @@ static const char help_text[] =
 "                           broker's default level)\n"
 "      -t, --tag TAG        tag every message with TAG (up to 255 bytes)\n"
 "\n"
-"  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [-c CREDIT]\n"
-"                 [--exec CMD] [--verbose] [--idle-exit MS]\n"
+"  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [--workers N]\n"
+"                 [-c CREDIT] [--exec CMD] [--verbose] [--idle-exit MS]\n"
 "      Receive messages, print each body on its own line, and acknowledge it\n"
 "      once printed. Runs until SIGINT or SIGTERM unless -n or --idle-exit\n"
-"      ends it; unacknowledged messages then return to the broker.\n"
+"      ends it; messages being processed are then finished and settled, and\n"
+"      the others return to the broker (a second signal stops at once).\n"
 "      --pool NAME          consumer pool to join (default: \"default\")\n"
 "      -p, --levels LEVELS  comma-separated level names or numbers, such as\n"
 "                           high,normal or 0,2 (default: all levels)\n"
 "      -n, --count COUNT    stop after COUNT messages acked or nacked\n"
-"      -c, --credit CREDIT  deliveries to hold unacknowledged at once\n"
-"                           (default 1, at most 100000)\n"
+"      --workers N          process up to N messages at once, each in its own\n"
+"                           thread (default 1, at most 256; with more than one,\n"
+"                           output follows completion, not arrival). When the\n"
+"                           pool has a size, the broker gives each member a\n"
+"                           share of it, and the number of workers follows\n"
+"                           that share (see 'sluice pool resize').\n"
+"      -c, --credit CREDIT  deliveries to hold unacknowledged at once, those\n"
+"                           waiting for a worker included (default: the\n"
+"                           number of workers; at most 100000)\n"
 "      --exec CMD           run /bin/sh -c CMD for each message with the body\n"
 "                           on its standard input: exit status 0 acks it,\n"
 "                           anything else nacks it (the broker redelivers it\n"
 "                           up to its attempt limit). Bodies are not printed.\n"
 "      -v, --verbose        prefix each body with\n"
 "                           \"id=ID level=NAME tag=TAG attempt=N \"\n"
-"      --idle-exit MS       exit when no message arrived for MS milliseconds\n"
+"      --idle-exit MS       exit once no message has arrived or been in\n"
+"                           progress for MS milliseconds\n"
 "\n"
 "  sluice stats [--json]\n"
 "      Show each level's depth, in-flight, delayed and dead-letter counts, the\n"
-"      age of its oldest ready message and its counters since the broker\n"
-"      started, as a table or, with --json, as one JSON object.\n"
+"      age of its oldest ready message, its counters since the broker started,\n"
+"      and how many deliveries it won by priority (PRIO), by aging (AGED) and\n"
+"      by being past its deadline (OVERDUE); as a table or as one JSON object.\n"
+"\n"
+"  sluice pool list [--json]\n"
+"      Show each consumer pool: the levels it serves, its size (the most\n"
+"      deliveries its members hold at once; \"-\" for no limit), its members,\n"
+"      the deliveries they hold, deliveries per second, the size autoscaling\n"
+"      would choose, and whether it is paused or autoscaled.\n"
+"  sluice pool resize NAME SIZE\n"
+"      Let pool NAME hold at most SIZE deliveries at once (0: no limit),\n"
+"      creating it, for all levels, if needed. Shrinking never takes back a\n"
+"      delivery in progress. Members are told their share of the size.\n"
+"  sluice pool pause NAME\n"
+"  sluice pool resume NAME\n"
+"      Stop, or restart, deliveries to the pool's members.\n"
+"  sluice pool autoscale NAME --min A --max B --target-wait SECONDS\n"
+"  sluice pool autoscale NAME --off\n"
+"      Let the broker size the pool between A and B from its backlog, its\n"
+"      arrival rate and how long messages take, so that a message waits\n"
+"      about SECONDS (fractions allowed) before it is delivered. --off\n"
+"      stops that and keeps the current size.\n"
+"\n"
+"  sluice level list [--json]\n"
+"      Show each level's deadline and aging step, whether it is paused, its\n"
+"      ready messages and the age of the oldest.\n"
+"  sluice level set LEVEL [--deadline SECONDS] [--aging-step SECONDS]\n"
+"      --deadline: a message that has waited longer than this is served\n"
+"      before higher levels. --aging-step: each time a message has waited\n"
+"      this long, it counts as one level higher. SECONDS may be fractional\n"
+"      (0.5); \"off\" or 0 switches the setting off; an option not given\n"
+"      leaves its setting as it is.\n"
+"  sluice level pause LEVEL\n"
+"  sluice level resume LEVEL\n"
+"      Stop, or restart, deliveries from a level; publishing to it goes on.\n"
+"      LEVEL is a name or a number, here and in 'level set'.\n"
+"\n"
+"  sluice explain ID\n"
+"      Say where message ID is (ready, leased, delayed, dead or gone) and why\n"
+"      it has not been delivered yet.\n"
+"\n"
+"  Changes made with pool and level take effect at once and survive a\n"
+"  broker restart.\n"
 "\n"
 "Environment:\n"
 "  SLUICE_BROKER  the broker endpoint when -b is not given\n"
@@ -118,150 +165,11 @@ static const char help_text[] =
 "Examples:\n"
 "  sluice send -p high 'rebuild index'          publish one urgent message\n"
 "  seq 1000 | sluice send -t batch7             publish 1000 messages\n"
-"  sluice consume -p high,normal --exec ./job.sh --idle-exit 2000\n";
-
-static volatile sig_atomic_t stop_signal;
-
-/* The global options and the connection every command uses. */
-typedef struct cli {
-    const char *endpoint;
-    int timeout_ms;
-    sl_client *c;
-    bool answered; /* the broker has replied once: a timeout is then not "unreachable" */
-} cli;
-
-/* ---- messages ---- */
-
-static void say(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "sluice: %s%s", cmd ? cmd : "", cmd ? ": " : "");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static int usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "sluice: %s%s", cmd ? cmd : "", cmd ? ": " : "");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'sluice --help' for more information.\n");
-    va_end(ap);
-    return EXIT_USAGE;
-}
-
-/* option_error reports what getopt_long rejected (it returned ch). */
-static int option_error(const char *cmd, int ch, char **argv)
-{
-    const char *arg = argv[optind - 1];
-    if (optopt > 0 && optopt < 256 && strncmp(arg, "--", 2) != 0)
-        return usage_error(cmd, ch == ':' ? "option '-%c' needs an argument" : "unknown option '-%c'",
-                           optopt);
-    return usage_error(cmd, ch == ':' ? "option '%s' needs an argument" : "unknown option '%s'", arg);
-}
-
-/* broker_error reports rc from a library call on g->c, after context (which
- * may be empty), and returns the exit status. */
-static int broker_error(cli *g, const char *cmd, int rc, const char *context, const char *extra)
-{
-    if (rc == SL_ETIMEDOUT && !g->answered) {
-        say(NULL, "cannot reach broker at %s (timed out after %d ms); is sluiced running?",
-            g->endpoint, g->timeout_ms);
-        return EXIT_BROKER;
-    }
-    const char *generic = sl_strerror(rc);
-    const char *text = g->c ? sl_last_error(g->c) : generic;
-    bool detail = strcmp(text, generic) != 0 && text[0];
-    say(cmd, "%s%s%s (%s)%s%s%s", context, context[0] ? ": " : "", generic, sl_errname(rc),
-        detail ? ": " : "", detail ? text : "", extra ? extra : "");
-    return EXIT_BROKER;
-}
-
-/* ---- small helpers ---- */
-
-static bool number_parse(const char *text, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* duration_format writes ms as 0s, 1.2s, 3m4s, 5h6m or 7d8h. */
-static void duration_format(uint64_t ms, char *buf, size_t size)
-{
-    uint64_t s = ms / 1000;
-    if (ms < 60000) {
-        uint64_t tenths = ms / 100;
-        if (tenths % 10)
-            snprintf(buf, size, "%" PRIu64 ".%" PRIu64 "s", tenths / 10, tenths % 10);
-        else
-            snprintf(buf, size, "%" PRIu64 "s", s);
-    } else if (s < 3600) {
-        snprintf(buf, size, "%" PRIu64 "m%" PRIu64 "s", s / 60, s % 60);
-    } else if (s < 86400) {
-        snprintf(buf, size, "%" PRIu64 "h%" PRIu64 "m", s / 3600, s % 3600 / 60);
-    } else {
-        snprintf(buf, size, "%" PRIu64 "d%" PRIu64 "h", s / 86400, s % 86400 / 3600);
-    }
-}
-
-static int client_open(cli *g, const char *cmd)
-{
-    sl_options o = {.timeout_ms = g->timeout_ms};
-    int rc = sl_connect(g->endpoint, &o, &g->c);
-    if (rc == SL_EINVAL)
-        return usage_error(cmd, "invalid broker endpoint '%s' (expected tcp://HOST:PORT or ipc://PATH)",
-                           g->endpoint);
-    if (rc)
-        return broker_error(g, cmd, rc, "cannot create the client", NULL);
-    return 0;
-}
-
-/* levels_list writes the broker's level names as "high, normal, low". */
-static void levels_list(cli *g, char *buf, size_t size)
-{
-    unsigned n = 0;
-    const char *const *names = NULL;
-    size_t used = 0;
-    buf[0] = '\0';
-    if (sl_levels(g->c, &n, &names))
-        return;
-    for (unsigned i = 0; i < n && used < size; i++) {
-        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", names[i]);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-}
-
-/* level_resolve turns text into a level number, or reports why not. */
-static int level_resolve(cli *g, const char *cmd, const char *text, unsigned *level)
-{
-    int rc = sl_level_parse(g->c, text, level);
-    if (rc == SL_OK) {
-        g->answered = true;
-        return 0;
-    }
-    if (rc != SL_ENOLEVEL)
-        return broker_error(g, cmd, rc, "reading the broker's levels", NULL);
-    char names[SL_MAX_LEVELS * 70];
-    levels_list(g, names, sizeof names);
-    return usage_error(cmd, "no such level '%s' (the broker has: %s)", text, names);
-}
+"  sluice consume -p high,normal --exec ./job.sh --idle-exit 2000\n"
+"  sluice consume --pool render --workers 4 --exec ./render.sh\n"
+"  sluice pool resize render 8                  8 at once across the pool\n"
+"  sluice level set low --aging-step 30         low waits at most ~1 min\n"
+"  sluice explain 42                            why is message 42 waiting?\n";
 
 /* ---- send ---- */
 
@@ -273,7 +181,7 @@ typedef struct inflight {
 } inflight;
 
 typedef struct sender {
-    cli *g;
+    cli_core *g;
     const char *what; /* "line" or "message" */
     int level;
     const char *tag;
@@ -311,10 +219,11 @@ static int sender_collect(sender *s)
         sender_later(s, 0, later, sizeof later);
         snprintf(context, sizeof context, "%s %zu", s->what, sender_at(s, 0)->index);
         if (rc != SL_ETIMEDOUT)
-            return broker_error(s->g, "send", rc, context, later);
-        say("send", "%s: no confirmation within %d ms (SL_ETIMEDOUT); it may have been stored%s",
-            context, s->g->timeout_ms, later);
-        return EXIT_BROKER;
+            return cli_core_broker_error(s->g, "send", rc, context, later);
+        cli_text_say("send",
+                     "%s: no confirmation within %d ms (SL_ETIMEDOUT); it may have been stored%s",
+                     context, s->g->timeout_ms, later);
+        return CLI_TEXT_EXIT_FAILURE;
     }
     size_t i = 0;
     while (i < s->count && sender_at(s, i)->ticket != k.ticket)
@@ -325,7 +234,7 @@ static int sender_collect(sender *s)
     if (k.err) {
         sender_later(s, i, later, sizeof later);
         snprintf(context, sizeof context, "%s %zu", s->what, f->index);
-        return broker_error(s->g, "send", k.err, context, later);
+        return cli_core_broker_error(s->g, "send", k.err, context, later);
     }
     f->done = true;
     f->id = k.id;
@@ -364,40 +273,17 @@ static int sender_put(sender *s, const char *body, size_t len, size_t index)
         snprintf(context, sizeof context, "%s %zu", s->what, index);
         /* local errors: draining replaced sl_last_error, and it was generic */
         if (rc == SL_ETOOBIG)
-            say("send", "%s: message exceeds a size limit (SL_ETOOBIG): its %zu bytes are more "
-                "than the broker accepts", context, len);
+            cli_text_say("send",
+                         "%s: message exceeds a size limit (SL_ETOOBIG): its %zu bytes are more "
+                         "than the broker accepts",
+                         context, len);
         else
-            say("send", "%s: %s (%s)", context, sl_strerror(rc), sl_errname(rc));
-        return EXIT_BROKER;
+            cli_text_say("send", "%s: %s (%s)", context, sl_strerror(rc), sl_errname(rc));
+        return CLI_TEXT_EXIT_FAILURE;
     }
     *sender_at(s, s->count) = (inflight){.ticket = ticket, .index = index};
     s->count++;
     return 0;
-}
-
-/* line_read reads one line of in, without its '\n', into *buf (grown up to
- * max_bytes + 1). Returns 1 for a line, 0 at the end of input, -1 for a line
- * longer than max_bytes (the rest of it is not read), -2 for a read error. */
-static int line_read(FILE *in, char **buf, size_t *cap, size_t *len, size_t max_bytes)
-{
-    int ch = EOF;
-    *len = 0;
-    while ((ch = getc_unlocked(in)) != EOF && ch != '\n') {
-        if (*len == max_bytes)
-            return -1;
-        if (*len == *cap) {
-            size_t grown = *cap ? *cap * 2 : 4096;
-            char *p = realloc(*buf, grown < max_bytes ? grown : max_bytes);
-            if (!p)
-                return -2;
-            *buf = p;
-            *cap = grown < max_bytes ? grown : max_bytes;
-        }
-        (*buf)[(*len)++] = (char)ch;
-    }
-    if (ferror(in))
-        return -2;
-    return ch == '\n' || *len ? 1 : 0;
 }
 
 static int send_stdin(sender *s)
@@ -405,25 +291,26 @@ static int send_stdin(sender *s)
     char *buf = NULL;
     size_t cap = 0, len = 0, lineno = 0;
     int st = 0, got = 0;
-    while (!st && (got = line_read(stdin, &buf, &cap, &len, LINE_MAX_BYTES)) > 0)
+    while (!st && (got = cli_text_line_read(stdin, &buf, &cap, &len, LINE_MAX_BYTES)) > 0)
         st = sender_put(s, buf ? buf : "", len, ++lineno);
     if (!st && got < 0) {
         int err = errno;
         st = sender_drain(s);
         if (!st && got == -1) {
-            say("send", "line %zu: longer than %u bytes, the largest body the protocol allows",
-                lineno + 1, LINE_MAX_BYTES);
-            st = EXIT_BROKER;
+            cli_text_say("send",
+                         "line %zu: longer than %u bytes, the largest body the protocol allows",
+                         lineno + 1, LINE_MAX_BYTES);
+            st = CLI_TEXT_EXIT_FAILURE;
         } else if (!st) {
-            say("send", "reading standard input: %s", strerror(err));
-            st = EXIT_BROKER;
+            cli_text_say("send", "reading standard input: %s", cli_text_strerror(err));
+            st = CLI_TEXT_EXIT_FAILURE;
         }
     }
     free(buf);
     return st;
 }
 
-static int cmd_send(cli *g, int argc, char **argv)
+static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"level", required_argument, NULL, 'p'},
@@ -436,8 +323,8 @@ static int cmd_send(cli *g, int argc, char **argv)
     sender *s = calloc(1, sizeof *s);
     int ch, st = 0;
     if (!s) {
-        say("send", "out of memory");
-        return EXIT_BROKER;
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
     }
     s->g = g;
     s->level = SL_LEVEL_DEFAULT;
@@ -446,30 +333,33 @@ static int cmd_send(cli *g, int argc, char **argv)
         switch (ch) {
         case 'p': level_text = optarg; break;
         case 't': s->tag = optarg; break;
-        case 'h': fputs(help_text, stdout); goto done;
-        default: st = option_error("send", ch, argv); break;
+        case 'h':
+            fputs(g->help, stdout);
+            st = cli_core_output_done(cmd);
+            goto done;
+        default: st = cli_text_option_error(cmd, ch, argv); break;
         }
     }
     if (st)
         goto done;
     if (s->tag && strlen(s->tag) > TAG_MAX_BYTES) {
-        st = usage_error("send", "the tag is %zu bytes; at most %d are allowed", strlen(s->tag),
-                         TAG_MAX_BYTES);
+        st = cli_text_usage_error(cmd, "the tag is %zu bytes; at most %d are allowed",
+                                  strlen(s->tag), TAG_MAX_BYTES);
         goto done;
     }
-    if ((st = client_open(g, "send")))
+    if ((st = cli_core_connect(g, cmd)))
         goto done;
     /* one round trip up front: it learns the levels and the largest body,
      * and tells an absent broker from a slow one */
     int rc = sl_levels(g->c, NULL, NULL);
     if (rc) {
-        st = broker_error(g, "send", rc, "", NULL);
+        st = cli_core_broker_error(g, cmd, rc, "", NULL);
         goto done;
     }
     g->answered = true;
     if (level_text) {
         unsigned level;
-        if ((st = level_resolve(g, "send", level_text, &level)))
+        if ((st = cli_core_level_resolve(g, cmd, level_text, &level)))
             goto done;
         s->level = (int)level;
     }
@@ -490,256 +380,7 @@ done:
     return st;
 }
 
-/* ---- consume ---- */
-
-static void on_stop_signal(int sig)
-{
-    (void)sig;
-    stop_signal = 1;
-}
-
-static void signals_install(void)
-{
-    struct sigaction sa = {.sa_handler = on_stop_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    /* a closed stdout or a command that ignores its stdin shows as EPIPE */
-    sa.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &sa, NULL);
-}
-
-/* levels_parse resolves a comma-separated list such as "high,2". */
-static int levels_parse(cli *g, const char *list, unsigned *levels, size_t *n)
-{
-    char item[128];
-    const char *p = list;
-    *n = 0;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof item)
-            return usage_error("consume", "bad level list '%s' (expected names or numbers "
-                               "separated by commas)", list);
-        if (*n == SL_MAX_LEVELS)
-            return usage_error("consume", "more than %d levels in '%s'", SL_MAX_LEVELS, list);
-        memcpy(item, p, len);
-        item[len] = '\0';
-        int st = level_resolve(g, "consume", item, &levels[*n]);
-        if (st)
-            return st;
-        (*n)++;
-        if (p[len] == '\0')
-            return 0;
-        p += len + 1;
-    }
-}
-
-static bool write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return false;
-        p += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
-
-/* exec_run runs /bin/sh -c cmd with the body on its stdin and waits for it.
- * Returns 0 with *status set, or -1 with errno when it could not run it. */
-static int exec_run(const char *cmd, const sl_delivery *d, int *status)
-{
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC))
-        return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        int err = errno;
-        close(fds[0]);
-        close(fds[1]);
-        errno = err;
-        return -1;
-    }
-    if (pid == 0) {
-        /* only async-signal-safe calls here: the parent has threads */
-        struct sigaction dfl = {.sa_handler = SIG_DFL};
-        sigaction(SIGPIPE, &dfl, NULL);
-        if (dup2(fds[0], STDIN_FILENO) < 0)
-            _exit(127);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[0]);
-    write_all(fds[1], d->body, d->body_len); /* EPIPE: it did not read it all */
-    close(fds[1]);
-    while (waitpid(pid, status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return 0;
-}
-
-typedef struct consumer {
-    cli *g;
-    const char *exec;
-    bool verbose;
-    unsigned nlevels;
-    const char *const *names;
-} consumer;
-
-/* consume_one handles one delivery: prints it or runs the command, then acks
- * or nacks. Returns 0 or an exit status. */
-static int consume_one(consumer *k, sl_delivery *d)
-{
-    bool ok = true;
-    if (k->exec) {
-        int status;
-        if (exec_run(k->exec, d, &status)) {
-            say("consume", "cannot run the command: %s", strerror(errno));
-            return EXIT_BROKER; /* unacknowledged: it returns to the broker */
-        }
-        ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (WIFEXITED(status) && !ok)
-            say("consume", "message %" PRIu64 ": the command exited with status %d; nacked",
-                d->id, WEXITSTATUS(status));
-        else if (WIFSIGNALED(status))
-            say("consume", "message %" PRIu64 ": the command was killed by signal %d (%s); nacked",
-                d->id, WTERMSIG(status), strsignal(WTERMSIG(status)));
-    } else {
-        if (k->verbose) {
-            char level[16];
-            snprintf(level, sizeof level, "%u", d->level);
-            printf("id=%" PRIu64 " level=%s tag=%s attempt=%u ", d->id,
-                   d->level < k->nlevels ? k->names[d->level] : level, d->tag, d->attempt);
-        }
-        fwrite(d->body, 1, d->body_len, stdout);
-        putchar('\n');
-        if (fflush(stdout) || ferror(stdout)) {
-            say("consume", "writing to standard output: %s", strerror(errno));
-            return EXIT_BROKER; /* not acked: it returns to the broker */
-        }
-    }
-    int rc = ok ? sl_ack(k->g->c, d) : sl_nack(k->g->c, d, 0);
-    if (rc == SL_ESTALE) {
-        /* the lease ran out first: the broker will deliver it again */
-        say("consume", "message %" PRIu64 ": %s came too late: %s (SL_ESTALE); it will be "
-            "delivered again", d->id, ok ? "ack" : "nack", sl_last_error(k->g->c));
-        return 0;
-    }
-    if (rc) {
-        char context[64];
-        snprintf(context, sizeof context, "%s of message %" PRIu64, ok ? "ack" : "nack", d->id);
-        return broker_error(k->g, "consume", rc, context, NULL);
-    }
-    return 0;
-}
-
-static int cmd_consume(cli *g, int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"pool", required_argument, NULL, OPT_POOL},
-        {"levels", required_argument, NULL, 'p'},
-        {"count", required_argument, NULL, 'n'},
-        {"credit", required_argument, NULL, 'c'},
-        {"exec", required_argument, NULL, OPT_EXEC},
-        {"verbose", no_argument, NULL, 'v'},
-        {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    consumer k = {.g = g};
-    const char *pool = NULL, *level_list = NULL;
-    long count = 0, credit = 1, idle_ms = 0;
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, ":p:n:c:vh", opts, NULL)) != -1) {
-        switch (ch) {
-        case OPT_POOL: pool = optarg; break;
-        case 'p': level_list = optarg; break;
-        case 'n':
-            if (!number_parse(optarg, 1, LONG_MAX, &count))
-                return usage_error("consume", "bad count '%s' (expected a positive number)", optarg);
-            break;
-        case 'c':
-            if (!number_parse(optarg, 1, MAX_CREDIT, &credit))
-                return usage_error("consume", "bad credit '%s' (expected 1 to %d)", optarg, MAX_CREDIT);
-            break;
-        case OPT_EXEC: k.exec = optarg; break;
-        case 'v': k.verbose = true; break;
-        case OPT_IDLE_EXIT:
-            if (!number_parse(optarg, 1, INT_MAX, &idle_ms))
-                return usage_error("consume", "bad --idle-exit '%s' (expected milliseconds)", optarg);
-            break;
-        case 'h': fputs(help_text, stdout); return 0;
-        default: return option_error("consume", ch, argv);
-        }
-    }
-    if (optind < argc)
-        return usage_error("consume", "unexpected argument '%s'", argv[optind]);
-    if (pool && (!pool[0] || strlen(pool) > 64))
-        return usage_error("consume", "bad pool name '%s' (1 to 64 bytes)", pool);
-
-    int st = client_open(g, "consume");
-    if (st)
-        return st;
-    unsigned levels[SL_MAX_LEVELS];
-    size_t nlevels = 0;
-    if (level_list && (st = levels_parse(g, level_list, levels, &nlevels)))
-        return st;
-    if (count > 0)
-        sl_set_limit(g->c, (uint64_t)count); /* never pull an extra message */
-    int rc = sl_subscribe(g->c, pool, levels, nlevels, (unsigned)credit);
-    if (rc)
-        return broker_error(g, "consume", rc, "subscribing", NULL);
-    g->answered = true;
-    sl_levels(g->c, &k.nlevels, &k.names); /* cached by the subscription */
-    signals_install();
-
-    long settled = 0;
-    int64_t last_ms = mono_ms();
-    while (!st && !stop_signal && (count == 0 || settled < count)) {
-        int slice_ms = RECV_SLICE_MS;
-        if (idle_ms) {
-            int64_t left_ms = last_ms + idle_ms - mono_ms();
-            if (left_ms <= 0)
-                break;
-            if (left_ms < slice_ms)
-                slice_ms = (int)left_ms;
-        }
-        sl_delivery *d = NULL;
-        rc = sl_recv(g->c, slice_ms, &d);
-        if (rc == SL_ETIMEDOUT)
-            continue;
-        if (rc)
-            return broker_error(g, "consume", rc, "receiving", NULL);
-        last_ms = mono_ms();
-        st = consume_one(&k, d);
-        sl_delivery_free(&d);
-        settled++;
-    }
-    return st;
-}
-
 /* ---- stats ---- */
-
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
 
 static void stats_json(const sl_stats *st)
 {
@@ -748,91 +389,79 @@ static void stats_json(const sl_stats *st)
     for (unsigned i = 0; i < st->nlevels; i++) {
         const sl_level_stats *l = &st->level[i];
         printf("%s{\"level\":%u,\"name\":", i ? "," : "", i);
-        json_string(l->name);
+        cli_text_json_string(l->name);
         printf(",\"depth\":%" PRIu64 ",\"inflight\":%" PRIu64 ",\"delayed\":%" PRIu64
                ",\"dead\":%" PRIu64 ",\"oldest_ms\":%" PRIu64 ",\"enqueued\":%" PRIu64
                ",\"dispatched\":%" PRIu64 ",\"acked\":%" PRIu64 ",\"nacked\":%" PRIu64
-               ",\"expired\":%" PRIu64 "}",
-               l->depth, l->inflight, l->delayed, l->dead, l->oldest_ms, l->enqueued,
-               l->dispatched, l->acked, l->nacked, l->expired);
+               ",\"expired\":%" PRIu64 ",\"picks_priority\":%" PRIu64 ",\"picks_aged\":%" PRIu64
+               ",\"picks_overdue\":%" PRIu64 "}",
+               l->depth, l->inflight, l->delayed, l->dead, l->oldest_ms, l->enqueued, l->dispatched,
+               l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue);
     }
     printf("]}\n");
 }
 
-static void stats_table(const sl_stats *st)
+static int stats_table(const sl_stats *st)
 {
-    static const char *const head[STATS_COLUMNS] = {"LEVEL", "NAME", "DEPTH", "INFLIGHT",
-                                                   "DELAYED", "DEAD", "OLDEST", "ENQ",
-                                                   "DISP", "ACK", "NACK", "EXPIRED"};
-    static char cell[SL_MAX_LEVELS][STATS_COLUMNS][72];
-    size_t width[STATS_COLUMNS];
-    for (int k = 0; k < STATS_COLUMNS; k++)
-        width[k] = strlen(head[k]);
+    static const char *const head[] = {"LEVEL", "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
+                                       "DEAD",  "OLDEST",  "ENQ",   "DISP",     "ACK",
+                                       "NACK",  "EXPIRED", "PRIO",  "AGED",     "OVERDUE"};
+    /* level and name read left to right; figures line up on the right */
+    cli_table *t = cli_table_new(15, head, "llrrrrrrrrrrrrr", st->nlevels);
+    if (!t)
+        return -1;
     for (unsigned i = 0; i < st->nlevels; i++) {
         const sl_level_stats *l = &st->level[i];
-        const uint64_t num[STATS_COLUMNS] = {i, 0, l->depth, l->inflight, l->delayed, l->dead, 0,
-                                             l->enqueued, l->dispatched, l->acked, l->nacked,
-                                             l->expired};
-        for (int k = 0; k < STATS_COLUMNS; k++)
-            snprintf(cell[i][k], sizeof cell[i][k], "%" PRIu64, num[k]);
-        snprintf(cell[i][1], sizeof cell[i][1], "%s", l->name);
-        duration_format(l->oldest_ms, cell[i][6], sizeof cell[i][6]);
-        for (int k = 0; k < STATS_COLUMNS; k++)
-            if (strlen(cell[i][k]) > width[k])
-                width[k] = strlen(cell[i][k]);
+        char oldest[32];
+        cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        cli_table_add(t, "%u", i);
+        cli_table_add(t, "%s", l->name);
+        const uint64_t before[] = {l->depth, l->inflight, l->delayed, l->dead};
+        for (size_t k = 0; k < 4; k++)
+            cli_table_add(t, "%" PRIu64, before[k]);
+        cli_table_add(t, "%s", oldest);
+        const uint64_t after[] = {l->enqueued, l->dispatched,     l->acked,      l->nacked,
+                                  l->expired,  l->picks_priority, l->picks_aged, l->picks_overdue};
+        for (size_t k = 0; k < 8; k++)
+            cli_table_add(t, "%" PRIu64, after[k]);
     }
     char uptime[32];
-    duration_format(st->uptime_ms, uptime, sizeof uptime);
+    cli_text_age_format(st->uptime_ms, uptime, sizeof uptime);
     printf("uptime %s  consumers %" PRIu64 "\n", uptime, st->consumers);
-    /* level and name read left to right; figures line up on the right */
-    for (int k = 0; k < STATS_COLUMNS; k++)
-        printf(k <= 1 ? "%s%-*s" : "%s%*s", k ? "  " : "", (int)width[k], head[k]);
-    putchar('\n');
-    for (unsigned i = 0; i < st->nlevels; i++) {
-        for (int k = 0; k < STATS_COLUMNS; k++)
-            printf(k <= 1 ? "%s%-*s" : "%s%*s", k ? "  " : "", (int)width[k], cell[i][k]);
-        putchar('\n');
-    }
+    int rc = cli_table_print(t);
+    cli_table_destroy(&t);
+    return rc;
 }
 
-static int cmd_stats(cli *g, int argc, char **argv)
+static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool json = false;
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (ch) {
-        case OPT_JSON: json = true; break;
-        case 'h': fputs(help_text, stdout); return 0;
-        default: return option_error("stats", ch, argv);
-        }
-    }
-    if (optind < argc)
-        return usage_error("stats", "unexpected argument '%s'", argv[optind]);
-    int st = client_open(g, "stats");
-    if (st)
+    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)))
         return st;
     sl_stats stats;
     int rc = sl_stats_get(g->c, &stats);
     if (rc)
-        return broker_error(g, "stats", rc, "", NULL);
-    if (json)
+        return cli_core_broker_error(g, cmd, rc, "", NULL);
+    if (json) {
         stats_json(&stats);
-    else
-        stats_table(&stats);
-    if (fflush(stdout) || ferror(stdout)) {
-        say("stats", "writing to standard output: %s", strerror(errno));
-        return EXIT_BROKER;
+    } else if (stats_table(&stats)) {
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
     }
-    return 0;
+    return cli_core_output_done(cmd);
 }
 
 /* ---- main ---- */
+
+static int cmd_help(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    fputs(g->help, stdout);
+    return cli_core_output_done(cmd);
+}
 
 int main(int argc, char **argv)
 {
@@ -843,8 +472,15 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
+    static const cli_core_command commands[] = {
+        {"send", cmd_send},       {"consume", cli_consume_main}, {"stats", cmd_stats},
+        {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
+        {"help", cmd_help},
+    };
     const char *env = getenv("SLUICE_BROKER");
-    cli g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT, .timeout_ms = DEFAULT_TIMEOUT_MS};
+    cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,
+                  .timeout_ms = DEFAULT_TIMEOUT_MS,
+                  .help = help_text};
     long timeout_ms;
     int ch;
     opterr = 0;
@@ -853,34 +489,20 @@ int main(int argc, char **argv)
         switch (ch) {
         case 'b': g.endpoint = optarg; break;
         case OPT_TIMEOUT:
-            if (!number_parse(optarg, 1, INT_MAX, &timeout_ms))
-                return usage_error(NULL, "bad --timeout '%s' (expected milliseconds)", optarg);
+            if (!cli_text_number_parse(optarg, 1, INT_MAX, &timeout_ms))
+                return cli_text_usage_error(NULL, "bad --timeout '%s' (expected milliseconds)",
+                                            optarg);
             g.timeout_ms = (int)timeout_ms;
             break;
-        case 'h': fputs(help_text, stdout); return 0;
-        case OPT_VERSION: printf("sluice %s (wire protocol %d)\n", SLUICE_VERSION, PROTOCOL_VERSION); return 0;
-        default: return option_error(NULL, ch, argv);
+        case 'h': fputs(help_text, stdout); return cli_core_output_done(NULL);
+        case OPT_VERSION:
+            printf("sluice %s (wire protocol %d)\n", SLUICE_VERSION, PROTOCOL_VERSION);
+            return 0;
+        default: return cli_text_option_error(NULL, ch, argv);
         }
     }
-    if (optind >= argc)
-        return usage_error(NULL, "no command given (send, consume or stats)");
-
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    int st;
-    if (strcmp(cmd, "send") == 0) {
-        st = cmd_send(&g, sub_argc, sub_argv);
-    } else if (strcmp(cmd, "consume") == 0) {
-        st = cmd_consume(&g, sub_argc, sub_argv);
-    } else if (strcmp(cmd, "stats") == 0) {
-        st = cmd_stats(&g, sub_argc, sub_argv);
-    } else if (strcmp(cmd, "help") == 0) {
-        fputs(help_text, stdout);
-        st = 0;
-    } else {
-        st = usage_error(NULL, "unknown command '%s' (send, consume or stats)", cmd);
-    }
+    int st = cli_core_run(&g, NULL, commands, sizeof commands / sizeof commands[0], argc - optind,
+                          argv + optind);
     sl_close(&g.c);
     return st;
 }

@@ -1,0 +1,79 @@
+/*
+ * client.c - what the library's API files share: the error record, the
+ * request helper and the credit rule.
+ *
+ * The error record. Every fallible call in sluice.h clears it first and, when
+ * it fails, records a code with either the broker's text (from an ERROR
+ * reply) or the code's generic message, so that sl_last_error always has
+ * something to say about the last call. The library prints nothing.
+ *
+ * The credit rule. A consumer keeps its outstanding credit (client.h) at its
+ * window: subscribing grants the window, each ACK or NACK gives one back and
+ * grants what is then due, sl_set_window grants the difference when it
+ * grows, and a reconnection starts over from the deliveries the application
+ * still holds. Shrinking the window therefore needs no message: acks stop
+ * granting until outstanding falls below it. The limit of sl_set_limit caps
+ * the credit granted in all, so a consumer that asked for N never gets N+1.
+ * One function computes what is due for all of these, so they cannot drift.
+ */
+#include "client.h"
+
+#include <string.h>
+
+#include "wire.h"
+
+void client_err_clear(sl_client *c)
+{
+    c->last_code = SL_OK;
+    c->last_msg[0] = '\0';
+}
+
+int client_fail_text(sl_client *c, int code, const char *text, size_t len)
+{
+    client_str_copy(c->last_msg, sizeof c->last_msg, (proto_buf){text, (uint32_t)len});
+    c->last_code = code;
+    return code;
+}
+
+int client_fail(sl_client *c, int code)
+{
+    const char *text = sl_strerror(code);
+    return client_fail_text(c, code, text, strlen(text));
+}
+
+int client_request(sl_client *c, proto_msg *m, proto_type want)
+{
+    int rc = wire_request(c, m);
+    if (rc)
+        return client_fail(c, rc);
+    if (c->reply.type == PROTO_ERROR)
+        return client_fail_text(c, wire_code(c->reply.code), c->reply.msg.ptr, c->reply.msg.len);
+    if (c->reply.type != want)
+        return client_fail(c, SL_EPROTO);
+    return SL_OK;
+}
+
+uint64_t client_credit_due(const sl_client *c)
+{
+    uint64_t due = c->window > c->outstanding ? c->window - c->outstanding : 0;
+    if (c->limit) {
+        uint64_t left = c->limit > c->granted ? c->limit - c->granted : 0;
+        due = due < left ? due : left;
+    }
+    return due;
+}
+
+void client_str_copy(char *dst, size_t size, proto_buf s)
+{
+    size_t len = s.len;
+    if (len > size - 1) {
+        len = size - 1;
+        /* never end inside a UTF-8 sequence: drop its continuation bytes
+         * and the lead byte they follow */
+        while (len > 0 && ((unsigned char)s.ptr[len] & 0xC0) == 0x80)
+            len--;
+    }
+    if (len)
+        memcpy(dst, s.ptr, len);
+    dst[len] = '\0';
+}

@@ -1,0 +1,458 @@
+/*
+ * cli_admin.c - the `sluice` commands that look after the broker's
+ * scheduling: pool (list, resize, pause, resume, autoscale), level (list,
+ * set, pause, resume) and explain.
+ *
+ * Each is one request through the client library (its administration
+ * calls), whose answer is printed: lists as a table or as JSON, changes as
+ * one line that says what now holds, on standard output. Settings given in
+ * seconds are read and shown exactly (cli_text.c), so what an operator set
+ * is what the list shows. The broker checks every value against its own
+ * limits and says which one it refused; this file checks only what it must
+ * to build the request.
+ */
+#include "cli_admin.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_table.h"
+#include "cli_text.h"
+
+/* Long-only options get values outside the char range. */
+enum { OPT_DEADLINE = 256, OPT_AGING_STEP, OPT_MIN, OPT_MAX, OPT_TARGET_WAIT, OPT_OFF };
+
+/* ---- pool ---- */
+
+/* The broker's level names, read once per command; n is 0 when they could
+ * not be read, and levels then show as numbers. */
+typedef struct level_names {
+    unsigned n;
+    const char *const *names;
+} level_names;
+
+static const char *level_label(const level_names *ln, unsigned level, char *buf, size_t size)
+{
+    if (level < ln->n)
+        return ln->names[level];
+    snprintf(buf, size, "%u", level);
+    return buf;
+}
+
+/* mask_format writes the levels in mask as "high,normal" ("-" for none). */
+static void mask_format(const level_names *ln, uint32_t mask, char *buf, size_t size)
+{
+    size_t used = 0;
+    snprintf(buf, size, "-");
+    for (unsigned l = 0; l < 32 && used < size; l++) {
+        if (!(mask >> l & 1))
+            continue;
+        char number[16];
+        int w = snprintf(buf + used, size - used, "%s%s", used ? "," : "",
+                         level_label(ln, l, number, sizeof number));
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static void pools_json(const level_names *ln, const sl_pool_info *pools, unsigned n)
+{
+    printf("{\"pools\":[");
+    for (unsigned i = 0; i < n; i++) {
+        const sl_pool_info *p = &pools[i];
+        printf("%s{\"name\":", i ? "," : "");
+        cli_text_json_string(p->name);
+        printf(",\"levels\":[");
+        for (unsigned l = 0, first = 1; l < 32; l++) {
+            char number[16];
+            if (!(p->levels_mask >> l & 1))
+                continue;
+            printf("%s", first ? "" : ",");
+            cli_text_json_string(level_label(ln, l, number, sizeof number));
+            first = 0;
+        }
+        printf("],\"size\":%" PRIu32 ",\"members\":%" PRIu32 ",\"inflight\":%" PRIu32
+               ",\"rate_per_s\":%.3f,\"recommended\":%" PRIu32 ",\"paused\":%s"
+               ",\"autoscale\":%s}",
+               p->size, p->members, p->inflight, p->rate_per_s, p->recommended,
+               p->paused ? "true" : "false", p->autoscale ? "true" : "false");
+    }
+    printf("]}\n");
+}
+
+static int pools_table(const level_names *ln, const sl_pool_info *pools, unsigned n)
+{
+    static const char *const head[] = {"NAME",     "LEVELS", "SIZE",        "MEMBERS",
+                                       "INFLIGHT", "RATE/S", "RECOMMENDED", "FLAGS"};
+    cli_table *t = cli_table_new(8, head, "llrrrrrl", n);
+    if (!t)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        const sl_pool_info *p = &pools[i];
+        char levels[SL_MAX_LEVELS * 66];
+        mask_format(ln, p->levels_mask, levels, sizeof levels);
+        cli_table_add(t, "%s", p->name);
+        cli_table_add(t, "%s", levels);
+        if (p->size)
+            cli_table_add(t, "%" PRIu32, p->size);
+        else
+            cli_table_add(t, "-");
+        cli_table_add(t, "%" PRIu32, p->members);
+        cli_table_add(t, "%" PRIu32, p->inflight);
+        cli_table_add(t, "%.1f", p->rate_per_s);
+        cli_table_add(t, "%" PRIu32, p->recommended);
+        cli_table_add(t, "%s",
+                      p->paused && p->autoscale ? "paused,autoscale"
+                      : p->paused               ? "paused"
+                      : p->autoscale            ? "autoscale"
+                                                : "-");
+    }
+    int rc = cli_table_print(t);
+    cli_table_destroy(&t);
+    return rc;
+}
+
+static int pool_list(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    bool json = false;
+    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    sl_pool_info pools[SL_MAX_POOLS];
+    unsigned n = 0;
+    int rc = sl_pool_list(g->c, pools, &n);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "", NULL);
+    g->answered = true;
+    level_names ln = {0};
+    if (sl_levels(g->c, &ln.n, &ln.names))
+        ln.n = 0;
+    if (json) {
+        pools_json(&ln, pools, n);
+    } else if (pools_table(&ln, pools, n)) {
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    return cli_core_output_done(cmd);
+}
+
+static int pool_resize(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 2, "a pool name and a size");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    const char *name = argv[optind], *size_text = argv[optind + 1];
+    long size;
+    if (cli_core_pool_check(cmd, name) != CLI_CORE_GO_ON)
+        return CLI_TEXT_EXIT_USAGE;
+    if (!cli_text_number_parse(size_text, 0, UINT32_MAX, &size))
+        return cli_text_usage_error(cmd, "bad size '%s' (expected a number; 0 for no limit)",
+                                    size_text);
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    int rc = sl_pool_resize(g->c, name, (uint32_t)size);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, name, NULL);
+    if (size)
+        printf("pool %s: size %ld\n", name, size);
+    else
+        printf("pool %s: no size limit\n", name);
+    return cli_core_output_done(cmd);
+}
+
+/* pool_pause is both "pool pause" and "pool resume". */
+static int pool_pause(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    bool pause = strcmp(argv[0], "pause") == 0;
+    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a pool name");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    const char *name = argv[optind];
+    if (cli_core_pool_check(cmd, name) != CLI_CORE_GO_ON)
+        return CLI_TEXT_EXIT_USAGE;
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    int rc = sl_pool_pause(g->c, name, pause);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, name, NULL);
+    printf("pool %s: %s\n", name, pause ? "paused" : "resumed");
+    return cli_core_output_done(cmd);
+}
+
+static int pool_autoscale(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"min", required_argument, NULL, OPT_MIN},
+        {"max", required_argument, NULL, OPT_MAX},
+        {"target-wait", required_argument, NULL, OPT_TARGET_WAIT},
+        {"off", no_argument, NULL, OPT_OFF},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long min = -1, max = -1;
+    uint64_t wait_ms = 0;
+    bool off = false, have_wait = false;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case OPT_MIN:
+        case OPT_MAX:
+            if (!cli_text_number_parse(optarg, 1, UINT32_MAX, ch == OPT_MIN ? &min : &max))
+                return cli_text_usage_error(cmd, "bad --%s '%s' (expected a positive number)",
+                                            ch == OPT_MIN ? "min" : "max", optarg);
+            break;
+        case OPT_TARGET_WAIT:
+            if (!cli_text_seconds_parse(optarg, false, &wait_ms) || wait_ms == 0)
+                return cli_text_usage_error(cmd,
+                                            "bad --target-wait '%s' (expected seconds, such as 2 "
+                                            "or 0.5, at most 3 decimals)",
+                                            optarg);
+            have_wait = true;
+            break;
+        case OPT_OFF: off = true; break;
+        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        default: return cli_text_option_error(cmd, ch, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return argc - optind
+                   ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
+                   : cli_text_usage_error(cmd, "expected a pool name");
+    const char *name = argv[optind];
+    if (cli_core_pool_check(cmd, name) != CLI_CORE_GO_ON)
+        return CLI_TEXT_EXIT_USAGE;
+    bool any = min >= 0 || max >= 0 || have_wait;
+    if (off && any)
+        return cli_text_usage_error(cmd, "--off takes no --min, --max or --target-wait");
+    if (!off && (min < 0 || max < 0 || !have_wait))
+        return cli_text_usage_error(cmd, "give --min, --max and --target-wait, or --off");
+    if (!off && min > max)
+        return cli_text_usage_error(cmd, "--min %ld is more than --max %ld", min, max);
+    int st = cli_core_connect(g, cmd);
+    if (st)
+        return st;
+    int rc = off ? sl_pool_autoscale(g->c, name, 0, 0, 0, 0)
+                 : sl_pool_autoscale(g->c, name, (uint32_t)min, (uint32_t)max, wait_ms, 1);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, name, NULL);
+    char wait[32];
+    cli_text_seconds_format(wait_ms, wait, sizeof wait);
+    if (off)
+        printf("pool %s: autoscaling off; the size stays as it is\n", name);
+    else
+        printf("pool %s: autoscaling between %ld and %ld, for a wait of about %s\n", name, min, max,
+               wait);
+    return cli_core_output_done(cmd);
+}
+
+int cli_admin_pool(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const cli_core_command subs[] = {
+        {"list", pool_list},    {"resize", pool_resize},       {"pause", pool_pause},
+        {"resume", pool_pause}, {"autoscale", pool_autoscale},
+    };
+    return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
+}
+
+/* ---- level ---- */
+
+static void levels_json(const sl_level_info *levels, unsigned n)
+{
+    printf("{\"levels\":[");
+    for (unsigned i = 0; i < n; i++) {
+        const sl_level_info *l = &levels[i];
+        printf("%s{\"level\":%u,\"name\":", i ? "," : "", i);
+        cli_text_json_string(l->name);
+        printf(",\"deadline_ms\":%" PRIu64 ",\"aging_ms\":%" PRIu64
+               ",\"paused\":%s,\"depth\":%" PRIu64 ",\"oldest_ms\":%" PRIu64 "}",
+               l->deadline_ms, l->aging_ms, l->paused ? "true" : "false", l->depth, l->oldest_ms);
+    }
+    printf("]}\n");
+}
+
+/* setting_format writes a deadline or aging step: exact seconds, or "-"
+ * when off. */
+static void setting_format(uint64_t ms, char *buf, size_t size)
+{
+    if (ms)
+        cli_text_seconds_format(ms, buf, size);
+    else
+        snprintf(buf, size, "-");
+}
+
+static int levels_table(const sl_level_info *levels, unsigned n)
+{
+    static const char *const head[] = {"LEVEL",  "NAME",  "DEADLINE", "AGING",
+                                       "PAUSED", "DEPTH", "OLDEST"};
+    cli_table *t = cli_table_new(7, head, "llrrlrr", n);
+    if (!t)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        const sl_level_info *l = &levels[i];
+        char deadline[32], aging[32], oldest[32];
+        setting_format(l->deadline_ms, deadline, sizeof deadline);
+        setting_format(l->aging_ms, aging, sizeof aging);
+        cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        cli_table_add(t, "%u", i);
+        cli_table_add(t, "%s", l->name);
+        cli_table_add(t, "%s", deadline);
+        cli_table_add(t, "%s", aging);
+        cli_table_add(t, "%s", l->paused ? "yes" : "no");
+        cli_table_add(t, "%" PRIu64, l->depth);
+        cli_table_add(t, "%s", oldest);
+    }
+    int rc = cli_table_print(t);
+    cli_table_destroy(&t);
+    return rc;
+}
+
+static int level_list(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    bool json = false;
+    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    sl_level_info levels[SL_MAX_LEVELS];
+    unsigned n = 0;
+    int rc = sl_level_list(g->c, levels, &n);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "", NULL);
+    if (json) {
+        levels_json(levels, n);
+    } else if (levels_table(levels, n)) {
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    return cli_core_output_done(cmd);
+}
+
+static int level_set(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"deadline", required_argument, NULL, OPT_DEADLINE},
+        {"aging-step", required_argument, NULL, OPT_AGING_STEP},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t ms[2] = {SL_UNCHANGED, SL_UNCHANGED}; /* deadline, aging step */
+    static const char *const what[2] = {"deadline", "aging step"};
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case OPT_DEADLINE:
+        case OPT_AGING_STEP:
+            if (!cli_text_seconds_parse(optarg, true, &ms[ch == OPT_AGING_STEP]))
+                return cli_text_usage_error(cmd,
+                                            "bad --%s '%s' (expected seconds, such as 30 or 0.5, "
+                                            "at most 3 decimals; or off)",
+                                            ch == OPT_DEADLINE ? "deadline" : "aging-step", optarg);
+            break;
+        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        default: return cli_text_option_error(cmd, ch, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return argc - optind
+                   ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
+                   : cli_text_usage_error(cmd, "expected a level");
+    if (ms[0] == SL_UNCHANGED && ms[1] == SL_UNCHANGED)
+        return cli_text_usage_error(cmd,
+                                    "nothing to change: give --deadline, --aging-step or both");
+    unsigned level;
+    int st = cli_core_connect(g, cmd);
+    if (st || (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
+        return st;
+    int rc = sl_level_set(g->c, level, ms[0], ms[1]);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+    char number[16];
+    printf("level %s:", cli_core_level_name(g, level, number, sizeof number));
+    for (int k = 0, first = 1; k < 2; k++) {
+        char value[32];
+        if (ms[k] == SL_UNCHANGED)
+            continue;
+        setting_format(ms[k], value, sizeof value);
+        printf("%s %s %s", first ? "" : ",", what[k], ms[k] ? value : "off");
+        first = 0;
+    }
+    putchar('\n');
+    return cli_core_output_done(cmd);
+}
+
+/* level_pause is both "level pause" and "level resume". */
+static int level_pause(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    bool pause = strcmp(argv[0], "pause") == 0;
+    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a level");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    unsigned level;
+    if ((st = cli_core_connect(g, cmd)) ||
+        (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
+        return st;
+    int rc = sl_level_pause(g->c, level, pause);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+    char number[16];
+    printf("level %s: %s\n", cli_core_level_name(g, level, number, sizeof number),
+           pause ? "paused" : "resumed");
+    return cli_core_output_done(cmd);
+}
+
+int cli_admin_level(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const cli_core_command subs[] = {
+        {"list", level_list},
+        {"set", level_set},
+        {"pause", level_pause},
+        {"resume", level_pause},
+    };
+    return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
+}
+
+/* ---- explain ---- */
+
+int cli_admin_explain(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a message id");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    uint64_t id;
+    if (!cli_text_u64_parse(argv[optind], &id))
+        return cli_text_usage_error(cmd, "bad message id '%s' (expected a number)", argv[optind]);
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    sl_explain_info e;
+    int rc = sl_explain(g->c, id, &e);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "", NULL);
+    char number[16], until[32];
+    const char *level = cli_core_level_name(g, e.level, number, sizeof number);
+    cli_text_age_format(e.until_ms, until, sizeof until);
+    printf("message %" PRIu64 ": ", id);
+    if (strcmp(e.state, "ready") == 0 && e.position == 0)
+        printf("ready at the head of level %s", level);
+    else if (strcmp(e.state, "ready") == 0)
+        printf("ready in level %s, %" PRIu64 " ahead of it", level, e.position);
+    else if (strcmp(e.state, "leased") == 0)
+        printf("leased from level %s, for %s more", level, until);
+    else if (strcmp(e.state, "delayed") == 0)
+        printf("delayed in level %s, due in %s", level, until);
+    else if (strcmp(e.state, "dead") == 0)
+        printf("a dead letter of level %s", level);
+    else
+        printf("%s", e.state);
+    printf("%s%s\n", e.why[0] ? "; " : "", e.why);
+    return cli_core_output_done(cmd);
+}

@@ -1,0 +1,12 @@
+/*
+ * cli_consume.h - the `sluice consume` command.
+ */
+#ifndef SLUICE_CLI_CONSUME_H
+#define SLUICE_CLI_CONSUME_H
+
+#include "cli_core.h"
+
+/* cli_consume_main runs `sluice consume` (a cli_core_fn). */
+int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv);
+
+#endif /* SLUICE_CLI_CONSUME_H */

@@ -1,0 +1,158 @@
+/*
+ * cli_core.c - the ground the `sluice` command's files share.
+ *
+ * Errors from the library are reported once, by the command that made the
+ * call, with what it was doing, the error's name, and the broker's own words
+ * when they add something to the generic message. A timeout before the
+ * broker has answered anything is reported as "cannot reach", since that is
+ * nearly always what it means.
+ */
+#include "cli_core.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_text.h"
+
+int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, size_t n, int argc,
+                 char **argv)
+{
+    char names[160] = "", cmd[64];
+    for (size_t i = 0; i < n; i++) {
+        if (argc > 0 && strcmp(argv[0], table[i].name) == 0) {
+            snprintf(cmd, sizeof cmd, "%s%s%s", group ? group : "", group ? " " : "", argv[0]);
+            return table[i].fn(g, cmd, argc, argv);
+        }
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                 i == 0       ? ""
+                 : i + 1 == n ? " or "
+                              : ", ",
+                 table[i].name);
+    }
+    if (argc == 0)
+        return cli_text_usage_error(group, "no command given (%s)", names);
+    return cli_text_usage_error(group, "unknown command '%s' (%s)", argv[0], names);
+}
+
+int cli_core_connect(cli_core *g, const char *cmd)
+{
+    sl_options o = {.timeout_ms = g->timeout_ms};
+    int rc = sl_connect(g->endpoint, &o, &g->c);
+    if (rc == SL_EINVAL)
+        return cli_text_usage_error(cmd,
+                                    "invalid broker endpoint '%s' (expected tcp://HOST:PORT "
+                                    "or ipc://PATH)",
+                                    g->endpoint);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "cannot create the client", NULL);
+    return 0;
+}
+
+int cli_core_broker_error(cli_core *g, const char *cmd, int rc, const char *context,
+                          const char *extra)
+{
+    if (rc == SL_ETIMEDOUT && !g->answered) {
+        cli_text_say(NULL, "cannot reach broker at %s (timed out after %d ms); is sluiced running?",
+                     g->endpoint, g->timeout_ms);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    const char *generic = sl_strerror(rc);
+    const char *text = g->c ? sl_last_error(g->c) : generic;
+    bool detail = strcmp(text, generic) != 0 && text[0];
+    cli_text_say(cmd, "%s%s%s (%s)%s%s%s", context, context[0] ? ": " : "", generic, sl_errname(rc),
+                 detail ? ": " : "", detail ? text : "", extra ? extra : "");
+    return CLI_TEXT_EXIT_FAILURE;
+}
+
+/* levels_list writes the broker's level names as "high, normal, low". */
+static void levels_list(cli_core *g, char *buf, size_t size)
+{
+    unsigned n = 0;
+    const char *const *names = NULL;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (sl_levels(g->c, &n, &names))
+        return;
+    for (unsigned i = 0; i < n && used < size; i++) {
+        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+int cli_core_level_resolve(cli_core *g, const char *cmd, const char *text, unsigned *level)
+{
+    int rc = sl_level_parse(g->c, text, level);
+    if (rc == SL_OK) {
+        g->answered = true;
+        return 0;
+    }
+    if (rc != SL_ENOLEVEL)
+        return cli_core_broker_error(g, cmd, rc, "reading the broker's levels", NULL);
+    char names[SL_MAX_LEVELS * 70];
+    levels_list(g, names, sizeof names);
+    return cli_text_usage_error(cmd, "no such level '%s' (the broker has: %s)", text, names);
+}
+
+const char *cli_core_level_name(cli_core *g, unsigned level, char *buf, size_t size)
+{
+    unsigned n = 0;
+    const char *const *names = NULL;
+    if (sl_levels(g->c, &n, &names) == SL_OK && level < n)
+        return names[level];
+    snprintf(buf, size, "%u", level);
+    return buf;
+}
+
+int cli_core_plain_args(cli_core *g, const char *cmd, int argc, char **argv, bool *json,
+                        int noperands, const char *operands)
+{
+    static const struct option with_json[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const struct option *opts = json ? with_json : with_json + 1;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'j': *json = true; break;
+        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        default: return cli_text_option_error(cmd, ch, argv);
+        }
+    }
+    if (argc - optind < noperands)
+        return cli_text_usage_error(cmd, "expected %s", operands);
+    if (argc - optind > noperands)
+        return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + noperands]);
+    return CLI_CORE_GO_ON;
+}
+
+int cli_core_pool_check(const char *cmd, const char *name)
+{
+    if (!name[0] || strlen(name) > CLI_CORE_NAME_MAX_BYTES)
+        return cli_text_usage_error(cmd, "bad pool name '%s' (1 to %d bytes)", name,
+                                    CLI_CORE_NAME_MAX_BYTES);
+    return CLI_CORE_GO_ON;
+}
+
+int cli_core_output_done(const char *cmd)
+{
+    if (fflush(stdout) || ferror(stdout)) {
+        cli_text_say(cmd, "writing to standard output: %s", cli_text_strerror(errno));
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    return 0;
+}
+
+int64_t cli_core_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,82 @@
+/*
+ * cli_core.h - what the files of the `sluice` command share: the global
+ * options and the broker connection, reporting the library's errors,
+ * resolving levels, the arguments of simple commands, and running a command
+ * by name.
+ *
+ * Every command is a cli_core_fn: it gets the shared state, its name for
+ * messages ("pool resize") and its own argv (argv[0] is the command's last
+ * word), and returns the process's exit status (cli_text.h). Only the main
+ * thread uses the connection.
+ */
+#ifndef SLUICE_CLI_CORE_H
+#define SLUICE_CLI_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+#define CLI_CORE_GO_ON          (-1) /* from argument checks: no exit status yet */
+#define CLI_CORE_NAME_MAX_BYTES 64   /* a pool's name */
+
+/* The global options and the connection every command uses. */
+typedef struct cli_core {
+    const char *endpoint;
+    int timeout_ms;
+    const char *help; /* what --help prints */
+    sl_client *c;     /* NULL until cli_core_connect */
+    bool answered;    /* the broker has replied once: a timeout is then not "unreachable" */
+} cli_core;
+
+typedef int (*cli_core_fn)(cli_core *g, const char *cmd, int argc, char **argv);
+
+typedef struct cli_core_command {
+    const char *name;
+    cli_core_fn fn;
+} cli_core_command;
+
+/* cli_core_run runs the command table[i] named argv[0], or reports that
+ * there is none. group names the family for messages ("pool"), or is NULL
+ * at the top level. Returns the exit status. */
+int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, size_t n, int argc,
+                 char **argv);
+
+/* cli_core_connect creates g->c. Returns 0 or the exit status, reported. */
+int cli_core_connect(cli_core *g, const char *cmd);
+
+/* cli_core_broker_error reports rc from a library call on g->c, after
+ * context (may be empty) and before extra (may be NULL), with the broker's
+ * words when it gave any. Returns the exit status. */
+int cli_core_broker_error(cli_core *g, const char *cmd, int rc, const char *context,
+                          const char *extra);
+
+/* cli_core_level_resolve turns text (a name or number) into a level, or
+ * reports why not, naming the broker's levels. Returns 0 or the exit
+ * status. */
+int cli_core_level_resolve(cli_core *g, const char *cmd, const char *text, unsigned *level);
+
+/* cli_core_level_name returns level's name, or its number written in buf
+ * when the broker's levels are not known. */
+const char *cli_core_level_name(cli_core *g, unsigned level, char *buf, size_t size);
+
+/* cli_core_plain_args parses the arguments of a command whose only options
+ * are --help and, when json is not NULL, --json, and which takes exactly
+ * noperands operands (described by operands, for the error), left at
+ * argv[optind...]. Returns CLI_CORE_GO_ON, or the exit status. */
+int cli_core_plain_args(cli_core *g, const char *cmd, int argc, char **argv, bool *json,
+                        int noperands, const char *operands);
+
+/* cli_core_pool_check refuses a pool name the broker would. Returns
+ * CLI_CORE_GO_ON, or the exit status, reported. */
+int cli_core_pool_check(const char *cmd, const char *name);
+
+/* cli_core_output_done flushes standard output. Returns 0, or the exit
+ * status after reporting that writing failed. */
+int cli_core_output_done(const char *cmd);
+
+/* cli_core_now_ms reads CLOCK_MONOTONIC in milliseconds. */
+int64_t cli_core_now_ms(void);
+
+#endif /* SLUICE_CLI_CORE_H */

@@ -1,0 +1,194 @@
+/*
+ * cli_text.c - the text the `sluice` command reads and writes, but for
+ * tables (cli_table.c).
+ *
+ * Messages. Every line on standard error starts with "sluice: " and the
+ * command's name, so that a script's log says who complained. A line is
+ * written with standard error locked, so lines from consume's worker threads
+ * never interleave.
+ *
+ * Values. Command-line numbers are decimal and must be whole: "12x", " 12"
+ * and "+12" are refused, not read as 12. Seconds are decimal too, never
+ * floating point, so "0.1" is exactly 100 ms; precision finer than a
+ * millisecond is refused rather than rounded away.
+ */
+#include "cli_text.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- messages ---- */
+
+static void vsay(const char *cmd, const char *fmt, va_list ap, const char *tail)
+{
+    flockfile(stderr);
+    fprintf(stderr, "sluice: %s%s", cmd ? cmd : "", cmd ? ": " : "");
+    vfprintf(stderr, fmt, ap);
+    fputs(tail, stderr);
+    funlockfile(stderr);
+}
+
+void cli_text_say(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(cmd, fmt, ap, "\n");
+    va_end(ap);
+}
+
+int cli_text_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(cmd, fmt, ap, "\nTry 'sluice --help' for more information.\n");
+    va_end(ap);
+    return CLI_TEXT_EXIT_USAGE;
+}
+
+int cli_text_option_error(const char *cmd, int ch, char **argv)
+{
+    const char *arg = argv[optind - 1];
+    if (optopt > 0 && optopt < 256 && strncmp(arg, "--", 2) != 0)
+        return cli_text_usage_error(
+            cmd, ch == ':' ? "option '-%c' needs an argument" : "unknown option '-%c'", optopt);
+    return cli_text_usage_error(
+        cmd, ch == ':' ? "option '%s' needs an argument" : "unknown option '%s'", arg);
+}
+
+const char *cli_text_strerror(int err)
+{
+    static _Thread_local char buf[128];
+    return strerror_r(err, buf, sizeof buf); /* the GNU variant: it returns the text */
+}
+
+/* ---- reading values ---- */
+
+bool cli_text_number_parse(const char *text, long min, long max, long *out)
+{
+    char *end;
+    if (!(text[0] >= '0' && text[0] <= '9') && !(text[0] == '-' && min < 0))
+        return false;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool cli_text_u64_parse(const char *text, uint64_t *out)
+{
+    char *end;
+    if (!(text[0] >= '0' && text[0] <= '9'))
+        return false;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms)
+{
+    if (allow_off && strcmp(text, "off") == 0) {
+        *ms = 0;
+        return true;
+    }
+    uint64_t whole = 0, frac_ms = 0;
+    size_t i = 0, digits = 0;
+    for (; text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+        whole = whole * 10 + (uint64_t)(text[i] - '0');
+        if (whole > CLI_TEXT_SECONDS_MAX)
+            return false;
+    }
+    if (text[i] == '.') {
+        unsigned scale = 100;
+        for (i++; text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+            if (scale == 0 && text[i] != '0')
+                return false; /* finer than a millisecond */
+            frac_ms += (uint64_t)(text[i] - '0') * scale;
+            scale /= 10;
+        }
+    }
+    if (digits == 0 || text[i] != '\0')
+        return false;
+    *ms = whole * 1000 + frac_ms;
+    return true;
+}
+
+int cli_text_line_read(FILE *in, char **buf, size_t *cap, size_t *len, size_t max_bytes)
+{
+    int ch = EOF;
+    *len = 0;
+    while ((ch = getc_unlocked(in)) != EOF && ch != '\n') {
+        if (*len == max_bytes)
+            return -1;
+        if (*len == *cap) {
+            size_t grown = *cap ? *cap * 2 : 4096;
+            if (grown > max_bytes)
+                grown = max_bytes;
+            char *p = realloc(*buf, grown);
+            if (!p)
+                return -2;
+            *buf = p;
+            *cap = grown;
+        }
+        (*buf)[(*len)++] = (char)ch;
+    }
+    if (ferror(in))
+        return -2;
+    return ch == '\n' || *len ? 1 : 0;
+}
+
+/* ---- writing values ---- */
+
+void cli_text_age_format(uint64_t ms, char *buf, size_t size)
+{
+    uint64_t s = ms / 1000;
+    if (ms < 60000) {
+        uint64_t tenths = ms / 100;
+        if (tenths % 10)
+            snprintf(buf, size, "%" PRIu64 ".%" PRIu64 "s", tenths / 10, tenths % 10);
+        else
+            snprintf(buf, size, "%" PRIu64 "s", s);
+    } else if (s < 3600) {
+        snprintf(buf, size, "%" PRIu64 "m%" PRIu64 "s", s / 60, s % 60);
+    } else if (s < 86400) {
+        snprintf(buf, size, "%" PRIu64 "h%" PRIu64 "m", s / 3600, s % 3600 / 60);
+    } else {
+        snprintf(buf, size, "%" PRIu64 "d%" PRIu64 "h", s / 86400, s % 86400 / 3600);
+    }
+}
+
+void cli_text_seconds_format(uint64_t ms, char *buf, size_t size)
+{
+    uint64_t frac = ms % 1000;
+    if (frac == 0)
+        snprintf(buf, size, "%" PRIu64 "s", ms / 1000);
+    else if (frac % 100 == 0)
+        snprintf(buf, size, "%" PRIu64 ".%" PRIu64 "s", ms / 1000, frac / 100);
+    else if (frac % 10 == 0)
+        snprintf(buf, size, "%" PRIu64 ".%02" PRIu64 "s", ms / 1000, frac / 10);
+    else
+        snprintf(buf, size, "%" PRIu64 ".%03" PRIu64 "s", ms / 1000, frac);
+}
+
+void cli_text_json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}

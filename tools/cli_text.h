@@ -1,0 +1,74 @@
+/*
+ * cli_text.h - the text the `sluice` command reads and writes: messages on
+ * standard error, numbers and durations on the command line, lines of input,
+ * and JSON strings on standard output (tables are cli_table.c's).
+ *
+ * Nothing here knows about the broker. The message functions may be called
+ * from any thread: each writes its line in one piece. The rest keep no state
+ * beyond what their arguments own.
+ */
+#ifndef SLUICE_CLI_TEXT_H
+#define SLUICE_CLI_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CLI_TEXT_EXIT_FAILURE 1 /* the broker failed or refused; or I/O failed */
+#define CLI_TEXT_EXIT_USAGE   2 /* a usage error */
+
+/* ---- messages on standard error ---- */
+
+/* cli_text_say writes "sluice: CMD: " (or "sluice: " when cmd is NULL), the
+ * formatted message and a newline, as one line. */
+void cli_text_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cli_text_usage_error says the message followed by a hint at --help, and
+ * returns CLI_TEXT_EXIT_USAGE. */
+int cli_text_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* cli_text_option_error reports what getopt_long rejected (it returned ch, ':'
+ * for a missing argument) and returns CLI_TEXT_EXIT_USAGE. */
+int cli_text_option_error(const char *cmd, int ch, char **argv);
+
+/* cli_text_strerror returns the text for an errno value; unlike strerror it may
+ * be called from any thread. The text stays valid until the calling thread
+ * calls it again. */
+const char *cli_text_strerror(int err);
+
+/* ---- reading values ---- */
+
+/* cli_text_number_parse reads a decimal integer in [min, max], and nothing else. */
+bool cli_text_number_parse(const char *text, long min, long max, long *out);
+
+/* cli_text_u64_parse reads a decimal unsigned 64-bit integer, and nothing else. */
+bool cli_text_u64_parse(const char *text, uint64_t *out);
+
+/* cli_text_seconds_parse reads a number of seconds such as "30", "0.5" or ".25"
+ * into milliseconds: at most CLI_TEXT_SECONDS_MAX, at most three decimals (the
+ * broker keeps milliseconds). "off" reads as 0 when allow_off. */
+#define CLI_TEXT_SECONDS_MAX 1000000000 /* about 31 years */
+bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms);
+
+/* cli_text_line_read reads one line of in, without its '\n', into *buf (grown up
+ * to max_bytes + 1). Returns 1 for a line, 0 at the end of input, -1 for a
+ * line longer than max_bytes (the rest of it is not read), -2 for a read or
+ * allocation error (errno tells). */
+int cli_text_line_read(FILE *in, char **buf, size_t *cap, size_t *len, size_t max_bytes);
+
+/* ---- writing values ---- */
+
+/* cli_text_age_format writes an age or uptime, rounded for reading at a glance:
+ * 0s, 1.2s, 3m4s, 5h6m or 7d8h. */
+void cli_text_age_format(uint64_t ms, char *buf, size_t size);
+
+/* cli_text_seconds_format writes a setting exactly, in the unit it is given in:
+ * 0.5s, 30s, 0.025s. */
+void cli_text_seconds_format(uint64_t ms, char *buf, size_t size);
+
+/* cli_text_json_string writes s to standard output as a JSON string. */
+void cli_text_json_string(const char *s);
+
+#endif /* SLUICE_CLI_TEXT_H */
