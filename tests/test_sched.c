@@ -121,6 +121,36 @@ static void pool_per_priority_each_sized(void **state)
     finish(f);
 }
 
+/* wait_share polls c (sl_recv drives its socket) until its share is want. */
+static unsigned wait_share(sl_client *c, unsigned want)
+{
+    uint64_t end = th_now_ms() + 5000;
+    while (sl_share(c) != want && th_now_ms() < end) {
+        sl_delivery *d = NULL;
+        if (sl_recv(c, 50, &d) == SL_OK)
+            sl_delivery_free(&d);
+    }
+    return sl_share(c);
+}
+
+static void members_are_told_their_share(void **state)
+{
+    (void)state;
+    fixture *f = start(NULL);
+    sl_client *a = client_for(&f->b), *b2 = client_for(&f->b);
+    assert_int_equal(sl_subscribe(a, "crew", NULL, 0, 1), SL_OK);
+    assert_int_equal(sl_pool_resize(f->c, "crew", 3), SL_OK);
+    assert_int_equal(wait_share(a, 3), 3);
+    assert_int_equal(sl_subscribe(b2, "crew", NULL, 0, 1), SL_OK); /* a second member joins */
+    assert_int_equal(wait_share(a, 2) + wait_share(b2, 1), 3);
+    sl_close(&b2); /* it leaves: a gets the whole pool again */
+    assert_int_equal(wait_share(a, 3), 3);
+    assert_int_equal(sl_pool_resize(f->c, "crew", 1), SL_OK);
+    assert_int_equal(wait_share(a, 1), 1);
+    sl_close(&a);
+    finish(f);
+}
+
 typedef struct worker {
     const th_broker *b;
     const char *pool;
@@ -421,6 +451,7 @@ int main(void)
         cmocka_unit_test(deadline_prevents_starvation),
         cmocka_unit_test(strict_order_without_deadlines),
         cmocka_unit_test(resize_under_load_doubles_throughput),
+        cmocka_unit_test(members_are_told_their_share),
         cmocka_unit_test(level_and_pool_pause_and_resume),
         cmocka_unit_test(tag_rules_choose_the_level),
         cmocka_unit_test(explain_in_each_state),
