@@ -32,7 +32,7 @@
 typedef struct msg_def {
     const char *name;
     int dir;
-    uint64_t req, opt;
+    proto_mask req, opt;
 } msg_def;
 
 static const msg_def msg_defs[PROTO_TYPE_COUNT_] = {
@@ -55,7 +55,7 @@ static const field_def field_defs[PROTO_F_COUNT_] = {
 #undef FIELD_DEF_
 };
 
-_Static_assert(PROTO_F_COUNT_ <= 64, "presence mask is 64 bits");
+_Static_assert(PROTO_F_COUNT_ <= 128, "presence mask is 128 bits");
 
 typedef struct err_def {
     const char *name, *text;
@@ -96,7 +96,7 @@ proto_type proto_type_of(const char *name, size_t len)
     return PROTO_NONE;
 }
 
-int proto_fields_of(proto_type t, uint64_t *req, uint64_t *opt)
+int proto_fields_of(proto_type t, proto_mask *req, proto_mask *opt)
 {
     if (t <= PROTO_NONE || t >= PROTO_TYPE_COUNT_)
         return -1;
@@ -183,7 +183,7 @@ void proto_set_str(proto_msg *m, proto_field f, const char *ptr, size_t len)
         return;
     b->ptr = ptr;
     b->len = (uint32_t)len;
-    m->present |= UINT64_C(1) << f;
+    m->present |= (proto_mask)1 << f;
 }
 
 /* ---- guard: structural walk over raw msgpack, no allocation ---- */
@@ -448,7 +448,7 @@ static int map_fields(const msgpack_object *o, proto_msg *out, const char **why)
         return SL_EUNKNOWN;
     }
     const msg_def *md = &msg_defs[out->type];
-    uint64_t allowed = md->req | md->opt | PF(op);
+    proto_mask allowed = md->req | md->opt | PF(op);
 
     for (uint32_t i = 0; i < map->size; i++) {
         const msgpack_object *k = &map->ptr[i].key;
@@ -468,7 +468,7 @@ static int map_fields(const msgpack_object *o, proto_msg *out, const char **why)
         int rc = set_field(out, (proto_field)f, &map->ptr[i].val, why);
         if (rc)
             return rc;
-        out->present |= UINT64_C(1) << f;
+        out->present |= (proto_mask)1 << f;
     }
     if ((out->present & md->req) != md->req) {
         *why = "required field missing";
@@ -583,7 +583,7 @@ static int pack_field(msgpack_packer *pk, proto_msg *m, proto_field f)
     return -1;
 }
 
-static int count_bits(uint64_t v)
+static int count_bits(proto_mask v)
 {
     int n = 0;
     for (; v; v &= v - 1)
@@ -596,7 +596,7 @@ int proto_encode(const proto_msg *m, proto_wbuf *out)
     if (m->type <= PROTO_NONE || m->type >= PROTO_TYPE_COUNT_)
         return SL_EINVAL;
     const msg_def *md = &msg_defs[m->type];
-    uint64_t fields = m->present & ~PF(op);
+    proto_mask fields = m->present & ~PF(op);
     if ((fields & md->req) != md->req || (fields & ~(md->req | md->opt)))
         return SL_EINVAL;
     for (int f = 0; f < PROTO_F_COUNT_; f++) {

@@ -113,7 +113,11 @@ typedef enum proto_field {
     PROTO_F_COUNT_
 } proto_field;
 
-#define PF(m) (UINT64_C(1) << PROTO_F_##m)
+/* The presence mask has a bit per field. It is 128 bits wide, an extension
+ * both GCC and Clang provide (the model outgrew 64 fields); the model may hold
+ * up to 128 fields. */
+__extension__ typedef unsigned __int128 proto_mask;
+#define PF(m) ((proto_mask)1 << PROTO_F_##m)
 
 /* Directions: C2B client to broker, B2C broker to client, ANY either way. */
 #define PROTO_STATS_COLUMNS                                                 \
@@ -188,7 +192,7 @@ typedef struct proto_strs {
 /* One message, flat: a member per field and a bit per present field. */
 typedef struct proto_msg {
     proto_type type;
-    uint64_t present; /* PF(...) bits */
+    proto_mask present; /* PF(...) bits */
 #define PROTO_MEMBER_(m, k, t, max) PROTO_CTYPE_##t m;
     PROTO_FIELDS(PROTO_MEMBER_)
 #undef PROTO_MEMBER_
@@ -244,7 +248,7 @@ proto_type proto_type_of(const char *name, size_t len);
 
 /* proto_fields_of reports the fields type t requires and allows besides
  * (PF bits). Returns 0, or -1 for an unknown type. */
-int proto_fields_of(proto_type t, uint64_t *req, uint64_t *opt);
+int proto_fields_of(proto_type t, proto_mask *req, proto_mask *opt);
 
 /* proto_strerror returns the message for an sl_err code (any int). */
 const char *proto_strerror(int err);

@@ -42,7 +42,8 @@ enum { VARIANT_NORMAL, VARIANT_TOO_MANY_LEVELS, VARIANT_RAGGED_COLUMNS };
 
 typedef struct seen {
     proto_type type;
-    uint64_t present, seq, token, credit, delay_ms, lease_ms, n;
+    proto_mask present;
+    uint64_t seq, token, credit, delay_ms, lease_ms, n;
     uint64_t id, level, size, enabled, deadline_ms, aging_ms, min, max, target_wait_ms;
     char pool[PROTO_MAX_NAME + 1];
     char cmd[PROTO_MAX_NAME + 1];
@@ -193,7 +194,7 @@ static void column_set(proto_msg *m, proto_field f, proto_u64s *col, uint32_t n,
 {
     col->n = n;
     memcpy(col->v, v, n * sizeof *v);
-    m->present |= UINT64_C(1) << f;
+    m->present |= (proto_mask)1 << f;
 }
 
 static void send_pool(fake *f, const char *pool, uint64_t size, uint64_t share)
@@ -827,7 +828,7 @@ static void test_admin_requests_carry_their_arguments(void **state)
 
     static const struct {
         const char *cmd;
-        uint64_t args; /* which PROTO_ADMIN_ARGS are present */
+        proto_mask args; /* which PROTO_ADMIN_ARGS are present */
         uint64_t level, size, enabled, deadline_ms, aging_ms, min, max, target_wait_ms, id;
     } want[] = {
         {.cmd = "level.set", .args = PF(level) | PF(deadline_ms), .level = 2, .deadline_ms = 500},

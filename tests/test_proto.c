@@ -13,7 +13,7 @@
 #include "proto.h"
 
 /* fill sets every field in mask to a value derived from its index. */
-static void fill(proto_msg *m, uint64_t mask)
+static void fill(proto_msg *m, proto_mask mask)
 {
     static const char text[] = "abcdefghijklmnopqrstuvwxyz";
 #define FILL_U64(mm)  m->mm = 1000 + PROTO_F_##mm;
@@ -52,7 +52,7 @@ static void round_trip_every_type(void **state)
 {
     (void)state;
     for (int t = PROTO_NONE + 1; t < PROTO_TYPE_COUNT_; t++) {
-        uint64_t req, opt;
+        proto_mask req, opt;
         assert_int_equal(proto_fields_of((proto_type)t, &req, &opt), 0);
         for (int variant = 0; variant < 2; variant++) {
             proto_msg in, out;
