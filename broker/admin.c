@@ -6,11 +6,15 @@
  * meta database in the same pass, so the ADMIN_OK (sent after the commit)
  * means "applied and durable". Settings are small fixed binary records:
  *
- *   level/NN  u8 version(1) u8 flags(bit0 paused) u16 0 u32 0
- *             u64 deadline_ms u64 aging_ms                          (24 bytes)
+ *   level/NN  u8 version(2) u8 flags(bit0 paused) u16 0 u32 burst
+ *             u64 deadline_ms u64 aging_ms
+ *             u64 max_rate_milli u64 min_rate_milli                 (40 bytes)
+ *             (version 1 was the first 24 bytes, burst 0, no rates)
  *   pool/NAME u8 version(1) u8 flags(bit0 paused, bit1 autoscale) u16 0
  *             u32 levels_mask u32 size u32 min u32 max u64 target_wait_ms
  *                                                                   (28 bytes)
+ *   sink      u8 version(1) u8 0 u16 0 u32 burst u64 rate_milli
+ *             u64 max_inflight                                      (24 bytes)
  * all little-endian. Change a layout: bump its version byte and read both.
  *
  * explain answers "where is message N and why is it not delivered yet". It
@@ -27,8 +31,10 @@
 #include "log.h"
 
 #define NS_PER_MS 1000000ULL
-#define LEVEL_REC 24
+#define LEVEL_REC_V1 24
+#define LEVEL_REC 40
 #define POOL_REC 28
+#define SINK_REC 24
 #define FIND_LIMIT 10000000ULL
 #define MAX_SIZE 100000u
 
@@ -41,12 +47,15 @@ static uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); re
 
 void admin_save_level(bk *b, unsigned level)
 {
-    unsigned char r[LEVEL_REC] = {1};
+    unsigned char r[LEVEL_REC] = {2};
     char key[16];
     const queue_level *lv = &b->q.lv[level];
     r[1] = lv->paused ? 1 : 0;
+    put32(r + 4, lv->burst);
     put64(r + 8, lv->deadline_ms);
     put64(r + 16, lv->aging_ms);
+    put64(r + 24, lv->max_rate_milli);
+    put64(r + 32, lv->min_rate_milli);
     snprintf(key, sizeof key, "level/%02u", level);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("admin", "cannot store the settings of level %u", level);
@@ -72,7 +81,8 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     bk *b = ctx;
     const unsigned char *r = val;
     unsigned level = 0;
-    if (key_len != 8 || sscanf(key + 6, "%2u", &level) != 1 || len != LEVEL_REC || r[0] != 1) {
+    if (key_len != 8 || sscanf(key + 6, "%2u", &level) != 1 ||
+        !((len == LEVEL_REC_V1 && r[0] == 1) || (len == LEVEL_REC && r[0] == 2))) {
         log_warn("admin", "ignoring an unreadable level setting (%zu bytes)", len);
         return;
     }
@@ -82,6 +92,36 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     lv->paused = r[1] & 1;
     lv->deadline_ms = get64(r + 8);
     lv->aging_ms = get64(r + 16);
+    if (r[0] == 2) {
+        lv->burst = get32(r + 4);
+        lv->max_rate_milli = get64(r + 24);
+        lv->min_rate_milli = get64(r + 32);
+    }
+}
+
+void admin_save_sink(bk *b)
+{
+    unsigned char r[SINK_REC] = {1};
+    put32(r + 4, b->sink.burst);
+    put64(r + 8, b->sink.rate_milli);
+    put64(r + 16, b->sink.max_inflight);
+    if (store_meta_put(b->st, "sink", r, sizeof r) != SL_OK)
+        log_error("admin", "cannot store the sink settings");
+}
+
+static void load_sink(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
+{
+    bk *b = ctx;
+    const unsigned char *r = val;
+    if (key_len != 4 || memcmp(key, "sink", 4) != 0)
+        return; /* another key that merely starts with "sink" */
+    if (len != SINK_REC || r[0] != 1) {
+        log_warn("admin", "ignoring an unreadable sink setting (%zu bytes)", len);
+        return;
+    }
+    b->sink.burst = get32(r + 4);
+    b->sink.rate_milli = get64(r + 8);
+    b->sink.max_inflight = get64(r + 16);
 }
 
 static void load_pool(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
@@ -109,6 +149,8 @@ int admin_load(bk *b)
     int rc = store_meta_scan(b->st, "level/", load_level, b);
     if (rc == SL_OK)
         rc = store_meta_scan(b->st, "pool/", load_pool, b);
+    if (rc == SL_OK)
+        rc = store_meta_scan(b->st, "sink", load_sink, b);
     if (rc == SL_OK && b->pools.n)
         log_info("admin", "%u pools restored", b->pools.n);
     return rc;
@@ -167,8 +209,10 @@ static int cmd_level_list(cmd_ctx *x)
     proto_msg *r = x->rep;
     unsigned n = b->cfg.levels;
     r->present |= PF(names) | PF(level_deadline_ms) | PF(level_aging_ms) | PF(level_paused) | PF(depth) |
-                  PF(oldest_ms);
+                  PF(oldest_ms) | PF(level_max_rate) | PF(level_min_rate) | PF(level_burst) | PF(level_tokens) |
+                  PF(eta_ms);
     r->names.n = r->level_deadline_ms.n = r->level_aging_ms.n = r->level_paused.n = r->depth.n = r->oldest_ms.n = n;
+    r->level_max_rate.n = r->level_min_rate.n = r->level_burst.n = r->level_tokens.n = r->eta_ms.n = n;
     for (unsigned l = 0; l < n; l++) {
         const queue_level *lv = &b->q.lv[l];
         uint64_t oldest = queue_oldest_ns(&b->q, l);
@@ -178,6 +222,12 @@ static int cmd_level_list(cmd_ctx *x)
         r->level_paused.v[l] = (uint64_t)lv->paused;
         r->depth.v[l] = queue_ready(&b->q, l);
         r->oldest_ms.v[l] = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0;
+        r->level_max_rate.v[l] = lv->max_rate_milli;
+        r->level_min_rate.v[l] = lv->min_rate_milli;
+        r->level_burst.v[l] = lv->burst ? lv->burst : 1;
+        uint64_t tokens = rl_tokens_milli(&lv->ceiling, b->mono_ns);
+        r->level_tokens.v[l] = tokens == UINT64_MAX ? 0 : tokens;
+        r->eta_ms.v[l] = bk_eta_ms(b, l);
     }
     return SL_OK;
 }
@@ -193,9 +243,20 @@ static int cmd_level_set(cmd_ctx *x)
         lv->deadline_ms = x->req->deadline_ms;
     if (x->req->present & PF(aging_ms))
         lv->aging_ms = x->req->aging_ms;
+    if (x->req->present & PF(rate_milli))
+        lv->max_rate_milli = x->req->rate_milli;
+    if (x->req->present & PF(min_rate_milli))
+        lv->min_rate_milli = x->req->min_rate_milli;
+    if (x->req->present & PF(burst)) {
+        if (x->req->burst > 1000000)
+            return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+        lv->burst = (uint32_t)x->req->burst;
+    }
+    bk_level_apply(x->b, level);
     admin_save_level(x->b, level);
-    log_info("admin", "level %s: deadline %llu ms, aging step %llu ms", x->b->cfg.level_names[level],
-             (unsigned long long)lv->deadline_ms, (unsigned long long)lv->aging_ms);
+    log_info("admin", "level %s: deadline %llu ms, aging step %llu ms, max rate %.3f/s, min rate %.3f/s, burst %u",
+             x->b->cfg.level_names[level], (unsigned long long)lv->deadline_ms, (unsigned long long)lv->aging_ms,
+             (double)lv->max_rate_milli / 1000.0, (double)lv->min_rate_milli / 1000.0, lv->burst ? lv->burst : 1);
     return SL_OK;
 }
 
@@ -291,6 +352,45 @@ static int cmd_pool_autoscale(cmd_ctx *x)
     admin_save_pool(x->b, p);
     log_info("admin", "pool %s autoscale %s (min %u, max %u, target wait %llu ms)", p->name,
              p->autoscale ? "on" : "off", p->min_size, p->max_size, (unsigned long long)p->target_wait_ms);
+    return SL_OK;
+}
+
+/* ---- the sink ---- */
+
+static int cmd_sink_set(cmd_ctx *x)
+{
+    bk_sink *s = &x->b->sink;
+    const proto_msg *m = x->req;
+    if ((m->present & PF(burst)) && m->burst > 1000000)
+        return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+    if (m->present & PF(rate_milli))
+        s->rate_milli = m->rate_milli;
+    if (m->present & PF(burst))
+        s->burst = (uint32_t)m->burst;
+    if (m->present & PF(max_inflight))
+        s->max_inflight = m->max_inflight;
+    bk_sink_apply(x->b);
+    admin_save_sink(x->b);
+    log_info("admin", "sink: rate %.3f/s, burst %u, in flight at most %llu", (double)s->rate_milli / 1000.0,
+             s->burst ? s->burst : 1, (unsigned long long)s->max_inflight);
+    return SL_OK;
+}
+
+static int cmd_sink_show(cmd_ctx *x)
+{
+    const bk *b = x->b;
+    const bk_sink *s = &b->sink;
+    proto_msg *r = x->rep;
+    uint64_t tokens = rl_tokens_milli(&s->bucket, b->mono_ns);
+    r->present |= PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) | PF(sink_inflight) |
+                  PF(tokens_milli) | PF(paused_ms);
+    r->rate_milli = s->rate_milli;
+    r->effective_rate_milli = s->effective_milli;
+    r->burst = s->burst ? s->burst : 1;
+    r->max_inflight = s->max_inflight;
+    r->sink_inflight = s->inflight;
+    r->tokens_milli = tokens == UINT64_MAX ? 0 : tokens;
+    r->paused_ms = s->paused_until_ns > b->mono_ns ? (s->paused_until_ns - b->mono_ns) / NS_PER_MS : 0;
     return SL_OK;
 }
 
@@ -409,6 +509,7 @@ static const struct {
     {"pool.list", cmd_pool_list},       {"pool.resize", cmd_pool_resize},
     {"pool.pause", cmd_pool_pause},     {"pool.resume", cmd_pool_resume},
     {"pool.autoscale", cmd_pool_autoscale},
+    {"sink.set", cmd_sink_set},         {"sink.show", cmd_sink_show},
     {"explain", cmd_explain},
 };
 

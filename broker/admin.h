@@ -16,6 +16,7 @@ int admin_load(bk *b);
  * into the open transaction (committed with the pass). */
 void admin_save_pool(bk *b, const pool *p);
 void admin_save_level(bk *b, unsigned level);
+void admin_save_sink(bk *b);
 
 /* admin_run executes the ADMIN request req (its "cmd" names the command)
  * and fills rep, an ADMIN_OK. On failure it returns the error and writes a

@@ -58,6 +58,7 @@ void bk_cfg_defaults(bk_cfg *cfg)
     cfg->max_body = 1u << 20;
     cfg->soft_limit_pct = 90;
     cfg->overdue_share_pct = 50;
+    cfg->throttle_backoff_ms = 1000;
 }
 
 static int lock_dir(const char *dir)
@@ -120,6 +121,10 @@ int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     if (rc != SL_OK)
         goto pools_fini;
     b->next_hb_ns = mono_ns + cfg->heartbeat_ms * NS_PER_MS;
+    b->meter_wake_ns = TMR_NEVER;
+    bk_sink_apply(b);
+    for (unsigned l = 0; l < cfg->levels; l++)
+        bk_level_apply(b, l);
 
     uint64_t total = 0, delayed = 0;
     for (unsigned l = 0; l < cfg->levels; l++) {
@@ -212,6 +217,8 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     proto_set_str(&m, PROTO_F_body, rec.body, rec.body_len);
     if (rec.tag_len)
         proto_set_str(&m, PROTO_F_tag, rec.tag, rec.tag_len);
+    if (rec.cost > 1)
+        proto_set(&m, cost, rec.cost);
     /* a message whose publish is not yet durable waits for the commit */
     net_when when = store_key_committed(b->st, level, key) ? NET_NOW : NET_AFTER_COMMIT;
     rc = net_queue(b->net, c->rid, c->rid_len, &m, l->token, when);
@@ -227,19 +234,76 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     c->pool->inflight++;
     c->pool->delivered++;
     c->credit--;
+    b->sink.inflight++;
     return SL_OK;
 }
 
-/* level_view fills what the pick rule needs to know of level l. The head's
- * age costs a read, so it is looked up only for levels that use it. */
+/* head_cost returns the cost of the next message of level (a cached read). */
+static uint32_t head_cost(bk *b, unsigned l)
+{
+    uint64_t enq;
+    uint32_t cost = 1;
+    queue_head(&b->q, l, &enq, &cost);
+    return cost;
+}
+
+/* level_view fills what the pick rule needs to know of level l. The head
+ * costs a read, so it is looked up only for levels whose deadline, aging or
+ * rate limits need it. A level its ceiling holds back sets when dispatch
+ * should look again. */
 static void level_view(bk *b, unsigned l, disp_level *d)
 {
-    const queue_level *lv = &b->q.lv[l];
+    queue_level *lv = &b->q.lv[l];
+    uint64_t enq = 0;
+    uint32_t cost = 1;
+    memset(d, 0, sizeof *d);
     d->ready = queue_ready(&b->q, l);
     d->paused = lv->paused;
     d->deadline_ns = lv->deadline_ms * NS_PER_MS;
     d->aging_ns = lv->aging_ms * NS_PER_MS;
-    d->head_ns = (d->deadline_ns || d->aging_ns) && d->ready ? queue_head_ns(&b->q, l) : 0;
+    if (!d->ready || !(d->deadline_ns || d->aging_ns || lv->max_rate_milli || lv->min_rate_milli))
+        return;
+    if (queue_head(&b->q, l, &enq, &cost))
+        d->head_ns = enq;
+    if (lv->max_rate_milli && !rl_allows(&lv->ceiling, cost, b->mono_ns)) {
+        d->blocked = 1;
+        uint64_t at = rl_next_ns(&lv->ceiling, cost, b->mono_ns);
+        if (at < b->meter_wake_ns)
+            b->meter_wake_ns = at;
+    }
+    d->below_min = lv->min_rate_milli && rl_allows(&lv->guarantee, cost, b->mono_ns);
+}
+
+/* sink_admits tells whether the sink may take a message of cost now; when it
+ * may not, it sets when to look again. Holding back here, rather than
+ * sending something cheaper from another level, keeps priority order. */
+static int sink_admits(bk *b, uint32_t cost)
+{
+    bk_sink *s = &b->sink;
+    if (b->mono_ns < s->paused_until_ns) {
+        b->meter_wake_ns = s->paused_until_ns;
+        return 0;
+    }
+    if (s->max_inflight && s->inflight >= s->max_inflight)
+        return 0; /* an ack will wake the loop */
+    if (!rl_allows(&s->bucket, cost, b->mono_ns)) {
+        uint64_t at = rl_next_ns(&s->bucket, cost, b->mono_ns);
+        if (at < b->meter_wake_ns)
+            b->meter_wake_ns = at;
+        return 0;
+    }
+    return 1;
+}
+
+/* charge takes cost from every bucket a delivery from level passes. */
+static void charge(bk *b, unsigned level, uint32_t cost)
+{
+    queue_level *lv = &b->q.lv[level];
+    rl_take(&b->sink.bucket, cost, b->mono_ns);
+    if (lv->max_rate_milli)
+        rl_take(&lv->ceiling, cost, b->mono_ns);
+    if (lv->min_rate_milli)
+        rl_take(&lv->guarantee, cost, b->mono_ns);
 }
 
 unsigned bk_dispatch(bk *b, unsigned max)
@@ -247,6 +311,7 @@ unsigned bk_dispatch(bk *b, unsigned max)
     disp_level dl[PROTO_MAX_LEVELS];
     uint64_t ready = 0;
     unsigned made = 0;
+    b->meter_wake_ns = TMR_NEVER;
     for (unsigned l = 0; l < b->cfg.levels; l++) {
         level_view(b, l, &dl[l]);
         ready += dl[l].ready;
@@ -266,8 +331,12 @@ unsigned bk_dispatch(bk *b, unsigned max)
                                   b->wall_ns, &why);
             if (level < 0)
                 continue;
+            uint32_t cost = b->sink.bucket.interval_ns ? head_cost(b, (unsigned)level) : 1;
+            if (!sink_admits(b, cost))
+                return made;
             if (deliver_one(b, c, (unsigned)level, why) != SL_OK)
                 return made;
+            charge(b, (unsigned)level, cost);
             level_view(b, (unsigned)level, &dl[level]);
             made++;
             progress = 1;
@@ -287,6 +356,7 @@ static const char *end_name(bk_end why)
     case BK_END_GONE: return "consumer disconnected";
     case BK_END_UNSENT: return "not sent";
     case BK_END_LEFT: return "consumer left";
+    case BK_END_THROTTLED: return "throttled";
     }
     return "?";
 }
@@ -295,6 +365,8 @@ static const char *end_name(bk_end why)
 static void release(bk *b, lease *l)
 {
     pool *p = l->pool;
+    if (b->sink.inflight)
+        b->sink.inflight--;
     if (p) {
         p->inflight--;
         p->settled++;
@@ -346,6 +418,76 @@ void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
     if (rc != SL_OK)
         log_error("bk", "cannot return message %llu to level %u: %s", (unsigned long long)id, level,
                   proto_strerror(rc));
+}
+
+void bk_throttled(bk *b, lease *l, uint64_t retry_ms)
+{
+    bk_sink *s = &b->sink;
+    unsigned level = l->level;
+    uint64_t key = l->key;
+    release(b, l);
+    b->q.lv[level].throttled++;
+    if (queue_requeue(&b->q, level, key) != SL_OK)
+        log_error("bk", "out of memory returning a throttled message; it is delivered after restart");
+    uint64_t until = b->mono_ns + (retry_ms ? retry_ms : b->cfg.throttle_backoff_ms) * NS_PER_MS;
+    if (until > s->paused_until_ns)
+        s->paused_until_ns = until;
+    rl_pause_until(&s->bucket, s->paused_until_ns); /* and no burst when it resumes */
+    /* multiplicative decrease, once per epoch of a second */
+    if (s->rate_milli && b->mono_ns >= s->last_cut_ns + 1000 * NS_PER_MS) {
+        uint64_t cut = s->effective_milli * 7 / 10;
+        s->effective_milli = cut < 1000 ? 1000 : cut;
+        s->last_cut_ns = b->mono_ns;
+        rl_set(&s->bucket, s->effective_milli, s->burst, b->mono_ns);
+        log_info("bk", "sink throttled: pausing %llu ms, rate now %.3f/s", (unsigned long long)(retry_ms ? retry_ms : b->cfg.throttle_backoff_ms),
+                 (double)s->effective_milli / 1000.0);
+    }
+}
+
+/* raise_sink is the additive increase: 2 % of the configured rate per
+ * second, once a second has passed since the last cut. */
+static void raise_sink(bk *b)
+{
+    bk_sink *s = &b->sink;
+    if (!s->rate_milli || s->effective_milli >= s->rate_milli || b->mono_ns < s->last_cut_ns + 1000 * NS_PER_MS ||
+        b->mono_ns < s->last_raise_ns + 100 * NS_PER_MS)
+        return;
+    uint64_t step = s->rate_milli / 500 ? s->rate_milli / 500 : 1;
+    s->effective_milli = s->effective_milli + step > s->rate_milli ? s->rate_milli : s->effective_milli + step;
+    s->last_raise_ns = b->mono_ns;
+    rl_set(&s->bucket, s->effective_milli, s->burst, b->mono_ns);
+}
+
+void bk_sink_apply(bk *b)
+{
+    bk_sink *s = &b->sink;
+    s->effective_milli = s->rate_milli;
+    rl_set(&s->bucket, s->rate_milli, s->burst, b->mono_ns);
+}
+
+void bk_level_apply(bk *b, unsigned level)
+{
+    queue_level *lv = &b->q.lv[level];
+    rl_set(&lv->ceiling, lv->max_rate_milli, lv->burst, b->mono_ns);
+    rl_set(&lv->guarantee, lv->min_rate_milli, 1, b->mono_ns);
+}
+
+uint64_t bk_eta_ms(const bk *b, unsigned level)
+{
+    const queue_level *lv = &b->q.lv[level];
+    uint64_t ready = queue_ready(&b->q, level);
+    if (!ready)
+        return 0;
+    /* units per second the level can get: its ceiling and the sink bound it;
+     * with neither, what it has been getting */
+    double units = 0;
+    if (lv->max_rate_milli)
+        units = (double)lv->max_rate_milli / 1000.0;
+    if (b->sink.effective_milli && (!units || (double)b->sink.effective_milli / 1000.0 < units))
+        units = (double)b->sink.effective_milli / 1000.0;
+    double cost = lv->cost_avg > 0 ? lv->cost_avg : 1;
+    double msgs_per_s = units ? units / cost : b->dispatch_per_s[level];
+    return msgs_per_s > 0 ? (uint64_t)((double)ready / msgs_per_s * 1000.0) : 0;
 }
 
 void bk_drop_conn(bk *b, conn *c, bk_end why)
@@ -432,10 +574,13 @@ static void sample(bk *b)
         return;
     double dt = b->sample_ns ? (double)(b->mono_ns - b->sample_ns) / 1e9 : 0;
     for (unsigned l = 0; l < b->cfg.levels; l++) {
-        uint64_t enq = b->q.lv[l].enqueued;
-        if (dt > 0)
+        uint64_t enq = b->q.lv[l].enqueued, disp = b->q.lv[l].dispatched;
+        if (dt > 0) {
             b->arrival_per_s[l] = 0.3 * (double)(enq - b->sample_enqueued[l]) / dt + 0.7 * b->arrival_per_s[l];
+            b->dispatch_per_s[l] = 0.3 * (double)(disp - b->sample_dispatched[l]) / dt + 0.7 * b->dispatch_per_s[l];
+        }
         b->sample_enqueued[l] = enq;
+        b->sample_dispatched[l] = disp;
     }
     b->sample_ns = b->mono_ns;
     for (unsigned i = 0; i < b->pools.n; i++) {
@@ -464,6 +609,7 @@ void bk_tick(bk *b)
     }
     queue_release_due(&b->q, b->wall_ns, 10000);
     sample(b);
+    raise_sink(b);
     if (b->mono_ns >= b->next_hb_ns) {
         proto_msg m;
         proto_init(&m, PROTO_PING);
@@ -494,6 +640,10 @@ int bk_commit_due(bk *b)
 uint64_t bk_next_wake(bk *b)
 {
     uint64_t wake = b->next_hb_ns;
+    if (b->meter_wake_ns < wake)
+        wake = b->meter_wake_ns;
+    if (b->sink.effective_milli < b->sink.rate_milli && b->mono_ns + 100 * NS_PER_MS < wake)
+        wake = b->mono_ns + 100 * NS_PER_MS; /* additive increase */
     if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
         wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
     uint64_t lease_ns = lease_next_deadline(&b->leases);

@@ -17,6 +17,7 @@
 #include "net.h"
 #include "proto.h"
 #include "queue.h"
+#include "rl.h"
 #include "store.h"
 
 #define BK_CREDIT_CAP 100000u
@@ -42,10 +43,23 @@ typedef struct bk_cfg {
     uint32_t max_body;
     unsigned soft_limit_pct;                              /* refuse PUT above this map use */
     unsigned overdue_share_pct;                           /* most overdue picks per 100 */
+    uint32_t throttle_backoff_ms;                         /* pause after THROTTLED without retry-after */
     bk_tag_rule tag_rules[BK_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */
 } bk_cfg;
+
+/* The sink: the throttled service every delivery ends up calling. */
+typedef struct bk_sink {
+    uint64_t rate_milli;      /* configured, units/s x 1000; 0 = unlimited (persisted) */
+    uint32_t burst;           /* (persisted) */
+    uint64_t max_inflight;    /* most deliveries out at once; 0 = no cap (persisted) */
+    uint64_t effective_milli; /* the rate in use: lowered by THROTTLED, raised back (AIMD) */
+    uint64_t inflight;        /* deliveries out now */
+    rl_bucket bucket;         /* effective rate, burst */
+    uint64_t paused_until_ns; /* monotonic: no dispatch before (THROTTLED) */
+    uint64_t last_cut_ns, last_raise_ns;
+} bk_sink;
 
 /* Why a lease ended without an ACK. */
 typedef enum bk_end {
@@ -54,6 +68,7 @@ typedef enum bk_end {
     BK_END_GONE,       /* the consumer disconnected: charged */
     BK_END_UNSENT,     /* the delivery never left the broker: not charged */
     BK_END_LEFT,       /* the consumer said BYE before settling: not charged */
+    BK_END_THROTTLED,  /* the sink said "too many requests": not charged */
 } bk_end;
 
 typedef struct bk {
@@ -65,6 +80,10 @@ typedef struct bk {
     lease_table leases;
     pool_table pools;
     disp_state disp;
+    bk_sink sink;
+    uint64_t meter_wake_ns;       /* when dispatch held back by a bucket may go on */
+    double dispatch_per_s[PROTO_MAX_LEVELS];  /* smoothed, for the ETA without limits */
+    uint64_t sample_dispatched[PROTO_MAX_LEVELS];
     uint64_t picks[PROTO_MAX_LEVELS][DISP_REASON_COUNT_];
     double arrival_per_s[PROTO_MAX_LEVELS];  /* smoothed enqueue rate */
     uint64_t sample_ns, sample_enqueued[PROTO_MAX_LEVELS];
@@ -108,6 +127,20 @@ void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms);
 /* bk_drop_conn ends every lease of c (why: BK_END_GONE, or BK_END_LEFT for
  * a BYE), leaves its pool and forgets c. */
 void bk_drop_conn(bk *b, conn *c, bk_end why);
+
+/* bk_throttled ends l after THROTTLED: the message goes back to the head of
+ * its level uncharged, dispatch to the sink pauses for retry_ms (0: the
+ * configured backoff) and the sink rate is cut, at most once per second. */
+void bk_throttled(bk *b, lease *l, uint64_t retry_ms);
+
+/* bk_sink_apply makes the sink bucket follow its settings (after a change). */
+void bk_sink_apply(bk *b);
+
+/* bk_level_apply makes level's buckets follow its rate settings. */
+void bk_level_apply(bk *b, unsigned level);
+
+/* bk_eta_ms returns the expected time to drain level's ready backlog. */
+uint64_t bk_eta_ms(const bk *b, unsigned level);
 
 /* bk_ack settles l after an ACK: the message is deleted. */
 int bk_ack(bk *b, lease *l);

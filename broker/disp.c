@@ -29,7 +29,7 @@ void disp_init(disp_state *st, uint32_t overdue_share_pct)
 
 static int eligible(const disp_level *l, uint32_t mask, unsigned i)
 {
-    return ((mask >> i) & 1) && l->ready > 0 && !l->paused;
+    return ((mask >> i) & 1) && l->ready > 0 && !l->paused && !l->blocked;
 }
 
 static uint64_t waited(const disp_level *l, uint64_t now_ns)
@@ -47,7 +47,7 @@ static void earn(disp_state *st)
 int disp_pick(disp_state *st, const disp_level *levels, unsigned nlevels, uint32_t sub_mask,
               uint64_t now_ns, disp_reason *why)
 {
-    int first = -1, overdue = -1, best = -1;
+    int first = -1, overdue = -1, best = -1, guaranteed = -1;
     uint64_t overdue_due = UINT64_MAX;
     int64_t best_eff = INT64_MAX;
     uint64_t best_head = UINT64_MAX;
@@ -58,6 +58,8 @@ int disp_pick(disp_state *st, const disp_level *levels, unsigned nlevels, uint32
             continue;
         if (first < 0)
             first = (int)i;
+        if (guaranteed < 0 && l->below_min)
+            guaranteed = (int)i;
         uint64_t w = waited(l, now_ns);
         if (l->deadline_ns && w > l->deadline_ns && l->head_ns + l->deadline_ns < overdue_due) {
             overdue_due = l->head_ns + l->deadline_ns;
@@ -82,6 +84,9 @@ int disp_pick(disp_state *st, const disp_level *levels, unsigned nlevels, uint32
         st->budget -= BUDGET_ONE;
         pick = overdue;
         r = DISP_OVERDUE;
+    } else if (guaranteed >= 0) {
+        pick = guaranteed;
+        r = DISP_GUARANTEED;
     } else if (best >= 0) {
         pick = best;
         r = best == first ? DISP_PRIORITY : DISP_AGED;
@@ -99,6 +104,7 @@ const char *disp_reason_name(disp_reason r)
     case DISP_PRIORITY: return "priority";
     case DISP_AGED: return "aged";
     case DISP_OVERDUE: return "overdue";
+    case DISP_GUARANTEED: return "guaranteed";
     case DISP_NONE:
     case DISP_REASON_COUNT_: break;
     }

@@ -9,12 +9,14 @@
  *   1. overdue: a level whose head has waited past the level's deadline is
  *      served first, earliest deadline first, as long as overdue picks stay
  *      within overdue_share_pct of all picks;
- *   2. otherwise the lowest effective level wins, where
+ *   2. guaranteed: a level that has been served below its guaranteed rate
+ *      comes next, highest priority first;
+ *   3. otherwise the lowest effective level wins, where
  *      effective = level - waited / aging_step; ties go to the older head.
  *      The winner is "priority" when it is also the highest eligible level,
  *      and "aged" when aging lifted it over a higher one.
  * A level is eligible when the consumer subscribed to it, it is not paused,
- * and it has a ready message. With no deadlines and no aging the rule is
+ * it has a ready message, and its ceiling bucket lets its head through. With no deadlines and no aging the rule is
  * strict priority.
  */
 #ifndef SLUICE_DISP_H
@@ -27,6 +29,7 @@ typedef enum disp_reason {
     DISP_PRIORITY, /* the highest-priority eligible level */
     DISP_AGED,     /* a lower level whose wait lifted it above a higher one */
     DISP_OVERDUE,  /* a head past its level's deadline */
+    DISP_GUARANTEED, /* a level served below its guaranteed rate */
     DISP_REASON_COUNT_
 } disp_reason;
 
@@ -37,6 +40,8 @@ typedef struct disp_level {
     uint64_t deadline_ns;  /* 0: no deadline */
     uint64_t aging_ns;     /* 0: no aging; else one level per aging_ns waited */
     int paused;
+    int blocked;           /* its ceiling bucket holds its head back */
+    int below_min;         /* served below its guaranteed rate */
 } disp_level;
 
 /* The rule's only memory: the budget that caps overdue picks. */
@@ -55,7 +60,8 @@ void disp_init(disp_state *st, uint32_t overdue_share_pct);
 int disp_pick(disp_state *st, const disp_level *levels, unsigned nlevels, uint32_t sub_mask,
               uint64_t now_ns, disp_reason *why);
 
-/* disp_reason_name returns "priority", "aged", "overdue" or "none". */
+/* disp_reason_name returns "priority", "aged", "overdue", "guaranteed" or
+ * "none". */
 const char *disp_reason_name(disp_reason r);
 
 #endif /* SLUICE_DISP_H */

@@ -175,10 +175,14 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
         reply_err(b, in, m, SL_ENOSPC, "storage is at its soft limit; retry after consumers drain");
         return;
     }
+    if ((m->present & PF(cost)) && (m->cost == 0 || m->cost > UINT32_MAX)) {
+        reply_err(b, in, m, SL_EINVAL, "cost must be from 1 to 4294967295");
+        return;
+    }
     store_rec rec = {
         .id = store_next_id(b->st),
         .enq_ns = b->wall_ns,
-        .cost = 1,
+        .cost = (m->present & PF(cost)) ? (uint32_t)m->cost : 1,
         .level = (uint8_t)level,
         .tag = m->tag.ptr,
         .tag_len = m->tag.len,
@@ -238,6 +242,19 @@ static void h_NACK(bk *b, const net_in *in, const proto_msg *m)
     reply_ok(b, in, m, &r);
 }
 
+/* THROTTLED: the sink refused the delivery; the message goes back uncharged
+ * and the sink is given a rest. */
+static void h_THROTTLED(bk *b, const net_in *in, const proto_msg *m)
+{
+    lease *l = find_lease(b, in, m);
+    if (!l)
+        return;
+    bk_throttled(b, l, (m->present & PF(retry_ms)) ? m->retry_ms : 0);
+    proto_msg r;
+    proto_init(&r, PROTO_OK);
+    reply_ok(b, in, m, &r);
+}
+
 static void h_TOUCH(bk *b, const net_in *in, const proto_msg *m)
 {
     lease *l = find_lease(b, in, m);
@@ -262,7 +279,8 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
     r.names.n = n;
     r.depth.n = r.inflight.n = r.delayed.n = r.dead.n = r.oldest_ms.n = n;
     r.enqueued.n = r.dispatched.n = r.acked.n = r.nacked.n = r.expired.n = n;
-    r.picks_priority.n = r.picks_aged.n = r.picks_overdue.n = n;
+    r.picks_priority.n = r.picks_aged.n = r.picks_overdue.n = r.picks_guaranteed.n = n;
+    r.throttled.n = r.eta_ms.n = n;
     for (unsigned l = 0; l < n; l++) {
         const queue_level *lv = &b->q.lv[l];
         uint64_t oldest = queue_oldest_ns(&b->q, l);
@@ -280,6 +298,9 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
         r.picks_priority.v[l] = b->picks[l][DISP_PRIORITY];
         r.picks_aged.v[l] = b->picks[l][DISP_AGED];
         r.picks_overdue.v[l] = b->picks[l][DISP_OVERDUE];
+        r.picks_guaranteed.v[l] = b->picks[l][DISP_GUARANTEED];
+        r.throttled.v[l] = lv->throttled;
+        r.eta_ms.v[l] = bk_eta_ms(b, l);
     }
     proto_set(&r, uptime_ms, (b->mono_ns - b->started_mono_ns) / NS_PER_MS);
     proto_set(&r, consumers, bk_consumers(b));

@@ -47,8 +47,10 @@ int queue_append(queue *q, const store_rec *rec)
     uint64_t key;
     int rc = store_append(q->st, rec, &key);
     if (rc == SL_OK) {
+        queue_level *lv = &q->lv[rec->level];
         if (queue_ready(q, rec->level) == 0)
-            q->lv[rec->level].head_known = 0;
+            lv->head_known = 0;
+        lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
         q->lv[rec->level].count++;
         q->lv[rec->level].enqueued++;
     }
@@ -103,6 +105,14 @@ int queue_untake(queue *q, unsigned level, uint64_t key)
         q->lv[level].leased--;
         q->lv[level].dispatched--;
     }
+    return rc;
+}
+
+int queue_requeue(queue *q, unsigned level, uint64_t key)
+{
+    int rc = make_ready(q, level, key);
+    if (rc == SL_OK)
+        q->lv[level].leased--;
     return rc;
 }
 
@@ -179,14 +189,25 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
     return moved;
 }
 
-uint64_t queue_head_ns(queue *q, unsigned level)
+int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
 {
     queue_level *lv = &q->lv[level];
+    if (queue_ready(q, level) == 0)
+        return 0;
     if (!lv->head_known) {
-        lv->head_ns = queue_oldest_ns(q, level);
+        store_rec rec;
+        uint64_t key;
+        int rc = lv->returned.len ? store_get(q->st, level, lv->returned.v[0].id, &rec)
+                                  : store_seek(q->st, level, lv->cursor, &key, &rec);
+        if (rc != SL_OK)
+            return 0;
+        lv->head_ns = rec.enq_ns;
+        lv->head_cost = rec.cost ? rec.cost : 1;
         lv->head_known = 1;
     }
-    return lv->head_ns;
+    *enq_ns = lv->head_ns;
+    *cost = lv->head_cost;
+    return 1;
 }
 
 uint64_t queue_oldest_ns(queue *q, unsigned level)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "rl.h"
 #include "store.h"
 #include "tmr.h"
 
@@ -24,11 +25,19 @@ typedef struct queue_level {
     uint64_t delayed;
     uint64_t dead;
     uint64_t cursor;    /* next key to seek from */
-    uint64_t head_ns;   /* cached enqueue time of the oldest ready message */
-    int head_known;     /* head_ns is valid */
+    uint64_t head_ns;   /* cached: enqueue time of the next message to leave */
+    uint32_t head_cost; /* cached: its cost */
+    int head_known;     /* head_ns and head_cost are valid */
     /* scheduling settings (admin.c persists them) */
     uint64_t deadline_ms, aging_ms;
     int paused;
+    /* metering: settings (persisted) and buckets (memory) */
+    uint64_t max_rate_milli, min_rate_milli;
+    uint32_t burst;
+    rl_bucket ceiling;  /* max_rate, burst */
+    rl_bucket guarantee;/* min_rate, burst 1: tokens while served below it */
+    double cost_avg;    /* smoothed cost of appended messages, for the ETA */
+    uint64_t throttled;
     tmr returned;       /* ready keys below cursor (at = key) */
     /* counters since start */
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
@@ -61,6 +70,10 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
  * ready again at its place and no attempt is charged. */
 int queue_untake(queue *q, unsigned level, uint64_t key);
 
+/* queue_requeue makes a leased message ready again at its place, charging
+ * nothing (a delivery the sink refused). */
+int queue_requeue(queue *q, unsigned level, uint64_t key);
+
 /* queue_settle deletes a leased message (it was acknowledged). */
 int queue_settle(queue *q, unsigned level, uint64_t key);
 
@@ -79,7 +92,9 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max);
  * message, or 0 when none is ready. Two B-tree reads. */
 uint64_t queue_oldest_ns(queue *q, unsigned level);
 
-/* queue_head_ns is queue_oldest_ns, cached until the level's head changes. */
-uint64_t queue_head_ns(queue *q, unsigned level);
+/* queue_head reads the enqueue time and cost of the message queue_take would
+ * take next, cached until the level's head changes. Returns 0 (and sets
+ * nothing) when none is ready. */
+int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
 
 #endif /* SLUICE_QUEUE_H */

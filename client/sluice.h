@@ -103,6 +103,8 @@ typedef struct sl_put {
     size_t body_len;
     int level;       /* 0..N-1, or SL_LEVEL_DEFAULT */
     const char *tag; /* NUL-terminated, up to 255 bytes; NULL for none */
+    uint32_t cost;   /* units charged to every rate limit it passes
+                        (request units, rows, ...); 0 means 1 */
 } sl_put;
 
 /* sl_send publishes one message and waits until the broker confirms that it
@@ -160,6 +162,7 @@ typedef struct sl_delivery {
     const char *tag;    /* NUL-terminated; "" when none */
     const void *body;   /* body_len bytes, followed by a NUL for convenience */
     size_t body_len;
+    uint32_t cost;      /* as published (1 by default) */
 } sl_delivery;
 
 /* sl_set_limit caps the deliveries c asks for in all, counting from
@@ -192,6 +195,13 @@ int sl_nack(sl_client *c, const sl_delivery *d, uint32_t delay_ms);
  * lease). Returns as sl_ack. */
 int sl_touch(sl_client *c, const sl_delivery *d, uint32_t lease_ms);
 
+/* sl_throttled tells the broker that the sink refused d as "too many
+ * requests" (HTTP 429 or 503). The broker returns d to the head of its level
+ * without charging an attempt, pauses all dispatch to the sink for
+ * retry_after_ms (0: the broker's default backoff), and lowers the sink rate
+ * it uses (AIMD). Returns as sl_ack. */
+int sl_throttled(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms);
+
 /* ---- statistics ---- */
 
 /* One level's figures. Counters count since the broker started. */
@@ -205,6 +215,9 @@ typedef struct sl_level_stats {
     uint64_t enqueued, dispatched, acked, nacked, expired;
     /* deliveries by the reason the dispatcher picked this level */
     uint64_t picks_priority, picks_aged, picks_overdue;
+    uint64_t throttled;  /* deliveries the sink refused (THROTTLED) */
+    uint64_t eta_ms;     /* expected time to drain the ready backlog at the
+                            level's effective rate; 0 when empty or unknown */
 } sl_level_stats;
 
 typedef struct sl_stats {
@@ -234,6 +247,11 @@ typedef struct sl_level_info {
     int paused;            /* nothing is delivered from a paused level */
     uint64_t depth;        /* ready messages */
     uint64_t oldest_ms;    /* age of the oldest ready message */
+    uint64_t max_rate_milli;  /* ceiling, units/s x 1000; 0 = none */
+    uint64_t min_rate_milli;  /* guaranteed rate, units/s x 1000; 0 = none */
+    uint32_t burst;           /* the ceiling's burst */
+    uint64_t tokens_milli;    /* units the ceiling would let through now, x 1000 */
+    uint64_t eta_ms;          /* expected drain time of the ready backlog */
 } sl_level_info;
 
 /* sl_level_list fills out[0..*n) (room for SL_MAX_LEVELS). */
@@ -243,6 +261,14 @@ int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n);
  * SL_UNCHANGED to leave one as it is, 0 to switch it off. */
 #define SL_UNCHANGED UINT64_MAX
 int sl_level_set(sl_client *c, unsigned level, uint64_t deadline_ms, uint64_t aging_ms);
+
+/* sl_level_rate sets a level's ceiling (max_rate_milli: the most units per
+ * second x 1000 that leave it, with burst) and its guaranteed rate
+ * (min_rate_milli: a reserved share of the sink the level gets before lower
+ * levels; unused, it is lent to others). SL_UNCHANGED leaves a value as it
+ * is; 0 switches a limit off. Takes effect within a second, without a burst. */
+int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_t min_rate_milli,
+                  uint64_t burst);
 
 /* sl_level_pause stops (paused = 1) or resumes (0) deliveries from a level.
  * Publishing to a paused level still works. */
@@ -293,6 +319,24 @@ unsigned sl_share(const sl_client *c);
  * grants the difference at once; shrinking withholds the credit that acks
  * would return until fewer than window deliveries are outstanding. */
 int sl_set_window(sl_client *c, unsigned window);
+
+/* The sink: the throttled service consumers call. */
+typedef struct sl_sink_info {
+    uint64_t rate_milli;           /* configured, units/s x 1000; 0 = unlimited */
+    uint64_t effective_rate_milli; /* what the broker uses now (lower after THROTTLED) */
+    uint32_t burst;
+    uint64_t max_inflight;         /* most deliveries out at once; 0 = no cap */
+    uint64_t inflight;             /* deliveries out now */
+    uint64_t tokens_milli;         /* units that could go now, x 1000 */
+    uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
+} sl_sink_info;
+
+/* sl_sink_set changes the sink's rate, burst and in-flight cap
+ * (SL_UNCHANGED leaves one as it is; 0 removes a limit). */
+int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_inflight);
+
+/* sl_sink_show reads the sink's settings and state. */
+int sl_sink_show(sl_client *c, sl_sink_info *out);
 
 /* Where a message is and why it has not been delivered. */
 typedef struct sl_explain_info {

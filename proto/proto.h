@@ -82,6 +82,7 @@
     X(picks_priority, "picks_priority", U64S, 0)          \
     X(picks_aged, "picks_aged",     U64S, 0)              \
     X(picks_overdue, "picks_overdue", U64S, 0)            \
+    X(picks_guaranteed, "picks_guaranteed", U64S, 0)      \
     X(cmd,        "cmd",            STR,  PROTO_MAX_NAME) \
     X(size,       "size",           U64,  0)              \
     X(share,      "share",          U64,  0)              \
@@ -104,7 +105,22 @@
     X(pool_inflight, "pool_inflight", U64S, 0)            \
     X(pool_rate,  "pool_rate_milli", U64S, 0)             \
     X(pool_recommended, "pool_recommended", U64S, 0)      \
-    X(pool_flags, "pool_flags",     U64S, 0)
+    X(pool_flags, "pool_flags",     U64S, 0)              \
+    X(cost,       "cost",           U64,  0)              \
+    X(rate_milli, "rate_milli",     U64,  0)              \
+    X(min_rate_milli, "min_rate_milli", U64, 0)           \
+    X(burst,      "burst",          U64,  0)              \
+    X(max_inflight, "max_inflight", U64,  0)              \
+    X(sink_inflight, "sink_inflight", U64, 0)             \
+    X(tokens_milli, "tokens_milli", U64,  0)              \
+    X(effective_rate_milli, "effective_rate_milli", U64, 0) \
+    X(paused_ms,  "paused_ms",      U64,  0)              \
+    X(throttled,  "throttled",      U64S, 0)              \
+    X(level_max_rate, "level_max_rate_milli", U64S, 0)    \
+    X(level_min_rate, "level_min_rate_milli", U64S, 0)    \
+    X(level_burst, "level_burst",   U64S, 0)              \
+    X(level_tokens, "level_tokens_milli", U64S, 0)        \
+    X(eta_ms,     "eta_ms",         U64S, 0)
 
 typedef enum proto_field {
 #define PROTO_FIELD_ENUM_(m, k, t, max) PROTO_F_##m,
@@ -123,30 +139,35 @@ __extension__ typedef unsigned __int128 proto_mask;
 #define PROTO_STATS_COLUMNS                                                 \
     (PF(depth) | PF(inflight) | PF(delayed) | PF(dead) | PF(oldest_ms) |         \
      PF(enqueued) | PF(dispatched) | PF(acked) | PF(nacked) | PF(expired) |       \
-     PF(picks_priority) | PF(picks_aged) | PF(picks_overdue))
+     PF(picks_priority) | PF(picks_aged) | PF(picks_overdue) | PF(picks_guaranteed) | PF(throttled) | PF(eta_ms))
 
 /* What an ADMIN request may carry, and what ADMIN_OK may answer with. */
 #define PROTO_ADMIN_ARGS                                                    \
     (PF(pool) | PF(level) | PF(size) | PF(enabled) | PF(deadline_ms) |        \
-     PF(aging_ms) | PF(min) | PF(max) | PF(target_wait_ms) | PF(id))
+     PF(aging_ms) | PF(min) | PF(max) | PF(target_wait_ms) | PF(id) |        \
+     PF(rate_milli) | PF(min_rate_milli) | PF(burst) | PF(max_inflight))
 #define PROTO_ADMIN_RESULTS                                                 \
     (PF(names) | PF(depth) | PF(oldest_ms) | PF(level_deadline_ms) |          \
      PF(level_aging_ms) | PF(level_paused) | PF(pool_names) | PF(pool_levels) | \
      PF(pool_size) | PF(pool_members) | PF(pool_inflight) | PF(pool_rate) |    \
      PF(pool_recommended) | PF(pool_flags) | PF(state) | PF(level) |          \
-     PF(position) | PF(until_ms) | PF(pool) | PF(msg))
+     PF(position) | PF(until_ms) | PF(pool) | PF(msg) | PF(level_max_rate) |  \
+     PF(level_min_rate) | PF(level_burst) | PF(level_tokens) | PF(eta_ms) |   \
+     PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) | \
+     PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms))
 
 /* X(ID, "NAME", direction, required fields, optional fields) */
 #define PROTO_MSGS(X)                                                         \
     X(HELLO,    "HELLO",    C2B, PF(seq) | PF(v),       PF(pool) | PF(levels) | PF(credit)) \
     X(WELCOME,  "WELCOME",  B2C, PF(seq) | PF(v) | PF(names) | PF(heartbeat_ms) | PF(lease_ms) | PF(max_body), 0) \
-    X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag))    \
+    X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost)) \
     X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      0)                    \
     X(CREDIT,   "CREDIT",   C2B, PF(n),                PF(seq))               \
-    X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag)) \
+    X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost)) \
     X(ACK,      "ACK",      C2B, PF(seq) | PF(token),   PF(credit))            \
     X(NACK,     "NACK",     C2B, PF(seq) | PF(token),   PF(credit) | PF(delay_ms)) \
     X(TOUCH,    "TOUCH",    C2B, PF(seq) | PF(token),   PF(lease_ms))          \
+    X(THROTTLED, "THROTTLED", C2B, PF(seq) | PF(token), PF(credit) | PF(retry_ms)) \
     X(OK,       "OK",       B2C, PF(seq),              PF(lease_ms))          \
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(names) | PF(uptime_ms) | PF(consumers) | PROTO_STATS_COLUMNS, 0) \

@@ -137,12 +137,36 @@ static void overdue_picks_are_capped_to_their_share(void **state)
     assert_int_equal(longest_run, 1);    /* never a burst */
 }
 
+static void blocked_levels_wait_and_guarantees_come_second(void **state)
+{
+    (void)state;
+    disp_state st;
+    disp_init(&st, 50);
+    disp_level lv[3] = {{.ready = 5, .blocked = 1}, {.ready = 5}, {.ready = 5, .below_min = 1}};
+    disp_reason why;
+    /* level 0 is held by its ceiling: not eligible, so it is no inversion */
+    assert_int_equal(disp_pick(&st, lv, 3, ALL, 0, &why), 2);
+    assert_int_equal(why, DISP_GUARANTEED); /* below its guaranteed rate: before level 1 */
+    lv[2].below_min = 0;
+    assert_int_equal(disp_pick(&st, lv, 3, ALL, 0, &why), 1);
+    assert_int_equal(why, DISP_PRIORITY);
+    /* an overdue head still comes before a guarantee */
+    lv[1].deadline_ns = S;
+    lv[1].head_ns = 1;
+    lv[2].below_min = 1;
+    assert_int_equal(disp_pick(&st, lv, 3, ALL, 5 * S, &why), 1);
+    assert_int_equal(why, DISP_OVERDUE);
+    lv[1].blocked = 1; /* a blocked level is not served even when overdue */
+    assert_int_equal(disp_pick(&st, lv, 3, ALL, 5 * S, &why), 2);
+}
+
 static void reason_names(void **state)
 {
     (void)state;
     assert_string_equal(disp_reason_name(DISP_PRIORITY), "priority");
     assert_string_equal(disp_reason_name(DISP_AGED), "aged");
     assert_string_equal(disp_reason_name(DISP_OVERDUE), "overdue");
+    assert_string_equal(disp_reason_name(DISP_GUARANTEED), "guaranteed");
     assert_string_equal(disp_reason_name(DISP_NONE), "none");
 }
 
@@ -156,6 +180,7 @@ int main(void)
         cmocka_unit_test(aging_tie_goes_to_the_older_head),
         cmocka_unit_test(overdue_is_served_earliest_deadline_first),
         cmocka_unit_test(overdue_picks_are_capped_to_their_share),
+        cmocka_unit_test(blocked_levels_wait_and_guarantees_come_second),
         cmocka_unit_test(reason_names),
     };
     return cmocka_run_group_tests_name("disp", tests, NULL, NULL);
