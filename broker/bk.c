@@ -432,16 +432,18 @@ void bk_throttled(bk *b, lease *l, uint64_t retry_ms)
     uint64_t until = b->mono_ns + (retry_ms ? retry_ms : b->cfg.throttle_backoff_ms) * NS_PER_MS;
     if (until > s->paused_until_ns)
         s->paused_until_ns = until;
-    rl_pause_until(&s->bucket, s->paused_until_ns); /* and no burst when it resumes */
-    /* multiplicative decrease, once per epoch of a second */
+    /* multiplicative decrease, once per epoch of a second; before the pause is
+     * written into the bucket, since a rate change rescales what it owes */
     if (s->rate_milli && b->mono_ns >= s->last_cut_ns + 1000 * NS_PER_MS) {
         uint64_t cut = s->effective_milli * 7 / 10;
         s->effective_milli = cut < 1000 ? 1000 : cut;
         s->last_cut_ns = b->mono_ns;
         rl_set(&s->bucket, s->effective_milli, s->burst, b->mono_ns);
-        log_info("bk", "sink throttled: pausing %llu ms, rate now %.3f/s", (unsigned long long)(retry_ms ? retry_ms : b->cfg.throttle_backoff_ms),
+        log_info("bk", "sink throttled: pausing %llu ms, rate now %.3f/s",
+                 (unsigned long long)(retry_ms ? retry_ms : b->cfg.throttle_backoff_ms),
                  (double)s->effective_milli / 1000.0);
     }
+    rl_pause_until(&s->bucket, s->paused_until_ns); /* and no burst when it resumes */
 }
 
 /* raise_sink is the additive increase: 2 % of the configured rate per
