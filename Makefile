@@ -4,6 +4,7 @@
 #   make run        install missing Debian packages, build, start sluiced with defaults
 #   make test       install, build, run every test (plain and ASan+UBSan builds)
 #   make bench      run the benchmark and print its table
+#   make fuzz       fuzz the wire decoder for FUZZ_SECONDS (300); make fuzz-ci: 20 s
 #   make SAN=address,undefined   build the sanitized variant into build/san/
 #   make install PREFIX=/usr/local   headers, libsluice.a, sluice.pc, programs
 
@@ -30,6 +31,8 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 TEST_LIBS  = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+SINK_PKGS  := libmicrohttpd
+SINK_LIBS  = $(shell pkg-config --libs $(SINK_PKGS) 2>/dev/null)
 
 PROTO_SRC  := proto/proto.c
 CLIENT_SRC := $(wildcard client/*.c)
@@ -42,7 +45,7 @@ obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 LIBSLUICE  := $(BUILD)/libsluice.a
 LIBBROKER  := $(BUILD)/libbroker.a
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench
+PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
 .PHONY: all deps run test test-run bench clean install layering tests
 .SECONDARY:
@@ -54,14 +57,16 @@ DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
 DEB_inih   := libinih-dev
 DEB_cmocka := libcmocka-dev
+DEB_libmicrohttpd := libmicrohttpd-dev
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
-	for p in $(PKGS) $(TEST_PKGS); do \
+	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
 	    msgpack) missing="$$missing $(DEB_msgpack)";; inih) missing="$$missing $(DEB_inih)";; \
-	    cmocka) missing="$$missing $(DEB_cmocka)";; esac; \
+	    cmocka) missing="$$missing $(DEB_cmocka)";; \
+	    libmicrohttpd) missing="$$missing $(DEB_libmicrohttpd)";; esac; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing$$missing"; \
@@ -97,10 +102,18 @@ $(BIN)/sluice: $(call obj,tools/sluice.c $(wildcard tools/cli_*.c)) $(LIBSLUICE)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c $(wildcard tools/bench_*.c)) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c $(wildcard tools/bench_*.c) broker/disp.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+$(BIN)/sluice-sink: $(call obj,tools/sluice-sink.c $(wildcard tools/sink_*.c))
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SINK_LIBS) -lpthread
+
+# test_sink also links the sink's limiters (pure; no libmicrohttpd).
+$(BUILD)/tests/test_sink: $(call obj,tools/sink_limit.c)
 
 $(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
@@ -118,6 +131,7 @@ run: deps
 test: deps
 	@$(MAKE) --no-print-directory all tests layering
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests
+	@$(MAKE) --no-print-directory fuzz-ci
 	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin
 
 test-run: all tests
@@ -126,6 +140,42 @@ test-run: all tests
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced
+
+# ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
+# make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding
+# make fuzz-ci                                 the same for 20 s (part of make test)
+# Seeds come from tests/fuzz/corpus/ (regenerate: tests/fuzz/make_corpus.sh); the run
+# works on a copy in build/fuzz/work/ and findings land in build/fuzz/artifacts/.
+FUZZ_SECONDS ?= 300
+FUZZ_CC      ?= clang
+FUZZ_BIN     := build/fuzz/fuzz_decode
+FUZZ_CFLAGS  := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+                -g -O1 -std=c11 -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
+                -Wvla -D_GNU_SOURCE -Iproto -Iclient -Ibroker
+.PHONY: fuzz fuzz-ci
+
+build/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags msgpack 2>/dev/null) -MMD -MP -c $< -o $@
+
+$(FUZZ_BIN): build/fuzz/tests/fuzz/fuzz_decode.o build/fuzz/proto/proto.o
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $^ $(shell pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc)
+
+# clang and its fuzzer runtime are installed only when missing (one file test when present).
+fuzz: deps
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 && \
+	 [ -f "$$($(FUZZ_CC) -print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-$$(uname -m).a" ] || { \
+	  echo "fuzz: installing clang libclang-rt-14-dev"; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev; }
+	@$(MAKE) --no-print-directory -q $(FUZZ_BIN) 2>/dev/null || $(MAKE) --no-print-directory $(FUZZ_BIN)
+	@tests/fuzz/run.sh $(FUZZ_BIN) $(FUZZ_SECONDS)
+
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 # Layering: each library belongs to one module (see ../README.md, "Code map").
 layering:

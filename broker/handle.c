@@ -275,7 +275,7 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
     proto_msg r;
     proto_init(&r, PROTO_STATS_OK);
     unsigned n = b->cfg.levels;
-    r.present |= PF(names) | PROTO_STATS_COLUMNS;
+    r.present |= PF(names) | PROTO_STATS_COLUMNS | PROTO_STATS_COLUMNS_OPT;
     r.names.n = n;
     r.depth.n = r.inflight.n = r.delayed.n = r.dead.n = r.oldest_ms.n = n;
     r.enqueued.n = r.dispatched.n = r.acked.n = r.nacked.n = r.expired.n = n;

@@ -1,6 +1,6 @@
 /*
- * admin.c - the administration calls of sluice.h: level settings, pools and
- * explaining a message.
+ * admin.c - the administration calls of sluice.h: level settings and rates,
+ * pools, the sink, and explaining a message.
  *
  * Every call here is one ADMIN request: "cmd" names the command and the
  * other fields are its arguments, an absent field meaning "leave it as it
@@ -8,9 +8,12 @@
  * and text client_request records. The commands and their fields:
  *
  *   level.list                    names, level_deadline_ms, level_aging_ms,
- *                                 level_paused, depth, oldest_ms: one item
- *                                 per level
- *   level.set {level, deadline_ms?, aging_ms?}
+ *                                 level_paused, depth, oldest_ms, and
+ *                                 level_max_rate_milli, level_min_rate_milli,
+ *                                 level_burst, level_tokens_milli, eta_ms:
+ *                                 one item per level
+ *   level.set {level, deadline_ms?, aging_ms?, rate_milli?, min_rate_milli?,
+ *              burst?}            rate_milli is the level's ceiling
  *   level.pause, level.resume {level}
  *   pool.list                     pool_names, pool_levels, pool_size,
  *                                 pool_members, pool_inflight,
@@ -19,13 +22,20 @@
  *   pool.resize {pool, size}
  *   pool.pause, pool.resume {pool}
  *   pool.autoscale {pool, enabled, min?, max?, target_wait_ms?}
+ *   sink.set {rate_milli?, burst?, max_inflight?}
+ *   sink.show                     rate_milli, effective_rate_milli, burst,
+ *                                 max_inflight, sink_inflight, tokens_milli,
+ *                                 paused_ms
  *   explain {id}                  state, level, position, until_ms, msg
  *
  * Replies are checked before anything is copied out: a list whose columns
  * disagree in length, or that holds more items than the caller's array has
- * room for, is SL_EPROTO and leaves the output untouched. Strings are copied
- * NUL-terminated and truncated to their field. Numbers wider than their
- * field are clamped, except bit masks, which keep their low bits.
+ * room for, is SL_EPROTO and leaves the output untouched. The rate columns
+ * of level.list came later than the others: a broker that sends none of
+ * them reads as having no rate limits, but one it sends must be whole.
+ * Strings are copied NUL-terminated and truncated to their field. Numbers
+ * wider than their field are clamped, except bit masks, which keep their low
+ * bits.
  *
  * This file keeps no state: the reply it reads lives in c->reply until the
  * next receive. Cost: one round trip per call.
@@ -76,7 +86,7 @@ static int pool_arg(sl_client *c, proto_msg *m, const char *pool)
 
 /* columns_match tells whether r carries every field of want and each array
  * in cols holds exactly n items. */
-static bool columns_match(const proto_msg *r, uint64_t want, const proto_u64s *const *cols,
+static bool columns_match(const proto_msg *r, proto_mask want, const proto_u64s *const *cols,
                           size_t ncols, uint32_t n)
 {
     if ((r->present & want) != want)
@@ -85,6 +95,23 @@ static bool columns_match(const proto_msg *r, uint64_t want, const proto_u64s *c
         if (cols[k]->n != n)
             return false;
     return true;
+}
+
+/* optional_match tells whether each array in cols that r carries (its
+ * field in fields[k]) holds exactly n items. */
+static bool optional_match(const proto_msg *r, const proto_field *fields,
+                           const proto_u64s *const *cols, size_t ncols, uint32_t n)
+{
+    for (size_t k = 0; k < ncols; k++)
+        if (proto_has(r, fields[k]) && cols[k]->n != n)
+            return false;
+    return true;
+}
+
+/* column_at is item i of an optional column: 0 when r does not carry it. */
+static uint64_t column_at(const proto_msg *r, proto_field f, const proto_u64s *col, unsigned i)
+{
+    return proto_has(r, f) ? col->v[i] : 0;
 }
 
 static uint32_t clamp_u32(uint64_t v)
@@ -111,10 +138,17 @@ int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
     const proto_msg *r = &c->reply;
     const proto_u64s *const cols[] = {&r->level_deadline_ms, &r->level_aging_ms,
                                       &r->level_paused, &r->depth, &r->oldest_ms};
-    uint64_t want = PF(names) | PF(level_deadline_ms) | PF(level_aging_ms) | PF(level_paused) |
-                    PF(depth) | PF(oldest_ms);
+    proto_mask want = PF(names) | PF(level_deadline_ms) | PF(level_aging_ms) |
+                      PF(level_paused) | PF(depth) | PF(oldest_ms);
+    static const proto_field rate_fields[] = {PROTO_F_level_max_rate, PROTO_F_level_min_rate,
+                                              PROTO_F_level_burst, PROTO_F_level_tokens,
+                                              PROTO_F_eta_ms};
+    const proto_u64s *const rate_cols[] = {&r->level_max_rate, &r->level_min_rate,
+                                           &r->level_burst, &r->level_tokens, &r->eta_ms};
     if (r->names.n > SL_MAX_LEVELS ||
-        !columns_match(r, want, cols, sizeof cols / sizeof cols[0], r->names.n))
+        !columns_match(r, want, cols, sizeof cols / sizeof cols[0], r->names.n) ||
+        !optional_match(r, rate_fields, rate_cols, sizeof rate_cols / sizeof rate_cols[0],
+                        r->names.n))
         return client_fail(c, SL_EPROTO);
     for (unsigned i = 0; i < r->names.n; i++) {
         sl_level_info *l = &out[i];
@@ -125,6 +159,11 @@ int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
         l->paused = r->level_paused.v[i] != 0;
         l->depth = r->depth.v[i];
         l->oldest_ms = r->oldest_ms.v[i];
+        l->max_rate_milli = column_at(r, PROTO_F_level_max_rate, &r->level_max_rate, i);
+        l->min_rate_milli = column_at(r, PROTO_F_level_min_rate, &r->level_min_rate, i);
+        l->burst = clamp_u32(column_at(r, PROTO_F_level_burst, &r->level_burst, i));
+        l->tokens_milli = column_at(r, PROTO_F_level_tokens, &r->level_tokens, i);
+        l->eta_ms = column_at(r, PROTO_F_eta_ms, &r->eta_ms, i);
     }
     *n = r->names.n;
     return SL_OK;
@@ -145,6 +184,27 @@ int sl_level_set(sl_client *c, unsigned level, uint64_t deadline_ms, uint64_t ag
         proto_set(&m, deadline_ms, deadline_ms);
     if (aging_ms != SL_UNCHANGED)
         proto_set(&m, aging_ms, aging_ms);
+    return admin_call(c, &m);
+}
+
+int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_t min_rate_milli,
+                  uint64_t burst)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    int rc = level_check(c, level);
+    if (rc)
+        return rc;
+    proto_msg m;
+    admin_init(&m, "level.set");
+    proto_set(&m, level, level);
+    if (max_rate_milli != SL_UNCHANGED)
+        proto_set(&m, rate_milli, max_rate_milli);
+    if (min_rate_milli != SL_UNCHANGED)
+        proto_set(&m, min_rate_milli, min_rate_milli);
+    if (burst != SL_UNCHANGED)
+        proto_set(&m, burst, burst);
     return admin_call(c, &m);
 }
 
@@ -182,8 +242,8 @@ int sl_pool_list(sl_client *c, sl_pool_info *out, unsigned *n)
     const proto_u64s *const cols[] = {&r->pool_levels,   &r->pool_size, &r->pool_members,
                                       &r->pool_inflight, &r->pool_rate, &r->pool_recommended,
                                       &r->pool_flags};
-    uint64_t want = PF(pool_names) | PF(pool_levels) | PF(pool_size) | PF(pool_members) |
-                    PF(pool_inflight) | PF(pool_rate) | PF(pool_recommended) | PF(pool_flags);
+    proto_mask want = PF(pool_names) | PF(pool_levels) | PF(pool_size) | PF(pool_members) |
+                      PF(pool_inflight) | PF(pool_rate) | PF(pool_recommended) | PF(pool_flags);
     if (r->pool_names.n > SL_MAX_POOLS ||
         !columns_match(r, want, cols, sizeof cols / sizeof cols[0], r->pool_names.n))
         return client_fail(c, SL_EPROTO);
@@ -251,6 +311,54 @@ int sl_pool_autoscale(sl_client *c, const char *pool, uint32_t min, uint32_t max
         proto_set(&m, target_wait_ms, target_wait_ms);
     }
     return admin_call(c, &m);
+}
+
+/* ---- the sink ---- */
+
+int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_inflight)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    proto_msg m;
+    admin_init(&m, "sink.set");
+    if (rate_milli != SL_UNCHANGED)
+        proto_set(&m, rate_milli, rate_milli);
+    if (burst != SL_UNCHANGED)
+        proto_set(&m, burst, burst);
+    if (max_inflight != SL_UNCHANGED)
+        proto_set(&m, max_inflight, max_inflight);
+    return admin_call(c, &m);
+}
+
+int sl_sink_show(sl_client *c, sl_sink_info *out)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    if (!out)
+        return client_fail(c, SL_EINVAL);
+    proto_msg m;
+    admin_init(&m, "sink.show");
+    int rc = admin_call(c, &m);
+    if (rc)
+        return rc;
+
+    const proto_msg *r = &c->reply;
+    proto_mask want = PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |
+                      PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms);
+    if ((r->present & want) != want)
+        return client_fail(c, SL_EPROTO);
+    *out = (sl_sink_info){
+        .rate_milli = r->rate_milli,
+        .effective_rate_milli = r->effective_rate_milli,
+        .burst = clamp_u32(r->burst),
+        .max_inflight = r->max_inflight,
+        .inflight = r->sink_inflight,
+        .tokens_milli = r->tokens_milli,
+        .paused_ms = r->paused_ms,
+    };
+    return SL_OK;
 }
 
 /* ---- explain ---- */

@@ -8,13 +8,14 @@
  * something to say about the last call. The library prints nothing.
  *
  * The credit rule. A consumer keeps its outstanding credit (client.h) at its
- * window: subscribing grants the window, each ACK or NACK gives one back and
- * grants what is then due, sl_set_window grants the difference when it
- * grows, and a reconnection starts over from the deliveries the application
- * still holds. Shrinking the window therefore needs no message: acks stop
- * granting until outstanding falls below it. The limit of sl_set_limit caps
- * the credit granted in all, so a consumer that asked for N never gets N+1.
- * One function computes what is due for all of these, so they cannot drift.
+ * window: subscribing grants the window, each ACK, NACK or THROTTLED gives
+ * one back and grants what is then due, sl_set_window grants the difference
+ * when it grows, and a reconnection starts over from the deliveries the
+ * application still holds. Shrinking the window therefore needs no message:
+ * acks stop granting until outstanding falls below it. The limit of
+ * sl_set_limit caps the credit granted in all, so a consumer that asked for
+ * N never gets N+1. One function computes what is due for all of these, so
+ * they cannot drift.
  */
 #include "client.h"
 

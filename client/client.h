@@ -58,17 +58,17 @@ struct sl_client {
     uint64_t max_body_bytes;
 
     /* The subscription, kept to renew it after a reconnection. Credit
-     * granted on this connection and not yet given back by an ACK or NACK is
-     * outstanding: the broker holds it or has spent it on a delivery that is
-     * queued, held by the application, or on its way. client_credit_due
-     * keeps outstanding at the window. */
+     * granted on this connection and not yet given back by an ACK, NACK or
+     * THROTTLED is outstanding: the broker holds it or has spent it on a
+     * delivery that is queued, held by the application, or on its way.
+     * client_credit_due keeps outstanding at the window. */
     bool subscribed;
     bool has_pool;
     char pool[PROTO_MAX_NAME + 1];
     proto_u64s levels;
     unsigned window;      /* credit window */
     uint64_t outstanding; /* credit granted and not yet settled */
-    size_t unsettled;     /* deliveries handed out and not yet acked or nacked */
+    size_t unsettled;     /* deliveries handed out and not yet settled */
     uint64_t limit;       /* most deliveries to ask for in all; 0 = no limit */
     uint64_t granted;     /* credit that counts toward the limit */
     uint64_t received;    /* deliveries handed out so far */

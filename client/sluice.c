@@ -11,19 +11,23 @@
  *
  * Publishing. sl_send is one request. sl_send_async numbers its publishes
  * with tickets, a counter of their own so that they increase by one per call,
- * and wire.c queues each answer as a confirmation. sl_send_pending counts
- * publishes whose confirmation sl_send_wait has not yet returned, whether or
- * not the broker has answered, so "while pending, wait" drains everything.
- * When sl_send_wait returns a failed confirmation, sl_last_error gives the
- * broker's text for it.
+ * and wire.c queues each answer as a confirmation. A publish's cost goes on
+ * the wire only when it is not 1, the broker's default. sl_send_pending
+ * counts publishes whose confirmation sl_send_wait has not yet returned,
+ * whether or not the broker has answered, so "while pending, wait" drains
+ * everything. When sl_send_wait returns a failed confirmation, sl_last_error
+ * gives the broker's text for it.
  *
- * Credit. A subscription asks for a window of deliveries. Each ACK or NACK
- * gives one credit back and grants what client_credit_due says is then due:
- * one, normally; none while a shrunk window is still too full or once the
- * limit of sl_set_limit is reached. sl_set_window grants the difference at
- * once when the window grows. The POOL messages the pump records tell the
- * consumer its share of its pool (sl_share), which it may follow by
- * resizing its window.
+ * Credit. A subscription asks for a window of deliveries. Each ACK, NACK or
+ * THROTTLED gives one credit back and grants what client_credit_due says is
+ * then due: one, normally; none while a shrunk window is still too full or
+ * once the limit of sl_set_limit is reached. sl_set_window grants the
+ * difference at once when the window grows. The POOL messages the pump
+ * records tell the consumer its share of its pool (sl_share), which it may
+ * follow by resizing its window. A THROTTLED delivery goes back to the
+ * broker like a NACK, but the broker charges no attempt and slows the sink;
+ * the credit it returns is granted again at once, since the broker, not the
+ * window, holds the sink back.
  *
  * Levels. Every WELCOME carries the broker's level names and body limit;
  * the latest is cached. Calls that need the levels before any WELCOME came
@@ -213,6 +217,8 @@ static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
         proto_set(m, level, (uint64_t)p->level);
     if (tag_len)
         proto_set_str(m, PROTO_F_tag, p->tag, tag_len);
+    if (p->cost > 1) /* 0 and 1 both mean 1, the wire's default */
+        proto_set(m, cost, p->cost);
     return SL_OK;
 }
 
@@ -391,10 +397,11 @@ void sl_delivery_free(sl_delivery **d)
     *d = NULL;
 }
 
-/* settle sends ACK, NACK (ms = delay) or TOUCH (ms = lease) for d and waits
- * for OK. ACK and NACK give back one credit and carry what is then due, but
- * only for a subscribed client: credit would make a producer's connection a
- * consumer. */
+/* settle sends ACK, NACK (ms = delay), THROTTLED (ms = retry after) or
+ * TOUCH (ms = lease) for d and waits for OK; ms 0 is left out, so the broker
+ * applies its default. All but TOUCH end the delivery, so they give back one
+ * credit and carry what is then due, but only for a subscribed client:
+ * credit would make a producer's connection a consumer. */
 static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms)
 {
     if (!c)
@@ -421,6 +428,8 @@ static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t 
         proto_set(&m, delay_ms, ms);
     if (ms && type == PROTO_TOUCH)
         proto_set(&m, lease_ms, ms);
+    if (ms && type == PROTO_THROTTLED)
+        proto_set(&m, retry_ms, ms);
     return client_request(c, &m, PROTO_OK);
 }
 
@@ -439,6 +448,11 @@ int sl_touch(sl_client *c, const sl_delivery *d, uint32_t lease_ms)
     return settle(c, d, PROTO_TOUCH, lease_ms);
 }
 
+int sl_throttled(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms)
+{
+    return settle(c, d, PROTO_THROTTLED, retry_after_ms);
+}
+
 /* ---- statistics ---- */
 
 int sl_stats_get(sl_client *c, sl_stats *out)
@@ -455,15 +469,18 @@ int sl_stats_get(sl_client *c, sl_stats *out)
         return rc;
 
     const proto_msg *r = &c->reply;
+    /* the first ten columns are required; the rest came later and are
+     * optional: absent, they read as zeros */
     const proto_u64s *cols[] = {&r->depth,      &r->inflight,       &r->delayed,
                                 &r->dead,       &r->oldest_ms,      &r->enqueued,
                                 &r->dispatched, &r->acked,          &r->nacked,
                                 &r->expired,    &r->picks_priority, &r->picks_aged,
-                                &r->picks_overdue};
+                                &r->picks_overdue, &r->picks_guaranteed, &r->throttled,
+                                &r->eta_ms};
     if (r->names.n > SL_MAX_LEVELS)
         return client_fail(c, SL_EPROTO);
     for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
-        if (cols[k]->n != r->names.n)
+        if (cols[k]->n != r->names.n && !(k >= 10 && cols[k]->n == 0))
             return client_fail(c, SL_EPROTO);
     memset(out, 0, sizeof *out);
     out->nlevels = r->names.n;
@@ -485,6 +502,9 @@ int sl_stats_get(sl_client *c, sl_stats *out)
         s->picks_priority = r->picks_priority.v[i];
         s->picks_aged = r->picks_aged.v[i];
         s->picks_overdue = r->picks_overdue.v[i];
+        s->picks_guaranteed = r->picks_guaranteed.v[i];
+        s->throttled = r->throttled.v[i];
+        s->eta_ms = r->eta_ms.v[i];
     }
     return SL_OK;
 }

@@ -214,7 +214,7 @@ typedef struct sl_level_stats {
     uint64_t oldest_ms;  /* age of the oldest ready message; 0 when empty */
     uint64_t enqueued, dispatched, acked, nacked, expired;
     /* deliveries by the reason the dispatcher picked this level */
-    uint64_t picks_priority, picks_aged, picks_overdue;
+    uint64_t picks_priority, picks_aged, picks_overdue, picks_guaranteed;
     uint64_t throttled;  /* deliveries the sink refused (THROTTLED) */
     uint64_t eta_ms;     /* expected time to drain the ready backlog at the
                             level's effective rate; 0 when empty or unknown */

@@ -10,7 +10,8 @@
  * Everything the broker sends goes through one pump, which every waiting call
  * runs until its own condition holds or its deadline passes:
  *
- *   DELIVER                     queued for sl_recv (one malloc each)
+ *   DELIVER                     queued for sl_recv (one malloc each); its
+ *                               cost, absent on the wire, reads as 1
  *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
  *     publish                   sl_send_wait, whoever happens to be pumping
  *   the awaited reply           handed to the synchronous caller
@@ -35,10 +36,10 @@
  * has queued but not handed out (their leases ended with the old connection)
  * and, if subscribed, sends its HELLO again. The credit it asks for follows
  * client_credit_due with only the deliveries the application still holds
- * outstanding, because their ACK or NACK will give credit back. Requests in
- * flight when a connection drops are not resent: they time out, and a
- * publish's fate is then unknown. The pool share is kept: the broker tells
- * it again when it has changed.
+ * outstanding, because their ACK, NACK or THROTTLED will give credit back.
+ * Requests in flight when a connection drops are not resent: they time out,
+ * and a publish's fate is then unknown. The pool share is kept: the broker
+ * tells it again when it has changed.
  *
  * Errors are returned, never recorded or printed here: sluice.c keeps the
  * record. A failed confirmation carries the broker's text in its queue entry.
@@ -198,6 +199,15 @@ static void monitor_drain(sl_client *c, bool closing)
     }
 }
 
+/* delivery_cost reads a DELIVER's cost: absent means 1, and so does 0,
+ * which no publish can carry; wider than 32 bits is clamped. */
+static uint32_t delivery_cost(const proto_msg *m)
+{
+    if (!proto_has(m, PROTO_F_cost) || m->cost == 0)
+        return 1;
+    return m->cost > UINT32_MAX ? UINT32_MAX : (uint32_t)m->cost;
+}
+
 static int delivery_queue(sl_client *c, const proto_msg *m)
 {
     if (m->level >= SL_MAX_LEVELS)
@@ -223,6 +233,7 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
         .tag = tag,
         .body = body,
         .body_len = m->body.len,
+        .cost = delivery_cost(m),
     };
     if (fifo_push(&c->deliveries, &d)) {
         free(d);

@@ -369,7 +369,7 @@ static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const
             return SL_EPROTO;
         }
         if (v->via.array.size > PROTO_MAX_ARRAY) {
-            *why = "array longer than 16";
+            *why = "array longer than 64";
             return SL_ETOOBIG;
         }
         for (uint32_t i = 0; i < v->via.array.size; i++) {

@@ -138,8 +138,13 @@ __extension__ typedef unsigned __int128 proto_mask;
 /* Directions: C2B client to broker, B2C broker to client, ANY either way. */
 #define PROTO_STATS_COLUMNS                                                 \
     (PF(depth) | PF(inflight) | PF(delayed) | PF(dead) | PF(oldest_ms) |         \
-     PF(enqueued) | PF(dispatched) | PF(acked) | PF(nacked) | PF(expired) |       \
-     PF(picks_priority) | PF(picks_aged) | PF(picks_overdue) | PF(picks_guaranteed) | PF(throttled) | PF(eta_ms))
+     PF(enqueued) | PF(dispatched) | PF(acked) | PF(nacked) | PF(expired))
+
+/* Columns added to STATS_OK after the first release are optional, as the
+ * versioning rule asks: a client must not require them. */
+#define PROTO_STATS_COLUMNS_OPT                                             \
+    (PF(picks_priority) | PF(picks_aged) | PF(picks_overdue) | PF(picks_guaranteed) | \
+     PF(throttled) | PF(eta_ms))
 
 /* What an ADMIN request may carry, and what ADMIN_OK may answer with. */
 #define PROTO_ADMIN_ARGS                                                    \
@@ -170,7 +175,7 @@ __extension__ typedef unsigned __int128 proto_mask;
     X(THROTTLED, "THROTTLED", C2B, PF(seq) | PF(token), PF(credit) | PF(retry_ms)) \
     X(OK,       "OK",       B2C, PF(seq),              PF(lease_ms))          \
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
-    X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(names) | PF(uptime_ms) | PF(consumers) | PROTO_STATS_COLUMNS, 0) \
+    X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(names) | PF(uptime_ms) | PF(consumers) | PROTO_STATS_COLUMNS, PROTO_STATS_COLUMNS_OPT) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \

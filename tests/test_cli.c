@@ -1,8 +1,9 @@
 /*
  * test_cli.c - `sluice` and `sluiced` as a user types them, against a real
  * broker: ids printed in input order, bodies printed and acknowledged,
- * --exec mapping exit codes to ack and nack, stats as a table and as JSON,
- * and clear errors with the documented exit codes.
+ * --exec mapping exit codes to ack, nack and throttled, stats as a table
+ * and as JSON, metering settings, and clear errors with the documented exit
+ * codes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +97,45 @@ static void exec_acks_on_zero_and_nacks_otherwise(void **state)
     stop(b);
 }
 
+static void metering_settings_and_throttled_exec(void **state)
+{
+    (void)state;
+    th_broker *b = start(NULL);
+    const char *sink_set[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--rate", "50",
+                              "--burst", "5", NULL};
+    assert_int_equal(th_run(sink_set, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "sink: rate 50/s, burst 5\n");
+    const char *sink_show[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "show", "--json", NULL};
+    assert_int_equal(th_run(sink_show, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "{\"rate_milli\":50000,"));
+    assert_non_null(strstr(out, "\"burst\":5,"));
+    const char *level_set[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low",
+                               "--max-rate", "0.5", NULL};
+    assert_int_equal(th_run(level_set, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "level low: max rate 0.5/s\n");
+    const char *level_list[] = {th_bin("sluice"), "-b", b->endpoint, "level", "list", "--json", NULL};
+    assert_int_equal(th_run(level_list, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"name\":\"low\""));
+    assert_non_null(strstr(out, "\"max_rate_milli\":500,"));
+    const char *no_change[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", NULL};
+    assert_int_equal(th_run(no_change, NULL, out, sizeof out), 2);
+
+    /* a cost travels to the consumer; exit 75 returns the message as throttled */
+    const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "--cost", "3", "x", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    const char *tempfail[] = {th_bin("sluice"), "-b", b->endpoint, "consume", "-n", "1", "--exec",
+                              "exit 75", NULL};
+    assert_int_equal(th_run(tempfail, NULL, out, sizeof out), 0);
+    const char *consume[] = {th_bin("sluice"), "-b", b->endpoint, "consume", "-n", "1",
+                             "--verbose", NULL};
+    assert_int_equal(th_run(consume, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "attempt=1 cost=3 x\n")); /* throttled: no attempt charged */
+    const char *stats[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--json", NULL};
+    assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"throttled\":1,"));
+    stop(b);
+}
+
 static void errors_have_documented_exit_codes(void **state)
 {
     (void)state;
@@ -167,6 +207,7 @@ int main(void)
         cmocka_unit_test(send_prints_ids_in_input_order),
         cmocka_unit_test(consume_prints_bodies_and_acks),
         cmocka_unit_test(exec_acks_on_zero_and_nacks_otherwise),
+        cmocka_unit_test(metering_settings_and_throttled_exec),
         cmocka_unit_test(errors_have_documented_exit_codes),
         cmocka_unit_test(sluiced_rejects_bad_settings),
         cmocka_unit_test(config_file_sets_levels),

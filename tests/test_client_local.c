@@ -38,13 +38,14 @@
 #define SEEN_MAX     32
 
 /* fake.variant: how the admin handlers answer */
-enum { VARIANT_NORMAL, VARIANT_TOO_MANY_LEVELS, VARIANT_RAGGED_COLUMNS };
+enum { VARIANT_NORMAL, VARIANT_TOO_MANY_LEVELS, VARIANT_RAGGED_COLUMNS, VARIANT_NO_RATES };
 
 typedef struct seen {
     proto_type type;
     proto_mask present;
     uint64_t seq, token, credit, delay_ms, lease_ms, n;
     uint64_t id, level, size, enabled, deadline_ms, aging_ms, min, max, target_wait_ms;
+    uint64_t cost, retry_ms, rate_milli, min_rate_milli, burst, max_inflight;
     char pool[PROTO_MAX_NAME + 1];
     char cmd[PROTO_MAX_NAME + 1];
     char body[64];
@@ -101,7 +102,10 @@ static void record(fake *f, const proto_msg *m)
                 .credit = m->credit, .delay_ms = m->delay_ms, .lease_ms = m->lease_ms, .n = m->n,
                 .id = m->id, .level = m->level, .size = m->size, .enabled = m->enabled,
                 .deadline_ms = m->deadline_ms, .aging_ms = m->aging_ms, .min = m->min,
-                .max = m->max, .target_wait_ms = m->target_wait_ms};
+                .max = m->max, .target_wait_ms = m->target_wait_ms, .cost = m->cost,
+                .retry_ms = m->retry_ms, .rate_milli = m->rate_milli,
+                .min_rate_milli = m->min_rate_milli, .burst = m->burst,
+                .max_inflight = m->max_inflight};
     if (proto_has(m, PROTO_F_pool))
         memcpy(s->pool, m->pool.ptr, m->pool.len);
     if (proto_has(m, PROTO_F_cmd))
@@ -220,7 +224,9 @@ static void reply_welcome(fake *f, uint64_t seq)
     fake_send(f, &r);
 }
 
-static void send_deliver(fake *f, uint64_t id, uint64_t token, const char *body, const char *tag)
+/* send_deliver_cost sends a DELIVER; cost 0 leaves the field out. */
+static void send_deliver_cost(fake *f, uint64_t id, uint64_t token, const char *body,
+                              const char *tag, uint64_t cost)
 {
     proto_msg r;
     proto_init(&r, PROTO_DELIVER);
@@ -232,7 +238,14 @@ static void send_deliver(fake *f, uint64_t id, uint64_t token, const char *body,
     proto_set_str(&r, PROTO_F_body, body, strlen(body));
     if (tag)
         proto_set_str(&r, PROTO_F_tag, tag, strlen(tag));
+    if (cost)
+        proto_set(&r, cost, cost);
     fake_send(f, &r);
+}
+
+static void send_deliver(fake *f, uint64_t id, uint64_t token, const char *body, const char *tag)
+{
+    send_deliver_cost(f, id, token, body, tag, 0);
 }
 
 /* ---- fixtures ---- */
@@ -359,6 +372,16 @@ static void reply_level_list(fake *f, uint64_t seq)
     /* a ragged reply: one column short */
     uint32_t last = f->variant == VARIANT_RAGGED_COLUMNS ? n - 1 : n;
     column_set(&r, PROTO_F_oldest_ms, &r.oldest_ms, last, big ? wide : oldest_ms);
+    if (f->variant != VARIANT_NO_RATES && !big) {
+        static const uint64_t max_rate[] = {0, 500, 20000000}, min_rate[] = {100000, 0, 0},
+                              burst[] = {0, 3, UINT64_C(1) << 33}, tokens[] = {0, 2500, 7},
+                              eta_ms[] = {40, 0, 123456};
+        column_set(&r, PROTO_F_level_max_rate, &r.level_max_rate, n, max_rate);
+        column_set(&r, PROTO_F_level_min_rate, &r.level_min_rate, n, min_rate);
+        column_set(&r, PROTO_F_level_burst, &r.level_burst, n, burst);
+        column_set(&r, PROTO_F_level_tokens, &r.level_tokens, n, tokens);
+        column_set(&r, PROTO_F_eta_ms, &r.eta_ms, n, eta_ms);
+    }
     fake_send(f, &r);
 }
 
@@ -381,6 +404,24 @@ static void reply_pool_list(fake *f, uint64_t seq)
     column_set(&r, PROTO_F_pool_rate, &r.pool_rate, 2, rate_milli);
     column_set(&r, PROTO_F_pool_recommended, &r.pool_recommended, 2, recommended);
     column_set(&r, PROTO_F_pool_flags, &r.pool_flags, 2, flags);
+    fake_send(f, &r);
+}
+
+/* reply_sink_show answers sink.show; a broker of VARIANT_NO_RATES leaves
+ * paused_ms out. */
+static void reply_sink_show(fake *f, uint64_t seq)
+{
+    proto_msg r;
+    proto_init(&r, PROTO_ADMIN_OK);
+    proto_set(&r, seq, seq);
+    proto_set(&r, rate_milli, 100000);
+    proto_set(&r, effective_rate_milli, 50000);
+    proto_set(&r, burst, 20);
+    proto_set(&r, max_inflight, 8);
+    proto_set(&r, sink_inflight, 3);
+    proto_set(&r, tokens_milli, 1500);
+    if (f->variant != VARIANT_NO_RATES)
+        proto_set(&r, paused_ms, 750);
     fake_send(f, &r);
 }
 
@@ -412,7 +453,8 @@ static void answer_admin(fake *f, const proto_msg *m)
     }
     if (m->type == PROTO_STATS) {
         static const uint64_t zero[3], prio[] = {10, 20, 30}, aged[] = {0, 4, 5},
-                              overdue[] = {0, 0, 6};
+                              overdue[] = {0, 0, 6}, throttled[] = {0, 9, 0},
+                              eta_ms[] = {0, 0, 61000};
         proto_msg r;
         proto_init(&r, PROTO_STATS_OK);
         proto_set(&r, seq, m->seq);
@@ -431,6 +473,9 @@ static void answer_admin(fake *f, const proto_msg *m)
         column_set(&r, PROTO_F_picks_priority, &r.picks_priority, n, n > 3 ? wide : prio);
         column_set(&r, PROTO_F_picks_aged, &r.picks_aged, n, n > 3 ? wide : aged);
         column_set(&r, PROTO_F_picks_overdue, &r.picks_overdue, n, n > 3 ? wide : overdue);
+        column_set(&r, PROTO_F_picks_guaranteed, &r.picks_guaranteed, n, n > 3 ? wide : zero);
+        column_set(&r, PROTO_F_throttled, &r.throttled, n, n > 3 ? wide : throttled);
+        column_set(&r, PROTO_F_eta_ms, &r.eta_ms, n, n > 3 ? wide : eta_ms);
         fake_send(f, &r);
         return;
     }
@@ -446,6 +491,8 @@ static void answer_admin(fake *f, const proto_msg *m)
         reply_pool_list(f, m->seq);
     } else if (strcmp(cmd, "explain") == 0) {
         reply_explain(f, m->seq);
+    } else if (strcmp(cmd, "sink.show") == 0) {
+        reply_sink_show(f, m->seq);
     } else if (strcmp(pool, "nope") == 0) {
         reply_error(f, m->seq, SL_ENOTFOUND, "no pool named nope");
     } else {
@@ -493,6 +540,25 @@ static void answer_credit(fake *f, const proto_msg *m)
         return;
     for (uint64_t i = 0; i < m->credit; i++, f->delivered++)
         send_deliver(f, 100 + f->delivered, 1000 + f->delivered, "c", NULL);
+}
+
+/* answer_rated answers publishes, and a subscription with two deliveries:
+ * id 7 (token 70) costing 5, and id 8 (token 80) whose DELIVER carries no
+ * cost. THROTTLED is answered OK for token 70 and SL_ESTALE otherwise. */
+static void answer_rated(fake *f, const proto_msg *m)
+{
+    if (m->type == PROTO_HELLO) {
+        reply_welcome(f, m->seq);
+        send_deliver_cost(f, 7, 70, "costly", NULL, 5);
+        send_deliver(f, 8, 80, "cheap", NULL);
+    } else if (m->type == PROTO_PUT) {
+        reply_seq(f, PROTO_PUT_OK, m->seq);
+        f->puts++;
+    } else if (m->type == PROTO_THROTTLED && m->token == 70) {
+        reply_seq(f, PROTO_OK, m->seq);
+    } else if (m->type == PROTO_THROTTLED) {
+        reply_error(f, m->seq, SL_ESTALE, "no such lease");
+    }
 }
 
 static int seen_find(const fake *f, proto_type type, int from)
@@ -809,6 +875,10 @@ static void test_admin_requests_carry_their_arguments(void **state)
     assert_int_equal(sl_pool_autoscale(c, "workers", 0, 0, 0, 0), SL_OK);
     sl_explain_info e;
     assert_int_equal(sl_explain(c, 42, &e), SL_OK);
+    assert_int_equal(sl_level_rate(c, 1, 20000, SL_UNCHANGED, 40), SL_OK);
+    assert_int_equal(sl_level_rate(c, 0, 0, 500, SL_UNCHANGED), SL_OK);
+    assert_int_equal(sl_sink_set(c, 100000, SL_UNCHANGED, 0), SL_OK);
+    assert_int_equal(sl_sink_set(c, SL_UNCHANGED, 7, SL_UNCHANGED), SL_OK);
 
     /* refused locally: none of these reaches the broker */
     char long_name[PROTO_MAX_NAME + 2];
@@ -820,6 +890,9 @@ static void test_admin_requests_carry_their_arguments(void **state)
     assert_int_equal(sl_pool_autoscale(c, "workers", 5, 4, 100, 1), SL_EINVAL);
     assert_int_equal(sl_level_set(c, SL_MAX_LEVELS, 1, 1), SL_ENOLEVEL);
     assert_int_equal(sl_level_pause(c, SL_MAX_LEVELS, 1), SL_ENOLEVEL);
+    assert_int_equal(sl_level_rate(c, SL_MAX_LEVELS, 1, 1, 1), SL_ENOLEVEL);
+    assert_int_equal(sl_sink_show(c, NULL), SL_EINVAL);
+    assert_int_equal(sl_sink_set(NULL, 1, 1, 1), SL_EINVAL);
     assert_int_equal(sl_explain(c, 1, NULL), SL_EINVAL);
     assert_int_equal(sl_level_list(c, NULL, NULL), SL_EINVAL);
     assert_int_equal(sl_pool_list(NULL, NULL, NULL), SL_EINVAL);
@@ -830,6 +903,7 @@ static void test_admin_requests_carry_their_arguments(void **state)
         const char *cmd;
         proto_mask args; /* which PROTO_ADMIN_ARGS are present */
         uint64_t level, size, enabled, deadline_ms, aging_ms, min, max, target_wait_ms, id;
+        uint64_t rate_milli, min_rate_milli, burst, max_inflight;
     } want[] = {
         {.cmd = "level.set", .args = PF(level) | PF(deadline_ms), .level = 2, .deadline_ms = 500},
         {.cmd = "level.set", .args = PF(level) | PF(aging_ms), .level = 1, .aging_ms = 0},
@@ -843,6 +917,13 @@ static void test_admin_requests_carry_their_arguments(void **state)
          .enabled = 1, .min = 2, .max = 16, .target_wait_ms = 1500},
         {.cmd = "pool.autoscale", .args = PF(pool) | PF(enabled), .enabled = 0},
         {.cmd = "explain", .args = PF(id), .id = 42},
+        {.cmd = "level.set", .args = PF(level) | PF(rate_milli) | PF(burst), .level = 1,
+         .rate_milli = 20000, .burst = 40},
+        {.cmd = "level.set", .args = PF(level) | PF(rate_milli) | PF(min_rate_milli),
+         .level = 0, .rate_milli = 0, .min_rate_milli = 500},
+        {.cmd = "sink.set", .args = PF(rate_milli) | PF(max_inflight), .rate_milli = 100000,
+         .max_inflight = 0},
+        {.cmd = "sink.set", .args = PF(burst), .burst = 7},
     };
     int i = -1;
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
@@ -862,6 +943,10 @@ static void test_admin_requests_carry_their_arguments(void **state)
         assert_int_equal(s->max, want[k].max);
         assert_int_equal(s->target_wait_ms, want[k].target_wait_ms);
         assert_int_equal(s->id, want[k].id);
+        assert_int_equal(s->rate_milli, want[k].rate_milli);
+        assert_int_equal(s->min_rate_milli, want[k].min_rate_milli);
+        assert_int_equal(s->burst, want[k].burst);
+        assert_int_equal(s->max_inflight, want[k].max_inflight);
     }
     assert_int_equal(seen_find(f, PROTO_ADMIN, i + 1), -1);
 }
@@ -886,6 +971,14 @@ static void test_admin_results_are_decoded(void **state)
     assert_true(levels[2].paused);
     assert_int_equal(levels[2].depth, 17);
     assert_int_equal(levels[2].oldest_ms, 90000);
+    assert_int_equal(levels[0].max_rate_milli, 0);
+    assert_int_equal(levels[2].max_rate_milli, 20000000);
+    assert_int_equal(levels[0].min_rate_milli, 100000);
+    assert_int_equal(levels[1].burst, 3);
+    assert_int_equal(levels[2].burst, UINT32_MAX); /* clamped */
+    assert_int_equal(levels[1].tokens_milli, 2500);
+    assert_int_equal(levels[0].eta_ms, 40);
+    assert_int_equal(levels[2].eta_ms, 123456);
 
     sl_pool_info pools[SL_MAX_POOLS];
     assert_int_equal(sl_pool_list(c, pools, &n), SL_OK);
@@ -922,6 +1015,20 @@ static void test_admin_results_are_decoded(void **state)
     assert_int_equal(st.level[2].picks_priority, 30);
     assert_int_equal(st.level[1].picks_aged, 4);
     assert_int_equal(st.level[2].picks_overdue, 6);
+    assert_int_equal(st.level[1].throttled, 9);
+    assert_int_equal(st.level[0].eta_ms, 0);
+    assert_int_equal(st.level[2].eta_ms, 61000);
+
+    sl_sink_info sink;
+    memset(&sink, 0x55, sizeof sink);
+    assert_int_equal(sl_sink_show(c, &sink), SL_OK);
+    assert_int_equal(sink.rate_milli, 100000);
+    assert_int_equal(sink.effective_rate_milli, 50000);
+    assert_int_equal(sink.burst, 20);
+    assert_int_equal(sink.max_inflight, 8);
+    assert_int_equal(sink.inflight, 3);
+    assert_int_equal(sink.tokens_milli, 1500);
+    assert_int_equal(sink.paused_ms, 750);
 
     /* the broker's refusal comes back with its code and its words */
     assert_int_equal(sl_pool_pause(c, "nope", 1), SL_ENOTFOUND);
@@ -953,6 +1060,111 @@ static void test_malformed_admin_results_are_refused(void **state)
     assert_int_equal(sl_stats_get(c, &st), SL_EPROTO);
     assert_int_equal(sl_levels(c, NULL, NULL), SL_EPROTO);
     sl_close(&c);
+}
+
+static void test_level_list_without_rate_columns_reads_as_no_limits(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    f->variant = VARIANT_NO_RATES;
+    fake_start(f, answer_admin);
+    sl_client *c = client_open(f, 2000);
+    sl_level_info levels[SL_MAX_LEVELS];
+    memset(levels, 0x55, sizeof levels);
+    unsigned n = 0;
+    assert_int_equal(sl_level_list(c, levels, &n), SL_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(levels[1].deadline_ms, 500);
+    for (unsigned i = 0; i < n; i++) {
+        assert_int_equal(levels[i].max_rate_milli, 0);
+        assert_int_equal(levels[i].min_rate_milli, 0);
+        assert_int_equal(levels[i].burst, 0);
+        assert_int_equal(levels[i].tokens_milli, 0);
+        assert_int_equal(levels[i].eta_ms, 0);
+    }
+    /* sink.show's answer must be whole */
+    sl_sink_info sink;
+    assert_int_equal(sl_sink_show(c, &sink), SL_EPROTO);
+    sl_close(&c);
+}
+
+static void test_cost_travels_in_put_and_deliver(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_rated);
+    sl_client *c = client_open(f, 2000);
+    const uint32_t costs[] = {5, 1, 0, UINT32_MAX};
+    for (size_t k = 0; k < 4; k++) {
+        sl_put p = {.body = "b", .body_len = 1, .level = SL_LEVEL_DEFAULT, .cost = costs[k]};
+        assert_int_equal(k % 2 ? sl_send_async(c, &p, NULL) : sl_send(c, &p, NULL), SL_OK);
+    }
+    sl_confirm k;
+    while (sl_send_pending(c))
+        assert_int_equal(sl_send_wait(c, 2000, &k), SL_OK);
+
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 2), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(c, 2000, &d), SL_OK);
+    assert_int_equal(d->id, 7);
+    assert_int_equal(d->cost, 5);
+    sl_delivery_free(&d);
+    assert_int_equal(sl_recv(c, 2000, &d), SL_OK);
+    assert_int_equal(d->id, 8);
+    assert_int_equal(d->cost, 1); /* absent on the wire */
+    sl_delivery_free(&d);
+    sl_close(&c);
+    fake_stop(f);
+
+    /* a cost of 1 (or 0, meaning 1) is the wire's default, so it is left out */
+    const bool carried[] = {true, false, false, true};
+    int i = -1;
+    for (size_t j = 0; j < 4; j++) {
+        i = seen_find(f, PROTO_PUT, i + 1);
+        assert_true(i >= 0);
+        assert_int_equal((f->seen[i].present & PF(cost)) != 0, carried[j]);
+        if (carried[j])
+            assert_int_equal(f->seen[i].cost, costs[j]);
+    }
+}
+
+static void test_throttled_returns_credit_and_retry_after(void **state)
+{
+    fake *f = *state;
+    router_open(f);
+    fake_start(f, answer_rated);
+    sl_client *c = client_open(f, 2000);
+    sl_delivery stray = {.token = 80, .tag = "", .body = ""};
+    /* not subscribed: no credit, as for ACK */
+    assert_int_equal(sl_throttled(c, &stray, 0), SL_ESTALE);
+    assert_int_equal(sl_throttled(c, NULL, 0), SL_EINVAL);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 2), SL_OK);
+    sl_delivery *d[2];
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(sl_recv(c, 2000, &d[k]), SL_OK);
+    assert_int_equal(sl_throttled(c, d[0], 1500), SL_OK);
+    assert_int_equal(sl_throttled(c, d[1], 0), SL_ESTALE);
+    assert_string_equal(sl_last_error(c), "no such lease");
+    for (int k = 0; k < 2; k++)
+        sl_delivery_free(&d[k]);
+    sl_close(&c);
+    fake_stop(f);
+
+    int i = seen_find(f, PROTO_THROTTLED, 0);
+    assert_true(i >= 0);
+    assert_int_equal(f->seen[i].token, 80);
+    assert_false(f->seen[i].present & (PF(credit) | PF(retry_ms)));
+    i = seen_find(f, PROTO_THROTTLED, i + 1);
+    assert_true(i >= 0);
+    assert_int_equal(f->seen[i].token, 70);
+    assert_int_equal(f->seen[i].credit, 1);
+    assert_true(f->seen[i].present & PF(retry_ms));
+    assert_int_equal(f->seen[i].retry_ms, 1500);
+    i = seen_find(f, PROTO_THROTTLED, i + 1);
+    assert_true(i >= 0);
+    assert_int_equal(f->seen[i].token, 80);
+    assert_int_equal(f->seen[i].credit, 1); /* given back even though the lease was gone */
+    assert_false(f->seen[i].present & PF(retry_ms)); /* 0: the broker's default */
 }
 
 static void test_pool_message_sets_share_and_is_no_reply(void **state)
@@ -1112,6 +1324,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admin_requests_carry_their_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_results_are_decoded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_admin_results_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_level_list_without_rate_columns_reads_as_no_limits,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cost_travels_in_put_and_deliver, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_throttled_returns_credit_and_retry_after, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_pool_message_sets_share_and_is_no_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_reply_after_pool_message, setup, teardown),
         cmocka_unit_test_setup_teardown(test_set_window_grows_by_credit_and_shrinks_by_withholding,

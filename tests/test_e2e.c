@@ -176,13 +176,13 @@ static void lease_expiry_redelivers_and_old_token_is_stale(void **state)
 static void touch_keeps_the_lease(void **state)
 {
     (void)state;
-    static const char *const extra[] = {"--lease-ms", "400", NULL};
+    static const char *const extra[] = {"--lease-ms", "1000", NULL};
     fixture *f = start(extra);
     put(f->c, 0, "long job");
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = recv_one(f->c, 5000);
-    for (int i = 0; i < 4; i++) { /* 4 x 200 ms = twice the lease */
-        usleep(200 * 1000);
+    for (int i = 0; i < 5; i++) { /* 5 x 400 ms = twice the lease */
+        usleep(400 * 1000);
         assert_int_equal(sl_touch(f->c, d, 0), SL_OK);
     }
     assert_int_equal(sl_ack(f->c, d), SL_OK);

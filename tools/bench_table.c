@@ -74,8 +74,9 @@ void bench_table_print(const bench_table *t, time_t started, int seconds, FILE *
         if (r->goal == BENCH_TABLE_NO_GOAL)
             snprintf(text[i][3], sizeof text[i][3], "-");
         else
-            snprintf(text[i][3], sizeof text[i][3], "%s %g",
-                     r->goal == BENCH_TABLE_AT_LEAST ? ">=" : "<=", r->target);
+            snprintf(text[i][3], sizeof text[i][3], "%s %.*f",
+                     r->goal == BENCH_TABLE_AT_LEAST ? ">=" : "<=", r->target == (double)(long long)r->target ? 0 : 2,
+                     r->target);
         snprintf(text[i][4], sizeof text[i][4], "%s",
                  r->goal == BENCH_TABLE_NO_GOAL ? "-" : met ? "yes" : "MISS");
         for (int k = 0; k < COLS; k++)

@@ -6,10 +6,10 @@
  * Each is one request through the client library (its administration
  * calls), whose answer is printed: lists as a table or as JSON, changes as
  * one line that says what now holds, on standard output. Settings given in
- * seconds are read and shown exactly (cli_text.c), so what an operator set
- * is what the list shows. The broker checks every value against its own
- * limits and says which one it refused; this file checks only what it must
- * to build the request.
+ * seconds, and rates in units per second, are read and shown exactly
+ * (cli_text.c), so what an operator set is what the list shows. The broker
+ * checks every value against its own limits and says which one it refused;
+ * this file checks only what it must to build the request.
  */
 #include "cli_admin.h"
 
@@ -24,7 +24,17 @@
 #include "cli_text.h"
 
 /* Long-only options get values outside the char range. */
-enum { OPT_DEADLINE = 256, OPT_AGING_STEP, OPT_MIN, OPT_MAX, OPT_TARGET_WAIT, OPT_OFF };
+enum {
+    OPT_DEADLINE = 256,
+    OPT_AGING_STEP,
+    OPT_MAX_RATE,
+    OPT_MIN_RATE,
+    OPT_BURST,
+    OPT_MIN,
+    OPT_MAX,
+    OPT_TARGET_WAIT,
+    OPT_OFF
+};
 
 /* ---- pool ---- */
 
@@ -272,8 +282,11 @@ static void levels_json(const sl_level_info *levels, unsigned n)
         printf("%s{\"level\":%u,\"name\":", i ? "," : "", i);
         cli_text_json_string(l->name);
         printf(",\"deadline_ms\":%" PRIu64 ",\"aging_ms\":%" PRIu64
-               ",\"paused\":%s,\"depth\":%" PRIu64 ",\"oldest_ms\":%" PRIu64 "}",
-               l->deadline_ms, l->aging_ms, l->paused ? "true" : "false", l->depth, l->oldest_ms);
+               ",\"paused\":%s,\"depth\":%" PRIu64 ",\"oldest_ms\":%" PRIu64
+               ",\"max_rate_milli\":%" PRIu64 ",\"min_rate_milli\":%" PRIu64
+               ",\"burst\":%" PRIu32 ",\"tokens_milli\":%" PRIu64 ",\"eta_ms\":%" PRIu64 "}",
+               l->deadline_ms, l->aging_ms, l->paused ? "true" : "false", l->depth, l->oldest_ms,
+               l->max_rate_milli, l->min_rate_milli, l->burst, l->tokens_milli, l->eta_ms);
     }
     printf("]}\n");
 }
@@ -290,17 +303,23 @@ static void setting_format(uint64_t ms, char *buf, size_t size)
 
 static int levels_table(const sl_level_info *levels, unsigned n)
 {
-    static const char *const head[] = {"LEVEL",  "NAME",  "DEADLINE", "AGING",
-                                       "PAUSED", "DEPTH", "OLDEST"};
-    cli_table *t = cli_table_new(7, head, "llrrlrr", n);
+    static const char *const head[] = {"LEVEL",    "NAME",     "DEADLINE", "AGING",
+                                       "PAUSED",   "DEPTH",    "OLDEST",   "MAX-RATE",
+                                       "MIN-RATE", "BURST",    "TOKENS",   "ETA"};
+    cli_table *t = cli_table_new(12, head, "llrrlrrrrrrr", n);
     if (!t)
         return -1;
     for (unsigned i = 0; i < n; i++) {
         const sl_level_info *l = &levels[i];
-        char deadline[32], aging[32], oldest[32];
+        char deadline[32], aging[32], oldest[32], max_rate[40], min_rate[40], tokens[32], eta[32];
         setting_format(l->deadline_ms, deadline, sizeof deadline);
         setting_format(l->aging_ms, aging, sizeof aging);
         cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        cli_text_rate_format(l->max_rate_milli, "-", max_rate, sizeof max_rate);
+        cli_text_rate_format(l->min_rate_milli, "-", min_rate, sizeof min_rate);
+        /* tokens to a tenth: the bucket refills as it is read */
+        cli_text_milli_format(l->tokens_milli / 100 * 100, tokens, sizeof tokens);
+        cli_text_eta_format(l->eta_ms, eta, sizeof eta);
         cli_table_add(t, "%u", i);
         cli_table_add(t, "%s", l->name);
         cli_table_add(t, "%s", deadline);
@@ -308,6 +327,14 @@ static int levels_table(const sl_level_info *levels, unsigned n)
         cli_table_add(t, "%s", l->paused ? "yes" : "no");
         cli_table_add(t, "%" PRIu64, l->depth);
         cli_table_add(t, "%s", oldest);
+        cli_table_add(t, "%s", max_rate);
+        cli_table_add(t, "%s", min_rate);
+        if (l->burst)
+            cli_table_add(t, "%" PRIu32, l->burst);
+        else
+            cli_table_add(t, "-");
+        cli_table_add(t, "%s", l->max_rate_milli ? tokens : "-"); /* no ceiling, no bucket */
+        cli_table_add(t, "%s", eta);
     }
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
@@ -336,27 +363,84 @@ static int level_list(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
+/* The settings `level set` changes, in the order it prints them. */
+enum { SET_DEADLINE, SET_AGING, SET_MAX_RATE, SET_MIN_RATE, SET_BURST, SET_COUNT };
+
+/* level_setting_read reads the value of option ch into v[]. Returns 0 or the
+ * exit status, reported. */
+static int level_setting_read(const char *cmd, int ch, const char *text, uint64_t *v)
+{
+    switch (ch) {
+    case OPT_DEADLINE:
+    case OPT_AGING_STEP:
+        if (!cli_text_seconds_parse(text, true, &v[ch == OPT_DEADLINE ? SET_DEADLINE : SET_AGING]))
+            return cli_text_usage_error(cmd,
+                                        "bad --%s '%s' (expected seconds, such as 30 or 0.5, "
+                                        "at most 3 decimals; or off)",
+                                        ch == OPT_DEADLINE ? "deadline" : "aging-step", text);
+        return 0;
+    case OPT_MAX_RATE:
+    case OPT_MIN_RATE:
+        if (!cli_text_rate_parse(text, &v[ch == OPT_MAX_RATE ? SET_MAX_RATE : SET_MIN_RATE]))
+            return cli_text_usage_error(cmd,
+                                        "bad --%s '%s' (expected units per second, such as "
+                                        "20000 or 0.5, at most 3 decimals; or off)",
+                                        ch == OPT_MAX_RATE ? "max-rate" : "min-rate", text);
+        return 0;
+    default:
+        if (!cli_text_limit_parse(text, UINT32_MAX, &v[SET_BURST]))
+            return cli_text_usage_error(cmd, "bad --burst '%s' (expected a number; or off)", text);
+        return 0;
+    }
+}
+
+/* level_settings_print says what level now has, for the settings changed. */
+static void level_settings_print(cli_core *g, unsigned level, const uint64_t *v)
+{
+    static const char *const what[SET_COUNT] = {"deadline", "aging step", "max rate", "min rate",
+                                                "burst"};
+    char number[16];
+    printf("level %s:", cli_core_level_name(g, level, number, sizeof number));
+    for (int k = 0, first = 1; k < SET_COUNT; k++) {
+        char value[40];
+        if (v[k] == SL_UNCHANGED)
+            continue;
+        if (k == SET_DEADLINE || k == SET_AGING)
+            setting_format(v[k], value, sizeof value);
+        else if (k == SET_BURST)
+            snprintf(value, sizeof value, "%" PRIu64, v[k]);
+        else
+            cli_text_rate_format(v[k], "off", value, sizeof value);
+        printf("%s %s %s", first ? "" : ",", what[k], v[k] ? value : "off");
+        first = 0;
+    }
+    putchar('\n');
+}
+
 static int level_set(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"deadline", required_argument, NULL, OPT_DEADLINE},
         {"aging-step", required_argument, NULL, OPT_AGING_STEP},
+        {"max-rate", required_argument, NULL, OPT_MAX_RATE},
+        {"min-rate", required_argument, NULL, OPT_MIN_RATE},
+        {"burst", required_argument, NULL, OPT_BURST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    uint64_t ms[2] = {SL_UNCHANGED, SL_UNCHANGED}; /* deadline, aging step */
-    static const char *const what[2] = {"deadline", "aging step"};
-    int ch;
+    uint64_t v[SET_COUNT] = {SL_UNCHANGED, SL_UNCHANGED, SL_UNCHANGED, SL_UNCHANGED,
+                             SL_UNCHANGED};
+    int ch, st;
     optind = 0;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case OPT_DEADLINE:
         case OPT_AGING_STEP:
-            if (!cli_text_seconds_parse(optarg, true, &ms[ch == OPT_AGING_STEP]))
-                return cli_text_usage_error(cmd,
-                                            "bad --%s '%s' (expected seconds, such as 30 or 0.5, "
-                                            "at most 3 decimals; or off)",
-                                            ch == OPT_DEADLINE ? "deadline" : "aging-step", optarg);
+        case OPT_MAX_RATE:
+        case OPT_MIN_RATE:
+        case OPT_BURST:
+            if ((st = level_setting_read(cmd, ch, optarg, v)))
+                return st;
             break;
         case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
         default: return cli_text_option_error(cmd, ch, argv);
@@ -366,27 +450,27 @@ static int level_set(cli_core *g, const char *cmd, int argc, char **argv)
         return argc - optind
                    ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
                    : cli_text_usage_error(cmd, "expected a level");
-    if (ms[0] == SL_UNCHANGED && ms[1] == SL_UNCHANGED)
-        return cli_text_usage_error(cmd,
-                                    "nothing to change: give --deadline, --aging-step or both");
+    bool scheduling = v[SET_DEADLINE] != SL_UNCHANGED || v[SET_AGING] != SL_UNCHANGED;
+    bool rates = v[SET_MAX_RATE] != SL_UNCHANGED || v[SET_MIN_RATE] != SL_UNCHANGED ||
+                 v[SET_BURST] != SL_UNCHANGED;
+    if (!scheduling && !rates)
+        return cli_text_usage_error(cmd, "nothing to change: give --deadline, --aging-step, "
+                                         "--max-rate, --min-rate or --burst");
     unsigned level;
-    int st = cli_core_connect(g, cmd);
-    if (st || (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
+    if ((st = cli_core_connect(g, cmd)) ||
+        (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
         return st;
-    int rc = sl_level_set(g->c, level, ms[0], ms[1]);
+    /* two requests: the scheduling settings, then the rates */
+    int rc = scheduling ? sl_level_set(g->c, level, v[SET_DEADLINE], v[SET_AGING]) : SL_OK;
     if (rc)
         return cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
-    char number[16];
-    printf("level %s:", cli_core_level_name(g, level, number, sizeof number));
-    for (int k = 0, first = 1; k < 2; k++) {
-        char value[32];
-        if (ms[k] == SL_UNCHANGED)
-            continue;
-        setting_format(ms[k], value, sizeof value);
-        printf("%s %s %s", first ? "" : ",", what[k], ms[k] ? value : "off");
-        first = 0;
-    }
-    putchar('\n');
+    rc = rates ? sl_level_rate(g->c, level, v[SET_MAX_RATE], v[SET_MIN_RATE], v[SET_BURST])
+               : SL_OK;
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, argv[optind],
+                                     scheduling ? "; the deadline and aging step were changed"
+                                                : NULL);
+    level_settings_print(g, level, v);
     return cli_core_output_done(cmd);
 }
 

@@ -4,11 +4,13 @@
  *
  * An sl_client is not thread-safe, so the main thread alone uses it: it
  * receives deliveries, pushes each to a crew of workers (cli_crew.c), and
- * acks or nacks each one a worker hands back, so a message is settled only
- * after its output left. Workers print a body as one whole line under a
- * mutex, or run the command on it; they never touch the client. The credit
- * window is the number of workers, or -c if larger: the surplus waits in
- * the crew's queue, in order.
+ * settles each one a worker hands back, so a message is settled only after
+ * its output left: ack, nack, or, when the command exits with EX_TEMPFAIL
+ * (75) because the sink refused it, THROTTLED, which returns it without
+ * charging an attempt and makes the broker slow down. Workers print a body
+ * as one whole line under a mutex, or run the command on it; they never
+ * touch the client. The credit window is the number of workers, or -c if
+ * larger: the surplus waits in the crew's queue, in order.
  *
  * Following the pool. When the broker gives this consumer a share of a
  * sized pool (sl_share), the crew is resized to the share, at most
@@ -55,6 +57,7 @@
 #define MAX_WORKERS   256    /* threads, whatever the share */
 #define RECV_SLICE_MS 200    /* how often the loop looks at signals and the share */
 #define BUSY_SLICE_MS 10     /* ... and at finished work, while there is some */
+#define EXIT_TEMPFAIL 75     /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
 
 /* Long-only options get values outside the char range. */
 enum { OPT_POOL = 256, OPT_EXEC, OPT_IDLE_EXIT, OPT_WORKERS };
@@ -165,7 +168,7 @@ static int exec_run(const char *cmd, const sl_delivery *d, int *status)
 }
 
 /* What a worker made of a delivery; the main thread settles it so. */
-enum { OUTCOME_ACK, OUTCOME_NACK, OUTCOME_FAILED };
+enum { OUTCOME_ACK, OUTCOME_NACK, OUTCOME_THROTTLED, OUTCOME_FAILED };
 
 typedef struct consumer {
     cli_core *g;
@@ -200,6 +203,13 @@ static int exec_outcome(const consumer *k, const sl_delivery *d)
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return OUTCOME_ACK;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_TEMPFAIL) {
+        cli_text_say("consume",
+                     "message %" PRIu64 ": the command exited with status %d (EX_TEMPFAIL); "
+                     "returned as throttled, without charging an attempt",
+                     d->id, EXIT_TEMPFAIL);
+        return OUTCOME_THROTTLED;
+    }
     if (WIFEXITED(status))
         cli_text_say("consume", "message %" PRIu64 ": the command exited with status %d; nacked",
                      d->id, WEXITSTATUS(status));
@@ -227,6 +237,8 @@ static int consume_work(void *ctx, void *job)
         snprintf(number, sizeof number, "%u", d->level);
         printf("id=%" PRIu64 " level=%s tag=%s attempt=%u ", d->id,
                d->level < k->nlevels ? k->level_names[d->level] : number, d->tag, d->attempt);
+        if (d->cost != 1)
+            printf("cost=%" PRIu32 " ", d->cost);
     }
     fwrite(d->body, 1, d->body_len, stdout);
     putchar('\n');
@@ -246,23 +258,26 @@ static void delivery_drop(void *job)
     sl_delivery_free(&d);
 }
 
-/* consume_settle acks or nacks d as its worker decided. Returns 0 or an
- * exit status. */
+/* consume_settle acks, nacks or reports as throttled d, as its worker
+ * decided. Returns 0 or an exit status. */
 static int consume_settle(consumer *k, const sl_delivery *d, int outcome)
 {
-    bool ok = outcome == OUTCOME_ACK;
-    int rc = ok ? sl_ack(k->g->c, d) : sl_nack(k->g->c, d, 0);
+    static const char *const verb[] = {[OUTCOME_ACK] = "ack", [OUTCOME_NACK] = "nack",
+                                       [OUTCOME_THROTTLED] = "THROTTLED"};
+    int rc = outcome == OUTCOME_ACK    ? sl_ack(k->g->c, d)
+             : outcome == OUTCOME_NACK ? sl_nack(k->g->c, d, 0)
+                                       : sl_throttled(k->g->c, d, 0);
     if (rc == SL_ESTALE) {
         /* the lease ran out first: the broker will deliver it again */
         cli_text_say("consume",
                      "message %" PRIu64 ": %s came too late: %s (SL_ESTALE); it will be "
                      "delivered again",
-                     d->id, ok ? "ack" : "nack", sl_last_error(k->g->c));
+                     d->id, verb[outcome], sl_last_error(k->g->c));
         return 0;
     }
     if (rc) {
         char context[64];
-        snprintf(context, sizeof context, "%s of message %" PRIu64, ok ? "ack" : "nack", d->id);
+        snprintf(context, sizeof context, "%s of message %" PRIu64, verb[outcome], d->id);
         return cli_core_broker_error(k->g, "consume", rc, context, NULL);
     }
     return 0;

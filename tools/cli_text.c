@@ -8,9 +8,10 @@
  * never interleave.
  *
  * Values. Command-line numbers are decimal and must be whole: "12x", " 12"
- * and "+12" are refused, not read as 12. Seconds are decimal too, never
- * floating point, so "0.1" is exactly 100 ms; precision finer than a
- * millisecond is refused rather than rounded away.
+ * and "+12" are refused, not read as 12. Seconds and rates are decimal too,
+ * never floating point, so "0.1" is exactly 100 ms, or 100 thousandths of a
+ * unit per second (the broker keeps both in thousandths); precision finer
+ * than that is refused rather than rounded away.
  */
 #include "cli_text.h"
 
@@ -93,32 +94,57 @@ bool cli_text_u64_parse(const char *text, uint64_t *out)
     return true;
 }
 
-bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms)
+/* milli_parse reads a decimal such as "30", "0.5" or ".25" into thousandths:
+ * a whole part of at most max_whole, at most three decimals. */
+static bool milli_parse(const char *text, uint64_t max_whole, uint64_t *out)
 {
-    if (allow_off && strcmp(text, "off") == 0) {
-        *ms = 0;
-        return true;
-    }
-    uint64_t whole = 0, frac_ms = 0;
+    uint64_t whole = 0, frac = 0;
     size_t i = 0, digits = 0;
     for (; text[i] >= '0' && text[i] <= '9'; i++, digits++) {
         whole = whole * 10 + (uint64_t)(text[i] - '0');
-        if (whole > CLI_TEXT_SECONDS_MAX)
+        if (whole > max_whole)
             return false;
     }
     if (text[i] == '.') {
         unsigned scale = 100;
         for (i++; text[i] >= '0' && text[i] <= '9'; i++, digits++) {
             if (scale == 0 && text[i] != '0')
-                return false; /* finer than a millisecond */
-            frac_ms += (uint64_t)(text[i] - '0') * scale;
+                return false; /* finer than a thousandth */
+            frac += (uint64_t)(text[i] - '0') * scale;
             scale /= 10;
         }
     }
     if (digits == 0 || text[i] != '\0')
         return false;
-    *ms = whole * 1000 + frac_ms;
+    *out = whole * 1000 + frac;
     return true;
+}
+
+bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms)
+{
+    if (allow_off && strcmp(text, "off") == 0) {
+        *ms = 0;
+        return true;
+    }
+    return milli_parse(text, CLI_TEXT_SECONDS_MAX, ms);
+}
+
+bool cli_text_rate_parse(const char *text, uint64_t *milli)
+{
+    if (strcmp(text, "off") == 0) {
+        *milli = 0;
+        return true;
+    }
+    return milli_parse(text, CLI_TEXT_RATE_MAX, milli);
+}
+
+bool cli_text_limit_parse(const char *text, uint64_t max, uint64_t *out)
+{
+    if (strcmp(text, "off") == 0) {
+        *out = 0;
+        return true;
+    }
+    return cli_text_u64_parse(text, out) && *out <= max;
 }
 
 int cli_text_line_read(FILE *in, char **buf, size_t *cap, size_t *len, size_t max_bytes)
@@ -165,17 +191,44 @@ void cli_text_age_format(uint64_t ms, char *buf, size_t size)
     }
 }
 
+void cli_text_eta_format(uint64_t ms, char *buf, size_t size)
+{
+    if (ms == 0)
+        snprintf(buf, size, "-");
+    else
+        cli_text_age_format(ms > UINT64_MAX - 99 ? ms : (ms + 99) / 100 * 100, buf, size);
+}
+
+/* milli_format writes v / 1000 exactly, without trailing zeros, then unit. */
+static void milli_format(uint64_t v, const char *unit, char *buf, size_t size)
+{
+    uint64_t frac = v % 1000;
+    if (frac == 0)
+        snprintf(buf, size, "%" PRIu64 "%s", v / 1000, unit);
+    else if (frac % 100 == 0)
+        snprintf(buf, size, "%" PRIu64 ".%" PRIu64 "%s", v / 1000, frac / 100, unit);
+    else if (frac % 10 == 0)
+        snprintf(buf, size, "%" PRIu64 ".%02" PRIu64 "%s", v / 1000, frac / 10, unit);
+    else
+        snprintf(buf, size, "%" PRIu64 ".%03" PRIu64 "%s", v / 1000, frac, unit);
+}
+
 void cli_text_seconds_format(uint64_t ms, char *buf, size_t size)
 {
-    uint64_t frac = ms % 1000;
-    if (frac == 0)
-        snprintf(buf, size, "%" PRIu64 "s", ms / 1000);
-    else if (frac % 100 == 0)
-        snprintf(buf, size, "%" PRIu64 ".%" PRIu64 "s", ms / 1000, frac / 100);
-    else if (frac % 10 == 0)
-        snprintf(buf, size, "%" PRIu64 ".%02" PRIu64 "s", ms / 1000, frac / 10);
+    milli_format(ms, "s", buf, size);
+}
+
+void cli_text_milli_format(uint64_t milli, char *buf, size_t size)
+{
+    milli_format(milli, "", buf, size);
+}
+
+void cli_text_rate_format(uint64_t milli, const char *off_text, char *buf, size_t size)
+{
+    if (milli)
+        milli_format(milli, "/s", buf, size);
     else
-        snprintf(buf, size, "%" PRIu64 ".%03" PRIu64 "s", ms / 1000, frac);
+        snprintf(buf, size, "%s", off_text);
 }
 
 void cli_text_json_string(const char *s)

@@ -52,6 +52,16 @@ bool cli_text_u64_parse(const char *text, uint64_t *out);
 #define CLI_TEXT_SECONDS_MAX 1000000000 /* about 31 years */
 bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms);
 
+/* cli_text_rate_parse reads a rate in units per second, such as "20000",
+ * "0.5" or ".25", into thousandths (the broker's rate_milli): at most
+ * CLI_TEXT_RATE_MAX per second, at most three decimals. "off" reads as 0. */
+#define CLI_TEXT_RATE_MAX 1000000000 /* a billion units a second */
+bool cli_text_rate_parse(const char *text, uint64_t *milli);
+
+/* cli_text_limit_parse reads a whole number up to max, such as a burst or an
+ * in-flight cap; "off" reads as 0. */
+bool cli_text_limit_parse(const char *text, uint64_t max, uint64_t *out);
+
 /* cli_text_line_read reads one line of in, without its '\n', into *buf (grown up
  * to max_bytes + 1). Returns 1 for a line, 0 at the end of input, -1 for a
  * line longer than max_bytes (the rest of it is not read), -2 for a read or
@@ -64,9 +74,22 @@ int cli_text_line_read(FILE *in, char **buf, size_t *cap, size_t *len, size_t ma
  * 0s, 1.2s, 3m4s, 5h6m or 7d8h. */
 void cli_text_age_format(uint64_t ms, char *buf, size_t size);
 
+/* cli_text_eta_format writes an expected drain time like an age, rounded up
+ * to a tenth of a second so that a short one does not read as 0s; "-" for 0,
+ * which means none or unknown. */
+void cli_text_eta_format(uint64_t ms, char *buf, size_t size);
+
 /* cli_text_seconds_format writes a setting exactly, in the unit it is given in:
  * 0.5s, 30s, 0.025s. */
 void cli_text_seconds_format(uint64_t ms, char *buf, size_t size);
+
+/* cli_text_milli_format writes a value kept in thousandths exactly, without
+ * a unit: 20000, 0.5, 12.345. */
+void cli_text_milli_format(uint64_t milli, char *buf, size_t size);
+
+/* cli_text_rate_format writes a rate kept in thousandths as "0.5/s", or
+ * off_text when it is 0 (no limit). */
+void cli_text_rate_format(uint64_t milli, const char *off_text, char *buf, size_t size);
 
 /* cli_text_json_string writes s to standard output as a JSON string. */
 void cli_text_json_string(const char *s);

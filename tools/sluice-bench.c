@@ -16,7 +16,17 @@
  *   5    Latency (bench_latency.c). A producer publishes at a steady rate,
  *        open loop, and a consumer in this same process records receive
  *        time minus send time: p50 and p99.
- *   6-8  Raw limits of the machine (bench_raw.c): LMDB durable commits of 1
+ *   6    Dispatch (bench_sched.c). dispatch_msgs spread over the levels,
+ *        acked by BENCH_SCHED_POOLS consumers with credit BENCH_SCHED_CREDIT,
+ *        each in a pool of its own (three serve one level each), until the
+ *        broker reports the queue empty.
+ *   7    Starvation (bench_sched.c), two rows. One consumer acks a level-0
+ *        backlog of about BENCH_SCHED_BUSY_MS of its work; how long one
+ *        message published after it to the lowest level waits, with no
+ *        deadline and with BENCH_SCHED_DEADLINE_MS on its level.
+ *   8    The pick rule alone (bench_pick.c): disp_pick, linked in from the
+ *        broker, over 16 levels holding 1,000,000 messages. No broker.
+ *   9-11 Raw limits of the machine (bench_raw.c): LMDB durable commits of 1
  *        and of LMDB_BATCH_PUTS puts per transaction, and a ZeroMQ
  *        DEALER/ROUTER echo over ipc://. They bound what any broker built on
  *        these libraries can do here. bench_raw.c is the one file of the
@@ -25,8 +35,9 @@
  *
  * This file is the driver: it parses the options, owns the run (struct
  * bench), defines each row - what it measures, its label, its target - and
- * runs the rows in order. Rows 1-4 are here, on workers of one thread and
- * one client each. bench_table.c keeps the results and prints the table,
+ * runs the rows in order. Rows 1-4 are measured here, on the workers of
+ * bench_workers.c (one thread and one client each), the others in the
+ * files named above. bench_table.c keeps the results and prints the table,
  * bench_spawn.c owns the spawned broker, and bench_core.c the ground they
  * all share: the stop flag, the clock, messages, the timed loop, threads.
  *
@@ -68,20 +79,25 @@
 #include "bench_client.h"
 #include "bench_core.h"
 #include "bench_latency.h"
+#include "bench_pick.h"
 #include "bench_raw.h"
+#include "bench_sched.h"
 #include "bench_spawn.h"
 #include "bench_table.h"
+#include "bench_workers.h"
 #include "sluice.h"
 
 #define DEFAULT_SECONDS     3
 #define MAX_SECONDS         3600
 #define PRODUCERS           4
 #define CONSUMERS           4
-#define MAX_WORKERS         4         /* the larger of PRODUCERS and CONSUMERS */
 #define WINDOW_MSGS         100       /* row 3: publishes outstanding */
 #define DRAIN_MSGS          100000    /* row 4: backlog at least this deep */
 #define DRAIN_MSGS_QUICK    20000
 #define TOPUP_TIMEOUT_S     300
+#define DISPATCH_MSGS       80000     /* row 6 */
+#define DISPATCH_MSGS_QUICK 20000
+#define STARVE_MSGS_QUICK   10000     /* row 7; the full run sizes it by a probe */
 #define LMDB_BATCH_PUTS     100
 
 #define TARGET_SEND_ONE_PER_S    15000
@@ -89,8 +105,10 @@
 #define TARGET_SEND_WINDOW_PER_S 150000
 #define TARGET_DRAIN_PER_S       40000
 #define TARGET_P99_MS            1.0
+#define TARGET_PICKS_PER_S       2000000
 
-_Static_assert(PRODUCERS <= MAX_WORKERS && CONSUMERS <= MAX_WORKERS, "MAX_WORKERS too small");
+_Static_assert(PRODUCERS <= BENCH_WORKERS_MAX && CONSUMERS <= BENCH_WORKERS_MAX,
+               "BENCH_WORKERS_MAX too small");
 
 /* ---- the run ---- */
 
@@ -100,6 +118,7 @@ typedef struct bench {
     bench_spawn broker;     /* with --spawn */
     int seconds;
     uint64_t drain_msgs;
+    uint64_t dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
     bench_table table;
 } bench;
 
@@ -110,127 +129,16 @@ static void rate_add(bench *b, const char *scenario, uint64_t count, int64_t ela
     bench_table_add(&b->table, scenario, bench_core_per_s(count, elapsed_ns), 0, unit, g, target);
 }
 
-/* ---- workers: one thread, one client ---- */
-
-typedef struct worker {
-    sl_client *c;
-    int64_t start_ns, deadline_ns;  /* the row's; the deadline binds producers */
-    uint64_t target_msgs;           /* drain: all workers together */
-    atomic_uint_fast64_t *done_all; /* drain: messages acked by all workers */
-    uint64_t msgs;                  /* done by this worker */
-    int64_t last_ns;                /* when its last message was done */
-    int rc;
-} worker;
-
-typedef struct send_one {
-    sl_client *c;
-    sl_put put;
-} send_one;
-
-/* send_one_step is one timed step of a producer: a confirmed publish. */
-static int send_one_step(void *arg)
-{
-    send_one *s = arg;
-    int rc = sl_send(s->c, &s->put, NULL);
-    return rc == SL_OK ? 0 : bench_client_fail("sl_send", s->c, rc);
-}
-
-/* producer_run sends confirmed publishes one at a time until the deadline. */
-static void *producer_run(void *arg)
-{
-    worker *w = arg;
-    unsigned char body[BENCH_CORE_BODY_BYTES];
-    bench_core_body_fill(body);
-    send_one s = {.c = w->c,
-                  .put = {.body = body, .body_len = sizeof body, .level = SL_LEVEL_DEFAULT}};
-    w->rc = bench_core_timed(send_one_step, &s, w->start_ns, w->deadline_ns, &w->msgs,
-                             &w->last_ns);
-    return NULL;
-}
-
-/* consumer_run receives and acks until all workers together have acked
- * target_msgs. Progress by any worker keeps it patient. */
-static void *consumer_run(void *arg)
-{
-    worker *w = arg;
-    uint64_t seen = 0;
-    int64_t seen_ns = bench_core_now_ns();
-    w->last_ns = w->start_ns;
-    for (uint64_t i = 0; i < BENCH_CORE_MAX_OPS && !bench_core_stopping(); i++) {
-        int took = bench_client_take(w->c, NULL, NULL);
-        if (took < 0) {
-            w->rc = -1;
-            break;
-        }
-        if (took == 0) {
-            uint64_t done = atomic_load(w->done_all);
-            if (done >= w->target_msgs)
-                break;
-            if (done != seen) {
-                seen = done;
-                seen_ns = bench_core_now_ns();
-            } else if (bench_core_now_ns() - seen_ns >
-                       BENCH_CORE_IDLE_TIMEOUT_MS * BENCH_CORE_NS_PER_MS) {
-                w->rc = bench_core_fail("drain stalled: no delivery for %d ms with %" PRIu64
-                                        " of %" PRIu64 " messages acked",
-                                        BENCH_CORE_IDLE_TIMEOUT_MS, done, w->target_msgs);
-                break;
-            }
-            continue;
-        }
-        w->msgs++;
-        atomic_fetch_add(w->done_all, 1);
-        w->last_ns = bench_core_now_ns();
-    }
-    return NULL;
-}
-
-/* workers_run connects n workers to the broker, subscribing each with
- * credit unless it is 0, runs fn on each from a common start (producers
- * until b->seconds later, consumers until their target), then closes their
- * clients. n is at most MAX_WORKERS. Returns 0 when all ran and none failed;
- * *msgs sums the workers' messages and *elapsed_ns runs from the start to
- * the last message done. */
-static int workers_run(const bench *b, worker *w, size_t n, unsigned credit, void *(*fn)(void *),
-                       uint64_t *msgs, int64_t *elapsed_ns)
-{
-    bench_core_thread t[MAX_WORKERS] = {{0}};
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        rc = bench_client_open(b->endpoint, &w[i].c);
-        if (rc == 0 && credit && (rc = sl_subscribe(w[i].c, NULL, NULL, 0, credit)) != SL_OK)
-            rc = bench_client_fail("sl_subscribe", w[i].c, rc);
-    }
-    int64_t start_ns = bench_core_now_ns(), last_ns = start_ns;
-    for (size_t i = 0; i < n; i++) {
-        w[i].start_ns = start_ns;
-        w[i].deadline_ns = start_ns + b->seconds * BENCH_CORE_NS_PER_S;
-        t[i] = (bench_core_thread){.fn = fn, .arg = &w[i]};
-    }
-    if (rc == 0)
-        rc = bench_core_threads_start(t, n); /* those started still end on their own */
-    bench_core_threads_join(t, n);
-    *msgs = 0;
-    for (size_t i = 0; i < n; i++) {
-        rc |= w[i].rc;
-        *msgs += w[i].msgs;
-        if (w[i].last_ns > last_ns)
-            last_ns = w[i].last_ns;
-        sl_close(&w[i].c);
-    }
-    *elapsed_ns = last_ns - start_ns;
-    return rc;
-}
-
 /* ---- rows 1-3: confirmed enqueue ---- */
 
 static int enqueue_sync(bench *b, size_t producers, const char *scenario, double target)
 {
-    worker w[MAX_WORKERS] = {{0}};
+    bench_worker w[BENCH_WORKERS_MAX] = {{0}};
     uint64_t msgs;
     int64_t elapsed_ns;
     bench_core_progress("%s (%d s)", scenario, b->seconds);
-    if (workers_run(b, w, producers, 0, producer_run, &msgs, &elapsed_ns) != 0)
+    if (bench_workers_run(b->endpoint, b->seconds, w, producers, 0, bench_workers_produce, &msgs,
+                          &elapsed_ns) != 0)
         return -1;
     rate_add(b, scenario, msgs, elapsed_ns, producers > 1 ? "msgs/s total" : "msgs/s",
              BENCH_TABLE_AT_LEAST, target);
@@ -315,13 +223,14 @@ static int row_drain(bench *b)
         return -1;
     bench_core_progress("%s (%" PRIu64 " messages)", scenario, ready);
 
-    worker w[MAX_WORKERS] = {{0}};
+    bench_worker w[BENCH_WORKERS_MAX] = {{0}};
     atomic_uint_fast64_t done_all = 0;
     for (size_t i = 0; i < CONSUMERS; i++) {
         w[i].target_msgs = ready;
         w[i].done_all = &done_all;
     }
-    int rc = workers_run(b, w, CONSUMERS, 1, consumer_run, &msgs, &elapsed_ns);
+    int rc = bench_workers_run(b->endpoint, b->seconds, w, CONSUMERS, 1, bench_workers_consume,
+                               &msgs, &elapsed_ns);
     if (rc != 0 || bench_core_stopping() || bench_client_totals_get(b->endpoint, &left) != 0)
         return -1;
     if (left.ready || left.inflight || left.delayed)
@@ -353,7 +262,50 @@ static int row_latency(bench *b)
     return 0;
 }
 
-/* ---- rows 6-8: raw limits ---- */
+/* ---- rows 6-8: the scheduler ---- */
+
+static int row_dispatch(bench *b)
+{
+    char scenario[96];
+    uint64_t acked;
+    int64_t elapsed_ns;
+    snprintf(scenario, sizeof scenario, "end-to-end dispatch, %d pools", BENCH_SCHED_POOLS);
+    bench_core_progress("%s, credit %d, ack each (%" PRIu64 " messages)", scenario,
+                        BENCH_SCHED_CREDIT, b->dispatch_msgs);
+    if (bench_sched_dispatch(b->endpoint, b->dispatch_msgs, &acked, &elapsed_ns) != 0)
+        return -1;
+    rate_add(b, scenario, acked, elapsed_ns, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
+    return 0;
+}
+
+static int row_starvation(bench *b)
+{
+    char scenario[96];
+    double plain_ms, deadline_ms;
+    if (bench_sched_starvation(b->endpoint, b->starve_msgs, &plain_ms, &deadline_ms) != 0)
+        return -1;
+    bench_table_add(&b->table, "starvation: lowest level's max wait, no deadline", plain_ms, 1,
+                    "ms", BENCH_TABLE_NO_GOAL, 0);
+    snprintf(scenario, sizeof scenario, "starvation: lowest level's max wait, with a %g s deadline",
+             BENCH_SCHED_DEADLINE_MS / 1000.0);
+    bench_table_add(&b->table, scenario, deadline_ms, 1, "ms", BENCH_TABLE_NO_GOAL, 0);
+    return 0;
+}
+
+static int row_pick(bench *b)
+{
+    char scenario[96];
+    uint64_t picks;
+    int64_t elapsed_ns;
+    snprintf(scenario, sizeof scenario, "pick rule, %d levels, 1,000,000 waiting",
+             BENCH_PICK_LEVELS);
+    bench_core_progress("%s (%d s)", scenario, b->seconds);
+    bench_pick_measure(b->seconds, &picks, &elapsed_ns);
+    rate_add(b, scenario, picks, elapsed_ns, "picks/s", BENCH_TABLE_AT_LEAST, TARGET_PICKS_PER_S);
+    return 0;
+}
+
+/* ---- rows 9-11: raw limits ---- */
 
 /* lmdb_run measures commits of puts puts each in a fresh environment under
  * the run's directory. */
@@ -422,6 +374,14 @@ static void usage(FILE *f)
 "  drain               %d consumers with credit 1 ack every delivery until the\n"
 "                      queue is empty; it is first topped up to %d messages.\n"
 "  latency             publish -> deliver at a steady %d msgs/s: p50 and p99.\n"
+"  dispatch            %d consumers, each in its own pool (pool-0..2 serve one\n"
+"                      level each, the rest every level), credit %d, ack every\n"
+"                      delivery of %d messages spread over the levels.\n"
+"  starvation          one consumer (pool starve) acks about %d ms of level-0\n"
+"                      messages; how long one message on the lowest level waits\n"
+"                      behind them, with no deadline and with a %d ms deadline.\n"
+"  pick rule           the broker's pick rule alone, over %d levels holding\n"
+"                      1,000,000 messages, with deadlines and aging; no broker.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "\n"
@@ -433,9 +393,12 @@ static void usage(FILE *f)
 "                      fresh directory under /tmp, and stop and remove it at the end\n"
 "  -b, --broker EP     use the running broker at EP (default %s).\n"
 "                      It should be idle: the drain row consumes and acknowledges\n"
-"                      every message queued at it.\n"
+"                      every message queued at it. The scheduler rows add the\n"
+"                      pools pool-0..7 and starve, and change the lowest level's\n"
+"                      deadline while they run (it is put back).\n"
 "  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
-"  -q, --quick         smoke run: 1 s per row and a %d-message drain\n"
+"  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
+"                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
 "\n"
 "Exit status: 0 when every row ran, whether or not it met its target; 1 on an\n"
@@ -447,8 +410,10 @@ static void usage(FILE *f)
 "  sluice-bench --spawn bin/sluiced --quick\n"
 "  sluice-bench -b tcp://127.0.0.1:7470 --seconds 10\n",
             BENCH_CORE_BODY_BYTES, PRODUCERS, WINDOW_MSGS, CONSUMERS, DRAIN_MSGS,
-            BENCH_LATENCY_RATE_PER_S, LMDB_BATCH_PUTS, SL_DEFAULT_ENDPOINT, MAX_SECONDS,
-            DEFAULT_SECONDS, DRAIN_MSGS_QUICK);
+            BENCH_LATENCY_RATE_PER_S, BENCH_SCHED_POOLS, BENCH_SCHED_CREDIT, DISPATCH_MSGS,
+            BENCH_SCHED_BUSY_MS, BENCH_SCHED_DEADLINE_MS, BENCH_PICK_LEVELS, LMDB_BATCH_PUTS,
+            SL_DEFAULT_ENDPOINT, MAX_SECONDS, DEFAULT_SECONDS, DRAIN_MSGS_QUICK,
+            DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
 enum { OPT_SPAWN = 256 };
@@ -510,15 +475,18 @@ static void parse_args(int argc, char **argv, bench *b, const char **spawn)
     }
     b->seconds = seconds ? seconds : quick ? 1 : DEFAULT_SECONDS;
     b->drain_msgs = quick ? DRAIN_MSGS_QUICK : DRAIN_MSGS;
+    b->dispatch_msgs = quick ? DISPATCH_MSGS_QUICK : DISPATCH_MSGS;
+    b->starve_msgs = quick ? STARVE_MSGS_QUICK : 0;
 }
 
 typedef int (*row_fn)(bench *);
 
-/* Rows 1-5 need the broker, in this order: 1-3 build the backlog that 4
- * drains, and 5 needs the queue empty. */
+/* Rows 1-7 need the broker, in this order: 1-3 build the backlog that 4
+ * drains, and 5-7 start from an empty queue. Rows 8-11 run once the broker
+ * has stopped. */
 static const row_fn broker_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
-                                     row_latency};
-static const row_fn raw_rows[] = {row_lmdb_single, row_lmdb_batch, row_zmq};
+                                     row_latency,  row_dispatch,  row_starvation};
+static const row_fn local_rows[] = {row_pick, row_lmdb_single, row_lmdb_batch, row_zmq};
 
 /* rows_run runs fns in order, stopping at the first error. A row that a
  * signal cut short is dropped: its figures cover an unknown part of it. */
@@ -564,7 +532,7 @@ int main(int argc, char **argv)
     if (bench_spawn_stop(&b.broker) != 0)
         rc = -1;
     if (rc == 0)
-        rc = rows_run(&b, raw_rows, sizeof raw_rows / sizeof raw_rows[0]);
+        rc = rows_run(&b, local_rows, sizeof local_rows / sizeof local_rows[0]);
     nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 
     if (b.table.nrows)

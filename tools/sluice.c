@@ -16,6 +16,7 @@
  *   consume  receives messages for a crew of worker threads (cli_consume.c).
  *   pool, level, explain
  *            look after the broker's scheduling (cli_admin.c).
+ *   sink     sets and shows the sink's rate limits (cli_sink.c).
  *
  * What the commands share is cli_core.c's; text in and out is cli_text.c's
  * and cli_table.c's. Exit status: 0 success, 1 a failure reported by or
@@ -41,6 +42,7 @@
 #include "cli_admin.h"
 #include "cli_consume.h"
 #include "cli_core.h"
+#include "cli_sink.h"
 #include "cli_table.h"
 #include "cli_text.h"
 
@@ -52,7 +54,7 @@
 #define TAG_MAX_BYTES      255
 
 /* Long-only options get values outside the char range. */
-enum { OPT_TIMEOUT = 256, OPT_VERSION };
+enum { OPT_TIMEOUT = 256, OPT_VERSION, OPT_COST };
 
 static const char help_text[] =
 "Usage: sluice [-b ENDPOINT] [--timeout MS] <command> [options]\n"
@@ -68,7 +70,7 @@ static const char help_text[] =
 "      --version          show the version and exit\n"
 "\n"
 "Commands:\n"
-"  sluice send [-p LEVEL] [-t TAG] [BODY...]\n"
+"  sluice send [-p LEVEL] [-t TAG] [--cost N] [BODY...]\n"
 "      Publish messages. Each BODY argument is one message; with none, each\n"
 "      line of standard input is one (without its newline; a line longer than\n"
 "      the broker's largest body is an error). Prints the id of each message\n"
@@ -78,6 +80,8 @@ static const char help_text[] =
 "      -p, --level LEVEL    priority level, by name or number (default: the\n"
 "                           broker's default level)\n"
 "      -t, --tag TAG        tag every message with TAG (up to 255 bytes)\n"
+"      --cost N             units each message uses of every rate limit it\n"
+"                           passes (requests, rows, ...; default 1)\n"
 "\n"
 "  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [--workers N]\n"
 "                 [-c CREDIT] [--exec CMD] [--verbose] [--idle-exit MS]\n"
@@ -88,7 +92,8 @@ static const char help_text[] =
 "      --pool NAME          consumer pool to join (default: \"default\")\n"
 "      -p, --levels LEVELS  comma-separated level names or numbers, such as\n"
 "                           high,normal or 0,2 (default: all levels)\n"
-"      -n, --count COUNT    stop after COUNT messages acked or nacked\n"
+"      -n, --count COUNT    stop after COUNT messages acked, nacked or\n"
+"                           returned as throttled\n"
 "      --workers N          process up to N messages at once, each in its own\n"
 "                           thread (default 1, at most 256; with more than one,\n"
 "                           output follows completion, not arrival). When the\n"
@@ -99,19 +104,25 @@ static const char help_text[] =
 "                           waiting for a worker included (default: the\n"
 "                           number of workers; at most 100000)\n"
 "      --exec CMD           run /bin/sh -c CMD for each message with the body\n"
-"                           on its standard input: exit status 0 acks it,\n"
-"                           anything else nacks it (the broker redelivers it\n"
-"                           up to its attempt limit). Bodies are not printed.\n"
+"                           on its standard input: exit status 0 acks it; 75\n"
+"                           (EX_TEMPFAIL: the sink said \"too many requests\")\n"
+"                           returns it without charging an attempt, and the\n"
+"                           broker pauses and slows the sink; anything else\n"
+"                           nacks it (the broker redelivers it up to its\n"
+"                           attempt limit). Bodies are not printed.\n"
 "      -v, --verbose        prefix each body with\n"
-"                           \"id=ID level=NAME tag=TAG attempt=N \"\n"
+"                           \"id=ID level=NAME tag=TAG attempt=N \", and\n"
+"                           \"cost=N \" after them when the cost is not 1\n"
 "      --idle-exit MS       exit once no message has arrived or been in\n"
 "                           progress for MS milliseconds\n"
 "\n"
 "  sluice stats [--json]\n"
 "      Show each level's depth, in-flight, delayed and dead-letter counts, the\n"
 "      age of its oldest ready message, its counters since the broker started,\n"
-"      and how many deliveries it won by priority (PRIO), by aging (AGED) and\n"
-"      by being past its deadline (OVERDUE); as a table or as one JSON object.\n"
+"      how many deliveries it won by priority (PRIO), by aging (AGED) and by\n"
+"      being past its deadline (OVERDUE), how many the sink refused\n"
+"      (THROTTLED), and how long its ready messages should take to leave at\n"
+"      the rate it gets (ETA); as a table or as one JSON object.\n"
 "\n"
 "  sluice pool list [--json]\n"
 "      Show each consumer pool: the levels it serves, its size (the most\n"
@@ -134,24 +145,42 @@ static const char help_text[] =
 "\n"
 "  sluice level list [--json]\n"
 "      Show each level's deadline and aging step, whether it is paused, its\n"
-"      ready messages and the age of the oldest.\n"
+"      ready messages and the age of the oldest, its rate ceiling (MAX-RATE)\n"
+"      with its burst and the tokens it holds now, its guaranteed rate\n"
+"      (MIN-RATE), and how long its ready messages should take to leave (ETA).\n"
 "  sluice level set LEVEL [--deadline SECONDS] [--aging-step SECONDS]\n"
+"                   [--max-rate RATE] [--min-rate RATE] [--burst N]\n"
 "      --deadline: a message that has waited longer than this is served\n"
 "      before higher levels. --aging-step: each time a message has waited\n"
-"      this long, it counts as one level higher. SECONDS may be fractional\n"
-"      (0.5); \"off\" or 0 switches the setting off; an option not given\n"
-"      leaves its setting as it is.\n"
+"      this long, it counts as one level higher. --max-rate: the most units\n"
+"      per second (message costs; see send --cost) that leave the level, with\n"
+"      bursts of up to --burst units. --min-rate: units per second of the\n"
+"      sink's rate the level gets before lower levels; what it leaves unused\n"
+"      goes to others. SECONDS and RATE may be fractional (0.5); \"off\" or 0\n"
+"      switches a setting off; an option not given leaves its setting as it\n"
+"      is.\n"
 "  sluice level pause LEVEL\n"
 "  sluice level resume LEVEL\n"
 "      Stop, or restart, deliveries from a level; publishing to it goes on.\n"
 "      LEVEL is a name or a number, here and in 'level set'.\n"
 "\n"
+"  sluice sink set [--rate RATE] [--burst N] [--inflight N]\n"
+"      Limit the sink, the service consumers call: at most RATE units per\n"
+"      second (fractions allowed) with bursts of up to N, and at most\n"
+"      --inflight deliveries out at once. Give at least one; \"off\" or 0\n"
+"      removes a limit; an option not given leaves its limit as it is. When\n"
+"      the sink refuses a message (consume --exec exits 75), the broker pauses\n"
+"      and lowers the rate it uses, then climbs back to RATE.\n"
+"  sluice sink show [--json]\n"
+"      Show the sink's limits, the rate the broker uses now, the deliveries\n"
+"      out, the tokens in its bucket, and how long dispatch stays paused.\n"
+"\n"
 "  sluice explain ID\n"
 "      Say where message ID is (ready, leased, delayed, dead or gone) and why\n"
 "      it has not been delivered yet.\n"
 "\n"
-"  Changes made with pool and level take effect at once and survive a\n"
-"  broker restart.\n"
+"  Changes made with pool, level and sink take effect at once (new rates\n"
+"  within a second) and survive a broker restart.\n"
 "\n"
 "Environment:\n"
 "  SLUICE_BROKER  the broker endpoint when -b is not given\n"
@@ -169,6 +198,8 @@ static const char help_text[] =
 "  sluice consume --pool render --workers 4 --exec ./render.sh\n"
 "  sluice pool resize render 8                  8 at once across the pool\n"
 "  sluice level set low --aging-step 30         low waits at most ~1 min\n"
+"  sluice level set low --min-rate 5            low is never starved below 5/s\n"
+"  sluice sink set --rate 100 --burst 20        the sink takes 100 a second\n"
 "  sluice explain 42                            why is message 42 waiting?\n";
 
 /* ---- send ---- */
@@ -185,6 +216,7 @@ typedef struct sender {
     const char *what; /* "line" or "message" */
     int level;
     const char *tag;
+    uint32_t cost;
     inflight ring[SEND_WINDOW];
     size_t head, count;
 } sender;
@@ -262,7 +294,7 @@ static int sender_put(sender *s, const char *body, size_t len, size_t index)
     while (s->count == SEND_WINDOW)
         if ((st = sender_collect(s)))
             return st;
-    sl_put p = {.body = body, .body_len = len, .level = s->level, .tag = s->tag};
+    sl_put p = {.body = body, .body_len = len, .level = s->level, .tag = s->tag, .cost = s->cost};
     uint64_t ticket;
     int rc = sl_send_async(s->g->c, &p, &ticket);
     if (rc) {
@@ -316,11 +348,13 @@ static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
         {"level", required_argument, NULL, 'p'},
         {"priority", required_argument, NULL, 'p'},
         {"tag", required_argument, NULL, 't'},
+        {"cost", required_argument, NULL, OPT_COST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *level_text = NULL;
     sender *s = calloc(1, sizeof *s);
+    long cost = 1;
     int ch, st = 0;
     if (!s) {
         cli_text_say(cmd, "out of memory");
@@ -333,6 +367,12 @@ static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
         switch (ch) {
         case 'p': level_text = optarg; break;
         case 't': s->tag = optarg; break;
+        case OPT_COST:
+            if (!cli_text_number_parse(optarg, 1, UINT32_MAX, &cost))
+                st = cli_text_usage_error(cmd, "bad --cost '%s' (expected 1 to %" PRIu32 ")",
+                                          optarg, UINT32_MAX);
+            s->cost = (uint32_t)cost;
+            break;
         case 'h':
             fputs(g->help, stdout);
             st = cli_core_output_done(cmd);
@@ -394,36 +434,42 @@ static void stats_json(const sl_stats *st)
                ",\"dead\":%" PRIu64 ",\"oldest_ms\":%" PRIu64 ",\"enqueued\":%" PRIu64
                ",\"dispatched\":%" PRIu64 ",\"acked\":%" PRIu64 ",\"nacked\":%" PRIu64
                ",\"expired\":%" PRIu64 ",\"picks_priority\":%" PRIu64 ",\"picks_aged\":%" PRIu64
-               ",\"picks_overdue\":%" PRIu64 "}",
+               ",\"picks_overdue\":%" PRIu64 ",\"picks_guaranteed\":%" PRIu64 ",\"throttled\":%" PRIu64
+               ",\"eta_ms\":%" PRIu64 "}",
                l->depth, l->inflight, l->delayed, l->dead, l->oldest_ms, l->enqueued, l->dispatched,
-               l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue);
+               l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
+               l->picks_guaranteed, l->throttled, l->eta_ms);
     }
     printf("]}\n");
 }
 
 static int stats_table(const sl_stats *st)
 {
-    static const char *const head[] = {"LEVEL", "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
-                                       "DEAD",  "OLDEST",  "ENQ",   "DISP",     "ACK",
-                                       "NACK",  "EXPIRED", "PRIO",  "AGED",     "OVERDUE"};
+    static const char *const head[] = {"LEVEL",   "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
+                                       "DEAD",    "OLDEST",  "ENQ",   "DISP",     "ACK",
+                                       "NACK",    "EXPIRED", "PRIO",  "AGED",     "OVERDUE",
+                                       "GUAR",    "THROTTLED", "ETA"};
     /* level and name read left to right; figures line up on the right */
-    cli_table *t = cli_table_new(15, head, "llrrrrrrrrrrrrr", st->nlevels);
+    cli_table *t = cli_table_new(18, head, "llrrrrrrrrrrrrrrrr", st->nlevels);
     if (!t)
         return -1;
     for (unsigned i = 0; i < st->nlevels; i++) {
         const sl_level_stats *l = &st->level[i];
-        char oldest[32];
+        char oldest[32], eta[32];
         cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        cli_text_eta_format(l->eta_ms, eta, sizeof eta);
         cli_table_add(t, "%u", i);
         cli_table_add(t, "%s", l->name);
         const uint64_t before[] = {l->depth, l->inflight, l->delayed, l->dead};
         for (size_t k = 0; k < 4; k++)
             cli_table_add(t, "%" PRIu64, before[k]);
         cli_table_add(t, "%s", oldest);
-        const uint64_t after[] = {l->enqueued, l->dispatched,     l->acked,      l->nacked,
-                                  l->expired,  l->picks_priority, l->picks_aged, l->picks_overdue};
-        for (size_t k = 0; k < 8; k++)
+        const uint64_t after[] = {l->enqueued,   l->dispatched,     l->acked,
+                                  l->nacked,     l->expired,        l->picks_priority,
+                                  l->picks_aged, l->picks_overdue, l->picks_guaranteed, l->throttled};
+        for (size_t k = 0; k < sizeof after / sizeof after[0]; k++)
             cli_table_add(t, "%" PRIu64, after[k]);
+        cli_table_add(t, "%s", eta);
     }
     char uptime[32];
     cli_text_age_format(st->uptime_ms, uptime, sizeof uptime);
@@ -475,7 +521,7 @@ int main(int argc, char **argv)
     static const cli_core_command commands[] = {
         {"send", cmd_send},       {"consume", cli_consume_main}, {"stats", cmd_stats},
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
-        {"help", cmd_help},
+        {"sink", cli_sink_main},  {"help", cmd_help},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,

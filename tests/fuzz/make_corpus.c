@@ -1,0 +1,178 @@
+/*
+ * make_corpus.c - writes the decoder fuzzer's seed corpus and dictionary.
+ *
+ * The seeds are one valid message per type in PROTO_MSGS, each carrying its
+ * required and optional fields with plausible values, encoded by proto_encode;
+ * and the malformed inputs that tests/test_proto.c pins down (huge declared
+ * sizes, deep nesting, too many objects, trailing bytes). The dictionary holds
+ * every field key and every message name as a msgpack string, so mutations
+ * reach the per-field checks instead of stalling at "unknown key".
+ *
+ * Everything is derived from the model in proto/proto.h and the output is
+ * deterministic: run tests/fuzz/make_corpus.sh after changing the model and
+ * commit what changed. The fuzzer never writes into this corpus.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+static const char *const names[] = {"high", "normal", "low"};
+
+/* fill sets every field in mask to a value a real peer could send. */
+static void fill(proto_msg *m, proto_mask mask)
+{
+    static const char body[] = "hello world";
+#define FILL_U64(mm)  m->mm = 1 + PROTO_F_##mm;
+#define FILL_STR(mm)  m->mm = (proto_buf){#mm, sizeof #mm - 1};
+#define FILL_BIN(mm)  m->mm = (proto_buf){body, sizeof body - 1};
+#define FILL_U64S(mm) m->mm.n = 3; for (uint32_t i = 0; i < 3; i++) m->mm.v[i] = i + PROTO_F_##mm;
+#define FILL_STRS(mm) m->mm.n = 3; for (uint32_t i = 0; i < 3; i++) \
+        m->mm.v[i] = (proto_buf){names[i], (uint32_t)strlen(names[i])};
+#define FILL_(mm, k, t, max) if (mask & PF(mm)) { FILL_##t(mm) }
+    PROTO_FIELDS(FILL_)
+#undef FILL_
+    m->present |= mask;
+    /* a few values the broker would actually see, in every integer width */
+    m->seq = 70000;
+    m->id = UINT64_MAX;
+    m->token = UINT64_C(1) << 40;
+    m->n = 300;
+    m->credit = 200;
+    m->v = PROTO_VERSION;
+    m->level = 1;
+    m->attempt = 1;
+    m->code = SL_ENOLEVEL;
+    m->levels.n = 2;
+    m->levels.v[0] = 0;
+    m->levels.v[1] = 2;
+    m->tag = (proto_buf){"paying", 6};
+    m->pool = (proto_buf){"default", 7};
+    m->cmd = (proto_buf){"pool.list", 9};
+    m->state = (proto_buf){"ready", 5};
+    m->msg = (proto_buf){"no such level: this broker has high, normal and low", 51}; /* str8 */
+}
+
+static int write_file(const char *dir, const char *name, const void *p, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    int bad = fwrite(p, 1, len, f) != len;
+    bad |= fclose(f) != 0;
+    if (bad)
+        perror(path);
+    return bad ? -1 : 0;
+}
+
+static int write_valid(const char *dir)
+{
+    for (int t = PROTO_NONE + 1; t < PROTO_TYPE_COUNT_; t++) {
+        proto_mask req, opt;
+        proto_msg m;
+        proto_wbuf buf = {0};
+        char name[64];
+        if (proto_fields_of((proto_type)t, &req, &opt))
+            return -1;
+        proto_init(&m, (proto_type)t);
+        fill(&m, req | opt);
+        int rc = proto_encode(&m, &buf);
+        if (rc) {
+            fprintf(stderr, "make_corpus: encoding %s: %s\n", proto_name((proto_type)t), proto_strerror(rc));
+            return -1;
+        }
+        if ((rc = proto_decode(buf.data, buf.len, &m, NULL))) {
+            fprintf(stderr, "make_corpus: %s does not decode: %s\n", proto_name((proto_type)t),
+                    proto_strerror(rc));
+            return -1;
+        }
+        size_t i = 0;
+        for (const char *s = proto_name((proto_type)t); *s && i < sizeof name - 1; s++)
+            name[i++] = (char)tolower((unsigned char)*s);
+        snprintf(name + i, sizeof name - i, ".msgpack");
+        rc = write_file(dir, name, buf.data, buf.len);
+        proto_wbuf_free(&buf);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* The malformed inputs of tests/test_proto.c. */
+static int write_bad(const char *dir)
+{
+    static const unsigned char map32[] = {0xdf, 0xff, 0xff, 0xff, 0xff};
+    static const unsigned char arr32[] = {0x81, 0xa2, 'o', 'p', 0xdd, 0x7f, 0xff, 0xff, 0xff};
+    static const unsigned char bin32[] = {0x81, 0xa2, 'o', 'p', 0xc6, 0x7f, 0xff, 0xff, 0xff, 0x00};
+    static const unsigned char str32[] = {0x81, 0xa2, 'o', 'p', 0xdb, 0x00, 0x10, 0x00, 0x00, 'P'};
+    static const unsigned char map16[] = {0xde, 0xff, 0xff, 0xa2, 'o', 'p'};
+    static const unsigned char deep[] = {0x81, 0xa2, 'o', 'p', 0x91, 0x91, 0x91, 0x01};
+    static const unsigned char trailing[] = {0x81, 0xa2, 'o', 'p', 0xa4, 'P', 'I', 'N', 'G', 0x00};
+    static const unsigned char ext[] = {0x81, 0xa2, 'o', 'p', 0xd4, 0x01, 0x02};
+    static const unsigned char neg_seq[] = {0x83, 0xa2, 'o', 'p', 0xa3, 'P', 'U', 'T', 0xa3, 's', 'e', 'q',
+                                            0xff, 0xa4, 'b', 'o', 'd', 'y', 0xa1, 'x'};
+    unsigned char many[4 + 3 + 2100];
+    memcpy(many, (const unsigned char[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x08, 0x34}, 7);
+    memset(many + 7, 0x01, 2100);
+    return write_file(dir, "bad-map32-4g-pairs", map32, sizeof map32) ||
+           write_file(dir, "bad-array32-2g-items", arr32, sizeof arr32) ||
+           write_file(dir, "bad-bin32-2gib", bin32, sizeof bin32) ||
+           write_file(dir, "bad-str32-1mib", str32, sizeof str32) ||
+           write_file(dir, "bad-map16-64k-pairs", map16, sizeof map16) ||
+           write_file(dir, "bad-deep-nesting", deep, sizeof deep) ||
+           write_file(dir, "bad-trailing-byte", trailing, sizeof trailing) ||
+           write_file(dir, "bad-ext-type", ext, sizeof ext) ||
+           write_file(dir, "bad-negative-seq", neg_seq, sizeof neg_seq) ||
+           write_file(dir, "bad-too-many-objects", many, sizeof many) ? -1 : 0;
+}
+
+/* dict_entry prints s as a msgpack string (fixstr, or str8 past 31 bytes) in
+ * libFuzzer's dictionary syntax. */
+static void dict_entry(FILE *f, const char *kind, const char *s)
+{
+    size_t len = strlen(s);
+    if (len < 32)
+        fprintf(f, "%s_%s=\"\\x%02x", kind, s, 0xa0 | (unsigned)len);
+    else
+        fprintf(f, "%s_%s=\"\\xd9\\x%02x", kind, s, (unsigned)len);
+    for (; *s; s++)
+        fputc(*s, f);
+    fputs("\"\n", f);
+}
+
+static int write_dict(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    fputs("# Generated by tests/fuzz/make_corpus.c from proto/proto.h: field keys and message names as msgpack strings.\n", f);
+#define DICT_KEY_(m, k, t, max) dict_entry(f, "key", k);
+    PROTO_FIELDS(DICT_KEY_)
+#undef DICT_KEY_
+    for (int t = PROTO_NONE + 1; t < PROTO_TYPE_COUNT_; t++)
+        dict_entry(f, "op", proto_name((proto_type)t));
+    if (fclose(f)) {
+        perror(path);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: make_corpus CORPUS_DIR DICT_FILE\n");
+        return 2;
+    }
+    if (write_valid(argv[1]) || write_bad(argv[1]) || write_dict(argv[2]))
+        return 1;
+    return 0;
+}

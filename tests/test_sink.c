@@ -1,0 +1,611 @@
+/*
+ * test_sink.c - sluice-sink: its three limiters with a hand clock, then the
+ * real program over loopback HTTP.
+ *
+ * The limiter tests pin exact counts: GCRA spaces requests 1/rate apart with
+ * burst 1 and lets an idle limiter pass `burst` back to back; a fixed window
+ * admits `rate` per aligned second (and so up to 2 * rate across a window
+ * edge); the sliding window is checked against a brute-force count of every
+ * trailing second over seeded random arrivals, both ways (no admission over
+ * the limit, no refusal under it); a limit changed mid-stream keeps what was
+ * admitted.
+ *
+ * The end-to-end test starts bin/sluice-sink (th_bin, so $SLUICE_BIN picks
+ * the build) on 127.0.0.1 port 0 with --ready-fd, reads the port the kernel
+ * chose from its stderr, and talks to it with the small HTTP/1.1 client
+ * below: one connection per request, "Connection: close", every read and
+ * write under a deadline. The sink is stopped by its PID with SIGTERM; it
+ * also gets PR_SET_PDEATHSIG, so a test killed by its alarm leaves no sink
+ * behind. Every test runs under alarm(TEST_TIMEOUT_S).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../tools/sink_limit.h"
+#include "harness.h"
+#include "sluice_errors.h"
+
+#define TEST_TIMEOUT_S 60
+#define MS 1000000ull
+#define S 1000000000ull
+#define IO_TIMEOUT_MS 5000
+
+static int timeout_arm(void **state)
+{
+    (void)state;
+    alarm(TEST_TIMEOUT_S);
+    return 0;
+}
+
+static int timeout_disarm(void **state)
+{
+    (void)state;
+    alarm(0);
+    return 0;
+}
+
+/* admitted_between counts admissions of requests sent every step_ns from
+ * from_ns (inclusive) to to_ns (exclusive). */
+static unsigned admitted_between(sink_limit *l, uint64_t from_ns, uint64_t to_ns, uint64_t step_ns)
+{
+    unsigned n = 0;
+    for (uint64_t t = from_ns; t < to_ns; t += step_ns)
+        n += (unsigned)sink_limit_take(l, t, NULL);
+    return n;
+}
+
+/* ---- limiters, hand clock ---- */
+
+static void gcra_with_burst_one_spaces_requests_one_interval_apart(void **state)
+{
+    (void)state;
+    sink_limit l;
+    uint64_t wait_ns = 0, t0 = 5 * S;
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_GCRA, 10, 1, t0), SL_OK);
+    assert_int_equal(sink_limit_take(&l, t0, &wait_ns), 1);
+    assert_int_equal(sink_limit_take(&l, t0, &wait_ns), 0);
+    assert_true(wait_ns == 100 * MS);
+    assert_int_equal(sink_limit_take(&l, t0 + 100 * MS - 1, &wait_ns), 0);
+    assert_true(wait_ns == 1);
+    assert_int_equal(sink_limit_take(&l, t0 + 100 * MS, &wait_ns), 1);
+    /* a request every ms for 10 s: one per 100 ms (at 200, 300 .. 10100 ms) */
+    assert_int_equal(admitted_between(&l, t0 + 101 * MS, t0 + 10 * S + 101 * MS, MS), 100);
+    sink_limit_fini(&l);
+}
+
+static void gcra_burst_passes_back_to_back_then_the_rate(void **state)
+{
+    (void)state;
+    sink_limit l;
+    uint64_t wait_ns = 0;
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_GCRA, 5, 7, 0), SL_OK);
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(sink_limit_take(&l, 0, &wait_ns), 1);
+    assert_int_equal(sink_limit_take(&l, 0, &wait_ns), 0);
+    assert_true(wait_ns == 200 * MS);
+    assert_int_equal(sink_limit_retry_after_s(wait_ns), 1);
+    /* then one every 200 ms: at 200, 400, ... 9800 ms */
+    assert_int_equal(admitted_between(&l, 1, 10 * S, MS), 49);
+    /* a long idle refills the whole burst, not more: 20 at one instant pass 7 */
+    unsigned passed = 0;
+    for (int i = 0; i < 20; i++)
+        passed += (unsigned)sink_limit_take(&l, 20 * S, NULL);
+    assert_int_equal(passed, 7);
+    sink_limit_fini(&l);
+}
+
+static void fixed_window_admits_rate_per_aligned_second(void **state)
+{
+    (void)state;
+    sink_limit l;
+    uint64_t wait_ns = 0, t0 = 1234567;
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_FIXED_WINDOW, 3, 1000, t0), SL_OK);
+    assert_int_equal(admitted_between(&l, t0, t0 + S, MS), 3); /* burst ignored */
+    assert_int_equal(sink_limit_take(&l, t0 + 400 * MS, &wait_ns), 0);
+    assert_true(wait_ns == 600 * MS); /* until the window ends */
+    assert_int_equal(admitted_between(&l, t0 + S, t0 + 2 * S, MS), 3);
+    /* quiet, then 3 at the very end of a window and 3 at the start of the
+     * next: fixed windows allow 2 * rate across an edge */
+    assert_int_equal(admitted_between(&l, t0 + 3 * S - 3, t0 + 3 * S, 1), 3);
+    assert_int_equal(admitted_between(&l, t0 + 3 * S, t0 + 3 * S + 10, 1), 3);
+    /* over 10 windows, exactly 3 each */
+    for (uint64_t w = 5; w < 15; w++)
+        assert_int_equal(admitted_between(&l, t0 + w * S, t0 + (w + 1) * S, 7 * MS), 3);
+    sink_limit_fini(&l);
+}
+
+static void sliding_window_never_exceeds_rate_in_any_trailing_second(void **state)
+{
+    (void)state;
+    enum { RATE = 7, N = 4000 };
+    sink_limit l;
+    uint64_t wait_ns;
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_SLIDING_WINDOW, RATE, 1, 0), SL_OK);
+    /* the edge first: the oldest admission exactly 1 s old frees its slot */
+    assert_int_equal(admitted_between(&l, 0, RATE, 1), RATE);
+    assert_int_equal(sink_limit_take(&l, S - 1, &wait_ns), 0);
+    assert_true(wait_ns == 1);
+    assert_int_equal(sink_limit_take(&l, S, &wait_ns), 1);
+    assert_int_equal(sink_limit_take(&l, S, &wait_ns), 0);
+    sink_limit_fini(&l);
+
+    unsigned seed = th_seed();
+    srand(seed);
+    static uint64_t admitted[N];
+    unsigned n_admitted = 0, refused = 0;
+    uint64_t t = 0;
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_SLIDING_WINDOW, RATE, 1, 0), SL_OK);
+    for (int i = 0; i < N; i++) {
+        t += (uint64_t)(rand() % 200) * MS + (uint64_t)(rand() % 1000);
+        unsigned in_window = 0; /* admissions in (t - 1 s, t], brute force */
+        for (unsigned j = n_admitted; j > 0 && admitted[j - 1] + S > t; j--)
+            in_window++;
+        int ok = sink_limit_take(&l, t, &wait_ns);
+        assert_int_equal(ok, in_window < RATE);
+        if (ok) {
+            admitted[n_admitted++] = t;
+        } else {
+            assert_true(wait_ns == admitted[n_admitted - RATE] + S - t && wait_ns > 0);
+            refused++;
+        }
+    }
+    assert_true(n_admitted > 100 && refused > 100); /* both sides were exercised */
+    sink_limit_fini(&l);
+}
+
+static void rate_change_mid_stream_keeps_what_was_admitted(void **state)
+{
+    (void)state;
+    sink_limit l;
+    uint64_t wait_ns;
+    /* gcra: half an interval of debt at 10/s is half an interval at 1/s */
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_GCRA, 10, 1, 0), SL_OK);
+    assert_int_equal(sink_limit_take(&l, 0, NULL), 1);
+    assert_int_equal(sink_limit_set(&l, 1, 1, 50 * MS), SL_OK);
+    assert_int_equal(sink_limit_take(&l, 549 * MS, &wait_ns), 0);
+    assert_true(wait_ns == 1 * MS);
+    assert_int_equal(sink_limit_take(&l, 550 * MS, NULL), 1);
+    assert_int_equal(admitted_between(&l, 551 * MS, 10 * S + 550 * MS + 1, MS), 10);
+    /* raised again: the new spacing applies at once */
+    assert_int_equal(sink_limit_set(&l, 1000, 1, 20 * S), SL_OK);
+    assert_int_equal(admitted_between(&l, 20 * S, 21 * S, 100000), 1000);
+    assert_int_equal(sink_limit_set(&l, 0, 1, 21 * S), SL_EINVAL);
+    assert_int_equal(l.rate_per_s, 1000);
+    sink_limit_fini(&l);
+
+    /* fixed window: the count of the current window stays */
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_FIXED_WINDOW, 10, 1, 0), SL_OK);
+    assert_int_equal(admitted_between(&l, 0, 6, 1), 6);
+    assert_int_equal(sink_limit_set(&l, 4, 1, 10), SL_OK);
+    assert_int_equal(admitted_between(&l, 10, 500 * MS, MS), 0);
+    assert_int_equal(sink_limit_set(&l, 8, 1, 500 * MS), SL_OK);
+    assert_int_equal(admitted_between(&l, 500 * MS, S, MS), 2);
+    assert_int_equal(admitted_between(&l, S, 2 * S, MS), 8);
+    sink_limit_fini(&l);
+
+    /* sliding window: shrinking keeps the newest, growing keeps them all */
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_SLIDING_WINDOW, 5, 1, 0), SL_OK);
+    assert_int_equal(admitted_between(&l, 0, 500 * MS, 100 * MS), 5); /* 0..400 ms */
+    assert_int_equal(sink_limit_set(&l, 2, 1, 500 * MS), SL_OK);
+    assert_int_equal(sink_limit_take(&l, 1250 * MS, &wait_ns), 0); /* 300, 400 ms held */
+    assert_true(wait_ns == 50 * MS);
+    assert_int_equal(sink_limit_take(&l, 1300 * MS, NULL), 1); /* now 400, 1300 ms */
+    assert_int_equal(sink_limit_set(&l, 6, 1, 1300 * MS), SL_OK);
+    assert_int_equal(admitted_between(&l, 1300 * MS, 1300 * MS + 10, 1), 4); /* 2 held + 4 = 6 */
+    sink_limit_fini(&l);
+}
+
+static void limits_out_of_range_are_refused_and_names_round_trip(void **state)
+{
+    (void)state;
+    sink_limit l;
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_GCRA, 0, 1, 0), SL_EINVAL);
+    sink_limit_fini(&l);
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_GCRA, 1, 0, 0), SL_EINVAL);
+    assert_int_equal(sink_limit_init(&l, SINK_LIMIT_SLIDING_WINDOW, SINK_LIMIT_MAX_RATE_PER_S + 1, 1, 0),
+                     SL_EINVAL);
+    for (int m = SINK_LIMIT_GCRA; m <= SINK_LIMIT_SLIDING_WINDOW; m++) {
+        sink_limit_mode back;
+        assert_int_equal(sink_limit_mode_parse(sink_limit_mode_name((sink_limit_mode)m), &back), SL_OK);
+        assert_int_equal(back, m);
+    }
+    sink_limit_mode dummy;
+    assert_int_equal(sink_limit_mode_parse("token-bucket", &dummy), SL_EINVAL);
+    assert_int_equal(sink_limit_retry_after_s(0), 1);
+    assert_int_equal(sink_limit_retry_after_s(1), 1);
+    assert_int_equal(sink_limit_retry_after_s(S), 1);
+    assert_int_equal(sink_limit_retry_after_s(S + 1), 2);
+}
+
+/* ---- the real program ---- */
+
+typedef struct sink_proc {
+    pid_t pid;
+    uint16_t port;
+    char dir[64], log[96], out[96], err[96];
+} sink_proc;
+
+static sink_proc *live_sink;
+
+static void kill_live_sink(void)
+{
+    if (live_sink && live_sink->pid > 0) {
+        kill(live_sink->pid, SIGKILL);
+        waitpid(live_sink->pid, NULL, 0);
+        live_sink->pid = 0;
+    }
+}
+
+static void read_file(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* sink_start runs sluice-sink on 127.0.0.1 port 0 with extra arguments and
+ * waits up to 20 s for READY; then reads the chosen port from its stderr. */
+static void sink_start(sink_proc *p, const char *const *extra)
+{
+    memset(p, 0, sizeof *p);
+    strcpy(p->dir, "/tmp/sluice-sink-test-XXXXXX");
+    assert_non_null(mkdtemp(p->dir));
+    snprintf(p->log, sizeof p->log, "%s/requests.log", p->dir);
+    snprintf(p->out, sizeof p->out, "%s/stdout", p->dir);
+    snprintf(p->err, sizeof p->err, "%s/stderr", p->dir);
+    int ready[2];
+    assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        const char *argv[32];
+        char fdarg[16];
+        int n = 0, wfd = dup(ready[1]); /* dup drops O_CLOEXEC */
+        snprintf(fdarg, sizeof fdarg, "%d", wfd);
+        int out = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+            _exit(127);
+        argv[n++] = th_bin("sluice-sink");
+        argv[n++] = "--listen";
+        argv[n++] = "127.0.0.1:0";
+        argv[n++] = "--log";
+        argv[n++] = p->log;
+        argv[n++] = "--ready-fd";
+        argv[n++] = fdarg;
+        for (int i = 0; extra && extra[i] && n < 31; i++)
+            argv[n++] = extra[i];
+        argv[n] = NULL;
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(ready[1]);
+    p->pid = pid;
+    live_sink = p;
+    char buf[16] = {0};
+    struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
+    int ok = poll(&pfd, 1, 20000) == 1 && read(ready[0], buf, sizeof buf - 1) == 6 && strcmp(buf, "READY\n") == 0;
+    close(ready[0]);
+    char err_text[4096];
+    read_file(p->err, err_text, sizeof err_text);
+    if (!ok)
+        fprintf(stderr, "sluice-sink did not become ready; its stderr:\n%s\n", err_text);
+    assert_true(ok);
+    const char *at = strstr(err_text, "listening on http://127.0.0.1:");
+    assert_non_null(at);
+    unsigned long port = strtoul(at + strlen("listening on http://127.0.0.1:"), NULL, 10);
+    assert_true(port > 0 && port < 65536);
+    p->port = (uint16_t)port;
+}
+
+/* sink_stop sends SIGTERM and waits up to 20 s; returns the exit status. */
+static int sink_stop(sink_proc *p)
+{
+    int status = 0;
+    kill(p->pid, SIGTERM);
+    uint64_t end_ms = th_now_ms() + 20000;
+    for (int i = 0; i < 20000; i++) {
+        pid_t r = waitpid(p->pid, &status, WNOHANG);
+        if (r == p->pid) {
+            p->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        if (r < 0 || th_now_ms() > end_ms)
+            break;
+        usleep(1000);
+    }
+    kill_live_sink();
+    return -1;
+}
+
+typedef struct response {
+    int status;
+    char retry_after[32];  /* "" when absent */
+    char allow[32];        /* "" when absent */
+    char body[1024];
+} response;
+
+static int write_all(int fd, const char *buf, size_t len, uint64_t end_ms)
+{
+    size_t off = 0;
+    for (int i = 0; i < 10000 && off < len && th_now_ms() < end_ms; i++) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        if (poll(&pfd, 1, 100) != 1)
+            continue;
+        ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
+        if (w < 0 && errno != EINTR && errno != EAGAIN)
+            return -1;
+        off += w > 0 ? (size_t)w : 0;
+    }
+    return off == len ? 0 : -1;
+}
+
+/* http sends one request on a fresh connection and reads the whole reply
+ * (the server closes the connection: we ask it to). */
+static response http(uint16_t port, const char *method, const char *path, const char *body, size_t body_len)
+{
+    response r = {.status = -1};
+    static char buf[1 << 16];
+    uint64_t end_ms = th_now_ms() + IO_TIMEOUT_MS;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int head = snprintf(buf, sizeof buf,
+                        "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+                        method, path, body_len);
+    assert_true(head > 0 && (size_t)head + body_len < sizeof buf);
+    memcpy(buf + head, body, body_len);
+    assert_int_equal(write_all(fd, buf, (size_t)head + body_len, end_ms), 0);
+    size_t got = 0;
+    for (int i = 0; i < 10000 && got < sizeof buf - 1 && th_now_ms() < end_ms; i++) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 100) != 1)
+            continue;
+        ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (n == 0)
+            break;
+        if (n < 0 && errno != EINTR && errno != EAGAIN)
+            break;
+        got += n > 0 ? (size_t)n : 0;
+    }
+    close(fd);
+    buf[got] = '\0';
+    if (sscanf(buf, "HTTP/1.%*d %d", &r.status) != 1)
+        return r;
+    char *end = strstr(buf, "\r\n\r\n");
+    assert_non_null(end);
+    *end = '\0';
+    const char *ra = strcasestr(buf, "\r\nRetry-After: ");
+    if (ra)
+        sscanf(ra + strlen("\r\nRetry-After: "), "%31[0-9]", r.retry_after);
+    const char *allow = strcasestr(buf, "\r\nAllow: ");
+    if (allow)
+        sscanf(allow + strlen("\r\nAllow: "), "%31[A-Z, ]", r.allow);
+    snprintf(r.body, sizeof r.body, "%s", end + 4);
+    return r;
+}
+
+static response post(uint16_t port, const char *body, size_t body_len)
+{
+    return http(port, "POST", "/orders", body, body_len);
+}
+
+static char text[1 << 16];
+
+static void sink_throttles_logs_and_follows_limit_changes(void **state)
+{
+    (void)state;
+    sink_proc p;
+    const char *extra[] = {"--rate", "1", "--burst", "3", NULL};
+    sink_start(&p, extra);
+    static const char first_body[] = "hello\nworld\x01\\";
+    static char big_body[1000];
+    memset(big_body, 'b', sizeof big_body);
+
+    /* the burst of 3 passes back to back, the 4th waits for the next token */
+    response r = post(p.port, first_body, sizeof first_body - 1);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.retry_after, "");
+    assert_int_equal(post(p.port, big_body, sizeof big_body).status, 200);
+    assert_int_equal(post(p.port, "", 0).status, 200);
+    r = post(p.port, "four", 4);
+    assert_int_equal(r.status, 429);
+    assert_string_equal(r.retry_after, "1"); /* under 1 s to the next token, rounded up */
+
+    /* the log is flushed while running: the 4 lines appear within a second */
+    int lines = 0;
+    uint64_t end_ms = th_now_ms() + 1000;
+    for (int i = 0; i < 200 && lines < 4 && th_now_ms() < end_ms; i++) {
+        read_file(p.log, text, sizeof text);
+        lines = 0;
+        for (const char *c = text; *c; c++)
+            lines += *c == '\n';
+        if (lines < 4)
+            usleep(10000);
+    }
+    assert_int_equal(lines, 4);
+
+    r = http(p.port, "GET", "/_stats", "", 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"ok\":3,\"throttled\":1,\"total\":4}\n");
+    r = http(p.port, "GET", "/_limit", "", 0);
+    assert_string_equal(r.body, "{\"rate\":1,\"burst\":3,\"mode\":\"gcra\"}\n");
+
+    /* a higher limit admits at once what the old one refused */
+    r = http(p.port, "PUT", "/_limit?rate=1000&burst=100", "", 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"rate\":1000,\"burst\":100,\"mode\":\"gcra\"}\n");
+    assert_int_equal(post(p.port, "five", 4).status, 200);
+
+    /* a new mode starts afresh: fixed-window 1/s admits one, then refuses */
+    r = http(p.port, "PUT", "/_limit?mode=fixed-window&rate=1", "", 0);
+    assert_string_equal(r.body, "{\"rate\":1,\"burst\":100,\"mode\":\"fixed-window\"}\n");
+    assert_int_equal(post(p.port, "six", 3).status, 200);
+    r = post(p.port, "seven", 5);
+    assert_int_equal(r.status, 429);
+    assert_string_equal(r.retry_after, "1");
+
+    /* bad control requests and other methods are refused, not counted */
+    assert_int_equal(http(p.port, "PUT", "/_limit?rate=0", "", 0).status, 400);
+    assert_int_equal(http(p.port, "PUT", "/_limit?mode=leaky", "", 0).status, 400);
+    assert_int_equal(http(p.port, "PUT", "/_limit", "", 0).status, 400);
+    r = http(p.port, "GET", "/orders", "", 0);
+    assert_int_equal(r.status, 405);
+    assert_string_equal(r.allow, "POST");
+    assert_int_equal(http(p.port, "GET", "/_nothing", "", 0).status, 404);
+    r = http(p.port, "GET", "/_stats", "", 0);
+    assert_string_equal(r.body, "{\"ok\":5,\"throttled\":2,\"total\":7}\n");
+
+    assert_int_equal(sink_stop(&p), 0);
+
+    /* the log: one line per POST, in order, times non-decreasing */
+    static const struct {
+        int status;
+        const char *body;
+    } want[] = {{200, "hello\\nworld\\x01\\\\"}, {200, NULL}, {200, ""}, {429, "four"},
+                {200, "five"},                   {200, "six"}, {429, "seven"}};
+    read_file(p.log, text, sizeof text);
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    uint64_t prev_ns = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++, line = strtok_r(NULL, "\n", &save)) {
+        assert_non_null(line);
+        char *rest;
+        uint64_t t_ns = strtoull(line, &rest, 10);
+        assert_true(t_ns >= prev_ns && *rest == ' ');
+        prev_ns = t_ns;
+        int status = (int)strtol(rest + 1, &rest, 10);
+        assert_int_equal(status, want[i].status);
+        assert_true(*rest == ' ');
+        if (want[i].body) {
+            assert_string_equal(rest + 1, want[i].body);
+        } else { /* 1000 bytes of body, cut at 256 */
+            assert_int_equal(strlen(rest + 1), 256);
+            assert_int_equal(strspn(rest + 1, "b"), 256);
+        }
+    }
+    assert_null(line);
+
+    /* stdout: per-second lines that add up to every POST */
+    read_file(p.out, text, sizeof text);
+    unsigned long sum_ok = 0, sum_throttled = 0, sum_total = 0, seconds = 0;
+    save = NULL;
+    for (line = strtok_r(text, "\n", &save); line && seconds < 1000; line = strtok_r(NULL, "\n", &save)) {
+        unsigned long t, ok, throttled, total;
+        assert_int_equal(sscanf(line, "t=%lus ok=%lu throttled=%lu total=%lu", &t, &ok, &throttled, &total), 4);
+        assert_int_equal(t, ++seconds);
+        assert_int_equal(total, ok + throttled);
+        sum_ok += ok, sum_throttled += throttled, sum_total += total;
+    }
+    assert_true(seconds >= 1);
+    assert_int_equal(sum_ok, 5);
+    assert_int_equal(sum_throttled, 2);
+    assert_int_equal(sum_total, 7);
+    th_rmrf(p.dir);
+    live_sink = NULL;
+}
+
+static void control_port_and_fixed_retry_after(void **state)
+{
+    (void)state;
+    sink_proc p;
+    /* a control port the kernel hands out: bind 0, read it, release it */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t alen = sizeof a;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    close(fd);
+    char control[16];
+    snprintf(control, sizeof control, "%u", (unsigned)ntohs(a.sin_port));
+    const char *extra[] = {"--rate", "2", "--mode", "sliding-window", "--retry-after", "7",
+                           "--control-port", control, NULL};
+    sink_start(&p, extra);
+    uint16_t control_port = ntohs(a.sin_port);
+
+    assert_int_equal(post(p.port, "a", 1).status, 200);
+    assert_int_equal(post(p.port, "b", 1).status, 200);
+    response r = post(p.port, "c", 1);
+    assert_int_equal(r.status, 429);
+    assert_string_equal(r.retry_after, "7");
+    /* the control paths live only on the control port */
+    assert_int_equal(http(p.port, "GET", "/_stats", "", 0).status, 404);
+    assert_int_equal(http(control_port, "POST", "/orders", "x", 1).status, 404);
+    r = http(control_port, "GET", "/_stats", "", 0);
+    assert_string_equal(r.body, "{\"ok\":2,\"throttled\":1,\"total\":3}\n");
+    r = http(control_port, "GET", "/_limit", "", 0);
+    assert_string_equal(r.body, "{\"rate\":2,\"burst\":1,\"mode\":\"sliding-window\"}\n");
+    /* raising the sliding limit keeps the two held and admits one more */
+    r = http(control_port, "PUT", "/_limit?rate=3", "", 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(post(p.port, "d", 1).status, 200);
+    assert_int_equal(post(p.port, "e", 1).status, 429);
+    assert_int_equal(sink_stop(&p), 0);
+    th_rmrf(p.dir);
+    live_sink = NULL;
+}
+
+static void bad_options_exit_2_and_help_teaches_every_option(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    const char *help[] = {th_bin("sluice-sink"), "--help", NULL};
+    assert_int_equal(th_run(help, NULL, out, sizeof out), 0);
+    static const char *const opts[] = {"--listen", "--rate", "--burst", "--mode", "--log", "--retry-after",
+                                       "--control-port", "--ready-fd", "gcra", "fixed-window",
+                                       "sliding-window", "/_limit", "/_stats", "SIGTERM", "SIGHUP"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        assert_non_null(strstr(out, opts[i]));
+    const char *no_rate[] = {th_bin("sluice-sink"), "--listen", "127.0.0.1:0", NULL};
+    assert_int_equal(th_run(no_rate, NULL, out, sizeof out), 2);
+    const char *remote[] = {th_bin("sluice-sink"), "--listen", "10.1.2.3:0", "--rate", "1", NULL};
+    assert_int_equal(th_run(remote, NULL, out, sizeof out), 2);
+    const char *bad_mode[] = {th_bin("sluice-sink"), "-l", "127.0.0.1:0", "-r", "1", "-m", "leaky", NULL};
+    assert_int_equal(th_run(bad_mode, NULL, out, sizeof out), 2);
+}
+
+int main(void)
+{
+    atexit(kill_live_sink);
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(gcra_with_burst_one_spaces_requests_one_interval_apart, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(gcra_burst_passes_back_to_back_then_the_rate, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(fixed_window_admits_rate_per_aligned_second, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(sliding_window_never_exceeds_rate_in_any_trailing_second, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(rate_change_mid_stream_keeps_what_was_admitted, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(limits_out_of_range_are_refused_and_names_round_trip, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(sink_throttles_logs_and_follows_limit_changes, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(control_port_and_fixed_retry_after, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(bad_options_exit_2_and_help_teaches_every_option, timeout_arm, timeout_disarm),
+    };
+    th_seed();
+    return cmocka_run_group_tests_name("sink", tests, NULL, NULL);
+}

@@ -1,0 +1,162 @@
+/*
+ * cli_sink.c - `sluice sink set` and `sluice sink show`: the rate, burst and
+ * in-flight cap of the sink, the service that consumers call.
+ *
+ * Each is one request through the client library (sl_sink_set,
+ * sl_sink_show). A change prints one line with what now holds; show prints
+ * the settings beside what the broker does now: its effective rate, lower
+ * than the configured one after the sink said THROTTLED, the deliveries out,
+ * the tokens in the bucket, and how long dispatch stays paused. Rates are
+ * read and shown exactly in units per second (cli_text.c). The broker checks
+ * every value against its own limits and says which one it refused.
+ */
+#include "cli_sink.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli_text.h"
+
+/* Long-only options get values outside the char range. */
+enum { OPT_RATE = 256, OPT_BURST, OPT_INFLIGHT };
+
+static int sink_set(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"rate", required_argument, NULL, OPT_RATE},
+        {"burst", required_argument, NULL, OPT_BURST},
+        {"inflight", required_argument, NULL, OPT_INFLIGHT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t rate = SL_UNCHANGED, burst = SL_UNCHANGED, inflight = SL_UNCHANGED;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case OPT_RATE:
+            if (!cli_text_rate_parse(optarg, &rate))
+                return cli_text_usage_error(cmd,
+                                            "bad --rate '%s' (expected units per second, such "
+                                            "as 20000 or 0.5, at most 3 decimals; or off)",
+                                            optarg);
+            break;
+        case OPT_BURST:
+            if (!cli_text_limit_parse(optarg, UINT32_MAX, &burst))
+                return cli_text_usage_error(cmd, "bad --burst '%s' (expected a number; or off)",
+                                            optarg);
+            break;
+        case OPT_INFLIGHT:
+            if (!cli_text_limit_parse(optarg, UINT32_MAX, &inflight))
+                return cli_text_usage_error(cmd,
+                                            "bad --inflight '%s' (expected a number; or off)",
+                                            optarg);
+            break;
+        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        default: return cli_text_option_error(cmd, ch, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (rate == SL_UNCHANGED && burst == SL_UNCHANGED && inflight == SL_UNCHANGED)
+        return cli_text_usage_error(cmd, "nothing to change: give --rate, --burst or --inflight");
+    int st = cli_core_connect(g, cmd);
+    if (st)
+        return st;
+    int rc = sl_sink_set(g->c, rate, burst, inflight);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "", NULL);
+    const char *sep = "";
+    printf("sink:");
+    if (rate != SL_UNCHANGED) {
+        char text[40];
+        cli_text_rate_format(rate, "off", text, sizeof text);
+        printf(" rate %s", text);
+        sep = ",";
+    }
+    if (burst != SL_UNCHANGED) {
+        if (burst)
+            printf("%s burst %" PRIu64, sep, burst);
+        else
+            printf("%s burst off", sep);
+        sep = ",";
+    }
+    if (inflight != SL_UNCHANGED) {
+        if (inflight)
+            printf("%s in-flight cap %" PRIu64, sep, inflight);
+        else
+            printf("%s in-flight cap off", sep);
+    }
+    putchar('\n');
+    return cli_core_output_done(cmd);
+}
+
+static void sink_json(const sl_sink_info *s)
+{
+    printf("{\"rate_milli\":%" PRIu64 ",\"effective_rate_milli\":%" PRIu64 ",\"burst\":%" PRIu32
+           ",\"max_inflight\":%" PRIu64 ",\"inflight\":%" PRIu64 ",\"tokens_milli\":%" PRIu64
+           ",\"paused_ms\":%" PRIu64 "}\n",
+           s->rate_milli, s->effective_rate_milli, s->burst, s->max_inflight, s->inflight,
+           s->tokens_milli, s->paused_ms);
+}
+
+static void sink_print(const sl_sink_info *s)
+{
+    char rate[40], effective[40], tokens[32], paused[32];
+    cli_text_rate_format(s->rate_milli, "unlimited", rate, sizeof rate);
+    cli_text_rate_format(s->effective_rate_milli, "unlimited", effective, sizeof effective);
+    printf("rate       %s", rate);
+    if (s->effective_rate_milli != s->rate_milli)
+        printf(" (now %s, after THROTTLED)", effective);
+    putchar('\n');
+    if (s->burst)
+        printf("burst      %" PRIu32 "\n", s->burst);
+    else
+        printf("burst      -\n");
+    printf("in flight  %" PRIu64, s->inflight);
+    if (s->max_inflight)
+        printf(" of at most %" PRIu64 "\n", s->max_inflight);
+    else
+        printf(" (no cap)\n");
+    if (s->effective_rate_milli) {
+        /* to a tenth: the bucket refills as it is read */
+        cli_text_milli_format(s->tokens_milli / 100 * 100, tokens, sizeof tokens);
+        printf("tokens     %s\n", tokens);
+    }
+    cli_text_age_format(s->paused_ms, paused, sizeof paused);
+    if (s->paused_ms)
+        printf("paused     for %s more, after THROTTLED\n", paused);
+    else
+        printf("paused     no\n");
+}
+
+static int sink_show(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    bool json = false;
+    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    sl_sink_info s;
+    int rc = sl_sink_show(g->c, &s);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "", NULL);
+    if (json)
+        sink_json(&s);
+    else
+        sink_print(&s);
+    return cli_core_output_done(cmd);
+}
+
+int cli_sink_main(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const cli_core_command subs[] = {
+        {"set", sink_set},
+        {"show", sink_show},
+    };
+    return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
+}
