@@ -391,6 +391,9 @@ static int cmd_sink_show(cmd_ctx *x)
     r->sink_inflight = s->inflight;
     r->tokens_milli = tokens == UINT64_MAX ? 0 : tokens;
     r->paused_ms = s->paused_until_ns > b->mono_ns ? (s->paused_until_ns - b->mono_ns) / NS_PER_MS : 0;
+    const char *state = breaker_name(s->breaker.state);
+    proto_set_str(r, PROTO_F_breaker, state, strlen(state));
+    proto_set(r, breaker_trips, s->breaker.trips);
     return SL_OK;
 }
 

@@ -59,6 +59,9 @@ void bk_cfg_defaults(bk_cfg *cfg)
     cfg->soft_limit_pct = 90;
     cfg->overdue_share_pct = 50;
     cfg->throttle_backoff_ms = 1000;
+    cfg->breaker_threshold_pct = 50;
+    cfg->breaker_window = 20;
+    cfg->breaker_cooldown_ms = 5000;
 }
 
 static int lock_dir(const char *dir)
@@ -122,6 +125,8 @@ int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
         goto pools_fini;
     b->next_hb_ns = mono_ns + cfg->heartbeat_ms * NS_PER_MS;
     b->meter_wake_ns = TMR_NEVER;
+    breaker_init(&b->sink.breaker, cfg->breaker_threshold_pct, cfg->breaker_window,
+                 cfg->breaker_cooldown_ms * NS_PER_MS);
     bk_sink_apply(b);
     for (unsigned l = 0; l < cfg->levels; l++)
         bk_level_apply(b, l);
@@ -284,6 +289,15 @@ static int sink_admits(bk *b, uint32_t cost)
         b->meter_wake_ns = s->paused_until_ns;
         return 0;
     }
+    breaker_state was = s->breaker.state;
+    int allowed = breaker_allows(&s->breaker, b->mono_ns);
+    if (s->breaker.state != was)
+        log_info("bk", "circuit breaker %s", breaker_name(s->breaker.state));
+    if (!allowed) {
+        if (breaker_next_ns(&s->breaker) < b->meter_wake_ns)
+            b->meter_wake_ns = breaker_next_ns(&s->breaker);
+        return 0; /* an open breaker waits out its cooldown; a half-open one its probe */
+    }
     if (s->max_inflight && s->inflight >= s->max_inflight)
         return 0; /* an ack will wake the loop */
     if (!rl_allows(&s->bucket, cost, b->mono_ns)) {
@@ -337,6 +351,7 @@ unsigned bk_dispatch(bk *b, unsigned max)
             if (deliver_one(b, c, (unsigned)level, why) != SL_OK)
                 return made;
             charge(b, (unsigned)level, cost);
+            breaker_sent(&b->sink.breaker);
             level_view(b, (unsigned)level, &dl[level]);
             made++;
             progress = 1;
@@ -357,6 +372,7 @@ static const char *end_name(bk_end why)
     case BK_END_UNSENT: return "not sent";
     case BK_END_LEFT: return "consumer left";
     case BK_END_THROTTLED: return "throttled";
+    case BK_END_REJECTED: return "rejected";
     }
     return "?";
 }
@@ -375,10 +391,22 @@ static void release(bk *b, lease *l)
     lease_free(&b->leases, l);
 }
 
+/* outcome feeds the circuit breaker, logging its transitions. */
+static void outcome(bk *b, int failed)
+{
+    breaker *br = &b->sink.breaker;
+    breaker_state was = br->state;
+    breaker_record(br, failed, b->mono_ns);
+    if (br->state != was)
+        log_warn("bk", "circuit breaker %s (%u of the last %u deliveries failed)", breaker_name(br->state),
+                 br->failures, br->n);
+}
+
 int bk_ack(bk *b, lease *l)
 {
     int rc = queue_settle(&b->q, l->level, l->key);
     release(b, l);
+    outcome(b, 0);
     return rc == SL_ENOTFOUND ? SL_OK : rc;
 }
 
@@ -405,6 +433,8 @@ void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms)
         lv->expired++;
     else if (why == BK_END_NACK)
         lv->nacked++;
+    if (why == BK_END_EXPIRED || why == BK_END_NACK)
+        outcome(b, 1);
     if (attempt >= b->cfg.max_attempts) {
         char reason[160];
         snprintf(reason, sizeof reason, "%u attempts used; last: %s", attempt, end_name(why));
@@ -490,6 +520,20 @@ uint64_t bk_eta_ms(const bk *b, unsigned level)
     double cost = lv->cost_avg > 0 ? lv->cost_avg : 1;
     double msgs_per_s = units ? units / cost : b->dispatch_per_s[level];
     return msgs_per_s > 0 ? (uint64_t)((double)ready / msgs_per_s * 1000.0) : 0;
+}
+
+void bk_reject(bk *b, lease *l, const char *reason, size_t reason_len)
+{
+    char text[PROTO_MAX_STR + 64];
+    unsigned level = l->level;
+    uint64_t key = l->key, id = l->id;
+    snprintf(text, sizeof text, "rejected by the consumer (attempt %u): %.*s", l->attempt, (int)reason_len,
+             reason_len ? reason : "no reason given");
+    release(b, l);
+    if (queue_bury(&b->q, level, key, text, b->wall_ns) != SL_OK)
+        log_error("bk", "cannot move message %llu to dead letters", (unsigned long long)id);
+    else
+        log_info("bk", "message %llu (level %u) moved to dead letters: %s", (unsigned long long)id, level, text);
 }
 
 void bk_drop_conn(bk *b, conn *c, bk_end why)

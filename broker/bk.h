@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "breaker.h"
 #include "conn.h"
 #include "disp.h"
 #include "lease.h"
@@ -44,6 +45,9 @@ typedef struct bk_cfg {
     unsigned soft_limit_pct;                              /* refuse PUT above this map use */
     unsigned overdue_share_pct;                           /* most overdue picks per 100 */
     uint32_t throttle_backoff_ms;                         /* pause after THROTTLED without retry-after */
+    uint32_t breaker_threshold_pct;                       /* 0: no circuit breaker */
+    uint32_t breaker_window;
+    uint32_t breaker_cooldown_ms;
     bk_tag_rule tag_rules[BK_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */
@@ -59,6 +63,7 @@ typedef struct bk_sink {
     rl_bucket bucket;         /* effective rate, burst */
     uint64_t paused_until_ns; /* monotonic: no dispatch before (THROTTLED) */
     uint64_t last_cut_ns, last_raise_ns;
+    breaker breaker;          /* stops dispatch when too many deliveries fail */
 } bk_sink;
 
 /* Why a lease ended without an ACK. */
@@ -69,6 +74,7 @@ typedef enum bk_end {
     BK_END_UNSENT,     /* the delivery never left the broker: not charged */
     BK_END_LEFT,       /* the consumer said BYE before settling: not charged */
     BK_END_THROTTLED,  /* the sink said "too many requests": not charged */
+    BK_END_REJECTED,   /* the consumer says it can never succeed: a dead letter now */
 } bk_end;
 
 typedef struct bk {
@@ -123,6 +129,9 @@ uint64_t bk_next_wake(bk *b);
 /* bk_end_lease ends l without an ACK: requeue (charged unless UNSENT), or
  * bury when the attempts are used up. delay_ms applies to NACK. */
 void bk_end_lease(bk *b, lease *l, bk_end why, uint64_t delay_ms);
+
+/* bk_reject buries l's message at once with the consumer's reason. */
+void bk_reject(bk *b, lease *l, const char *reason, size_t reason_len);
 
 /* bk_drop_conn ends every lease of c (why: BK_END_GONE, or BK_END_LEFT for
  * a BYE), leaves its pool and forgets c. */

@@ -255,6 +255,19 @@ static void h_THROTTLED(bk *b, const net_in *in, const proto_msg *m)
     reply_ok(b, in, m, &r);
 }
 
+/* REJECT: the consumer says the message can never succeed (an HTTP 4xx, a
+ * malformed payload): a dead letter now, with its reason. */
+static void h_REJECT(bk *b, const net_in *in, const proto_msg *m)
+{
+    lease *l = find_lease(b, in, m);
+    if (!l)
+        return;
+    bk_reject(b, l, m->msg.ptr, m->msg.len);
+    proto_msg r;
+    proto_init(&r, PROTO_OK);
+    reply_ok(b, in, m, &r);
+}
+
 static void h_TOUCH(bk *b, const net_in *in, const proto_msg *m)
 {
     lease *l = find_lease(b, in, m);
@@ -302,6 +315,9 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
         r.throttled.v[l] = lv->throttled;
         r.eta_ms.v[l] = bk_eta_ms(b, l);
     }
+    const char *state = breaker_name(b->sink.breaker.state);
+    proto_set_str(&r, PROTO_F_breaker, state, strlen(state));
+    proto_set(&r, breaker_trips, b->sink.breaker.trips);
     proto_set(&r, uptime_ms, (b->mono_ns - b->started_mono_ns) / NS_PER_MS);
     proto_set(&r, consumers, bk_consumers(b));
     reply_ok(b, in, m, &r);

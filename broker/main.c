@@ -66,6 +66,14 @@ static void usage(FILE *f)
 "                          repeatable, the first match wins; rules apply to publishes\n"
 "                          that name no level\n"
 "      --tag-rules-override   rules apply to publishes that name a level too\n"
+"      --throttle-backoff-ms MS  pause after a THROTTLED that gives no retry-after\n"
+"                          (default 1000)\n"
+"      --breaker-threshold PCT   open the circuit breaker when more than PCT %% of\n"
+"                          the last deliveries failed (NACK or expired lease); 0 = off\n"
+"                          (default 50)\n"
+"      --breaker-window N  deliveries the breaker looks back over (default 20)\n"
+"      --breaker-cooldown-ms MS  how long an open breaker waits before one probe\n"
+"                          (default 5000)\n"
 "      --log-level LEVEL   error, warn, info or debug (default info)\n"
 "      --ready-fd FD       write \"READY\\n\" to FD once serving, then close it\n"
 "  -h, --help              show this help\n"
@@ -182,6 +190,22 @@ static int apply(settings *st, const char *key, const char *val)
         if (parse_u64("overdue_share_pct", val, 1, 100, &v))
             return -1;
         c->overdue_share_pct = (unsigned)v;
+    } else if (!strcmp(key, "throttle_backoff_ms")) {
+        if (parse_u64("throttle_backoff_ms", val, 1, 3600000, &v))
+            return -1;
+        c->throttle_backoff_ms = (uint32_t)v;
+    } else if (!strcmp(key, "breaker_threshold_pct")) {
+        if (parse_u64("breaker_threshold_pct", val, 0, 100, &v))
+            return -1;
+        c->breaker_threshold_pct = (uint32_t)v;
+    } else if (!strcmp(key, "breaker_window")) {
+        if (parse_u64("breaker_window", val, 2, 1024, &v))
+            return -1;
+        c->breaker_window = (uint32_t)v;
+    } else if (!strcmp(key, "breaker_cooldown_ms")) {
+        if (parse_u64("breaker_cooldown_ms", val, 1, 3600000, &v))
+            return -1;
+        c->breaker_cooldown_ms = (uint32_t)v;
     } else if (!strcmp(key, "tag_rules_override")) {
         if (strcmp(val, "yes") && strcmp(val, "no") && strcmp(val, "true") && strcmp(val, "false"))
             return fprintf(stderr, "sluiced: tag_rules_override: '%s' is not yes or no\n", val), -1;
@@ -214,7 +238,7 @@ static int add_rule(settings *st, const char *glob, const char *level)
 
 static int ini_cb(void *user, const char *section, const char *name, const char *value)
 {
-    static const char *const sections[] = {"broker", "levels", "leases", NULL};
+    static const char *const sections[] = {"broker", "levels", "leases", "sink", NULL};
     if (!strcmp(section, "tag_rules")) {
         /* rule = GLOB LEVEL: the value, because inih splits keys at ':' too */
         char buf[PROTO_MAX_TAG + PROTO_MAX_NAME + 2];
@@ -283,7 +307,8 @@ static int finish(settings *st)
 }
 
 enum { OPT_LEVELS = 256, OPT_NAMES, OPT_DEFAULT, OPT_LEASE, OPT_ATTEMPTS, OPT_HB, OPT_MAP,
-       OPT_BODY, OPT_ACKFLUSH, OPT_OVERDUE, OPT_LOG, OPT_READY, OPT_VERSION, OPT_RULE, OPT_OVERRIDE };
+       OPT_BODY, OPT_ACKFLUSH, OPT_OVERDUE, OPT_BACKOFF, OPT_BTHRESH, OPT_BWINDOW, OPT_BCOOL, OPT_LOG,
+       OPT_READY, OPT_VERSION, OPT_RULE, OPT_OVERRIDE };
 
 static const struct option options[] = {
     {"data", required_argument, NULL, 'd'},
@@ -300,6 +325,10 @@ static const struct option options[] = {
     {"ack-flush-ms", required_argument, NULL, OPT_ACKFLUSH},
     {"overdue-share", required_argument, NULL, OPT_OVERDUE},
     {"tag-rule", required_argument, NULL, OPT_RULE},
+    {"throttle-backoff-ms", required_argument, NULL, OPT_BACKOFF},
+    {"breaker-threshold", required_argument, NULL, OPT_BTHRESH},
+    {"breaker-window", required_argument, NULL, OPT_BWINDOW},
+    {"breaker-cooldown-ms", required_argument, NULL, OPT_BCOOL},
     {"tag-rules-override", no_argument, NULL, OPT_OVERRIDE},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"ready-fd", required_argument, NULL, OPT_READY},
@@ -314,6 +343,8 @@ static const char *const opt_keys[] = {
     [OPT_ATTEMPTS - OPT_LEVELS] = "max_attempts", [OPT_HB - OPT_LEVELS] = "heartbeat_ms",
     [OPT_MAP - OPT_LEVELS] = "map_size_mb", [OPT_BODY - OPT_LEVELS] = "max_body",
     [OPT_ACKFLUSH - OPT_LEVELS] = "ack_flush_ms", [OPT_OVERDUE - OPT_LEVELS] = "overdue_share_pct",
+    [OPT_BACKOFF - OPT_LEVELS] = "throttle_backoff_ms", [OPT_BTHRESH - OPT_LEVELS] = "breaker_threshold_pct",
+    [OPT_BWINDOW - OPT_LEVELS] = "breaker_window", [OPT_BCOOL - OPT_LEVELS] = "breaker_cooldown_ms",
     [OPT_LOG - OPT_LEVELS] = "log_level",
 };
 

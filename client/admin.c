@@ -357,7 +357,9 @@ int sl_sink_show(sl_client *c, sl_sink_info *out)
         .inflight = r->sink_inflight,
         .tokens_milli = r->tokens_milli,
         .paused_ms = r->paused_ms,
+        .breaker_trips = r->breaker_trips,
     };
+    client_str_copy(out->breaker, sizeof out->breaker, (r->present & PF(breaker)) ? r->breaker : (proto_buf){"", 0});
     return SL_OK;
 }
 

@@ -402,7 +402,7 @@ void sl_delivery_free(sl_delivery **d)
  * applies its default. All but TOUCH end the delivery, so they give back one
  * credit and carry what is then due, but only for a subscribed client:
  * credit would make a producer's connection a consumer. */
-static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms)
+static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms, const char *why)
 {
     if (!c)
         return SL_EINVAL;
@@ -430,7 +430,19 @@ static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t 
         proto_set(&m, lease_ms, ms);
     if (ms && type == PROTO_THROTTLED)
         proto_set(&m, retry_ms, ms);
+    if (why)
+        proto_set_str(&m, PROTO_F_msg, why, strnlen(why, PROTO_MAX_STR));
     return client_request(c, &m, PROTO_OK);
+}
+
+static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms)
+{
+    return settle_why(c, d, type, ms, NULL);
+}
+
+int sl_reject(sl_client *c, const sl_delivery *d, const char *reason)
+{
+    return settle_why(c, d, PROTO_REJECT, 0, reason ? reason : "");
 }
 
 int sl_ack(sl_client *c, const sl_delivery *d)
@@ -484,6 +496,8 @@ int sl_stats_get(sl_client *c, sl_stats *out)
             return client_fail(c, SL_EPROTO);
     memset(out, 0, sizeof *out);
     out->nlevels = r->names.n;
+    client_str_copy(out->breaker, sizeof out->breaker, (r->present & PF(breaker)) ? r->breaker : (proto_buf){"", 0});
+    out->breaker_trips = r->breaker_trips;
     out->uptime_ms = r->uptime_ms;
     out->consumers = r->consumers;
     for (unsigned i = 0; i < out->nlevels; i++) {

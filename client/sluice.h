@@ -202,6 +202,12 @@ int sl_touch(sl_client *c, const sl_delivery *d, uint32_t lease_ms);
  * it uses (AIMD). Returns as sl_ack. */
 int sl_throttled(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms);
 
+/* sl_reject tells the broker that d can never succeed (the sink answered
+ * 4xx, the payload is malformed, ...): the message moves to its level's dead
+ * letters at once, with reason (NUL-terminated, may be NULL) recorded.
+ * Returns as sl_ack. */
+int sl_reject(sl_client *c, const sl_delivery *d, const char *reason);
+
 /* ---- statistics ---- */
 
 /* One level's figures. Counters count since the broker started. */
@@ -225,6 +231,8 @@ typedef struct sl_stats {
     sl_level_stats level[SL_MAX_LEVELS];
     uint64_t uptime_ms;
     uint64_t consumers;  /* connected consumer connections */
+    char breaker[16];    /* the sink's circuit breaker: "closed", "open", "half-open" */
+    uint64_t breaker_trips; /* times it opened */
 } sl_stats;
 
 /* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT,
@@ -329,6 +337,8 @@ typedef struct sl_sink_info {
     uint64_t inflight;             /* deliveries out now */
     uint64_t tokens_milli;         /* units that could go now, x 1000 */
     uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
+    char breaker[16];              /* "closed", "open" or "half-open" */
+    uint64_t breaker_trips;        /* times the breaker opened */
 } sl_sink_info;
 
 /* sl_sink_set changes the sink's rate, burst and in-flight cap

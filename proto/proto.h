@@ -120,7 +120,9 @@
     X(level_min_rate, "level_min_rate_milli", U64S, 0)    \
     X(level_burst, "level_burst",   U64S, 0)              \
     X(level_tokens, "level_tokens_milli", U64S, 0)        \
-    X(eta_ms,     "eta_ms",         U64S, 0)
+    X(eta_ms,     "eta_ms",         U64S, 0)              \
+    X(breaker,    "breaker",        STR,  PROTO_MAX_NAME) \
+    X(breaker_trips, "breaker_trips", U64, 0)
 
 typedef enum proto_field {
 #define PROTO_FIELD_ENUM_(m, k, t, max) PROTO_F_##m,
@@ -144,7 +146,7 @@ __extension__ typedef unsigned __int128 proto_mask;
  * versioning rule asks: a client must not require them. */
 #define PROTO_STATS_COLUMNS_OPT                                             \
     (PF(picks_priority) | PF(picks_aged) | PF(picks_overdue) | PF(picks_guaranteed) | \
-     PF(throttled) | PF(eta_ms))
+     PF(throttled) | PF(eta_ms) | PF(breaker) | PF(breaker_trips))
 
 /* What an ADMIN request may carry, and what ADMIN_OK may answer with. */
 #define PROTO_ADMIN_ARGS                                                    \
@@ -159,7 +161,7 @@ __extension__ typedef unsigned __int128 proto_mask;
      PF(position) | PF(until_ms) | PF(pool) | PF(msg) | PF(level_max_rate) |  \
      PF(level_min_rate) | PF(level_burst) | PF(level_tokens) | PF(eta_ms) |   \
      PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) | \
-     PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms))
+     PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips))
 
 /* X(ID, "NAME", direction, required fields, optional fields) */
 #define PROTO_MSGS(X)                                                         \
@@ -173,6 +175,7 @@ __extension__ typedef unsigned __int128 proto_mask;
     X(NACK,     "NACK",     C2B, PF(seq) | PF(token),   PF(credit) | PF(delay_ms)) \
     X(TOUCH,    "TOUCH",    C2B, PF(seq) | PF(token),   PF(lease_ms))          \
     X(THROTTLED, "THROTTLED", C2B, PF(seq) | PF(token), PF(credit) | PF(retry_ms)) \
+    X(REJECT,   "REJECT",   C2B, PF(seq) | PF(token),   PF(credit) | PF(msg))  \
     X(OK,       "OK",       B2C, PF(seq),              PF(lease_ms))          \
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(names) | PF(uptime_ms) | PF(consumers) | PROTO_STATS_COLUMNS, PROTO_STATS_COLUMNS_OPT) \

@@ -33,13 +33,18 @@ static sl_client *client_for(const th_broker *b)
     return c;
 }
 
-static fixture *start(void)
+static fixture *start_with(const char *const *extra)
 {
     fixture *f = calloc(1, sizeof *f);
-    assert_int_equal(th_broker_init(&f->b, NULL), 0);
+    assert_int_equal(th_broker_init(&f->b, extra), 0);
     assert_int_equal(th_broker_start(&f->b), 0);
     f->c = client_for(&f->b);
     return f;
+}
+
+static fixture *start(void)
+{
+    return start_with(NULL);
 }
 
 static void finish(fixture *f)
@@ -288,6 +293,67 @@ static void sink_settings_survive_restart(void **state)
     finish(f);
 }
 
+static void breaker_opens_probes_and_closes(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--breaker-window", "4", "--breaker-cooldown-ms", "600", NULL};
+    fixture *f = start_with(extra);
+    put_many(f->c, 1, 20, 1);
+    sl_client *c = client_for(&f->b);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    for (int i = 0; i < 2; i++) { /* two failures out of two: over 50 % */
+        assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+        assert_int_equal(sl_nack(c, d, 0), SL_OK);
+        sl_delivery_free(&d);
+    }
+    sl_stats st;
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_string_equal(st.breaker, "open");
+    assert_int_equal(st.breaker_trips, 1);
+    uint64_t t0 = th_now_ms();
+    assert_int_equal(sl_recv(c, 5000, &d), SL_OK); /* the probe, after the cooldown */
+    uint64_t waited = th_now_ms() - t0;
+    fprintf(stderr, "# breaker open: the probe came after %llu ms (cooldown 600 ms)\n", (unsigned long long)waited);
+    assert_true(waited >= 500);
+    sl_delivery *next = NULL;
+    assert_int_equal(sl_ack(c, d), SL_OK); /* the probe succeeds: closed */
+    sl_delivery_free(&d);
+    assert_int_equal(sl_recv(c, 1000, &next), SL_OK); /* and traffic flows again */
+    assert_int_equal(sl_ack(c, next), SL_OK);
+    sl_delivery_free(&next);
+    sl_sink_info si;
+    assert_int_equal(sl_sink_show(f->c, &si), SL_OK);
+    assert_string_equal(si.breaker, "closed");
+    sl_close(&c);
+    finish(f);
+}
+
+static void reject_makes_a_dead_letter_with_its_reason(void **state)
+{
+    (void)state;
+    fixture *f = start();
+    put_many(f->c, 2, 1, 1);
+    sl_client *c = client_for(&f->b);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+    uint64_t id = d->id;
+    assert_int_equal(sl_reject(c, d, "HTTP 404 from the sink"), SL_OK);
+    assert_int_equal(sl_reject(c, d, "again"), SL_ESTALE);
+    sl_delivery_free(&d);
+    sl_stats st;
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_int_equal(st.level[2].dead, 1);
+    assert_int_equal(st.level[2].nacked, 0); /* no attempts burned */
+    sl_explain_info ex;
+    assert_int_equal(sl_explain(f->c, id, &ex), SL_OK);
+    assert_string_equal(ex.state, "dead");
+    assert_non_null(strstr(ex.why, "HTTP 404 from the sink"));
+    sl_close(&c);
+    finish(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +364,8 @@ int main(void)
         cmocka_unit_test(live_rate_change_converges_within_a_second),
         cmocka_unit_test(cost_is_charged_and_inflight_is_capped),
         cmocka_unit_test(sink_settings_survive_restart),
+        cmocka_unit_test(breaker_opens_probes_and_closes),
+        cmocka_unit_test(reject_makes_a_dead_letter_with_its_reason),
     };
     th_seed();
     return cmocka_run_group_tests_name("meter", tests, NULL, NULL);

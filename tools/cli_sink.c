@@ -98,9 +98,11 @@ static void sink_json(const sl_sink_info *s)
 {
     printf("{\"rate_milli\":%" PRIu64 ",\"effective_rate_milli\":%" PRIu64 ",\"burst\":%" PRIu32
            ",\"max_inflight\":%" PRIu64 ",\"inflight\":%" PRIu64 ",\"tokens_milli\":%" PRIu64
-           ",\"paused_ms\":%" PRIu64 "}\n",
+           ",\"paused_ms\":%" PRIu64 ",\"breaker\":",
            s->rate_milli, s->effective_rate_milli, s->burst, s->max_inflight, s->inflight,
            s->tokens_milli, s->paused_ms);
+    cli_text_json_string(s->breaker);
+    printf(",\"breaker_trips\":%" PRIu64 "}\n", s->breaker_trips);
 }
 
 static void sink_print(const sl_sink_info *s)
@@ -131,6 +133,7 @@ static void sink_print(const sl_sink_info *s)
         printf("paused     for %s more, after THROTTLED\n", paused);
     else
         printf("paused     no\n");
+    printf("breaker    %s (opened %" PRIu64 " times)\n", s->breaker[0] ? s->breaker : "-", s->breaker_trips);
 }
 
 static int sink_show(cli_core *g, const char *cmd, int argc, char **argv)
