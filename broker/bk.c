@@ -29,6 +29,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <fnmatch.h>
@@ -62,6 +63,8 @@ void bk_cfg_defaults(bk_cfg *cfg)
     cfg->breaker_threshold_pct = 50;
     cfg->breaker_window = 20;
     cfg->breaker_cooldown_ms = 5000;
+    cfg->idem_window_ms = 300000;
+    cfg->consumer_max_inflight = 10000;
 }
 
 static int lock_dir(const char *dir)
@@ -338,7 +341,8 @@ unsigned bk_dispatch(bk *b, unsigned max)
         size_t n = b->conns.len, start = b->conns.rr % n;
         for (size_t k = 0; k < n && made < max; k++) {
             conn *c = b->conns.all[(start + k) % n];
-            if (c->credit == 0 || !c->pool || !pool_open(c->pool))
+            if (c->credit == 0 || !c->pool || !pool_open(c->pool) ||
+                c->nleases >= b->cfg.consumer_max_inflight)
                 continue;
             disp_reason why;
             int level = disp_pick(&b->disp, dl, b->cfg.levels, c->pool->levels_mask & c->levels_mask,
@@ -654,6 +658,10 @@ void bk_tick(bk *b)
         bk_end_lease(b, l, BK_END_EXPIRED, 0);
     }
     queue_release_due(&b->q, b->wall_ns, 10000);
+    if (b->mono_ns >= b->next_sweep_ns) {
+        store_idem_expire(b->st, b->wall_ns, 1000);
+        b->next_sweep_ns = b->mono_ns + 1000 * NS_PER_MS;
+    }
     sample(b);
     raise_sink(b);
     if (b->mono_ns >= b->next_hb_ns) {
@@ -663,6 +671,27 @@ void bk_tick(bk *b)
             net_queue(b->net, b->conns.all[i]->rid, b->conns.all[i]->rid_len, &m, 0, NET_NOW);
         b->next_hb_ns = b->mono_ns + b->cfg.heartbeat_ms * NS_PER_MS;
     }
+}
+
+void bk_between_commits(bk *b)
+{
+    if (b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
+        b->next_measure_ns = b->mono_ns + 100 * NS_PER_MS;
+        store_measure(b->st);
+    }
+    uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
+    if (used < map / 4 * 3)
+        return; /* under 75 % */
+    if (map >= b->cfg.map_max_bytes)
+        return;
+    uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;
+    struct statvfs fs;
+    if (statvfs(b->cfg.data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < grown - used) {
+        log_warn("bk", "the map is %llu%% used but the disk has no room to grow it; publishes stop at %u%%",
+                 (unsigned long long)(used * 100 / map), b->cfg.soft_limit_pct);
+        return;
+    }
+    store_grow(b->st, grown);
 }
 
 size_t bk_consumers(const bk *b)

@@ -48,6 +48,11 @@ typedef struct bk_cfg {
     uint32_t breaker_threshold_pct;                       /* 0: no circuit breaker */
     uint32_t breaker_window;
     uint32_t breaker_cooldown_ms;
+    uint64_t idem_window_ms;                              /* how long an idempotency key is remembered */
+    uint64_t level_max_messages;                          /* per level; 0 = no limit */
+    uint64_t level_max_bytes;                             /* per level, pages on disk; 0 = no limit */
+    uint32_t consumer_max_inflight;                       /* deliveries one consumer may hold */
+    uint64_t map_max_bytes;                               /* the map grows up to this */
     bk_tag_rule tag_rules[BK_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */
@@ -98,6 +103,8 @@ typedef struct bk {
     uint64_t mono_ns, wall_ns;    /* set by the loop */
     uint64_t started_mono_ns;
     uint64_t next_hb_ns;
+    uint64_t next_sweep_ns;       /* idempotency keys to forget */
+    uint64_t next_measure_ns;     /* when to recount the map's use */
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
@@ -122,6 +129,10 @@ void bk_tick(bk *b);
 /* bk_dispatch delivers to consumers with credit, round-robin, at most max
  * deliveries. Returns how many it made. */
 unsigned bk_dispatch(bk *b, unsigned max);
+
+/* bk_between_commits runs what needs no open transaction: growing the map
+ * when it is filling and the disk has room. */
+void bk_between_commits(bk *b);
 
 /* bk_next_wake returns the monotonic time of the next timer. */
 uint64_t bk_next_wake(bk *b);

@@ -171,8 +171,37 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
         reply_err(b, in, m, SL_ETOOBIG, text);
         return;
     }
+    if (m->present & PF(key)) {
+        uint64_t first;
+        int found = m->key.len ? store_idem_get(b->st, m->key.ptr, m->key.len, b->wall_ns, &first) : SL_EINVAL;
+        if (found == SL_OK) { /* a repeat within the window: the original id, nothing stored */
+            proto_msg r;
+            proto_init(&r, PROTO_PUT_OK);
+            proto_set(&r, id, first);
+            proto_set(&r, duplicate, 1);
+            reply_ok(b, in, m, &r);
+            return;
+        }
+        if (found != SL_ENOTFOUND) {
+            reply_err(b, in, m, found, found == SL_EINVAL ? "the idempotency key is empty" : proto_strerror(found));
+            return;
+        }
+    }
     if (store_used_bytes(b->st) / 100 * 100 > store_map_bytes(b->st) / 100 * b->cfg.soft_limit_pct) {
         reply_err(b, in, m, SL_ENOSPC, "storage is at its soft limit; retry after consumers drain");
+        return;
+    }
+    const queue_level *lv = &b->q.lv[level];
+    if (b->cfg.level_max_messages && lv->count + lv->delayed >= b->cfg.level_max_messages) {
+        snprintf(text, sizeof text, "level %s is full: %llu messages (the limit)", b->cfg.level_names[level],
+                 (unsigned long long)b->cfg.level_max_messages);
+        reply_err(b, in, m, SL_EFULL, text);
+        return;
+    }
+    if (b->cfg.level_max_bytes && store_level_bytes(b->st, (unsigned)level) >= b->cfg.level_max_bytes) {
+        snprintf(text, sizeof text, "level %s is full: %llu bytes on disk (the limit)", b->cfg.level_names[level],
+                 (unsigned long long)b->cfg.level_max_bytes);
+        reply_err(b, in, m, SL_EFULL, text);
         return;
     }
     if ((m->present & PF(cost)) && (m->cost == 0 || m->cost > UINT32_MAX)) {
@@ -189,7 +218,11 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
         .body = m->body.ptr,
         .body_len = m->body.len,
     };
-    int rc = queue_append(&b->q, &rec);
+    int rc = (m->present & PF(delay_ms)) && m->delay_ms
+                 ? queue_append_delayed(&b->q, &rec, b->wall_ns + m->delay_ms * NS_PER_MS)
+                 : queue_append(&b->q, &rec);
+    if (rc == SL_OK && (m->present & PF(key))) /* committed with the message */
+        rc = store_idem_put(b->st, m->key.ptr, m->key.len, rec.id, b->wall_ns + b->cfg.idem_window_ms * NS_PER_MS);
     if (rc != SL_OK) {
         reply_err(b, in, m, rc, proto_strerror(rc));
         return;

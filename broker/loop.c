@@ -115,6 +115,7 @@ static int end_pass(bk *b, int force)
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }
+    bk_between_commits(b); /* no transaction is open now */
     net_flush(b->net, NET_AFTER_COMMIT, bk_send_failed, b);
     return SL_OK;
 }

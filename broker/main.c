@@ -60,6 +60,14 @@ static void usage(FILE *f)
 "      --heartbeat-ms MS   heartbeat interval; a peer silent 3 intervals is gone (default 1000)\n"
 "      --map-size-mb MB    LMDB map size (default 8192); the file grows as used\n"
 "      --max-body BYTES    largest message body accepted (default 1048576)\n"
+"      --map-max-mb MB     the map grows, when 75%% used and the disk has room, up to\n"
+"                          this (default 4 x --map-size-mb); publishes stop at 90%%\n"
+"      --level-max-messages N  refuse publishes to a level holding N messages\n"
+"                          (SL_EFULL; default 0, no limit)\n"
+"      --level-max-bytes B refuse publishes to a level using B bytes of pages\n"
+"                          (default 0, no limit)\n"
+"      --consumer-max-inflight N  deliveries one consumer may hold (default 10000)\n"
+"      --idem-window-ms MS how long an idempotency key is remembered (default 300000)\n"
 "      --overdue-share PCT most deliveries in 100 that may go to overdue messages,\n"
 "                          which jump the queue (default 50)\n"
 "      --tag-rule GLOB=LEVEL  a publish whose tag matches GLOB (fnmatch) goes to LEVEL;\n"
@@ -190,6 +198,26 @@ static int apply(settings *st, const char *key, const char *val)
         if (parse_u64("overdue_share_pct", val, 1, 100, &v))
             return -1;
         c->overdue_share_pct = (unsigned)v;
+    } else if (!strcmp(key, "map_max_mb")) {
+        if (parse_u64("map_max_mb", val, 1, 1ULL << 24, &v))
+            return -1;
+        c->map_max_bytes = v << 20;
+    } else if (!strcmp(key, "level_max_messages")) {
+        if (parse_u64("level_max_messages", val, 0, UINT64_MAX, &v))
+            return -1;
+        c->level_max_messages = v;
+    } else if (!strcmp(key, "level_max_bytes")) {
+        if (parse_u64("level_max_bytes", val, 0, UINT64_MAX, &v))
+            return -1;
+        c->level_max_bytes = v;
+    } else if (!strcmp(key, "consumer_max_inflight")) {
+        if (parse_u64("consumer_max_inflight", val, 1, 100000, &v))
+            return -1;
+        c->consumer_max_inflight = (uint32_t)v;
+    } else if (!strcmp(key, "idem_window_ms")) {
+        if (parse_u64("idem_window_ms", val, 1, 7ULL * 24 * 3600 * 1000, &v))
+            return -1;
+        c->idem_window_ms = v;
     } else if (!strcmp(key, "throttle_backoff_ms")) {
         if (parse_u64("throttle_backoff_ms", val, 1, 3600000, &v))
             return -1;
@@ -290,6 +318,10 @@ static int finish(settings *st)
                 snprintf(c->level_names[l], sizeof c->level_names[l], "p%u", l);
         }
     }
+    if (!c->map_max_bytes)
+        c->map_max_bytes = c->map_bytes * 4;
+    if (c->map_max_bytes < c->map_bytes)
+        c->map_max_bytes = c->map_bytes;
     c->default_level = c->levels / 2;
     if (st->default_level[0]) {
         int l = level_of(c, "default level", st->default_level);
@@ -307,7 +339,8 @@ static int finish(settings *st)
 }
 
 enum { OPT_LEVELS = 256, OPT_NAMES, OPT_DEFAULT, OPT_LEASE, OPT_ATTEMPTS, OPT_HB, OPT_MAP,
-       OPT_BODY, OPT_ACKFLUSH, OPT_OVERDUE, OPT_BACKOFF, OPT_BTHRESH, OPT_BWINDOW, OPT_BCOOL, OPT_LOG,
+       OPT_BODY, OPT_ACKFLUSH, OPT_OVERDUE, OPT_BACKOFF, OPT_BTHRESH, OPT_BWINDOW, OPT_BCOOL,
+       OPT_MAPMAX, OPT_LMAXMSG, OPT_LMAXBYTES, OPT_CMAX, OPT_IDEM, OPT_LOG,
        OPT_READY, OPT_VERSION, OPT_RULE, OPT_OVERRIDE };
 
 static const struct option options[] = {
@@ -329,6 +362,11 @@ static const struct option options[] = {
     {"breaker-threshold", required_argument, NULL, OPT_BTHRESH},
     {"breaker-window", required_argument, NULL, OPT_BWINDOW},
     {"breaker-cooldown-ms", required_argument, NULL, OPT_BCOOL},
+    {"map-max-mb", required_argument, NULL, OPT_MAPMAX},
+    {"level-max-messages", required_argument, NULL, OPT_LMAXMSG},
+    {"level-max-bytes", required_argument, NULL, OPT_LMAXBYTES},
+    {"consumer-max-inflight", required_argument, NULL, OPT_CMAX},
+    {"idem-window-ms", required_argument, NULL, OPT_IDEM},
     {"tag-rules-override", no_argument, NULL, OPT_OVERRIDE},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"ready-fd", required_argument, NULL, OPT_READY},
@@ -345,6 +383,9 @@ static const char *const opt_keys[] = {
     [OPT_ACKFLUSH - OPT_LEVELS] = "ack_flush_ms", [OPT_OVERDUE - OPT_LEVELS] = "overdue_share_pct",
     [OPT_BACKOFF - OPT_LEVELS] = "throttle_backoff_ms", [OPT_BTHRESH - OPT_LEVELS] = "breaker_threshold_pct",
     [OPT_BWINDOW - OPT_LEVELS] = "breaker_window", [OPT_BCOOL - OPT_LEVELS] = "breaker_cooldown_ms",
+    [OPT_MAPMAX - OPT_LEVELS] = "map_max_mb", [OPT_LMAXMSG - OPT_LEVELS] = "level_max_messages",
+    [OPT_LMAXBYTES - OPT_LEVELS] = "level_max_bytes", [OPT_CMAX - OPT_LEVELS] = "consumer_max_inflight",
+    [OPT_IDEM - OPT_LEVELS] = "idem_window_ms",
     [OPT_LOG - OPT_LEVELS] = "log_level",
 };
 

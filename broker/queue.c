@@ -57,6 +57,18 @@ int queue_append(queue *q, const store_rec *rec)
     return rc;
 }
 
+int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
+{
+    int rc = store_append_delayed(q->st, rec, due_ns);
+    if (rc == SL_OK) {
+        q->lv[rec->level].delayed++;
+        q->lv[rec->level].enqueued++;
+        if (due_ns < q->next_due_ns)
+            q->next_due_ns = due_ns;
+    }
+    return rc;
+}
+
 int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 {
     queue_level *lv = &q->lv[level];

@@ -61,6 +61,10 @@ uint64_t queue_ready(const queue *q, unsigned level);
 /* queue_append stores rec at the tail of rec->level. */
 int queue_append(queue *q, const store_rec *rec);
 
+/* queue_append_delayed stores rec among the delayed records, due at due_ns
+ * (wall clock). */
+int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns);
+
 /* queue_take marks the next ready message of level as leased and reads it:
  * *key and *rec (rec's pointers valid until the next store write). Returns
  * SL_OK, SL_ENOTFOUND (nothing ready), or a store error. */

@@ -67,6 +67,8 @@ struct store {
     MDB_dbi dead[PROTO_MAX_LEVELS];
     MDB_dbi delayed;
     MDB_dbi meta;
+    MDB_dbi idem;      /* idempotency key -> (id, expires) */
+    MDB_dbi idem_exp;  /* (expires, key) -> nothing: what to forget when */
     store_db db[STORE_MAXDBS + 2];        /* by MDB_dbi; LMDB's 2 core dbs first */
     unsigned levels;
     uint64_t last_key[PROTO_MAX_LEVELS];  /* largest order key handed out */
@@ -77,6 +79,7 @@ struct store {
     int failed;                           /* sl_err that poisoned the transaction */
     int panic_logged;
     size_t page_bytes;
+    uint64_t used_bytes;                  /* from the last store_measure; 0 before */
     unsigned char *scratch;               /* a record being moved or rewritten */
     size_t scratch_bytes;
 };
@@ -422,6 +425,10 @@ static int schema_open(store *s, const char *dir, store_level_info *info)
     if (err == SL_OK)
         err = dbi_open(s, "delayed", -1, 1, &s->delayed);
     if (err == SL_OK)
+        err = dbi_open(s, "idem", -1, 1, &s->idem);
+    if (err == SL_OK)
+        err = dbi_open(s, "idem_exp", -1, 1, &s->idem_exp);
+    if (err == SL_OK)
         err = meta_get(s, "format", 4, &v);
     if (err == SL_ENOTFOUND)
         err = meta_put(s, "format", STORE_FORMAT, 4);
@@ -574,6 +581,8 @@ int store_append(store *s, const store_rec *rec, uint64_t *key)
         return err;
     rec_encode(rec, v.mv_data, v.mv_size);
     s->last_key[rec->level] = next;
+    if (s->used_bytes) /* until the next measure, count what is added */
+        s->used_bytes += v.mv_size + 16;
     *key = next;
     return SL_OK;
 }
@@ -747,8 +756,38 @@ void store_delayed_counts(store *s, uint64_t *counts)
 
 uint64_t store_used_bytes(store *s)
 {
-    MDB_envinfo info;
+    if (s->used_bytes)
+        return s->used_bytes;
+    MDB_envinfo info; /* before the first measure: the high-water mark */
     return mdb_env_info(s->env, &info) == MDB_SUCCESS ? (info.me_last_pgno + 1) * (uint64_t)s->page_bytes : 0;
+}
+
+/* LMDB keeps freed pages in its free database (dbi 0): each record is a list
+ * of page numbers whose first word is its length. The high-water mark minus
+ * those pages is what the data really occupies; deletions lower it, so
+ * admission resumes as consumers drain. */
+int store_measure(store *s)
+{
+    MDB_txn *rt;
+    MDB_cursor *cur;
+    MDB_envinfo info;
+    MDB_val k, v;
+    uint64_t free_pages = 0;
+    if (s->txn)
+        return SL_ESTATE;
+    if (mdb_env_info(s->env, &info) != MDB_SUCCESS || mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) != MDB_SUCCESS)
+        return SL_EIO;
+    if (mdb_cursor_open(rt, 0, &cur) == MDB_SUCCESS) {
+        for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+            if (v.mv_size >= sizeof(size_t))
+                free_pages += *(const size_t *)v.mv_data;
+        mdb_cursor_close(cur);
+    }
+    mdb_txn_abort(rt);
+    uint64_t pages = info.me_last_pgno + 1;
+    s->used_bytes = (pages > free_pages ? pages - free_pages : 1) * (uint64_t)s->page_bytes;
+    return SL_OK;
 }
 
 uint64_t store_map_bytes(store *s)
@@ -838,4 +877,119 @@ int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns)
     } while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS);
     mdb_cursor_close(cur);
     return err;
+}
+
+/* ---- publishing extras: delayed appends and idempotency keys ---- */
+
+int store_append_delayed(store *s, const store_rec *rec, uint64_t due_ns)
+{
+    unsigned char kb[16];
+    MDB_val k = {sizeof kb, kb}, v = {0, NULL};
+    int err = rec_size(rec, &v.mv_size);
+    if (err == SL_OK)
+        err = txn_level(s, rec->level);
+    if (err != SL_OK)
+        return err;
+    put_be64(kb, due_ns);
+    put_be64(kb + 8, rec->id);
+    err = put(s, s->delayed, &k, &v, MDB_NOOVERWRITE | MDB_RESERVE);
+    if (err == SL_OK)
+        rec_encode(rec, v.mv_data, v.mv_size);
+    return err;
+}
+
+int store_idem_get(store *s, const void *key, size_t len, uint64_t now_ns, uint64_t *id)
+{
+    MDB_val k = {len, (void *)key}, v;
+    int err = txn_need(s);
+    if (err != SL_OK)
+        return err;
+    int rc = mdb_get(s->txn, s->idem, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return SL_ENOTFOUND;
+    if (rc != MDB_SUCCESS)
+        return fail(s, rc, "read an idempotency key");
+    if (v.mv_size != 16) {
+        log_error("store", "corrupt idempotency record of %zu bytes", v.mv_size);
+        return SL_ECORRUPT;
+    }
+    if (get_le64((const unsigned char *)v.mv_data + 8) <= now_ns)
+        return SL_ENOTFOUND; /* expired, not yet swept */
+    *id = get_le64(v.mv_data);
+    return SL_OK;
+}
+
+int store_idem_put(store *s, const void *key, size_t len, uint64_t id, uint64_t expires_ns)
+{
+    unsigned char val[16], ek[8 + PROTO_MAX_TAG];
+    if (len == 0 || len > PROTO_MAX_TAG)
+        return SL_EINVAL;
+    MDB_val k = {len, (void *)key}, v = {sizeof val, val};
+    MDB_val xk = {8 + len, ek}, xv = {0, NULL};
+    put_le64(val, id);
+    put_le64(val + 8, expires_ns);
+    put_be64(ek, expires_ns);
+    memcpy(ek + 8, key, len);
+    int err = txn_need(s);
+    if (err == SL_OK)
+        err = put(s, s->idem, &k, &v, 0);
+    if (err == SL_OK)
+        err = put(s, s->idem_exp, &xk, &xv, 0);
+    return err;
+}
+
+unsigned store_idem_expire(store *s, uint64_t now_ns, unsigned max)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    unsigned n = 0;
+    if (txn_need(s) != SL_OK)
+        return 0;
+    if (mdb_cursor_open(s->txn, s->idem_exp, &cur) != MDB_SUCCESS)
+        return 0;
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == MDB_SUCCESS && n < max && k.mv_size > 8) {
+        uint64_t expires = get_be64(k.mv_data);
+        if (expires > now_ns)
+            break;
+        /* forget the key unless it was used again since (a later expiry) */
+        MDB_val ik = {k.mv_size - 8, (unsigned char *)k.mv_data + 8}, iv;
+        if (mdb_get(s->txn, s->idem, &ik, &iv) == MDB_SUCCESS && iv.mv_size == 16 &&
+            get_le64((const unsigned char *)iv.mv_data + 8) == expires) {
+            rc = mdb_del(s->txn, s->idem, &ik, NULL);
+            if (rc != MDB_SUCCESS) {
+                fail(s, rc, "forget an idempotency key");
+                break;
+            }
+        }
+        rc = mdb_cursor_del(cur, 0);
+        if (rc != MDB_SUCCESS) {
+            fail(s, rc, "forget an idempotency key's expiry");
+            break;
+        }
+        s->dirty = 1;
+        n++;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); /* expiries go in key order */
+    }
+    mdb_cursor_close(cur);
+    return n;
+}
+
+uint64_t store_level_bytes(store *s, unsigned level)
+{
+    MDB_stat st;
+    if (level >= s->levels || txn_level(s, level) != SL_OK || mdb_stat(s->txn, s->q[level], &st) != MDB_SUCCESS)
+        return 0;
+    return (uint64_t)(st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * st.ms_psize;
+}
+
+int store_grow(store *s, uint64_t map_bytes)
+{
+    if (s->txn)
+        return SL_ESTATE; /* only between transactions */
+    int rc = mdb_env_set_mapsize(s->env, map_bytes);
+    if (rc != MDB_SUCCESS)
+        return fail(s, rc, "grow the map to %" PRIu64 " bytes", map_bytes);
+    log_info("store", "map grown to %" PRIu64 " MiB", map_bytes >> 20);
+    return SL_OK;
 }

@@ -155,10 +155,15 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
  * counts[0..levels). O(delayed); called once at open. */
 void store_delayed_counts(store *s, uint64_t *counts);
 
-/* store_used_bytes returns the bytes of the map in use (high-water mark), and
+/* store_used_bytes returns the bytes of the map holding data, as of the
+ * last store_measure (the high-water mark before the first), and
  * store_map_bytes the map size. */
 uint64_t store_used_bytes(store *s);
 uint64_t store_map_bytes(store *s);
+
+/* store_measure recounts the bytes in use: pages ever used minus the pages
+ * LMDB has freed for reuse. O(free list); only between transactions. */
+int store_measure(store *s);
 
 /* ---- settings and lookups for administration ---- */
 
@@ -178,5 +183,31 @@ int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *
 
 /* store_delayed_find looks for message id among delayed records: O(delayed). */
 int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns);
+
+/* ---- publishing extras ---- */
+
+/* store_append_delayed stores rec (with rec->id set) among the delayed
+ * records, due at due_ns (wall clock): a publish with a delay. */
+int store_append_delayed(store *s, const store_rec *rec, uint64_t due_ns);
+
+/* store_idem_get finds an idempotency key still within its window at now_ns:
+ * SL_OK with the id it was first used for, or SL_ENOTFOUND. */
+int store_idem_get(store *s, const void *key, size_t len, uint64_t now_ns, uint64_t *id);
+
+/* store_idem_put records key -> id until expires_ns, in the open
+ * transaction, so that it commits with the message it names. Keys are 1..255
+ * bytes. */
+int store_idem_put(store *s, const void *key, size_t len, uint64_t id, uint64_t expires_ns);
+
+/* store_idem_expire forgets at most max keys whose window ended by now_ns;
+ * returns how many. */
+unsigned store_idem_expire(store *s, uint64_t now_ns, unsigned max);
+
+/* store_level_bytes returns the bytes of pages q.<level> occupies. O(1). */
+uint64_t store_level_bytes(store *s, unsigned level);
+
+/* store_grow sets a larger map size; only between transactions (SL_ESTATE
+ * otherwise). */
+int store_grow(store *s, uint64_t map_bytes);
 
 #endif /* SLUICE_STORE_H */

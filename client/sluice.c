@@ -205,8 +205,11 @@ static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
     if (p->body_len > max_body_bytes)
         return SL_ETOOBIG;
     size_t tag_len = p->tag ? strnlen(p->tag, PROTO_MAX_TAG + 1) : 0;
-    if (tag_len > PROTO_MAX_TAG)
+    size_t key_len = p->key ? strnlen(p->key, PROTO_MAX_TAG + 1) : 0;
+    if (tag_len > PROTO_MAX_TAG || key_len > PROTO_MAX_TAG)
         return SL_ETOOBIG;
+    if (p->key && key_len == 0)
+        return SL_EINVAL;
     if (p->level != SL_LEVEL_DEFAULT &&
         (p->level < 0 || p->level >= SL_MAX_LEVELS ||
          (c->have_levels && (unsigned)p->level >= c->nlevels)))
@@ -219,6 +222,10 @@ static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
         proto_set_str(m, PROTO_F_tag, p->tag, tag_len);
     if (p->cost > 1) /* 0 and 1 both mean 1, the wire's default */
         proto_set(m, cost, p->cost);
+    if (key_len)
+        proto_set_str(m, PROTO_F_key, p->key, key_len);
+    if (p->delay_ms)
+        proto_set(m, delay_ms, p->delay_ms);
     return SL_OK;
 }
 

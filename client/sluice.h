@@ -105,6 +105,11 @@ typedef struct sl_put {
     const char *tag; /* NUL-terminated, up to 255 bytes; NULL for none */
     uint32_t cost;   /* units charged to every rate limit it passes
                         (request units, rows, ...); 0 means 1 */
+    const char *key; /* idempotency key, 1..255 bytes, NUL-terminated; NULL for
+                        none. A publish repeating a key seen within the broker's
+                        window (default 5 minutes) stores nothing and is
+                        confirmed with the first message's id. */
+    uint64_t delay_ms; /* deliver no sooner than this from now; 0: at once */
 } sl_put;
 
 /* sl_send publishes one message and waits until the broker confirms that it
@@ -127,6 +132,7 @@ typedef struct sl_confirm {
     uint64_t ticket; /* as returned by sl_send_async */
     int err;         /* SL_OK when stored, else why not */
     uint64_t id;     /* the message id when err == SL_OK */
+    int duplicate;   /* the key was seen before: id is the first message's */
 } sl_confirm;
 
 /* sl_send_wait waits up to timeout_ms (-1 forever, 0 poll) for the next

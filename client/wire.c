@@ -250,6 +250,7 @@ static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
     client_confirm q = {.confirm = {.ticket = p->ticket}};
     if (m->type == PROTO_PUT_OK) {
         q.confirm.id = m->id;
+        q.confirm.duplicate = (m->present & PF(duplicate)) && m->duplicate;
     } else {
         q.confirm.err = wire_code(m->code);
         q.msg = strndup(m->msg.len ? m->msg.ptr : "", m->msg.len);

@@ -54,7 +54,7 @@
 #define TAG_MAX_BYTES      255
 
 /* Long-only options get values outside the char range. */
-enum { OPT_TIMEOUT = 256, OPT_VERSION, OPT_COST };
+enum { OPT_TIMEOUT = 256, OPT_VERSION, OPT_COST, OPT_DELAY };
 
 static const char help_text[] =
 "Usage: sluice [-b ENDPOINT] [--timeout MS] <command> [options]\n"
@@ -70,7 +70,7 @@ static const char help_text[] =
 "      --version          show the version and exit\n"
 "\n"
 "Commands:\n"
-"  sluice send [-p LEVEL] [-t TAG] [--cost N] [BODY...]\n"
+"  sluice send [-p LEVEL] [-t TAG] [--cost N] [-k KEY] [--delay MS] [BODY...]\n"
 "      Publish messages. Each BODY argument is one message; with none, each\n"
 "      line of standard input is one (without its newline; a line longer than\n"
 "      the broker's largest body is an error). Prints the id of each message\n"
@@ -82,6 +82,11 @@ static const char help_text[] =
 "      -t, --tag TAG        tag every message with TAG (up to 255 bytes)\n"
 "      --cost N             units each message uses of every rate limit it\n"
 "                           passes (requests, rows, ...; default 1)\n"
+"      -k, --key KEY        idempotency key: a repeat within the broker's window\n"
+"                           (default 5 minutes) stores nothing and prints the\n"
+"                           first message's id. With several messages, message\n"
+"                           N gets the key KEY:N\n"
+"      --delay MS           deliver no sooner than MS milliseconds from now\n"
 "\n"
 "  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [--workers N]\n"
 "                 [-c CREDIT] [--exec CMD] [--verbose] [--idle-exit MS]\n"
@@ -217,6 +222,9 @@ typedef struct sender {
     int level;
     const char *tag;
     uint32_t cost;
+    const char *key;   /* idempotency key, or NULL */
+    int many;          /* several messages: each gets KEY:N */
+    uint64_t delay_ms;
     inflight ring[SEND_WINDOW];
     size_t head, count;
 } sender;
@@ -294,7 +302,11 @@ static int sender_put(sender *s, const char *body, size_t len, size_t index)
     while (s->count == SEND_WINDOW)
         if ((st = sender_collect(s)))
             return st;
-    sl_put p = {.body = body, .body_len = len, .level = s->level, .tag = s->tag, .cost = s->cost};
+    char key[300];
+    if (s->key && s->many)
+        snprintf(key, sizeof key, "%s:%zu", s->key, index);
+    sl_put p = {.body = body, .body_len = len, .level = s->level, .tag = s->tag, .cost = s->cost,
+                .key = s->key ? (s->many ? key : s->key) : NULL, .delay_ms = s->delay_ms};
     uint64_t ticket;
     int rc = sl_send_async(s->g->c, &p, &ticket);
     if (rc) {
@@ -349,6 +361,8 @@ static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
         {"priority", required_argument, NULL, 'p'},
         {"tag", required_argument, NULL, 't'},
         {"cost", required_argument, NULL, OPT_COST},
+        {"key", required_argument, NULL, 'k'},
+        {"delay", required_argument, NULL, OPT_DELAY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -363,10 +377,21 @@ static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
     s->g = g;
     s->level = SL_LEVEL_DEFAULT;
     optind = 0;
-    while (!st && (ch = getopt_long(argc, argv, ":p:t:h", opts, NULL)) != -1) {
+    long delay = 0;
+    while (!st && (ch = getopt_long(argc, argv, ":p:t:k:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'p': level_text = optarg; break;
         case 't': s->tag = optarg; break;
+        case 'k':
+            s->key = optarg;
+            if (!*optarg || strlen(optarg) > 240)
+                st = cli_text_usage_error(cmd, "bad --key: 1 to 240 bytes, please%s", "");
+            break;
+        case OPT_DELAY:
+            if (!cli_text_number_parse(optarg, 0, 365L * 24 * 3600 * 1000, &delay))
+                st = cli_text_usage_error(cmd, "bad --delay '%s' (milliseconds)", optarg);
+            s->delay_ms = (uint64_t)delay;
+            break;
         case OPT_COST:
             if (!cli_text_number_parse(optarg, 1, UINT32_MAX, &cost))
                 st = cli_text_usage_error(cmd, "bad --cost '%s' (expected 1 to %" PRIu32 ")",
@@ -403,6 +428,7 @@ static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
             goto done;
         s->level = (int)level;
     }
+    s->many = !(optind + 1 == argc); /* one BODY argument keeps its key as given */
     if (optind < argc) {
         s->what = "message";
         for (int i = optind; !st && i < argc; i++)
