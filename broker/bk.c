@@ -208,6 +208,10 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
             log_error("bk", "cannot read the head of level %u: %s", level, proto_strerror(rc));
         return rc;
     }
+    if (rec.expires_ns && rec.expires_ns <= b->wall_ns) { /* outlived its time to live in flight */
+        rc = queue_bury(&b->q, level, key, "expired: its time to live ran out", b->wall_ns);
+        return rc == SL_OK ? SL_ESTALE : rc;
+    }
     uint32_t attempt = rec.attempt + 1;
     lease *l = lease_new(&b->leases, c, (uint8_t)level, key, rec.id, attempt,
                          b->mono_ns + b->cfg.lease_ms * NS_PER_MS);
@@ -352,7 +356,13 @@ unsigned bk_dispatch(bk *b, unsigned max)
             uint32_t cost = b->sink.bucket.interval_ns ? head_cost(b, (unsigned)level) : 1;
             if (!sink_admits(b, cost))
                 return made;
-            if (deliver_one(b, c, (unsigned)level, why) != SL_OK)
+            int rc = deliver_one(b, c, (unsigned)level, why);
+            if (rc == SL_ESTALE) { /* expired instead: pick again */
+                level_view(b, (unsigned)level, &dl[level]);
+                progress = 1;
+                continue;
+            }
+            if (rc != SL_OK)
                 return made;
             charge(b, (unsigned)level, cost);
             breaker_sent(&b->sink.breaker);
@@ -615,6 +625,42 @@ void bk_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t toke
 
 /* ---- timers ---- */
 
+/* is_leased tells whether the record at key of level is out with a
+ * consumer. O(leases): expiries are rare next to deliveries. */
+static int is_leased(const bk *b, unsigned level, uint64_t key)
+{
+    for (size_t i = 0; i < b->leases.nbuckets; i++)
+        for (const lease *l = b->leases.buckets[i]; l; l = l->hnext)
+            if (l->level == level && l->key == key)
+                return 1;
+    return 0;
+}
+
+/* expire_due moves messages whose time to live ran out to the dead letters,
+ * wherever they wait: queued (even mid-queue) or delayed. One out with a
+ * consumer is left to its delivery, and checked again if it comes back. */
+static void expire_due(bk *b)
+{
+    static const char reason[] = "expired: its time to live ran out";
+    store_ttl_item it;
+    for (unsigned n = 0; n < 1000 && store_ttl_next(b->st, b->wall_ns, &it) == SL_OK; n++) {
+        if (it.where == STORE_TTL_DELAYED) {
+            unsigned level;
+            if (store_bury_delayed(b->st, it.loc, it.id, reason, b->wall_ns, &level) == SL_OK) {
+                b->q.lv[level].delayed--;
+                b->q.lv[level].dead++;
+            }
+            continue;
+        }
+        store_rec rec;
+        if (it.where >= b->cfg.levels || is_leased(b, it.where, it.loc) ||
+            store_get(b->st, it.where, it.loc, &rec) != SL_OK || rec.id != it.id)
+            continue; /* gone already, or moved: a stale index entry */
+        if (queue_expire(&b->q, it.where, it.loc, reason, b->wall_ns) == SL_OK)
+            log_debug("bk", "message %llu expired", (unsigned long long)it.id);
+    }
+}
+
 /* sample refreshes arrival rates per level and each pool's measurements and
  * recommended size, every 250 ms; an autoscaled pool that changes size tells
  * its members and is persisted. */
@@ -660,6 +706,7 @@ void bk_tick(bk *b)
     queue_release_due(&b->q, b->wall_ns, 10000);
     if (b->mono_ns >= b->next_sweep_ns) {
         store_idem_expire(b->st, b->wall_ns, 1000);
+        expire_due(b);
         b->next_sweep_ns = b->mono_ns + 1000 * NS_PER_MS;
     }
     sample(b);

@@ -212,6 +212,7 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
         .id = store_next_id(b->st),
         .enq_ns = b->wall_ns,
         .cost = (m->present & PF(cost)) ? (uint32_t)m->cost : 1,
+        .expires_ns = (m->present & PF(ttl_ms)) && m->ttl_ms ? b->wall_ns + m->ttl_ms * NS_PER_MS : 0,
         .level = (uint8_t)level,
         .tag = m->tag.ptr,
         .tag_len = m->tag.len,

@@ -76,14 +76,19 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     int rc;
     if (queue_ready(q, level) == 0)
         return SL_ENOTFOUND;
-    if (tmr_pop(&lv->returned, TMR_NEVER, &e)) {
+    int found = 0;
+    while (!found && tmr_pop(&lv->returned, TMR_NEVER, &e)) {
         rc = store_get(q->st, level, e.id, rec);
+        if (rc == SL_ENOTFOUND)
+            continue; /* its time to live ran out while it waited here */
         if (rc != SL_OK) {
             tmr_push(&lv->returned, e.at, e.id);
             return rc;
         }
         *key = e.id;
-    } else {
+        found = 1;
+    }
+    if (!found) {
         rc = store_seek(q->st, level, lv->cursor, key, rec);
         if (rc == SL_ENOTFOUND) {
             log_error("queue", "level %u counts %llu ready but none is stored past its cursor",
@@ -160,6 +165,18 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
     }
     lv->leased--;
     return SL_OK;
+}
+
+int queue_expire(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns)
+{
+    int rc = store_bury(q->st, level, key, reason, now_ns);
+    if (rc == SL_OK) {
+        q->lv[level].count--;
+        q->lv[level].dead++;
+        q->lv[level].buried++;
+        q->lv[level].head_known = 0;
+    }
+    return rc;
 }
 
 int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns)

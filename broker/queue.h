@@ -85,6 +85,10 @@ int queue_settle(queue *q, unsigned level, uint64_t key);
  * attempt count), at once (due_ns == 0) or delayed until due_ns (wall). */
 int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint64_t due_ns);
 
+/* queue_expire moves a ready (not leased) message to its level's dead
+ * letters: its time to live ran out while it waited. */
+int queue_expire(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns);
+
 /* queue_bury moves a leased message to its level's dead letters. */
 int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns);
 

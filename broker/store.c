@@ -69,6 +69,7 @@ struct store {
     MDB_dbi meta;
     MDB_dbi idem;      /* idempotency key -> (id, expires) */
     MDB_dbi idem_exp;  /* (expires, key) -> nothing: what to forget when */
+    MDB_dbi ttl;       /* (expires, id) -> where: messages with a time to live */
     store_db db[STORE_MAXDBS + 2];        /* by MDB_dbi; LMDB's 2 core dbs first */
     unsigned levels;
     uint64_t last_key[PROTO_MAX_LEVELS];  /* largest order key handed out */
@@ -429,6 +430,8 @@ static int schema_open(store *s, const char *dir, store_level_info *info)
     if (err == SL_OK)
         err = dbi_open(s, "idem_exp", -1, 1, &s->idem_exp);
     if (err == SL_OK)
+        err = dbi_open(s, "ttl", -1, 1, &s->ttl);
+    if (err == SL_OK)
         err = meta_get(s, "format", 4, &v);
     if (err == SL_ENOTFOUND)
         err = meta_put(s, "format", STORE_FORMAT, 4);
@@ -565,6 +568,23 @@ uint64_t store_next_id(store *s)
 
 /* ---- messages ---- */
 
+/* ttl_note records where a message with a time to live now is: level and
+ * order key, or STORE_TTL_DELAYED and its due time. Entries are not removed
+ * when the message is acknowledged (that would cost every ack a read); the
+ * sweep drops the stale ones it finds. */
+static int ttl_note(store *s, const store_rec *rec, unsigned where, uint64_t loc)
+{
+    unsigned char kb[16], vb[9];
+    if (!rec->expires_ns)
+        return SL_OK;
+    MDB_val k = {sizeof kb, kb}, v = {sizeof vb, vb};
+    put_be64(kb, rec->expires_ns);
+    put_be64(kb + 8, rec->id);
+    vb[0] = (unsigned char)where;
+    put_le64(vb + 1, loc);
+    return put(s, s->ttl, &k, &v, 0);
+}
+
 int store_append(store *s, const store_rec *rec, uint64_t *key)
 {
     unsigned char kb[8];
@@ -584,7 +604,7 @@ int store_append(store *s, const store_rec *rec, uint64_t *key)
     if (s->used_bytes) /* until the next measure, count what is added */
         s->used_bytes += v.mv_size + 16;
     *key = next;
-    return SL_OK;
+    return ttl_note(s, rec, rec->level, next);
 }
 
 int store_get(store *s, unsigned level, uint64_t key, store_rec *out)
@@ -677,7 +697,8 @@ int store_delay(store *s, unsigned level, uint64_t key, uint64_t due_ns)
         return err;
     put_be64(kb, due_ns);
     put_be64(kb + 8, rec.id);
-    return put(s, s->delayed, &k, &copy, MDB_NOOVERWRITE);
+    err = put(s, s->delayed, &k, &copy, MDB_NOOVERWRITE);
+    return err == SL_OK ? ttl_note(s, &rec, STORE_TTL_DELAYED, due_ns) : err;
 }
 
 int store_delayed_first(store *s, uint64_t *due_ns)
@@ -735,6 +756,8 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
         goto cursor_close;
     key_u64(&k, kb, key);
     err = put(s, s->q[rec.level], &k, &copy, MDB_NOOVERWRITE);
+    if (err == SL_OK)
+        err = ttl_note(s, &rec, rec.level, key);
     if (err == SL_OK) {
         *level_out = rec.level;
         *key_out = key;
@@ -895,7 +918,74 @@ int store_append_delayed(store *s, const store_rec *rec, uint64_t due_ns)
     err = put(s, s->delayed, &k, &v, MDB_NOOVERWRITE | MDB_RESERVE);
     if (err == SL_OK)
         rec_encode(rec, v.mv_data, v.mv_size);
+    return err == SL_OK ? ttl_note(s, rec, STORE_TTL_DELAYED, due_ns) : err;
+}
+
+int store_ttl_next(store *s, uint64_t now_ns, store_ttl_item *out)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int err = txn_need(s);
+    if (err != SL_OK)
+        return err;
+    int rc = mdb_cursor_open(s->txn, s->ttl, &cur);
+    if (rc != MDB_SUCCESS)
+        return fail(s, rc, "open a cursor on ttl");
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    if (rc == MDB_SUCCESS && (k.mv_size != 16 || v.mv_size != 9)) {
+        log_error("store", "corrupt time-to-live entry (%zu/%zu bytes)", k.mv_size, v.mv_size);
+        rc = mdb_cursor_del(cur, 0); /* an index entry only: drop it */
+        err = rc == MDB_SUCCESS ? SL_ECORRUPT : fail(s, rc, "drop a corrupt ttl entry");
+        s->dirty = 1;
+    } else if (rc == MDB_NOTFOUND || (rc == MDB_SUCCESS && get_be64(k.mv_data) > now_ns)) {
+        err = SL_ENOTFOUND;
+    } else if (rc != MDB_SUCCESS) {
+        err = fail(s, rc, "read ttl");
+    } else {
+        out->expires_ns = get_be64(k.mv_data);
+        out->id = get_be64((const unsigned char *)k.mv_data + 8);
+        out->where = ((const unsigned char *)v.mv_data)[0];
+        out->loc = get_le64((const unsigned char *)v.mv_data + 1);
+        rc = mdb_cursor_del(cur, 0);
+        err = rc == MDB_SUCCESS ? SL_OK : fail(s, rc, "consume a ttl entry");
+        s->dirty = 1;
+    }
+    mdb_cursor_close(cur);
     return err;
+}
+
+int store_bury_delayed(store *s, uint64_t due_ns, uint64_t id, const char *reason, uint64_t died_ns,
+                       unsigned *level_out)
+{
+    unsigned char kb[16], ib[8];
+    MDB_val k = {sizeof kb, kb}, v, copy, dk = {sizeof ib, ib};
+    store_rec rec;
+    size_t reason_len = reason ? strnlen(reason, STORE_MAX_REASON) : 0;
+    int err = txn_need(s);
+    if (err != SL_OK)
+        return err;
+    put_be64(kb, due_ns);
+    put_be64(kb + 8, id);
+    int rc = mdb_get(s->txn, s->delayed, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return SL_ENOTFOUND;
+    if (rc != MDB_SUCCESS)
+        return fail(s, rc, "read delayed message %" PRIu64, id);
+    err = scratch_copy(s, &v, rec_tail_bytes(reason_len), &copy);
+    if (err == SL_OK)
+        err = decode(s, s->delayed, &copy, id, &rec);
+    if (err == SL_OK && rec.level >= s->levels)
+        err = SL_ECORRUPT;
+    if (err != SL_OK)
+        return err;
+    rc = mdb_del(s->txn, s->delayed, &k, NULL);
+    if (rc != MDB_SUCCESS)
+        return fail(s, rc, "delete delayed message %" PRIu64, id);
+    s->dirty = 1;
+    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns);
+    put_be64(ib, id);
+    *level_out = rec.level;
+    return put(s, s->dead[rec.level], &dk, &copy, MDB_NOOVERWRITE);
 }
 
 int store_idem_get(store *s, const void *key, size_t len, uint64_t now_ns, uint64_t *id)

@@ -190,6 +190,24 @@ int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns)
  * records, due at due_ns (wall clock): a publish with a delay. */
 int store_append_delayed(store *s, const store_rec *rec, uint64_t due_ns);
 
+/* A message whose time to live has run out, from the expiry index: where
+ * is 0..15 (level; loc = order key) or STORE_TTL_DELAYED (loc = due time).
+ * The entry may be stale: check the record's id before acting. */
+#define STORE_TTL_DELAYED 0xFF
+typedef struct store_ttl_item {
+    uint64_t expires_ns, id, loc;
+    unsigned where;
+} store_ttl_item;
+
+/* store_ttl_next takes the earliest expiry-index entry due at now_ns out of
+ * the index into *out. SL_ENOTFOUND when none is due. */
+int store_ttl_next(store *s, uint64_t now_ns, store_ttl_item *out);
+
+/* store_bury_delayed moves delayed message id (due at due_ns) to its
+ * level's dead letters with reason; *level_out is its level. */
+int store_bury_delayed(store *s, uint64_t due_ns, uint64_t id, const char *reason, uint64_t died_ns,
+                       unsigned *level_out);
+
 /* store_idem_get finds an idempotency key still within its window at now_ns:
  * SL_OK with the id it was first used for, or SL_ENOTFOUND. */
 int store_idem_get(store *s, const void *key, size_t len, uint64_t now_ns, uint64_t *id);

@@ -226,6 +226,8 @@ static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
         proto_set_str(m, PROTO_F_key, p->key, key_len);
     if (p->delay_ms)
         proto_set(m, delay_ms, p->delay_ms);
+    if (p->ttl_ms)
+        proto_set(m, ttl_ms, p->ttl_ms);
     return SL_OK;
 }
 

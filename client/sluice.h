@@ -110,6 +110,9 @@ typedef struct sl_put {
                         window (default 5 minutes) stores nothing and is
                         confirmed with the first message's id. */
     uint64_t delay_ms; /* deliver no sooner than this from now; 0: at once */
+    uint64_t ttl_ms;   /* time to live: a message not delivered within this
+                          moves to its level's dead letters (checked about once
+                          a second, wherever it waits); 0: forever */
 } sl_put;
 
 /* sl_send publishes one message and waits until the broker confirms that it

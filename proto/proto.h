@@ -124,7 +124,8 @@
     X(breaker,    "breaker",        STR,  PROTO_MAX_NAME) \
     X(breaker_trips, "breaker_trips", U64, 0)             \
     X(key,        "key",            STR,  PROTO_MAX_TAG)  \
-    X(duplicate,  "duplicate",      U64,  0)
+    X(duplicate,  "duplicate",      U64,  0)              \
+    X(ttl_ms,     "ttl_ms",         U64,  0)
 
 typedef enum proto_field {
 #define PROTO_FIELD_ENUM_(m, k, t, max) PROTO_F_##m,
@@ -169,7 +170,7 @@ __extension__ typedef unsigned __int128 proto_mask;
 #define PROTO_MSGS(X)                                                         \
     X(HELLO,    "HELLO",    C2B, PF(seq) | PF(v),       PF(pool) | PF(levels) | PF(credit)) \
     X(WELCOME,  "WELCOME",  B2C, PF(seq) | PF(v) | PF(names) | PF(heartbeat_ms) | PF(lease_ms) | PF(max_body), 0) \
-    X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost) | PF(key) | PF(delay_ms)) \
+    X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost) | PF(key) | PF(delay_ms) | PF(ttl_ms)) \
     X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      PF(duplicate))        \
     X(CREDIT,   "CREDIT",   C2B, PF(n),                PF(seq))               \
     X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost)) \

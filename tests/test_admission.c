@@ -122,6 +122,43 @@ static void delayed_publish_waits(void **state)
     finish(f);
 }
 
+static void expired_messages_become_dead_letters_wherever_they_wait(void **state)
+{
+    (void)state;
+    fixture *f = start(NULL);
+    sl_put a = {.body = "a", .body_len = 1, .level = 1};
+    sl_put b = {.body = "b", .body_len = 1, .level = 1, .ttl_ms = 300};
+    sl_put late = {.body = "late", .body_len = 4, .level = 1, .ttl_ms = 300, .delay_ms = 60000};
+    assert_int_equal(publish(f->c, &a).err, SL_OK);
+    uint64_t mid = publish(f->c, &b).id; /* in the middle of the queue */
+    assert_int_equal(publish(f->c, &a).err, SL_OK);
+    assert_int_equal(publish(f->c, &late).err, SL_OK);
+    uint64_t end = th_now_ms() + 5000;
+    sl_stats st;
+    do {
+        usleep(100 * 1000);
+        assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    } while (st.level[1].dead < 2 && th_now_ms() < end);
+    assert_int_equal(st.level[1].dead, 2);
+    assert_int_equal(st.level[1].depth, 2);   /* the two without a ttl */
+    assert_int_equal(st.level[1].delayed, 0); /* the delayed one expired too */
+    sl_explain_info ex;
+    assert_int_equal(sl_explain(f->c, mid, &ex), SL_OK);
+    assert_string_equal(ex.state, "dead");
+    assert_non_null(strstr(ex.why, "time to live"));
+    sl_client *c = client_for(&f->b);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
+    for (int i = 0; i < 2; i++) {
+        sl_delivery *d = NULL;
+        assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+        assert_string_equal(d->body, "a");
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+    sl_close(&c);
+    finish(f);
+}
+
 static void full_level_refuses_and_keeps_what_it_has(void **state)
 {
     (void)state;
@@ -240,6 +277,7 @@ int main(void)
         cmocka_unit_test(idempotent_publish_survives_kill9),
         cmocka_unit_test(idempotency_window_ends),
         cmocka_unit_test(delayed_publish_waits),
+        cmocka_unit_test(expired_messages_become_dead_letters_wherever_they_wait),
         cmocka_unit_test(full_level_refuses_and_keeps_what_it_has),
         cmocka_unit_test(soft_limit_refuses_then_admission_resumes),
         cmocka_unit_test(map_grows_when_it_may),

@@ -54,7 +54,7 @@
 #define TAG_MAX_BYTES      255
 
 /* Long-only options get values outside the char range. */
-enum { OPT_TIMEOUT = 256, OPT_VERSION, OPT_COST, OPT_DELAY };
+enum { OPT_TIMEOUT = 256, OPT_VERSION, OPT_COST, OPT_DELAY, OPT_TTL };
 
 static const char help_text[] =
 "Usage: sluice [-b ENDPOINT] [--timeout MS] <command> [options]\n"
@@ -70,7 +70,8 @@ static const char help_text[] =
 "      --version          show the version and exit\n"
 "\n"
 "Commands:\n"
-"  sluice send [-p LEVEL] [-t TAG] [--cost N] [-k KEY] [--delay MS] [BODY...]\n"
+"  sluice send [-p LEVEL] [-t TAG] [--cost N] [-k KEY] [--delay MS] [--ttl MS]\n"
+"              [BODY...]\n"
 "      Publish messages. Each BODY argument is one message; with none, each\n"
 "      line of standard input is one (without its newline; a line longer than\n"
 "      the broker's largest body is an error). Prints the id of each message\n"
@@ -87,6 +88,8 @@ static const char help_text[] =
 "                           first message's id. With several messages, message\n"
 "                           N gets the key KEY:N\n"
 "      --delay MS           deliver no sooner than MS milliseconds from now\n"
+"      --ttl MS             time to live: not delivered within MS milliseconds,\n"
+"                           the message becomes a dead letter\n"
 "\n"
 "  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [--workers N]\n"
 "                 [-c CREDIT] [--exec CMD] [--verbose] [--idle-exit MS]\n"
@@ -225,6 +228,7 @@ typedef struct sender {
     const char *key;   /* idempotency key, or NULL */
     int many;          /* several messages: each gets KEY:N */
     uint64_t delay_ms;
+    uint64_t ttl_ms;
     inflight ring[SEND_WINDOW];
     size_t head, count;
 } sender;
@@ -306,7 +310,8 @@ static int sender_put(sender *s, const char *body, size_t len, size_t index)
     if (s->key && s->many)
         snprintf(key, sizeof key, "%s:%zu", s->key, index);
     sl_put p = {.body = body, .body_len = len, .level = s->level, .tag = s->tag, .cost = s->cost,
-                .key = s->key ? (s->many ? key : s->key) : NULL, .delay_ms = s->delay_ms};
+                .key = s->key ? (s->many ? key : s->key) : NULL, .delay_ms = s->delay_ms,
+                .ttl_ms = s->ttl_ms};
     uint64_t ticket;
     int rc = sl_send_async(s->g->c, &p, &ticket);
     if (rc) {
@@ -363,6 +368,7 @@ static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
         {"cost", required_argument, NULL, OPT_COST},
         {"key", required_argument, NULL, 'k'},
         {"delay", required_argument, NULL, OPT_DELAY},
+        {"ttl", required_argument, NULL, OPT_TTL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -391,6 +397,11 @@ static int cmd_send(cli_core *g, const char *cmd, int argc, char **argv)
             if (!cli_text_number_parse(optarg, 0, 365L * 24 * 3600 * 1000, &delay))
                 st = cli_text_usage_error(cmd, "bad --delay '%s' (milliseconds)", optarg);
             s->delay_ms = (uint64_t)delay;
+            break;
+        case OPT_TTL:
+            if (!cli_text_number_parse(optarg, 1, 365L * 24 * 3600 * 1000, &delay))
+                st = cli_text_usage_error(cmd, "bad --ttl '%s' (milliseconds)", optarg);
+            s->ttl_ms = (uint64_t)delay;
             break;
         case OPT_COST:
             if (!cli_text_number_parse(optarg, 1, UINT32_MAX, &cost))
