@@ -111,7 +111,9 @@ static int end_pass(bk *b, int force)
     if (rc != SL_OK) {
         log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
                   proto_strerror(rc));
-        net_fail_queued(b->net, SL_EIO, "the broker failed to commit; nothing of this request was stored");
+        net_fail_queued(b->net, SL_EIO,
+                        "the broker failed to commit this batch and stopped: the request is not confirmed, and "
+                        "whether it reached the disk is unknown; retry it");
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }

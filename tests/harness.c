@@ -126,13 +126,15 @@ int th_broker_start(th_broker *b)
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        const char *argv[32];
+        const char *argv[48];
         char fdarg[16];
         int n = 0, wfd = dup(p[1]); /* dup drops O_CLOEXEC */
         snprintf(fdarg, sizeof fdarg, "%d", wfd);
         int logfd = open(b->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (logfd >= 0)
             dup2(logfd, 2);
+        for (int i = 0; b->wrap[i] && i < 15; i++)
+            argv[n++] = b->wrap[i];
         argv[n++] = th_bin("sluiced");
         argv[n++] = "--data";
         argv[n++] = b->data;
@@ -143,7 +145,7 @@ int th_broker_start(th_broker *b)
         for (int i = 0; b->extra[i]; i++)
             argv[n++] = b->extra[i];
         argv[n] = NULL;
-        execv(argv[0], (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     close(p[1]);
@@ -193,6 +195,16 @@ int th_broker_stop(th_broker *b)
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         print_log(b);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int th_broker_wait(th_broker *b, int timeout_ms)
+{
+    int status = 0;
+    if (b->pid <= 0 || wait_for(b->pid, timeout_ms, &status) != 0)
+        return -1;
+    track(b->pid, 0);
+    b->pid = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 void th_broker_kill9(th_broker *b)

@@ -19,6 +19,7 @@ typedef struct th_broker {
     char endpoint[320];   /* ipc://dir/s.sock */
     char log[300];        /* dir/sluiced.log: the broker's stderr */
     const char *extra[16];/* extra arguments, NULL-terminated */
+    const char *wrap[16]; /* a command to run sluiced under (strace ...), NULL-terminated */
 } th_broker;
 
 /* th_broker_init makes a fresh temporary directory; extra (NULL-terminated,
@@ -32,6 +33,11 @@ int th_broker_start(th_broker *b);
 /* th_broker_stop sends SIGTERM and waits (up to 20 s, then SIGKILL). Returns
  * the exit status, or -1 when it had to be killed or died of a signal. */
 int th_broker_stop(th_broker *b);
+
+/* th_broker_wait waits up to timeout_ms for the broker to exit by itself.
+ * Returns its exit status, 128 + the signal that ended it, or -1 if it is
+ * still running. */
+int th_broker_wait(th_broker *b, int timeout_ms);
 
 /* th_broker_kill9 kills the broker with SIGKILL and reaps it. */
 void th_broker_kill9(th_broker *b);
