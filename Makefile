@@ -33,6 +33,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 TEST_LIBS  = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
 SINK_PKGS  := libmicrohttpd
 SINK_LIBS  = $(shell pkg-config --libs $(SINK_PKGS) 2>/dev/null)
+CURL_PKGS  := libcurl
+CURL_LIBS  = $(shell pkg-config --libs $(CURL_PKGS) 2>/dev/null)
 
 PROTO_SRC  := proto/proto.c
 CLIENT_SRC := $(wildcard client/*.c)
@@ -58,15 +60,19 @@ DEB_msgpack := libmsgpack-dev
 DEB_inih   := libinih-dev
 DEB_cmocka := libcmocka-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
+DEB_libcurl := libcurl4-openssl-dev
 deps:
 	@missing=""; \
 	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
-	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS); do \
+	command -v gnuplot >/dev/null 2>&1 || missing="$$missing gnuplot-nox"; \
+	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
+	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
 	    msgpack) missing="$$missing $(DEB_msgpack)";; inih) missing="$$missing $(DEB_inih)";; \
 	    cmocka) missing="$$missing $(DEB_cmocka)";; \
-	    libmicrohttpd) missing="$$missing $(DEB_libmicrohttpd)";; esac; \
+	    libmicrohttpd) missing="$$missing $(DEB_libmicrohttpd)";; \
+	    libcurl) missing="$$missing $(DEB_libcurl)";; esac; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing$$missing"; \
@@ -100,7 +106,7 @@ $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 $(BIN)/sluice: $(call obj,tools/sluice.c $(wildcard tools/cli_*.c)) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
 $(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c $(wildcard tools/bench_*.c) broker/disp.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)

@@ -1,6 +1,7 @@
 /*
  * cli_consume.c - `sluice consume`: receive messages and process each in a
- * worker thread, printing it or piping it to a command.
+ * worker thread, printing it, piping it to a command, or POSTing it to an
+ * HTTP service (cli_post.c).
  *
  * An sl_client is not thread-safe, so the main thread alone uses it: it
  * receives deliveries, pushes each to a crew of workers (cli_crew.c), and
@@ -11,6 +12,15 @@
  * as one whole line under a mutex, or run the command on it; they never
  * touch the client. The credit window is the number of workers, or -c if
  * larger: the surplus waits in the crew's queue, in order.
+ *
+ * HTTP delivery (--post URL). A worker POSTs the body on its own libcurl
+ * handle (kept for keep-alive) and turns the answer into an outcome, with
+ * the delay the settlement carries: 2xx acks; 429 and 503 are THROTTLED
+ * with the Retry-After in milliseconds (0 when absent: the broker's default
+ * backoff); another 5xx, no answer or the timeout nacks with a backoff that
+ * doubles per attempt (cli_post_backoff_ms); another 4xx is a permanent
+ * failure: the message is rejected (sl_reject), a dead letter at once with
+ * the status in its reason, and it is said on stderr.
  *
  * Following the pool. When the broker gives this consumer a share of a
  * sized pool (sl_share), the crew is resized to the share, at most
@@ -51,6 +61,7 @@
 #include <unistd.h>
 
 #include "cli_crew.h"
+#include "cli_post.h"
 #include "cli_text.h"
 
 #define MAX_CREDIT    100000 /* the broker's cap per connection */
@@ -58,9 +69,12 @@
 #define RECV_SLICE_MS 200    /* how often the loop looks at signals and the share */
 #define BUSY_SLICE_MS 10     /* ... and at finished work, while there is some */
 #define EXIT_TEMPFAIL 75     /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
+#define MAX_HEADERS   64     /* --header options */
 
 /* Long-only options get values outside the char range. */
-enum { OPT_POOL = 256, OPT_EXEC, OPT_IDLE_EXIT, OPT_WORKERS };
+enum {
+    OPT_POOL = 256, OPT_EXEC, OPT_IDLE_EXIT, OPT_WORKERS, OPT_POST, OPT_HEADER, OPT_HTTP_TIMEOUT
+};
 
 static volatile sig_atomic_t stop_signal;
 
@@ -168,13 +182,22 @@ static int exec_run(const char *cmd, const sl_delivery *d, int *status)
 }
 
 /* What a worker made of a delivery; the main thread settles it so. */
-enum { OUTCOME_ACK, OUTCOME_NACK, OUTCOME_THROTTLED, OUTCOME_FAILED };
+enum { OUTCOME_ACK, OUTCOME_NACK, OUTCOME_THROTTLED, OUTCOME_REFUSED, OUTCOME_FAILED };
+
+/* One delivery in the crew, and what its worker adds to the outcome. */
+typedef struct job {
+    sl_delivery *d;
+    uint32_t delay_ms; /* NACK: redeliver after this; THROTTLED: the pause
+                          asked for (0: the broker's default) */
+    char why[160];     /* REFUSED: the reason the dead letter records */
+} job;
 
 typedef struct consumer {
     cli_core *g;
     pthread_mutex_t out_lock; /* a worker prints one whole line under it */
     /* read by the workers, fixed before they start */
     const char *exec;
+    cli_post *post;
     bool verbose;
     unsigned nlevels;
     char level_names[SL_MAX_LEVELS][72];
@@ -222,13 +245,46 @@ static int exec_outcome(const consumer *k, const sl_delivery *d)
     return OUTCOME_NACK;
 }
 
-/* consume_work handles one delivery on a worker thread: runs the command on
- * it, or prints it as one whole line under out_lock. It never touches the
- * client. Returns an outcome. */
-static int consume_work(void *ctx, void *job)
+/* post_outcome POSTs d's body, on a worker thread, and sets j->delay_ms
+ * for the settlement. */
+static int post_outcome(const consumer *k, job *j)
+{
+    const sl_delivery *d = j->d;
+    cli_post_result r;
+    if (cli_post_send(k->post, d->body, d->body_len, &r) != SL_OK) {
+        cli_text_say("consume", "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
+        return OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
+    }
+    if (r.verdict == CLI_POST_DELIVERED)
+        return OUTCOME_ACK;
+    if (r.verdict == CLI_POST_REFUSED) {
+        snprintf(j->why, sizeof j->why, "%.159s", r.what);
+        cli_text_say("consume", "message %" PRIu64 ": %s; permanent failure (attempt %u): rejected, "
+                     "now a dead letter", d->id, r.what, d->attempt);
+        return OUTCOME_REFUSED;
+    }
+    bool throttled = r.verdict == CLI_POST_THROTTLED;
+    j->delay_ms = throttled ? r.retry_after_ms : cli_post_backoff_ms(d->attempt);
+    char wait[32] = "the broker's default backoff";
+    if (j->delay_ms)
+        snprintf(wait, sizeof wait, "%" PRIu32 " ms", j->delay_ms);
+    if (k->verbose)
+        cli_text_say("consume", "message %" PRIu64 ": %s; %s (attempt %u), %s %s", d->id, r.what,
+                     throttled ? "returned as throttled" : "nacked", d->attempt,
+                     throttled ? "the broker pauses the sink for" : "delivered again in", wait);
+    return throttled ? OUTCOME_THROTTLED : OUTCOME_NACK;
+}
+
+/* consume_work handles one job on a worker thread: runs the command on the
+ * delivery, POSTs it, or prints it as one whole line under out_lock. It
+ * never touches the client. Returns an outcome. */
+static int consume_work(void *ctx, void *arg)
 {
     consumer *k = ctx;
-    const sl_delivery *d = job;
+    job *j = arg;
+    const sl_delivery *d = j->d;
+    if (k->post)
+        return post_outcome(k, j);
     if (k->exec)
         return exec_outcome(k, d);
     pthread_mutex_lock(&k->out_lock);
@@ -252,21 +308,25 @@ static int consume_work(void *ctx, void *job)
     return OUTCOME_ACK;
 }
 
-static void delivery_drop(void *job)
+static void job_drop(void *arg)
 {
-    sl_delivery *d = job;
-    sl_delivery_free(&d);
+    job *j = arg;
+    sl_delivery_free(&j->d);
+    free(j);
 }
 
-/* consume_settle acks, nacks or reports as throttled d, as its worker
- * decided. Returns 0 or an exit status. */
-static int consume_settle(consumer *k, const sl_delivery *d, int outcome)
+/* consume_settle acks, nacks or reports as throttled j's delivery, as its
+ * worker decided. Returns 0 or an exit status. */
+static int consume_settle(consumer *k, const job *j, int outcome)
 {
     static const char *const verb[] = {[OUTCOME_ACK] = "ack", [OUTCOME_NACK] = "nack",
-                                       [OUTCOME_THROTTLED] = "THROTTLED"};
-    int rc = outcome == OUTCOME_ACK    ? sl_ack(k->g->c, d)
-             : outcome == OUTCOME_NACK ? sl_nack(k->g->c, d, 0)
-                                       : sl_throttled(k->g->c, d, 0);
+                                       [OUTCOME_THROTTLED] = "THROTTLED",
+                                       [OUTCOME_REFUSED] = "reject"};
+    const sl_delivery *d = j->d;
+    int rc = outcome == OUTCOME_ACK         ? sl_ack(k->g->c, d)
+             : outcome == OUTCOME_THROTTLED ? sl_throttled(k->g->c, d, j->delay_ms)
+             : outcome == OUTCOME_REFUSED   ? sl_reject(k->g->c, d, j->why)
+                                            : sl_nack(k->g->c, d, j->delay_ms);
     if (rc == SL_ESTALE) {
         /* the lease ran out first: the broker will deliver it again */
         cli_text_say("consume",
@@ -287,20 +347,20 @@ static int consume_settle(consumer *k, const sl_delivery *d, int outcome)
  * 0 or an exit status. */
 static int consume_finish(consumer *k, cli_crew *crew)
 {
-    void *job;
+    void *arg;
     int outcome, st = 0;
-    while (cli_crew_take(crew, &job, &outcome)) {
-        sl_delivery *d = job;
+    while (cli_crew_take(crew, &arg, &outcome)) {
+        job *j = arg;
         int s = CLI_TEXT_EXIT_FAILURE;
         if (outcome != OUTCOME_FAILED && !k->broken) {
-            s = consume_settle(k, d, outcome);
+            s = consume_settle(k, j, outcome);
             k->broken = s != 0;
             k->settled += s == 0;
         }
         st = st ? st : s;
         k->held--;
         k->last_ms = cli_core_now_ms();
-        sl_delivery_free(&d);
+        job_drop(j);
     }
     return st;
 }
@@ -353,11 +413,15 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
         }
         sl_delivery *d = NULL;
         int rc = sl_recv(k->g->c, slice_ms, &d);
-        if (rc == SL_OK && cli_crew_push(crew, d) == 0) {
+        job *j = rc == SL_OK ? malloc(sizeof *j) : NULL;
+        if (j)
+            *j = (job){.d = d};
+        if (j && cli_crew_push(crew, j) == 0) {
             k->held++;
             k->last_ms = cli_core_now_ms();
         } else if (rc == SL_OK) {
             cli_text_say("consume", "out of memory");
+            free(j);
             sl_delivery_free(&d); /* unsettled: it returns to the broker */
             st = CLI_TEXT_EXIT_FAILURE;
         } else if (rc != SL_ETIMEDOUT) {
@@ -410,8 +474,26 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
         st = consume_loop(k, crew, count, idle_ms);
     cli_crew_stop(crew);
     int s = consume_finish(k, crew);
-    cli_crew_destroy(&crew, delivery_drop); /* unstarted: sl_close returns them */
+    cli_crew_destroy(&crew, job_drop); /* unstarted: sl_close returns them */
     return st ? st : s;
+}
+
+/* consume_connect connects, resolves the levels and runs the consumer.
+ * Returns the exit status. */
+static int consume_connect(consumer *k, const char *cmd, const char *pool, const char *level_list,
+                           long count, long idle_ms)
+{
+    cli_core *g = k->g;
+    int st = cli_core_connect(g, cmd);
+    if (st)
+        return st;
+    unsigned levels[SL_MAX_LEVELS];
+    size_t nlevels = 0;
+    if (level_list && (st = levels_parse(g, level_list, levels, &nlevels)))
+        return st;
+    if (count > 0)
+        sl_set_limit(g->c, (uint64_t)count); /* never pull an extra message */
+    return consume_run(k, pool, levels, nlevels, count, idle_ms);
 }
 
 int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
@@ -423,14 +505,21 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         {"credit", required_argument, NULL, 'c'},
         {"workers", required_argument, NULL, OPT_WORKERS},
         {"exec", required_argument, NULL, OPT_EXEC},
+        {"post", required_argument, NULL, OPT_POST},
+        {"header", required_argument, NULL, OPT_HEADER},
+        {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},
         {"verbose", no_argument, NULL, 'v'},
         {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     consumer k = {.g = g, .out_lock = PTHREAD_MUTEX_INITIALIZER, .credit = 1, .workers = 1};
-    const char *pool = NULL, *level_list = NULL;
+    const char *pool = NULL, *level_list = NULL, *post_url = NULL;
+    const char *headers[MAX_HEADERS];
+    size_t nheaders = 0;
     long count = 0, credit = 1, workers = 1, idle_ms = 0;
+    long http_timeout_ms = CLI_POST_TIMEOUT_MS_DEFAULT;
+    bool http_timeout_set = false;
     int ch;
     optind = 0;
     while ((ch = getopt_long(argc, argv, ":p:n:c:vh", opts, NULL)) != -1) {
@@ -453,6 +542,25 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
                                             MAX_WORKERS);
             break;
         case OPT_EXEC: k.exec = optarg; break;
+        case OPT_POST: post_url = optarg; break;
+        case OPT_HEADER:
+            if (!cli_post_header_check(optarg))
+                return cli_text_usage_error(cmd,
+                                            "bad --header '%s' (expected 'Name: value', one "
+                                            "header per option)",
+                                            optarg);
+            if (nheaders == MAX_HEADERS)
+                return cli_text_usage_error(cmd, "more than %d --header options", MAX_HEADERS);
+            headers[nheaders++] = optarg;
+            break;
+        case OPT_HTTP_TIMEOUT:
+            if (!cli_text_number_parse(optarg, 1, CLI_POST_TIMEOUT_MS_MAX, &http_timeout_ms))
+                return cli_text_usage_error(cmd,
+                                            "bad --http-timeout '%s' (expected 1 to %d "
+                                            "milliseconds)",
+                                            optarg, CLI_POST_TIMEOUT_MS_MAX);
+            http_timeout_set = true;
+            break;
         case 'v': k.verbose = true; break;
         case OPT_IDLE_EXIT:
             if (!cli_text_number_parse(optarg, 1, INT_MAX, &idle_ms))
@@ -465,19 +573,28 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
     }
     if (optind < argc)
         return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (post_url && k.exec)
+        return cli_text_usage_error(cmd, "--post and --exec cannot be used together");
+    if (!post_url && (nheaders || http_timeout_set))
+        return cli_text_usage_error(cmd, "--%s works only with --post",
+                                    nheaders ? "header" : "http-timeout");
     if (pool && cli_core_pool_check(cmd, pool) != CLI_CORE_GO_ON)
         return CLI_TEXT_EXIT_USAGE;
     k.credit = (unsigned)credit;
     k.workers = (unsigned)workers;
-
-    int st = cli_core_connect(g, cmd);
-    if (st)
-        return st;
-    unsigned levels[SL_MAX_LEVELS];
-    size_t nlevels = 0;
-    if (level_list && (st = levels_parse(g, level_list, levels, &nlevels)))
-        return st;
-    if (count > 0)
-        sl_set_limit(g->c, (uint64_t)count); /* never pull an extra message */
-    return consume_run(&k, pool, levels, nlevels, count, idle_ms);
+    if (post_url) {
+        int rc = cli_post_new(post_url, headers, nheaders, http_timeout_ms, &k.post);
+        if (rc == SL_EINVAL)
+            return cli_text_usage_error(cmd,
+                                        "bad --post URL '%s' (expected http://HOST[:PORT]/PATH "
+                                        "or https://...)",
+                                        post_url);
+        if (rc) {
+            cli_text_say(cmd, "cannot start libcurl: %s", sl_strerror(rc));
+            return CLI_TEXT_EXIT_FAILURE;
+        }
+    }
+    int st = consume_connect(&k, cmd, pool, level_list, count, idle_ms);
+    cli_post_destroy(&k.post); /* the workers have ended: their handles are freed */
+    return st;
 }

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "cli_admin.h"
+#include "cli_bench.h"
 #include "cli_consume.h"
 #include "cli_core.h"
 #include "cli_sink.h"
@@ -92,7 +93,8 @@ static const char help_text[] =
 "                           the message becomes a dead letter\n"
 "\n"
 "  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [--workers N]\n"
-"                 [-c CREDIT] [--exec CMD] [--verbose] [--idle-exit MS]\n"
+"                 [-c CREDIT] [--exec CMD | --post URL [--header H]...\n"
+"                 [--http-timeout MS]] [--verbose] [--idle-exit MS]\n"
 "      Receive messages, print each body on its own line, and acknowledge it\n"
 "      once printed. Runs until SIGINT or SIGTERM unless -n or --idle-exit\n"
 "      ends it; messages being processed are then finished and settled, and\n"
@@ -118,6 +120,15 @@ static const char help_text[] =
 "                           broker pauses and slows the sink; anything else\n"
 "                           nacks it (the broker redelivers it up to its\n"
 "                           attempt limit). Bodies are not printed.\n"
+"      --post URL           POST each body to URL (http or https): 2xx acks;\n"
+"                           429 or 503 returns it as throttled, honouring\n"
+"                           Retry-After (seconds or an HTTP date); another\n"
+"                           5xx, no answer or a timeout nacks with backoff\n"
+"                           (0.5 s doubling per attempt, at most 60 s);\n"
+"                           another 4xx rejects it: a dead letter at once,\n"
+"                           with the status as its reason. Not with --exec.\n"
+"      --header 'Name: value'  add a request header (repeatable)\n"
+"      --http-timeout MS    limit for each request (default 10000)\n"
 "      -v, --verbose        prefix each body with\n"
 "                           \"id=ID level=NAME tag=TAG attempt=N \", and\n"
 "                           \"cost=N \" after them when the cost is not 1\n"
@@ -561,7 +572,7 @@ int main(int argc, char **argv)
     static const cli_core_command commands[] = {
         {"send", cmd_send},       {"consume", cli_consume_main}, {"stats", cmd_stats},
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
-        {"sink", cli_sink_main},  {"help", cmd_help},
+        {"sink", cli_sink_main},  {"bench", cli_bench_main},     {"help", cmd_help},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,

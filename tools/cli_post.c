@@ -1,0 +1,318 @@
+/*
+ * cli_post.c - POST message bodies to an HTTP service with libcurl, and
+ * read what the answer means for the message.
+ *
+ * This module owns libcurl for the `sluice` command: its global state, the
+ * one request-header list every request sends, and one easy handle per
+ * sending thread. The consumer's workers call cli_post_send; the main
+ * thread builds the target before they start and destroys it after they
+ * are joined, so the target needs no lock: after cli_post_new it is only
+ * read.
+ *
+ * Handles. A handle is made on a thread's first send, with everything but
+ * the body set once, and stored under a pthread key whose destructor
+ * frees it when the thread ends. Reusing it keeps its connection open, so
+ * a busy worker pays the TCP (and TLS) handshake once, not per message;
+ * libcurl reconnects by itself when the server has closed it. Each handle
+ * has its own connection cache, so N workers hold at most N connections.
+ * Signals are off in libcurl (CURLOPT_NOSIGNAL): the workers block them,
+ * and the timeout must not rely on SIGALRM.
+ *
+ * Verdicts. 2xx delivered the message. 429 and 503 are the service asking
+ * for a pause: THROTTLED, with the Retry-After header read as delta-seconds
+ * or an HTTP date (curl_getdate), cut at a day. Another 4xx says the request
+ * itself is wrong, so sending it again cannot help: REFUSED. Everything else
+ * may pass later: another 5xx, an unexpected 1xx or 3xx (redirects are not
+ * followed: a POST must not silently move), no answer at all, or the
+ * timeout: RETRY. The answer's body is read and dropped.
+ *
+ * Costs: one request per message, no pipelining; the whole body is handed
+ * to libcurl as is (no copy). The header list is copied once, at new.
+ */
+#include "cli_post.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sluice_errors.h"
+
+#define USER_AGENT "sluice/1.0.0"
+
+struct cli_post {
+    char *url;                  /* as given */
+    char *shown_url;            /* without user name and password, for messages */
+    long timeout_ms;
+    struct curl_slist *headers; /* the given ones, then the defaults not overridden */
+    pthread_key_t key;          /* each thread's handle */
+};
+
+/* One thread's easy handle, with the buffer libcurl explains failures in. */
+typedef struct handle {
+    CURL *curl;
+    char error[CURL_ERROR_SIZE];
+} handle;
+
+static void handle_free(void *arg)
+{
+    handle *h = arg;
+    if (!h)
+        return;
+    curl_easy_cleanup(h->curl);
+    free(h);
+}
+
+/* discard is the write callback: the answer's body is not wanted. */
+static size_t discard(char *data, size_t size, size_t n, void *ctx)
+{
+    (void)data, (void)ctx;
+    return size * n;
+}
+
+/* handle_new makes a handle with every option but the body set. Returns it,
+ * or NULL when memory ran out. */
+static handle *handle_new(const cli_post *p)
+{
+    handle *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->curl = curl_easy_init();
+    if (!h->curl) {
+        free(h);
+        return NULL;
+    }
+    CURL *c = h->curl;
+    CURLcode rc = CURLE_OK;
+    /* each setopt returns CURLE_OK or an out-of-memory code; keep the first */
+#define SET(opt, val) (rc = rc != CURLE_OK ? rc : curl_easy_setopt(c, opt, val))
+    SET(CURLOPT_URL, p->url);
+    SET(CURLOPT_POST, 1L);
+    SET(CURLOPT_HTTPHEADER, p->headers);
+    SET(CURLOPT_USERAGENT, USER_AGENT);
+    SET(CURLOPT_TIMEOUT_MS, p->timeout_ms);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_FOLLOWLOCATION, 0L);
+    SET(CURLOPT_WRITEFUNCTION, discard);
+    SET(CURLOPT_ERRORBUFFER, h->error);
+#undef SET
+    if (rc != CURLE_OK) {
+        handle_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+bool cli_post_header_check(const char *line)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~";
+    const char *p = line;
+    while (*p && (isalnum((unsigned char)*p) || strchr(tchar, *p)))
+        p++;
+    if (p == line || *p != ':')
+        return false;
+    return strpbrk(p, "\r\n") == NULL;
+}
+
+/* header_named says whether any of headers is the header name. */
+static bool header_named(const char *const *headers, size_t n, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (strncasecmp(headers[i], name, len) == 0 && headers[i][len] == ':')
+            return true;
+    return false;
+}
+
+/* url_shown checks that url is http or https and returns it without user
+ * name and password (malloc'd), or NULL: *err says SL_EINVAL or SL_ENOMEM. */
+static char *url_shown(const char *url, int *err)
+{
+    char *scheme = NULL, *shown = NULL;
+    CURLU *u = curl_url();
+    *err = SL_ENOMEM;
+    if (!u)
+        return NULL;
+    CURLUcode rc = curl_url_set(u, CURLUPART_URL, url, 0);
+    if (rc == CURLUE_OK)
+        rc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+    if (rc == CURLUE_OK && strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)
+        rc = CURLUE_UNSUPPORTED_SCHEME;
+    if (rc == CURLUE_OK)
+        rc = curl_url_set(u, CURLUPART_USER, NULL, 0);
+    if (rc == CURLUE_OK)
+        rc = curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+    if (rc == CURLUE_OK)
+        rc = curl_url_get(u, CURLUPART_URL, &shown, 0);
+    if (rc == CURLUE_OK) {
+        char *copy = strdup(shown);
+        curl_free(shown);
+        shown = copy;
+    } else {
+        *err = rc == CURLUE_OUT_OF_MEMORY ? SL_ENOMEM : SL_EINVAL;
+    }
+    curl_free(scheme);
+    curl_url_cleanup(u);
+    return shown;
+}
+
+/* headers_build copies the given headers into p->headers, then adds the
+ * defaults they do not override. Returns SL_OK or SL_ENOMEM. */
+static int headers_build(cli_post *p, const char *const *headers, size_t n)
+{
+    static const char *const defaults[][2] = {
+        {"Content-Type", "Content-Type: application/octet-stream"},
+        {"Expect", "Expect:"}, /* no 100-continue round trip for large bodies */
+    };
+    for (size_t i = 0; i < n + 2; i++) {
+        const char *line;
+        if (i < n)
+            line = headers[i];
+        else if (!header_named(headers, n, defaults[i - n][0]))
+            line = defaults[i - n][1];
+        else
+            continue;
+        struct curl_slist *l = curl_slist_append(p->headers, line);
+        if (!l)
+            return SL_ENOMEM;
+        p->headers = l;
+    }
+    return SL_OK;
+}
+
+int cli_post_new(const char *url, const char *const *headers, size_t nheaders, long timeout_ms,
+                 cli_post **out)
+{
+    *out = NULL;
+    if (timeout_ms < 1 || timeout_ms > CLI_POST_TIMEOUT_MS_MAX)
+        return SL_EINVAL;
+    for (size_t i = 0; i < nheaders; i++)
+        if (!cli_post_header_check(headers[i]))
+            return SL_EINVAL;
+    if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
+        return SL_EIO;
+    int err = SL_ENOMEM;
+    cli_post *p = calloc(1, sizeof *p);
+    if (!p)
+        goto global_cleanup;
+    p->timeout_ms = timeout_ms;
+    if (!(p->shown_url = url_shown(url, &err)))
+        goto post_free;
+    err = SL_ENOMEM;
+    if (!(p->url = strdup(url)) || headers_build(p, headers, nheaders) != SL_OK)
+        goto post_free;
+    if (pthread_key_create(&p->key, handle_free) != 0)
+        goto post_free;
+    *out = p;
+    return SL_OK;
+
+post_free:
+    curl_slist_free_all(p->headers);
+    free(p->url);
+    free(p->shown_url);
+    free(p);
+global_cleanup:
+    curl_global_cleanup();
+    return err;
+}
+
+/* verdict_of sorts an HTTP status. */
+static cli_post_verdict verdict_of(long status)
+{
+    if (status >= 200 && status < 300)
+        return CLI_POST_DELIVERED;
+    if (status == 429 || status == 503)
+        return CLI_POST_THROTTLED;
+    if (status >= 400 && status < 500)
+        return CLI_POST_REFUSED;
+    return CLI_POST_RETRY;
+}
+
+int cli_post_send(cli_post *p, const void *body, size_t body_len, cli_post_result *out)
+{
+    out->verdict = CLI_POST_RETRY;
+    out->status = 0;
+    out->retry_after_ms = 0;
+    out->what[0] = '\0';
+    handle *h = pthread_getspecific(p->key);
+    if (!h) {
+        if (!(h = handle_new(p)))
+            return SL_ENOMEM;
+        if (pthread_setspecific(p->key, h) != 0) {
+            handle_free(h);
+            return SL_ENOMEM;
+        }
+    }
+    h->error[0] = '\0';
+    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body_len ? body : "");
+    CURLcode rc = curl_easy_perform(h->curl);
+    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL); /* the body is the caller's */
+    if (rc != CURLE_OK) {
+        snprintf(out->what, sizeof out->what, "no answer from %s: %s", p->shown_url,
+                 h->error[0] ? h->error : curl_easy_strerror(rc));
+        return SL_OK;
+    }
+    curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &out->status);
+    snprintf(out->what, sizeof out->what, "HTTP %ld from %s", out->status, p->shown_url);
+    out->verdict = verdict_of(out->status);
+    struct curl_header *ra;
+    if (out->verdict == CLI_POST_THROTTLED &&
+        curl_easy_header(h->curl, "Retry-After", 0, CURLH_HEADER, -1, &ra) == CURLHE_OK)
+        out->retry_after_ms = cli_post_retry_after_ms(ra->value, time(NULL));
+    return SL_OK;
+}
+
+void cli_post_destroy(cli_post **pp)
+{
+    if (!pp || !*pp)
+        return;
+    cli_post *p = *pp;
+    handle_free(pthread_getspecific(p->key));
+    pthread_setspecific(p->key, NULL);
+    pthread_key_delete(p->key);
+    curl_slist_free_all(p->headers);
+    free(p->url);
+    free(p->shown_url);
+    free(p);
+    curl_global_cleanup();
+    *pp = NULL;
+}
+
+uint32_t cli_post_backoff_ms(unsigned attempt)
+{
+    uint32_t ms = CLI_POST_BACKOFF_MS_FIRST;
+    for (unsigned i = 1; i < attempt && ms < CLI_POST_BACKOFF_MS_MAX; i++)
+        ms *= 2;
+    return ms < CLI_POST_BACKOFF_MS_MAX ? ms : CLI_POST_BACKOFF_MS_MAX;
+}
+
+uint32_t cli_post_retry_after_ms(const char *value, time_t now_s)
+{
+    char text[128];
+    while (*value == ' ' || *value == '\t')
+        value++;
+    size_t len = strlen(value);
+    while (len && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+        len--;
+    if (len == 0 || len >= sizeof text)
+        return 0;
+    memcpy(text, value, len);
+    text[len] = '\0';
+    uint64_t s = 0;
+    if (strspn(text, "0123456789") == len) {
+        /* delta-seconds; stop counting once past the cap */
+        for (size_t i = 0; i < len && s <= CLI_POST_RETRY_AFTER_MS_MAX / 1000; i++)
+            s = s * 10 + (uint64_t)(text[i] - '0');
+    } else {
+        time_t at = curl_getdate(text, NULL);
+        if (at == -1 || at <= now_s)
+            return 0;
+        s = (uint64_t)(at - now_s);
+    }
+    uint64_t ms = s * 1000;
+    return ms < CLI_POST_RETRY_AFTER_MS_MAX ? (uint32_t)ms : CLI_POST_RETRY_AFTER_MS_MAX;
+}
