@@ -40,7 +40,6 @@
 #include <string.h>
 
 #include "cli_admin.h"
-#include "cli_bench.h"
 #include "cli_consume.h"
 #include "cli_core.h"
 #include "cli_sink.h"
@@ -572,7 +571,7 @@ int main(int argc, char **argv)
     static const cli_core_command commands[] = {
         {"send", cmd_send},       {"consume", cli_consume_main}, {"stats", cmd_stats},
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
-        {"sink", cli_sink_main},  {"bench", cli_bench_main},     {"help", cmd_help},
+        {"sink", cli_sink_main},  {"help", cmd_help},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,
