@@ -140,9 +140,11 @@ typedef struct sl_confirm {
 
 /* sl_send_wait waits up to timeout_ms (-1 forever, 0 poll) for the next
  * confirmation of an asynchronous publish, in the order they arrive (the
- * broker confirms in the order it received them). Returns SL_OK with *out
- * filled, SL_ETIMEDOUT when none arrived in time, SL_ESTATE when no publish is
- * outstanding. */
+ * broker confirms in the order it received them). When the connection to the
+ * broker is lost and made again (a broker restart, say), every publish still
+ * waiting is confirmed with err SL_ECONNECT: it may or may not have been
+ * stored. Returns SL_OK with *out filled, SL_ETIMEDOUT when none arrived in
+ * time, SL_ESTATE when no publish is outstanding. */
 int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out);
 
 /* sl_send_pending returns the number of asynchronous publishes not yet

@@ -157,9 +157,29 @@ static void deliveries_drop(sl_client *c)
 
 /* reconnected runs on every handshake after the first: the broker has
  * forgotten this connection, so renew the subscription (see the top). */
+/* puts_abandon ends every publish still waiting for its confirmation: its
+ * reply, if any, went to the connection that is gone. Each is confirmed with
+ * SL_ECONNECT, so that waiting for them ends; whether the broker stored it is
+ * unknown (an idempotency key makes the retry safe). */
+static void puts_abandon(sl_client *c)
+{
+    static const char text[] = "the connection to the broker was lost before the confirmation arrived; "
+                               "the message may or may not have been stored";
+    while (c->puts.count) {
+        pending_put *p = fifo_at(&c->puts, 0);
+        client_confirm q = {.confirm = {.ticket = p->ticket, .err = SL_ECONNECT}, .msg = strdup(text)};
+        if (!q.msg || fifo_push(&c->confirms, &q)) {
+            free(q.msg);
+            return; /* out of memory: they stay pending, as before */
+        }
+        fifo_remove(&c->puts, 0, NULL);
+    }
+}
+
 static void reconnected(sl_client *c)
 {
     deliveries_drop(c);
+    puts_abandon(c);
     if (!c->subscribed)
         return;
     /* the new connection starts with no credit; every delivery so far was

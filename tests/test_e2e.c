@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -437,6 +438,37 @@ static void kill9_loses_nothing_confirmed(void **state)
     finish(f);
 }
 
+/* Publishes in flight when the broker dies are not left pending forever:
+ * after the client reconnects, each is confirmed, stored or SL_ECONNECT. */
+static void pending_publishes_end_after_a_restart(void **state)
+{
+    (void)state;
+    fixture *f = start(NULL);
+    assert_int_equal(sl_levels(f->c, NULL, NULL), SL_OK); /* connected for real */
+    kill(f->b.pid, SIGSTOP); /* frozen: what is sent now cannot be confirmed */
+    for (int i = 0; i < 300; i++) {
+        sl_put m = {.body = "p", .body_len = 1, .level = 1};
+        assert_int_equal(sl_send_async(f->c, &m, NULL), SL_OK);
+    }
+    usleep(100 * 1000);
+    th_broker_kill9(&f->b);
+    assert_int_equal(th_broker_start(&f->b), 0);
+    unsigned ok = 0, lost_link = 0;
+    uint64_t end = th_now_ms() + 15000;
+    while (sl_send_pending(f->c) && th_now_ms() < end) {
+        sl_confirm cf;
+        if (sl_send_wait(f->c, 200, &cf) != SL_OK)
+            continue;
+        ok += cf.err == SL_OK;
+        lost_link += cf.err == SL_ECONNECT;
+    }
+    fprintf(stderr, "# 300 publishes across kill -9: %u confirmed, %u SL_ECONNECT\n", ok, lost_link);
+    assert_int_equal(sl_send_pending(f->c), 0);
+    assert_int_equal(ok + lost_link, 300);
+    assert_true(lost_link > 0);
+    finish(f);
+}
+
 /* An acknowledgement is durable once its flush window has passed (default),
  * or as soon as its OK arrives (--ack-flush-ms 0): kill -9 then must not
  * bring the message back. */
@@ -595,6 +627,7 @@ int main(void)
         cmocka_unit_test(bye_returns_deliveries_uncharged_and_limit_caps_credit),
         cmocka_unit_test(restart_keeps_confirmed_and_returns_inflight),
         cmocka_unit_test(kill9_loses_nothing_confirmed),
+        cmocka_unit_test(pending_publishes_end_after_a_restart),
         cmocka_unit_test(ack_is_durable_after_its_flush_window),
         cmocka_unit_test(ack_flush_zero_makes_ok_wait_for_commit),
         cmocka_unit_test(garbage_gets_typed_errors_and_broker_keeps_serving),
