@@ -54,6 +54,7 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sin
 all: $(PROGRAMS) $(LIBSLUICE)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
+# (gnuplot, which draws the charts of `sluice bench`, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -121,6 +122,22 @@ $(BIN)/sluice-sink: $(call obj,tools/sluice-sink.c $(wildcard tools/sink_*.c))
 # test_sink also links the sink's limiters (pure; no libmicrohttpd).
 $(BUILD)/tests/test_sink: $(call obj,tools/sink_limit.c)
 
+# test_history also links the campaigns' record that it checks.
+$(BUILD)/tests/test_history: $(call obj,tests/history.c)
+
+# The reliability campaigns (tests/campaign_*.c) and the power-loss shim.
+CAMPAIGN_SRC := tests/campaign.c tests/history.c $(TEST_LIB_SRC)
+$(BUILD)/tests/campaign_%: $(call obj,tests/campaign_%.c $(CAMPAIGN_SRC)) $(LIBSLUICE)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# Loaded into an uninstrumented sluiced, so never built with sanitizers.
+$(BUILD)/tests/powerloss_shim.so: tests/powerloss_shim.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
+
 $(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
@@ -138,6 +155,8 @@ test: deps
 	@$(MAKE) --no-print-directory all tests layering
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests
 	@$(MAKE) --no-print-directory fuzz-ci
+	@$(MAKE) --no-print-directory crash-ci
+	@$(MAKE) --no-print-directory powerloss-ci
 	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin
 
 test-run: all tests
@@ -146,6 +165,41 @@ test-run: all tests
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced
+
+# ---- reliability campaigns: the plain build only (the shim cannot go into an ASan broker) ----
+# make crash [CRASH_SECONDS=60]            kill -9 the broker every 2 s under a pipelined load,
+#                                          then drain: exits 1 if a confirmed message is lost
+# make crash-ci                            the same for 10 s, in a few lines (part of make test)
+# make powerloss [POWERLOSS_TRIALS=1000]   simulated power loss under LMDB (an LD_PRELOAD shim undoes
+#                                          unsynced writes), then recover and drain; plus the control
+# make powerloss-ci                        20 trials and the control run (part of make test)
+# SLUICE_SEED=N replays a run.
+CRASH_SECONDS    ?= 60
+POWERLOSS_TRIALS ?= 1000
+CAMPAIGNS := build/rel/tests/campaign_crash build/rel/tests/campaign_powerloss build/rel/tests/powerloss_shim.so
+.PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci
+
+campaigns:
+	@$(MAKE) --no-print-directory SAN= campaign-bins
+
+campaign-bins: bin/sluiced $(CAMPAIGNS)
+	@:
+
+crash: deps
+	@$(MAKE) --no-print-directory campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign_crash $(CRASH_SECONDS)
+
+crash-ci: campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign_crash 10 --quiet
+
+powerloss: deps
+	@$(MAKE) --no-print-directory campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign_powerloss $(POWERLOSS_TRIALS) --control \
+	  --shim build/rel/tests/powerloss_shim.so
+
+powerloss-ci: campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign_powerloss 20 --control --quiet \
+	  --shim build/rel/tests/powerloss_shim.so
 
 # ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
 # make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding
