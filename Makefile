@@ -177,13 +177,19 @@ bench: deps
 CRASH_SECONDS    ?= 60
 POWERLOSS_TRIALS ?= 1000
 CAMPAIGNS := build/rel/tests/campaign_crash build/rel/tests/campaign_powerloss build/rel/tests/powerloss_shim.so
-.PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci
+.PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults
 
 campaigns:
 	@$(MAKE) --no-print-directory SAN= campaign-bins
 
 campaign-bins: bin/sluiced $(CAMPAIGNS)
 	@:
+
+# make faults                             EIO and ENOSPC injected with strace into a running broker
+#                                          (tests/test_faults.c; also part of make test)
+faults: deps
+	@$(MAKE) --no-print-directory all build/rel/tests/test_faults
+	@SLUICE_BIN=bin build/rel/tests/test_faults
 
 crash: deps
 	@$(MAKE) --no-print-directory campaigns
