@@ -29,11 +29,15 @@
  * rec.h defines the record's bytes.
  *
  * Errors: functions return sl_err codes. A failing mdb_* call is logged once
- * here, with its LMDB message, and mapped: MDB_MAP_FULL -> SL_ENOSPC,
+ * in the store, with its LMDB message, and mapped: MDB_MAP_FULL -> SL_ENOSPC,
  * MDB_PANIC and I/O errors -> SL_EIO, MDB_NOTFOUND -> SL_ENOTFOUND. After any
  * write error the transaction is unusable: store_commit then aborts it and
  * returns the error (store_failed reports it), and the caller must not
  * confirm anything from that pass.
+ *
+ * The module's files: store.c (the environment, open, the pass, space),
+ * store_msg.c (messages), store_aux.c (settings, lookups, publishing
+ * extras); store_int.h is what they share, for them only.
  */
 #ifndef SLUICE_STORE_H
 #define SLUICE_STORE_H
@@ -68,6 +72,8 @@ typedef struct store_level_info {
     uint64_t first_key;   /* head order key, or 0 when empty */
     uint64_t last_key;    /* tail order key, or 0 when empty */
 } store_level_info;
+
+/* ---- the environment and the pass (store.c) ---- */
 
 /* store_open opens or creates the environment in cfg->dir with durable flags
  * only (no NOSYNC, NOMETASYNC or WRITEMAP), creates the databases, checks the
@@ -105,6 +111,24 @@ int store_key_committed(const store *s, unsigned level, uint64_t key);
 /* store_next_id returns a new message id and advances the persisted counter
  * (written at commit). */
 uint64_t store_next_id(store *s);
+
+/* ---- space ---- */
+
+/* store_used_bytes returns the bytes of the map holding data, as of the
+ * last store_measure (the high-water mark before the first), and
+ * store_map_bytes the map size. */
+uint64_t store_used_bytes(store *s);
+uint64_t store_map_bytes(store *s);
+
+/* store_measure recounts the bytes in use: pages ever used minus the pages
+ * LMDB has freed for reuse. O(free list); only between transactions. */
+int store_measure(store *s);
+
+/* store_grow sets a larger map size; only between transactions (SL_ESTATE
+ * otherwise). */
+int store_grow(store *s, uint64_t map_bytes);
+
+/* ---- messages (store_msg.c) ---- */
 
 /* store_append writes rec at the tail of level rec->level and returns its
  * order key in *key. The store owns key assignment: tail keys come from an
@@ -155,17 +179,7 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
  * counts[0..levels). O(delayed); called once at open. */
 void store_delayed_counts(store *s, uint64_t *counts);
 
-/* store_used_bytes returns the bytes of the map holding data, as of the
- * last store_measure (the high-water mark before the first), and
- * store_map_bytes the map size. */
-uint64_t store_used_bytes(store *s);
-uint64_t store_map_bytes(store *s);
-
-/* store_measure recounts the bytes in use: pages ever used minus the pages
- * LMDB has freed for reuse. O(free list); only between transactions. */
-int store_measure(store *s);
-
-/* ---- settings and lookups for administration ---- */
+/* ---- settings and lookups for administration (store_aux.c) ---- */
 
 /* store_meta_put writes an opaque settings blob under key in meta (in the
  * open transaction). Keys starting "pool/" and "level/" belong to admin.c. */
@@ -184,7 +198,7 @@ int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *
 /* store_delayed_find looks for message id among delayed records: O(delayed). */
 int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns);
 
-/* ---- publishing extras ---- */
+/* ---- publishing extras (store_aux.c) ---- */
 
 /* store_append_delayed stores rec (with rec->id set) among the delayed
  * records, due at due_ns (wall clock): a publish with a delay. */
@@ -223,9 +237,5 @@ unsigned store_idem_expire(store *s, uint64_t now_ns, unsigned max);
 
 /* store_level_bytes returns the bytes of pages q.<level> occupies. O(1). */
 uint64_t store_level_bytes(store *s, unsigned level);
-
-/* store_grow sets a larger map size; only between transactions (SL_ESTATE
- * otherwise). */
-int store_grow(store *s, uint64_t map_bytes);
 
 #endif /* SLUICE_STORE_H */

@@ -1,0 +1,161 @@
+/*
+ * store_int.h - what the store's own files share: the store object, the key
+ * layout and the helpers around every mdb_* call.
+ *
+ * The store module is store.h and three files behind it: store.c (the
+ * environment, open, the pass's transaction and the mdb wrappers below),
+ * store_msg.c (messages in q.<L>, dead.<L> and delayed) and store_aux.c
+ * (settings, lookups, idempotency keys, the time-to-live index). Only those
+ * files include this header: struct store and lmdb.h stay out of sight of
+ * the rest of the broker.
+ *
+ * The store_* helpers below return an sl_err. Those that call LMDB log a
+ * failure once, through store_fail, and leave the transaction poisoned.
+ */
+#ifndef SLUICE_STORE_INT_H
+#define SLUICE_STORE_INT_H
+
+#include <endian.h>
+#include <lmdb.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "rec.h"
+#include "store.h"
+
+#define STORE_MAXDBS     64            /* named databases; room for later ones */
+#define STORE_MAX_REASON PROTO_MAX_STR /* longer dead-letter reasons are cut */
+_Static_assert(STORE_MAX_REASON <= REC_MAX_REASON, "a dead-letter reason must fit its record");
+
+/* What a database handle names, for checks and log lines. */
+typedef struct store_db {
+    char name[12];
+    int level;  /* level of q.<L> or dead.<L>; -1 for delayed and meta */
+    int dead;   /* records carry the dead-letter tail */
+} store_db;
+
+struct store {
+    MDB_env *env;
+    MDB_txn *txn;                         /* the pass's write transaction, or NULL */
+    MDB_dbi q[PROTO_MAX_LEVELS];
+    MDB_dbi dead[PROTO_MAX_LEVELS];
+    MDB_dbi delayed;
+    MDB_dbi meta;
+    MDB_dbi idem;      /* idempotency key -> (id, expires) */
+    MDB_dbi idem_exp;  /* (expires, key) -> nothing: what to forget when */
+    MDB_dbi ttl;       /* (expires, id) -> where: messages with a time to live */
+    store_db db[STORE_MAXDBS + 2];        /* by MDB_dbi; LMDB's 2 core dbs first */
+    unsigned levels;
+    uint64_t last_key[PROTO_MAX_LEVELS];  /* largest order key handed out */
+    uint64_t committed_key[PROTO_MAX_LEVELS]; /* largest tail key known durable */
+    uint64_t next_id;                     /* next message id to hand out */
+    uint64_t next_id_saved;               /* meta "next_id" as last committed */
+    int dirty;                            /* the transaction holds writes */
+    int failed;                           /* sl_err that poisoned the transaction */
+    int panic_logged;
+    size_t page_bytes;
+    uint64_t used_bytes;                  /* from the last store_measure; 0 before */
+    unsigned char *scratch;               /* a record being moved or rewritten */
+    size_t scratch_bytes;
+};
+
+/*
+ * Key layout. Change it: bump STORE_FORMAT. (Record values: see rec.c.)
+ *
+ * q.<L> by big-endian u64 order key, dead.<L> by big-endian u64 id, delayed
+ * by big-endian u64 due_ns then big-endian u64 id. Big-endian makes LMDB's
+ * default memcmp order the numeric order. Meta values are little-endian u32
+ * or u64.
+ *
+ * idem by the key's bytes, holding little-endian u64 id then u64 expires_ns;
+ * idem_exp by big-endian u64 expires_ns then the key's bytes, holding
+ * nothing; ttl by big-endian u64 expires_ns then big-endian u64 id, holding
+ * one byte where (level, or STORE_TTL_DELAYED) then little-endian u64 loc.
+ */
+static inline void put_le32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, sizeof v); }
+static inline void put_le64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, sizeof v); }
+static inline void put_be64(unsigned char *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, sizeof v); }
+static inline uint32_t get_le32(const unsigned char *p) { uint32_t v; memcpy(&v, p, sizeof v); return le32toh(v); }
+static inline uint64_t get_le64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return le64toh(v); }
+static inline uint64_t get_be64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return be64toh(v); }
+
+/* key_u64 points *k at buf, holding key big-endian. */
+static inline void key_u64(MDB_val *k, unsigned char buf[8], uint64_t key)
+{
+    put_be64(buf, key);
+    k->mv_size = 8;
+    k->mv_data = buf;
+}
+
+/* ---- store.c: errors and the pass's transaction ---- */
+
+/* store_fail logs a failed mdb_* call (rc) with what was being done (fmt),
+ * marks the transaction unusable, and returns rc mapped to an sl_err:
+ * SL_ENOTFOUND, SL_ENOSPC, SL_ENOMEM or SL_EIO. An MDB_PANIC is logged once
+ * per store. */
+__attribute__((format(printf, 3, 4)))
+int store_fail(store *s, int rc, const char *fmt, ...);
+
+/* store_txn_need makes sure the pass's write transaction is open. Returns
+ * SL_OK, the error that poisoned the transaction, or store_fail's. */
+int store_txn_need(store *s);
+
+/* store_txn_level is store_txn_need for an operation on one level: SL_EINVAL
+ * for a level past the store's. */
+int store_txn_level(store *s, unsigned level);
+
+/* ---- store.c: records ---- */
+
+/* store_decode checks a record value read from dbi and points out into it; a
+ * rejected record is logged and gives SL_ECORRUPT. key is the order key, or
+ * the message id for dead and delayed records. */
+int store_decode(store *s, MDB_dbi dbi, const MDB_val *v, uint64_t key, store_rec *out);
+
+/* store_scratch_copy copies v to the scratch buffer, leaving extra bytes of
+ * room after it, and points *copy at the copy, valid until the next copy.
+ * SL_ENOMEM (logged) when the buffer cannot grow. */
+int store_scratch_copy(store *s, const MDB_val *v, size_t extra, MDB_val *copy);
+
+/* ---- store.c: mdb wrappers; the transaction must be open ---- */
+
+/* store_mdb_get reads and checks the record at key in dbi. With copy, it
+ * first copies the record to the scratch buffer (extra bytes of room after
+ * it) and out points into that copy. SL_ENOTFOUND if absent. */
+int store_mdb_get(store *s, MDB_dbi dbi, uint64_t key, store_rec *out, MDB_val *copy, size_t extra);
+
+/* store_mdb_put is mdb_put that marks the transaction dirty. */
+int store_mdb_put(store *s, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
+
+/* store_mdb_del deletes the record at u64 key in dbi and marks the
+ * transaction dirty. SL_ENOTFOUND if absent. */
+int store_mdb_del(store *s, MDB_dbi dbi, uint64_t key);
+
+/* store_cursor_at positions a new cursor on dbi with op (for MDB_SET_RANGE,
+ * *k is where to start) and checks the key's size. k and v point into the map
+ * and outlive the cursor, which is handed back in *keep (keep may be NULL),
+ * or else closed; the caller closes a cursor it keeps. SL_ENOTFOUND when op
+ * finds nothing, SL_ECORRUPT (logged) for a key of the wrong size. */
+int store_cursor_at(store *s, MDB_dbi dbi, MDB_cursor_op op, MDB_val *k, MDB_val *v,
+                    MDB_cursor **keep);
+
+/* store_edge_key reads the first or last (op) order key of q.<level>.
+ * SL_ENOTFOUND when the level is empty. */
+int store_edge_key(store *s, unsigned level, MDB_cursor_op op, uint64_t *key);
+
+/* store_entries counts the records in dbi into *n. */
+int store_entries(store *s, MDB_dbi dbi, uint64_t *n);
+
+/* store_delayed_scan counts delayed records per level from their level
+ * bytes, without checking checksums (popping a record checks it).
+ * O(delayed). */
+int store_delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS]);
+
+/* ---- store_aux.c: the time-to-live index ---- */
+
+/* store_aux_ttl_note records where rec, if it has a time to live, now is:
+ * where is its level and loc its order key, or where is STORE_TTL_DELAYED and
+ * loc its due time. SL_OK at once for a record without one. */
+int store_aux_ttl_note(store *s, const store_rec *rec, unsigned where, uint64_t loc);
+
+#endif /* SLUICE_STORE_INT_H */

@@ -1,0 +1,232 @@
+/*
+ * store_msg.c - messages in the store: appends at the tail of q.<L>, reads,
+ * deletes (acks), attempt rewrites, burials into dead.<L>, and the trips
+ * through the delayed database and back to the head of a level.
+ *
+ * Every operation here runs in the pass's write transaction (store.c begins
+ * it, store_commit ends it) and reaches LMDB through the wrappers in
+ * store_int.h; any failed mdb_* call goes through store_fail, which logs it
+ * once and poisons the transaction.
+ *
+ * Invariants:
+ *   - last_key[L] is at least the largest order key this process has put in
+ *     q.<L>, so ++last_key[L] is always a free key past the tail, and appends
+ *     can use MDB_APPEND (which fills pages instead of splitting them). Keys
+ *     burnt by an aborted pass leave harmless gaps.
+ *   - Head keys grow down from the first key: a delayed message that comes
+ *     due goes back before everything queued in its level (store.h).
+ *   - A record is checked (store_decode) whenever it is read or moved, so a
+ *     corrupt record is reported, never moved elsewhere or delivered.
+ *   - Each append of a message with a time to live, and each move of one
+ *     into q.<L> or delayed, notes its new place in the expiry index
+ *     (store_aux_ttl_note), in the same transaction.
+ *
+ * Costs: an append is one B-tree insert plus a CRC over the record; a read
+ * is one lookup plus a CRC; an ack is one delete. Moves and rewrites (bury,
+ * delay, delayed pop, set_attempt) first copy the record to the scratch
+ * buffer, since LMDB may move or free the source page while writing:
+ * O(record bytes), on slow paths only. The scratch buffer is kept, at the
+ * size of the largest record moved. store_delayed_counts walks the whole
+ * delayed database, once at open.
+ */
+#include "store.h"
+
+#include <inttypes.h>
+#include <lmdb.h>
+#include <string.h>
+
+#include "log.h"
+#include "rec.h"
+#include "store_int.h"
+
+/* ---- messages ---- */
+
+int store_append(store *s, const store_rec *rec, uint64_t *key)
+{
+    unsigned char kb[8];
+    MDB_val k, v = {0, NULL};
+    int err = rec_size(rec, &v.mv_size);
+    if (err == SL_OK)
+        err = store_txn_level(s, rec->level);
+    if (err != SL_OK)
+        return err;
+    uint64_t next = s->last_key[rec->level] + 1;
+    key_u64(&k, kb, next);
+    err = store_mdb_put(s, s->q[rec->level], &k, &v, MDB_APPEND | MDB_RESERVE);
+    if (err != SL_OK)
+        return err;
+    rec_encode(rec, v.mv_data, v.mv_size);
+    s->last_key[rec->level] = next;
+    if (s->used_bytes) /* until the next measure, count what is added */
+        s->used_bytes += v.mv_size + 16;
+    *key = next;
+    return store_aux_ttl_note(s, rec, rec->level, next);
+}
+
+int store_get(store *s, unsigned level, uint64_t key, store_rec *out)
+{
+    int err = store_txn_level(s, level);
+    return err != SL_OK ? err : store_mdb_get(s, s->q[level], key, out, NULL, 0);
+}
+
+int store_seek(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *out)
+{
+    unsigned char kb[8];
+    MDB_val k, v;
+    int err = store_txn_level(s, level);
+    if (err != SL_OK)
+        return err;
+    key_u64(&k, kb, from);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, NULL);
+    if (err != SL_OK)
+        return err;
+    *key = get_be64(k.mv_data);
+    return store_decode(s, s->q[level], &v, *key, out);
+}
+
+int store_del(store *s, unsigned level, uint64_t key)
+{
+    int err = store_txn_level(s, level);
+    return err != SL_OK ? err : store_mdb_del(s, s->q[level], key);
+}
+
+int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt)
+{
+    unsigned char kb[8];
+    MDB_val k, copy;
+    store_rec rec;
+    int err = store_txn_level(s, level);
+    if (err == SL_OK)
+        err = store_mdb_get(s, s->q[level], key, &rec, &copy, 0);
+    if (err != SL_OK)
+        return err;
+    rec_set_attempt(copy.mv_data, copy.mv_size, attempt);
+    key_u64(&k, kb, key);
+    return store_mdb_put(s, s->q[level], &k, &copy, 0);
+}
+
+int store_bury(store *s, unsigned level, uint64_t key, const char *reason, uint64_t died_ns)
+{
+    unsigned char kb[8];
+    MDB_val k, copy;
+    store_rec rec;
+    size_t reason_len = reason ? strnlen(reason, STORE_MAX_REASON) : 0;
+    int err = store_txn_level(s, level);
+    if (err == SL_OK)
+        err = store_mdb_get(s, s->q[level], key, &rec, &copy, rec_tail_bytes(reason_len));
+    if (err == SL_OK)
+        err = store_mdb_del(s, s->q[level], key);
+    if (err != SL_OK)
+        return err;
+    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns);
+    key_u64(&k, kb, rec.id);
+    return store_mdb_put(s, s->dead[level], &k, &copy, MDB_NOOVERWRITE);
+}
+
+int store_dead_get(store *s, unsigned level, uint64_t id, store_rec *out)
+{
+    int err = store_txn_level(s, level);
+    return err != SL_OK ? err : store_mdb_get(s, s->dead[level], id, out, NULL, 0);
+}
+
+uint64_t store_dead_count(store *s, unsigned level)
+{
+    uint64_t n = 0;
+    if (store_txn_level(s, level) == SL_OK)
+        store_entries(s, s->dead[level], &n);
+    return n;
+}
+
+/* ---- delayed messages ---- */
+
+int store_delay(store *s, unsigned level, uint64_t key, uint64_t due_ns)
+{
+    unsigned char kb[16];
+    MDB_val k = {sizeof kb, kb}, copy;
+    store_rec rec;
+    int err = store_txn_level(s, level);
+    if (err == SL_OK)
+        err = store_mdb_get(s, s->q[level], key, &rec, &copy, 0);
+    if (err == SL_OK)
+        err = store_mdb_del(s, s->q[level], key);
+    if (err != SL_OK)
+        return err;
+    put_be64(kb, due_ns);
+    put_be64(kb + 8, rec.id);
+    err = store_mdb_put(s, s->delayed, &k, &copy, MDB_NOOVERWRITE);
+    return err == SL_OK ? store_aux_ttl_note(s, &rec, STORE_TTL_DELAYED, due_ns) : err;
+}
+
+int store_delayed_first(store *s, uint64_t *due_ns)
+{
+    MDB_val k, v;
+    int err = store_txn_need(s);
+    if (err == SL_OK)
+        err = store_cursor_at(s, s->delayed, MDB_FIRST, &k, &v, NULL);
+    if (err == SL_OK)
+        *due_ns = get_be64(k.mv_data);
+    return err;
+}
+
+int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *key_out)
+{
+    unsigned char kb[8];
+    MDB_cursor *cur = NULL;
+    MDB_val k, v, copy;
+    store_rec rec;
+    uint64_t key;
+    int err = store_txn_need(s);
+    if (err == SL_OK)
+        err = store_cursor_at(s, s->delayed, MDB_FIRST, &k, &v, &cur);
+    if (err != SL_OK)
+        return err;
+    if (get_be64(k.mv_data) > now_ns)
+        err = SL_ENOTFOUND;
+    if (err == SL_OK)
+        err = store_scratch_copy(s, &v, 0, &copy);
+    if (err == SL_OK)
+        err = store_decode(s, s->delayed, &copy, get_be64((const unsigned char *)k.mv_data + 8), &rec);
+    if (err == SL_OK && rec.level >= s->levels) {
+        log_error("store", "delayed message %" PRIu64 " belongs to level %u of %u", rec.id, rec.level,
+                  s->levels);
+        err = SL_ECORRUPT;
+    }
+    if (err != SL_OK)
+        goto cursor_close;
+    int rc = mdb_cursor_del(cur, 0);
+    if (rc != MDB_SUCCESS) {
+        err = store_fail(s, rc, "delete delayed message %" PRIu64, rec.id);
+        goto cursor_close;
+    }
+    s->dirty = 1;
+    /* Back at the head: before the first key, or past the last if empty. */
+    err = store_edge_key(s, rec.level, MDB_FIRST, &key);
+    if (err == SL_OK) {
+        SL_ASSERT(key > 0); /* would take 2^63 head inserts */
+        key--;
+    } else if (err == SL_ENOTFOUND) {
+        key = ++s->last_key[rec.level];
+        err = SL_OK;
+    }
+    if (err != SL_OK)
+        goto cursor_close;
+    key_u64(&k, kb, key);
+    err = store_mdb_put(s, s->q[rec.level], &k, &copy, MDB_NOOVERWRITE);
+    if (err == SL_OK)
+        err = store_aux_ttl_note(s, &rec, rec.level, key);
+    if (err == SL_OK) {
+        *level_out = rec.level;
+        *key_out = key;
+    }
+cursor_close:
+    mdb_cursor_close(cur);
+    return err;
+}
+
+void store_delayed_counts(store *s, uint64_t *counts)
+{
+    uint64_t all[PROTO_MAX_LEVELS] = {0};
+    if (store_txn_need(s) == SL_OK)
+        store_delayed_scan(s, all);
+    memcpy(counts, all, s->levels * sizeof counts[0]);
+}
