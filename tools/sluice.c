@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "cli_admin.h"
+#include "cli_bench.h"
 #include "cli_consume.h"
 #include "cli_core.h"
 #include "cli_sink.h"
@@ -133,6 +134,12 @@ static const char help_text[] =
 "                           \"cost=N \" after them when the cost is not 1\n"
 "      --idle-exit MS       exit once no message has arrived or been in\n"
 "                           progress for MS milliseconds\n"
+"\n"
+"  sluice bench --scenario throttle-quiz|ingest|priorities [--out DIR] [--seconds S]\n"
+"      Run a load scenario against a broker and a throttled sink simulator that\n"
+"      it starts itself on this machine; write a per-second CSV and a PNG chart\n"
+"      (gnuplot) and print conformance, 429s and utilisation. See\n"
+"      'sluice bench --help'.\n"
 "\n"
 "  sluice stats [--json]\n"
 "      Show each level's depth, in-flight, delayed and dead-letter counts, the\n"
@@ -571,7 +578,7 @@ int main(int argc, char **argv)
     static const cli_core_command commands[] = {
         {"send", cmd_send},       {"consume", cli_consume_main}, {"stats", cmd_stats},
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
-        {"sink", cli_sink_main},  {"help", cmd_help},
+        {"sink", cli_sink_main},  {"bench", cli_bench_main},     {"help", cmd_help},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,

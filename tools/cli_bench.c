@@ -1,0 +1,264 @@
+/*
+ * cli_bench.c - `sluice bench --scenario NAME`: the command, and the ground
+ * its scenario files share.
+ *
+ * A scenario runs end to end on this machine and nowhere else: it starts
+ * its own broker on an ipc:// endpoint in a temporary directory and its own
+ * throttled sink (sluice-sink) on a free 127.0.0.1 port, so the global -b
+ * is not used. The programs are the ones next to the running executable
+ * (/proc/self/exe), so a build tree's bench runs that tree's broker.
+ * Output goes to a directory (default ./bench-out/NAME): the CSV, the
+ * gnuplot script and PNG, and the log of every process; the summary goes to
+ * stdout, progress to stderr.
+ *
+ * This file parses the options, resolves the directories, catches SIGINT
+ * and SIGTERM (the stop flag: every loop of every scenario looks at it, and
+ * the scenario then stops what it started and still reports what it has)
+ * and hands over to the scenario: cli_bench_quiz.c (throttle-quiz,
+ * priorities) or cli_bench_ingest.c (ingest).
+ */
+#include "cli_bench.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_bench_ingest.h"
+#include "cli_bench_proc.h"
+#include "cli_bench_quiz.h"
+#include "cli_text.h"
+
+#define BURST_MAX      100000 /* --sink-burst, --broker-burst */
+#define SLEEP_SLICE_NS (100 * CLI_BENCH_NS_PER_MS) /* how often a sleeper looks at the stop flag */
+
+enum { OPT_SCENARIO = 256, OPT_OUT, OPT_SECONDS, OPT_SEED, OPT_INPROC, OPT_SINK_BURST, OPT_BROKER_BURST };
+
+static const char help_text[] =
+"Usage: sluice bench --scenario NAME [--out DIR] [--seconds S] [--seed N] [--inproc]\n"
+"                    [--sink-burst B] [--broker-burst B]\n"
+"\n"
+"Run a load scenario end to end on this machine: start a broker (sluiced,\n"
+"on an ipc:// endpoint in a temporary directory) and a throttled sink\n"
+"(sluice-sink, on a free 127.0.0.1 port, logging every request), set the\n"
+"broker's sink limits, start consumers that POST each message to the sink\n"
+"(sluice consume --post), publish from producer threads, and record what\n"
+"happens. Writes a CSV row per second, a chart (PNG, drawn by gnuplot) and\n"
+"the logs to the output directory, and prints a summary.\n"
+"\n"
+"Scenarios:\n"
+"  throttle-quiz  sink at 500/s (gcra), broker sink rate 500/s. 30 producers\n"
+"                 each publish then sleep 0-99 ms (about 600/s), plus a 2 s\n"
+"                 burst at 500/s every 17 s, and 3 s of silence every 21 s;\n"
+"                 120 s, then the backlog drains. CSV columns: Second,\n"
+"                 TotalRequests, SuccessRequests, FailRequests,\n"
+"                 ExecutedRequests, AverageExecuteTime (ms, publish to the\n"
+"                 sink's 200), Sink429, Backlog.\n"
+"  priorities     throttle-quiz with the bursts on level 0, the steady load\n"
+"                 on level 1 and a trickle of 5/s on level 2; adds per-level\n"
+"                 executed and backlog columns.\n"
+"  ingest         10,000 records of cost 10 into a sink allowing 20,000\n"
+"                 units/s (2,000 requests/s): checks every record arrives\n"
+"                 exactly once, none is throttled, and the broker's ETA;\n"
+"                 then a naive retry loop (4 threads POSTing directly,\n"
+"                 retrying at once on 429) for comparison.\n"
+"\n"
+"Options:\n"
+"  --scenario NAME  throttle-quiz, priorities or ingest\n"
+"  --out DIR        output directory, created if needed (default\n"
+"                   ./bench-out/NAME); earlier results in it are replaced\n"
+"  --seconds S      length of the load, 1 to 3600 (default 120); for\n"
+"                   ingest, the most each half may take (default 60)\n"
+"  --seed N         seed of the producers' random sleeps (default: the time;\n"
+"                   printed)\n"
+"  --inproc         consumers as threads in this process, with a minimal\n"
+"                   HTTP client, instead of sluice consume --post processes\n"
+"                   (the default when this sluice has no consume --post)\n"
+"  --sink-burst B   the sink simulator's bucket depth, in requests (default:\n"
+"                   20 for throttle-quiz and priorities, 50 for ingest)\n"
+"  --broker-burst B the broker's sink burst, in messages (default 1: evenly\n"
+"                   spaced requests)\n"
+"\n"
+"Charts need gnuplot (make deps installs it). Exit status: 0 when the run\n"
+"finished and its checks passed, 1 when a check failed or something could\n"
+"not be started, stopped or written, 2 for a usage error.\n";
+
+static atomic_int stop_signal;
+
+static void on_signal(int sig)
+{
+    atomic_store(&stop_signal, sig);
+}
+
+bool cli_bench_stopping(void)
+{
+    return atomic_load(&stop_signal) != 0;
+}
+
+int64_t cli_bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * CLI_BENCH_NS_PER_S + ts.tv_nsec;
+}
+
+void cli_bench_sleep_until(int64_t deadline_ns)
+{
+    for (int i = 0; i < 1000000 && !cli_bench_stopping(); i++) {
+        int64_t now = cli_bench_now_ns();
+        if (now >= deadline_ns)
+            return;
+        int64_t until = deadline_ns - now > SLEEP_SLICE_NS ? now + SLEEP_SLICE_NS : deadline_ns;
+        struct timespec ts = {.tv_sec = (time_t)(until / CLI_BENCH_NS_PER_S),
+                              .tv_nsec = (long)(until % CLI_BENCH_NS_PER_S)};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+    }
+}
+
+int cli_bench_fail(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cli_text_say("bench", "%s", msg);
+    return -1;
+}
+
+void cli_bench_note(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "# %s\n", msg);
+}
+
+static void signals_catch(void)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+}
+
+typedef int (*scenario_fn)(const cli_bench_opts *o);
+
+static int run_quiz(const cli_bench_opts *o)
+{
+    return cli_bench_quiz_run(o, false);
+}
+
+static int run_priorities(const cli_bench_opts *o)
+{
+    return cli_bench_quiz_run(o, true);
+}
+
+static const struct {
+    const char *name;
+    scenario_fn fn;
+} scenarios[] = {
+    {"throttle-quiz", run_quiz},
+    {"priorities", run_priorities},
+    {"ingest", cli_bench_ingest_run},
+};
+
+/* binaries_check makes sure the programs a scenario runs are there. */
+static int binaries_check(const cli_bench_opts *o)
+{
+    static const char *const names[] = {"sluiced", "sluice-sink", "sluice"};
+    char path[CLI_BENCH_PATH_BYTES + 32];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->bin, names[i]);
+        if (access(path, X_OK) != 0)
+            return cli_bench_fail("%s is missing: the bench runs the programs next to itself "
+                                  "(build them with make)",
+                                  path);
+    }
+    return 0;
+}
+
+int cli_bench_main(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"scenario", required_argument, NULL, OPT_SCENARIO},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"seconds", required_argument, NULL, OPT_SECONDS},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"inproc", no_argument, NULL, OPT_INPROC},
+        {"sink-burst", required_argument, NULL, OPT_SINK_BURST},
+        {"broker-burst", required_argument, NULL, OPT_BROKER_BURST},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    (void)g;
+    cli_bench_opts o = {.seed = (unsigned)time(NULL)};
+    const char *out = NULL;
+    long v;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case OPT_SCENARIO: o.scenario = optarg; break;
+        case OPT_OUT: out = optarg; break;
+        case OPT_SECONDS:
+            if (!cli_text_number_parse(optarg, 1, CLI_BENCH_MAX_SECONDS, &v))
+                return cli_text_usage_error(cmd, "bad --seconds '%s' (expected 1 to %d)", optarg,
+                                            CLI_BENCH_MAX_SECONDS);
+            o.seconds = (int)v;
+            break;
+        case OPT_SEED:
+            if (!cli_text_number_parse(optarg, 0, UINT_MAX, &v))
+                return cli_text_usage_error(cmd, "bad --seed '%s' (expected 0 to %u)", optarg,
+                                            UINT_MAX);
+            o.seed = (unsigned)v;
+            break;
+        case OPT_INPROC: o.inproc = true; break;
+        case OPT_SINK_BURST:
+        case OPT_BROKER_BURST:
+            if (!cli_text_number_parse(optarg, 1, BURST_MAX, &v))
+                return cli_text_usage_error(cmd, "bad --%s '%s' (expected 1 to %d)",
+                                            ch == OPT_SINK_BURST ? "sink-burst" : "broker-burst",
+                                            optarg, BURST_MAX);
+            *(ch == OPT_SINK_BURST ? &o.sink_burst : &o.broker_burst) = (uint32_t)v;
+            break;
+        case 'h': fputs(help_text, stdout); return cli_core_output_done(cmd);
+        default: return cli_text_option_error(cmd, ch, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!o.scenario)
+        return cli_text_usage_error(cmd, "--scenario is required (throttle-quiz, priorities or ingest)");
+    size_t which = 0, n = sizeof scenarios / sizeof scenarios[0];
+    while (which < n && strcmp(scenarios[which].name, o.scenario) != 0)
+        which++;
+    if (which == n)
+        return cli_text_usage_error(cmd, "no scenario '%s' (throttle-quiz, priorities or ingest)",
+                                    o.scenario);
+    int len = out ? snprintf(o.out, sizeof o.out, "%s", out)
+                  : snprintf(o.out, sizeof o.out, "bench-out/%s", o.scenario);
+    if (len <= 0 || len >= (int)sizeof o.out - 64)
+        return cli_text_usage_error(cmd, "--out is too long (at most %zu bytes)", sizeof o.out - 64);
+    if (cli_bench_proc_exe_dir(o.bin, sizeof o.bin) != 0 || binaries_check(&o) != 0 ||
+        cli_bench_proc_mkdirs(o.out) != 0)
+        return CLI_TEXT_EXIT_FAILURE;
+    signals_catch();
+    int rc = scenarios[which].fn(&o);
+    fflush(stdout);
+    if (cli_bench_stopping()) {
+        cli_bench_fail("interrupted");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    return rc == 0 ? 0 : CLI_TEXT_EXIT_FAILURE;
+}
