@@ -515,7 +515,9 @@ void bk_level_apply(bk *b, unsigned level)
 {
     queue_level *lv = &b->q.lv[level];
     rl_set(&lv->ceiling, lv->max_rate_milli, lv->burst, b->mono_ns);
-    rl_set(&lv->guarantee, lv->min_rate_milli, 1, b->mono_ns);
+    /* burst 2: a guaranteed pick waits for the sink's next slot, and a
+     * burst of 1 could never make that wait up; a floor may run ahead */
+    rl_set(&lv->guarantee, lv->min_rate_milli, 2, b->mono_ns);
 }
 
 uint64_t bk_eta_ms(const bk *b, unsigned level)
