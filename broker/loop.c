@@ -84,6 +84,8 @@ static int wait_input(void *sock, uint64_t timeout_ns)
     size_t fd_len = sizeof fd, ev_len = sizeof events;
     if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
         zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0) {
+        if (zmq_errno() == EINTR)
+            return 0; /* a signal: the loop looks at its flag and comes back */
         log_error("loop", "cannot read the socket's state: %s", zmq_strerror(zmq_errno()));
         return -1;
     }

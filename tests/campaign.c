@@ -129,6 +129,10 @@ static int answer(campaign_pub *p, const sl_confirm *cf)
             p->confirmed++;
             return 1;
         }
+        /* a lost connection, a timeout or a failed commit leave the outcome
+         * unknown: the message stays "attempted", neither kept nor refused */
+        if (cf->err == SL_ECONNECT || cf->err == SL_ETIMEDOUT || cf->err == SL_EIO)
+            return 0;
         history_reject(p->h, msg, cf->err);
         p->rejected++;
         return 0;
