@@ -122,6 +122,9 @@ $(BIN)/sluice-sink: $(call obj,tools/sluice-sink.c $(wildcard tools/sink_*.c))
 # test_sink also links the sink's limiters (pure; no libmicrohttpd).
 $(BUILD)/tests/test_sink: $(call obj,tools/sink_limit.c)
 
+# The client library's own tests also link the scripted fake broker.
+$(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,tests/th_fake.c)
+
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/test_history: $(call obj,tests/history.c)
 

@@ -1,25 +1,64 @@
 /*
- * harness.c - start, stop and kill real sluiced processes for tests.
+ * harness.c - the processes, clients and fakes the tests run against.
  *
- * Readiness: the broker is started with --ready-fd pointing at a pipe and
- * writes "READY\n" once it serves; the harness polls that pipe with a
- * deadline. Every process started here is stopped by its PID: a test that
- * fails half-way (cmocka jumps out of it) leaves its broker registered, and
- * an exit handler kills and reaps every broker still registered.
+ * Real programs: sluiced (th_broker) and sluice-sink (th_sink) are started
+ * with --ready-fd pointing at a pipe and write "READY\n" once they serve;
+ * the harness polls that pipe with a deadline. Every process started here is
+ * stopped by its PID: a test that fails half-way (cmocka jumps out of it)
+ * leaves its process registered, and an exit handler kills and reaps every
+ * one still registered (up to MAX_LIVE at once). A sink also gets
+ * PR_SET_PDEATHSIG, so a program killed by its alarm leaves none behind.
+ *
+ * Clients: th_client and th_fixture give the end-to-end tests one way to
+ * connect (5 s timeout, 200 ms heartbeat) and one way to end a test (the
+ * broker must exit cleanly on SIGTERM). Connecting is asynchronous in
+ * ZeroMQ, so a failed sl_connect is a broken harness and aborts; a broker
+ * that does not start, or does not stop cleanly, is a test's failure and is
+ * returned for the test to assert on.
+ *
+ * The fake broker (th_fake) is a ROUTER socket and one thread per test that
+ * decodes with proto/, records scalars into a fixed array (published through
+ * an atomic count) and calls the test's handler; handlers answer through
+ * th_fake_send and friends. Those run on the fake's thread, where a cmocka
+ * assertion cannot jump back to the test, so a message that does not encode
+ * aborts instead.
+ *
+ * Costs: every wait polls (2 ms for processes, 20 ms for the fake's socket);
+ * the fake handles one peer, the last one that spoke.
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zmq.h>
+
+unsigned th_timeout_s = 60;
+
+/* fatal prints what broke and aborts: for failures of the harness itself. */
+void th_fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("harness: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    abort();
+}
 
 #define MAX_LIVE 64
 static pid_t live[MAX_LIVE];
@@ -90,6 +129,44 @@ void th_rmrf(const char *path)
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+size_t th_read_file(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return n;
+}
+
+int th_timeout_arm(void **state)
+{
+    (void)state;
+    alarm(th_timeout_s);
+    return 0;
+}
+
+int th_timeout_disarm(void **state)
+{
+    (void)state;
+    alarm(0);
+    return 0;
+}
+
+/* ready_line waits up to 20 s for the READY line on fd and reads it into buf
+ * (zeroed by the caller). Returns what read returned, or -1. */
+static ssize_t ready_line(int fd, char *buf, size_t len)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll(&pfd, 1, 20000) != 1)
+        return -1;
+    return read(fd, buf, len - 1);
+}
+
+/* ---- real brokers ---- */
+
 int th_broker_init(th_broker *b, const char *const *extra)
 {
     memset(b, 0, sizeof *b);
@@ -152,9 +229,7 @@ int th_broker_start(th_broker *b)
     b->pid = pid;
     track(pid, 1);
     char buf[16] = {0};
-    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-    int ok = poll(&pfd, 1, 20000) == 1 && read(p[0], buf, sizeof buf - 1) >= 5 &&
-             strncmp(buf, "READY", 5) == 0;
+    int ok = ready_line(p[0], buf, sizeof buf) >= 5 && strncmp(buf, "READY", 5) == 0;
     close(p[0]);
     if (!ok) {
         fprintf(stderr, "harness: sluiced did not become ready\n");
@@ -227,6 +302,115 @@ void th_broker_fini(th_broker *b)
     b->dir[0] = '\0';
 }
 
+/* broker_up inits and starts b; on failure nothing is left behind. */
+static int broker_up(th_broker *b, const char *const *extra)
+{
+    if (th_broker_init(b, extra) != 0) {
+        fprintf(stderr, "harness: cannot make a temporary directory: %s\n", strerror(errno));
+        return -1;
+    }
+    if (th_broker_start(b) != 0) {
+        th_broker_fini(b);
+        return -1;
+    }
+    return 0;
+}
+
+int th_broker_new(const char *const *extra, th_broker **out)
+{
+    th_broker *b = calloc(1, sizeof *b);
+    *out = NULL;
+    if (!b)
+        return -1;
+    if (broker_up(b, extra) != 0) {
+        free(b);
+        return -1;
+    }
+    *out = b;
+    return 0;
+}
+
+int th_broker_destroy(th_broker **bp)
+{
+    if (!bp || !*bp)
+        return -1;
+    int status = th_broker_stop(*bp);
+    th_broker_fini(*bp);
+    free(*bp);
+    *bp = NULL;
+    return status;
+}
+
+/* ---- clients and the end-to-end fixture ---- */
+
+sl_client *th_client(const th_broker *b, int timeout_ms)
+{
+    sl_client *c = NULL;
+    sl_options o = {.timeout_ms = timeout_ms, .heartbeat_ms = 200};
+    int rc = sl_connect(b->endpoint, &o, &c);
+    if (rc != SL_OK)
+        th_fatal("sl_connect(%s): %s", b->endpoint, sl_errname(rc));
+    return c;
+}
+
+int th_fixture_start(const char *const *extra, th_fixture **out)
+{
+    th_fixture *f = calloc(1, sizeof *f);
+    *out = NULL;
+    if (!f)
+        return -1;
+    if (broker_up(&f->b, extra) != 0) {
+        free(f);
+        return -1;
+    }
+    f->c = th_client(&f->b, 5000);
+    *out = f;
+    return 0;
+}
+
+int th_fixture_finish(th_fixture **fp)
+{
+    if (!fp || !*fp)
+        return -1;
+    th_fixture *f = *fp;
+    sl_close(&f->c);
+    int status = th_broker_stop(&f->b);
+    th_broker_fini(&f->b);
+    free(f);
+    *fp = NULL;
+    return status;
+}
+
+/* put_failed says which publish of th_put_many failed, and how. */
+static int put_failed(sl_client *c, const char *what, unsigned i, unsigned n, int rc)
+{
+    fprintf(stderr, "harness: th_put_many: %s after %u of %u sent: %s: %s\n", what, i + 1, n,
+            sl_errname(rc), sl_last_error(c));
+    return rc;
+}
+
+int th_put_many(sl_client *c, int level, unsigned n, uint32_t cost)
+{
+    for (unsigned i = 0; i < n; i++) {
+        sl_put m = {.body = "m", .body_len = 1, .level = level, .cost = cost};
+        int rc = sl_send_async(c, &m, NULL);
+        if (rc != SL_OK)
+            return put_failed(c, "sl_send_async", i, n, rc);
+        if (sl_send_pending(c) >= 200 || i + 1 == n)
+            while (sl_send_pending(c)) {
+                sl_confirm cf;
+                rc = sl_send_wait(c, 5000, &cf);
+                if (rc != SL_OK)
+                    return put_failed(c, "sl_send_wait", i, n, rc);
+                if (cf.err != SL_OK)
+                    return put_failed(c, "a confirmation", i, n, cf.err);
+            }
+    }
+    return SL_OK;
+}
+
+/* ---- other programs ---- */
+
 int th_run(const char *const *argv, const char *in_text, char *out, size_t out_len)
 {
     int in[2], outp[2], status = 0;
@@ -279,4 +463,106 @@ int th_run(const char *const *argv, const char *in_text, char *out, size_t out_l
         return -1;
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ---- sluice-sink ---- */
+
+int th_sink_start(th_sink *s, const char *dir, const char *const *extra)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->log, sizeof s->log, "%s/requests.log", dir);
+    snprintf(s->out, sizeof s->out, "%s/sink.out", dir);
+    snprintf(s->err, sizeof s->err, "%s/sink.err", dir);
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0)
+        return -1;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(ready[0]);
+        close(ready[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        const char *argv[32];
+        char fdarg[16];
+        int n = 0, wfd = dup(ready[1]); /* dup drops O_CLOEXEC */
+        snprintf(fdarg, sizeof fdarg, "%d", wfd);
+        int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(s->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+            _exit(127);
+        argv[n++] = th_bin("sluice-sink");
+        argv[n++] = "--listen";
+        argv[n++] = "127.0.0.1:0";
+        argv[n++] = "--log";
+        argv[n++] = s->log;
+        argv[n++] = "--ready-fd";
+        argv[n++] = fdarg;
+        for (int i = 0; extra && extra[i] && n < 31; i++)
+            argv[n++] = extra[i];
+        argv[n] = NULL;
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(ready[1]);
+    s->pid = pid;
+    track(pid, 1);
+    char buf[16] = {0};
+    int ok = ready_line(ready[0], buf, sizeof buf) == 6 && strcmp(buf, "READY\n") == 0;
+    close(ready[0]);
+    char err_text[4096];
+    th_read_file(s->err, err_text, sizeof err_text);
+    static const char at_text[] = "listening on http://127.0.0.1:";
+    const char *at = strstr(err_text, at_text);
+    unsigned long port = at ? strtoul(at + strlen(at_text), NULL, 10) : 0;
+    if (!ok || port == 0 || port >= 65536) {
+        fprintf(stderr, "harness: sluice-sink %s; its stderr:\n%s\n",
+                ok ? "said no port" : "did not become ready", err_text);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        track(pid, 0);
+        s->pid = 0;
+        return -1;
+    }
+    s->port = (uint16_t)port;
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%u/orders", (unsigned)s->port);
+    return 0;
+}
+
+int th_sink_stop(th_sink *s)
+{
+    int status = 0;
+    if (s->pid <= 0)
+        return -1;
+    kill(s->pid, SIGTERM);
+    int stopped = wait_for(s->pid, 20000, &status) == 0;
+    if (!stopped) {
+        fprintf(stderr, "harness: sluice-sink did not stop on SIGTERM; killing it\n");
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+    }
+    track(s->pid, 0);
+    s->pid = 0;
+    return stopped && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int th_loopback_socket(bool listening, uint16_t *port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t alen = sizeof a;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) != 0 || (listening && listen(fd, 8) != 0)) {
+        fprintf(stderr, "harness: a loopback socket: %s\n", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
 }

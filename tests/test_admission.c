@@ -18,36 +18,6 @@
 #include "harness.h"
 #include "sluice.h"
 
-typedef struct fixture {
-    th_broker b;
-    sl_client *c;
-} fixture;
-
-static sl_client *client_for(const th_broker *b)
-{
-    sl_client *c = NULL;
-    sl_options o = {.timeout_ms = 5000, .heartbeat_ms = 200};
-    assert_int_equal(sl_connect(b->endpoint, &o, &c), SL_OK);
-    return c;
-}
-
-static fixture *start(const char *const *extra)
-{
-    fixture *f = calloc(1, sizeof *f);
-    assert_int_equal(th_broker_init(&f->b, extra), 0);
-    assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = client_for(&f->b);
-    return f;
-}
-
-static void finish(fixture *f)
-{
-    sl_close(&f->c);
-    assert_int_equal(th_broker_stop(&f->b), 0);
-    th_broker_fini(&f->b);
-    free(f);
-}
-
 /* publish sends one message and returns its confirmation. */
 static sl_confirm publish(sl_client *c, const sl_put *m)
 {
@@ -60,7 +30,8 @@ static sl_confirm publish(sl_client *c, const sl_put *m)
 static void idempotent_publish_survives_kill9(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     sl_put m = {.body = "charge card", .body_len = 11, .level = 0, .key = "order-17"};
     sl_confirm first = publish(f->c, &m);
     assert_int_equal(first.err, SL_OK);
@@ -68,7 +39,7 @@ static void idempotent_publish_survives_kill9(void **state)
     th_broker_kill9(&f->b); /* the key was committed with the message */
     sl_close(&f->c);
     assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = client_for(&f->b);
+    f->c = th_client(&f->b, 5000);
     m.body = "charge card again";
     m.body_len = strlen(m.body);
     sl_confirm again = publish(f->c, &m);
@@ -83,34 +54,36 @@ static void idempotent_publish_survives_kill9(void **state)
     assert_int_equal(st.level[0].depth, 1); /* stored once */
     m.key = "order-18";
     assert_false(publish(f->c, &m).duplicate);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void idempotency_window_ends(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--idem-window-ms", "300", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     sl_put m = {.body = "x", .body_len = 1, .level = 1, .key = "k"};
     sl_confirm a = publish(f->c, &m);
     usleep(600 * 1000);
     sl_confirm b = publish(f->c, &m);
     assert_false(b.duplicate);
     assert_true(b.id != a.id);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void delayed_publish_waits(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     sl_put m = {.body = "later", .body_len = 5, .level = 2, .delay_ms = 800};
     uint64_t t0 = th_now_ms();
     assert_int_equal(publish(f->c, &m).err, SL_OK);
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_true(st.level[2].delayed == 1 && st.level[2].depth == 0);
-    sl_client *c = client_for(&f->b);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = NULL;
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
@@ -119,13 +92,14 @@ static void delayed_publish_waits(void **state)
     assert_int_equal(sl_ack(c, d), SL_OK);
     sl_delivery_free(&d);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void expired_messages_become_dead_letters_wherever_they_wait(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     sl_put a = {.body = "a", .body_len = 1, .level = 1};
     sl_put b = {.body = "b", .body_len = 1, .level = 1, .ttl_ms = 300};
     sl_put late = {.body = "late", .body_len = 4, .level = 1, .ttl_ms = 300, .delay_ms = 60000};
@@ -146,7 +120,7 @@ static void expired_messages_become_dead_letters_wherever_they_wait(void **state
     assert_int_equal(sl_explain(f->c, mid, &ex), SL_OK);
     assert_string_equal(ex.state, "dead");
     assert_non_null(strstr(ex.why, "time to live"));
-    sl_client *c = client_for(&f->b);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     for (int i = 0; i < 2; i++) {
         sl_delivery *d = NULL;
@@ -156,14 +130,15 @@ static void expired_messages_become_dead_letters_wherever_they_wait(void **state
         sl_delivery_free(&d);
     }
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void full_level_refuses_and_keeps_what_it_has(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--level-max-messages", "5", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     sl_put m = {.body = "m", .body_len = 1, .level = 1};
     for (int i = 0; i < 5; i++)
         assert_int_equal(sl_send(f->c, &m, NULL), SL_OK);
@@ -171,7 +146,7 @@ static void full_level_refuses_and_keeps_what_it_has(void **state)
     assert_non_null(strstr(sl_last_error(f->c), "full"));
     m.level = 0;
     assert_int_equal(sl_send(f->c, &m, NULL), SL_OK); /* other levels are not full */
-    sl_client *c = client_for(&f->b);
+    sl_client *c = th_client(&f->b, 5000);
     unsigned one = 1;
     assert_int_equal(sl_subscribe(c, NULL, &one, 1, 1), SL_OK);
     sl_delivery *d = NULL;
@@ -188,14 +163,15 @@ static void full_level_refuses_and_keeps_what_it_has(void **state)
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_int_equal(st.level[1].depth + st.level[1].inflight, 5); /* nothing was dropped */
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void soft_limit_refuses_then_admission_resumes(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--map-size-mb", "2", "--map-max-mb", "2", "--max-body", "8192", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     char *body = calloc(1, 4000);
     memset(body, 'x', 3999);
     sl_put m = {.body = body, .body_len = 3999, .level = 1};
@@ -207,7 +183,7 @@ static void soft_limit_refuses_then_admission_resumes(void **state)
     fprintf(stderr, "# 2 MiB map: %d messages of 4 KB admitted before SL_ENOSPC\n", sent);
     assert_int_equal(rc, SL_ENOSPC);
     assert_true(sent > 100);
-    sl_client *c = client_for(&f->b);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 32), SL_OK);
     sl_delivery *d = NULL;
     int drained = 0;
@@ -226,14 +202,15 @@ static void soft_limit_refuses_then_admission_resumes(void **state)
     assert_int_equal(rc, SL_OK); /* admission resumed by itself */
     free(body);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void map_grows_when_it_may(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--map-size-mb", "2", "--map-max-mb", "16", "--max-body", "8192", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     char *body = calloc(1, 4000);
     memset(body, 'y', 3999);
     sl_put m = {.body = body, .body_len = 3999, .level = 1};
@@ -246,18 +223,19 @@ static void map_grows_when_it_may(void **state)
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_int_equal(st.level[1].depth, 1500);
     free(body);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void one_consumer_holds_at_most_its_cap(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--consumer-max-inflight", "2", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     sl_put m = {.body = "m", .body_len = 1, .level = 1};
     for (int i = 0; i < 6; i++)
         assert_int_equal(sl_send(f->c, &m, NULL), SL_OK);
-    sl_client *c = client_for(&f->b);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 10), SL_OK);
     sl_delivery *d[3] = {0};
     assert_int_equal(sl_recv(c, 5000, &d[0]), SL_OK);
@@ -268,7 +246,7 @@ static void one_consumer_holds_at_most_its_cap(void **state)
     for (int i = 0; i < 3; i++)
         sl_delivery_free(&d[i]);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 int main(void)

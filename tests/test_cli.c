@@ -17,27 +17,13 @@
 
 #include "harness.h"
 
-static th_broker *start(const char *const *extra)
-{
-    th_broker *b = calloc(1, sizeof *b);
-    assert_int_equal(th_broker_init(b, extra), 0);
-    assert_int_equal(th_broker_start(b), 0);
-    return b;
-}
-
-static void stop(th_broker *b)
-{
-    assert_int_equal(th_broker_stop(b), 0);
-    th_broker_fini(b);
-    free(b);
-}
-
 static char out[1 << 16];
 
 static void send_prints_ids_in_input_order(void **state)
 {
     (void)state;
-    th_broker *b = start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     const char *argv[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "low", "-t", "batch", NULL};
     char in[4096] = "";
     for (int i = 0; i < 300; i++)
@@ -54,13 +40,14 @@ static void send_prints_ids_in_input_order(void **state)
     const char *args[] = {th_bin("sluice"), "-b", b->endpoint, "send", "one", "two", NULL};
     assert_int_equal(th_run(args, NULL, out, sizeof out), 0);
     assert_string_equal(out, "301\n302\n");
-    stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void consume_prints_bodies_and_acks(void **state)
 {
     (void)state;
-    th_broker *b = start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "2", "low one", NULL};
     assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
     const char *send_hi[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "high", "-t", "vip", "urgent", NULL};
@@ -73,14 +60,15 @@ static void consume_prints_bodies_and_acks(void **state)
     assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"name\":\"low\",\"depth\":0"));
     assert_non_null(strstr(out, "\"acked\":1"));
-    stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void exec_acks_on_zero_and_nacks_otherwise(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--max-attempts", "1", NULL};
-    th_broker *b = start(extra);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(extra, &b), 0);
     const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "good", "bad", NULL};
     assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
     /* the command fails for "bad": with one attempt allowed it becomes a dead letter */
@@ -94,13 +82,14 @@ static void exec_acks_on_zero_and_nacks_otherwise(void **state)
     assert_int_equal(th_run(json, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"name\":\"normal\",\"depth\":0,\"inflight\":0,\"delayed\":0,\"dead\":1"));
     assert_non_null(strstr(out, "\"acked\":1,\"nacked\":1"));
-    stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void metering_settings_and_throttled_exec(void **state)
 {
     (void)state;
-    th_broker *b = start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     const char *sink_set[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--rate", "50",
                               "--burst", "5", NULL};
     assert_int_equal(th_run(sink_set, NULL, out, sizeof out), 0);
@@ -133,13 +122,14 @@ static void metering_settings_and_throttled_exec(void **state)
     const char *stats[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--json", NULL};
     assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"throttled\":1,"));
-    stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void errors_have_documented_exit_codes(void **state)
 {
     (void)state;
-    th_broker *b = start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     const char *bad_level[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "urgent", "x", NULL};
     assert_int_equal(th_run(bad_level, NULL, out, sizeof out), 2);
     const char *bad_cmd[] = {th_bin("sluice"), "-b", b->endpoint, "frobnicate", NULL};
@@ -147,7 +137,7 @@ static void errors_have_documented_exit_codes(void **state)
     const char *help[] = {th_bin("sluice"), "--help", NULL};
     assert_int_equal(th_run(help, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "consume"));
-    stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
     /* nobody listening: exit 1, quickly */
     char ep[300];
     snprintf(ep, sizeof ep, "ipc:///tmp/sluice-nobody-%d.sock", (int)getpid());
@@ -190,14 +180,15 @@ static void config_file_sets_levels(void **state)
     fputs("[levels]\ncount = 4\nnames = now,soon,later,whenever\ndefault = later\n", f);
     fclose(f);
     const char *extra[] = {"--config", path, NULL};
-    th_broker *b = start(extra);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(extra, &b), 0);
     const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "x", NULL};
     assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
     const char *json[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--json", NULL};
     assert_int_equal(th_run(json, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"name\":\"whenever\""));
     assert_non_null(strstr(out, "\"name\":\"later\",\"depth\":1"));
-    stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
     th_rmrf(dir);
 }
 

@@ -20,38 +20,7 @@
 #include "harness.h"
 #include "sluice.h"
 
-typedef struct fixture {
-    th_broker b;
-    sl_client *c;
-} fixture;
-
-static fixture *start(const char *const *extra)
-{
-    fixture *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    assert_int_equal(th_broker_init(&f->b, extra), 0);
-    assert_int_equal(th_broker_start(&f->b), 0);
-    sl_options o = {.timeout_ms = 5000, .heartbeat_ms = 200};
-    assert_int_equal(sl_connect(f->b.endpoint, &o, &f->c), SL_OK);
-    return f;
-}
-
-static void finish(fixture *f)
-{
-    sl_close(&f->c);
-    assert_int_equal(th_broker_stop(&f->b), 0); /* clean exit, and no leaks under ASan */
-    th_broker_fini(&f->b);
-    free(f);
-}
-
-static sl_client *connect_to(fixture *f)
-{
-    sl_client *c = NULL;
-    sl_options o = {.timeout_ms = 5000, .heartbeat_ms = 200};
-    assert_int_equal(sl_connect(f->b.endpoint, &o, &c), SL_OK);
-    return c;
-}
-
+/* put publishes body synchronously and returns its id, which is never 0. */
 static uint64_t put(sl_client *c, int level, const char *body)
 {
     uint64_t id = 0;
@@ -75,7 +44,8 @@ static sl_delivery *recv_one(sl_client *c, int timeout_ms)
 static void priority_order_across_levels_fifo_within(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     char body[32];
     /* interleave levels 2, 1, 0 so that arrival order differs from priority */
     for (int i = 0; i < 30; i++) {
@@ -100,16 +70,17 @@ static void priority_order_across_levels_fifo_within(void **state)
     }
     sl_delivery *none = NULL;
     assert_int_equal(sl_recv(f->c, 200, &none), SL_ETIMEDOUT);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void subscription_limits_levels(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     put(f->c, 0, "high");
     put(f->c, 2, "low");
-    sl_client *low = connect_to(f);
+    sl_client *low = th_client(&f->b, 5000);
     unsigned lv = 2;
     assert_int_equal(sl_subscribe(low, "lowpool", &lv, 1, 4), SL_OK);
     sl_delivery *d = recv_one(low, 5000);
@@ -118,13 +89,14 @@ static void subscription_limits_levels(void **state)
     sl_delivery_free(&d);
     assert_int_equal(sl_recv(low, 300, &d), SL_ETIMEDOUT); /* "high" is not for it */
     sl_close(&low);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void levels_by_name_and_errors(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     unsigned count, level;
     const char *const *names;
     assert_int_equal(sl_levels(f->c, &count, &names), SL_OK);
@@ -144,14 +116,15 @@ static void levels_by_name_and_errors(void **state)
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_int_equal(st.level[1].depth, 1);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void lease_expiry_redelivers_and_old_token_is_stale(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--lease-ms", "300", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     uint64_t id = put(f->c, 1, "slow");
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 2), SL_OK);
     sl_delivery *first = recv_one(f->c, 5000);
@@ -171,14 +144,15 @@ static void lease_expiry_redelivers_and_old_token_is_stale(void **state)
     assert_true(st.level[1].expired == 1 && st.level[1].acked == 1 && st.level[1].depth == 0);
     sl_delivery_free(&first);
     sl_delivery_free(&second);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void touch_keeps_the_lease(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--lease-ms", "1000", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     put(f->c, 0, "long job");
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = recv_one(f->c, 5000);
@@ -194,14 +168,15 @@ static void touch_keeps_the_lease(void **state)
     fake.token ^= 0x5555;
     assert_int_equal(sl_touch(f->c, &fake, 0), SL_ESTALE);
     sl_delivery_free(&d);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void nack_requeues_at_head_then_dead_letters(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--max-attempts", "2", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     uint64_t poison = put(f->c, 1, "poison");
     put(f->c, 1, "fine");
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 1), SL_OK);
@@ -223,13 +198,14 @@ static void nack_requeues_at_head_then_dead_letters(void **state)
     assert_int_equal(st.level[1].dead, 1);
     assert_int_equal(st.level[1].nacked, 2);
     assert_int_equal(st.level[1].depth, 0);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void nack_with_delay_waits(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     put(f->c, 2, "later");
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = recv_one(f->c, 5000);
@@ -245,16 +221,17 @@ static void nack_with_delay_waits(void **state)
     assert_int_equal(d->attempt, 2);
     assert_int_equal(sl_ack(f->c, d), SL_OK);
     sl_delivery_free(&d);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void credit_bounds_unacknowledged_deliveries(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     for (int i = 0; i < 10; i++)
         put(f->c, 1, "m");
-    sl_client *c = connect_to(f);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 3), SL_OK);
     sl_delivery *d[4] = {0};
     for (int i = 0; i < 3; i++)
@@ -269,7 +246,7 @@ static void credit_bounds_unacknowledged_deliveries(void **state)
     for (int i = 0; i < 4; i++)
         sl_delivery_free(&d[i]);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 /* A consumer process that dies holding a delivery (no BYE): heartbeats
@@ -278,7 +255,8 @@ static void dead_consumer_returns_its_messages(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--heartbeat-ms", "200", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     uint64_t id = put(f->c, 0, "orphan");
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -293,7 +271,7 @@ static void dead_consumer_returns_its_messages(void **state)
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    sl_client *b = connect_to(f);
+    sl_client *b = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(b, NULL, NULL, 0, 1), SL_OK);
     uint64_t t0 = th_now_ms();
     sl_delivery *d = recv_one(b, 5000); /* well before the 30 s lease */
@@ -303,16 +281,17 @@ static void dead_consumer_returns_its_messages(void **state)
     assert_int_equal(sl_ack(b, d), SL_OK);
     sl_delivery_free(&d);
     sl_close(&b);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void bye_returns_deliveries_uncharged_and_limit_caps_credit(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     for (int i = 0; i < 5; i++)
         put(f->c, 1, "job");
-    sl_client *a = connect_to(f);
+    sl_client *a = th_client(&f->b, 5000);
     assert_int_equal(sl_set_limit(a, 2), SL_OK);
     assert_int_equal(sl_subscribe(a, NULL, NULL, 0, 4), SL_OK); /* window 4, capped at 2 */
     sl_delivery *d1 = recv_one(a, 5000), *d2 = recv_one(a, 5000), *d3 = NULL;
@@ -324,7 +303,7 @@ static void bye_returns_deliveries_uncharged_and_limit_caps_credit(void **state)
     assert_int_equal(st.consumers, 1); /* producers that only asked for levels do not count */
     assert_int_equal(st.level[1].inflight, 1);
     sl_close(&a); /* BYE with d2 unsettled */
-    sl_client *b = connect_to(f);
+    sl_client *b = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(b, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *again = recv_one(b, 5000);
     assert_true(again->id == d2->id);
@@ -334,16 +313,17 @@ static void bye_returns_deliveries_uncharged_and_limit_caps_credit(void **state)
     sl_delivery_free(&d1);
     sl_delivery_free(&d2);
     sl_close(&b);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void restart_keeps_confirmed_and_returns_inflight(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     uint64_t a = put(f->c, 0, "was in flight");
     uint64_t b = put(f->c, 0, "was waiting");
-    sl_client *c = connect_to(f);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = recv_one(c, 5000);
     assert_true(d->id == a);
@@ -352,7 +332,7 @@ static void restart_keeps_confirmed_and_returns_inflight(void **state)
     sl_close(&f->c);
     assert_int_equal(th_broker_stop(&f->b), 0);
     assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = connect_to(f);
+    f->c = th_client(&f->b, 5000);
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_int_equal(st.level[0].depth, 2);
@@ -368,7 +348,7 @@ static void restart_keeps_confirmed_and_returns_inflight(void **state)
     sl_delivery_free(&d);
     uint64_t c3 = put(f->c, 0, "after restart");
     assert_true(c3 > b); /* ids never repeat */
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 /* kill -9 in the middle of a pipelined publishing load: every confirmed
@@ -376,7 +356,8 @@ static void restart_keeps_confirmed_and_returns_inflight(void **state)
 static void kill9_loses_nothing_confirmed(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     enum { TOTAL = 20000, KILL_AT = 3000 };
     uint8_t *confirmed = calloc(TOTAL, 1);
     uint64_t *ticket_of = calloc(TOTAL, sizeof *ticket_of);
@@ -411,7 +392,7 @@ static void kill9_loses_nothing_confirmed(void **state)
     assert_true(killed);
     sl_close(&f->c);
     assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = connect_to(f);
+    f->c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 64), SL_OK);
     uint8_t *seen = calloc(TOTAL, 1);
     size_t delivered = 0;
@@ -435,7 +416,7 @@ static void kill9_loses_nothing_confirmed(void **state)
     free(confirmed);
     free(ticket_of);
     free(seen);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 /* Publishes in flight when the broker dies are not left pending forever:
@@ -443,7 +424,8 @@ static void kill9_loses_nothing_confirmed(void **state)
 static void pending_publishes_end_after_a_restart(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_levels(f->c, NULL, NULL), SL_OK); /* connected for real */
     kill(f->b.pid, SIGSTOP); /* frozen: what is sent now cannot be confirmed */
     for (int i = 0; i < 300; i++) {
@@ -466,7 +448,7 @@ static void pending_publishes_end_after_a_restart(void **state)
     assert_int_equal(sl_send_pending(f->c), 0);
     assert_int_equal(ok + lost_link, 300);
     assert_true(lost_link > 0);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 /* An acknowledgement is durable once its flush window has passed (default),
@@ -474,10 +456,11 @@ static void pending_publishes_end_after_a_restart(void **state)
  * bring the message back. */
 static void ack_survives_kill9(const char *const *extra, unsigned wait_ms)
 {
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     put(f->c, 0, "done once");
     put(f->c, 0, "still to do");
-    sl_client *c = connect_to(f);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = recv_one(c, 5000);
     assert_string_equal(d->body, "done once");
@@ -489,14 +472,14 @@ static void ack_survives_kill9(const char *const *extra, unsigned wait_ms)
     sl_close(&c);
     sl_close(&f->c);
     assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = connect_to(f);
+    f->c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 4), SL_OK);
     d = recv_one(f->c, 5000);
     assert_string_equal(d->body, "still to do");
     assert_int_equal(sl_ack(f->c, d), SL_OK);
     sl_delivery_free(&d);
     assert_int_equal(sl_recv(f->c, 300, &d), SL_ETIMEDOUT);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void ack_is_durable_after_its_flush_window(void **state)
@@ -545,7 +528,8 @@ static int error_code(const char *reply, int n)
 static void garbage_gets_typed_errors_and_broker_keeps_serving(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     void *ctx = zmq_ctx_new();
     void *s = zmq_socket(ctx, ZMQ_DEALER);
     int linger = 0;
@@ -596,20 +580,21 @@ static void garbage_gets_typed_errors_and_broker_keeps_serving(void **state)
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_int_equal(st.level[0].depth, 1);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void second_broker_on_same_data_is_refused(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     th_broker other;
     assert_int_equal(th_broker_init(&other, NULL), 0);
     strcpy(other.data, f->b.data);
     const char *argv[] = {th_bin("sluiced"), "--data", other.data, "--listen", other.endpoint, NULL};
     assert_int_equal(th_run(argv, NULL, NULL, 0), 2);
     th_broker_fini(&other);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 int main(void)

@@ -20,20 +20,14 @@
 
 enum { MAX_MSGS = 400 };
 
-static sl_client *client_for(const th_broker *b, int timeout_ms)
-{
-    sl_client *c = NULL;
-    sl_options o = {.timeout_ms = timeout_ms, .heartbeat_ms = 200};
-    assert_int_equal(sl_connect(b->endpoint, &o, &c), SL_OK);
-    return c;
-}
-
 /* run_fault publishes one message at a time into a broker running under
  * strace, which makes the syscalls in `trace` fail as `inject` says (strace
  * injects only into syscalls it traces), until a publish fails; then it
  * restarts the broker clean and checks that every confirmed message is
  * there. Each commit calls fdatasync twice: once for the data pages, once
- * for the meta page. */
+ * for the meta page. The broker is started by hand, not as a th_fixture: it
+ * runs under strace (b.wrap) first, then plain, and its clients have
+ * different timeouts. */
 static void run_fault(const char *trace, const char *inject, const char *what)
 {
     th_broker b;
@@ -42,7 +36,7 @@ static void run_fault(const char *trace, const char *inject, const char *what)
     for (int i = 0; wrap[i]; i++)
         b.wrap[i] = wrap[i];
     assert_int_equal(th_broker_start(&b), 0);
-    sl_client *c = client_for(&b, 2000);
+    sl_client *c = th_client(&b, 2000);
     uint8_t confirmed[MAX_MSGS] = {0};
     int sent = 0, rc = SL_OK, first_error = SL_OK;
     char body[32];
@@ -63,7 +57,7 @@ static void run_fault(const char *trace, const char *inject, const char *what)
     sl_close(&c);
     memset(b.wrap, 0, sizeof b.wrap);
     assert_int_equal(th_broker_start(&b), 0);
-    c = client_for(&b, 5000);
+    c = th_client(&b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 64), SL_OK);
     uint8_t seen[MAX_MSGS] = {0};
     sl_delivery *d = NULL;

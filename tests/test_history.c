@@ -23,22 +23,7 @@
 #include "history.h"
 #include "sluice_errors.h"
 
-#define TEST_TIMEOUT_S 60
 #define BODY_CAP 4096
-
-static int timeout_arm(void **state)
-{
-    (void)state;
-    alarm(TEST_TIMEOUT_S);
-    return 0;
-}
-
-static int timeout_disarm(void **state)
-{
-    (void)state;
-    alarm(0);
-    return 0;
-}
 
 static history *make(uint64_t max_msgs, uint32_t tag)
 {
@@ -385,18 +370,18 @@ static void many_threads_record_one_consistent_history(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(bodies_are_unique_deterministic_and_sized, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(confirmed_and_delivered_once_is_ok, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(confirmed_never_delivered_is_lost, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(delivered_twice_is_duplicated_and_allowed, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(unconfirmed_publishes_are_never_held_against_the_broker, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(delivery_recorded_before_its_confirmation_is_ok, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(deliveries_of_nothing_attempted_are_unexpected, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(refused_then_delivered_is_unexpected, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(changed_bytes_are_corrupt, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(mixed_up_ids_are_corrupt, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(a_full_history_refuses_attempts_and_says_so, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(many_threads_record_one_consistent_history, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(bodies_are_unique_deterministic_and_sized, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(confirmed_and_delivered_once_is_ok, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(confirmed_never_delivered_is_lost, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(delivered_twice_is_duplicated_and_allowed, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(unconfirmed_publishes_are_never_held_against_the_broker, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(delivery_recorded_before_its_confirmation_is_ok, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(deliveries_of_nothing_attempted_are_unexpected, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(refused_then_delivered_is_unexpected, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(changed_bytes_are_corrupt, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(mixed_up_ids_are_corrupt, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(a_full_history_refuses_attempts_and_says_so, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(many_threads_record_one_consistent_history, th_timeout_arm, th_timeout_disarm),
     };
     th_seed();
     return cmocka_run_group_tests_name("history", tests, NULL, NULL);

@@ -20,23 +20,18 @@
  * Retry-After is an HTTP date pauses the broker until then (a one-request
  * server in a child process answers it); a 4xx is a permanent
  * failure, said on stderr and held back for an hour. Every test runs under
- * alarm(TEST_TIMEOUT_S), and every wait is bounded.
+ * alarm(TEST_TIMEOUT_S) (th_timeout_arm), and every wait is bounded.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,51 +44,10 @@
 #define TEST_TIMEOUT_S 120
 #define MAX_BODIES 64
 
-static int timeout_arm(void **state)
-{
-    (void)state;
-    alarm(TEST_TIMEOUT_S);
-    return 0;
-}
-
-static int timeout_disarm(void **state)
-{
-    (void)state;
-    alarm(0);
-    return 0;
-}
-
 static char text[1 << 20];
 static char out[1 << 16];
 
-static void read_file(const char *path, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* ---- the broker ---- */
-
-static th_broker *broker_start(const char *const *extra)
-{
-    th_broker *b = calloc(1, sizeof *b);
-    assert_non_null(b);
-    assert_int_equal(th_broker_init(b, extra), 0);
-    assert_int_equal(th_broker_start(b), 0);
-    return b;
-}
-
-static void broker_stop(th_broker *b)
-{
-    assert_int_equal(th_broker_stop(b), 0);
-    th_broker_fini(b);
-    free(b);
-}
 
 /* publish sends n bodies "<prefix>-<seed>-<i>" to the default level and
  * keeps their ids. */
@@ -159,102 +113,7 @@ static int consume(const th_broker *b, const char *url, const char *const *args)
     return th_run(sh, NULL, out, sizeof out);
 }
 
-/* ---- the sink ---- */
-
-typedef struct sink_proc {
-    pid_t pid;
-    uint16_t port;
-    char log[320], err[320], url[64];
-} sink_proc;
-
-static sink_proc *live_sink;
-
-static void kill_live_sink(void)
-{
-    if (live_sink && live_sink->pid > 0) {
-        kill(live_sink->pid, SIGKILL);
-        waitpid(live_sink->pid, NULL, 0);
-        live_sink->pid = 0;
-    }
-}
-
-/* sink_start starts sluice-sink in dir on 127.0.0.1 port 0 with extra
- * options, waits for READY and reads the chosen port from its stderr; url
- * is then http://127.0.0.1:PORT/orders. */
-static void sink_start(sink_proc *p, const char *dir, const char *const *extra)
-{
-    memset(p, 0, sizeof *p);
-    snprintf(p->log, sizeof p->log, "%s/requests.log", dir);
-    snprintf(p->err, sizeof p->err, "%s/sink.err", dir);
-    int ready[2];
-    assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        const char *argv[32];
-        char fdarg[16];
-        int n = 0, wfd = dup(ready[1]); /* dup drops O_CLOEXEC */
-        snprintf(fdarg, sizeof fdarg, "%d", wfd);
-        int devnull = open("/dev/null", O_WRONLY);
-        int err = open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (devnull < 0 || err < 0 || dup2(devnull, 1) < 0 || dup2(err, 2) < 0)
-            _exit(127);
-        argv[n++] = th_bin("sluice-sink");
-        argv[n++] = "--listen";
-        argv[n++] = "127.0.0.1:0";
-        argv[n++] = "--log";
-        argv[n++] = p->log;
-        argv[n++] = "--ready-fd";
-        argv[n++] = fdarg;
-        for (int i = 0; extra && extra[i] && n < 31; i++)
-            argv[n++] = extra[i];
-        argv[n] = NULL;
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(ready[1]);
-    p->pid = pid;
-    live_sink = p;
-    char buf[16] = {0};
-    struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
-    int ok = poll(&pfd, 1, 20000) == 1 && read(ready[0], buf, sizeof buf - 1) == 6 &&
-             strcmp(buf, "READY\n") == 0;
-    close(ready[0]);
-    char err_text[4096];
-    read_file(p->err, err_text, sizeof err_text);
-    if (!ok)
-        fprintf(stderr, "sluice-sink did not become ready; its stderr:\n%s\n", err_text);
-    assert_true(ok);
-    static const char at_text[] = "listening on http://127.0.0.1:";
-    const char *at = strstr(err_text, at_text);
-    assert_non_null(at);
-    unsigned long port = strtoul(at + strlen(at_text), NULL, 10);
-    assert_true(port > 0 && port < 65536);
-    p->port = (uint16_t)port;
-    snprintf(p->url, sizeof p->url, "http://127.0.0.1:%u/orders", (unsigned)p->port);
-}
-
-/* sink_stop sends SIGTERM and waits up to 20 s, so that the log is complete. */
-static void sink_stop(sink_proc *p)
-{
-    int status = -1;
-    kill(p->pid, SIGTERM);
-    uint64_t end_ms = th_now_ms() + 20000;
-    pid_t r = 0;
-    for (int i = 0; i < 20000 && r == 0 && th_now_ms() < end_ms; i++)
-        if ((r = waitpid(p->pid, &status, WNOHANG)) == 0)
-            usleep(1000);
-    if (r == p->pid)
-        p->pid = 0;
-    else
-        kill_live_sink();
-    live_sink = NULL;
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
+/* ---- the sink (th_sink) ---- */
 
 /* What the sink's log says about each body. */
 typedef struct seen {
@@ -262,10 +121,10 @@ typedef struct seen {
     int ok_by_body[MAX_BODIES];
 } seen;
 
-static seen sink_seen(const sink_proc *p, char bodies[][64], int n)
+static seen sink_seen(const th_sink *p, char bodies[][64], int n)
 {
     seen s = {0};
-    read_file(p->log, text, sizeof text);
+    th_read_file(p->log, text, sizeof text);
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char body[256];
@@ -293,10 +152,11 @@ static void generous_service_gets_every_body_once_with_200(void **state)
 {
     (void)state;
     enum { N = 40 };
-    th_broker *b = broker_start(NULL);
-    sink_proc p;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    th_sink p;
     const char *sink_opts[] = {"--rate", "100000", "--burst", "100000", NULL};
-    sink_start(&p, b->dir, sink_opts);
+    assert_int_equal(th_sink_start(&p, b->dir, sink_opts), 0);
     static char bodies[N][64];
     uint64_t ids[N];
     publish(b, "order", N, bodies, ids);
@@ -308,7 +168,7 @@ static void generous_service_gets_every_body_once_with_200(void **state)
         fprintf(stderr, "consume said:\n%s\n", out);
     assert_int_equal(rc, 0);
     assert_string_equal(out, ""); /* nothing printed: the bodies went over HTTP */
-    sink_stop(&p);
+    assert_int_equal(th_sink_stop(&p), 0);
 
     seen s = sink_seen(&p, bodies, N);
     assert_int_equal(s.ok, N);
@@ -319,18 +179,19 @@ static void generous_service_gets_every_body_once_with_200(void **state)
     assert_int_equal(st.acked, N);
     assert_int_equal(st.nacked + st.throttled + st.dead, 0);
     assert_int_equal(st.depth + st.inflight + st.delayed, 0);
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void slow_service_throttles_yet_every_body_is_acked_once(void **state)
 {
     (void)state;
     enum { N = 30 };
-    th_broker *b = broker_start(NULL);
-    sink_proc p;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    th_sink p;
     /* the service admits 20/s; the broker is told the sink takes 200/s */
     const char *sink_opts[] = {"--rate", "20", "--burst", "1", NULL};
-    sink_start(&p, b->dir, sink_opts);
+    assert_int_equal(th_sink_start(&p, b->dir, sink_opts), 0);
     const char *sink_set[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--rate", "200",
                               "--burst", "20", NULL};
     assert_int_equal(th_run(sink_set, NULL, out, sizeof out), 0);
@@ -349,7 +210,7 @@ static void slow_service_throttles_yet_every_body_is_acked_once(void **state)
         assert_int_equal(rc, 0);
         st = level_stats(b);
     }
-    sink_stop(&p);
+    assert_int_equal(th_sink_stop(&p), 0);
 
     seen s = sink_seen(&p, bodies, N);
     assert_true(s.throttled > 0);
@@ -362,17 +223,18 @@ static void slow_service_throttles_yet_every_body_is_acked_once(void **state)
     assert_int_equal(st.throttled, (uint64_t)s.throttled);
     assert_int_equal(st.dead + st.nacked, 0);
     assert_int_equal(st.depth + st.inflight + st.delayed, 0);
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void retry_after_from_the_service_pauses_the_broker(void **state)
 {
     (void)state;
-    th_broker *b = broker_start(NULL);
-    sink_proc p;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    th_sink p;
     /* one request a second, and a refusal asks for 7 s */
     const char *sink_opts[] = {"--rate", "1", "--burst", "1", "--retry-after", "7", NULL};
-    sink_start(&p, b->dir, sink_opts);
+    assert_int_equal(th_sink_start(&p, b->dir, sink_opts), 0);
     static char bodies[2][64];
     uint64_t ids[2];
     publish(b, "pause", 2, bodies, ids);
@@ -386,7 +248,7 @@ static void retry_after_from_the_service_pauses_the_broker(void **state)
     /* the default backoff is 1 s: a pause this long is the service's 7 s */
     uint64_t paused_ms = sink_paused_ms(b);
     assert_true(paused_ms > 4000 && paused_ms <= 7000);
-    sink_stop(&p);
+    assert_int_equal(th_sink_stop(&p), 0);
 
     seen s = sink_seen(&p, bodies, 2);
     assert_int_equal(s.ok, 1);
@@ -396,24 +258,18 @@ static void retry_after_from_the_service_pauses_the_broker(void **state)
     assert_int_equal(st.throttled, 1);
     assert_int_equal(st.depth, 1); /* back at the head, uncharged */
     assert_int_equal(st.nacked, 0);
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
-/* loopback_socket binds a TCP socket to 127.0.0.1 on a port the kernel
- * picks, listening when listening, and writes the URL of /orders on it.
- * Bound and not listening, the port refuses connections while fd is open. */
+/* loopback_socket opens th_loopback_socket, listening when listening, and
+ * writes the URL of /orders on its port. Bound and not listening, the port
+ * refuses connections while fd is open. */
 static int loopback_socket(bool listening, char *url, size_t url_len)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    uint16_t port = 0;
+    int fd = th_loopback_socket(listening, &port);
     assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t alen = sizeof a;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    if (listening)
-        assert_int_equal(listen(fd, 8), 0);
-    snprintf(url, url_len, "http://127.0.0.1:%u/orders", (unsigned)ntohs(a.sin_port));
+    snprintf(url, url_len, "http://127.0.0.1:%u/orders", (unsigned)port);
     return fd;
 }
 
@@ -421,7 +277,8 @@ static void unreachable_service_nacks_with_doubling_backoff(void **state)
 {
     (void)state;
     enum { N = 3 };
-    th_broker *b = broker_start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     static char bodies[N][64];
     uint64_t ids[N];
     publish(b, "nobody", N, bodies, ids);
@@ -451,13 +308,14 @@ static void unreachable_service_nacks_with_doubling_backoff(void **state)
         else
             assert_string_equal(e.state, "ready");
     }
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void silent_service_times_out_and_nacks(void **state)
 {
     (void)state;
-    th_broker *b = broker_start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     static char bodies[1][64];
     uint64_t ids[1];
     publish(b, "silent", 1, bodies, ids);
@@ -478,7 +336,7 @@ static void silent_service_times_out_and_nacks(void **state)
     assert_int_equal(st.nacked, 1);
     assert_int_equal(st.acked + st.dead, 0);
     assert_int_equal(st.depth + st.delayed, 1);
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 /* answer_once serves one request on the listening fd from a child
@@ -511,7 +369,8 @@ static pid_t answer_once(int fd, const char *reply)
 static void unavailable_with_an_http_date_pauses_until_that_date(void **state)
 {
     (void)state;
-    th_broker *b = broker_start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     static char bodies[1][64];
     uint64_t ids[1];
     publish(b, "later", 1, bodies, ids);
@@ -539,16 +398,17 @@ static void unavailable_with_an_http_date_pauses_until_that_date(void **state)
     sl_level_stats st = level_stats(b);
     assert_int_equal(st.throttled, 1);
     assert_int_equal(st.depth, 1);
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void client_error_is_permanent_and_a_dead_letter(void **state)
 {
     (void)state;
-    th_broker *b = broker_start(NULL);
-    sink_proc p;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    th_sink p;
     const char *sink_opts[] = {"--rate", "1000", NULL};
-    sink_start(&p, b->dir, sink_opts);
+    assert_int_equal(th_sink_start(&p, b->dir, sink_opts), 0);
     static char bodies[1][64];
     uint64_t ids[1];
     publish(b, "wrong", 1, bodies, ids);
@@ -563,7 +423,7 @@ static void client_error_is_permanent_and_a_dead_letter(void **state)
              "sluice: consume: message %" PRIu64 ": HTTP 404 from %s; permanent failure (attempt 1): rejected",
              ids[0], url);
     assert_non_null(strstr(out, want)); /* said without --verbose */
-    sink_stop(&p);
+    assert_int_equal(th_sink_stop(&p), 0);
 
     sl_level_stats st = level_stats(b);
     assert_int_equal(st.nacked, 0); /* no attempts burned on a request that can never succeed */
@@ -572,13 +432,14 @@ static void client_error_is_permanent_and_a_dead_letter(void **state)
     sl_explain_info e = explain(b, ids[0]);
     assert_string_equal(e.state, "dead");
     assert_non_null(strstr(e.why, "HTTP 404"));
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 static void post_options_are_checked(void **state)
 {
     (void)state;
-    th_broker *b = broker_start(NULL);
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
     static const char *const bad[][6] = {
         {"--exec", "cat", NULL},                         /* with --post: one or the other */
         {"--http-timeout", "0", NULL},                   /* out of range */
@@ -595,22 +456,22 @@ static void post_options_are_checked(void **state)
     const char *header_alone[] = {th_bin("sluice"), "-b", b->endpoint, "consume", "--header",
                                   "A: b", NULL};
     assert_int_equal(th_run(header_alone, NULL, out, sizeof out), 2);
-    broker_stop(b);
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 int main(void)
 {
-    atexit(kill_live_sink);
+    th_timeout_s = TEST_TIMEOUT_S;
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(generous_service_gets_every_body_once_with_200, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(slow_service_throttles_yet_every_body_is_acked_once, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(retry_after_from_the_service_pauses_the_broker, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(unreachable_service_nacks_with_doubling_backoff, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(silent_service_times_out_and_nacks, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(unavailable_with_an_http_date_pauses_until_that_date, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(client_error_is_permanent_and_a_dead_letter, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(post_options_are_checked, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(generous_service_gets_every_body_once_with_200, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(slow_service_throttles_yet_every_body_is_acked_once, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(retry_after_from_the_service_pauses_the_broker, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(unreachable_service_nacks_with_doubling_backoff, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(silent_service_times_out_and_nacks, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(unavailable_with_an_http_date_pauses_until_that_date, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(client_error_is_permanent_and_a_dead_letter, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(post_options_are_checked, th_timeout_arm, th_timeout_disarm),
     };
     th_seed();
     return cmocka_run_group_tests_name("http", tests, NULL, NULL);

@@ -20,55 +20,6 @@
 
 #define MAX_ARRIVALS 20000
 
-typedef struct fixture {
-    th_broker b;
-    sl_client *c;
-} fixture;
-
-static sl_client *client_for(const th_broker *b)
-{
-    sl_client *c = NULL;
-    sl_options o = {.timeout_ms = 5000, .heartbeat_ms = 200};
-    assert_int_equal(sl_connect(b->endpoint, &o, &c), SL_OK);
-    return c;
-}
-
-static fixture *start_with(const char *const *extra)
-{
-    fixture *f = calloc(1, sizeof *f);
-    assert_int_equal(th_broker_init(&f->b, extra), 0);
-    assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = client_for(&f->b);
-    return f;
-}
-
-static fixture *start(void)
-{
-    return start_with(NULL);
-}
-
-static void finish(fixture *f)
-{
-    sl_close(&f->c);
-    assert_int_equal(th_broker_stop(&f->b), 0);
-    th_broker_fini(&f->b);
-    free(f);
-}
-
-static void put_many(sl_client *c, int level, unsigned n, uint32_t cost)
-{
-    for (unsigned i = 0; i < n; i++) {
-        sl_put m = {.body = "m", .body_len = 1, .level = level, .cost = cost};
-        assert_int_equal(sl_send_async(c, &m, NULL), SL_OK);
-        if (sl_send_pending(c) >= 200 || i + 1 == n)
-            while (sl_send_pending(c)) {
-                sl_confirm cf;
-                assert_int_equal(sl_send_wait(c, 5000, &cf), SL_OK);
-                assert_int_equal(cf.err, SL_OK);
-            }
-    }
-}
-
 /* A consumer that acks at once and records when each delivery arrived. */
 typedef struct arrivals {
     uint64_t at_ms[MAX_ARRIVALS];
@@ -107,10 +58,11 @@ static unsigned most_in_window(const arrivals *a, uint64_t win_ms)
 static void sink_rate_holds_in_every_window_and_is_used(void **state)
 {
     (void)state;
-    fixture *f = start();
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_sink_set(f->c, 200 * 1000, 1, SL_UNCHANGED), SL_OK);
-    put_many(f->c, 1, 600, 1);
-    sl_client *c = client_for(&f->b);
+    assert_int_equal(th_put_many(f->c, 1, 600, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 64), SL_OK);
     arrivals *a = calloc(1, sizeof *a);
     consume(c, a, 600, 10000);
@@ -129,16 +81,17 @@ static void sink_rate_holds_in_every_window_and_is_used(void **state)
     assert_true(si.rate_milli == 200000 && si.effective_rate_milli == 200000 && si.burst == 1);
     free(a);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void throttled_pauses_and_charges_nothing(void **state)
 {
     (void)state;
-    fixture *f = start();
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_sink_set(f->c, 100 * 1000, 1, SL_UNCHANGED), SL_OK);
-    put_many(f->c, 0, 50, 1);
-    sl_client *c = client_for(&f->b);
+    assert_int_equal(th_put_many(f->c, 0, 50, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = NULL;
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
@@ -161,20 +114,21 @@ static void throttled_pauses_and_charges_nothing(void **state)
     assert_int_equal(sl_sink_show(f->c, &si), SL_OK);
     assert_true(si.effective_rate_milli < si.rate_milli); /* multiplicative decrease */
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void level_ceiling_and_guarantee_hold_under_saturation(void **state)
 {
     (void)state;
-    fixture *f = start();
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_sink_set(f->c, 300 * 1000, 1, SL_UNCHANGED), SL_OK);
     assert_int_equal(sl_level_rate(f->c, 0, 50 * 1000, SL_UNCHANGED, 1), SL_OK); /* level 0 at most 50/s */
     assert_int_equal(sl_level_rate(f->c, 2, SL_UNCHANGED, 60 * 1000, SL_UNCHANGED), SL_OK); /* level 2 at least 60/s */
-    put_many(f->c, 0, 400, 1);
-    put_many(f->c, 1, 1000, 1);
-    put_many(f->c, 2, 400, 1);
-    sl_client *c = client_for(&f->b);
+    assert_int_equal(th_put_many(f->c, 0, 400, 1), SL_OK);
+    assert_int_equal(th_put_many(f->c, 1, 1000, 1), SL_OK);
+    assert_int_equal(th_put_many(f->c, 2, 400, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 64), SL_OK);
     arrivals *a = calloc(1, sizeof *a);
     consume(c, a, 900, 10000); /* 3 s at 300/s */
@@ -194,17 +148,18 @@ static void level_ceiling_and_guarantee_hold_under_saturation(void **state)
     assert_true(lv[1].eta_ms > 0); /* backlog / effective rate */
     free(a);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void priority_order_survives_metering(void **state)
 {
     (void)state;
-    fixture *f = start();
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_sink_set(f->c, 400 * 1000, 1, SL_UNCHANGED), SL_OK);
-    put_many(f->c, 2, 200, 1);
-    put_many(f->c, 0, 300, 1);
-    sl_client *c = client_for(&f->b);
+    assert_int_equal(th_put_many(f->c, 2, 200, 1), SL_OK);
+    assert_int_equal(th_put_many(f->c, 0, 300, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 16), SL_OK);
     arrivals *a = calloc(1, sizeof *a);
     consume(c, a, 500, 10000);
@@ -215,16 +170,17 @@ static void priority_order_survives_metering(void **state)
     assert_int_equal(inversions, 0);
     free(a);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void live_rate_change_converges_within_a_second(void **state)
 {
     (void)state;
-    fixture *f = start();
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_sink_set(f->c, 100 * 1000, 1, SL_UNCHANGED), SL_OK);
-    put_many(f->c, 1, 1500, 1);
-    sl_client *c = client_for(&f->b);
+    assert_int_equal(th_put_many(f->c, 1, 1500, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 64), SL_OK);
     arrivals *a = calloc(1, sizeof *a);
     consume(c, a, 150, 5000); /* ~1.5 s at 100/s */
@@ -238,16 +194,17 @@ static void live_rate_change_converges_within_a_second(void **state)
     assert_true(in_second >= 0.97 * 400 && in_second <= 400 + 1 + 3);
     free(a);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void cost_is_charged_and_inflight_is_capped(void **state)
 {
     (void)state;
-    fixture *f = start();
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_sink_set(f->c, 1000 * 1000, 10, 3), SL_OK); /* 1000 units/s, 3 in flight */
-    put_many(f->c, 1, 200, 10); /* cost 10: 100 messages/s */
-    sl_client *c = client_for(&f->b);
+    assert_int_equal(th_put_many(f->c, 1, 200, 10), SL_OK); /* cost 10: 100 messages/s */
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 10), SL_OK);
     sl_delivery *d[4] = {0};
     for (int i = 0; i < 3; i++)
@@ -270,19 +227,20 @@ static void cost_is_charged_and_inflight_is_capped(void **state)
     assert_true((a->n - 1) / secs >= 100 * 0.9);
     free(a);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void sink_settings_survive_restart(void **state)
 {
     (void)state;
-    fixture *f = start();
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_sink_set(f->c, 250 * 1000, 5, 7), SL_OK);
     assert_int_equal(sl_level_rate(f->c, 1, 40 * 1000, 10 * 1000, 2), SL_OK);
     sl_close(&f->c);
     assert_int_equal(th_broker_stop(&f->b), 0);
     assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = client_for(&f->b);
+    f->c = th_client(&f->b, 5000);
     sl_sink_info si;
     assert_int_equal(sl_sink_show(f->c, &si), SL_OK);
     assert_true(si.rate_milli == 250000 && si.burst == 5 && si.max_inflight == 7);
@@ -290,16 +248,17 @@ static void sink_settings_survive_restart(void **state)
     unsigned n = 0;
     assert_int_equal(sl_level_list(f->c, lv, &n), SL_OK);
     assert_true(lv[1].max_rate_milli == 40000 && lv[1].min_rate_milli == 10000 && lv[1].burst == 2);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void breaker_opens_probes_and_closes(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--breaker-window", "4", "--breaker-cooldown-ms", "600", NULL};
-    fixture *f = start_with(extra);
-    put_many(f->c, 1, 20, 1);
-    sl_client *c = client_for(&f->b);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
+    assert_int_equal(th_put_many(f->c, 1, 20, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = NULL;
     for (int i = 0; i < 2; i++) { /* two failures out of two: over 50 % */
@@ -326,15 +285,16 @@ static void breaker_opens_probes_and_closes(void **state)
     assert_int_equal(sl_sink_show(f->c, &si), SL_OK);
     assert_string_equal(si.breaker, "closed");
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void reject_makes_a_dead_letter_with_its_reason(void **state)
 {
     (void)state;
-    fixture *f = start();
-    put_many(f->c, 2, 1, 1);
-    sl_client *c = client_for(&f->b);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    assert_int_equal(th_put_many(f->c, 2, 1, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = NULL;
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
@@ -351,7 +311,7 @@ static void reject_makes_a_dead_letter_with_its_reason(void **state)
     assert_string_equal(ex.state, "dead");
     assert_non_null(strstr(ex.why, "HTTP 404 from the sink"));
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 int main(void)

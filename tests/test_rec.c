@@ -6,8 +6,8 @@
  * Records under test sit in buffers of exactly their length on the heap, so
  * that the sanitizer build catches any read past the end. Lengths that lie are
  * made with a valid checksum (reseal below), so that they reach the length
- * checks instead of stopping at the CRC. Every test runs under
- * alarm(TEST_TIMEOUT_S); the random test prints its seed (th_seed), and
+ * checks instead of stopping at the CRC. Every test runs under alarm(60 s)
+ * (th_timeout_arm); the random test prints its seed (th_seed), and
  * SLUICE_SEED replays it.
  */
 #include <setjmp.h>
@@ -24,26 +24,10 @@
 #include "proto.h"
 #include "rec.h"
 
-#define TEST_TIMEOUT_S 60
-
 /* The layout as rec.c documents it; these tests pin it. */
 enum { L_CRC = 0, L_SEALED = 4, L_TAG_LEN = 6, L_BODY_LEN = 12, L_HEAD_BYTES = 48 };
 
 static const char reason_text[] = "max attempts exceeded";
-
-static int timeout_arm(void **state)
-{
-    (void)state;
-    alarm(TEST_TIMEOUT_S);
-    return 0;
-}
-
-static int timeout_disarm(void **state)
-{
-    (void)state;
-    alarm(0);
-    return 0;
-}
 
 static rec_msg sample(const char *tag, const char *body)
 {
@@ -402,7 +386,7 @@ static void random_resealed_damage_stays_inside(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, timeout_arm, timeout_disarm)
+#define T(name) cmocka_unit_test_setup_teardown(name, th_timeout_arm, th_timeout_disarm)
     const struct CMUnitTest tests[] = {
         T(round_trip_with_and_without_tag),
         T(encoding_is_the_documented_layout),

@@ -18,36 +18,7 @@
 #include "harness.h"
 #include "sluice.h"
 
-typedef struct fixture {
-    th_broker b;
-    sl_client *c;
-} fixture;
-
-static sl_client *client_for(const th_broker *b)
-{
-    sl_client *c = NULL;
-    sl_options o = {.timeout_ms = 5000, .heartbeat_ms = 200};
-    assert_int_equal(sl_connect(b->endpoint, &o, &c), SL_OK);
-    return c;
-}
-
-static fixture *start(const char *const *extra)
-{
-    fixture *f = calloc(1, sizeof *f);
-    assert_int_equal(th_broker_init(&f->b, extra), 0);
-    assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = client_for(&f->b);
-    return f;
-}
-
-static void finish(fixture *f)
-{
-    sl_close(&f->c);
-    assert_int_equal(th_broker_stop(&f->b), 0);
-    th_broker_fini(&f->b);
-    free(f);
-}
-
+/* put publishes body with tag (may be NULL) synchronously and returns its id. */
 static uint64_t put(sl_client *c, int level, const char *tag, const char *body)
 {
     uint64_t id = 0;
@@ -56,20 +27,6 @@ static uint64_t put(sl_client *c, int level, const char *tag, const char *body)
     if (rc != SL_OK)
         fail_msg("sl_send: %s: %s", sl_errname(rc), sl_last_error(c));
     return id;
-}
-
-static void put_many(sl_client *c, int level, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++) {
-        sl_put m = {.body = "bulk", .body_len = 4, .level = level};
-        assert_int_equal(sl_send_async(c, &m, NULL), SL_OK);
-        if (sl_send_pending(c) >= 200 || i + 1 == n)
-            while (sl_send_pending(c)) {
-                sl_confirm cf;
-                assert_int_equal(sl_send_wait(c, 5000, &cf), SL_OK);
-                assert_int_equal(cf.err, SL_OK);
-            }
-    }
 }
 
 static sl_pool_info find_pool(sl_client *c, const char *name)
@@ -88,16 +45,17 @@ static sl_pool_info find_pool(sl_client *c, const char *name)
 static void pool_per_priority_each_sized(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
-    sl_client *u = client_for(&f->b), *k = client_for(&f->b);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    sl_client *u = th_client(&f->b, 5000), *k = th_client(&f->b, 5000);
     unsigned l0 = 0, l2 = 2;
     /* the first member creates each pool, serving the levels it names */
     assert_int_equal(sl_subscribe(u, "urgent", &l0, 1, 8), SL_OK);
     assert_int_equal(sl_subscribe(k, "bulk", &l2, 1, 8), SL_OK);
     assert_int_equal(sl_pool_resize(f->c, "urgent", 2), SL_OK);
     assert_int_equal(sl_pool_resize(f->c, "bulk", 1), SL_OK);
-    put_many(f->c, 0, 6);
-    put_many(f->c, 2, 3);
+    assert_int_equal(th_put_many(f->c, 0, 6, 0), SL_OK);
+    assert_int_equal(th_put_many(f->c, 2, 3, 0), SL_OK);
     sl_delivery *d[8] = {0};
     for (int i = 0; i < 2; i++) {
         d[i] = NULL;
@@ -118,7 +76,7 @@ static void pool_per_priority_each_sized(void **state)
         sl_delivery_free(&d[i]);
     sl_close(&u);
     sl_close(&k);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 /* wait_share polls c (sl_recv drives its socket) until its share is want. */
@@ -136,8 +94,9 @@ static unsigned wait_share(sl_client *c, unsigned want)
 static void members_are_told_their_share(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
-    sl_client *a = client_for(&f->b), *b2 = client_for(&f->b);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    sl_client *a = th_client(&f->b, 5000), *b2 = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(a, "crew", NULL, 0, 1), SL_OK);
     assert_int_equal(sl_pool_resize(f->c, "crew", 3), SL_OK);
     assert_int_equal(wait_share(a, 3), 3);
@@ -148,7 +107,7 @@ static void members_are_told_their_share(void **state)
     assert_int_equal(sl_pool_resize(f->c, "crew", 1), SL_OK);
     assert_int_equal(wait_share(a, 1), 1);
     sl_close(&a);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 typedef struct worker {
@@ -163,7 +122,7 @@ typedef struct worker {
 static void *work(void *arg)
 {
     worker *w = arg;
-    sl_client *c = client_for(w->b);
+    sl_client *c = th_client(w->b, 5000);
     if (sl_subscribe(c, w->pool, NULL, 0, 1) != SL_OK)
         return NULL;
     uint64_t end = th_now_ms() + 60000;
@@ -187,10 +146,11 @@ static void *work(void *arg)
 static void deadline_prevents_starvation(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_level_set(f->c, 2, 2000, SL_UNCHANGED), SL_OK);
     assert_int_equal(sl_pool_resize(f->c, "one", 1), SL_OK);
-    put_many(f->c, 0, 3000); /* 3000 x 2 ms: 6 s of level-0 work */
+    assert_int_equal(th_put_many(f->c, 0, 3000, 0), SL_OK); /* 3000 x 2 ms: 6 s of level-0 work */
     worker w = {.b = &f->b, .pool = "one", .sleep_ms = 2};
     pthread_t t;
     pthread_create(&t, NULL, work, &w);
@@ -211,18 +171,19 @@ static void deadline_prevents_starvation(void **state)
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_true(st.level[2].picks_overdue == 1);
     assert_true(st.level[0].depth > 0); /* level 0 was still saturated */
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 /* Without deadlines or aging: strict order, 0 inversions. */
 static void strict_order_without_deadlines(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
-    put_many(f->c, 2, 50);
-    put_many(f->c, 0, 200);
-    put_many(f->c, 1, 50);
-    sl_client *c = client_for(&f->b);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    assert_int_equal(th_put_many(f->c, 2, 50, 0), SL_OK);
+    assert_int_equal(th_put_many(f->c, 0, 200, 0), SL_OK);
+    assert_int_equal(th_put_many(f->c, 1, 50, 0), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 8), SL_OK);
     unsigned inversions = 0, last = 0;
     for (int i = 0; i < 300; i++) {
@@ -241,16 +202,17 @@ static void strict_order_without_deadlines(void **state)
         assert_true(st.level[l].picks_priority == st.level[l].dispatched);
     }
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 /* Resize 1 -> 4 under load: a sleep-bound pool at least doubles its rate. */
 static void resize_under_load_doubles_throughput(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_pool_resize(f->c, "w", 1), SL_OK);
-    put_many(f->c, 1, 2000);
+    assert_int_equal(th_put_many(f->c, 1, 2000, 0), SL_OK);
     worker w[4];
     pthread_t t[4];
     for (int i = 0; i < 4; i++) {
@@ -281,16 +243,17 @@ static void resize_under_load_doubles_throughput(void **state)
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_true(st.level[1].acked + st.level[1].depth + st.level[1].inflight == 2000);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void level_and_pool_pause_and_resume(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     uint64_t id = put(f->c, 1, NULL, "held back");
     assert_int_equal(sl_level_pause(f->c, 1, 1), SL_OK);
-    sl_client *c = client_for(&f->b);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, "p", NULL, 0, 1), SL_OK);
     sl_delivery *d = NULL;
     assert_int_equal(sl_recv(c, 300, &d), SL_ETIMEDOUT);
@@ -311,14 +274,15 @@ static void level_and_pool_pause_and_resume(void **state)
     assert_int_equal(sl_pool_pause(f->c, "nosuchpool", 1), SL_ENOTFOUND);
     assert_int_equal(sl_level_pause(f->c, 7, 1), SL_ENOLEVEL);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void tag_rules_choose_the_level(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--tag-rule", "paying-*=high", "--tag-rule", "batch:*=low", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     put(f->c, SL_LEVEL_DEFAULT, "paying-42", "a");
     put(f->c, SL_LEVEL_DEFAULT, "batch:nightly", "b");
     put(f->c, SL_LEVEL_DEFAULT, "other", "c");
@@ -328,20 +292,21 @@ static void tag_rules_choose_the_level(void **state)
     assert_int_equal(st.level[0].depth, 1);
     assert_int_equal(st.level[1].depth, 1);
     assert_int_equal(st.level[2].depth, 2);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
     static const char *const over[] = {"--tag-rule", "paying-*=high", "--tag-rules-override", NULL};
-    f = start(over);
+    assert_int_equal(th_fixture_start(over, &f), 0);
     put(f->c, 2, "paying-7", "d");
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_int_equal(st.level[0].depth, 1);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void explain_in_each_state(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--max-attempts", "1", NULL};
-    fixture *f = start(extra);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
     sl_explain_info ex;
     uint64_t a = put(f->c, 2, NULL, "a"), b = put(f->c, 2, NULL, "b"), c3 = put(f->c, 2, NULL, "c");
     assert_int_equal(sl_explain(f->c, c3, &ex), SL_OK);
@@ -349,7 +314,7 @@ static void explain_in_each_state(void **state)
     assert_int_equal(ex.level, 2);
     assert_int_equal(ex.position, 2);
     assert_non_null(strstr(ex.why, "no consumer pool")); /* nobody consumes yet */
-    sl_client *c = client_for(&f->b);
+    sl_client *c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     sl_delivery *d = NULL;
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
@@ -371,11 +336,11 @@ static void explain_in_each_state(void **state)
     assert_int_equal(sl_explain(f->c, b, &ex), SL_OK);
     assert_string_equal(ex.state, "gone");
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
     /* delayed: a NACK with a delay */
-    f = start(NULL);
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     uint64_t id = put(f->c, 0, NULL, "later");
-    c = client_for(&f->b);
+    c = th_client(&f->b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
     assert_int_equal(sl_nack(c, d, 60000), SL_OK);
@@ -384,13 +349,14 @@ static void explain_in_each_state(void **state)
     assert_string_equal(ex.state, "delayed");
     assert_true(ex.until_ms > 50000 && ex.until_ms <= 60000);
     sl_close(&c);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void settings_survive_restart(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_level_set(f->c, 1, 1500, 250), SL_OK);
     assert_int_equal(sl_level_pause(f->c, 2, 1), SL_OK);
     assert_int_equal(sl_pool_resize(f->c, "kept", 7), SL_OK);
@@ -399,7 +365,7 @@ static void settings_survive_restart(void **state)
     sl_close(&f->c);
     assert_int_equal(th_broker_stop(&f->b), 0);
     assert_int_equal(th_broker_start(&f->b), 0);
-    f->c = client_for(&f->b);
+    f->c = th_client(&f->b, 5000);
     sl_level_info lv[SL_MAX_LEVELS];
     unsigned n = 0;
     assert_int_equal(sl_level_list(f->c, lv, &n), SL_OK);
@@ -410,15 +376,16 @@ static void settings_survive_restart(void **state)
     assert_int_equal(p.size, 7);
     assert_true(p.paused);
     assert_false(p.autoscale);
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 static void autoscale_sizes_from_backlog(void **state)
 {
     (void)state;
-    fixture *f = start(NULL);
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_pool_resize(f->c, "auto", 1), SL_OK);
-    put_many(f->c, 1, 3000);
+    assert_int_equal(th_put_many(f->c, 1, 3000, 0), SL_OK);
     worker w[6];
     pthread_t t[6];
     for (int i = 0; i < 6; i++) {
@@ -441,7 +408,7 @@ static void autoscale_sizes_from_backlog(void **state)
         w[i].stop = 1;
         pthread_join(t[i], NULL);
     }
-    finish(f);
+    assert_int_equal(th_fixture_finish(&f), 0);
 }
 
 int main(void)

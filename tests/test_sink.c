@@ -10,13 +10,13 @@
  * the limit, no refusal under it); a limit changed mid-stream keeps what was
  * admitted.
  *
- * The end-to-end test starts bin/sluice-sink (th_bin, so $SLUICE_BIN picks
- * the build) on 127.0.0.1 port 0 with --ready-fd, reads the port the kernel
- * chose from its stderr, and talks to it with the small HTTP/1.1 client
- * below: one connection per request, "Connection: close", every read and
- * write under a deadline. The sink is stopped by its PID with SIGTERM; it
+ * The end-to-end test starts bin/sluice-sink with th_sink_start (th_bin, so
+ * $SLUICE_BIN picks the build) on 127.0.0.1 port 0 with --ready-fd, in a
+ * temporary directory of its own, and talks to it with the small HTTP/1.1
+ * client below: one connection per request, "Connection: close", every read
+ * and write under a deadline. The sink is stopped by its PID with SIGTERM; it
  * also gets PR_SET_PDEATHSIG, so a test killed by its alarm leaves no sink
- * behind. Every test runs under alarm(TEST_TIMEOUT_S).
+ * behind. Every test runs under alarm(60 s) (th_timeout_arm).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,7 +24,6 @@
 #include <stdint.h>
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -32,9 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -42,24 +39,9 @@
 #include "harness.h"
 #include "sluice_errors.h"
 
-#define TEST_TIMEOUT_S 60
 #define MS 1000000ull
 #define S 1000000000ull
 #define IO_TIMEOUT_MS 5000
-
-static int timeout_arm(void **state)
-{
-    (void)state;
-    alarm(TEST_TIMEOUT_S);
-    return 0;
-}
-
-static int timeout_disarm(void **state)
-{
-    (void)state;
-    alarm(0);
-    return 0;
-}
 
 /* admitted_between counts admissions of requests sent every step_ns from
  * from_ns (inclusive) to to_ns (exclusive). */
@@ -236,113 +218,6 @@ static void limits_out_of_range_are_refused_and_names_round_trip(void **state)
 
 /* ---- the real program ---- */
 
-typedef struct sink_proc {
-    pid_t pid;
-    uint16_t port;
-    char dir[64], log[96], out[96], err[96];
-} sink_proc;
-
-static sink_proc *live_sink;
-
-static void kill_live_sink(void)
-{
-    if (live_sink && live_sink->pid > 0) {
-        kill(live_sink->pid, SIGKILL);
-        waitpid(live_sink->pid, NULL, 0);
-        live_sink->pid = 0;
-    }
-}
-
-static void read_file(const char *path, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-/* sink_start runs sluice-sink on 127.0.0.1 port 0 with extra arguments and
- * waits up to 20 s for READY; then reads the chosen port from its stderr. */
-static void sink_start(sink_proc *p, const char *const *extra)
-{
-    memset(p, 0, sizeof *p);
-    strcpy(p->dir, "/tmp/sluice-sink-test-XXXXXX");
-    assert_non_null(mkdtemp(p->dir));
-    snprintf(p->log, sizeof p->log, "%s/requests.log", p->dir);
-    snprintf(p->out, sizeof p->out, "%s/stdout", p->dir);
-    snprintf(p->err, sizeof p->err, "%s/stderr", p->dir);
-    int ready[2];
-    assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        const char *argv[32];
-        char fdarg[16];
-        int n = 0, wfd = dup(ready[1]); /* dup drops O_CLOEXEC */
-        snprintf(fdarg, sizeof fdarg, "%d", wfd);
-        int out = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int err = open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-            _exit(127);
-        argv[n++] = th_bin("sluice-sink");
-        argv[n++] = "--listen";
-        argv[n++] = "127.0.0.1:0";
-        argv[n++] = "--log";
-        argv[n++] = p->log;
-        argv[n++] = "--ready-fd";
-        argv[n++] = fdarg;
-        for (int i = 0; extra && extra[i] && n < 31; i++)
-            argv[n++] = extra[i];
-        argv[n] = NULL;
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(ready[1]);
-    p->pid = pid;
-    live_sink = p;
-    char buf[16] = {0};
-    struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
-    int ok = poll(&pfd, 1, 20000) == 1 && read(ready[0], buf, sizeof buf - 1) == 6 && strcmp(buf, "READY\n") == 0;
-    close(ready[0]);
-    char err_text[4096];
-    read_file(p->err, err_text, sizeof err_text);
-    if (!ok)
-        fprintf(stderr, "sluice-sink did not become ready; its stderr:\n%s\n", err_text);
-    assert_true(ok);
-    const char *at = strstr(err_text, "listening on http://127.0.0.1:");
-    assert_non_null(at);
-    unsigned long port = strtoul(at + strlen("listening on http://127.0.0.1:"), NULL, 10);
-    assert_true(port > 0 && port < 65536);
-    p->port = (uint16_t)port;
-}
-
-/* sink_stop sends SIGTERM and waits up to 20 s; returns the exit status. */
-static int sink_stop(sink_proc *p)
-{
-    int status = 0;
-    kill(p->pid, SIGTERM);
-    uint64_t end_ms = th_now_ms() + 20000;
-    for (int i = 0; i < 20000; i++) {
-        pid_t r = waitpid(p->pid, &status, WNOHANG);
-        if (r == p->pid) {
-            p->pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        }
-        if (r < 0 || th_now_ms() > end_ms)
-            break;
-        usleep(1000);
-    }
-    kill_live_sink();
-    return -1;
-}
-
 typedef struct response {
     int status;
     char retry_after[32];  /* "" when absent */
@@ -422,9 +297,11 @@ static char text[1 << 16];
 static void sink_throttles_logs_and_follows_limit_changes(void **state)
 {
     (void)state;
-    sink_proc p;
+    th_sink p;
+    char dir[] = "/tmp/sluice-sink-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
     const char *extra[] = {"--rate", "1", "--burst", "3", NULL};
-    sink_start(&p, extra);
+    assert_int_equal(th_sink_start(&p, dir, extra), 0);
     static const char first_body[] = "hello\nworld\x01\\";
     static char big_body[1000];
     memset(big_body, 'b', sizeof big_body);
@@ -443,7 +320,7 @@ static void sink_throttles_logs_and_follows_limit_changes(void **state)
     int lines = 0;
     uint64_t end_ms = th_now_ms() + 1000;
     for (int i = 0; i < 200 && lines < 4 && th_now_ms() < end_ms; i++) {
-        read_file(p.log, text, sizeof text);
+        th_read_file(p.log, text, sizeof text);
         lines = 0;
         for (const char *c = text; *c; c++)
             lines += *c == '\n';
@@ -483,7 +360,7 @@ static void sink_throttles_logs_and_follows_limit_changes(void **state)
     r = http(p.port, "GET", "/_stats", "", 0);
     assert_string_equal(r.body, "{\"ok\":5,\"throttled\":2,\"total\":7}\n");
 
-    assert_int_equal(sink_stop(&p), 0);
+    assert_int_equal(th_sink_stop(&p), 0);
 
     /* the log: one line per POST, in order, times non-decreasing */
     static const struct {
@@ -491,7 +368,7 @@ static void sink_throttles_logs_and_follows_limit_changes(void **state)
         const char *body;
     } want[] = {{200, "hello\\nworld\\x01\\\\"}, {200, NULL}, {200, ""}, {429, "four"},
                 {200, "five"},                   {200, "six"}, {429, "seven"}};
-    read_file(p.log, text, sizeof text);
+    th_read_file(p.log, text, sizeof text);
     char *save = NULL, *line = strtok_r(text, "\n", &save);
     uint64_t prev_ns = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++, line = strtok_r(NULL, "\n", &save)) {
@@ -513,7 +390,7 @@ static void sink_throttles_logs_and_follows_limit_changes(void **state)
     assert_null(line);
 
     /* stdout: per-second lines that add up to every POST */
-    read_file(p.out, text, sizeof text);
+    th_read_file(p.out, text, sizeof text);
     unsigned long sum_ok = 0, sum_throttled = 0, sum_total = 0, seconds = 0;
     save = NULL;
     for (line = strtok_r(text, "\n", &save); line && seconds < 1000; line = strtok_r(NULL, "\n", &save)) {
@@ -527,28 +404,25 @@ static void sink_throttles_logs_and_follows_limit_changes(void **state)
     assert_int_equal(sum_ok, 5);
     assert_int_equal(sum_throttled, 2);
     assert_int_equal(sum_total, 7);
-    th_rmrf(p.dir);
-    live_sink = NULL;
+    th_rmrf(dir);
 }
 
 static void control_port_and_fixed_retry_after(void **state)
 {
     (void)state;
-    sink_proc p;
+    th_sink p;
+    char dir[] = "/tmp/sluice-sink-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
     /* a control port the kernel hands out: bind 0, read it, release it */
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t alen = sizeof a;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    uint16_t control_port = 0;
+    int fd = th_loopback_socket(false, &control_port);
+    assert_true(fd >= 0);
     close(fd);
     char control[16];
-    snprintf(control, sizeof control, "%u", (unsigned)ntohs(a.sin_port));
+    snprintf(control, sizeof control, "%u", (unsigned)control_port);
     const char *extra[] = {"--rate", "2", "--mode", "sliding-window", "--retry-after", "7",
                            "--control-port", control, NULL};
-    sink_start(&p, extra);
-    uint16_t control_port = ntohs(a.sin_port);
+    assert_int_equal(th_sink_start(&p, dir, extra), 0);
 
     assert_int_equal(post(p.port, "a", 1).status, 200);
     assert_int_equal(post(p.port, "b", 1).status, 200);
@@ -567,9 +441,8 @@ static void control_port_and_fixed_retry_after(void **state)
     assert_int_equal(r.status, 200);
     assert_int_equal(post(p.port, "d", 1).status, 200);
     assert_int_equal(post(p.port, "e", 1).status, 429);
-    assert_int_equal(sink_stop(&p), 0);
-    th_rmrf(p.dir);
-    live_sink = NULL;
+    assert_int_equal(th_sink_stop(&p), 0);
+    th_rmrf(dir);
 }
 
 static void bad_options_exit_2_and_help_teaches_every_option(void **state)
@@ -593,18 +466,17 @@ static void bad_options_exit_2_and_help_teaches_every_option(void **state)
 
 int main(void)
 {
-    atexit(kill_live_sink);
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(gcra_with_burst_one_spaces_requests_one_interval_apart, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(gcra_burst_passes_back_to_back_then_the_rate, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(fixed_window_admits_rate_per_aligned_second, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(sliding_window_never_exceeds_rate_in_any_trailing_second, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(rate_change_mid_stream_keeps_what_was_admitted, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(limits_out_of_range_are_refused_and_names_round_trip, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(sink_throttles_logs_and_follows_limit_changes, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(control_port_and_fixed_retry_after, timeout_arm, timeout_disarm),
-        cmocka_unit_test_setup_teardown(bad_options_exit_2_and_help_teaches_every_option, timeout_arm, timeout_disarm),
+        cmocka_unit_test_setup_teardown(gcra_with_burst_one_spaces_requests_one_interval_apart, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(gcra_burst_passes_back_to_back_then_the_rate, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(fixed_window_admits_rate_per_aligned_second, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(sliding_window_never_exceeds_rate_in_any_trailing_second, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(rate_change_mid_stream_keeps_what_was_admitted, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(limits_out_of_range_are_refused_and_names_round_trip, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(sink_throttles_logs_and_follows_limit_changes, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(control_port_and_fixed_retry_after, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(bad_options_exit_2_and_help_teaches_every_option, th_timeout_arm, th_timeout_disarm),
     };
     th_seed();
     return cmocka_run_group_tests_name("sink", tests, NULL, NULL);

@@ -19,14 +19,6 @@
 #include "harness.h"
 #include "sluice.h"
 
-static sl_client *client_for(const th_broker *b)
-{
-    sl_client *c = NULL;
-    sl_options o = {.timeout_ms = 5000, .heartbeat_ms = 200};
-    assert_int_equal(sl_connect(b->endpoint, &o, &c), SL_OK);
-    return c;
-}
-
 static void *raw_dealer(void *ctx, const char *endpoint, const char *rid, int rcvhwm)
 {
     void *s = zmq_socket(ctx, ZMQ_DEALER);
@@ -58,6 +50,8 @@ static int pong(void *s, uint8_t seq, int timeout_ms)
     return 0;
 }
 
+/* The tests here start their broker by hand, not as a th_fixture: the raw
+ * sockets come first, and the clients (th_client) only where they are due. */
 static void stuck_consumer_blocks_nothing_and_loses_nothing(void **state)
 {
     (void)state;
@@ -70,7 +64,7 @@ static void stuck_consumer_blocks_nothing_and_loses_nothing(void **state)
     uint8_t hello[] = {0x84, 0xa2, 'o', 'p', 0xa5, 'H', 'E', 'L', 'L', 'O', 0xa3, 's', 'e', 'q', 0x01,
                        0xa1, 'v', 0x01, 0xa6, 'c', 'r', 'e', 'd', 'i', 't', 0xcd, 0x27, 0x10};
     zmq_send(stuck, hello, sizeof hello, 0);
-    sl_client *p = client_for(&b);
+    sl_client *p = th_client(&b, 5000);
     char body[16];
     uint64_t worst_ms = 0;
     for (int i = 0; i < 3000; i++) {
@@ -88,7 +82,7 @@ static void stuck_consumer_blocks_nothing_and_loses_nothing(void **state)
     assert_int_equal(sl_stats_get(p, &st), SL_OK);
     assert_true(st.level[1].inflight <= 2000); /* the per-consumer cap */
     zmq_close(stuck); /* it goes away holding deliveries */
-    sl_client *c = client_for(&b);
+    sl_client *c = th_client(&b, 5000);
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 64), SL_OK);
     uint8_t seen[3000] = {0};
     int got = 0;
