@@ -130,10 +130,8 @@ static int pools_table(const level_names *ln, const sl_pool_info *pools, unsigne
 static int pool_list(cli_core *g, const char *cmd, int argc, char **argv)
 {
     bool json = false;
-    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
-        return st;
-    if ((st = cli_core_connect(g, cmd)))
         return st;
     sl_pool_info pools[SL_MAX_POOLS];
     unsigned n = 0;
@@ -344,10 +342,8 @@ static int levels_table(const sl_level_info *levels, unsigned n)
 static int level_list(cli_core *g, const char *cmd, int argc, char **argv)
 {
     bool json = false;
-    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
-        return st;
-    if ((st = cli_core_connect(g, cmd)))
         return st;
     sl_level_info levels[SL_MAX_LEVELS];
     unsigned n = 0;

@@ -108,6 +108,14 @@ const char *cli_core_level_name(cli_core *g, unsigned level, char *buf, size_t s
     return buf;
 }
 
+int cli_core_show_args(cli_core *g, const char *cmd, int argc, char **argv, bool *json)
+{
+    int st = cli_core_plain_args(g, cmd, argc, argv, json, 0, "");
+    if (st == CLI_CORE_GO_ON && (st = cli_core_connect(g, cmd)) == 0)
+        st = CLI_CORE_GO_ON;
+    return st;
+}
+
 int cli_core_plain_args(cli_core *g, const char *cmd, int argc, char **argv, bool *json,
                         int noperands, const char *operands)
 {

@@ -61,6 +61,11 @@ int cli_core_level_resolve(cli_core *g, const char *cmd, const char *text, unsig
  * when the broker's levels are not known. */
 const char *cli_core_level_name(cli_core *g, unsigned level, char *buf, size_t size);
 
+/* cli_core_show_args starts a command that shows something: it parses its
+ * options (--help and --json, no operands) and connects to the broker.
+ * Returns CLI_CORE_GO_ON, or the exit status. */
+int cli_core_show_args(cli_core *g, const char *cmd, int argc, char **argv, bool *json);
+
 /* cli_core_plain_args parses the arguments of a command whose only options
  * are --help and, when json is not NULL, --json, and which takes exactly
  * noperands operands (described by operands, for the error), left at

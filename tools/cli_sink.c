@@ -139,10 +139,8 @@ static void sink_print(const sl_sink_info *s)
 static int sink_show(cli_core *g, const char *cmd, int argc, char **argv)
 {
     bool json = false;
-    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
-        return st;
-    if ((st = cli_core_connect(g, cmd)))
         return st;
     sl_sink_info s;
     int rc = sl_sink_show(g->c, &s);

@@ -539,10 +539,8 @@ static int stats_table(const sl_stats *st)
 static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
 {
     bool json = false;
-    int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+    int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
-        return st;
-    if ((st = cli_core_connect(g, cmd)))
         return st;
     sl_stats stats;
     int rc = sl_stats_get(g->c, &stats);
