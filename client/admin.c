@@ -119,19 +119,27 @@ static uint32_t clamp_u32(uint64_t v)
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-/* ---- levels ---- */
-
-int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
+/* query runs an ADMIN command that takes no arguments and answers into out
+ * (which must not be NULL); the reply is then in c->reply. */
+static int query(sl_client *c, const void *out, const char *cmd)
 {
     if (!c)
         return SL_EINVAL;
     client_err_clear(c);
-    if (!out || !n)
+    if (!out)
         return client_fail(c, SL_EINVAL);
-    *n = 0;
     proto_msg m;
-    admin_init(&m, "level.list");
-    int rc = admin_call(c, &m);
+    admin_init(&m, cmd);
+    return admin_call(c, &m);
+}
+
+/* ---- levels ---- */
+
+int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
+{
+    if (n)
+        *n = 0;
+    int rc = query(c, n ? (const void *)out : NULL, "level.list");
     if (rc)
         return rc;
 
@@ -226,15 +234,9 @@ int sl_level_pause(sl_client *c, unsigned level, int paused)
 
 int sl_pool_list(sl_client *c, sl_pool_info *out, unsigned *n)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    if (!out || !n)
-        return client_fail(c, SL_EINVAL);
-    *n = 0;
-    proto_msg m;
-    admin_init(&m, "pool.list");
-    int rc = admin_call(c, &m);
+    if (n)
+        *n = 0;
+    int rc = query(c, n ? (const void *)out : NULL, "pool.list");
     if (rc)
         return rc;
 
@@ -333,14 +335,7 @@ int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_
 
 int sl_sink_show(sl_client *c, sl_sink_info *out)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    if (!out)
-        return client_fail(c, SL_EINVAL);
-    proto_msg m;
-    admin_init(&m, "sink.show");
-    int rc = admin_call(c, &m);
+    int rc = query(c, out, "sink.show");
     if (rc)
         return rc;
 
