@@ -34,38 +34,10 @@
 
 #include <fnmatch.h>
 
-#include "admin.h"
+#include "settings.h"
 #include "log.h"
 
 #define NS_PER_MS 1000000ULL
-
-void bk_cfg_defaults(bk_cfg *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    strcpy(cfg->data_dir, "./sluice-data");
-    strcpy(cfg->listen, "tcp://127.0.0.1:7470");
-    cfg->levels = 3;
-    strcpy(cfg->level_names[0], "high");
-    strcpy(cfg->level_names[1], "normal");
-    strcpy(cfg->level_names[2], "low");
-    for (unsigned l = 3; l < PROTO_MAX_LEVELS; l++)
-        snprintf(cfg->level_names[l], sizeof cfg->level_names[l], "p%u", l);
-    cfg->default_level = 1;
-    cfg->lease_ms = 30000;
-    cfg->ack_flush_ms = 10;
-    cfg->max_attempts = 5;
-    cfg->heartbeat_ms = 1000;
-    cfg->map_bytes = 8ULL << 30;
-    cfg->max_body = 1u << 20;
-    cfg->soft_limit_pct = 90;
-    cfg->overdue_share_pct = 50;
-    cfg->throttle_backoff_ms = 1000;
-    cfg->breaker_threshold_pct = 50;
-    cfg->breaker_window = 20;
-    cfg->breaker_cooldown_ms = 5000;
-    cfg->idem_window_ms = 300000;
-    cfg->consumer_max_inflight = 10000;
-}
 
 static int lock_dir(const char *dir)
 {
@@ -88,7 +60,7 @@ static int lock_dir(const char *dir)
     return fd;
 }
 
-int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
+int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
 {
     store_level_info info[PROTO_MAX_LEVELS];
     uint32_t prefix = 0;
@@ -120,7 +92,7 @@ int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     net_cfg ncfg = {.endpoint = cfg->listen, .max_body = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms};
     pool_table_init(&b->pools);
     disp_init(&b->disp, cfg->overdue_share_pct);
-    rc = admin_load(b);
+    rc = settings_load(b);
     if (rc != SL_OK)
         goto pools_fini;
     rc = net_open(&ncfg, &b->net);
@@ -692,7 +664,7 @@ static void sample(bk *b)
             }
         if (pool_sample(p, b->mono_ns, arrival, backlog)) {
             log_info("bk", "autoscale: pool %s size now %u", p->name, p->size);
-            admin_save_pool(b, p);
+            settings_save_pool(b, p);
             bk_pool_changed(b, p);
         }
     }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "breaker.h"
+#include "conf.h"
 #include "conn.h"
 #include "disp.h"
 #include "lease.h"
@@ -22,42 +23,6 @@
 #include "store.h"
 
 #define BK_CREDIT_CAP 100000u
-#define BK_MAX_TAG_RULES 64
-
-/* A tag rule: messages whose tag matches the glob go to level. */
-typedef struct bk_tag_rule {
-    char pattern[PROTO_MAX_TAG + 1];
-    unsigned level;
-} bk_tag_rule;
-
-typedef struct bk_cfg {
-    char data_dir[4096];
-    char listen[1024];
-    unsigned levels;                                      /* 1..16 */
-    char level_names[PROTO_MAX_LEVELS][PROTO_MAX_NAME + 1];
-    unsigned default_level;
-    uint32_t lease_ms;
-    uint32_t ack_flush_ms;                                /* longest an ACK's delete waits for a commit */
-    uint32_t max_attempts;
-    uint32_t heartbeat_ms;
-    uint64_t map_bytes;
-    uint32_t max_body;
-    unsigned soft_limit_pct;                              /* refuse PUT above this map use */
-    unsigned overdue_share_pct;                           /* most overdue picks per 100 */
-    uint32_t throttle_backoff_ms;                         /* pause after THROTTLED without retry-after */
-    uint32_t breaker_threshold_pct;                       /* 0: no circuit breaker */
-    uint32_t breaker_window;
-    uint32_t breaker_cooldown_ms;
-    uint64_t idem_window_ms;                              /* how long an idempotency key is remembered */
-    uint64_t level_max_messages;                          /* per level; 0 = no limit */
-    uint64_t level_max_bytes;                             /* per level, pages on disk; 0 = no limit */
-    uint32_t consumer_max_inflight;                       /* deliveries one consumer may hold */
-    uint64_t map_max_bytes;                               /* the map grows up to this */
-    bk_tag_rule tag_rules[BK_MAX_TAG_RULES];
-    unsigned ntag_rules;
-    int tag_rules_override;                               /* a matching rule beats an explicit level */
-} bk_cfg;
-
 /* The sink: the throttled service every delivery ends up calling. */
 typedef struct bk_sink {
     uint64_t rate_milli;      /* configured, units/s x 1000; 0 = unlimited (persisted) */
@@ -83,7 +48,7 @@ typedef enum bk_end {
 } bk_end;
 
 typedef struct bk {
-    bk_cfg cfg;
+    conf cfg;
     store *st;
     net *net;
     queue q;
@@ -110,14 +75,9 @@ typedef struct bk {
     uint64_t rx_bad, tx_failed;
 } bk;
 
-/* bk_cfg_defaults fills the embedded defaults: ./sluice-data,
- * tcp://127.0.0.1:7470, three levels high/normal/low (default normal), 30 s
- * leases, 5 attempts, 1 s heartbeats, 8 GiB map, 1 MiB bodies. */
-void bk_cfg_defaults(bk_cfg *cfg);
-
 /* bk_open takes the data directory's lock, opens the store, rebuilds the
  * in-memory view and binds. Returns SL_OK or an error (logged). */
-int bk_open(const bk_cfg *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out);
+int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out);
 
 /* bk_close releases everything; accepts NULL. */
 void bk_close(bk **b);

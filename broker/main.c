@@ -2,7 +2,7 @@
  * main.c - sluiced: arguments, configuration, signals. Nothing else.
  *
  * Settings come from three layers, later ones winning: the embedded defaults
- * (bk_cfg_defaults), the INI file named by --config, and the command line.
+ * (conf_defaults), the INI file named by --config, and the command line.
  * Everything is validated before the broker opens anything, and every
  * problem is reported with the setting's name (and file:line for the INI).
  *
@@ -97,9 +97,9 @@ static void usage(FILE *f)
 }
 
 typedef struct settings {
-    bk_cfg cfg;
+    conf cfg;
     int names_set;
-    char rule_levels[BK_MAX_TAG_RULES][PROTO_MAX_NAME + 1]; /* resolved after names */
+    char rule_levels[CONF_MAX_TAG_RULES][PROTO_MAX_NAME + 1]; /* resolved after names */
     char default_level[PROTO_MAX_NAME + 1]; /* resolved after names are known */
     int ready_fd;
     int log_level;
@@ -151,7 +151,7 @@ static int set_names(settings *st, const char *list)
 static int apply(settings *st, const char *key, const char *val)
 {
     uint64_t v;
-    bk_cfg *c = &st->cfg;
+    conf *c = &st->cfg;
     if (!strcmp(key, "data")) {
         if (strlen(val) >= sizeof c->data_dir || !*val)
             return fprintf(stderr, "sluiced: data: path empty or too long\n"), -1;
@@ -252,9 +252,9 @@ static int apply(settings *st, const char *key, const char *val)
 /* add_rule keeps GLOB and the level's text; finish() resolves the level. */
 static int add_rule(settings *st, const char *glob, const char *level)
 {
-    bk_cfg *c = &st->cfg;
-    if (c->ntag_rules == BK_MAX_TAG_RULES)
-        return fprintf(stderr, "sluiced: more than %d tag rules\n", BK_MAX_TAG_RULES), -1;
+    conf *c = &st->cfg;
+    if (c->ntag_rules == CONF_MAX_TAG_RULES)
+        return fprintf(stderr, "sluiced: more than %d tag rules\n", CONF_MAX_TAG_RULES), -1;
     if (!*glob || strlen(glob) > PROTO_MAX_TAG || !*level || strlen(level) > PROTO_MAX_NAME)
         return fprintf(stderr, "sluiced: tag rule '%s = %s': a glob of 1..255 bytes and a level, please\n",
                        glob, level), -1;
@@ -290,7 +290,7 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 }
 
 /* level_of resolves a level name or number; -1 (reported) when unknown. */
-static int level_of(const bk_cfg *c, const char *what, const char *text)
+static int level_of(const conf *c, const char *what, const char *text)
 {
     uint64_t v;
     for (unsigned l = 0; l < c->levels; l++)
@@ -304,7 +304,7 @@ static int level_of(const bk_cfg *c, const char *what, const char *text)
 /* finish fills level names and the default level once the count is known. */
 static int finish(settings *st)
 {
-    bk_cfg *c = &st->cfg;
+    conf *c = &st->cfg;
     if (st->names_set && (unsigned)st->names_set != c->levels) {
         fprintf(stderr, "sluiced: %d level names given for %u levels\n", st->names_set, c->levels);
         return -1;
@@ -468,7 +468,7 @@ static void signal_ready(int fd)
 int main(int argc, char **argv)
 {
     settings st = {.ready_fd = -1, .log_level = LOG_INFO};
-    bk_cfg_defaults(&st.cfg);
+    conf_defaults(&st.cfg);
     if (parse_args(argc, argv, &st) != 0)
         return 2;
     log_set_level((enum log_level)st.log_level);

@@ -1,0 +1,154 @@
+/*
+ * settings.c - the operator's settings that survive a restart: levels
+ * (scheduling and rates), pools, and the sink.
+ *
+ * Every change an admin command makes is written here into the open write
+ * transaction, so it is committed with the pass and the ADMIN_OK (sent after
+ * the commit) means "applied and durable". settings_load reads them back at
+ * open, before the first pass. Records live in the store's meta database as
+ * small fixed binary records:
+ *
+ *   level/NN  u8 version(2) u8 flags(bit0 paused) u16 0 u32 burst
+ *             u64 deadline_ms u64 aging_ms
+ *             u64 max_rate_milli u64 min_rate_milli                 (40 bytes)
+ *             (version 1 was the first 24 bytes, burst 0, no rates)
+ *   pool/NAME u8 version(1) u8 flags(bit0 paused, bit1 autoscale) u16 0
+ *             u32 levels_mask u32 size u32 min u32 max u64 target_wait_ms
+ *                                                                   (28 bytes)
+ *   sink      u8 version(1) u8 0 u16 0 u32 burst u64 rate_milli
+ *             u64 max_inflight                                      (24 bytes)
+ *
+ * all little-endian. Change a layout: bump its version byte and read both.
+ * Costs: one meta put per change; a prefix scan per kind at open.
+ */
+#include "settings.h"
+
+#include <endian.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bk.h"
+#include "log.h"
+
+#define LEVEL_REC_V1 24
+#define LEVEL_REC 40
+#define POOL_REC 28
+#define SINK_REC 24
+
+static void put32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
+static void put64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
+static uint32_t get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
+static uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
+
+/* ---- persistence ---- */
+
+void settings_save_level(bk *b, unsigned level)
+{
+    unsigned char r[LEVEL_REC] = {2};
+    char key[16];
+    const queue_level *lv = &b->q.lv[level];
+    r[1] = lv->paused ? 1 : 0;
+    put32(r + 4, lv->burst);
+    put64(r + 8, lv->deadline_ms);
+    put64(r + 16, lv->aging_ms);
+    put64(r + 24, lv->max_rate_milli);
+    put64(r + 32, lv->min_rate_milli);
+    snprintf(key, sizeof key, "level/%02u", level);
+    if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
+        log_error("settings", "cannot store the settings of level %u", level);
+}
+
+void settings_save_pool(bk *b, const pool *p)
+{
+    unsigned char r[POOL_REC] = {1};
+    char key[8 + PROTO_MAX_NAME];
+    r[1] = (p->paused ? 1 : 0) | (p->autoscale ? 2 : 0);
+    put32(r + 4, p->levels_mask);
+    put32(r + 8, p->size);
+    put32(r + 12, p->min_size);
+    put32(r + 16, p->max_size);
+    put64(r + 20, p->target_wait_ms);
+    snprintf(key, sizeof key, "pool/%s", p->name);
+    if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
+        log_error("settings", "cannot store the settings of pool %s", p->name);
+}
+
+static void load_level(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
+{
+    bk *b = ctx;
+    const unsigned char *r = val;
+    unsigned level = 0;
+    if (key_len != 8 || sscanf(key + 6, "%2u", &level) != 1 ||
+        !((len == LEVEL_REC_V1 && r[0] == 1) || (len == LEVEL_REC && r[0] == 2))) {
+        log_warn("settings", "ignoring an unreadable level setting (%zu bytes)", len);
+        return;
+    }
+    if (level >= b->cfg.levels)
+        return; /* kept for when the level comes back */
+    queue_level *lv = &b->q.lv[level];
+    lv->paused = r[1] & 1;
+    lv->deadline_ms = get64(r + 8);
+    lv->aging_ms = get64(r + 16);
+    if (r[0] == 2) {
+        lv->burst = get32(r + 4);
+        lv->max_rate_milli = get64(r + 24);
+        lv->min_rate_milli = get64(r + 32);
+    }
+}
+
+void settings_save_sink(bk *b)
+{
+    unsigned char r[SINK_REC] = {1};
+    put32(r + 4, b->sink.burst);
+    put64(r + 8, b->sink.rate_milli);
+    put64(r + 16, b->sink.max_inflight);
+    if (store_meta_put(b->st, "sink", r, sizeof r) != SL_OK)
+        log_error("settings", "cannot store the sink settings");
+}
+
+static void load_sink(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
+{
+    bk *b = ctx;
+    const unsigned char *r = val;
+    if (key_len != 4 || memcmp(key, "sink", 4) != 0)
+        return; /* another key that merely starts with "sink" */
+    if (len != SINK_REC || r[0] != 1) {
+        log_warn("settings", "ignoring an unreadable sink setting (%zu bytes)", len);
+        return;
+    }
+    b->sink.burst = get32(r + 4);
+    b->sink.rate_milli = get64(r + 8);
+    b->sink.max_inflight = get64(r + 16);
+}
+
+static void load_pool(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
+{
+    bk *b = ctx;
+    const unsigned char *r = val;
+    if (key_len <= 5 || key_len - 5 > PROTO_MAX_NAME || len != POOL_REC || r[0] != 1) {
+        log_warn("settings", "ignoring an unreadable pool setting (%zu bytes)", len);
+        return;
+    }
+    uint32_t mask = get32(r + 4) & b->all_mask;
+    pool *p = pool_require(&b->pools, key + 5, key_len - 5, mask ? mask : b->all_mask);
+    if (!p)
+        return;
+    p->paused = r[1] & 1;
+    p->autoscale = (r[1] >> 1) & 1;
+    p->size = get32(r + 8);
+    p->min_size = get32(r + 12);
+    p->max_size = get32(r + 16);
+    p->target_wait_ms = get64(r + 20);
+}
+
+int settings_load(bk *b)
+{
+    int rc = store_meta_scan(b->st, "level/", load_level, b);
+    if (rc == SL_OK)
+        rc = store_meta_scan(b->st, "pool/", load_pool, b);
+    if (rc == SL_OK)
+        rc = store_meta_scan(b->st, "sink", load_sink, b);
+    if (rc == SL_OK && b->pools.n)
+        log_info("settings", "%u pools restored", b->pools.n);
+    return rc;
+}

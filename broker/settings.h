@@ -1,0 +1,21 @@
+/*
+ * settings.h - persisted operator settings (levels, pools, the sink).
+ */
+#ifndef SLUICE_SETTINGS_H
+#define SLUICE_SETTINGS_H
+
+struct bk;
+struct pool;
+
+/* settings_load reads the persisted level, pool and sink settings into b (at
+ * open, before the first pass). Returns SL_OK or a store error. */
+int settings_load(struct bk *b);
+
+/* settings_save_pool, settings_save_level and settings_save_sink write one
+ * pool's, level's or the sink's settings into the open write transaction
+ * (committed with the pass). A store failure is logged. */
+void settings_save_pool(struct bk *b, const struct pool *p);
+void settings_save_level(struct bk *b, unsigned level);
+void settings_save_sink(struct bk *b);
+
+#endif /* SLUICE_SETTINGS_H */
