@@ -244,10 +244,13 @@ typedef struct sl_stats {
     uint64_t consumers;  /* connected consumer connections */
     char breaker[16];    /* the sink's circuit breaker: "closed", "open", "half-open" */
     uint64_t breaker_trips; /* times it opened */
+    uint64_t rx_bad;     /* messages the broker refused as malformed or unexpected */
+    uint64_t tx_failed;  /* replies and deliveries the broker could not send */
 } sl_stats;
 
-/* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT,
- * SL_EPROTO. */
+/* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT, or
+ * SL_EPROTO (a malformed reply, or more levels than SL_MAX_LEVELS; *out is
+ * then untouched). */
 int sl_stats_get(sl_client *c, sl_stats *out);
 
 /* ---- administration ----
