@@ -589,12 +589,31 @@ static char *read_protocol(void)
     return doc;
 }
 
-/* documented tells whether doc names key in code quotes: `key`. */
-static int documented(const char *doc, const char *key)
+/* documented tells whether doc[0..len) names key in code quotes: `key`. */
+static int documented_in(const char *doc, size_t len, const char *key)
 {
     char quoted[128];
-    snprintf(quoted, sizeof quoted, "`%s`", key);
-    return strstr(doc, quoted) != NULL;
+    int n = snprintf(quoted, sizeof quoted, "`%s`", key);
+    return memmem(doc, len, quoted, (size_t)n) != NULL;
+}
+
+static int documented(const char *doc, const char *key)
+{
+    return documented_in(doc, strlen(doc), key);
+}
+
+/* kind_table finds the column table of row kind K in doc: from the line
+ * that opens with `K` ( to the blank line after its table. */
+static const char *kind_table(const char *doc, const char *kind, size_t *len)
+{
+    char head[64];
+    snprintf(head, sizeof head, "\n`%s` (", kind);
+    const char *start = strstr(doc, head), *table = start ? strstr(start, "\n|") : NULL;
+    if (!table)
+        return NULL;
+    const char *end = strstr(table, "\n\n");
+    *len = end ? (size_t)(end - start) : strlen(start);
+    return start;
 }
 
 static void protocol_md_documents_the_model(void **state)
@@ -612,9 +631,15 @@ static void protocol_md_documents_the_model(void **state)
             print_error("field %s is not in proto/PROTOCOL.md\n", proto_field_key((proto_field)f));
             missing++;
         }
+    /* each kind's columns in that kind's table */
+    const char *table;
+    size_t len = 0;
 #define COL_DOC_(K, mm, k, t, req) \
-    if (!documented(doc, k)) { print_error("column %s of %s rows is not in proto/PROTOCOL.md\n", k, #K); missing++; }
-#define KIND_DOC_(K, most) PROTO_COLS_##K(COL_DOC_, K)
+    if (!table || !documented_in(table, len, k)) { \
+        print_error("column %s is not in the table of %s rows in proto/PROTOCOL.md\n", k, #K); \
+        missing++; \
+    }
+#define KIND_DOC_(K, most) table = kind_table(doc, #K, &len); PROTO_COLS_##K(COL_DOC_, K)
     PROTO_ROW_KINDS(KIND_DOC_)
 #undef KIND_DOC_
 #undef COL_DOC_
