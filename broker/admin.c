@@ -1,10 +1,16 @@
 /*
  * admin.c - what operators change and ask while the broker runs.
  *
- * One table maps each command name ("pool.resize", "level.set", ...) to its
- * function. Every change takes effect at once and is written to the store's
- * meta database in the same pass (settings.c), so the ADMIN_OK (sent after
- * the commit) means "applied and durable". explain lives in explain.c.
+ * The commands, their arguments and their results are one list in proto/
+ * (PROTO_ADMIN_CMDS); the table here is derived from it, one cmd_<id>
+ * function per command. admin_run checks a request's arguments against that
+ * list before the command runs (every required argument present, nothing the
+ * command does not take), so a command only checks values. Every change
+ * takes effect at once and is written to the store's meta database in the
+ * same pass (settings.c), so the ADMIN_OK (sent after the commit) means
+ * "applied and durable". List results (level.list, pool.list) are rows, one
+ * per level or pool, their columns from proto's PROTO_COLS_ tables. explain
+ * lives in explain.c.
  */
 #include "admin.h"
 
@@ -68,28 +74,29 @@ static int need_pool(cmd_ctx *x, pool **out, int create)
 static int cmd_level_list(cmd_ctx *x)
 {
     bk *b = x->b;
-    proto_msg *r = x->rep;
+    proto_rows_level *rows = &x->rep->level_rows;
     unsigned n = b->cfg.levels;
-    r->present |= PF(names) | PF(level_deadline_ms) | PF(level_aging_ms) | PF(level_paused) | PF(depth) |
-                  PF(oldest_ms) | PF(level_max_rate) | PF(level_min_rate) | PF(level_burst) | PF(level_tokens) |
-                  PF(eta_ms);
-    r->names.n = r->level_deadline_ms.n = r->level_aging_ms.n = r->level_paused.n = r->depth.n = r->oldest_ms.n = n;
-    r->level_max_rate.n = r->level_min_rate.n = r->level_burst.n = r->level_tokens.n = r->eta_ms.n = n;
+    x->rep->present |= PF(level_rows);
+    rows->n = n;
     for (unsigned l = 0; l < n; l++) {
         const queue_level *lv = &b->q.lv[l];
+        proto_row_level *r = &rows->v[l];
         uint64_t oldest = queue_oldest_ns(&b->q, l);
-        r->names.v[l] = (proto_buf){b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])};
-        r->level_deadline_ms.v[l] = lv->deadline_ms;
-        r->level_aging_ms.v[l] = lv->aging_ms;
-        r->level_paused.v[l] = (uint64_t)lv->paused;
-        r->depth.v[l] = queue_ready(&b->q, l);
-        r->oldest_ms.v[l] = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0;
-        r->level_max_rate.v[l] = lv->max_rate_milli;
-        r->level_min_rate.v[l] = lv->min_rate_milli;
-        r->level_burst.v[l] = lv->burst ? lv->burst : 1;
         uint64_t tokens = rl_tokens_milli(&lv->ceiling, b->mono_ns);
-        r->level_tokens.v[l] = tokens == UINT64_MAX ? 0 : tokens;
-        r->eta_ms.v[l] = bk_eta_ms(b, l);
+        *r = (proto_row_level){
+            .present = PROTO_ROW_ALL(level),
+            .name = {b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])},
+            .deadline_ms = lv->deadline_ms,
+            .aging_ms = lv->aging_ms,
+            .paused = (uint64_t)lv->paused,
+            .depth = queue_ready(&b->q, l),
+            .oldest_ms = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0,
+            .max_rate_milli = lv->max_rate_milli,
+            .min_rate_milli = lv->min_rate_milli,
+            .burst = lv->burst ? lv->burst : 1,
+            .tokens_milli = tokens == UINT64_MAX ? 0 : tokens,
+            .eta_ms = bk_eta_ms(b, l),
+        };
     }
     return SL_OK;
 }
@@ -142,22 +149,23 @@ static int cmd_level_resume(cmd_ctx *x) { return set_level_paused(x, 0); }
 static int cmd_pool_list(cmd_ctx *x)
 {
     bk *b = x->b;
-    proto_msg *r = x->rep;
-    unsigned n = b->pools.n;
-    r->present |= PF(pool_names) | PF(pool_levels) | PF(pool_size) | PF(pool_members) | PF(pool_inflight) |
-                  PF(pool_rate) | PF(pool_recommended) | PF(pool_flags);
-    r->pool_names.n = r->pool_levels.n = r->pool_size.n = r->pool_members.n = n;
-    r->pool_inflight.n = r->pool_rate.n = r->pool_recommended.n = r->pool_flags.n = n;
-    for (unsigned i = 0; i < n; i++) {
+    proto_rows_pool *rows = &x->rep->pool_rows;
+    x->rep->present |= PF(pool_rows);
+    rows->n = b->pools.n;
+    for (unsigned i = 0; i < b->pools.n; i++) {
         const pool *p = b->pools.v[i];
-        r->pool_names.v[i] = (proto_buf){p->name, (uint32_t)strlen(p->name)};
-        r->pool_levels.v[i] = p->levels_mask;
-        r->pool_size.v[i] = p->size;
-        r->pool_members.v[i] = p->members;
-        r->pool_inflight.v[i] = p->inflight;
-        r->pool_rate.v[i] = (uint64_t)(p->rate_per_s * 1000.0 + 0.5);
-        r->pool_recommended.v[i] = p->recommended;
-        r->pool_flags.v[i] = (uint64_t)(p->paused ? 1 : 0) | (uint64_t)(p->autoscale ? 2 : 0);
+        rows->v[i] = (proto_row_pool){
+            .present = PROTO_ROW_ALL(pool),
+            .name = {p->name, (uint32_t)strlen(p->name)},
+            .levels_mask = p->levels_mask,
+            .size = p->size,
+            .members = p->members,
+            .inflight = p->inflight,
+            .rate_milli = (uint64_t)(p->rate_per_s * 1000.0 + 0.5),
+            .recommended = p->recommended,
+            .paused = p->paused ? 1 : 0,
+            .autoscale = p->autoscale ? 1 : 0,
+        };
     }
     return SL_OK;
 }
@@ -270,28 +278,26 @@ static int cmd_explain(cmd_ctx *x)
 
 /* ---- the table ---- */
 
-static const struct {
-    const char *name;
-    int (*fn)(cmd_ctx *x);
-} commands[] = {
-    {"level.list", cmd_level_list},     {"level.set", cmd_level_set},
-    {"level.pause", cmd_level_pause},   {"level.resume", cmd_level_resume},
-    {"pool.list", cmd_pool_list},       {"pool.resize", cmd_pool_resize},
-    {"pool.pause", cmd_pool_pause},     {"pool.resume", cmd_pool_resume},
-    {"pool.autoscale", cmd_pool_autoscale},
-    {"sink.set", cmd_sink_set},         {"sink.show", cmd_sink_show},
-    {"explain", cmd_explain},
+typedef int (*cmd_fn)(cmd_ctx *x);
+
+static const cmd_fn commands[PROTO_CMD_COUNT_] = {
+#define CMD_FN_(ID, name, req, opt, res, fields) [PROTO_CMD_##ID] = cmd_##ID,
+    PROTO_ADMIN_CMDS(CMD_FN_)
+#undef CMD_FN_
 };
 
 int admin_run(bk *b, const proto_msg *req, proto_msg *rep, char *text, size_t text_len)
 {
     cmd_ctx x = {b, req, rep, text, text_len};
-    char name[PROTO_MAX_NAME + 1];
-    memcpy(name, req->cmd.ptr, req->cmd.len);
-    name[req->cmd.len] = '\0';
+    proto_cmd cmd;
+    proto_mask results;
     text[0] = '\0';
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(commands[i].name, name) == 0)
-            return commands[i].fn(&x);
-    return fail(&x, SL_EUNKNOWN, "unknown admin command '%s'", name);
+    int rc = proto_cmd_check(req, &cmd, text, text_len);
+    if (rc)
+        return rc;
+    rc = commands[cmd](&x);
+    /* a command answers only with what the list says it answers */
+    proto_cmd_def(cmd, NULL, NULL, NULL, &results);
+    SL_ASSERT(rc != SL_OK || (rep->present & ~PF(seq) & ~results) == 0);
+    return rc;
 }

@@ -86,8 +86,8 @@ static void h_HELLO(bk *b, const net_in *in, const proto_msg *m)
     uint32_t mask = b->all_mask;
     char text[160];
     if (m->v != PROTO_VERSION) {
-        snprintf(text, sizeof text, "protocol version %llu is not supported; this broker speaks 1",
-                 (unsigned long long)m->v);
+        snprintf(text, sizeof text, "protocol version %llu is not supported; this broker speaks %d",
+                 (unsigned long long)m->v, PROTO_VERSION);
         reply_err(b, in, m, SL_EVERSION, text);
         return;
     }

@@ -1,6 +1,9 @@
 /*
- * stats.c - the STATS reply: per-level counters and gauges, the sink's
- * breaker, uptime and consumers.
+ * stats.c - the STATS reply: one row per level (counters and gauges, columns
+ * from proto's PROTO_COLS_level_stat), and for the whole broker the sink's
+ * breaker, uptime, consumers and the bad-input counters (rx_bad: messages
+ * refused as malformed or unexpected; tx_failed: replies and deliveries
+ * that could not be sent).
  *
  * stats_fill reads the broker's in-memory view only (two B-tree reads per
  * level for the oldest message's age); it changes nothing. O(levels).
@@ -15,37 +18,39 @@
 
 void stats_fill(bk *b, proto_msg *r)
 {
+    proto_rows_level_stat *rows = &r->level_stats;
     unsigned n = b->cfg.levels;
-    r->present |= PF(names) | PROTO_STATS_COLUMNS | PROTO_STATS_COLUMNS_OPT;
-    r->names.n = n;
-    r->depth.n = r->inflight.n = r->delayed.n = r->dead.n = r->oldest_ms.n = n;
-    r->enqueued.n = r->dispatched.n = r->acked.n = r->nacked.n = r->expired.n = n;
-    r->picks_priority.n = r->picks_aged.n = r->picks_overdue.n = r->picks_guaranteed.n = n;
-    r->throttled.n = r->eta_ms.n = n;
+    r->present |= PF(level_stats);
+    rows->n = n;
     for (unsigned l = 0; l < n; l++) {
         const queue_level *lv = &b->q.lv[l];
         uint64_t oldest = queue_oldest_ns(&b->q, l);
-        r->names.v[l] = (proto_buf){b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])};
-        r->depth.v[l] = queue_ready(&b->q, l);
-        r->inflight.v[l] = lv->leased;
-        r->delayed.v[l] = lv->delayed;
-        r->dead.v[l] = lv->dead;
-        r->oldest_ms.v[l] = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0;
-        r->enqueued.v[l] = lv->enqueued;
-        r->dispatched.v[l] = lv->dispatched;
-        r->acked.v[l] = lv->acked;
-        r->nacked.v[l] = lv->nacked;
-        r->expired.v[l] = lv->expired;
-        r->picks_priority.v[l] = b->picks[l][DISP_PRIORITY];
-        r->picks_aged.v[l] = b->picks[l][DISP_AGED];
-        r->picks_overdue.v[l] = b->picks[l][DISP_OVERDUE];
-        r->picks_guaranteed.v[l] = b->picks[l][DISP_GUARANTEED];
-        r->throttled.v[l] = lv->throttled;
-        r->eta_ms.v[l] = bk_eta_ms(b, l);
+        rows->v[l] = (proto_row_level_stat){
+            .present = PROTO_ROW_ALL(level_stat),
+            .name = {b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])},
+            .depth = queue_ready(&b->q, l),
+            .inflight = lv->leased,
+            .delayed = lv->delayed,
+            .dead = lv->dead,
+            .oldest_ms = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0,
+            .enqueued = lv->enqueued,
+            .dispatched = lv->dispatched,
+            .acked = lv->acked,
+            .nacked = lv->nacked,
+            .expired = lv->expired,
+            .picks_priority = b->picks[l][DISP_PRIORITY],
+            .picks_aged = b->picks[l][DISP_AGED],
+            .picks_overdue = b->picks[l][DISP_OVERDUE],
+            .picks_guaranteed = b->picks[l][DISP_GUARANTEED],
+            .throttled = lv->throttled,
+            .eta_ms = bk_eta_ms(b, l),
+        };
     }
     const char *state = breaker_name(b->sink.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
     proto_set(r, breaker_trips, b->sink.breaker.trips);
     proto_set(r, uptime_ms, (b->mono_ns - b->started_mono_ns) / NS_PER_MS);
     proto_set(r, consumers, bk_consumers(b));
+    proto_set(r, rx_bad, b->rx_bad);
+    proto_set(r, tx_failed, b->tx_failed);
 }

@@ -489,45 +489,39 @@ int sl_stats_get(sl_client *c, sl_stats *out)
     if (rc)
         return rc;
 
+    /* the decoder checked every row against the level_stat column table */
     const proto_msg *r = &c->reply;
-    /* the first ten columns are required; the rest came later and are
-     * optional: absent, they read as zeros */
-    const proto_u64s *cols[] = {&r->depth,      &r->inflight,       &r->delayed,
-                                &r->dead,       &r->oldest_ms,      &r->enqueued,
-                                &r->dispatched, &r->acked,          &r->nacked,
-                                &r->expired,    &r->picks_priority, &r->picks_aged,
-                                &r->picks_overdue, &r->picks_guaranteed, &r->throttled,
-                                &r->eta_ms};
-    if (r->names.n > SL_MAX_LEVELS)
+    const proto_rows_level_stat *rows = &r->level_stats;
+    if (rows->n > SL_MAX_LEVELS)
         return client_fail(c, SL_EPROTO);
-    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
-        if (cols[k]->n != r->names.n && !(k >= 10 && cols[k]->n == 0))
-            return client_fail(c, SL_EPROTO);
     memset(out, 0, sizeof *out);
-    out->nlevels = r->names.n;
-    client_str_copy(out->breaker, sizeof out->breaker, (r->present & PF(breaker)) ? r->breaker : (proto_buf){"", 0});
+    out->nlevels = rows->n;
+    client_str_copy(out->breaker, sizeof out->breaker, r->breaker);
     out->breaker_trips = r->breaker_trips;
     out->uptime_ms = r->uptime_ms;
     out->consumers = r->consumers;
+    out->rx_bad = r->rx_bad;
+    out->tx_failed = r->tx_failed;
     for (unsigned i = 0; i < out->nlevels; i++) {
+        const proto_row_level_stat *row = &rows->v[i];
         sl_level_stats *s = &out->level[i];
-        client_str_copy(s->name, sizeof s->name, r->names.v[i]);
-        s->depth = r->depth.v[i];
-        s->inflight = r->inflight.v[i];
-        s->delayed = r->delayed.v[i];
-        s->dead = r->dead.v[i];
-        s->oldest_ms = r->oldest_ms.v[i];
-        s->enqueued = r->enqueued.v[i];
-        s->dispatched = r->dispatched.v[i];
-        s->acked = r->acked.v[i];
-        s->nacked = r->nacked.v[i];
-        s->expired = r->expired.v[i];
-        s->picks_priority = r->picks_priority.v[i];
-        s->picks_aged = r->picks_aged.v[i];
-        s->picks_overdue = r->picks_overdue.v[i];
-        s->picks_guaranteed = r->picks_guaranteed.v[i];
-        s->throttled = r->throttled.v[i];
-        s->eta_ms = r->eta_ms.v[i];
+        client_str_copy(s->name, sizeof s->name, row->name);
+        s->depth = row->depth;
+        s->inflight = row->inflight;
+        s->delayed = row->delayed;
+        s->dead = row->dead;
+        s->oldest_ms = row->oldest_ms;
+        s->enqueued = row->enqueued;
+        s->dispatched = row->dispatched;
+        s->acked = row->acked;
+        s->nacked = row->nacked;
+        s->expired = row->expired;
+        s->picks_priority = row->picks_priority;
+        s->picks_aged = row->picks_aged;
+        s->picks_overdue = row->picks_overdue;
+        s->picks_guaranteed = row->picks_guaranteed;
+        s->throttled = row->throttled;
+        s->eta_ms = row->eta_ms;
     }
     return SL_OK;
 }

@@ -244,10 +244,13 @@ typedef struct sl_stats {
     uint64_t consumers;  /* connected consumer connections */
     char breaker[16];    /* the sink's circuit breaker: "closed", "open", "half-open" */
     uint64_t breaker_trips; /* times it opened */
+    uint64_t rx_bad;     /* messages the broker refused as malformed or unexpected */
+    uint64_t tx_failed;  /* replies and deliveries the broker could not send */
 } sl_stats;
 
-/* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT,
- * SL_EPROTO. */
+/* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT, or
+ * SL_EPROTO (a malformed reply, or more levels than SL_MAX_LEVELS; *out is
+ * then untouched). */
 int sl_stats_get(sl_client *c, sl_stats *out);
 
 /* ---- administration ----
@@ -273,7 +276,10 @@ typedef struct sl_level_info {
     uint64_t eta_ms;          /* expected drain time of the ready backlog */
 } sl_level_info;
 
-/* sl_level_list fills out[0..*n) (room for SL_MAX_LEVELS). */
+/* sl_level_list fills out[0..*n) (room for SL_MAX_LEVELS), one item per
+ * level. A malformed reply (a row missing a column, a column of the wrong
+ * type, more rows than SL_MAX_LEVELS) is SL_EPROTO with out untouched and *n
+ * 0. */
 int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n);
 
 /* sl_level_set changes a level's deadline and aging step. Pass
@@ -308,7 +314,8 @@ typedef struct sl_pool_info {
     int autoscale;          /* autoscaling is on */
 } sl_pool_info;
 
-/* sl_pool_list fills out[0..*n) (room for SL_MAX_POOLS). */
+/* sl_pool_list fills out[0..*n) (room for SL_MAX_POOLS), one item per pool;
+ * a malformed reply is SL_EPROTO as for sl_level_list. */
 int sl_pool_list(sl_client *c, sl_pool_info *out, unsigned *n);
 
 /* sl_pool_resize sets a pool's size, creating the pool (subscribed to all

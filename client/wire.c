@@ -18,6 +18,9 @@
  *   POOL                        its share recorded for sl_share; it has no
  *                               seq, so it never passes for a reply
  *   PING                        answered with PONG
+ *   a malformed reply           with a seq and a reply's type: read as
+ *                               ERROR SL_EPROTO for that seq, so its
+ *                               request fails at once; without: dropped
  *   anything else               dropped, including late replies to requests
  *                               that already timed out: replies are matched
  *                               by seq, so a stray never passes for the
@@ -310,11 +313,29 @@ static void pool_take(sl_client *c, const proto_msg *m)
     c->share = m->share > UINT_MAX ? UINT_MAX : (unsigned)m->share;
 }
 
+/* malformed_reply turns m, a reply of a known type with a seq that did not
+ * decode (why says why), into an ERROR SL_EPROTO for that seq, so that the
+ * request it answers fails at once instead of timing out. */
+static void malformed_reply(proto_msg *m, const char *why)
+{
+    uint64_t seq = m->seq;
+    proto_init(m, PROTO_ERROR);
+    proto_set(m, seq, seq);
+    proto_set(m, code, SL_EPROTO);
+    proto_set_str(m, PROTO_F_msg, why, strlen(why)); /* a static string */
+}
+
 static int frame_route(sl_client *c)
 {
     proto_msg m;
-    if (proto_decode(zmq_msg_data(&c->frame), zmq_msg_size(&c->frame), &m, NULL) != SL_OK)
-        return SL_OK; /* undecodable: dropped, and whoever waits times out */
+    const char *why = NULL;
+    if (proto_decode(zmq_msg_data(&c->frame), zmq_msg_size(&c->frame), &m, &why) != SL_OK) {
+        bool reply = m.type == PROTO_PUT_OK || m.type == PROTO_WELCOME || m.type == PROTO_OK ||
+                     m.type == PROTO_STATS_OK || m.type == PROTO_ADMIN_OK;
+        if (!reply || !proto_has(&m, PROTO_F_seq))
+            return SL_OK; /* undecodable and unattributable: dropped */
+        malformed_reply(&m, why ? why : "malformed reply");
+    }
     switch (m.type) {
     case PROTO_DELIVER:
         return delivery_queue(c, &m);

@@ -6,20 +6,26 @@
  *
  * Decoding runs in two steps. proto_guard walks the raw bytes once, without
  * allocating, and checks that every declared str/bin/ext length and every
- * array/map count fits in the bytes that remain, that nesting stays within
- * PROTO_MAX_DEPTH and that the message has at most PROTO_MAX_OBJECTS objects.
- * Only then does msgpack-c's unpacker run: its allocations are bounded by
- * those checks (msgpack-c reserves memory from declared counts, so five bytes
- * could otherwise ask for half a gigabyte). The second step maps the msgpack
- * object onto the flat proto_msg, field by field, checking names, types,
- * sizes, duplicates and the type's required fields.
+ * array/map count fits in the bytes that remain, that no array holds more
+ * than PROTO_MAX_ARRAY items (rows included), that containers nest at most
+ * PROTO_MAX_DEPTH deep (map > array of rows > row map > scalar) and that the
+ * message has at most PROTO_MAX_OBJECTS objects. Only then does msgpack-c's
+ * unpacker run: its allocations are bounded by those checks (msgpack-c
+ * reserves memory from declared counts, so five bytes could otherwise ask
+ * for half a gigabyte). The second step maps the msgpack object onto the
+ * flat proto_msg, field by field, and each ROWS field row by row, column by
+ * column, checking names, types, sizes, duplicates and what is required.
  *
- * Cost: O(bytes) for the guard, O(fields x known fields) for the mapping; the
- * field table has about thirty entries.
+ * Fields and columns are reached through offset tables generated from the
+ * model, so the codec has one path per value type, not one per field.
+ *
+ * Cost: O(bytes) for the guard, O(keys x known keys) for the mapping; the
+ * field table has about fifty entries, a column table under twenty.
  */
 #include "proto.h"
 
 #include <msgpack.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,20 +48,82 @@ static const msg_def msg_defs[PROTO_TYPE_COUNT_] = {
 #undef MSG_DEF_
 };
 
+/* A field: its key, type, limit (bytes, or for ROWS the row kind) and where
+ * its member sits in proto_msg. */
 typedef struct field_def {
     const char *key;
     uint8_t key_len;
     uint8_t type;
     uint32_t max;
+    size_t offset;
 } field_def;
 
+#define FMAX_U64(x)  (x)
+#define FMAX_STR(x)  (x)
+#define FMAX_BIN(x)  (x)
+#define FMAX_U64S(x) (x)
+#define FMAX_STRS(x) (x)
+#define FMAX_ROWS(kind) PROTO_ROWS_##kind
+
 static const field_def field_defs[PROTO_F_COUNT_] = {
-#define FIELD_DEF_(m, k, t, max) [PROTO_F_##m] = {k, sizeof(k) - 1, PROTO_T_##t, (max)},
+#define FIELD_DEF_(m, k, t, max) \
+    [PROTO_F_##m] = {k, sizeof(k) - 1, PROTO_T_##t, FMAX_##t(max), offsetof(proto_msg, m)},
     PROTO_FIELDS(FIELD_DEF_)
 #undef FIELD_DEF_
 };
 
-_Static_assert(PROTO_F_COUNT_ <= 128, "presence mask is 128 bits");
+_Static_assert(PROTO_F_COUNT_ <= 64, "the presence mask is 64 bits");
+
+/* A column of a row kind: its key, type, whether rows must carry it, and
+ * where its member sits in the row. */
+typedef struct col_def {
+    const char *key;
+    uint8_t key_len;
+    uint8_t type;
+    size_t offset;
+} col_def;
+
+#define COL_REQ_REQ 1u
+#define COL_REQ_OPT 0u
+#define COL_DEF_(K, m, k, t, r) {k, sizeof(k) - 1, PROTO_T_##t, offsetof(proto_row_##K, m)},
+#define COL_REQBIT_(K, m, k, t, r) | (COL_REQ_##r << PROTO_COL_##K##_##m)
+#define KIND_COLS_(K, most) \
+    _Static_assert(PROTO_COL_##K##_COUNT_ <= 32, "a row's presence mask is 32 bits"); \
+    static const col_def cols_##K[] = {PROTO_COLS_##K(COL_DEF_, K)};
+PROTO_ROW_KINDS(KIND_COLS_)
+#undef KIND_COLS_
+
+/* A row kind: its columns, the most rows a list holds, and the layout of
+ * proto_rows_K (n first, then the rows). */
+typedef struct kind_def {
+    const col_def *cols;
+    uint32_t ncols;
+    uint32_t most;
+    uint32_t req; /* bits of the REQ columns */
+    size_t row_size, rows_at;
+} kind_def;
+
+static const kind_def kind_defs[PROTO_ROWS_COUNT_] = {
+#define KIND_DEF_(K, most_) \
+    [PROTO_ROWS_##K] = {cols_##K, PROTO_COL_##K##_COUNT_, (most_), 0u PROTO_COLS_##K(COL_REQBIT_, K), \
+                        sizeof(proto_row_##K), offsetof(proto_rows_##K, v)},
+    PROTO_ROW_KINDS(KIND_DEF_)
+#undef KIND_DEF_
+};
+
+typedef struct cmd_def {
+    const char *name;
+    proto_mask req, opt;
+    int result;
+    proto_mask fields;
+} cmd_def;
+
+static const cmd_def cmd_defs[PROTO_CMD_COUNT_] = {
+#define CMD_DEF_(ID, name, req, opt, res, fields) \
+    [PROTO_CMD_##ID] = {name, (req), (opt), PROTO_RES_##res, (fields)},
+    PROTO_ADMIN_CMDS(CMD_DEF_)
+#undef CMD_DEF_
+};
 
 typedef struct err_def {
     const char *name, *text;
@@ -116,71 +184,87 @@ int proto_has(const proto_msg *m, proto_field f)
     return (m->present >> f) & 1;
 }
 
-static proto_buf *buf_member(proto_msg *m, proto_field f)
+/* member is where field f sits in m. */
+static void *member(const proto_msg *m, proto_field f)
 {
-    switch (f) {
-#define BUF_CASE_STR(m_)  case PROTO_F_##m_: return &m->m_;
-#define BUF_CASE_BIN(m_)  case PROTO_F_##m_: return &m->m_;
-#define BUF_CASE_U64(m_)
-#define BUF_CASE_U64S(m_)
-#define BUF_CASE_STRS(m_)
-#define BUF_CASE_(m_, k, t, max) BUF_CASE_##t(m_)
-    PROTO_FIELDS(BUF_CASE_)
-#undef BUF_CASE_
-    default: return NULL;
-    }
+    return (char *)m + field_defs[f].offset;
 }
 
-static uint64_t *u64_member(proto_msg *m, proto_field f)
+const char *proto_field_key(proto_field f)
 {
-    switch (f) {
-#define U64_CASE_U64(m_)  case PROTO_F_##m_: return &m->m_;
-#define U64_CASE_STR(m_)
-#define U64_CASE_BIN(m_)
-#define U64_CASE_U64S(m_)
-#define U64_CASE_STRS(m_)
-#define U64_CASE_(m_, k, t, max) U64_CASE_##t(m_)
-    PROTO_FIELDS(U64_CASE_)
-#undef U64_CASE_
-    default: return NULL;
-    }
+    if ((int)f < 0 || f >= PROTO_F_COUNT_)
+        return "?";
+    return field_defs[f].key;
 }
 
-static proto_u64s *u64s_member(proto_msg *m, proto_field f)
+const char *proto_cmd_name(proto_cmd c)
 {
-    switch (f) {
-#define U64S_CASE_U64S(m_) case PROTO_F_##m_: return &m->m_;
-#define U64S_CASE_U64(m_)
-#define U64S_CASE_STR(m_)
-#define U64S_CASE_BIN(m_)
-#define U64S_CASE_STRS(m_)
-#define U64S_CASE_(m_, k, t, max) U64S_CASE_##t(m_)
-    PROTO_FIELDS(U64S_CASE_)
-#undef U64S_CASE_
-    default: return NULL;
-    }
+    if ((int)c < 0 || c >= PROTO_CMD_COUNT_)
+        return "?";
+    return cmd_defs[c].name;
 }
 
-static proto_strs *strs_member(proto_msg *m, proto_field f)
+int proto_cmd_of(const char *name, size_t len)
 {
-    switch (f) {
-#define STRS_CASE_STRS(m_) case PROTO_F_##m_: return &m->m_;
-#define STRS_CASE_U64(m_)
-#define STRS_CASE_STR(m_)
-#define STRS_CASE_BIN(m_)
-#define STRS_CASE_U64S(m_)
-#define STRS_CASE_(m_, k, t, max) STRS_CASE_##t(m_)
-    PROTO_FIELDS(STRS_CASE_)
-#undef STRS_CASE_
-    default: return NULL;
+    for (int c = 0; c < PROTO_CMD_COUNT_; c++)
+        if (strlen(cmd_defs[c].name) == len && memcmp(cmd_defs[c].name, name, len) == 0)
+            return c;
+    return -1;
+}
+
+int proto_cmd_def(proto_cmd c, proto_mask *req, proto_mask *opt, int *result, proto_mask *fields)
+{
+    if ((int)c < 0 || c >= PROTO_CMD_COUNT_)
+        return -1;
+    const cmd_def *d = &cmd_defs[c];
+    if (req)
+        *req = d->req;
+    if (opt)
+        *opt = d->opt;
+    if (result)
+        *result = d->result;
+    if (fields)
+        *fields = d->fields;
+    return 0;
+}
+
+/* lowest_field is the field of the lowest bit set in mask (not 0). */
+static proto_field lowest_field(proto_mask mask)
+{
+    int f = 0;
+    while (!((mask >> f) & 1))
+        f++;
+    return (proto_field)f;
+}
+
+int proto_cmd_check(const proto_msg *m, proto_cmd *cmd, char *text, size_t text_len)
+{
+    int c = (m->present & PF(cmd)) ? proto_cmd_of(m->cmd.ptr, m->cmd.len) : -1;
+    if (c < 0) {
+        snprintf(text, text_len, "unknown admin command '%.*s'", (int)m->cmd.len, m->cmd.ptr ? m->cmd.ptr : "");
+        return SL_EUNKNOWN;
     }
+    const cmd_def *d = &cmd_defs[c];
+    proto_mask args = m->present & ~(PF(op) | PF(seq) | PF(cmd));
+    proto_mask missing = d->req & ~args, extra = args & ~(d->req | d->opt);
+    if (missing) {
+        snprintf(text, text_len, "%s needs the argument %s", d->name, field_defs[lowest_field(missing)].key);
+        return SL_EINVAL;
+    }
+    if (extra) {
+        snprintf(text, text_len, "%s does not take the argument %s", d->name, field_defs[lowest_field(extra)].key);
+        return SL_EINVAL;
+    }
+    *cmd = (proto_cmd)c;
+    return SL_OK;
 }
 
 void proto_set_str(proto_msg *m, proto_field f, const char *ptr, size_t len)
 {
-    proto_buf *b = buf_member(m, f);
-    if (!b)
+    if ((int)f < 0 || f >= PROTO_F_COUNT_ ||
+        (field_defs[f].type != PROTO_T_STR && field_defs[f].type != PROTO_T_BIN))
         return;
+    proto_buf *b = member(m, f);
     b->ptr = ptr;
     b->len = (uint32_t)len;
     m->present |= (proto_mask)1 << f;
@@ -241,6 +325,8 @@ static int g_items(guard *g, uint64_t count, int per_item, int depth)
     /* every object takes at least one byte */
     if (count > (g->len - g->off) / (uint64_t)per_item)
         return g_fail(g, SL_EPROTO, "declared count exceeds message");
+    if (per_item == 1 && count > PROTO_MAX_ARRAY)
+        return g_fail(g, SL_ETOOBIG, "array longer than 64");
     if (depth >= PROTO_MAX_DEPTH)
         return g_fail(g, SL_EPROTO, "nesting too deep");
     for (uint64_t i = 0; i < count * (uint64_t)per_item; i++) {
@@ -328,40 +414,110 @@ static int find_field(const char *key, uint32_t len)
     return -1;
 }
 
+/* set_str checks that v is a string (or, when bin_ok, a bin) of at most max
+ * bytes and points *out at it. */
+static int set_str(proto_buf *out, const msgpack_object *v, int bin_ok, uint32_t max, const char **why)
+{
+    if (v->type == MSGPACK_OBJECT_STR) {
+        *out = (proto_buf){v->via.str.ptr, v->via.str.size};
+    } else if (v->type == MSGPACK_OBJECT_BIN && bin_ok) {
+        *out = (proto_buf){v->via.bin.ptr, v->via.bin.size};
+    } else {
+        *why = bin_ok ? "expected bin or string" : "expected a string";
+        return SL_EPROTO;
+    }
+    if (out->len > max) {
+        *why = "string or body exceeds its limit";
+        return SL_ETOOBIG;
+    }
+    return SL_OK;
+}
+
+static int set_u64(uint64_t *out, const msgpack_object *v, const char **why)
+{
+    if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        *why = "expected a non-negative integer";
+        return SL_EPROTO;
+    }
+    *out = v->via.u64;
+    return SL_OK;
+}
+
+static int find_col(const kind_def *kd, const char *key, uint32_t len)
+{
+    for (uint32_t c = 0; c < kd->ncols; c++)
+        if (kd->cols[c].key_len == len && memcmp(kd->cols[c].key, key, len) == 0)
+            return (int)c;
+    return -1;
+}
+
+/* set_row maps the msgpack map v onto row (kind kd), which it zeroes first. */
+static int set_row(char *row, const kind_def *kd, const msgpack_object *v, const char **why)
+{
+    uint32_t *present = (uint32_t *)row; /* every row starts with its mask */
+    memset(row, 0, kd->row_size);
+    if (v->type != MSGPACK_OBJECT_MAP) {
+        *why = "a row is not a map";
+        return SL_EPROTO;
+    }
+    for (uint32_t i = 0; i < v->via.map.size; i++) {
+        const msgpack_object *k = &v->via.map.ptr[i].key, *val = &v->via.map.ptr[i].val;
+        int c = k->type == MSGPACK_OBJECT_STR ? find_col(kd, k->via.str.ptr, k->via.str.size) : -1;
+        if (c < 0) {
+            *why = "unknown column";
+            return SL_EPROTO;
+        }
+        if ((*present >> c) & 1) {
+            *why = "duplicate column";
+            return SL_EPROTO;
+        }
+        const col_def *cd = &kd->cols[c];
+        int rc = cd->type == PROTO_T_U64 ? set_u64((uint64_t *)(row + cd->offset), val, why)
+                                         : set_str((proto_buf *)(row + cd->offset), val, 0, PROTO_MAX_NAME, why);
+        if (rc)
+            return rc;
+        *present |= 1u << c;
+    }
+    if ((*present & kd->req) != kd->req) {
+        *why = "required column missing";
+        return SL_EPROTO;
+    }
+    return SL_OK;
+}
+
+/* set_rows maps the msgpack array v onto rows, a proto_rows_K of kind kd. */
+static int set_rows(void *rows, const kind_def *kd, const msgpack_object *v, const char **why)
+{
+    if (v->type != MSGPACK_OBJECT_ARRAY) {
+        *why = "expected an array of rows";
+        return SL_EPROTO;
+    }
+    if (v->via.array.size > kd->most) {
+        *why = "too many rows";
+        return SL_ETOOBIG;
+    }
+    char *base = (char *)rows + kd->rows_at;
+    for (uint32_t i = 0; i < v->via.array.size; i++) {
+        int rc = set_row(base + i * kd->row_size, kd, &v->via.array.ptr[i], why);
+        if (rc)
+            return rc;
+    }
+    *(uint32_t *)rows = v->via.array.size; /* n comes first */
+    return SL_OK;
+}
+
 static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const char **why)
 {
     const field_def *d = &field_defs[f];
+    void *p = member(m, f);
     switch (d->type) {
     case PROTO_T_U64:
-        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            *why = "expected a non-negative integer";
-            return SL_EPROTO;
-        }
-        *u64_member(m, f) = v->via.u64;
-        return SL_OK;
+        return set_u64(p, v, why);
     case PROTO_T_STR:
-    case PROTO_T_BIN: {
-        const char *ptr;
-        uint32_t len;
-        if (v->type == MSGPACK_OBJECT_STR) {
-            ptr = v->via.str.ptr;
-            len = v->via.str.size;
-        } else if (v->type == MSGPACK_OBJECT_BIN && d->type == PROTO_T_BIN) {
-            ptr = v->via.bin.ptr;
-            len = v->via.bin.size;
-        } else {
-            *why = d->type == PROTO_T_STR ? "expected a string" : "expected bin or string";
-            return SL_EPROTO;
-        }
-        if (len > d->max) {
-            *why = "string or body exceeds its limit";
-            return SL_ETOOBIG;
-        }
-        proto_buf *b = buf_member(m, f);
-        b->ptr = ptr;
-        b->len = len;
-        return SL_OK;
-    }
+    case PROTO_T_BIN:
+        return set_str(p, v, d->type == PROTO_T_BIN, d->max, why);
+    case PROTO_T_ROWS:
+        return set_rows(p, &kind_defs[d->max], v, why);
     case PROTO_T_U64S:
     case PROTO_T_STRS: {
         if (v->type != MSGPACK_OBJECT_ARRAY) {
@@ -374,28 +530,15 @@ static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const
         }
         for (uint32_t i = 0; i < v->via.array.size; i++) {
             const msgpack_object *e = &v->via.array.ptr[i];
-            if (d->type == PROTO_T_U64S) {
-                if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-                    *why = "expected an array of non-negative integers";
-                    return SL_EPROTO;
-                }
-                u64s_member(m, f)->v[i] = e->via.u64;
-            } else {
-                if (e->type != MSGPACK_OBJECT_STR) {
-                    *why = "expected an array of strings";
-                    return SL_EPROTO;
-                }
-                if (e->via.str.size > d->max) {
-                    *why = "string exceeds its limit";
-                    return SL_ETOOBIG;
-                }
-                strs_member(m, f)->v[i] = (proto_buf){e->via.str.ptr, e->via.str.size};
-            }
+            int rc = d->type == PROTO_T_U64S ? set_u64(&((proto_u64s *)p)->v[i], e, why)
+                                             : set_str(&((proto_strs *)p)->v[i], e, 0, d->max, why);
+            if (rc)
+                return rc;
         }
         if (d->type == PROTO_T_U64S)
-            u64s_member(m, f)->n = v->via.array.size;
+            ((proto_u64s *)p)->n = v->via.array.size;
         else
-            strs_member(m, f)->n = v->via.array.size;
+            ((proto_strs *)p)->n = v->via.array.size;
         return SL_OK;
     }
     }
@@ -545,24 +688,86 @@ static int pack_str(msgpack_packer *pk, const char *p, size_t len)
     return msgpack_pack_str(pk, len) || msgpack_pack_str_body(pk, p, len);
 }
 
-static int pack_field(msgpack_packer *pk, proto_msg *m, proto_field f)
+/* row_mask is a row's presence mask, limited to its kind's columns. */
+static uint32_t row_mask(const char *row, const kind_def *kd)
+{
+    return *(const uint32_t *)row & (uint32_t)((UINT64_C(1) << kd->ncols) - 1);
+}
+
+/* rows_check tells whether rows (kind kd) may be encoded: SL_OK, SL_EINVAL
+ * for too many rows or a required column missing, SL_ETOOBIG for a string
+ * column over PROTO_MAX_NAME. */
+static int rows_check(const void *rows, const kind_def *kd)
+{
+    uint32_t n = *(const uint32_t *)rows;
+    if (n > kd->most)
+        return SL_EINVAL;
+    const char *base = (const char *)rows + kd->rows_at;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *row = base + i * kd->row_size;
+        uint32_t present = row_mask(row, kd);
+        if ((present & kd->req) != kd->req)
+            return SL_EINVAL;
+        for (uint32_t c = 0; c < kd->ncols; c++)
+            if (((present >> c) & 1) && kd->cols[c].type == PROTO_T_STR &&
+                ((const proto_buf *)(row + kd->cols[c].offset))->len > PROTO_MAX_NAME)
+                return SL_ETOOBIG;
+    }
+    return SL_OK;
+}
+
+static int count_bits(uint64_t v)
+{
+    int n = 0;
+    for (; v; v &= v - 1)
+        n++;
+    return n;
+}
+
+static int pack_rows(msgpack_packer *pk, const void *rows, const kind_def *kd)
+{
+    uint32_t n = *(const uint32_t *)rows;
+    const char *base = (const char *)rows + kd->rows_at;
+    if (msgpack_pack_array(pk, n))
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *row = base + i * kd->row_size;
+        uint32_t present = row_mask(row, kd);
+        if (msgpack_pack_map(pk, (size_t)count_bits(present)))
+            return -1;
+        for (uint32_t c = 0; c < kd->ncols; c++) {
+            if (!((present >> c) & 1))
+                continue;
+            const col_def *cd = &kd->cols[c];
+            const proto_buf *b = (const proto_buf *)(row + cd->offset);
+            if (pack_str(pk, cd->key, cd->key_len) ||
+                (cd->type == PROTO_T_U64 ? msgpack_pack_uint64(pk, *(const uint64_t *)(row + cd->offset))
+                                         : pack_str(pk, b->ptr, b->len)))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int pack_field(msgpack_packer *pk, const proto_msg *m, proto_field f)
 {
     const field_def *d = &field_defs[f];
+    const void *p = member(m, f);
     if (pack_str(pk, d->key, d->key_len))
         return -1;
     switch (d->type) {
     case PROTO_T_U64:
-        return msgpack_pack_uint64(pk, *u64_member(m, f));
+        return msgpack_pack_uint64(pk, *(const uint64_t *)p);
     case PROTO_T_STR: {
-        const proto_buf *b = buf_member(m, f);
+        const proto_buf *b = p;
         return pack_str(pk, b->ptr, b->len);
     }
     case PROTO_T_BIN: {
-        const proto_buf *b = buf_member(m, f);
+        const proto_buf *b = p;
         return msgpack_pack_bin(pk, b->len) || msgpack_pack_bin_body(pk, b->ptr, b->len);
     }
     case PROTO_T_U64S: {
-        const proto_u64s *a = u64s_member(m, f);
+        const proto_u64s *a = p;
         if (msgpack_pack_array(pk, a->n))
             return -1;
         for (uint32_t i = 0; i < a->n; i++)
@@ -571,7 +776,7 @@ static int pack_field(msgpack_packer *pk, proto_msg *m, proto_field f)
         return 0;
     }
     case PROTO_T_STRS: {
-        const proto_strs *a = strs_member(m, f);
+        const proto_strs *a = p;
         if (msgpack_pack_array(pk, a->n))
             return -1;
         for (uint32_t i = 0; i < a->n; i++)
@@ -579,16 +784,37 @@ static int pack_field(msgpack_packer *pk, proto_msg *m, proto_field f)
                 return -1;
         return 0;
     }
+    case PROTO_T_ROWS:
+        return pack_rows(pk, p, &kind_defs[d->max]);
     }
     return -1;
 }
 
-static int count_bits(proto_mask v)
+/* field_check tells whether field f of m may be encoded (sizes, counts). */
+static int field_check(const proto_msg *m, proto_field f)
 {
-    int n = 0;
-    for (; v; v &= v - 1)
-        n++;
-    return n;
+    const field_def *d = &field_defs[f];
+    const void *p = member(m, f);
+    switch (d->type) {
+    case PROTO_T_STR:
+    case PROTO_T_BIN:
+        return ((const proto_buf *)p)->len > d->max ? SL_ETOOBIG : SL_OK;
+    case PROTO_T_U64S:
+        return ((const proto_u64s *)p)->n > PROTO_MAX_ARRAY ? SL_EINVAL : SL_OK;
+    case PROTO_T_STRS: {
+        const proto_strs *a = p;
+        if (a->n > PROTO_MAX_ARRAY)
+            return SL_EINVAL;
+        for (uint32_t i = 0; i < a->n; i++)
+            if (a->v[i].len > d->max)
+                return SL_ETOOBIG;
+        return SL_OK;
+    }
+    case PROTO_T_ROWS:
+        return rows_check(p, &kind_defs[d->max]);
+    default:
+        return SL_OK;
+    }
 }
 
 int proto_encode(const proto_msg *m, proto_wbuf *out)
@@ -600,16 +826,9 @@ int proto_encode(const proto_msg *m, proto_wbuf *out)
     if ((fields & md->req) != md->req || (fields & ~(md->req | md->opt)))
         return SL_EINVAL;
     for (int f = 0; f < PROTO_F_COUNT_; f++) {
-        if (!((fields >> f) & 1))
-            continue;
-        const field_def *d = &field_defs[f];
-        proto_msg *mm = (proto_msg *)m;
-        if ((d->type == PROTO_T_STR || d->type == PROTO_T_BIN) && buf_member(mm, (proto_field)f)->len > d->max)
-            return SL_ETOOBIG;
-        if (d->type == PROTO_T_U64S && u64s_member(mm, (proto_field)f)->n > PROTO_MAX_ARRAY)
-            return SL_EINVAL;
-        if (d->type == PROTO_T_STRS && strs_member(mm, (proto_field)f)->n > PROTO_MAX_ARRAY)
-            return SL_EINVAL;
+        int rc = (fields >> f) & 1 ? field_check(m, (proto_field)f) : SL_OK;
+        if (rc)
+            return rc;
     }
 
     size_t start = out->len;
@@ -619,7 +838,7 @@ int proto_encode(const proto_msg *m, proto_wbuf *out)
     bad = bad || pack_str(&pk, "op", 2) || pack_str(&pk, md->name, strlen(md->name));
     for (int f = 0; f < PROTO_F_COUNT_ && !bad; f++)
         if ((fields >> f) & 1)
-            bad = pack_field(&pk, (proto_msg *)m, (proto_field)f);
+            bad = pack_field(&pk, m, (proto_field)f);
     if (bad) {
         out->len = start;
         return SL_ENOMEM;

@@ -1,21 +1,32 @@
 /*
- * proto.h - the Sluice wire model, version 1.
+ * proto.h - the Sluice wire model, version 2.
  *
  * Every message is one ZeroMQ frame holding one msgpack map with string keys.
- * Two lists below are the whole model:
+ * Four lists below are the whole model:
  *
- *   PROTO_FIELDS  every key that may appear in any message, with its type;
- *   PROTO_MSGS    every message type, its direction, and which fields it
- *                 requires and which it allows.
+ *   PROTO_FIELDS      every key that may appear in any message, with its type;
+ *   PROTO_COLS_<kind> the columns of each kind of row (PROTO_ROW_KINDS): a
+ *                     list result travels as one ROWS field, an array of
+ *                     maps, one map per row (a level, a pool);
+ *   PROTO_MSGS        every message type, its direction, and which fields it
+ *                     requires and which it allows;
+ *   PROTO_ADMIN_CMDS  every admin command, the arguments it requires and
+ *                     allows, and what its ADMIN_OK carries.
  *
  * The message enum, the name table, the decoder's dispatch, the broker's
- * handler table and the per-type counters are all derived from these lists.
- * Adding a message type is one line in PROTO_MSGS (plus its handler).
+ * handler and command tables, the commands' argument checks, the client's
+ * command names and the per-type counters are all derived from these lists.
+ * Adding a message type is one line in PROTO_MSGS (plus its handler); adding
+ * an admin command is one line in PROTO_ADMIN_CMDS (plus its cmd_ function in
+ * broker/admin.c); adding a column to a list result is one line in its
+ * PROTO_COLS_ list. The flat field list does not grow with list results.
  *
- * Wire-format rule: adding an optional field or a message type keeps
- * PROTO_VERSION; changing a field's type or meaning, removing one, or making an
- * optional field required bumps it. proto/PROTOCOL.md must change in the same
- * commit.
+ * Wire-format rule: adding an optional field, an optional column, a message
+ * type or an admin command keeps PROTO_VERSION; changing a field's or a
+ * column's type or meaning, removing one, or making an optional one required
+ * bumps it. proto/PROTOCOL.md must change in the same commit.
+ * Version 2 (list results as rows instead of parallel array fields) changed
+ * STATS_OK and ADMIN_OK.
  */
 #ifndef SLUICE_PROTO_H
 #define SLUICE_PROTO_H
@@ -25,16 +36,16 @@
 
 #include "sluice_errors.h"
 
-#define PROTO_VERSION        1
+#define PROTO_VERSION        2
 #define PROTO_MAX_LEVELS     16         /* levels 0..15 */
 #define PROTO_MAX_TAG        255        /* bytes in a tag */
-#define PROTO_MAX_NAME       64         /* bytes in a pool or level name */
+#define PROTO_MAX_NAME       64         /* bytes in a pool or level name, or a string column */
 #define PROTO_MAX_STR        1024       /* bytes in any other string field */
 #define PROTO_MAX_BODY       (16u << 20)/* hard ceiling on a body; brokers set lower */
-#define PROTO_MAX_DEPTH      3          /* map > array > scalar */
+#define PROTO_MAX_DEPTH      3          /* containers nest 3 deep: map > array > map > scalar */
 #define PROTO_MAX_OBJECTS    2048       /* msgpack objects in one message */
 #define PROTO_MAX_POOLS      64
-#define PROTO_MAX_ARRAY      PROTO_MAX_POOLS  /* level columns use at most 16 */
+#define PROTO_MAX_ARRAY      PROTO_MAX_POOLS  /* items in any array, rows included */
 #define PROTO_MAX_FRAME      (PROTO_MAX_BODY + 64 * 1024)
 
 /* Field value types. */
@@ -43,8 +54,10 @@
 #define PROTO_T_BIN  3 /* bytes (bin; str is accepted too) */
 #define PROTO_T_U64S 4 /* array of up to PROTO_MAX_ARRAY integers */
 #define PROTO_T_STRS 5 /* array of up to PROTO_MAX_ARRAY strings */
+#define PROTO_T_ROWS 6 /* array of maps, one per row, columns from one kind's table */
 
-/* X(member, "key", type, max bytes for STR/BIN/STRS) */
+/* X(member, "key", type, limit): the limit is the most bytes for STR, BIN
+ * and STRS items, and the row kind (PROTO_ROW_KINDS) for ROWS. */
 #define PROTO_FIELDS(X)                                               \
     X(op,         "op",             STR,  PROTO_MAX_NAME) \
     X(seq,        "seq",            U64,  0)              \
@@ -69,20 +82,8 @@
     X(retry_ms,   "retry_after_ms", U64,  0)              \
     X(uptime_ms,  "uptime_ms",      U64,  0)              \
     X(consumers,  "consumers",      U64,  0)              \
-    X(depth,      "depth",          U64S, 0)              \
-    X(inflight,   "inflight",       U64S, 0)              \
-    X(delayed,    "delayed",        U64S, 0)              \
-    X(dead,       "dead",           U64S, 0)              \
-    X(oldest_ms,  "oldest_ms",      U64S, 0)              \
-    X(enqueued,   "enqueued",       U64S, 0)              \
-    X(dispatched, "dispatched",     U64S, 0)              \
-    X(acked,      "acked",          U64S, 0)              \
-    X(nacked,     "nacked",         U64S, 0)              \
-    X(expired,    "expired",        U64S, 0)              \
-    X(picks_priority, "picks_priority", U64S, 0)          \
-    X(picks_aged, "picks_aged",     U64S, 0)              \
-    X(picks_overdue, "picks_overdue", U64S, 0)            \
-    X(picks_guaranteed, "picks_guaranteed", U64S, 0)      \
+    X(rx_bad,     "rx_bad",         U64,  0)              \
+    X(tx_failed,  "tx_failed",      U64,  0)              \
     X(cmd,        "cmd",            STR,  PROTO_MAX_NAME) \
     X(size,       "size",           U64,  0)              \
     X(share,      "share",          U64,  0)              \
@@ -95,17 +96,6 @@
     X(state,      "state",          STR,  PROTO_MAX_NAME) \
     X(position,   "position",       U64,  0)              \
     X(until_ms,   "until_ms",       U64,  0)              \
-    X(level_deadline_ms, "level_deadline_ms", U64S, 0)    \
-    X(level_aging_ms, "level_aging_ms", U64S, 0)          \
-    X(level_paused, "level_paused", U64S, 0)              \
-    X(pool_names, "pool_names",     STRS, PROTO_MAX_NAME) \
-    X(pool_levels, "pool_levels",   U64S, 0)              \
-    X(pool_size,  "pool_size",      U64S, 0)              \
-    X(pool_members, "pool_members", U64S, 0)              \
-    X(pool_inflight, "pool_inflight", U64S, 0)            \
-    X(pool_rate,  "pool_rate_milli", U64S, 0)             \
-    X(pool_recommended, "pool_recommended", U64S, 0)      \
-    X(pool_flags, "pool_flags",     U64S, 0)              \
     X(cost,       "cost",           U64,  0)              \
     X(rate_milli, "rate_milli",     U64,  0)              \
     X(min_rate_milli, "min_rate_milli", U64, 0)           \
@@ -115,17 +105,116 @@
     X(tokens_milli, "tokens_milli", U64,  0)              \
     X(effective_rate_milli, "effective_rate_milli", U64, 0) \
     X(paused_ms,  "paused_ms",      U64,  0)              \
-    X(throttled,  "throttled",      U64S, 0)              \
-    X(level_max_rate, "level_max_rate_milli", U64S, 0)    \
-    X(level_min_rate, "level_min_rate_milli", U64S, 0)    \
-    X(level_burst, "level_burst",   U64S, 0)              \
-    X(level_tokens, "level_tokens_milli", U64S, 0)        \
-    X(eta_ms,     "eta_ms",         U64S, 0)              \
     X(breaker,    "breaker",        STR,  PROTO_MAX_NAME) \
     X(breaker_trips, "breaker_trips", U64, 0)             \
     X(key,        "key",            STR,  PROTO_MAX_TAG)  \
     X(duplicate,  "duplicate",      U64,  0)              \
-    X(ttl_ms,     "ttl_ms",         U64,  0)
+    X(ttl_ms,     "ttl_ms",         U64,  0)              \
+    X(level_stats, "level_stats",   ROWS, level_stat)     \
+    X(level_rows, "level_rows",     ROWS, level)          \
+    X(pool_rows,  "pool_rows",      ROWS, pool)
+
+/* ---- rows ----
+ *
+ * X(kind, most rows). Each kind has a column table PROTO_COLS_<kind>(X, K),
+ * whose lines are X(K, member, "key", type, REQ or OPT): a column's type is
+ * U64 or STR (at most PROTO_MAX_NAME bytes). A row missing a REQ column, or
+ * carrying a column its table does not name, a column twice or a column of
+ * the wrong type, is refused like a bad field. Columns added after a version
+ * are OPT; an absent OPT column reads as 0 (or ""). */
+#define PROTO_ROW_KINDS(X)              \
+    X(level_stat, PROTO_MAX_LEVELS)     \
+    X(level,      PROTO_MAX_LEVELS)     \
+    X(pool,       PROTO_MAX_POOLS)
+
+/* STATS_OK: one row per level, counters since the broker started. */
+#define PROTO_COLS_level_stat(X, K)                        \
+    X(K, name,             "name",             STR, REQ) \
+    X(K, depth,            "depth",            U64, REQ) \
+    X(K, inflight,         "inflight",         U64, REQ) \
+    X(K, delayed,          "delayed",          U64, REQ) \
+    X(K, dead,             "dead",             U64, REQ) \
+    X(K, oldest_ms,        "oldest_ms",        U64, REQ) \
+    X(K, enqueued,         "enqueued",         U64, REQ) \
+    X(K, dispatched,       "dispatched",       U64, REQ) \
+    X(K, acked,            "acked",            U64, REQ) \
+    X(K, nacked,           "nacked",           U64, REQ) \
+    X(K, expired,          "expired",          U64, REQ) \
+    X(K, picks_priority,   "picks_priority",   U64, REQ) \
+    X(K, picks_aged,       "picks_aged",       U64, REQ) \
+    X(K, picks_overdue,    "picks_overdue",    U64, REQ) \
+    X(K, picks_guaranteed, "picks_guaranteed", U64, REQ) \
+    X(K, throttled,        "throttled",        U64, REQ) \
+    X(K, eta_ms,           "eta_ms",           U64, REQ)
+
+/* level.list: one row per level, its settings and state. */
+#define PROTO_COLS_level(X, K)                             \
+    X(K, name,             "name",             STR, REQ) \
+    X(K, deadline_ms,      "deadline_ms",      U64, REQ) \
+    X(K, aging_ms,         "aging_ms",         U64, REQ) \
+    X(K, paused,           "paused",           U64, REQ) \
+    X(K, depth,            "depth",            U64, REQ) \
+    X(K, oldest_ms,        "oldest_ms",        U64, REQ) \
+    X(K, max_rate_milli,   "max_rate_milli",   U64, REQ) \
+    X(K, min_rate_milli,   "min_rate_milli",   U64, REQ) \
+    X(K, burst,            "burst",            U64, REQ) \
+    X(K, tokens_milli,     "tokens_milli",     U64, REQ) \
+    X(K, eta_ms,           "eta_ms",           U64, REQ)
+
+/* pool.list: one row per pool. */
+#define PROTO_COLS_pool(X, K)                              \
+    X(K, name,             "name",             STR, REQ) \
+    X(K, levels_mask,      "levels_mask",      U64, REQ) \
+    X(K, size,             "size",             U64, REQ) \
+    X(K, members,          "members",          U64, REQ) \
+    X(K, inflight,         "inflight",         U64, REQ) \
+    X(K, rate_milli,       "rate_milli",       U64, REQ) \
+    X(K, recommended,      "recommended",      U64, REQ) \
+    X(K, paused,           "paused",           U64, REQ) \
+    X(K, autoscale,        "autoscale",        U64, REQ)
+
+typedef enum proto_row_kind {
+#define PROTO_KIND_ENUM_(K, most) PROTO_ROWS_##K,
+    PROTO_ROW_KINDS(PROTO_KIND_ENUM_)
+#undef PROTO_KIND_ENUM_
+    PROTO_ROWS_COUNT_
+} proto_row_kind;
+
+/* A byte string pointing into the decoded buffer (or the caller's memory when
+ * encoding). Not NUL-terminated. */
+typedef struct proto_buf {
+    const char *ptr;
+    uint32_t len;
+} proto_buf;
+
+#define PROTO_COLTYPE_U64 uint64_t
+#define PROTO_COLTYPE_STR proto_buf
+
+/* For each kind K: the column numbers PROTO_COL_K_member, the row
+ * proto_row_K (a member per column and a bit per present column) and the
+ * list proto_rows_K (n rows). */
+#define PROTO_COL_ENUM_(K, m, k, t, r) PROTO_COL_##K##_##m,
+#define PROTO_COL_MEMBER_(K, m, k, t, r) PROTO_COLTYPE_##t m;
+#define PROTO_ROW_TYPES_(K, most)                                                   \
+    enum { PROTO_COLS_##K(PROTO_COL_ENUM_, K) PROTO_COL_##K##_COUNT_ };            \
+    typedef struct proto_row_##K {                                                \
+        uint32_t present; /* bit PROTO_COL_K_member per column present */        \
+        PROTO_COLS_##K(PROTO_COL_MEMBER_, K)                                      \
+    } proto_row_##K;                                                              \
+    typedef struct proto_rows_##K {                                               \
+        uint32_t n;                                                               \
+        proto_row_##K v[most];                                                    \
+    } proto_rows_##K;
+PROTO_ROW_KINDS(PROTO_ROW_TYPES_)
+#undef PROTO_ROW_TYPES_
+#undef PROTO_COL_MEMBER_
+#undef PROTO_COL_ENUM_
+
+/* PROTO_ROW_ALL(K) is the presence mask of a row of kind K with every
+ * column set: what a sender that fills every column stores in present. */
+#define PROTO_ROW_ALL(K) ((uint32_t)((UINT64_C(1) << PROTO_COL_##K##_COUNT_) - 1))
+
+/* ---- messages ---- */
 
 typedef enum proto_field {
 #define PROTO_FIELD_ENUM_(m, k, t, max) PROTO_F_##m,
@@ -134,39 +223,53 @@ typedef enum proto_field {
     PROTO_F_COUNT_
 } proto_field;
 
-/* The presence mask has a bit per field. It is 128 bits wide, an extension
- * both GCC and Clang provide (the model outgrew 64 fields); the model may hold
- * up to 128 fields. */
-__extension__ typedef unsigned __int128 proto_mask;
+/* The presence mask has a bit per field. */
+typedef uint64_t proto_mask;
 #define PF(m) ((proto_mask)1 << PROTO_F_##m)
 
-/* Directions: C2B client to broker, B2C broker to client, ANY either way. */
-#define PROTO_STATS_COLUMNS                                                 \
-    (PF(depth) | PF(inflight) | PF(delayed) | PF(dead) | PF(oldest_ms) |         \
-     PF(enqueued) | PF(dispatched) | PF(acked) | PF(nacked) | PF(expired))
+/* Result kinds of an admin command. */
+#define PROTO_RES_NONE   0 /* ADMIN_OK carries only seq */
+#define PROTO_RES_FIELDS 1 /* a fixed set of fields, all of them */
+#define PROTO_RES_ROWS   2 /* one ROWS field */
 
-/* Columns added to STATS_OK after the first release are optional, as the
- * versioning rule asks: a client must not require them. */
-#define PROTO_STATS_COLUMNS_OPT                                             \
-    (PF(picks_priority) | PF(picks_aged) | PF(picks_overdue) | PF(picks_guaranteed) | \
-     PF(throttled) | PF(eta_ms) | PF(breaker) | PF(breaker_trips))
+/* X(ID, "name", required arguments, other allowed arguments, result kind,
+ * result fields). An argument absent from a request that allows it means
+ * "leave it as it is". */
+#define PROTO_ADMIN_CMDS(X)                                                        \
+    X(level_list,     "level.list",     0, 0, ROWS, PF(level_rows))               \
+    X(level_set,      "level.set",      PF(level),                                \
+      PF(deadline_ms) | PF(aging_ms) | PF(rate_milli) | PF(min_rate_milli) | PF(burst), NONE, 0) \
+    X(level_pause,    "level.pause",    PF(level), 0, NONE, 0)                    \
+    X(level_resume,   "level.resume",   PF(level), 0, NONE, 0)                    \
+    X(pool_list,      "pool.list",      0, 0, ROWS, PF(pool_rows))                \
+    X(pool_resize,    "pool.resize",    PF(pool) | PF(size), 0, NONE, 0)          \
+    X(pool_pause,     "pool.pause",     PF(pool), 0, NONE, 0)                     \
+    X(pool_resume,    "pool.resume",    PF(pool), 0, NONE, 0)                     \
+    X(pool_autoscale, "pool.autoscale", PF(pool),                                 \
+      PF(enabled) | PF(min) | PF(max) | PF(target_wait_ms), NONE, 0)              \
+    X(sink_set,       "sink.set",       0, PF(rate_milli) | PF(burst) | PF(max_inflight), NONE, 0) \
+    X(sink_show,      "sink.show",      0, 0, FIELDS,                             \
+      PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |  \
+      PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips)) \
+    X(explain,        "explain",        PF(id), 0, FIELDS,                        \
+      PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg))
 
-/* What an ADMIN request may carry, and what ADMIN_OK may answer with. */
-#define PROTO_ADMIN_ARGS                                                    \
-    (PF(pool) | PF(level) | PF(size) | PF(enabled) | PF(deadline_ms) |        \
-     PF(aging_ms) | PF(min) | PF(max) | PF(target_wait_ms) | PF(id) |        \
-     PF(rate_milli) | PF(min_rate_milli) | PF(burst) | PF(max_inflight))
-#define PROTO_ADMIN_RESULTS                                                 \
-    (PF(names) | PF(depth) | PF(oldest_ms) | PF(level_deadline_ms) |          \
-     PF(level_aging_ms) | PF(level_paused) | PF(pool_names) | PF(pool_levels) | \
-     PF(pool_size) | PF(pool_members) | PF(pool_inflight) | PF(pool_rate) |    \
-     PF(pool_recommended) | PF(pool_flags) | PF(state) | PF(level) |          \
-     PF(position) | PF(until_ms) | PF(pool) | PF(msg) | PF(level_max_rate) |  \
-     PF(level_min_rate) | PF(level_burst) | PF(level_tokens) | PF(eta_ms) |   \
-     PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) | \
-     PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips))
+typedef enum proto_cmd {
+#define PROTO_CMD_ENUM_(ID, name, req, opt, res, fields) PROTO_CMD_##ID,
+    PROTO_ADMIN_CMDS(PROTO_CMD_ENUM_)
+#undef PROTO_CMD_ENUM_
+    PROTO_CMD_COUNT_
+} proto_cmd;
 
-/* X(ID, "NAME", direction, required fields, optional fields) */
+/* What an ADMIN request may carry, and what ADMIN_OK may answer with: the
+ * union over the commands. */
+#define PROTO_CMD_ARGS_(ID, name, req, opt, res, fields) | (req) | (opt)
+#define PROTO_CMD_RESULTS_(ID, name, req, opt, res, fields) | (fields)
+#define PROTO_ADMIN_ARGS    (0 PROTO_ADMIN_CMDS(PROTO_CMD_ARGS_))
+#define PROTO_ADMIN_RESULTS (0 PROTO_ADMIN_CMDS(PROTO_CMD_RESULTS_))
+
+/* X(ID, "NAME", direction, required fields, optional fields)
+ * Directions: C2B client to broker, B2C broker to client, ANY either way. */
 #define PROTO_MSGS(X)                                                         \
     X(HELLO,    "HELLO",    C2B, PF(seq) | PF(v),       PF(pool) | PF(levels) | PF(credit)) \
     X(WELCOME,  "WELCOME",  B2C, PF(seq) | PF(v) | PF(names) | PF(heartbeat_ms) | PF(lease_ms) | PF(max_body), 0) \
@@ -181,7 +284,8 @@ __extension__ typedef unsigned __int128 proto_mask;
     X(REJECT,   "REJECT",   C2B, PF(seq) | PF(token),   PF(credit) | PF(msg))  \
     X(OK,       "OK",       B2C, PF(seq),              PF(lease_ms))          \
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
-    X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(names) | PF(uptime_ms) | PF(consumers) | PROTO_STATS_COLUMNS, PROTO_STATS_COLUMNS_OPT) \
+    X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(uptime_ms) | PF(consumers) | PF(level_stats) | \
+                                 PF(breaker) | PF(breaker_trips) | PF(rx_bad) | PF(tx_failed), 0) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \
@@ -198,13 +302,6 @@ typedef enum proto_type {
     PROTO_TYPE_COUNT_
 } proto_type;
 
-/* A byte string pointing into the decoded buffer (or the caller's memory when
- * encoding). Not NUL-terminated. */
-typedef struct proto_buf {
-    const char *ptr;
-    uint32_t len;
-} proto_buf;
-
 typedef struct proto_u64s {
     uint32_t n;
     uint64_t v[PROTO_MAX_ARRAY];
@@ -215,17 +312,18 @@ typedef struct proto_strs {
     proto_buf v[PROTO_MAX_ARRAY];
 } proto_strs;
 
-#define PROTO_CTYPE_U64  uint64_t
-#define PROTO_CTYPE_STR  proto_buf
-#define PROTO_CTYPE_BIN  proto_buf
-#define PROTO_CTYPE_U64S proto_u64s
-#define PROTO_CTYPE_STRS proto_strs
+#define PROTO_CTYPE_U64(limit)  uint64_t
+#define PROTO_CTYPE_STR(limit)  proto_buf
+#define PROTO_CTYPE_BIN(limit)  proto_buf
+#define PROTO_CTYPE_U64S(limit) proto_u64s
+#define PROTO_CTYPE_STRS(limit) proto_strs
+#define PROTO_CTYPE_ROWS(kind)  proto_rows_##kind
 
 /* One message, flat: a member per field and a bit per present field. */
 typedef struct proto_msg {
     proto_type type;
     proto_mask present; /* PF(...) bits */
-#define PROTO_MEMBER_(m, k, t, max) PROTO_CTYPE_##t m;
+#define PROTO_MEMBER_(m, k, t, max) PROTO_CTYPE_##t(max) m;
     PROTO_FIELDS(PROTO_MEMBER_)
 #undef PROTO_MEMBER_
 } proto_msg;
@@ -281,6 +379,30 @@ proto_type proto_type_of(const char *name, size_t len);
 /* proto_fields_of reports the fields type t requires and allows besides
  * (PF bits). Returns 0, or -1 for an unknown type. */
 int proto_fields_of(proto_type t, proto_mask *req, proto_mask *opt);
+
+/* proto_field_key returns the wire key of field f ("rate_milli"), or "?". */
+const char *proto_field_key(proto_field f);
+
+/* proto_cmd_name returns the wire name of admin command c ("pool.resize"),
+ * or "?". */
+const char *proto_cmd_name(proto_cmd c);
+
+/* proto_cmd_of returns the admin command named name[0..len), or -1. */
+int proto_cmd_of(const char *name, size_t len);
+
+/* proto_cmd_def reports what command c requires and allows besides (PF
+ * bits), its result kind (PROTO_RES_*) and its result fields. Returns 0, or
+ * -1 for an unknown command; any out-parameter may be NULL. */
+int proto_cmd_def(proto_cmd c, proto_mask *req, proto_mask *opt, int *result, proto_mask *fields);
+
+/* proto_cmd_check checks an ADMIN request m against the command table: its
+ * "cmd" must name a command, and its arguments (every field but op, seq and
+ * cmd) must hold every argument the command requires and none it does not
+ * allow. On success *cmd is the command. Returns SL_OK; SL_EUNKNOWN for an
+ * unknown command, SL_EINVAL for a missing or unexpected argument, each with
+ * a sentence naming the command and the field in text (text_len bytes, at
+ * least 1). */
+int proto_cmd_check(const proto_msg *m, proto_cmd *cmd, char *text, size_t text_len);
 
 /* proto_strerror returns the message for an sl_err code (any int). */
 const char *proto_strerror(int err);

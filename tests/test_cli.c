@@ -78,10 +78,12 @@ static void exec_acks_on_zero_and_nacks_otherwise(void **state)
     const char *stats[] = {th_bin("sluice"), "-b", b->endpoint, "stats", NULL};
     assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "normal"));
+    assert_non_null(strstr(out, "bad input 0  failed sends 0"));
     const char *json[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--json", NULL};
     assert_int_equal(th_run(json, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"name\":\"normal\",\"depth\":0,\"inflight\":0,\"delayed\":0,\"dead\":1"));
     assert_non_null(strstr(out, "\"acked\":1,\"nacked\":1"));
+    assert_non_null(strstr(out, "\"rx_bad\":0,\"tx_failed\":0"));
     assert_int_equal(th_broker_destroy(&b), 0);
 }
 

@@ -1,9 +1,9 @@
 /*
  * test_client_admin.c - the client library's administration and metering
  * calls against a scripted peer, no broker: the arguments each ADMIN request
- * carries, how results are decoded (and clamped), malformed and partial
- * results refused or read as "no limit", the POOL messages that tell a
- * consumer its share, costs in PUT and DELIVER, and THROTTLED.
+ * carries, how results are decoded (and clamped), malformed rows and
+ * partial results refused with SL_EPROTO and the output untouched, the POOL
+ * messages that tell a consumer its share, costs in PUT and DELIVER, and THROTTLED.
  *
  * As in test_client_local.c, each test binds a real ZeroMQ ROUTER socket on
  * ipc:// in its own temporary directory and serves it from the fake broker's
@@ -26,11 +26,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <zmq.h>
 
 #define TEST_ALARM_S 20
 
 /* th_fake.variant: how the handlers below answer */
-enum { VARIANT_NORMAL, VARIANT_TOO_MANY_LEVELS, VARIANT_RAGGED_COLUMNS, VARIANT_NO_RATES };
+enum { VARIANT_NORMAL, VARIANT_TOO_MANY_LEVELS, VARIANT_MISSING_COLUMN, VARIANT_BAD_ROWS,
+       VARIANT_PARTIAL };
 
 /* levels_of is how many levels f announces: more than SL_MAX_LEVELS for
  * VARIANT_TOO_MANY_LEVELS, else high, normal and low. */
@@ -39,15 +41,82 @@ static uint32_t levels_of(const th_fake *f)
     return f->variant == VARIANT_TOO_MANY_LEVELS ? 17 : 3;
 }
 
-/* ---- the broker's answers ---- */
+/* ---- raw msgpack, for replies the fake's encoder would refuse ---- */
 
-/* column_set sets the array field f of m to v[0..n). */
-static void column_set(proto_msg *m, proto_field f, proto_u64s *col, uint32_t n, const uint64_t *v)
+typedef struct raw {
+    uint8_t b[1024];
+    size_t len;
+} raw;
+
+static void raw_byte(raw *r, uint8_t v)
 {
-    col->n = n;
-    memcpy(col->v, v, n * sizeof *v);
-    m->present |= (proto_mask)1 << f;
+    if (r->len >= sizeof r->b)
+        th_fatal("fake broker: raw reply too long");
+    r->b[r->len++] = v;
 }
+
+static void raw_str(raw *r, const char *s)
+{
+    size_t n = strlen(s);
+    raw_byte(r, (uint8_t)(0xa0 | n)); /* fixstr: every key here is short */
+    for (size_t i = 0; i < n; i++)
+        raw_byte(r, (uint8_t)s[i]);
+}
+
+static void raw_u64(raw *r, uint64_t v)
+{
+    raw_byte(r, 0xcf);
+    for (int i = 7; i >= 0; i--)
+        raw_byte(r, (uint8_t)(v >> (8 * i)));
+}
+
+/* raw_reply starts {"op": op, "seq": seq, <key>: [ with nrows rows to
+ * follow; the map has 3 pairs. */
+static void raw_reply(raw *r, const char *op, uint64_t seq, const char *key, uint8_t nrows)
+{
+    raw_byte(r, 0x83);
+    raw_str(r, "op");
+    raw_str(r, op);
+    raw_str(r, "seq");
+    raw_u64(r, seq);
+    raw_str(r, key);
+    raw_byte(r, 0xdc); /* array16 */
+    raw_byte(r, 0);
+    raw_byte(r, nrows);
+}
+
+static void raw_send(th_fake *f, const raw *r)
+{
+    zmq_send(f->router, f->peer, f->peer_len, ZMQ_SNDMORE);
+    zmq_send(f->router, r->b, r->len, 0);
+}
+
+/* send_bad_rows answers seq with a list of op whose rows the client must
+ * refuse: 17 empty rows (VARIANT_TOO_MANY_LEVELS), a row missing required
+ * columns (VARIANT_MISSING_COLUMN), or one with a string where a number
+ * belongs (VARIANT_BAD_ROWS). */
+static void send_bad_rows(th_fake *f, const char *op, uint64_t seq, const char *key)
+{
+    raw r = {.len = 0};
+    if (f->variant == VARIANT_TOO_MANY_LEVELS) {
+        raw_reply(&r, op, seq, key, 17);
+        for (int i = 0; i < 17; i++)
+            raw_byte(&r, 0x80);
+    } else {
+        raw_reply(&r, op, seq, key, 1);
+        raw_byte(&r, 0x82);
+        raw_str(&r, "name");
+        raw_str(&r, "high");
+        raw_str(&r, f->variant == VARIANT_MISSING_COLUMN ? "paused" : "size");
+        if (f->variant == VARIANT_MISSING_COLUMN)
+            raw_u64(&r, 1);
+        else
+            raw_str(&r, "big");
+    }
+    raw_send(f, &r);
+}
+
+/* ---- the broker's answers ---- */
 
 static void send_pool(th_fake *f, const char *pool, uint64_t size, uint64_t share)
 {
@@ -61,58 +130,55 @@ static void send_pool(th_fake *f, const char *pool, uint64_t size, uint64_t shar
 
 static void reply_level_list(th_fake *f, uint64_t seq)
 {
+    static const char *const names[] = {"high", "normal", "low"};
     static const uint64_t deadline_ms[] = {0, 500, 60000}, aging_ms[] = {0, 0, 2500},
-                          paused[] = {0, 0, 1}, depth[] = {4, 0, 17}, oldest_ms[] = {12, 0, 90000};
+                          paused[] = {0, 0, 1}, depth[] = {4, 0, 17}, oldest_ms[] = {12, 0, 90000},
+                          max_rate[] = {0, 500, 20000000}, min_rate[] = {100000, 0, 0},
+                          burst[] = {0, 3, UINT64_C(1) << 33}, tokens[] = {0, 2500, 7},
+                          eta_ms[] = {40, 0, 123456};
+    if (f->variant != VARIANT_NORMAL) {
+        send_bad_rows(f, "ADMIN_OK", seq, "level_rows");
+        return;
+    }
     proto_msg r;
     proto_init(&r, PROTO_ADMIN_OK);
     proto_set(&r, seq, seq);
-    uint32_t n = levels_of(f);
-    th_fake_names(&r, n);
-    uint64_t wide[17] = {0};
-    bool big = n > 3;
-    column_set(&r, PROTO_F_level_deadline_ms, &r.level_deadline_ms, n, big ? wide : deadline_ms);
-    column_set(&r, PROTO_F_level_aging_ms, &r.level_aging_ms, n, big ? wide : aging_ms);
-    column_set(&r, PROTO_F_level_paused, &r.level_paused, n, big ? wide : paused);
-    column_set(&r, PROTO_F_depth, &r.depth, n, big ? wide : depth);
-    /* a ragged reply: one column short */
-    uint32_t last = f->variant == VARIANT_RAGGED_COLUMNS ? n - 1 : n;
-    column_set(&r, PROTO_F_oldest_ms, &r.oldest_ms, last, big ? wide : oldest_ms);
-    if (f->variant != VARIANT_NO_RATES && !big) {
-        static const uint64_t max_rate[] = {0, 500, 20000000}, min_rate[] = {100000, 0, 0},
-                              burst[] = {0, 3, UINT64_C(1) << 33}, tokens[] = {0, 2500, 7},
-                              eta_ms[] = {40, 0, 123456};
-        column_set(&r, PROTO_F_level_max_rate, &r.level_max_rate, n, max_rate);
-        column_set(&r, PROTO_F_level_min_rate, &r.level_min_rate, n, min_rate);
-        column_set(&r, PROTO_F_level_burst, &r.level_burst, n, burst);
-        column_set(&r, PROTO_F_level_tokens, &r.level_tokens, n, tokens);
-        column_set(&r, PROTO_F_eta_ms, &r.eta_ms, n, eta_ms);
-    }
+    r.present |= PF(level_rows);
+    r.level_rows.n = 3;
+    for (uint32_t i = 0; i < 3; i++)
+        r.level_rows.v[i] = (proto_row_level){
+            .present = PROTO_ROW_ALL(level),
+            .name = {names[i], (uint32_t)strlen(names[i])},
+            .deadline_ms = deadline_ms[i], .aging_ms = aging_ms[i], .paused = paused[i],
+            .depth = depth[i], .oldest_ms = oldest_ms[i], .max_rate_milli = max_rate[i],
+            .min_rate_milli = min_rate[i], .burst = burst[i], .tokens_milli = tokens[i],
+            .eta_ms = eta_ms[i]};
     th_fake_send(f, &r);
 }
 
 static void reply_pool_list(th_fake *f, uint64_t seq)
 {
-    static const uint64_t levels[] = {0x3, UINT64_C(0x100000007)}, size[] = {0, UINT64_C(1) << 40},
-                          members[] = {2, 1}, inflight[] = {1, 9}, rate_milli[] = {12345, 0},
-                          recommended[] = {3, 8}, flags[] = {0x1, 0x2};
+    if (f->variant == VARIANT_BAD_ROWS) {
+        send_bad_rows(f, "ADMIN_OK", seq, "pool_rows");
+        return;
+    }
     proto_msg r;
     proto_init(&r, PROTO_ADMIN_OK);
     proto_set(&r, seq, seq);
-    r.pool_names.n = 2;
-    r.pool_names.v[0] = (proto_buf){"workers", 7};
-    r.pool_names.v[1] = (proto_buf){"batch", 5};
-    r.present |= PF(pool_names);
-    column_set(&r, PROTO_F_pool_levels, &r.pool_levels, 2, levels);
-    column_set(&r, PROTO_F_pool_size, &r.pool_size, 2, size);
-    column_set(&r, PROTO_F_pool_members, &r.pool_members, 2, members);
-    column_set(&r, PROTO_F_pool_inflight, &r.pool_inflight, 2, inflight);
-    column_set(&r, PROTO_F_pool_rate, &r.pool_rate, 2, rate_milli);
-    column_set(&r, PROTO_F_pool_recommended, &r.pool_recommended, 2, recommended);
-    column_set(&r, PROTO_F_pool_flags, &r.pool_flags, 2, flags);
+    r.present |= PF(pool_rows);
+    r.pool_rows.n = 2;
+    r.pool_rows.v[0] = (proto_row_pool){
+        .present = PROTO_ROW_ALL(pool), .name = {"workers", 7}, .levels_mask = 0x3, .size = 0,
+        .members = 2, .inflight = 1, .rate_milli = 12345, .recommended = 3, .paused = 1,
+        .autoscale = 0};
+    r.pool_rows.v[1] = (proto_row_pool){
+        .present = PROTO_ROW_ALL(pool), .name = {"batch", 5}, .levels_mask = UINT64_C(0x100000007),
+        .size = UINT64_C(1) << 40, .members = 1, .inflight = 9, .rate_milli = 0, .recommended = 8,
+        .paused = 0, .autoscale = 1};
     th_fake_send(f, &r);
 }
 
-/* reply_sink_show answers sink.show; a broker of VARIANT_NO_RATES leaves
+/* reply_sink_show answers sink.show; a broker of VARIANT_PARTIAL leaves
  * paused_ms out. */
 static void reply_sink_show(th_fake *f, uint64_t seq)
 {
@@ -125,7 +191,9 @@ static void reply_sink_show(th_fake *f, uint64_t seq)
     proto_set(&r, max_inflight, 8);
     proto_set(&r, sink_inflight, 3);
     proto_set(&r, tokens_milli, 1500);
-    if (f->variant != VARIANT_NO_RATES)
+    proto_set_str(&r, PROTO_F_breaker, "half-open", 9);
+    proto_set(&r, breaker_trips, 4);
+    if (f->variant != VARIANT_PARTIAL)
         proto_set(&r, paused_ms, 750);
     th_fake_send(f, &r);
 }
@@ -142,7 +210,8 @@ static void reply_explain(th_fake *f, uint64_t seq)
     proto_set(&r, level, 2);
     proto_set(&r, position, 17);
     proto_set(&r, until_ms, 0);
-    proto_set_str(&r, PROTO_F_msg, why, strlen(why));
+    if (f->variant != VARIANT_PARTIAL)
+        proto_set_str(&r, PROTO_F_msg, why, strlen(why));
     th_fake_send(f, &r);
 }
 
@@ -157,30 +226,30 @@ static void answer_admin(th_fake *f, const proto_msg *m)
         return;
     }
     if (m->type == PROTO_STATS) {
-        static const uint64_t zero[3], prio[] = {10, 20, 30}, aged[] = {0, 4, 5},
-                              overdue[] = {0, 0, 6}, throttled[] = {0, 9, 0},
-                              eta_ms[] = {0, 0, 61000};
+        static const char *const names[] = {"high", "normal", "low"};
+        static const uint64_t prio[] = {10, 20, 30}, aged[] = {0, 4, 5}, overdue[] = {0, 0, 6},
+                              throttled[] = {0, 9, 0}, eta_ms[] = {0, 0, 61000};
+        if (f->variant != VARIANT_NORMAL) {
+            send_bad_rows(f, "STATS_OK", m->seq, "level_stats");
+            return;
+        }
         proto_msg r;
         proto_init(&r, PROTO_STATS_OK);
         proto_set(&r, seq, m->seq);
         proto_set(&r, uptime_ms, 1000);
         proto_set(&r, consumers, 2);
-        uint32_t n = levels_of(f);
-        uint64_t wide[17] = {0};
-        th_fake_names(&r, n);
-        proto_u64s *cols[] = {&r.depth, &r.inflight, &r.delayed, &r.dead, &r.oldest_ms,
-                              &r.enqueued, &r.dispatched, &r.acked, &r.nacked, &r.expired};
-        proto_field fields[] = {PROTO_F_depth, PROTO_F_inflight, PROTO_F_delayed, PROTO_F_dead,
-                                PROTO_F_oldest_ms, PROTO_F_enqueued, PROTO_F_dispatched,
-                                PROTO_F_acked, PROTO_F_nacked, PROTO_F_expired};
-        for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
-            column_set(&r, fields[k], cols[k], n, n > 3 ? wide : zero);
-        column_set(&r, PROTO_F_picks_priority, &r.picks_priority, n, n > 3 ? wide : prio);
-        column_set(&r, PROTO_F_picks_aged, &r.picks_aged, n, n > 3 ? wide : aged);
-        column_set(&r, PROTO_F_picks_overdue, &r.picks_overdue, n, n > 3 ? wide : overdue);
-        column_set(&r, PROTO_F_picks_guaranteed, &r.picks_guaranteed, n, n > 3 ? wide : zero);
-        column_set(&r, PROTO_F_throttled, &r.throttled, n, n > 3 ? wide : throttled);
-        column_set(&r, PROTO_F_eta_ms, &r.eta_ms, n, n > 3 ? wide : eta_ms);
+        proto_set_str(&r, PROTO_F_breaker, "closed", 6);
+        proto_set(&r, breaker_trips, 1);
+        proto_set(&r, rx_bad, 5);
+        proto_set(&r, tx_failed, 7);
+        r.present |= PF(level_stats);
+        r.level_stats.n = 3;
+        for (uint32_t i = 0; i < 3; i++)
+            r.level_stats.v[i] = (proto_row_level_stat){
+                .present = PROTO_ROW_ALL(level_stat),
+                .name = {names[i], (uint32_t)strlen(names[i])},
+                .depth = i, .enqueued = 100 + i, .picks_priority = prio[i], .picks_aged = aged[i],
+                .picks_overdue = overdue[i], .throttled = throttled[i], .eta_ms = eta_ms[i]};
         th_fake_send(f, &r);
         return;
     }
@@ -400,6 +469,13 @@ static void test_admin_results_are_decoded(void **state)
     assert_int_equal(st.level[1].throttled, 9);
     assert_int_equal(st.level[0].eta_ms, 0);
     assert_int_equal(st.level[2].eta_ms, 61000);
+    assert_string_equal(st.level[1].name, "normal");
+    assert_int_equal(st.level[2].depth, 2);
+    assert_int_equal(st.level[1].enqueued, 101);
+    assert_string_equal(st.breaker, "closed");
+    assert_int_equal(st.breaker_trips, 1);
+    assert_int_equal(st.rx_bad, 5);
+    assert_int_equal(st.tx_failed, 7);
 
     sl_sink_info sink;
     memset(&sink, 0x55, sizeof sink);
@@ -411,6 +487,8 @@ static void test_admin_results_are_decoded(void **state)
     assert_int_equal(sink.inflight, 3);
     assert_int_equal(sink.tokens_milli, 1500);
     assert_int_equal(sink.paused_ms, 750);
+    assert_string_equal(sink.breaker, "half-open");
+    assert_int_equal(sink.breaker_trips, 4);
 
     /* the broker's refusal comes back with its code and its words */
     assert_int_equal(sl_pool_pause(c, "nope", 1), SL_ENOTFOUND);
@@ -418,55 +496,78 @@ static void test_admin_results_are_decoded(void **state)
     sl_close(&c);
 }
 
+/* list_refused runs the three list calls against f's variant and checks
+ * each fails with SL_EPROTO, leaving its output untouched. */
+static void list_refused(th_fake *f, bool pools, bool stats)
+{
+    sl_client *c = th_fake_client(f, 2000);
+    sl_level_info levels[SL_MAX_LEVELS], lv_before[SL_MAX_LEVELS];
+    sl_pool_info pl[SL_MAX_POOLS], pl_before[SL_MAX_POOLS];
+    sl_stats st, st_before;
+    memset(levels, 0x55, sizeof levels);
+    memset(pl, 0x55, sizeof pl);
+    memset(&st, 0x55, sizeof st);
+    memcpy(lv_before, levels, sizeof levels);
+    memcpy(pl_before, pl, sizeof pl);
+    memcpy(&st_before, &st, sizeof st);
+    unsigned n = 99;
+    assert_int_equal(sl_level_list(c, levels, &n), SL_EPROTO);
+    assert_int_equal(n, 0);
+    assert_memory_equal(levels, lv_before, sizeof levels);
+    if (pools) {
+        n = 99;
+        assert_int_equal(sl_pool_list(c, pl, &n), SL_EPROTO);
+        assert_int_equal(n, 0);
+        assert_memory_equal(pl, pl_before, sizeof pl);
+    }
+    if (stats) {
+        assert_int_equal(sl_stats_get(c, &st), SL_EPROTO);
+        assert_memory_equal(&st, &st_before, sizeof st);
+    }
+    sl_close(&c);
+}
+
 static void test_malformed_admin_results_are_refused(void **state)
 {
     th_fake *f = *state;
     assert_int_equal(th_fake_bind(f), 0);
-    f->variant = VARIANT_RAGGED_COLUMNS;
+
+    /* a row without its required columns */
+    f->variant = VARIANT_MISSING_COLUMN;
     assert_int_equal(th_fake_start(f, answer_admin), 0);
-    sl_client *c = th_fake_client(f, 2000);
-    sl_level_info levels[SL_MAX_LEVELS];
-    unsigned n = 99;
-    assert_int_equal(sl_level_list(c, levels, &n), SL_EPROTO);
-    assert_int_equal(n, 0);
-    sl_close(&c);
+    list_refused(f, false, true);
     th_fake_stop(f);
 
-    /* more levels than SL_MAX_LEVELS fit the wire (64 items) but not the
-     * caller's arrays: every reply that lists levels refuses them */
+    /* a column of the wrong type (pools), an unknown column (levels) */
+    f->variant = VARIANT_BAD_ROWS;
+    assert_int_equal(th_fake_start(f, answer_admin), 0);
+    list_refused(f, true, false);
+    th_fake_stop(f);
+
+    /* more levels than SL_MAX_LEVELS fit the wire's arrays (64 items) but
+     * not a level list (16 rows) nor the caller's arrays: every reply that
+     * lists levels refuses them */
     f->variant = VARIANT_TOO_MANY_LEVELS;
     assert_int_equal(th_fake_start(f, answer_admin), 0);
-    c = th_fake_client(f, 2000);
-    assert_int_equal(sl_level_list(c, levels, &n), SL_EPROTO);
-    sl_stats st;
-    assert_int_equal(sl_stats_get(c, &st), SL_EPROTO);
+    list_refused(f, false, true);
+    sl_client *c = th_fake_client(f, 2000);
     assert_int_equal(sl_levels(c, NULL, NULL), SL_EPROTO);
     sl_close(&c);
 }
 
-static void test_level_list_without_rate_columns_reads_as_no_limits(void **state)
+static void test_partial_results_are_refused(void **state)
 {
     th_fake *f = *state;
     assert_int_equal(th_fake_bind(f), 0);
-    f->variant = VARIANT_NO_RATES;
+    f->variant = VARIANT_PARTIAL;
     assert_int_equal(th_fake_start(f, answer_admin), 0);
     sl_client *c = th_fake_client(f, 2000);
-    sl_level_info levels[SL_MAX_LEVELS];
-    memset(levels, 0x55, sizeof levels);
-    unsigned n = 0;
-    assert_int_equal(sl_level_list(c, levels, &n), SL_OK);
-    assert_int_equal(n, 3);
-    assert_int_equal(levels[1].deadline_ms, 500);
-    for (unsigned i = 0; i < n; i++) {
-        assert_int_equal(levels[i].max_rate_milli, 0);
-        assert_int_equal(levels[i].min_rate_milli, 0);
-        assert_int_equal(levels[i].burst, 0);
-        assert_int_equal(levels[i].tokens_milli, 0);
-        assert_int_equal(levels[i].eta_ms, 0);
-    }
-    /* sink.show's answer must be whole */
+    /* sink.show's and explain's answers must carry every result the command
+     * list names for them */
     sl_sink_info sink;
     assert_int_equal(sl_sink_show(c, &sink), SL_EPROTO);
+    sl_explain_info e;
+    assert_int_equal(sl_explain(c, 42, &e), SL_EPROTO);
     sl_close(&c);
 }
 
@@ -589,7 +690,7 @@ int main(void)
         T(test_admin_requests_carry_their_arguments),
         T(test_admin_results_are_decoded),
         T(test_malformed_admin_results_are_refused),
-        T(test_level_list_without_rate_columns_reads_as_no_limits),
+        T(test_partial_results_are_refused),
         T(test_cost_travels_in_put_and_deliver),
         T(test_throttled_returns_credit_and_retry_after),
         T(test_pool_message_sets_share_and_is_no_reply),

@@ -580,6 +580,9 @@ static void garbage_gets_typed_errors_and_broker_keeps_serving(void **state)
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_int_equal(st.level[0].depth, 1);
+    /* each bad input counted once, the PING not; every reply was sent */
+    assert_int_equal(st.rx_bad, sizeof cases / sizeof cases[0] + 1);
+    assert_int_equal(st.tx_failed, 0);
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 

@@ -1,6 +1,8 @@
 /*
- * test_proto.c - the codec: a round trip for every message type, and a
- * catalogue of malformed input that must each get its typed error.
+ * test_proto.c - the codec: a round trip for every message type, a
+ * catalogue of malformed input (rows included) that must each get its typed
+ * error, the admin command list's checks, and proto/PROTOCOL.md documenting
+ * every command, field and column of the model.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,16 +14,37 @@
 
 #include "proto.h"
 
+#include <stdio.h>
+
+static const char text[] = "abcdefghijklmnopqrstuvwxyz";
+
+/* fill_rows_K sets three rows of kind K, every column set. */
+#define COL_FILL_U64(K, mm) r->mm = 100 + PROTO_COL_##K##_##mm + i;
+#define COL_FILL_STR(K, mm) r->mm = (proto_buf){text, 2 + i};
+#define COL_FILL_(K, mm, k, t, req) COL_FILL_##t(K, mm)
+#define FILL_KIND_(K, most)                                    \
+    static void fill_rows_##K(proto_rows_##K *rows)            \
+    {                                                          \
+        rows->n = 3;                                           \
+        for (uint32_t i = 0; i < 3; i++) {                     \
+            proto_row_##K *r = &rows->v[i];                    \
+            r->present = PROTO_ROW_ALL(K);                     \
+            PROTO_COLS_##K(COL_FILL_, K)                       \
+        }                                                      \
+    }
+PROTO_ROW_KINDS(FILL_KIND_)
+#undef FILL_KIND_
+
 /* fill sets every field in mask to a value derived from its index. */
 static void fill(proto_msg *m, proto_mask mask)
 {
-    static const char text[] = "abcdefghijklmnopqrstuvwxyz";
-#define FILL_U64(mm)  m->mm = 1000 + PROTO_F_##mm;
-#define FILL_STR(mm)  m->mm = (proto_buf){text, 3 + PROTO_F_##mm % 20};
-#define FILL_BIN(mm)  m->mm = (proto_buf){text, 5};
-#define FILL_U64S(mm) m->mm.n = 3; for (int i = 0; i < 3; i++) m->mm.v[i] = (uint64_t)i * 7 + PROTO_F_##mm;
-#define FILL_STRS(mm) m->mm.n = 2; m->mm.v[0] = (proto_buf){text, 4}; m->mm.v[1] = (proto_buf){text + 4, 6};
-#define FILL_(mm, k, t, max) if (mask & PF(mm)) { FILL_##t(mm) }
+#define FILL_U64(mm, x)  m->mm = 1000 + PROTO_F_##mm;
+#define FILL_STR(mm, x)  m->mm = (proto_buf){text, 3 + PROTO_F_##mm % 20};
+#define FILL_BIN(mm, x)  m->mm = (proto_buf){text, 5};
+#define FILL_U64S(mm, x) m->mm.n = 3; for (int i = 0; i < 3; i++) m->mm.v[i] = (uint64_t)i * 7 + PROTO_F_##mm;
+#define FILL_STRS(mm, x) m->mm.n = 2; m->mm.v[0] = (proto_buf){text, 4}; m->mm.v[1] = (proto_buf){text + 4, 6};
+#define FILL_ROWS(mm, kind) fill_rows_##kind(&m->mm);
+#define FILL_(mm, k, t, max) if (mask & PF(mm)) { FILL_##t(mm, max) }
     PROTO_FIELDS(FILL_)
 #undef FILL_
     m->present |= mask;
@@ -32,18 +55,37 @@ static int same_buf(proto_buf a, proto_buf b)
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
+/* same_rows_K compares two lists of kind K column by column. */
+#define COL_CMP_U64(mm) assert_true(x->mm == y->mm);
+#define COL_CMP_STR(mm) assert_true(same_buf(x->mm, y->mm));
+#define COL_CMP_(K, mm, k, t, req) \
+    if (x->present & (1u << PROTO_COL_##K##_##mm)) { COL_CMP_##t(mm) }
+#define CMP_KIND_(K, most)                                                   \
+    static void same_rows_##K(const proto_rows_##K *a, const proto_rows_##K *b) \
+    {                                                                        \
+        assert_int_equal(a->n, b->n);                                        \
+        for (uint32_t i = 0; i < a->n; i++) {                                \
+            const proto_row_##K *x = &a->v[i], *y = &b->v[i];                \
+            assert_int_equal(x->present, y->present);                        \
+            PROTO_COLS_##K(COL_CMP_, K)                                      \
+        }                                                                    \
+    }
+PROTO_ROW_KINDS(CMP_KIND_)
+#undef CMP_KIND_
+
 static void check_same(const proto_msg *a, const proto_msg *b)
 {
     assert_int_equal(a->type, b->type);
     assert_int_equal(a->present & ~PF(op), b->present & ~PF(op));
-#define CMP_U64(mm)  assert_true(a->mm == b->mm);
-#define CMP_STR(mm)  assert_true(same_buf(a->mm, b->mm));
-#define CMP_BIN(mm)  assert_true(same_buf(a->mm, b->mm));
-#define CMP_U64S(mm) assert_int_equal(a->mm.n, b->mm.n); \
+#define CMP_U64(mm, x)  assert_true(a->mm == b->mm);
+#define CMP_STR(mm, x)  assert_true(same_buf(a->mm, b->mm));
+#define CMP_BIN(mm, x)  assert_true(same_buf(a->mm, b->mm));
+#define CMP_U64S(mm, x) assert_int_equal(a->mm.n, b->mm.n); \
     for (uint32_t i = 0; i < a->mm.n; i++) assert_true(a->mm.v[i] == b->mm.v[i]);
-#define CMP_STRS(mm) assert_int_equal(a->mm.n, b->mm.n); \
+#define CMP_STRS(mm, x) assert_int_equal(a->mm.n, b->mm.n); \
     for (uint32_t i = 0; i < a->mm.n; i++) assert_true(same_buf(a->mm.v[i], b->mm.v[i]));
-#define CMP_(mm, k, t, max) if (a->present & PF(mm)) { CMP_##t(mm) }
+#define CMP_ROWS(mm, kind) same_rows_##kind(&a->mm, &b->mm);
+#define CMP_(mm, k, t, max) if (a->present & PF(mm)) { CMP_##t(mm, max) }
     PROTO_FIELDS(CMP_)
 #undef CMP_
 }
@@ -125,6 +167,17 @@ static void expect(const void *bytes, size_t len, int code)
         assert_non_null(why);
 }
 
+/* expect_why is expect, and the decoder must also name the problem why. */
+static void expect_why(const void *bytes, size_t len, int code, const char *why_want)
+{
+    proto_msg m;
+    const char *why = NULL;
+    int rc = proto_decode(bytes, len, &m, &why);
+    if (rc != code || !why || strcmp(why, why_want) != 0)
+        fail_msg("expected %s (%s), got %s (%s)", proto_errname(code), why_want, proto_errname(rc),
+                 why ? why : "-");
+}
+
 static void huge_declared_sizes(void **state)
 {
     (void)state;
@@ -148,11 +201,22 @@ static void deep_nesting_and_object_count(void **state)
     /* {"op": [[[1]]]}: map > array > array > array */
     static const uint8_t deep[] = {0x81, 0xa2, 'o', 'p', 0x91, 0x91, 0x91, 0x01};
     expect(deep, sizeof deep, SL_EPROTO);
-    /* {"op": <array16 of 2100 ints>} exceeds the object count */
-    uint8_t many[4 + 3 + 2100];
-    memcpy(many, (uint8_t[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x08, 0x34}, 7);
-    memset(many + 7, 0x01, 2100);
-    expect(many, sizeof many, SL_ETOOBIG);
+    /* {"op": <array16 of 2100 ints>}: longer than any array may be */
+    uint8_t longer[4 + 3 + 2100];
+    memcpy(longer, (uint8_t[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x08, 0x34}, 7);
+    memset(longer + 7, 0x01, 2100);
+    expect_why(longer, sizeof longer, SL_ETOOBIG, "array longer than 64");
+    /* {"op": [40 x [60 x 1]]}: every array within bounds, 2443 objects */
+    uint8_t many[4 + 3 + 40 * (3 + 60)];
+    size_t len = 0;
+    memcpy(many, (uint8_t[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x00, 40}, 7);
+    len = 7;
+    for (int i = 0; i < 40; i++) {
+        memcpy(many + len, (uint8_t[]){0xdc, 0x00, 60}, 3);
+        memset(many + len + 3, 0x01, 60);
+        len += 63;
+    }
+    expect_why(many, len, SL_ETOOBIG, "too many objects");
 }
 
 static void encode_raw(proto_wbuf *b, const uint8_t *bytes, size_t len)
@@ -272,6 +336,317 @@ static void error_table(void **state)
     assert_int_equal(proto_type_of("PUTX", 4), PROTO_NONE);
 }
 
+/* ---- rows ---- */
+
+/* A hand-made message, for input the encoder would refuse. */
+typedef struct raw {
+    uint8_t b[4096];
+    size_t len;
+} raw;
+
+static void raw_bytes(raw *r, const void *p, size_t n)
+{
+    assert_true(r->len + n <= sizeof r->b);
+    memcpy(r->b + r->len, p, n);
+    r->len += n;
+}
+
+static void raw_byte(raw *r, uint8_t v)
+{
+    raw_bytes(r, &v, 1);
+}
+
+static void raw_str(raw *r, const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 32) {
+        raw_byte(r, (uint8_t)(0xa0 | n));
+    } else {
+        raw_byte(r, 0xd9);
+        raw_byte(r, (uint8_t)n);
+    }
+    raw_bytes(r, s, n);
+}
+
+/* raw_rows starts {"op": "ADMIN_OK", "seq": 7, key: [ with n rows to follow. */
+static void raw_rows(raw *r, const char *key, uint8_t n)
+{
+    r->len = 0;
+    raw_byte(r, 0x83);
+    raw_str(r, "op");
+    raw_str(r, "ADMIN_OK");
+    raw_str(r, "seq");
+    raw_byte(r, 7);
+    raw_str(r, key);
+    raw_byte(r, 0xdc);
+    raw_byte(r, 0);
+    raw_byte(r, n);
+}
+
+static void rows_round_trip_and_empty_lists(void **state)
+{
+    (void)state;
+    proto_msg in, out;
+    proto_wbuf buf = {0};
+    proto_init(&in, PROTO_ADMIN_OK);
+    proto_set(&in, seq, 3);
+    in.present |= PF(pool_rows);
+    in.pool_rows.n = 0;
+    assert_int_equal(proto_encode(&in, &buf), SL_OK);
+    assert_int_equal(proto_decode(buf.data, buf.len, &out, NULL), SL_OK);
+    assert_true(out.present & PF(pool_rows));
+    assert_int_equal(out.pool_rows.n, 0);
+    proto_wbuf_reset(&buf);
+
+    /* the most rows a kind holds, each with every column */
+    proto_init(&in, PROTO_STATS_OK);
+    fill(&in, PF(seq) | PF(uptime_ms) | PF(consumers) | PF(breaker) | PF(breaker_trips) | PF(rx_bad) |
+                  PF(tx_failed));
+    in.present |= PF(level_stats);
+    in.level_stats.n = PROTO_MAX_LEVELS;
+    for (uint32_t i = 0; i < PROTO_MAX_LEVELS; i++)
+        in.level_stats.v[i] = (proto_row_level_stat){.present = PROTO_ROW_ALL(level_stat),
+                                                     .name = {text, i + 1},
+                                                     .depth = UINT64_MAX - i,
+                                                     .eta_ms = i};
+    assert_int_equal(proto_encode(&in, &buf), SL_OK);
+    assert_int_equal(proto_decode(buf.data, buf.len, &out, NULL), SL_OK);
+    check_same(&in, &out);
+    assert_true(out.level_stats.v[15].depth == UINT64_MAX - 15);
+    proto_wbuf_reset(&buf);
+
+    /* the encoder refuses what the decoder would */
+    in.level_stats.n = PROTO_MAX_LEVELS + 1;
+    assert_int_equal(proto_encode(&in, &buf), SL_EINVAL);
+    in.level_stats.n = 2;
+    in.level_stats.v[1].present &= ~(1u << PROTO_COL_level_stat_depth);
+    assert_int_equal(proto_encode(&in, &buf), SL_EINVAL);
+    in.level_stats.v[1].present = PROTO_ROW_ALL(level_stat);
+    char name[PROTO_MAX_NAME + 1];
+    memset(name, 'n', sizeof name);
+    in.level_stats.v[1].name = (proto_buf){name, sizeof name};
+    assert_int_equal(proto_encode(&in, &buf), SL_ETOOBIG);
+    assert_int_equal(buf.len, 0);
+    proto_wbuf_free(&buf);
+}
+
+static void malformed_rows(void **state)
+{
+    (void)state;
+    raw r;
+    /* 17 level rows: more than a level list holds */
+    raw_rows(&r, "level_rows", 17);
+    for (int i = 0; i < 17; i++)
+        raw_byte(&r, 0x80);
+    expect_why(r.b, r.len, SL_ETOOBIG, "too many rows");
+    /* 65 pool rows: more than any array holds, refused before allocation */
+    raw_rows(&r, "pool_rows", 65);
+    for (int i = 0; i < 65; i++)
+        raw_byte(&r, 0x80);
+    assert_int_equal(proto_guard(r.b, r.len, NULL), SL_ETOOBIG);
+    expect_why(r.b, r.len, SL_ETOOBIG, "array longer than 64");
+    /* a row holding an array: map > array > map > array is too deep */
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x81);
+    raw_str(&r, "name");
+    raw_bytes(&r, "\x91\x01", 2);
+    assert_int_equal(proto_guard(r.b, r.len, NULL), SL_EPROTO);
+    expect_why(r.b, r.len, SL_EPROTO, "nesting too deep");
+    /* a column of the wrong type */
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x81);
+    raw_str(&r, "size");
+    raw_str(&r, "big");
+    expect_why(r.b, r.len, SL_EPROTO, "expected a non-negative integer");
+    raw_rows(&r, "level_rows", 1);
+    raw_byte(&r, 0x81);
+    raw_str(&r, "name");
+    raw_byte(&r, 0x05);
+    expect_why(r.b, r.len, SL_EPROTO, "expected a string");
+    /* an unknown column; a column of another kind is unknown too */
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x81);
+    raw_str(&r, "zzz");
+    raw_byte(&r, 0x01);
+    expect_why(r.b, r.len, SL_EPROTO, "unknown column");
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x81);
+    raw_str(&r, "picks_aged");
+    raw_byte(&r, 0x01);
+    expect_why(r.b, r.len, SL_EPROTO, "unknown column");
+    /* a column twice */
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x82);
+    raw_str(&r, "size");
+    raw_byte(&r, 0x01);
+    raw_str(&r, "size");
+    raw_byte(&r, 0x02);
+    expect_why(r.b, r.len, SL_EPROTO, "duplicate column");
+    /* a required column missing */
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x81);
+    raw_str(&r, "size");
+    raw_byte(&r, 0x01);
+    expect_why(r.b, r.len, SL_EPROTO, "required column missing");
+    /* a row that is not a map; rows that are not an array */
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x01);
+    expect_why(r.b, r.len, SL_EPROTO, "a row is not a map");
+    raw_rows(&r, "pool_rows", 0);
+    r.len -= 3;
+    raw_byte(&r, 0x01);
+    expect_why(r.b, r.len, SL_EPROTO, "expected an array of rows");
+    /* a string column over its limit */
+    char name[PROTO_MAX_NAME + 2];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x81);
+    raw_str(&r, "name");
+    raw_str(&r, name);
+    expect_why(r.b, r.len, SL_ETOOBIG, "string or body exceeds its limit");
+    /* rows in a message type that does not carry them */
+    raw_rows(&r, "pool_rows", 0);
+    memcpy(r.b + 5, "STATS_OK", 8);
+    expect_why(r.b, r.len, SL_EPROTO, "field not allowed for this message type");
+    /* and an error keeps only seq, for the error reply */
+    proto_msg m;
+    raw_rows(&r, "pool_rows", 1);
+    raw_byte(&r, 0x80);
+    assert_int_equal(proto_decode(r.b, r.len, &m, NULL), SL_EPROTO);
+    assert_int_equal(m.type, PROTO_ADMIN_OK);
+    assert_true(m.present == PF(seq) && m.seq == 7);
+}
+
+/* ---- admin commands ---- */
+
+static void admin_commands_are_checked_by_the_list(void **state)
+{
+    (void)state;
+    char say[PROTO_MAX_STR];
+    proto_cmd cmd;
+    proto_msg m;
+    proto_init(&m, PROTO_ADMIN);
+    proto_set(&m, seq, 1);
+    proto_set_str(&m, PROTO_F_cmd, "level.sat", 9);
+    assert_int_equal(proto_cmd_check(&m, &cmd, say, sizeof say), SL_EUNKNOWN);
+    assert_string_equal(say, "unknown admin command 'level.sat'");
+    proto_set_str(&m, PROTO_F_cmd, "level.set", 9);
+    assert_int_equal(proto_cmd_check(&m, &cmd, say, sizeof say), SL_EINVAL);
+    assert_string_equal(say, "level.set needs the argument level");
+    proto_set(&m, level, 1);
+    proto_set(&m, aging_ms, 0);
+    assert_int_equal(proto_cmd_check(&m, &cmd, say, sizeof say), SL_OK);
+    assert_int_equal(cmd, PROTO_CMD_level_set);
+    proto_set(&m, size, 3);
+    assert_int_equal(proto_cmd_check(&m, &cmd, say, sizeof say), SL_EINVAL);
+    assert_string_equal(say, "level.set does not take the argument size");
+    assert_int_equal(proto_cmd_of("pool.list", 9), PROTO_CMD_pool_list);
+    assert_int_equal(proto_cmd_of("pool.lis", 8), -1);
+    assert_string_equal(proto_cmd_name(PROTO_CMD_sink_show), "sink.show");
+    assert_string_equal(proto_field_key(PROTO_F_retry_ms), "retry_after_ms");
+
+    /* the list is consistent: a ROWS result is one ROWS field, a FIELDS
+     * result some fields, NONE nothing; arguments are never results */
+    for (int c = 0; c < PROTO_CMD_COUNT_; c++) {
+        proto_mask req, opt, fields;
+        int result;
+        assert_int_equal(proto_cmd_def((proto_cmd)c, &req, &opt, &result, &fields), 0);
+        assert_int_equal(proto_cmd_of(proto_cmd_name((proto_cmd)c), strlen(proto_cmd_name((proto_cmd)c))), c);
+        assert_false(req & opt);
+        assert_false((req | opt) & (PF(op) | PF(seq) | PF(cmd)));
+        if (result == PROTO_RES_NONE)
+            assert_true(fields == 0);
+        else if (result == PROTO_RES_FIELDS)
+            assert_true(fields != 0 && !(fields & (PF(level_rows) | PF(pool_rows) | PF(level_stats))));
+        else
+            assert_true(fields == PF(level_rows) || fields == PF(pool_rows));
+    }
+    assert_int_equal(proto_cmd_def(PROTO_CMD_COUNT_, NULL, NULL, NULL, NULL), -1);
+}
+
+/* read_protocol returns proto/PROTOCOL.md (from the repository root, where
+ * tests run, or beside this file), NUL-terminated; the caller frees it. */
+static char *read_protocol(void)
+{
+    static const char *const paths[] = {"proto/PROTOCOL.md", "../proto/PROTOCOL.md"};
+    char beside[512];
+    const char *slash = strrchr(__FILE__, '/');
+    snprintf(beside, sizeof beside, "%.*s/../proto/PROTOCOL.md", slash ? (int)(slash - __FILE__) : 1,
+             slash ? __FILE__ : ".");
+    FILE *f = NULL;
+    for (size_t i = 0; i < 2 && !f; i++)
+        f = fopen(paths[i], "rb");
+    if (!f)
+        f = fopen(beside, "rb");
+    if (!f)
+        fail_msg("cannot find proto/PROTOCOL.md (run from the repository root)");
+    char *doc = malloc(1 << 20);
+    assert_non_null(doc);
+    size_t n = fread(doc, 1, (1 << 20) - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    return doc;
+}
+
+/* documented tells whether doc[0..len) names key in code quotes: `key`. */
+static int documented_in(const char *doc, size_t len, const char *key)
+{
+    char quoted[128];
+    int n = snprintf(quoted, sizeof quoted, "`%s`", key);
+    return memmem(doc, len, quoted, (size_t)n) != NULL;
+}
+
+static int documented(const char *doc, const char *key)
+{
+    return documented_in(doc, strlen(doc), key);
+}
+
+/* kind_table finds the column table of row kind K in doc: from the line
+ * that opens with `K` ( to the blank line after its table. */
+static const char *kind_table(const char *doc, const char *kind, size_t *len)
+{
+    char head[64];
+    snprintf(head, sizeof head, "\n`%s` (", kind);
+    const char *start = strstr(doc, head), *table = start ? strstr(start, "\n|") : NULL;
+    if (!table)
+        return NULL;
+    const char *end = strstr(table, "\n\n");
+    *len = end ? (size_t)(end - start) : strlen(start);
+    return start;
+}
+
+static void protocol_md_documents_the_model(void **state)
+{
+    (void)state;
+    char *doc = read_protocol();
+    int missing = 0;
+    for (int c = 0; c < PROTO_CMD_COUNT_; c++)
+        if (!documented(doc, proto_cmd_name((proto_cmd)c))) {
+            print_error("admin command %s is not in proto/PROTOCOL.md\n", proto_cmd_name((proto_cmd)c));
+            missing++;
+        }
+    for (int f = 0; f < PROTO_F_COUNT_; f++)
+        if (!documented(doc, proto_field_key((proto_field)f))) {
+            print_error("field %s is not in proto/PROTOCOL.md\n", proto_field_key((proto_field)f));
+            missing++;
+        }
+    /* each kind's columns in that kind's table */
+    const char *table;
+    size_t len = 0;
+#define COL_DOC_(K, mm, k, t, req) \
+    if (!table || !documented_in(table, len, k)) { \
+        print_error("column %s is not in the table of %s rows in proto/PROTOCOL.md\n", k, #K); \
+        missing++; \
+    }
+#define KIND_DOC_(K, most) table = kind_table(doc, #K, &len); PROTO_COLS_##K(COL_DOC_, K)
+    PROTO_ROW_KINDS(KIND_DOC_)
+#undef KIND_DOC_
+#undef COL_DOC_
+    free(doc);
+    assert_int_equal(missing, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +660,10 @@ int main(void)
         cmocka_unit_test(not_a_map_and_oddities),
         cmocka_unit_test(random_bytes_never_crash),
         cmocka_unit_test(error_table),
+        cmocka_unit_test(rows_round_trip_and_empty_lists),
+        cmocka_unit_test(malformed_rows),
+        cmocka_unit_test(admin_commands_are_checked_by_the_list),
+        cmocka_unit_test(protocol_md_documents_the_model),
     };
     return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
 }

@@ -62,7 +62,7 @@ static void stuck_consumer_blocks_nothing_and_loses_nothing(void **state)
     /* HELLO with a large credit, then never read */
     void *stuck = raw_dealer(ctx, b.endpoint, NULL, 10);
     uint8_t hello[] = {0x84, 0xa2, 'o', 'p', 0xa5, 'H', 'E', 'L', 'L', 'O', 0xa3, 's', 'e', 'q', 0x01,
-                       0xa1, 'v', 0x01, 0xa6, 'c', 'r', 'e', 'd', 'i', 't', 0xcd, 0x27, 0x10};
+                       0xa1, 'v', PROTO_VERSION, 0xa6, 'c', 'r', 'e', 'd', 'i', 't', 0xcd, 0x27, 0x10};
     zmq_send(stuck, hello, sizeof hello, 0);
     sl_client *p = th_client(&b, 5000);
     char body[16];

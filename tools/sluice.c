@@ -481,7 +481,8 @@ static void stats_json(const sl_stats *st)
     printf("{\"uptime_ms\":%" PRIu64 ",\"consumers\":%" PRIu64 ",\"breaker\":", st->uptime_ms,
            st->consumers);
     cli_text_json_string(st->breaker);
-    printf(",\"breaker_trips\":%" PRIu64 ",\"levels\":[", st->breaker_trips);
+    printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
+           st->breaker_trips, st->rx_bad, st->tx_failed);
     for (unsigned i = 0; i < st->nlevels; i++) {
         const sl_level_stats *l = &st->level[i];
         printf("%s{\"level\":%u,\"name\":", i ? "," : "", i);
@@ -529,8 +530,8 @@ static int stats_table(const sl_stats *st)
     }
     char uptime[32];
     cli_text_age_format(st->uptime_ms, uptime, sizeof uptime);
-    printf("uptime %s  consumers %" PRIu64 "  breaker %s\n", uptime, st->consumers,
-           st->breaker[0] ? st->breaker : "-");
+    printf("uptime %s  consumers %" PRIu64 "  breaker %s  bad input %" PRIu64 "  failed sends %" PRIu64 "\n",
+           uptime, st->consumers, st->breaker[0] ? st->breaker : "-", st->rx_bad, st->tx_failed);
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
     return rc;

@@ -13,7 +13,8 @@
  *     input the guard passes always parses as msgpack (the guard's model of
  *     msgpack matches msgpack-c's);
  *   - an accepted message re-encodes, the encoding decodes to the same
- *     message field by field, and encoding that again gives the same bytes;
+ *     message field by field (and row by row, column by column), and
+ *     encoding that again gives the same bytes;
  *   - msgpack is self-delimiting, so a strict prefix of an accepted message
  *     is rejected.
  *
@@ -41,25 +42,46 @@ static int same_buf(proto_buf a, proto_buf b)
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
+/* same_rows_K aborts unless two lists of kind K hold the same rows. */
+#define COL_CMP_U64(mm) CHECK(x->mm == y->mm);
+#define COL_CMP_STR(mm) CHECK(same_buf(x->mm, y->mm));
+#define COL_CMP_(K, mm, k, t, req) \
+    if (x->present & (1u << PROTO_COL_##K##_##mm)) { \
+        COL_CMP_##t(mm) \
+    }
+#define CMP_KIND_(K, most) \
+    static void same_rows_##K(const proto_rows_##K *a, const proto_rows_##K *b) \
+    { \
+        CHECK(a->n == b->n && a->n <= (most)); \
+        for (uint32_t i = 0; i < a->n; i++) { \
+            const proto_row_##K *x = &a->v[i], *y = &b->v[i]; \
+            CHECK(x->present == y->present); \
+            PROTO_COLS_##K(COL_CMP_, K) \
+        } \
+    }
+PROTO_ROW_KINDS(CMP_KIND_)
+#undef CMP_KIND_
+
 /* check_same aborts unless a and b hold the same type, fields and values. */
 static void check_same(const proto_msg *a, const proto_msg *b)
 {
     CHECK(a->type == b->type);
     CHECK(a->present == b->present);
-#define CMP_U64(mm)  CHECK(a->mm == b->mm);
-#define CMP_STR(mm)  CHECK(same_buf(a->mm, b->mm));
-#define CMP_BIN(mm)  CHECK(same_buf(a->mm, b->mm));
-#define CMP_U64S(mm) \
+#define CMP_U64(mm, x)  CHECK(a->mm == b->mm);
+#define CMP_STR(mm, x)  CHECK(same_buf(a->mm, b->mm));
+#define CMP_BIN(mm, x)  CHECK(same_buf(a->mm, b->mm));
+#define CMP_U64S(mm, x) \
     CHECK(a->mm.n == b->mm.n && a->mm.n <= PROTO_MAX_ARRAY); \
     for (uint32_t i = 0; i < a->mm.n; i++) \
         CHECK(a->mm.v[i] == b->mm.v[i]);
-#define CMP_STRS(mm) \
+#define CMP_STRS(mm, x) \
     CHECK(a->mm.n == b->mm.n && a->mm.n <= PROTO_MAX_ARRAY); \
     for (uint32_t i = 0; i < a->mm.n; i++) \
         CHECK(same_buf(a->mm.v[i], b->mm.v[i]));
+#define CMP_ROWS(mm, kind) same_rows_##kind(&a->mm, &b->mm);
 #define CMP_(mm, k, t, max) \
     if (a->present & PF(mm)) { \
-        CMP_##t(mm) \
+        CMP_##t(mm, max) \
     }
     PROTO_FIELDS(CMP_)
 #undef CMP_

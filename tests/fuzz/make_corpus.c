@@ -2,11 +2,14 @@
  * make_corpus.c - writes the decoder fuzzer's seed corpus and dictionary.
  *
  * The seeds are one valid message per type in PROTO_MSGS, each carrying its
- * required and optional fields with plausible values, encoded by proto_encode;
- * and the malformed inputs that tests/test_proto.c pins down (huge declared
- * sizes, deep nesting, too many objects, trailing bytes). The dictionary holds
- * every field key and every message name as a msgpack string, so mutations
- * reach the per-field checks instead of stalling at "unknown key".
+ * required and optional fields with plausible values (ROWS fields three rows
+ * of every column), encoded by proto_encode; for every admin command of
+ * PROTO_ADMIN_CMDS a request and, when it answers with something, its
+ * ADMIN_OK; and the malformed inputs that tests/test_proto.c pins down (huge
+ * declared sizes, deep nesting, too many objects, trailing bytes, bad rows).
+ * The dictionary holds every field key, every column key, every message name
+ * and every command name as a msgpack string, so mutations reach the
+ * per-field and per-column checks instead of stalling at "unknown key".
  *
  * Everything is derived from the model in proto/proto.h and the output is
  * deterministic: run tests/fuzz/make_corpus.sh after changing the model and
@@ -21,17 +24,39 @@
 
 static const char *const names[] = {"high", "normal", "low"};
 
+/* fill_rows_K sets three rows of kind K (level names, or "pool0".."pool2"),
+ * every column set, numbers in every integer width. */
+static const char *const pools[] = {"pool0", "pool1", "pool2"};
+#define COL_FILL_U64(K, mm) r->mm = (uint64_t)(PROTO_COL_##K##_##mm + 1) << (8 * i);
+#define COL_FILL_STR(K, mm) \
+    r->mm = (proto_buf){names_of[i], (uint32_t)strlen(names_of[i])};
+#define COL_FILL_(K, mm, k, t, req) COL_FILL_##t(K, mm)
+#define FILL_KIND_(K, most) \
+    static void fill_rows_##K(proto_rows_##K *rows) \
+    { \
+        const char *const *names_of = PROTO_ROWS_##K == PROTO_ROWS_pool ? pools : names; \
+        rows->n = 3; \
+        for (uint32_t i = 0; i < 3; i++) { \
+            proto_row_##K *r = &rows->v[i]; \
+            r->present = PROTO_ROW_ALL(K); \
+            PROTO_COLS_##K(COL_FILL_, K) \
+        } \
+    }
+PROTO_ROW_KINDS(FILL_KIND_)
+#undef FILL_KIND_
+
 /* fill sets every field in mask to a value a real peer could send. */
 static void fill(proto_msg *m, proto_mask mask)
 {
     static const char body[] = "hello world";
-#define FILL_U64(mm)  m->mm = 1 + PROTO_F_##mm;
-#define FILL_STR(mm)  m->mm = (proto_buf){#mm, sizeof #mm - 1};
-#define FILL_BIN(mm)  m->mm = (proto_buf){body, sizeof body - 1};
-#define FILL_U64S(mm) m->mm.n = 3; for (uint32_t i = 0; i < 3; i++) m->mm.v[i] = i + PROTO_F_##mm;
-#define FILL_STRS(mm) m->mm.n = 3; for (uint32_t i = 0; i < 3; i++) \
+#define FILL_U64(mm, x)  m->mm = 1 + PROTO_F_##mm;
+#define FILL_STR(mm, x)  m->mm = (proto_buf){#mm, sizeof #mm - 1};
+#define FILL_BIN(mm, x)  m->mm = (proto_buf){body, sizeof body - 1};
+#define FILL_U64S(mm, x) m->mm.n = 3; for (uint32_t i = 0; i < 3; i++) m->mm.v[i] = i + PROTO_F_##mm;
+#define FILL_STRS(mm, x) m->mm.n = 3; for (uint32_t i = 0; i < 3; i++) \
         m->mm.v[i] = (proto_buf){names[i], (uint32_t)strlen(names[i])};
-#define FILL_(mm, k, t, max) if (mask & PF(mm)) { FILL_##t(mm) }
+#define FILL_ROWS(mm, kind) fill_rows_##kind(&m->mm);
+#define FILL_(mm, k, t, max) if (mask & PF(mm)) { FILL_##t(mm, max) }
     PROTO_FIELDS(FILL_)
 #undef FILL_
     m->present |= mask;
@@ -104,6 +129,49 @@ static int write_valid(const char *dir)
     return 0;
 }
 
+/* write_msg encodes m (which must be valid) into dir/name. */
+static int write_msg(const char *dir, const char *name, const proto_msg *m)
+{
+    proto_wbuf buf = {0};
+    int rc = proto_encode(m, &buf);
+    if (rc) {
+        fprintf(stderr, "make_corpus: encoding %s: %s\n", name, proto_strerror(rc));
+        return -1;
+    }
+    rc = write_file(dir, name, buf.data, buf.len);
+    proto_wbuf_free(&buf);
+    return rc;
+}
+
+/* write_admin writes, for every admin command, a request with its required
+ * arguments and an ADMIN_OK with its results: level.list's and pool.list's
+ * rows alone, sink.show's and explain's fields. */
+static int write_admin(const char *dir)
+{
+    for (int c = 0; c < PROTO_CMD_COUNT_; c++) {
+        proto_mask req, fields;
+        proto_msg m;
+        char name[96];
+        const char *cmd = proto_cmd_name((proto_cmd)c);
+        proto_cmd_def((proto_cmd)c, &req, NULL, NULL, &fields);
+        proto_init(&m, PROTO_ADMIN);
+        fill(&m, PF(seq) | req);
+        m.cmd = (proto_buf){cmd, (uint32_t)strlen(cmd)};
+        m.present |= PF(cmd);
+        snprintf(name, sizeof name, "admin-%s.msgpack", cmd);
+        if (write_msg(dir, name, &m))
+            return -1;
+        if (!fields)
+            continue;
+        proto_init(&m, PROTO_ADMIN_OK);
+        fill(&m, PF(seq) | fields);
+        snprintf(name, sizeof name, "admin_ok-%s.msgpack", cmd);
+        if (write_msg(dir, name, &m))
+            return -1;
+    }
+    return 0;
+}
+
 /* The malformed inputs of tests/test_proto.c. */
 static int write_bad(const char *dir)
 {
@@ -117,9 +185,21 @@ static int write_bad(const char *dir)
     static const unsigned char ext[] = {0x81, 0xa2, 'o', 'p', 0xd4, 0x01, 0x02};
     static const unsigned char neg_seq[] = {0x83, 0xa2, 'o', 'p', 0xa3, 'P', 'U', 'T', 0xa3, 's', 'e', 'q',
                                             0xff, 0xa4, 'b', 'o', 'd', 'y', 0xa1, 'x'};
-    unsigned char many[4 + 3 + 2100];
-    memcpy(many, (const unsigned char[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x08, 0x34}, 7);
-    memset(many + 7, 0x01, 2100);
+    /* {"op": [40 x [60 x 1]]}: every array within bounds, 2443 objects */
+    unsigned char many[4 + 3 + 40 * 63];
+    memcpy(many, (const unsigned char[]){0x81, 0xa2, 'o', 'p', 0xdc, 0x00, 40}, 7);
+    for (int i = 0; i < 40; i++) {
+        memcpy(many + 7 + 63 * i, (const unsigned char[]){0xdc, 0x00, 60}, 3);
+        memset(many + 7 + 63 * i + 3, 0x01, 60);
+    }
+    /* {"op":"ADMIN_OK","seq":7,"pool_rows":[{"size":"big"}]}: a mistyped column,
+     * and the same with a row that holds an array (too deep) */
+    static const unsigned char bad_col[] = {0x83, 0xa2, 'o', 'p', 0xa8, 'A', 'D', 'M', 'I', 'N', '_', 'O', 'K',
+                                            0xa3, 's', 'e', 'q', 0x07, 0xa9, 'p', 'o', 'o', 'l', '_', 'r', 'o',
+                                            'w', 's', 0x91, 0x81, 0xa4, 's', 'i', 'z', 'e', 0xa3, 'b', 'i', 'g'};
+    static const unsigned char deep_row[] = {0x83, 0xa2, 'o', 'p', 0xa8, 'A', 'D', 'M', 'I', 'N', '_', 'O', 'K',
+                                             0xa3, 's', 'e', 'q', 0x07, 0xa9, 'p', 'o', 'o', 'l', '_', 'r', 'o',
+                                             'w', 's', 0x91, 0x81, 0xa4, 'n', 'a', 'm', 'e', 0x91, 0x01};
     return write_file(dir, "bad-map32-4g-pairs", map32, sizeof map32) ||
            write_file(dir, "bad-array32-2g-items", arr32, sizeof arr32) ||
            write_file(dir, "bad-bin32-2gib", bin32, sizeof bin32) ||
@@ -129,7 +209,9 @@ static int write_bad(const char *dir)
            write_file(dir, "bad-trailing-byte", trailing, sizeof trailing) ||
            write_file(dir, "bad-ext-type", ext, sizeof ext) ||
            write_file(dir, "bad-negative-seq", neg_seq, sizeof neg_seq) ||
-           write_file(dir, "bad-too-many-objects", many, sizeof many) ? -1 : 0;
+           write_file(dir, "bad-too-many-objects", many, sizeof many) ||
+           write_file(dir, "bad-row-mistyped-column", bad_col, sizeof bad_col) ||
+           write_file(dir, "bad-row-too-deep", deep_row, sizeof deep_row) ? -1 : 0;
 }
 
 /* dict_entry prints s as a msgpack string (fixstr, or str8 past 31 bytes) in
@@ -157,8 +239,15 @@ static int write_dict(const char *path)
 #define DICT_KEY_(m, k, t, max) dict_entry(f, "key", k);
     PROTO_FIELDS(DICT_KEY_)
 #undef DICT_KEY_
+#define DICT_COL_(K, mm, k, t, req) dict_entry(f, "col_" #K, k);
+#define DICT_KIND_(K, most) PROTO_COLS_##K(DICT_COL_, K)
+    PROTO_ROW_KINDS(DICT_KIND_)
+#undef DICT_KIND_
+#undef DICT_COL_
     for (int t = PROTO_NONE + 1; t < PROTO_TYPE_COUNT_; t++)
         dict_entry(f, "op", proto_name((proto_type)t));
+    for (int c = 0; c < PROTO_CMD_COUNT_; c++)
+        dict_entry(f, "cmd", proto_cmd_name((proto_cmd)c));
     if (fclose(f)) {
         perror(path);
         return -1;
@@ -172,7 +261,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: make_corpus CORPUS_DIR DICT_FILE\n");
         return 2;
     }
-    if (write_valid(argv[1]) || write_bad(argv[1]) || write_dict(argv[2]))
+    if (write_valid(argv[1]) || write_admin(argv[1]) || write_bad(argv[1]) || write_dict(argv[2]))
         return 1;
     return 0;
 }
