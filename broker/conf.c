@@ -72,14 +72,10 @@
 /* The INI sections, in the order --help shows them. */
 static const struct {
     const char *name, *title;
-} sections[] = {
-    {"broker", "The broker and its store"},
-    {"levels", "Priority levels"},
-    {"leases", "Deliveries and leases"},
-    {"sink", "Protecting the sink: throttling and the circuit breaker"},
-    {"tag_rules", "Tag rules"},
-    {NULL, "Command line only"},
-};
+} sections[] = {{"broker", "The broker and its store"}, {"levels", "Priority levels"},
+                {"leases", "Deliveries and leases"},
+                {"sink", "Protecting the sink: throttling and the circuit breaker"},
+                {"tag_rules", "Tag rules"}, {NULL, "Command line only"}};
 
 enum {
 #define CONF_INDEX_(key, ...) I_##key,
@@ -96,6 +92,14 @@ static const conf_setting table[] = {
     CONF_SETTINGS(CONF_LINE_)
 #undef CONF_LINE_
 };
+
+/* A number's member must hold its largest value (MB: in bytes). */
+#define CONF_FITS_(key, alias, lopt, sopt, sect, type, member, def, lo, hi, ...)                            \
+    _Static_assert((CONF_##type != CONF_NUM && CONF_##type != CONF_MB) || sizeof(((conf *)0)->member) == 8 || \
+                       (uint64_t)(hi) << (CONF_##type == CONF_MB ? 20 : 0) <= UINT32_MAX,                  \
+                   #key ": its member is too small for its bounds");
+CONF_SETTINGS(CONF_FITS_)
+#undef CONF_FITS_
 
 static const struct option options[] = {
 #define CONF_OPT_(key, alias, lopt, sopt, sect, type, ...)                                                 \
@@ -166,7 +170,7 @@ static int parse_num(pctx *p, const char *v)
     if (p->s->size == sizeof(uint64_t)) {
         memcpy(member(p), &n, sizeof n);
     } else {
-        uint32_t n32 = (uint32_t)n; /* unsigned, uint32_t and int members; max fits (conf_defaults) */
+        uint32_t n32 = (uint32_t)n; /* unsigned, uint32_t and int members; max fits (CONF_FITS_) */
         memcpy(member(p), &n32, sizeof n32);
     }
     return SL_OK;
@@ -174,18 +178,14 @@ static int parse_num(pctx *p, const char *v)
 
 static int parse_bool(pctx *p, const char *v)
 {
-    static const char *const yes[] = {"yes", "true", "on"}, *const no[] = {"no", "false", "off"};
-    int *flag = member(p);
-    if (!v) { /* a flag on the command line */
-        *flag = 1;
-        return SL_OK;
-    }
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(v, yes[i]) || !strcmp(v, no[i])) {
-            *flag = !strcmp(v, yes[i]);
-            return SL_OK;
-        }
-    return fail(p, "'%s' is not yes or no", v);
+    static const char *const words[] = {"no", "yes", "false", "true", "off", "on"};
+    int i = 0;
+    while (v && i < 6 && strcmp(v, words[i]))
+        i++;
+    if (v && i == 6)
+        return fail(p, "'%s' is not yes or no", v);
+    *(int *)member(p) = v ? i % 2 : 1; /* no value: a flag on the command line */
+    return SL_OK;
 }
 
 static int parse_log_level(pctx *p, const char *v)
@@ -289,6 +289,18 @@ const char *conf_default_text(const conf_setting *s, char *buf, size_t len)
     return buf;
 }
 
+/* default_names names the levels high, normal, low when there are three,
+ * else p0, p1, ... */
+static void default_names(conf *c)
+{
+    static const char *const three[] = {"high", "normal", "low"};
+    for (unsigned l = 0; l < PROTO_MAX_LEVELS; l++)
+        if (c->levels == 3 && l < 3)
+            strcpy(c->level_names[l], three[l]);
+        else
+            snprintf(c->level_names[l], sizeof c->level_names[l], "p%u", l);
+}
+
 void conf_defaults(conf *cfg)
 {
     char err[256];
@@ -296,20 +308,14 @@ void conf_defaults(conf *cfg)
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < I_COUNT; i++) {
         const conf_setting *s = &table[i];
-        /* a broken line in the table is a bug: stop at once, with the line */
-        if (s->type == CONF_NUM && s->size != sizeof(uint64_t) && s->max > UINT32_MAX)
-            abort();
+        /* a default that does not parse is a bug in the table: stop at once */
         if (s->def && s->def[0] != '(' && set(&p, s, s->key, s->def) != SL_OK) {
             fprintf(stderr, "conf.c: bad default: %s\n", err);
             abort();
         }
     }
-    for (unsigned l = 0; l < PROTO_MAX_LEVELS; l++)
-        snprintf(cfg->level_names[l], sizeof cfg->level_names[l], "p%u", l);
-    strcpy(cfg->level_names[0], "high");
-    strcpy(cfg->level_names[1], "normal");
-    strcpy(cfg->level_names[2], "low");
-    cfg->default_level = 1;
+    default_names(cfg);
+    cfg->default_level = cfg->levels / 2;
     cfg->soft_limit_pct = 90; /* not a setting: publishes stop at 90 % of the map */
     cfg->ready_fd = -1;
 }
@@ -343,7 +349,9 @@ static int ini_cb(void *user, const char *section, const char *key, const char *
     for (size_t i = 0; sections[i].name; i++)
         known |= !strcmp(section, sections[i].name);
     const conf_setting *s = known ? ini_find(section, key) : NULL;
-    if (!known)
+    if (!section[0])
+        snprintf(st->p.err, st->p.errlen, "'%s' comes before any [section]", key);
+    else if (!known)
         snprintf(st->p.err, st->p.errlen, "unknown section [%s]; sections are [broker], [levels], "
                  "[leases], [sink] and [tag_rules]", section);
     else if (!s)
@@ -388,15 +396,8 @@ int conf_finish(conf *c, char *err, size_t errlen)
                  c->levels);
         return SL_EINVAL;
     }
-    if (!c->level_names_given) {
-        static const char *const three[] = {"high", "normal", "low"};
-        for (unsigned l = 0; l < c->levels; l++) {
-            if (c->levels == 3)
-                strcpy(c->level_names[l], three[l]);
-            else
-                snprintf(c->level_names[l], sizeof c->level_names[l], "p%u", l);
-        }
-    }
+    if (!c->level_names_given)
+        default_names(c);
     if (!c->map_max_bytes)
         c->map_max_bytes = c->map_bytes * 4;
     if (c->map_max_bytes < c->map_bytes)
@@ -482,11 +483,8 @@ int conf_parse_args(conf *cfg, int argc, char **argv, char *err, size_t errlen)
             snprintf(err, errlen, "unexpected argument '%s'; try sluiced --help", argv[optind]);
             return SL_EINVAL;
         }
-        if (pass == 1 && cfg->config_file[0]) {
-            int rc2 = conf_load_ini(cfg, cfg->config_file, err, errlen);
-            if (rc2 != SL_OK)
-                return SL_EINVAL;
-        }
+        if (pass == 1 && cfg->config_file[0] && conf_load_ini(cfg, cfg->config_file, err, errlen) != SL_OK)
+            return SL_EINVAL;
     }
     return conf_finish(cfg, err, errlen);
 }
@@ -496,66 +494,53 @@ int conf_parse_args(conf *cfg, int argc, char **argv, char *err, size_t errlen)
 #define HELP_INDENT 26
 #define HELP_WIDTH 79
 
-/* wrap prints text from column col, breaking at spaces before HELP_WIDTH. */
+/* wrap prints text in the help column, from column col of the current line. */
 static void wrap(FILE *f, int col, const char *text)
 {
+    if (col >= HELP_INDENT - 1) { /* a long option: its help starts on the next line */
+        fputc('\n', f);
+        col = 0;
+    }
     while (*text) {
-        if (col >= HELP_INDENT) {
-            /* take words while they fit */
-            const char *end = text, *brk = NULL;
-            while (*end && col + (end - text) < HELP_WIDTH) {
-                if (*end == ' ')
-                    brk = end;
-                end++;
-            }
-            if (!*end)
-                brk = end;
-            else if (!brk)
-                brk = end; /* one long word */
-            fprintf(f, "%.*s\n", (int)(brk - text), text);
-            text = *brk ? brk + 1 : brk;
-            if (*text)
-                fprintf(f, "%*s", HELP_INDENT, "");
-            col = HELP_INDENT;
-        } else {
-            fprintf(f, "%*s", HELP_INDENT - col, "");
-            col = HELP_INDENT;
+        size_t n = strlen(text), room = HELP_WIDTH - HELP_INDENT;
+        if (n > room) { /* break at the last space that fits, else after the long word */
+            for (n = room; n && text[n] != ' '; n--)
+                ;
+            if (!n)
+                n = strcspn(text, " ");
         }
+        fprintf(f, "%*s%.*s\n", HELP_INDENT - col, "", (int)n, text);
+        text += n + (text[n] == ' ');
+        col = 0;
     }
 }
 
+/* usage_line prints one option: its flags, then help [default; bounds; INI key]. */
 static void usage_line(FILE *f, const conf_setting *s)
 {
-    char left[96], text[640], def[128], extra[256] = "";
-    int n = snprintf(left, sizeof left, "  %c%c%s--%s%s%s", s->short_opt ? '-' : ' ',
-                     s->short_opt ? s->short_opt : ' ', s->short_opt ? ", " : "  ", s->long_opt,
-                     s->unit ? " " : "", s->unit ? s->unit : "");
-    conf_default_text(s, def, sizeof def);
-    size_t x = 0;
-    if (def[0])
-        x += (size_t)snprintf(extra + x, sizeof extra - x, "default %s", def);
-    if (s->type == CONF_NUM || s->type == CONF_MB) {
-        if (s->max == UINT64_MAX)
-            x += (size_t)snprintf(extra + x, sizeof extra - x, "%s%llu or more", x ? "; " : "",
-                                  (unsigned long long)s->min);
-        else
-            x += (size_t)snprintf(extra + x, sizeof extra - x, "%s%llu..%llu", x ? "; " : "",
-                                  (unsigned long long)s->min, (unsigned long long)s->max);
-    }
-    char k[64];
-    snprintf(k, sizeof k, "%s", s->long_opt);
-    for (char *q = k; *q; q++)
+    char def[128], bounds[64] = "", key[64], ini[160] = "", text[1024];
+    int col = fprintf(f, "  %s%c%s--%s%s%s", s->short_opt ? "-" : " ", s->short_opt ? s->short_opt : ' ',
+                      s->short_opt ? ", " : "  ", s->long_opt, s->unit ? " " : "", s->unit ? s->unit : "");
+    if (conf_default_text(s, key, sizeof key)[0])
+        snprintf(def, sizeof def, "default %s", key);
+    else
+        def[0] = '\0';
+    if (s->type == CONF_NUM || s->type == CONF_MB)
+        snprintf(bounds, sizeof bounds, s->max == UINT64_MAX ? "%llu or more" : "%llu..%llu",
+                 (unsigned long long)s->min, (unsigned long long)s->max);
+    snprintf(key, sizeof key, "%s", s->long_opt);
+    for (char *q = key; *q; q++)
         *q = *q == '-' ? '_' : *q;
-    if (s->section && s->type != CONF_RULE && (s->alias || strcmp(k, s->key))) /* INI key, if not the long name */
-        x += (size_t)snprintf(extra + x, sizeof extra - x, "%sINI key %s%s%s", x ? "; " : "", s->key,
-                              s->alias ? " or " : "", s->alias ? s->alias : "");
-    snprintf(text, sizeof text, "%s%s%s%s", s->help, x ? " [" : "", extra, x ? "]" : "");
-    fputs(left, f);
-    if (n >= HELP_INDENT - 1) {
-        fputc('\n', f);
-        n = 0;
-    }
-    wrap(f, n, text);
+    if (s->section && s->type != CONF_RULE && (s->alias || strcmp(key, s->key))) /* INI key, if not the long name */
+        snprintf(ini, sizeof ini, "INI key %s%s%s", s->key, s->alias ? " or " : "", s->alias ? s->alias : "");
+    const char *parts[] = {def, bounds, ini};
+    size_t x = (size_t)snprintf(text, sizeof text, "%s", s->help);
+    for (int i = 0, any = 0; i < 3; i++)
+        if (parts[i][0] && x < sizeof text)
+            x += (size_t)snprintf(text + x, sizeof text - x, "%s%s", any++ ? "; " : " [", parts[i]);
+    if (x + 1 < sizeof text && strchr(text, '['))
+        strcat(text, "]");
+    wrap(f, col, text);
 }
 
 void conf_usage(FILE *f)
@@ -588,7 +573,7 @@ void conf_usage(FILE *f)
           "1 after a failure while running, 2 for a usage or configuration error.\n"
           "\n"
           "Examples:\n"
-          "  sluiced                                    # defaults: ./sluice-data on 127.0.0.1:7470\n"
+          "  sluiced                  # ./sluice-data, serving on tcp://127.0.0.1:7470\n"
           "  sluiced -d /var/lib/sluice -l tcp://0.0.0.0:7470 --levels 5\n"
           "  sluiced --config /etc/sluice/sluiced.ini --log-level debug\n"
           "  sluiced --tag-rule 'paying-*=high' --tag-rule 'batch:*=low'\n",
