@@ -1,8 +1,9 @@
 /*
  * test_conf.c - sluiced's settings: the defaults, an INI file, the command
  * line beating the file, bounds errors (message and exit status), unknown
- * options and keys, tag rules, level names, --help; and the README's option
- * table checked line by line against the settings table in broker/conf.c.
+ * options and keys, tag rules, level names, --help; the README's option
+ * table checked line by line against the settings table in broker/conf.c,
+ * and the README's example INI file loaded.
  *
  * Deterministic: no random input, no seed. Each test writes its INI files in
  * its own temporary directory. Run from the repository root (README.md).
@@ -376,6 +377,31 @@ static void readme_option_table_matches_the_settings(void **state)
             fail_msg("README's sluiced table lists --%s %d times", conf_setting_at(i)->long_opt, seen[i]);
 }
 
+/* The README's example INI file is one sluiced accepts. */
+static void readme_example_ini_file_loads(void **state)
+{
+    conf *c = *state;
+    FILE *f = fopen("README.md", "r"), *out = NULL;
+    assert_non_null(f);
+    char line[1024], path[128];
+    snprintf(path, sizeof path, "%s/example.ini", dir);
+    while (fgets(line, sizeof line, f)) {
+        if (out && !strncmp(line, "```", 3))
+            break;
+        if (out)
+            fputs(line, out);
+        else if (!strncmp(line, "```ini", 6))
+            out = fopen(path, "w");
+    }
+    fclose(f);
+    assert_non_null(out);
+    fclose(out);
+    assert_int_equal(conf_load_ini(c, path, err, sizeof err), SL_OK);
+    assert_int_equal(conf_finish(c, err, sizeof err), SL_OK);
+    assert_string_equal(c->listen, "tcp://0.0.0.0:7470");
+    assert_int_equal(c->ntag_rules, 2);
+}
+
 int main(void)
 {
     alarm(120);
@@ -390,6 +416,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(map_sizes_are_megabytes_stored_as_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(help_and_version_only_set_the_action, setup, teardown),
         cmocka_unit_test_setup_teardown(readme_option_table_matches_the_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(readme_example_ini_file_loads, setup, teardown),
     };
     return cmocka_run_group_tests_name("conf", tests, NULL, NULL);
 }
