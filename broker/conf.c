@@ -1,35 +1,581 @@
 /*
- * conf.c - the broker's settings: their embedded defaults.
+ * conf.c - the broker's settings: one table, and everything that follows
+ * from it.
+ *
+ * CONF_SETTINGS below has one line per setting: its INI key, a second INI
+ * key if any, the long and short option, the INI section, how its value is
+ * read (its type), the member of conf it sets, the default, the bounds, the
+ * placeholder shown in --help and the help text. From that list come the
+ * defaults (conf_defaults parses each default with the setting's own
+ * parser), the getopt_long table, the INI file's keys, sluiced --help and
+ * every bounds check; tests/test_conf.c checks the README's option table
+ * against it. A new ordinary setting is one line here and a member in conf.
+ *
+ * Layers, later ones winning: the defaults, the INI file (--config), the
+ * command line. Nothing is opened before everything has been read and
+ * checked; every error names the setting as the user wrote it (--lease-ms on
+ * the command line, lease_ms and file:line in the INI file).
+ *
+ * A default in parentheses describes a value derived by conf_finish once the
+ * number of levels is known (level names, the default level, the map's
+ * ceiling); it is shown, never parsed. In the INI file a key is accepted in
+ * any section but [tag_rules], which holds only rule lines: the section in
+ * the table is where the key is documented.
+ *
+ * Costs: a lookup walks the table (about thirty lines); this runs once.
  */
 #include "conf.h"
 
-#include <stdio.h>
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "log.h"
+
+#define DAY_MS (24ULL * 3600 * 1000)
+
+/* X(key, INI alias, long option, short, section, type, member, default, min, max, unit, help) */
+#define CONF_SETTINGS(X)                                                                                   \
+    X(data, NULL, "data", 'd', "broker", STR, data_dir, "./sluice-data", 0, 0, "DIR", "data directory, created if missing; one broker per directory (locked)") \
+    X(listen, NULL, "listen", 'l', "broker", STR, listen, "tcp://127.0.0.1:7470", 0, 0, "ENDPOINT", "ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7470 or ipc:///run/sluice.sock") \
+    X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
+    X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows only as used") \
+    X(map_max_mb, NULL, "map-max-mb", 0, "broker", MB, map_max_bytes, "(4 x --map-size-mb)", 1, 1ULL << 24, "MB", "the map grows up to this when 75% used and the disk has room; publishes stop at 90%") \
+    X(max_body, NULL, "max-body", 0, "broker", NUM, max_body, "1048576", 1, PROTO_MAX_BODY, "BYTES", "largest message body accepted") \
+    X(idem_window_ms, NULL, "idem-window-ms", 0, "broker", NUM, idem_window_ms, "300000", 1, 7 * DAY_MS, "MS", "how long an idempotency key is remembered") \
+    X(levels, "count", "levels", 0, "levels", NUM, levels, "3", 1, PROTO_MAX_LEVELS, "N", "number of priority levels; 0 is the highest") \
+    X(level_names, "names", "level-names", 0, "levels", NAMES, level_names, "(high,normal,low for 3 levels, else p0,p1,...)", 0, 0, "LIST", "comma-separated names, one per level") \
+    X(default_level, "default", "default-level", 0, "levels", LEVEL, default_level_text, "(the middle level)", 0, 0, "L", "level for publishes that name none, by name or number") \
+    X(overdue_share_pct, NULL, "overdue-share", 0, "levels", NUM, overdue_share_pct, "50", 1, 100, "PCT", "most deliveries in 100 that may go to overdue messages, which jump the queue") \
+    X(level_max_messages, NULL, "level-max-messages", 0, "levels", NUM, level_max_messages, "0", 0, UINT64_MAX, "N", "refuse publishes (SL_EFULL) to a level holding N messages; 0 = no limit") \
+    X(level_max_bytes, NULL, "level-max-bytes", 0, "levels", NUM, level_max_bytes, "0", 0, UINT64_MAX, "B", "refuse publishes to a level whose pages hold B bytes; 0 = no limit") \
+    X(tag_rules_override, NULL, "tag-rules-override", 0, "levels", BOOL, tag_rules_override, "off", 0, 0, NULL, "tag rules apply to publishes that name a level too") \
+    X(lease_ms, NULL, "lease-ms", 0, "leases", NUM, lease_ms, "30000", 100, DAY_MS, "MS", "how long a consumer holds a delivery") \
+    X(max_attempts, NULL, "max-attempts", 0, "leases", NUM, max_attempts, "5", 1, 1000000, "N", "deliveries before a message becomes a dead letter") \
+    X(heartbeat_ms, NULL, "heartbeat-ms", 0, "leases", NUM, heartbeat_ms, "1000", 100, 60000, "MS", "heartbeat interval; a peer silent three intervals is gone") \
+    X(ack_flush_ms, NULL, "ack-flush-ms", 0, "leases", NUM, ack_flush_ms, "10", 0, 1000, "MS", "longest an acknowledgement's delete waits for a commit; 0 = every ACK's OK waits for its commit") \
+    X(consumer_max_inflight, NULL, "consumer-max-inflight", 0, "leases", NUM, consumer_max_inflight, "10000", 1, 100000, "N", "deliveries one consumer may hold, whatever its credit") \
+    X(throttle_backoff_ms, NULL, "throttle-backoff-ms", 0, "sink", NUM, throttle_backoff_ms, "1000", 1, 3600000, "MS", "dispatch pause after a THROTTLED that gives no retry-after") \
+    X(breaker_threshold_pct, NULL, "breaker-threshold", 0, "sink", NUM, breaker_threshold_pct, "50", 0, 100, "PCT", "open the circuit breaker when more than PCT% of the last deliveries failed (NACK or expired lease); 0 = off") \
+    X(breaker_window, NULL, "breaker-window", 0, "sink", NUM, breaker_window, "20", 2, 1024, "N", "deliveries the breaker looks back over") \
+    X(breaker_cooldown_ms, NULL, "breaker-cooldown-ms", 0, "sink", NUM, breaker_cooldown_ms, "5000", 1, 3600000, "MS", "how long an open breaker waits before one probe") \
+    X(rule, NULL, "tag-rule", 0, "tag_rules", RULE, tag_rules, NULL, 0, 0, "GLOB=LEVEL", "a publish that names no level and whose tag matches GLOB (fnmatch) goes to LEVEL; repeatable, the first match wins; in the INI file: rule = GLOB LEVEL") \
+    X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above; the command line wins over it") \
+    X(ready_fd, NULL, "ready-fd", 0, NULL, NUM, ready_fd, NULL, 0, INT_MAX, "FD", "write \"READY\\n\" to FD once serving, then close it (for supervisors and tests)") \
+    X(help, NULL, "help", 'h', NULL, ACTION, action, NULL, CONF_HELP, CONF_HELP, NULL, "show this help") \
+    X(version, NULL, "version", 0, NULL, ACTION, action, NULL, CONF_VERSION, CONF_VERSION, NULL, "show the version")
+
+/* The INI sections, in the order --help shows them. */
+static const struct {
+    const char *name, *title;
+} sections[] = {{"broker", "The broker and its store"}, {"levels", "Priority levels"},
+                {"leases", "Deliveries and leases"},
+                {"sink", "Protecting the sink: throttling and the circuit breaker"},
+                {"tag_rules", "Tag rules"}, {NULL, "Command line only"}};
+
+enum {
+#define CONF_INDEX_(key, ...) I_##key,
+    CONF_SETTINGS(CONF_INDEX_)
+#undef CONF_INDEX_
+    I_COUNT,
+    OPT_BASE = 256 /* getopt values of options without a short form: OPT_BASE + index */
+};
+
+static const conf_setting table[] = {
+#define CONF_LINE_(key, alias, lopt, sopt, sect, type, member, def, lo, hi, unit, help)                     \
+    {#key, alias, lopt, sopt, sect, CONF_##type, offsetof(conf, member), sizeof(((conf *)0)->member), def, \
+     lo, hi, unit, help},
+    CONF_SETTINGS(CONF_LINE_)
+#undef CONF_LINE_
+};
+
+/* A number's member must hold its largest value (MB: in bytes). */
+#define CONF_FITS_(key, alias, lopt, sopt, sect, type, member, def, lo, hi, ...)                            \
+    _Static_assert((CONF_##type != CONF_NUM && CONF_##type != CONF_MB) || sizeof(((conf *)0)->member) == 8 || \
+                       (uint64_t)(hi) << (CONF_##type == CONF_MB ? 20 : 0) <= UINT32_MAX,                  \
+                   #key ": its member is too small for its bounds");
+CONF_SETTINGS(CONF_FITS_)
+#undef CONF_FITS_
+
+static const struct option options[] = {
+#define CONF_OPT_(key, alias, lopt, sopt, sect, type, ...)                                                 \
+    {lopt, CONF_##type == CONF_BOOL || CONF_##type == CONF_ACTION ? no_argument : required_argument, NULL, \
+     sopt ? sopt : OPT_BASE + I_##key},
+    CONF_SETTINGS(CONF_OPT_)
+#undef CONF_OPT_
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- one parse function per type ---- */
+
+/* The setting being set, how the user named it, and where errors go. */
+typedef struct pctx {
+    conf *c;
+    const conf_setting *s;
+    const char *as;   /* "--lease-ms" or "lease_ms" */
+    int ini;
+    char *err;
+    size_t errlen;
+} pctx;
+
+__attribute__((format(printf, 2, 3))) static int fail(pctx *p, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(p->err, p->errlen, "%s: %s", p->as, msg);
+    return SL_EINVAL;
+}
+
+static void *member(pctx *p)
+{
+    return (char *)p->c + p->s->offset;
+}
+
+static int number(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_str(pctx *p, const char *v)
+{
+    if (!*v || strlen(v) >= p->s->size)
+        return fail(p, "must be 1..%zu characters", p->s->size - 1);
+    strcpy(member(p), v);
+    return SL_OK;
+}
+
+static int parse_num(pctx *p, const char *v)
+{
+    uint64_t n;
+    if (number(v, p->s->min, p->s->max, &n))
+        return fail(p, "'%s' is not a number from %llu to %llu", v, (unsigned long long)p->s->min,
+                    (unsigned long long)p->s->max);
+    if (p->s->type == CONF_MB)
+        n <<= 20;
+    if (p->s->size == sizeof(uint64_t)) {
+        memcpy(member(p), &n, sizeof n);
+    } else {
+        uint32_t n32 = (uint32_t)n; /* unsigned, uint32_t and int members; max fits (CONF_FITS_) */
+        memcpy(member(p), &n32, sizeof n32);
+    }
+    return SL_OK;
+}
+
+static int parse_bool(pctx *p, const char *v)
+{
+    static const char *const words[] = {"no", "yes", "false", "true", "off", "on"};
+    int i = 0;
+    while (v && i < 6 && strcmp(v, words[i]))
+        i++;
+    if (v && i == 6)
+        return fail(p, "'%s' is not yes or no", v);
+    *(int *)member(p) = v ? i % 2 : 1; /* no value: a flag on the command line */
+    return SL_OK;
+}
+
+static int parse_log_level(pctx *p, const char *v)
+{
+    int lvl = log_parse_level(v);
+    if (lvl < 0)
+        return fail(p, "'%s' is not error, warn, info or debug", v);
+    *(int *)member(p) = lvl;
+    return SL_OK;
+}
+
+static int parse_names(pctx *p, const char *v)
+{
+    char buf[PROTO_MAX_LEVELS * (PROTO_MAX_NAME + 2)];
+    conf *c = p->c;
+    unsigned n = 0;
+    if (strlen(v) >= sizeof buf)
+        return fail(p, "list too long");
+    strcpy(buf, v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == PROTO_MAX_LEVELS || strlen(tok) > PROTO_MAX_NAME || strspn(tok, "0123456789") == strlen(tok))
+            return fail(p, "'%s': names are 1..%d characters, not all digits, at most %d of them", tok,
+                        PROTO_MAX_NAME, PROTO_MAX_LEVELS);
+        for (unsigned j = 0; j < n; j++)
+            if (!strcmp(c->level_names[j], tok))
+                return fail(p, "'%s' appears twice", tok);
+        strcpy(c->level_names[n++], tok);
+    }
+    if (!n)
+        return fail(p, "no names given");
+    c->level_names_given = n;
+    return SL_OK;
+}
+
+static int parse_level(pctx *p, const char *v)
+{
+    if (!*v || strlen(v) > PROTO_MAX_NAME)
+        return fail(p, "'%s' is not a level name or number", v);
+    strcpy(member(p), v);
+    return SL_OK;
+}
+
+static int parse_rule(pctx *p, const char *v)
+{
+    conf *c = p->c;
+    const char *sep = strrchr(v, p->ini ? ' ' : '=');
+    if (!sep)
+        return fail(p, p->ini ? "'%s': expected GLOB LEVEL" : "'%s': expected GLOB=LEVEL", v);
+    size_t glob_len = (size_t)(sep - v);
+    if (c->ntag_rules == CONF_MAX_TAG_RULES)
+        return fail(p, "more than %d tag rules", CONF_MAX_TAG_RULES);
+    if (!glob_len || glob_len > PROTO_MAX_TAG || !sep[1] || strlen(sep + 1) > PROTO_MAX_NAME)
+        return fail(p, "'%s': a glob of 1..%d bytes and a level, please", v, PROTO_MAX_TAG);
+    conf_tag_rule *r = &c->tag_rules[c->ntag_rules++];
+    memcpy(r->pattern, v, glob_len);
+    r->pattern[glob_len] = '\0';
+    strcpy(r->level_text, sep + 1);
+    return SL_OK;
+}
+
+static int parse_action(pctx *p, const char *v)
+{
+    (void)v;
+    *(int *)member(p) = (int)p->s->min;
+    return SL_OK;
+}
+
+static int (*const parsers[])(pctx *, const char *) = {
+    [CONF_STR] = parse_str,         [CONF_NUM] = parse_num,     [CONF_MB] = parse_num,
+    [CONF_BOOL] = parse_bool,       [CONF_LOG_LEVEL] = parse_log_level,
+    [CONF_NAMES] = parse_names,     [CONF_LEVEL] = parse_level, [CONF_RULE] = parse_rule,
+    [CONF_FILE] = parse_str,        [CONF_ACTION] = parse_action,
+};
+
+static int set(pctx *p, const conf_setting *s, const char *as, const char *value)
+{
+    p->s = s;
+    p->as = as;
+    return parsers[s->type](p, value);
+}
+
+/* ---- the table ---- */
+
+size_t conf_setting_count(void)
+{
+    return I_COUNT;
+}
+
+const conf_setting *conf_setting_at(size_t i)
+{
+    return i < I_COUNT ? &table[i] : NULL;
+}
+
+const char *conf_default_text(const conf_setting *s, char *buf, size_t len)
+{
+    const char *d = s->def ? s->def : "";
+    if (d[0] == '(')
+        snprintf(buf, len, "%.*s", (int)strlen(d) - 2, d + 1);
+    else
+        snprintf(buf, len, "%s", d);
+    return buf;
+}
+
+/* default_names names the levels high, normal, low when there are three,
+ * else p0, p1, ... */
+static void default_names(conf *c)
+{
+    static const char *const three[] = {"high", "normal", "low"};
+    for (unsigned l = 0; l < PROTO_MAX_LEVELS; l++)
+        if (c->levels == 3 && l < 3)
+            strcpy(c->level_names[l], three[l]);
+        else
+            snprintf(c->level_names[l], sizeof c->level_names[l], "p%u", l);
+}
 
 void conf_defaults(conf *cfg)
 {
+    char err[256];
+    pctx p = {.c = cfg, .err = err, .errlen = sizeof err};
     memset(cfg, 0, sizeof *cfg);
-    strcpy(cfg->data_dir, "./sluice-data");
-    strcpy(cfg->listen, "tcp://127.0.0.1:7470");
-    cfg->levels = 3;
-    strcpy(cfg->level_names[0], "high");
-    strcpy(cfg->level_names[1], "normal");
-    strcpy(cfg->level_names[2], "low");
-    for (unsigned l = 3; l < PROTO_MAX_LEVELS; l++)
-        snprintf(cfg->level_names[l], sizeof cfg->level_names[l], "p%u", l);
-    cfg->default_level = 1;
-    cfg->lease_ms = 30000;
-    cfg->ack_flush_ms = 10;
-    cfg->max_attempts = 5;
-    cfg->heartbeat_ms = 1000;
-    cfg->map_bytes = 8ULL << 30;
-    cfg->max_body = 1u << 20;
-    cfg->soft_limit_pct = 90;
-    cfg->overdue_share_pct = 50;
-    cfg->throttle_backoff_ms = 1000;
-    cfg->breaker_threshold_pct = 50;
-    cfg->breaker_window = 20;
-    cfg->breaker_cooldown_ms = 5000;
-    cfg->idem_window_ms = 300000;
-    cfg->consumer_max_inflight = 10000;
+    for (size_t i = 0; i < I_COUNT; i++) {
+        const conf_setting *s = &table[i];
+        /* a default that does not parse is a bug in the table: stop at once */
+        if (s->def && s->def[0] != '(' && set(&p, s, s->key, s->def) != SL_OK) {
+            fprintf(stderr, "conf.c: bad default: %s\n", err);
+            abort();
+        }
+    }
+    default_names(cfg);
+    cfg->default_level = cfg->levels / 2;
+    cfg->soft_limit_pct = 90; /* not a setting: publishes stop at 90 % of the map */
+    cfg->ready_fd = -1;
+}
+
+/* ---- the INI file ---- */
+
+typedef struct ini_state {
+    pctx p;
+    int failed;
+} ini_state;
+
+static const conf_setting *ini_find(const char *section, const char *key)
+{
+    int rules = !strcmp(section, "tag_rules");
+    for (size_t i = 0; i < I_COUNT; i++) {
+        const conf_setting *s = &table[i];
+        if (!s->section || rules != !strcmp(s->section, "tag_rules"))
+            continue;
+        if (!strcmp(s->key, key) || (s->alias && !strcmp(s->alias, key)))
+            return s;
+    }
+    return NULL;
+}
+
+static int ini_cb(void *user, const char *section, const char *key, const char *value)
+{
+    ini_state *st = user;
+    if (st->failed)
+        return 0; /* keep the first error; inih reports its line */
+    int known = 0;
+    for (size_t i = 0; sections[i].name; i++)
+        known |= !strcmp(section, sections[i].name);
+    const conf_setting *s = known ? ini_find(section, key) : NULL;
+    if (!section[0])
+        snprintf(st->p.err, st->p.errlen, "'%s' comes before any [section]", key);
+    else if (!known)
+        snprintf(st->p.err, st->p.errlen, "unknown section [%s]; sections are [broker], [levels], "
+                 "[leases], [sink] and [tag_rules]", section);
+    else if (!s)
+        snprintf(st->p.err, st->p.errlen, "unknown key '%s' in [%s]; see sluiced --help", key, section);
+    st->failed = !s || set(&st->p, s, key, value) != SL_OK;
+    return !st->failed;
+}
+
+int conf_load_ini(conf *cfg, const char *path, char *err, size_t errlen)
+{
+    char msg[512] = "";
+    ini_state st = {.p = {.c = cfg, .ini = 1, .err = msg, .errlen = sizeof msg}};
+    int line = ini_parse(path, ini_cb, &st);
+    if (line < 0) {
+        snprintf(err, errlen, "cannot read config file %s: %s", path,
+                 line == -1 ? strerror(errno) : "out of memory");
+        return SL_ENOTFOUND;
+    }
+    if (line > 0) {
+        snprintf(err, errlen, "%s:%d: %s", path, line, msg[0] ? msg : "expected [section] or key = value");
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+/* ---- what depends on the number of levels ---- */
+
+/* level_of resolves a level name or number; -1 when it names no level. */
+static int level_of(const conf *c, const char *text)
+{
+    uint64_t v;
+    for (unsigned l = 0; l < c->levels; l++)
+        if (!strcmp(c->level_names[l], text))
+            return (int)l;
+    return number(text, 0, c->levels - 1, &v) ? -1 : (int)v;
+}
+
+int conf_finish(conf *c, char *err, size_t errlen)
+{
+    if (c->level_names_given && c->level_names_given != c->levels) {
+        snprintf(err, errlen, "level names: %u names given for %u levels (--levels)", c->level_names_given,
+                 c->levels);
+        return SL_EINVAL;
+    }
+    if (!c->level_names_given)
+        default_names(c);
+    if (!c->map_max_bytes)
+        c->map_max_bytes = c->map_bytes * 4;
+    if (c->map_max_bytes < c->map_bytes)
+        c->map_max_bytes = c->map_bytes;
+    c->default_level = c->levels / 2;
+    if (c->default_level_text[0]) {
+        int l = level_of(c, c->default_level_text);
+        if (l < 0) {
+            snprintf(err, errlen, "default level: '%s' is not a level name or a number from 0 to %u",
+                     c->default_level_text, c->levels - 1);
+            return SL_EINVAL;
+        }
+        c->default_level = (unsigned)l;
+    }
+    for (unsigned i = 0; i < c->ntag_rules; i++) {
+        int l = level_of(c, c->tag_rules[i].level_text);
+        if (l < 0) {
+            snprintf(err, errlen, "tag rule '%s': '%s' is not a level name or a number from 0 to %u",
+                     c->tag_rules[i].pattern, c->tag_rules[i].level_text, c->levels - 1);
+            return SL_EINVAL;
+        }
+        c->tag_rules[i].level = (unsigned)l;
+    }
+    return SL_OK;
+}
+
+/* ---- the command line ---- */
+
+static const conf_setting *by_getopt(int opt)
+{
+    if (opt >= OPT_BASE)
+        return opt - OPT_BASE < I_COUNT ? &table[opt - OPT_BASE] : NULL;
+    for (size_t i = 0; i < I_COUNT; i++)
+        if (table[i].short_opt == opt)
+            return &table[i];
+    return NULL;
+}
+
+static int takes_no_value(const char *name, size_t len)
+{
+    for (size_t i = 0; i < I_COUNT; i++)
+        if (strlen(table[i].long_opt) == len && !strncmp(table[i].long_opt, name, len))
+            return options[i].has_arg == no_argument;
+    return 0;
+}
+
+int conf_parse_args(conf *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    char shorts[2 * I_COUNT + 2] = ":", as[80];
+    pctx p = {.c = cfg, .err = err, .errlen = errlen};
+    for (size_t i = 0, n = 1; i < I_COUNT; i++)
+        if (table[i].short_opt) {
+            shorts[n++] = (char)table[i].short_opt;
+            if (options[i].has_arg)
+                shorts[n++] = ':';
+        }
+    /* pass 1: help, version, config file; pass 2: everything else */
+    for (int pass = 1; pass <= 2; pass++) {
+        int opt, rc;
+        opterr = 0;
+        optind = 0;
+        while ((opt = getopt_long(argc, argv, shorts, options, NULL)) != -1) {
+            const conf_setting *s = by_getopt(opt);
+            if (opt == '?' || opt == ':') {
+                const char *arg = argv[optind - 1], *eq = strchr(arg, '=');
+                snprintf(err, errlen, opt == ':' ? "option '%s' needs a value; try sluiced --help"
+                         : eq && !strncmp(arg, "--", 2) && takes_no_value(arg + 2, (size_t)(eq - arg - 2))
+                             ? "option '%s' takes no value; try sluiced --help"
+                             : "unknown option '%s'; try sluiced --help",
+                         arg);
+                return SL_EINVAL;
+            }
+            int early = s->type == CONF_ACTION || s->type == CONF_FILE;
+            if (early != (pass == 1))
+                continue;
+            snprintf(as, sizeof as, "--%s", s->long_opt);
+            if ((rc = set(&p, s, as, optarg)) != SL_OK)
+                return rc;
+            if (cfg->action != CONF_RUN)
+                return SL_OK;
+        }
+        if (optind < argc) {
+            snprintf(err, errlen, "unexpected argument '%s'; try sluiced --help", argv[optind]);
+            return SL_EINVAL;
+        }
+        if (pass == 1 && cfg->config_file[0] && conf_load_ini(cfg, cfg->config_file, err, errlen) != SL_OK)
+            return SL_EINVAL;
+    }
+    return conf_finish(cfg, err, errlen);
+}
+
+/* ---- --help ---- */
+
+#define HELP_INDENT 26
+#define HELP_WIDTH 79
+
+/* wrap prints text in the help column, from column col of the current line. */
+static void wrap(FILE *f, int col, const char *text)
+{
+    if (col >= HELP_INDENT - 1) { /* a long option: its help starts on the next line */
+        fputc('\n', f);
+        col = 0;
+    }
+    while (*text) {
+        size_t n = strlen(text), room = HELP_WIDTH - HELP_INDENT;
+        if (n > room) { /* break at the last space that fits, else after the long word */
+            for (n = room; n && text[n] != ' '; n--)
+                ;
+            if (!n)
+                n = strcspn(text, " ");
+        }
+        fprintf(f, "%*s%.*s\n", HELP_INDENT - col, "", (int)n, text);
+        text += n + (text[n] == ' ');
+        col = 0;
+    }
+}
+
+/* usage_line prints one option: its flags, then help [default; bounds; INI key]. */
+static void usage_line(FILE *f, const conf_setting *s)
+{
+    char def[128], bounds[64] = "", key[64], ini[160] = "", text[1024];
+    int col = fprintf(f, "  %s%c%s--%s%s%s", s->short_opt ? "-" : " ", s->short_opt ? s->short_opt : ' ',
+                      s->short_opt ? ", " : "  ", s->long_opt, s->unit ? " " : "", s->unit ? s->unit : "");
+    if (conf_default_text(s, key, sizeof key)[0])
+        snprintf(def, sizeof def, "default %s", key);
+    else
+        def[0] = '\0';
+    if (s->type == CONF_NUM || s->type == CONF_MB)
+        snprintf(bounds, sizeof bounds, s->max == UINT64_MAX ? "%llu or more" : "%llu..%llu",
+                 (unsigned long long)s->min, (unsigned long long)s->max);
+    snprintf(key, sizeof key, "%s", s->long_opt);
+    for (char *q = key; *q; q++)
+        *q = *q == '-' ? '_' : *q;
+    if (s->section && s->type != CONF_RULE && (s->alias || strcmp(key, s->key))) /* INI key, if not the long name */
+        snprintf(ini, sizeof ini, "INI key %s%s%s", s->key, s->alias ? " or " : "", s->alias ? s->alias : "");
+    const char *parts[] = {def, bounds, ini};
+    size_t x = (size_t)snprintf(text, sizeof text, "%s", s->help);
+    for (int i = 0, any = 0; i < 3; i++)
+        if (parts[i][0] && x < sizeof text)
+            x += (size_t)snprintf(text + x, sizeof text - x, "%s%s", any++ ? "; " : " [", parts[i]);
+    if (x + 1 < sizeof text && strchr(text, '['))
+        strcat(text, "]");
+    wrap(f, col, text);
+}
+
+void conf_usage(FILE *f)
+{
+    fputs("usage: sluiced [options]\n"
+          "\n"
+          "sluiced is the Sluice broker: a persistent priority message queue. Producers\n"
+          "publish to priority levels (0 = highest); each publish is confirmed only after\n"
+          "it is durably committed to LMDB. Consumers pull with credit and acknowledge\n"
+          "each delivery within its lease.\n"
+          "\n"
+          "Settings come from the defaults, then the INI file given with --config, then\n"
+          "the command line, later ones winning. In the INI file, each option's key is\n"
+          "its long name with underscores unless shown, in the section named below.\n",
+          f);
+    for (size_t g = 0; g < sizeof sections / sizeof sections[0]; g++) {
+        if (sections[g].name)
+            fprintf(f, "\n%s [%s]:\n", sections[g].title, sections[g].name);
+        else
+            fprintf(f, "\n%s:\n", sections[g].title);
+        for (size_t i = 0; i < I_COUNT; i++) {
+            const char *sn = table[i].section;
+            if (sn == sections[g].name || (sn && sections[g].name && !strcmp(sn, sections[g].name)))
+                usage_line(f, &table[i]);
+        }
+    }
+    fputs("\n"
+          "Signals: SIGTERM or SIGINT finish the current commit, confirm or refuse every\n"
+          "pending publish, and close the store. Exit status: 0 after a clean shutdown,\n"
+          "1 after a failure while running, 2 for a usage or configuration error.\n"
+          "\n"
+          "Examples:\n"
+          "  sluiced                  # ./sluice-data, serving on tcp://127.0.0.1:7470\n"
+          "  sluiced -d /var/lib/sluice -l tcp://0.0.0.0:7470 --levels 5\n"
+          "  sluiced --config /etc/sluice/sluiced.ini --log-level debug\n"
+          "  sluiced --tag-rule 'paying-*=high' --tag-rule 'batch:*=low'\n",
+          f);
 }

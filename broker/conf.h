@@ -1,10 +1,13 @@
 /*
- * conf.h - the broker's configuration: what sluiced was started with.
+ * conf.h - the broker's configuration: what sluiced was started with, and
+ * the one table of settings it comes from (conf.c).
  */
 #ifndef SLUICE_CONF_H
 #define SLUICE_CONF_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "proto.h"
 
@@ -14,7 +17,11 @@
 typedef struct conf_tag_rule {
     char pattern[PROTO_MAX_TAG + 1];
     unsigned level;
+    char level_text[PROTO_MAX_NAME + 1];                  /* as given; conf_finish resolves it */
 } conf_tag_rule;
+
+/* What sluiced does once its arguments are read. */
+enum conf_action { CONF_RUN = 0, CONF_HELP, CONF_VERSION };
 
 typedef struct conf {
     char data_dir[4096];
@@ -42,11 +49,83 @@ typedef struct conf {
     conf_tag_rule tag_rules[CONF_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */
+
+    /* Read by main, not by the broker. */
+    int log_level;                                        /* enum log_level */
+    int ready_fd;                                         /* -1: none */
+    int action;                                           /* enum conf_action */
+    char config_file[4096];                               /* "" when none */
+    /* Kept as given until the number of levels is known (conf_finish). */
+    char default_level_text[PROTO_MAX_NAME + 1];          /* "" = the middle level */
+    unsigned level_names_given;                           /* 0 = the default names */
 } conf;
 
-/* conf_defaults fills the embedded defaults: ./sluice-data,
- * tcp://127.0.0.1:7470, three levels high/normal/low (default normal), 30 s
- * leases, 5 attempts, 1 s heartbeats, 8 GiB map, 1 MiB bodies. */
+/* How a setting's value is read. Ordinary settings are NUM (an integer
+ * stored in a member of 4 or 8 bytes, within [min, max]) or STR; the others
+ * each have one parse function in conf.c. */
+typedef enum conf_type {
+    CONF_STR,       /* non-empty text that fits the member */
+    CONF_NUM,       /* decimal integer within [min, max] */
+    CONF_MB,        /* MiB within [min, max], stored as bytes (u64) */
+    CONF_BOOL,      /* a flag on the command line; yes/no, true/false, on/off in the INI */
+    CONF_LOG_LEVEL, /* error, warn, info, debug */
+    CONF_NAMES,     /* comma-separated level names, one per level */
+    CONF_LEVEL,     /* a level by name or number, resolved by conf_finish */
+    CONF_RULE,      /* GLOB=LEVEL (INI: rule = GLOB LEVEL), repeatable */
+    CONF_FILE,      /* the INI file: command line only, read before the other options */
+    CONF_ACTION,    /* sets conf.action to min (help, version) */
+} conf_type;
+
+/* One line of the settings table. */
+typedef struct conf_setting {
+    const char *key;       /* INI key (in section), and the setting's name */
+    const char *alias;     /* a second INI key, or NULL */
+    const char *long_opt;  /* --long-opt, without the dashes */
+    int short_opt;         /* 'd', or 0 */
+    const char *section;   /* INI section; NULL: command line only */
+    conf_type type;
+    size_t offset, size;   /* the member of conf that it sets */
+    const char *def;       /* default as text; "(...)" describes one derived by conf_finish; NULL: none */
+    uint64_t min, max;     /* bounds of NUM and MB */
+    const char *unit;      /* the value's placeholder in --help (MS, N, DIR), or NULL */
+    const char *help;
+} conf_setting;
+
+/* conf_defaults fills the embedded defaults from the settings table:
+ * ./sluice-data, tcp://127.0.0.1:7470, three levels high/normal/low (default
+ * normal), 30 s leases, 5 attempts, 1 s heartbeats, 8 GiB map, 1 MiB bodies. */
 void conf_defaults(conf *cfg);
+
+/* conf_parse_args reads sluiced's command line over cfg (already holding the
+ * defaults): first --help, --version and --config, then the INI file, then
+ * every other option, so that the command line wins over the file, which wins
+ * over the defaults; then conf_finish. --help and --version only set
+ * cfg->action. SL_OK, or SL_EINVAL with a message naming the setting (and
+ * file:line for the INI file) in err. */
+int conf_parse_args(conf *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* conf_load_ini applies the settings of the INI file at path to cfg. SL_OK;
+ * SL_EINVAL with "path:line: ..." in err for an unknown section or key or a
+ * bad value; SL_ENOTFOUND when the file cannot be read. Call conf_finish
+ * after it (conf_parse_args does). */
+int conf_load_ini(conf *cfg, const char *path, char *err, size_t errlen);
+
+/* conf_finish resolves what depends on the number of levels (names, the
+ * default level, the tag rules' levels) and the map's ceiling. SL_OK or
+ * SL_EINVAL with the reason in err. */
+int conf_finish(conf *cfg, char *err, size_t errlen);
+
+/* conf_usage writes sluiced --help to f: the options grouped by INI section,
+ * each with its unit, default and bounds, and examples. */
+void conf_usage(FILE *f);
+
+/* conf_setting_count and conf_setting_at walk the settings table (i <
+ * count), for the README check and anything that lists settings. */
+size_t conf_setting_count(void);
+const conf_setting *conf_setting_at(size_t i);
+
+/* conf_default_text writes s's default as shown to users (a derived default
+ * without its parentheses; "" when none) into buf and returns buf. */
+const char *conf_default_text(const conf_setting *s, char *buf, size_t len);
 
 #endif /* SLUICE_CONF_H */
