@@ -44,8 +44,8 @@ INC_proto        := -Iproto
 INC_client       := -Iclient -Iproto
 INC_broker       := -Ibroker -Iproto
 INC_tools/common := -Itools/common -I$(BUILD)/include
-INC_tools/cli    := -Itools/cli -Itools/bench -Itools/common -I$(BUILD)/include
-INC_tools/bench  := -Itools/bench -Itools/cli -Itools/common -I$(BUILD)/include
+INC_tools/cli    := -Itools/cli -Itools/common -I$(BUILD)/include
+INC_tools/bench  := -Itools/bench -Itools/common -I$(BUILD)/include
 INC_tools/sink   := -Itools/sink -Itools/common -I$(BUILD)/include
 INC_tests        := -Itests -Iproto -Iclient -Ibroker -Itools/common -Itools/sink
 INC_tests/fuzz   := -Iproto
@@ -71,7 +71,7 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sin
 all: $(PROGRAMS) $(LIBSLUICE)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
-# (gnuplot, which draws the charts of `sluice bench`, when command -v cannot)
+# (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -128,15 +128,15 @@ $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c tools/bench/cli_bench*.c)) $(LIBSLUICE)
+$(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c)) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,tools/bench/sluice-bench.c $(wildcard tools/bench/bench_*.c) broker/disp.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) broker/disp.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
 $(BIN)/sluice-sink: $(call obj,$(wildcard tools/sink/*.c))
 	@mkdir -p $(dir $@)

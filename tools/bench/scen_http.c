@@ -1,12 +1,12 @@
 /*
- * cli_bench_http.c - one keep-alive HTTP/1.1 connection to 127.0.0.1.
+ * scen_http.c - one keep-alive HTTP/1.1 connection to 127.0.0.1.
  *
  * A request is written with one send (headers and body in one buffer, and
  * TCP_NODELAY set, so no Nagle delay sits between them). The answer is read
  * into a fixed buffer until the blank line that ends its headers; the
  * status line, Content-Length, Retry-After and Connection are read from it,
  * then the body is read to its length and kept up to
- * CLI_BENCH_HTTP_BODY_BYTES. Memory per connection is fixed; a header
+ * SCEN_HTTP_BODY_BYTES. Memory per connection is fixed; a header
  * section longer than HEAD_BYTES is a malformed answer.
  *
  * Every socket call is bounded by SO_SNDTIMEO / SO_RCVTIMEO, and every read
@@ -17,7 +17,7 @@
  * body arrived, so this never counts a request twice unless the first copy
  * was read and decided and the answer lost, which loopback does not do.
  */
-#include "cli_bench_http.h"
+#include "scen_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,25 +35,25 @@
 #define REQUEST_BYTES 2048 /* request line, headers and body */
 #define MAX_READS     100000
 
-void cli_bench_http_init(cli_bench_http *h, uint16_t port)
+void scen_http_init(scen_http *h, uint16_t port)
 {
     h->fd = -1;
     h->port = port;
 }
 
-void cli_bench_http_close(cli_bench_http *h)
+void scen_http_close(scen_http *h)
 {
     if (h->fd >= 0)
         close(h->fd);
     h->fd = -1;
 }
 
-static int http_connect(cli_bench_http *h)
+static int http_connect(scen_http *h)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(h->port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {.tv_sec = CLI_BENCH_HTTP_TIMEOUT_MS / 1000,
-                         .tv_usec = (CLI_BENCH_HTTP_TIMEOUT_MS % 1000) * 1000};
+    struct timeval tv = {.tv_sec = SCEN_HTTP_TIMEOUT_MS / 1000,
+                         .tv_usec = (SCEN_HTTP_TIMEOUT_MS % 1000) * 1000};
     int one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -101,7 +101,7 @@ static const char *header_value(const char *head, const char *name)
 
 /* answer_read reads one answer. Returns 0; -1 when nothing arrived; -2 when
  * the answer broke off or is malformed. */
-static int answer_read(cli_bench_http *h, cli_bench_http_reply *out, int *keep)
+static int answer_read(scen_http *h, scen_http_reply *out, int *keep)
 {
     char head[HEAD_BYTES + 1];
     size_t got = 0;
@@ -155,8 +155,8 @@ static int answer_read(cli_bench_http *h, cli_bench_http_reply *out, int *keep)
     return need ? -2 : 0;
 }
 
-int cli_bench_http_request(cli_bench_http *h, const char *method, const char *path,
-                           const void *body, size_t body_len, cli_bench_http_reply *out)
+int scen_http_request(scen_http *h, const char *method, const char *path,
+                           const void *body, size_t body_len, scen_http_reply *out)
 {
     char req[REQUEST_BYTES];
     int head = snprintf(req, sizeof req,
@@ -167,7 +167,7 @@ int cli_bench_http_request(cli_bench_http *h, const char *method, const char *pa
         return -1;
     if (body_len)
         memcpy(req + head, body, body_len);
-    *out = (cli_bench_http_reply){.status = 0};
+    *out = (scen_http_reply){.status = 0};
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = h->fd >= 0, keep = 1;
         if (!reused && http_connect(h) != 0)
@@ -177,10 +177,10 @@ int cli_bench_http_request(cli_bench_http *h, const char *method, const char *pa
             rc = answer_read(h, out, &keep);
         if (rc == 0) {
             if (!keep)
-                cli_bench_http_close(h);
+                scen_http_close(h);
             return 0;
         }
-        cli_bench_http_close(h);
+        scen_http_close(h);
         if (!reused || rc == -2)
             return -1; /* a fresh connection failed, or an answer broke off */
     }

@@ -1,5 +1,5 @@
 /*
- * cli_bench_proc.c - start, watch and stop the bench's child processes.
+ * scen_proc.c - start, watch and stop the bench's child processes.
  *
  * Each child is forked into its own process group (a terminal's Ctrl-C is
  * the bench's to handle), with stdin from /dev/null and stdout and stderr
@@ -14,7 +14,7 @@
  * or must be killed, the end of its log (TAIL_BYTES) goes to stderr: it
  * says why.
  */
-#include "cli_bench_proc.h"
+#include "scen_proc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,7 +37,7 @@
 #define TAIL_BYTES    4096
 
 /* tail_show copies the end of p's log to stderr. */
-static void tail_show(const cli_bench_proc *p)
+static void tail_show(const scen_proc *p)
 {
     char buf[TAIL_BYTES];
     FILE *f = fopen(p->log, "r");
@@ -58,7 +58,7 @@ static void tail_show(const cli_bench_proc *p)
  * -1 when it has not. */
 static int reap(pid_t pid, int wait_ms, int *status)
 {
-    const struct timespec nap = {.tv_nsec = POLL_MS * CLI_BENCH_NS_PER_MS};
+    const struct timespec nap = {.tv_nsec = POLL_MS * SCEN_NS_PER_MS};
     for (int i = 0; i <= wait_ms / POLL_MS; i++) {
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
@@ -86,61 +86,61 @@ static void child_exec(char *const argv[], int log_fd, int ready_fd)
     if (ready_fd >= 0)
         fcntl(ready_fd, F_SETFD, 0); /* the one descriptor it inherits */
     execv(argv[0], argv);
-    dprintf(2, "sluice: bench: cannot run %s: %s\n", argv[0], strerror(errno));
+    dprintf(2, "sluice-bench: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
 }
 
 /* ready_wait reads "READY\n" from fd before deadline, or notices the child
  * exit. Returns 0 or -1, reported. */
-static int ready_wait(cli_bench_proc *p, int fd, int ready_ms)
+static int ready_wait(scen_proc *p, int fd, int ready_ms)
 {
     char buf[16];
     size_t got = 0;
-    int64_t deadline_ns = cli_bench_now_ns() + ready_ms * CLI_BENCH_NS_PER_MS;
+    int64_t deadline_ns = scen_now_ns() + ready_ms * SCEN_NS_PER_MS;
     for (int i = 0; i < 10000 && got < 6; i++) {
-        int64_t left_ns = deadline_ns - cli_bench_now_ns();
+        int64_t left_ns = deadline_ns - scen_now_ns();
         if (left_ns <= 0)
-            return cli_bench_fail("%s did not report READY within %d ms", p->name, ready_ms);
-        if (cli_bench_stopping())
-            return cli_bench_fail("interrupted while starting %s", p->name);
+            return scen_fail("%s did not report READY within %d ms", p->name, ready_ms);
+        if (scen_stopping())
+            return scen_fail("interrupted while starting %s", p->name);
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int n = poll(&pfd, 1, (int)(left_ns / CLI_BENCH_NS_PER_MS) + 1);
+        int n = poll(&pfd, 1, (int)(left_ns / SCEN_NS_PER_MS) + 1);
         if (n <= 0)
             continue; /* EINTR or the deadline: both looked at above */
         ssize_t r = read(fd, buf + got, sizeof buf - 1 - got);
         if (r == 0)
-            return cli_bench_fail("%s exited before it was ready", p->name);
+            return scen_fail("%s exited before it was ready", p->name);
         if (r < 0 && errno != EINTR)
-            return cli_bench_fail("reading the --ready-fd of %s: %s", p->name, strerror(errno));
+            return scen_fail("reading the --ready-fd of %s: %s", p->name, strerror(errno));
         got += r > 0 ? (size_t)r : 0;
     }
     if (got < 6 || memcmp(buf, "READY\n", 6) != 0)
-        return cli_bench_fail("%s wrote no READY line", p->name);
+        return scen_fail("%s wrote no READY line", p->name);
     return 0;
 }
 
-int cli_bench_proc_start(cli_bench_proc *p, const char *name, char *const argv[],
+int scen_proc_start(scen_proc *p, const char *name, char *const argv[],
                          const char *log_path, bool ready, int ready_ms)
 {
-    char *args[CLI_BENCH_PROC_MAX_ARGS + 3], fd_arg[16];
+    char *args[SCEN_PROC_MAX_ARGS + 3], fd_arg[16];
     int pipe_fd[2] = {-1, -1};
     size_t n = 0;
-    *p = (cli_bench_proc){.pid = 0};
+    *p = (scen_proc){.pid = 0};
     snprintf(p->name, sizeof p->name, "%s", name);
     snprintf(p->log, sizeof p->log, "%s", log_path);
-    while (argv[n] && n < CLI_BENCH_PROC_MAX_ARGS) {
+    while (argv[n] && n < SCEN_PROC_MAX_ARGS) {
         args[n] = argv[n];
         n++;
     }
     if (argv[n])
-        return cli_bench_fail("%s: more than %d arguments", name, CLI_BENCH_PROC_MAX_ARGS);
+        return scen_fail("%s: more than %d arguments", name, SCEN_PROC_MAX_ARGS);
     int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0)
-        return cli_bench_fail("cannot open %s: %s", log_path, strerror(errno));
+        return scen_fail("cannot open %s: %s", log_path, strerror(errno));
     if (ready) {
         if (pipe2(pipe_fd, O_CLOEXEC) != 0) {
             close(log_fd);
-            return cli_bench_fail("pipe: %s", strerror(errno));
+            return scen_fail("pipe: %s", strerror(errno));
         }
         snprintf(fd_arg, sizeof fd_arg, "%d", pipe_fd[1]);
         args[n++] = "--ready-fd";
@@ -156,7 +156,7 @@ int cli_bench_proc_start(cli_bench_proc *p, const char *name, char *const argv[]
     if (pid < 0) {
         if (pipe_fd[0] >= 0)
             close(pipe_fd[0]);
-        return cli_bench_fail("fork: %s", strerror(errno));
+        return scen_fail("fork: %s", strerror(errno));
     }
     p->pid = pid;
     if (!ready)
@@ -172,7 +172,7 @@ int cli_bench_proc_start(cli_bench_proc *p, const char *name, char *const argv[]
     return rc;
 }
 
-int cli_bench_proc_stop(cli_bench_proc *p, int wait_ms)
+int scen_proc_stop(scen_proc *p, int wait_ms)
 {
     int status = 0;
     pid_t pid = p->pid;
@@ -184,17 +184,17 @@ int cli_bench_proc_stop(cli_bench_proc *p, int wait_ms)
         kill(pid, SIGKILL);
         reap(pid, KILL_WAIT_MS, &status);
         tail_show(p);
-        return cli_bench_fail("%s (pid %d) did not stop within %d ms of SIGTERM; killed it", p->name,
+        return scen_fail("%s (pid %d) did not stop within %d ms of SIGTERM; killed it", p->name,
                               (int)pid, wait_ms);
     }
     if (WIFSIGNALED(status)) {
         tail_show(p);
-        return cli_bench_fail("%s (pid %d) died of signal %d", p->name, (int)pid, WTERMSIG(status));
+        return scen_fail("%s (pid %d) died of signal %d", p->name, (int)pid, WTERMSIG(status));
     }
     return WEXITSTATUS(status);
 }
 
-int cli_bench_proc_wait(cli_bench_proc *p, int wait_ms)
+int scen_proc_wait(scen_proc *p, int wait_ms)
 {
     int status = 0;
     if (p->pid <= 0)
@@ -205,7 +205,7 @@ int cli_bench_proc_wait(cli_bench_proc *p, int wait_ms)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-bool cli_bench_proc_running(cli_bench_proc *p)
+bool scen_proc_running(scen_proc *p)
 {
     int status = 0;
     if (p->pid <= 0)
@@ -217,38 +217,38 @@ bool cli_bench_proc_running(cli_bench_proc *p)
     return false;
 }
 
-int cli_bench_proc_exe_dir(char *buf, size_t size)
+int scen_proc_exe_dir(char *buf, size_t size)
 {
     ssize_t n = readlink("/proc/self/exe", buf, size - 1);
     if (n <= 0 || (size_t)n >= size - 1)
-        return cli_bench_fail("cannot read /proc/self/exe: %s", n < 0 ? strerror(errno) : "too long");
+        return scen_fail("cannot read /proc/self/exe: %s", n < 0 ? strerror(errno) : "too long");
     buf[n] = '\0';
     char *slash = strrchr(buf, '/');
     if (!slash)
-        return cli_bench_fail("/proc/self/exe is not a path: %s", buf);
+        return scen_fail("/proc/self/exe is not a path: %s", buf);
     *slash = '\0';
     return 0;
 }
 
-int cli_bench_proc_mkdirs(const char *path)
+int scen_proc_mkdirs(const char *path)
 {
-    char buf[CLI_BENCH_PATH_BYTES];
+    char buf[SCEN_PATH_BYTES];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return cli_bench_fail("path too long: %s", path);
+        return scen_fail("path too long: %s", path);
     for (char *s = buf + 1;; s++) {
         char c = *s;
         if (c != '/' && c != '\0')
             continue;
         *s = '\0';
         if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return cli_bench_fail("cannot create %s: %s", buf, strerror(errno));
+            return scen_fail("cannot create %s: %s", buf, strerror(errno));
         *s = c;
         if (!c)
             break;
     }
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return cli_bench_fail("%s is not a directory", path);
+        return scen_fail("%s is not a directory", path);
     return 0;
 }
 
@@ -259,12 +259,12 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
     return 0;
 }
 
-void cli_bench_proc_rmtree(const char *path)
+void scen_proc_rmtree(const char *path)
 {
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-unsigned cli_bench_proc_free_port(void)
+unsigned scen_proc_free_port(void)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
