@@ -66,7 +66,7 @@ LIBBROKER  := $(BUILD)/libbroker.a
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
-.PHONY: all deps run test test-run bench clean install layering tests
+.PHONY: all deps run test test-run bench clean install layering circles tests
 .SECONDARY:
 all: $(PROGRAMS) $(LIBSLUICE)
 
@@ -270,13 +270,20 @@ fuzz: deps
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
-# Layering: each library belongs to one module (see ../README.md, "Code map").
-layering:
+# Layering: each library belongs to one module (see ../README.md, "Code map"). The include
+# paths above already make a wrong project include fail to compile; these greps keep the
+# libraries in their modules and the pure modules free of clocks and I/O, and `make circles`
+# fails on a circle among the broker's modules (tools/circles.sh prints it).
+layering: circles
 	@bad=$$(grep -lE '#include[[:space:]]*[<"]lmdb\.h' broker/*.[ch] client/*.[ch] proto/*.[ch] | grep -v 'broker/store'); \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop)\.')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio)\.h|clock_gettime' broker/rl.[ch] broker/disp.[ch] broker/tmr.[ch] 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
+
+circles:
+	@sh tools/circles.sh broker
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
