@@ -57,7 +57,7 @@ PROTO_SRC  := proto/proto.c
 CLIENT_SRC := $(wildcard client/*.c)
 BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
-TEST_LIB_SRC := tests/harness.c
+TEST_LIB_SRC := tests/harness.c tools/common/proc.c
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
@@ -128,12 +128,12 @@ $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c)) $(LIBSLUICE)
+$(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) broker/disp.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/disp.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scen_http.h"
+#include "httpc.h"
 #include "scen_log.h"
 #include "scen_plot.h"
 #include "scen_rig.h"
@@ -58,6 +58,7 @@
 #define SEND_WINDOW      256
 #define TOLERANCE        0.10 /* of the expected time */
 #define MAX_TRIES        1000000 /* sends of one record by the retry loop */
+#define HTTP_TIMEOUT_MS  5000 /* for each request to the sink */
 
 typedef struct ingest {
     const scen_opts *o;
@@ -76,6 +77,7 @@ typedef struct run {
 
 typedef struct baseline {
     uint16_t port;
+    httpc *http;
     int64_t deadline_ns;
     atomic_uint next;
     atomic_uint_fast64_t requests, errors;
@@ -197,25 +199,22 @@ close:
 static void *baseline_run(void *arg)
 {
     baseline *b = arg;
-    scen_http h;
-    scen_http_reply a;
+    httpc_result a;
     char body[SCEN_LOG_BODY_BYTES];
-    scen_http_init(&h, b->port);
     for (int i = 0; i < RECORDS && !scen_stopping(); i++) {
         unsigned seq = atomic_fetch_add(&b->next, 1);
         if (seq >= RECORDS)
             break;
         size_t len = scen_log_body(body, seq, scen_now_ns(), LEVEL);
         for (int attempt = 0; attempt < MAX_TRIES && scen_now_ns() < b->deadline_ns; attempt++) {
-            int rc = scen_http_request(&h, "POST", "/", body, len, &a);
+            int rc = httpc_send(b->http, body, len, &a);
             atomic_fetch_add(&b->requests, 1);
-            if (rc != 0)
+            if (rc != SL_OK || a.status == 0)
                 atomic_fetch_add(&b->errors, 1);
             else if (a.status == 200)
                 break;
         }
     }
-    scen_http_close(&h);
     return NULL;
 }
 
@@ -224,7 +223,7 @@ static int naive(const ingest *g, run *r, uint64_t *requests)
 {
     const scen_opts *o = g->o;
     int limit_s = g->limit_s;
-    scen_proc sink;
+    proc sink;
     baseline b = {.port = 0};
     pthread_t t[BASELINE_THREADS];
     char path[SCEN_PATH_BYTES + 64];
@@ -235,6 +234,13 @@ static int naive(const ingest *g, run *r, uint64_t *requests)
     if (scen_rig_sink_start(o, SINK_RATE, g->sink_burst, "baseline-sink.log", "baseline-sink.out",
                                  &sink, &b.port) != 0)
         return -1;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/", (unsigned)b.port);
+    int rc = httpc_new(url, NULL, 0, HTTP_TIMEOUT_MS, &b.http);
+    if (rc != SL_OK) {
+        proc_stop(&sink, 20000);
+        return scen_fail("cannot make an HTTP client for %s: %s", url, sl_strerror(rc));
+    }
     r->start_ns = scen_now_ns();
     b.deadline_ns = r->start_ns + limit_s * SCEN_NS_PER_S;
     snprintf(path, sizeof path, "%s/baseline-sink.log", o->out);
@@ -249,7 +255,8 @@ static int naive(const ingest *g, run *r, uint64_t *requests)
     }
     for (unsigned i = 0; i < started; i++)
         pthread_join(t[i], NULL);
-    if (scen_proc_stop(&sink, 20000) != 0)
+    httpc_destroy(&b.http); /* the threads have ended: their handles are freed */
+    if (proc_stop(&sink, 20000) != 0)
         failed = -1;
     if (r->log && (scen_log_poll(r->log) != 0 || run_wait(r, 0, NULL) != 0))
         failed = -1;

@@ -93,13 +93,13 @@ int scen_plot_close(const scen_opts *o, FILE *f, const char *name)
     snprintf(file, sizeof file, "%s.gnuplot.log", name);
     snprintf(log, sizeof log, "%s/%s", o->out, file);
     unlink(log);
-    scen_proc p;
+    proc p;
     char *const argv[] = {exe, script, NULL};
     if (scen_proc_start(&p, "gnuplot", argv, log, false, 0) != 0)
         return -1;
-    int st = scen_proc_wait(&p, GNUPLOT_MS);
-    if (st == -2) {
-        scen_proc_stop(&p, 1000);
+    int st = proc_wait(&p, GNUPLOT_MS);
+    if (st == PROC_RUNNING) {
+        proc_stop(&p, 1000);
         return scen_fail("gnuplot ran for more than %d s on %s; stopped it", GNUPLOT_MS / 1000,
                               script);
     }

@@ -27,7 +27,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "scen_http.h"
 
 #define READY_MS       20000
 #define STOP_MS        20000
@@ -39,6 +38,7 @@
 #define POOL           "bench"
 #define CLIENT_TIMEOUT_MS 5000
 #define NACK_DELAY_MS  100 /* no answer from the sink: try again after this */
+#define HTTP_TIMEOUT_MS 5000 /* for each request to the sink */
 
 /* out_path writes OUT/name into buf and removes what a previous run left. */
 static const char *out_path(const scen_opts *o, const char *name, char *buf, size_t size)
@@ -49,7 +49,7 @@ static const char *out_path(const scen_opts *o, const char *name, char *buf, siz
 }
 
 int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
-                             const char *log_name, const char *out_name, scen_proc *sink,
+                             const char *log_name, const char *out_name, proc *sink,
                              uint16_t *port)
 {
     char exe[SCEN_PATH_BYTES + 16], listen[32], rate[16], burst_text[16];
@@ -124,28 +124,26 @@ fail:
 static bool post_available(const scen_rig *r)
 {
     char exe[SCEN_PATH_BYTES + 16];
-    scen_proc p;
+    proc p;
     snprintf(exe, sizeof exe, "%s/sluice", r->o->bin);
     char *const argv[] = {exe, "consume", "--post", "http://127.0.0.1:1/", "--help", NULL};
     if (scen_proc_start(&p, "sluice consume --help", argv, "/dev/null", false, 0) != 0)
         return false;
-    int st = scen_proc_wait(&p, 5000);
-    if (st == -2)
-        scen_proc_stop(&p, 1000);
+    int st = proc_wait(&p, 5000);
+    if (st == PROC_RUNNING)
+        proc_stop(&p, 1000);
     return st == 0;
 }
 
 /* inproc_settle maps the sink's answer to a settlement, as consume --post does. */
-static void inproc_settle(sl_client *c, const sl_delivery *d, int rc, const scen_http_reply *a)
+static void inproc_settle(sl_client *c, const sl_delivery *d, const httpc_result *a)
 {
-    if (rc != 0)
-        sl_nack(c, d, NACK_DELAY_MS);
-    else if (a->status >= 200 && a->status < 300)
-        sl_ack(c, d);
-    else if (a->status == 429 || a->status == 503)
-        sl_throttled(c, d, a->retry_after_ms);
-    else
-        sl_nack(c, d, 0);
+    switch (a->verdict) {
+    case HTTPC_DELIVERED: sl_ack(c, d); break;
+    case HTTPC_THROTTLED: sl_throttled(c, d, a->retry_after_ms); break;
+    case HTTPC_RETRY: sl_nack(c, d, a->status ? 0 : NACK_DELAY_MS); break;
+    case HTTPC_REFUSED: sl_nack(c, d, 0); break;
+    }
 }
 
 static void *inproc_run(void *arg)
@@ -153,8 +151,6 @@ static void *inproc_run(void *arg)
     scen_rig *r = arg;
     sl_options opts = {.timeout_ms = CLIENT_TIMEOUT_MS};
     sl_client *c = NULL;
-    scen_http h;
-    scen_http_init(&h, r->port);
     if (sl_connect(r->endpoint, &opts, &c) != SL_OK || sl_subscribe(c, POOL, NULL, 0, 1) != SL_OK) {
         scen_fail("an in-process consumer cannot subscribe: %s", c ? sl_last_error(c) : "");
         sl_close(&c);
@@ -167,12 +163,13 @@ static void *inproc_run(void *arg)
             continue;
         if (rc != SL_OK)
             break;
-        scen_http_reply a;
-        rc = scen_http_request(&h, "POST", "/", d->body, d->body_len, &a);
-        inproc_settle(c, d, rc, &a);
+        httpc_result a;
+        if (httpc_send(r->http, d->body, d->body_len, &a) == SL_OK)
+            inproc_settle(c, d, &a);
+        else
+            sl_nack(c, d, NACK_DELAY_MS); /* no memory for a handle */
         sl_delivery_free(&d);
     }
-    scen_http_close(&h);
     sl_close(&c); /* BYE: what it held returns at once */
     return NULL;
 }
@@ -201,6 +198,9 @@ int scen_rig_consumers_start(scen_rig *r)
     if (!r->post) {
         unsigned n = r->cfg.consumers * r->cfg.workers;
         n = n < INPROC_MAX ? n : INPROC_MAX;
+        int rc = httpc_new(r->url, NULL, 0, HTTP_TIMEOUT_MS, &r->http);
+        if (rc != SL_OK)
+            return scen_fail("cannot make an HTTP client for %s: %s", r->url, sl_strerror(rc));
         atomic_store(&r->threads_stop, false);
         r->inproc = n;
         for (unsigned i = 0; i < n; i++) {
@@ -229,7 +229,7 @@ int scen_rig_consumers_start(scen_rig *r)
 bool scen_rig_consumers_alive(scen_rig *r)
 {
     for (unsigned i = 0; r->post && i < r->cfg.consumers; i++)
-        if (!scen_proc_running(&r->consumer[i]))
+        if (!proc_running(&r->consumer[i]))
             return false;
     return true;
 }
@@ -238,12 +238,13 @@ int scen_rig_consumers_stop(scen_rig *r)
 {
     int rc = 0;
     for (unsigned i = 0; i < SCEN_RIG_MAX_CONSUMERS; i++)
-        if (r->consumer[i].pid > 0 && scen_proc_stop(&r->consumer[i], STOP_MS) != 0)
+        if (r->consumer[i].pid > 0 && proc_stop(&r->consumer[i], STOP_MS) != 0)
             rc = -1;
     atomic_store(&r->threads_stop, true);
     for (unsigned i = 0; i < r->threads; i++)
         pthread_join(r->thread[i], NULL);
     r->threads = 0;
+    httpc_destroy(&r->http); /* the threads have ended: their handles are freed */
     return rc;
 }
 
@@ -257,7 +258,7 @@ int scen_rig_stats(scen_rig *r, sl_stats *out)
 
 int scen_rig_sink_stop(scen_rig *r)
 {
-    return r->sink.pid > 0 && scen_proc_stop(&r->sink, STOP_MS) != 0 ? -1 : 0;
+    return r->sink.pid > 0 && proc_stop(&r->sink, STOP_MS) != 0 ? -1 : 0;
 }
 
 int scen_rig_close(scen_rig *r)
@@ -266,7 +267,7 @@ int scen_rig_close(scen_rig *r)
     if (scen_rig_sink_stop(r) != 0)
         rc = -1;
     sl_close(&r->admin);
-    if (r->broker.pid > 0 && scen_proc_stop(&r->broker, STOP_MS) != 0)
+    if (r->broker.pid > 0 && proc_stop(&r->broker, STOP_MS) != 0)
         rc = -1;
     if (r->tmp[0])
         scen_proc_rmtree(r->tmp);

@@ -7,7 +7,7 @@
  * Consumers are `sluice consume --post http://127.0.0.1:PORT/` processes,
  * found next to the running executable, when that binary has --post and
  * the run did not ask for --inproc; otherwise threads in this process that
- * POST with scen_http and settle each message as `consume --post`
+ * POST with httpc (the same client) and settle each message as `consume --post`
  * does (2xx ack, 429 or 503 THROTTLED with the Retry-After, else nack).
  *
  * The rig is used by one thread. Everything it starts it stops, by PID.
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "scen.h"
+#include "httpc.h"
 #include "scen_proc.h"
 #include "sluice.h"
 
@@ -40,8 +41,9 @@ typedef struct scen_rig {
     char endpoint[SCEN_PATH_BYTES];
     char url[64];                          /* http://127.0.0.1:PORT/ */
     uint16_t port;
-    scen_proc broker, sink;
-    scen_proc consumer[SCEN_RIG_MAX_CONSUMERS];
+    httpc *http;                           /* the in-process consumers' client of url */
+    proc broker, sink;
+    proc consumer[SCEN_RIG_MAX_CONSUMERS];
     sl_client *admin;                      /* the rig's own connection */
     bool post;                             /* consumers are `sluice consume --post` */
     pthread_t thread[SCEN_RIG_MAX_CONSUMERS];
@@ -55,7 +57,7 @@ typedef struct scen_rig {
  * output to OUT/out_name, and waits for it to be ready. Returns 0 with
  * *sink and *port set, or -1, reported. */
 int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
-                             const char *log_name, const char *out_name, scen_proc *sink,
+                             const char *log_name, const char *out_name, proc *sink,
                              uint16_t *port);
 
 /* scen_rig_open starts the broker and the sink (its log in
