@@ -140,10 +140,11 @@ static int spawn(const th_broker *b, const char *const *vars, int truncate_log)
                             .truncate = truncate_log != 0,
                             .ready = true,
                             .ready_ms = READY_MS,
-                            .die_with_parent = true}; /* never outlive the campaign */
+                            .die_with_parent = true, /* never outlive the campaign */
+                            .quiet = true}; /* a store that does not open is a counted outcome */
     proc p;
     if (proc_start(&p, "sluiced", &spec) != 0)
-        return -1; /* reported; nothing left running */
+        return -1; /* nothing left running */
     live = p.pid;
     return 0;
 }

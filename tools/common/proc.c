@@ -41,10 +41,13 @@
 
 extern char **environ;
 
-/* fail reports "PROGRAM: NAME: why" on stderr. Returns -1. */
-__attribute__((format(printf, 2, 3))) static int fail(const char *name, const char *fmt, ...)
+/* fail reports "PROGRAM: NAME: why" on stderr, unless quiet. Returns -1. */
+__attribute__((format(printf, 3, 4))) static int fail(bool quiet, const char *name, const char *fmt,
+                                                      ...)
 {
     va_list ap;
+    if (quiet)
+        return -1;
     va_start(ap, fmt);
     fprintf(stderr, "%s: %s: ", program_invocation_short_name, name);
     vfprintf(stderr, fmt, ap);
@@ -156,9 +159,9 @@ static int ready_wait(const proc *p, const proc_spec *s, int fd)
     for (int i = 0; i < 100000 && got < 6; i++) {
         int64_t left_ns = deadline_ns - now_ns();
         if (left_ns <= 0)
-            return fail(p->name, "did not report READY within %d ms", ready_ms);
+            return fail(s->quiet, p->name, "did not report READY within %d ms", ready_ms);
         if (s->stopping && s->stopping())
-            return fail(p->name, "interrupted while it started");
+            return fail(s->quiet, p->name, "interrupted while it started");
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         /* at most 100 ms at a time, so that stopping is looked at */
         int slice_ms = left_ns > 100 * NS_PER_MS ? 100 : (int)(left_ns / NS_PER_MS) + 1;
@@ -166,13 +169,13 @@ static int ready_wait(const proc *p, const proc_spec *s, int fd)
             continue; /* EINTR or the slice: both looked at above */
         ssize_t r = read(fd, buf + got, sizeof buf - 1 - got);
         if (r == 0)
-            return fail(p->name, "exited before it was ready");
+            return fail(s->quiet, p->name, "exited before it was ready");
         if (r < 0 && errno != EINTR)
-            return fail(p->name, "reading its --ready-fd: %s", strerror(errno));
+            return fail(s->quiet, p->name, "reading its --ready-fd: %s", strerror(errno));
         got += r > 0 ? (size_t)r : 0;
     }
     if (got < 6 || memcmp(buf, "READY\n", 6) != 0)
-        return fail(p->name, "wrote no READY line");
+        return fail(s->quiet, p->name, "wrote no READY line");
     return 0;
 }
 
@@ -190,10 +193,10 @@ int proc_start(proc *p, const char *name, const proc_spec *s)
         n++;
     }
     if (s->argv[n])
-        return fail(name, "more than %d arguments", PROC_MAX_ARGS - 2);
+        return fail(s->quiet, name, "more than %d arguments", PROC_MAX_ARGS - 2);
     if (s->ready) {
         if (pipe2(pipe_fd, O_CLOEXEC) != 0)
-            return fail(name, "pipe: %s", strerror(errno));
+            return fail(s->quiet, name, "pipe: %s", strerror(errno));
         snprintf(fd_arg, sizeof fd_arg, "%d", pipe_fd[1]);
         args[n++] = "--ready-fd";
         args[n++] = fd_arg;
@@ -209,7 +212,7 @@ int proc_start(proc *p, const char *name, const proc_spec *s)
     if (pid < 0) {
         if (pipe_fd[0] >= 0)
             close(pipe_fd[0]);
-        return fail(name, "fork: %s", strerror(errno));
+        return fail(s->quiet, name, "fork: %s", strerror(errno));
     }
     p->pid = pid;
     if (!s->ready)
@@ -218,7 +221,8 @@ int proc_start(proc *p, const char *name, const proc_spec *s)
     close(pipe_fd[0]);
     if (rc != 0) {
         proc_kill(p);
-        proc_tail(p, PROC_TAIL_BYTES);
+        if (!s->quiet)
+            proc_tail(p, PROC_TAIL_BYTES);
     }
     return rc;
 }
@@ -235,12 +239,12 @@ int proc_stop(proc *p, int wait_ms)
         kill(pid, SIGKILL);
         reap(pid, KILL_WAIT_MS, &status);
         proc_tail(p, PROC_TAIL_BYTES);
-        return fail(p->name, "(pid %d) did not stop within %d ms of SIGTERM; killed it", (int)pid,
-                    wait_ms);
+        return fail(false, p->name, "(pid %d) did not stop within %d ms of SIGTERM; killed it",
+                    (int)pid, wait_ms);
     }
     if (WIFSIGNALED(status)) {
         proc_tail(p, PROC_TAIL_BYTES);
-        return fail(p->name, "(pid %d) died of signal %d", (int)pid, WTERMSIG(status));
+        return fail(false, p->name, "(pid %d) died of signal %d", (int)pid, WTERMSIG(status));
     }
     return WEXITSTATUS(status);
 }

@@ -44,13 +44,14 @@ typedef struct proc_spec {
     bool own_group;           /* its own process group: a terminal's Ctrl-C stays ours */
     bool die_with_parent;     /* SIGKILL it when this process dies (PR_SET_PDEATHSIG) */
     bool (*stopping)(void);   /* may be NULL: when it returns true, the ready wait gives up */
+    bool quiet;               /* a failed start is expected: no report, no log shown */
 } proc_spec;
 
 /* proc_start starts the child s describes, naming it name in messages, and
  * with s->ready waits for its READY line. p needs no setup. Returns 0 with
- * p->pid set; or -1, reported, with the end of its log shown, p->pid 0 and
- * nothing left running (a child that exits or stays silent is killed and
- * reaped). */
+ * p->pid set; or -1, reported (unless s->quiet) with the end of its log
+ * shown, p->pid 0 and nothing left running (a child that exits or stays
+ * silent is killed and reaped). */
 int proc_start(proc *p, const char *name, const proc_spec *s);
 
 /* proc_stop sends SIGTERM to p->pid, waits up to wait_ms for it to exit,
