@@ -21,7 +21,8 @@
  *            its load scenarios live there).
  *
  * The global options -b and --timeout are also taken after the command's
- * name (globals_after), so `sluice stats -b EP` works for every command.
+ * name (cli_core_globals_take), so `sluice stats -b EP` works for every
+ * command.
  *
  * What the commands share is cli_core.c's; text in and out is cli_text.c's
  * and cli_table.c's. Exit status: 0 success, 1 a failure reported by or
@@ -569,60 +570,6 @@ static int cmd_help(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
-/* global_value applies one global option that takes a value (-b, --timeout)
- * to g. Returns CLI_CORE_GO_ON, or the exit status of a usage error. */
-static int global_value(cli_core *g, int opt, const char *value)
-{
-    long timeout_ms;
-    if (opt == 'b') {
-        g->endpoint = value;
-        return CLI_CORE_GO_ON;
-    }
-    if (!cli_text_number_parse(value, 1, INT_MAX, &timeout_ms))
-        return cli_text_usage_error(NULL, "bad --timeout '%s' (expected milliseconds)", value);
-    g->timeout_ms = (int)timeout_ms;
-    return CLI_CORE_GO_ON;
-}
-
-/* globals_after takes the global options that follow the command's name out
- * of argv[1..argc-1] (up to a "--"), applies them and closes the gap, so that
- * `sluice stats -b EP` means `sluice -b EP stats` for every command. Returns
- * the new argc, or -(exit status) on a usage error. */
-static int globals_after(cli_core *g, int argc, char **argv)
-{
-    int out = 1, i = 1;
-    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        const char *a = argv[i], *value = NULL;
-        int opt = 0;
-        if (strcmp(a, "-b") == 0 || strcmp(a, "--broker") == 0)
-            opt = 'b';
-        else if (strcmp(a, "--timeout") == 0)
-            opt = OPT_TIMEOUT;
-        else if (strncmp(a, "-b", 2) == 0 && a[2] != '\0')
-            opt = 'b', value = a + 2;
-        else if (strncmp(a, "--broker=", 9) == 0)
-            opt = 'b', value = a + 9;
-        else if (strncmp(a, "--timeout=", 10) == 0)
-            opt = OPT_TIMEOUT, value = a + 10;
-        if (!opt) {
-            argv[out++] = argv[i];
-            continue;
-        }
-        if (!value) {
-            if (i + 1 >= argc)
-                return -cli_text_usage_error(NULL, "option '%s' needs a value", a);
-            value = argv[++i];
-        }
-        int st = global_value(g, opt, value);
-        if (st != CLI_CORE_GO_ON)
-            return -st;
-    }
-    while (i < argc)
-        argv[out++] = argv[i++];
-    argv[out] = NULL;
-    return out;
-}
-
 /* cmd_bench keeps `sluice bench ...` working: it runs sluice-bench, from the
  * directory of this executable, with the same arguments. */
 static int cmd_bench(cli_core *g, const char *cmd, int argc, char **argv)
@@ -668,7 +615,7 @@ int main(int argc, char **argv)
         switch (ch) {
         case 'b':
         case OPT_TIMEOUT: {
-            int st = global_value(&g, ch, optarg);
+            int st = cli_core_global_set(&g, ch == 'b' ? "broker" : "timeout", optarg);
             if (st != CLI_CORE_GO_ON)
                 return st;
             break;
@@ -682,7 +629,7 @@ int main(int argc, char **argv)
     }
     int rest = argc - optind;
     if (rest > 0) {
-        rest = globals_after(&g, rest, argv + optind);
+        rest = cli_core_globals_take(&g, rest, argv + optind);
         if (rest < 0)
             return -rest;
     }
