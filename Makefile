@@ -16,7 +16,7 @@ TEST_PKGS := cmocka
 
 # Warnings are forced: they cannot be dropped from the command line by accident.
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
-                   -Wshadow -Wvla -D_GNU_SOURCE -Iproto -Iclient -Ibroker
+                   -Wshadow -Wvla -D_GNU_SOURCE
 
 ifdef SAN
 BUILD    := build/san
@@ -36,11 +36,28 @@ SINK_LIBS  = $(shell pkg-config --libs $(SINK_PKGS) 2>/dev/null)
 CURL_PKGS  := libcurl
 CURL_LIBS  = $(shell pkg-config --libs $(CURL_PKGS) 2>/dev/null)
 
+# ---- include paths: each folder sees only what it may use, so a wrong include fails to compile ----
+# The tools see the public headers only, as installed: $(BUILD)/include holds copies of
+# client/sluice.h and proto/sluice_errors.h (the set `make install` installs), never proto.h.
+PUBLIC_HDRS := $(BUILD)/include/sluice.h $(BUILD)/include/sluice_errors.h
+INC_proto        := -Iproto
+INC_client       := -Iclient -Iproto
+INC_broker       := -Ibroker -Iproto
+INC_tools/common := -Itools/common -I$(BUILD)/include
+INC_tools/cli    := -Itools/cli -Itools/common -I$(BUILD)/include
+INC_tools/bench  := -Itools/bench -Itools/common -I$(BUILD)/include
+INC_tools/sink   := -Itools/sink -Itools/common -I$(BUILD)/include
+INC_tests        := -Itests -Iproto -Iclient -Ibroker -Itools/common -Itools/sink
+INC_tests/fuzz   := -Iproto
+inc = $(INC_$(patsubst %/,%,$(dir $(1))))
+# The pick benchmark measures the broker's pure pick rule (broker/disp.c) in place.
+$(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker
+
 PROTO_SRC  := proto/proto.c
 CLIENT_SRC := $(wildcard client/*.c)
 BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
-TEST_LIB_SRC := tests/harness.c
+TEST_LIB_SRC := tests/harness.c tools/common/proc.c
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
@@ -49,12 +66,12 @@ LIBBROKER  := $(BUILD)/libbroker.a
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
-.PHONY: all deps run test test-run bench clean install layering tests
+.PHONY: all deps run test test-run bench clean install layering circles tests
 .SECONDARY:
 all: $(PROGRAMS) $(LIBSLUICE)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
-# (gnuplot, which draws the charts of `sluice bench`, when command -v cannot)
+# (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -86,10 +103,17 @@ deps:
 # V=1 shows whole command lines
 Q := $(if $(V),,@)
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | $(PUBLIC_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(call inc,$<) $(EXTRA_INC) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/include/sluice.h: client/sluice.h
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+$(BUILD)/include/sluice_errors.h: proto/sluice_errors.h
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
@@ -104,23 +128,23 @@ $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BIN)/sluice: $(call obj,tools/sluice.c $(wildcard tools/cli_*.c)) $(LIBSLUICE)
+$(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,tools/sluice-bench.c $(wildcard tools/bench_*.c) broker/disp.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/disp.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-sink: $(call obj,tools/sluice-sink.c $(wildcard tools/sink_*.c))
+$(BIN)/sluice-sink: $(call obj,$(wildcard tools/sink/*.c))
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SINK_LIBS) -lpthread
 
 # test_sink also links the sink's limiters (pure; no libmicrohttpd).
-$(BUILD)/tests/test_sink: $(call obj,tools/sink_limit.c)
+$(BUILD)/tests/test_sink: $(call obj,tools/sink/sink_limit.c)
 
 # The client library's own tests also link the scripted fake broker.
 $(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,tests/th_fake.c)
@@ -220,13 +244,13 @@ FUZZ_CC      ?= clang
 FUZZ_BIN     := build/fuzz/fuzz_decode
 FUZZ_CFLAGS  := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
                 -g -O1 -std=c11 -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
-                -Wvla -D_GNU_SOURCE -Iproto -Iclient -Ibroker
+                -Wvla -D_GNU_SOURCE
 .PHONY: fuzz fuzz-ci
 
 build/fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags msgpack 2>/dev/null) -MMD -MP -c $< -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(call inc,$<) $(shell pkg-config --cflags msgpack 2>/dev/null) -MMD -MP -c $< -o $@
 
 $(FUZZ_BIN): build/fuzz/tests/fuzz/fuzz_decode.o build/fuzz/proto/proto.o
 	@$(if $(V),,echo "  LD      $@")
@@ -246,13 +270,20 @@ fuzz: deps
 fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
-# Layering: each library belongs to one module (see ../README.md, "Code map").
-layering:
+# Layering: each library belongs to one module (see ../README.md, "Code map"). The include
+# paths above already make a wrong project include fail to compile; these greps keep the
+# libraries in their modules and the pure modules free of clocks and I/O, and `make circles`
+# fails on a circle among the broker's modules (tools/circles.sh prints it).
+layering: circles
 	@bad=$$(grep -lE '#include[[:space:]]*[<"]lmdb\.h' broker/*.[ch] client/*.[ch] proto/*.[ch] | grep -v 'broker/store'); \
-	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools/*.c)"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop)\.')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio)\.h|clock_gettime' broker/rl.[ch] broker/disp.[ch] broker/tmr.[ch] 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
+
+circles:
+	@sh tools/circles.sh broker
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

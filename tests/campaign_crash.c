@@ -41,6 +41,7 @@
 #include "campaign.h"
 #include "harness.h"
 #include "history.h"
+#include "proc.h"
 #include "sluice.h"
 
 #define PUT_TIMEOUT_MS   1000
@@ -187,17 +188,9 @@ static int parse(int argc, char **argv, opts *o)
 /* log_tail prints the end of the broker's log, for a broker that misbehaved. */
 static void log_tail(const th_broker *b)
 {
-    char buf[4096];
-    FILE *f = fopen(b->log, "r");
-    if (!f)
-        return;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    fprintf(stderr, "---- end of %s ----\n%s\n", b->log, buf);
+    proc p = {.name = "sluiced"};
+    snprintf(p.log, sizeof p.log, "%s", b->log);
+    proc_tail(&p, 4096);
 }
 
 typedef struct restarts {

@@ -38,21 +38,19 @@
  * choice of writes to undo, though not the same timing.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "campaign.h"
 #include "harness.h"
 #include "history.h"
+#include "proc.h"
 #include "sluice.h"
 
 #define WINDOW          128
@@ -123,9 +121,6 @@ static void reap_live(void)
  * (then it has been reaped). */
 static int spawn(const th_broker *b, const char *const *vars, int truncate_log)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return -1;
     const char *envp[512];
     int ne = 0;
     for (char **e = environ; *e && ne < 480; e++)
@@ -134,39 +129,24 @@ static int spawn(const th_broker *b, const char *const *vars, int truncate_log)
     for (int i = 0; vars && vars[i] && ne < 510; i++)
         envp[ne++] = vars[i];
     envp[ne] = NULL;
-    const char *bin = th_bin("sluiced");
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the campaign */
-        char fdarg[16];
-        int wfd = dup(p[1]);
-        snprintf(fdarg, sizeof fdarg, "%d", wfd);
-        int logfd = open(b->log, O_WRONLY | O_CREAT | O_APPEND | (truncate_log ? O_TRUNC : 0), 0644);
-        if (logfd >= 0)
-            dup2(logfd, 2);
-        const char *argv[32] = {bin, "--data", b->data, "--listen", b->endpoint, "--ready-fd", fdarg};
-        int n = 7;
-        for (int i = 0; b->extra[i] && n < 31; i++)
-            argv[n++] = b->extra[i];
-        argv[n] = NULL;
-        execve(bin, (char *const *)argv, (char *const *)envp);
-        _exit(127);
-    }
-    close(p[1]);
-    live = pid;
-    char buf[16] = {0};
-    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-    int ok = poll(&pfd, 1, READY_MS) == 1 && read(p[0], buf, sizeof buf - 1) >= 5 &&
-             strncmp(buf, "READY", 5) == 0;
-    close(p[0]);
-    if (!ok)
-        reap_live();
-    return ok ? 0 : -1;
+    const char *argv[32] = {th_bin("sluiced"), "--data", b->data, "--listen", b->endpoint};
+    int n = 5;
+    for (int i = 0; b->extra[i] && n < 31; i++)
+        argv[n++] = b->extra[i];
+    argv[n] = NULL;
+    const proc_spec spec = {.argv = argv,
+                            .env = envp,
+                            .err_path = b->log,
+                            .truncate = truncate_log != 0,
+                            .ready = true,
+                            .ready_ms = READY_MS,
+                            .die_with_parent = true, /* never outlive the campaign */
+                            .quiet = true}; /* a store that does not open is a counted outcome */
+    proc p;
+    if (proc_start(&p, "sluiced", &spec) != 0)
+        return -1; /* nothing left running */
+    live = p.pid;
+    return 0;
 }
 
 /* wait_exit waits up to ms for the live broker to exit, reaps it and

@@ -2,8 +2,9 @@
  * harness.c - the processes, clients and fakes the tests run against.
  *
  * Real programs: sluiced (th_broker) and sluice-sink (th_sink) are started
- * with --ready-fd pointing at a pipe and write "READY\n" once they serve;
- * the harness polls that pipe with a deadline. Every process started here is
+ * by the tools' one process supervisor (tools/common/proc.c) with
+ * --ready-fd pointing at a pipe and write "READY\n" once they serve; the
+ * supervisor polls that pipe with a deadline. Every process started here is
  * stopped by its PID: a test that fails half-way (cmocka jumps out of it)
  * leaves its process registered, and an exit handler kills and reaps every
  * one still registered (up to MAX_LIVE at once). A sink also gets
@@ -39,12 +40,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
+
+#include "proc.h"
 
 unsigned th_timeout_s = 60;
 
@@ -155,16 +157,6 @@ int th_timeout_disarm(void **state)
     return 0;
 }
 
-/* ready_line waits up to 20 s for the READY line on fd and reads it into buf
- * (zeroed by the caller). Returns what read returned, or -1. */
-static ssize_t ready_line(int fd, char *buf, size_t len)
-{
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    if (poll(&pfd, 1, 20000) != 1)
-        return -1;
-    return read(fd, buf, len - 1);
-}
-
 /* ---- real brokers ---- */
 
 int th_broker_init(th_broker *b, const char *const *extra)
@@ -181,115 +173,71 @@ int th_broker_init(th_broker *b, const char *const *extra)
     return 0;
 }
 
-static void print_log(const th_broker *b)
+/* broker_proc is b's process as the supervisor sees it. */
+static proc broker_proc(const th_broker *b)
 {
-    char buf[4096];
-    FILE *f = fopen(b->log, "r");
-    if (!f)
-        return;
-    fprintf(stderr, "---- %s ----\n", b->log);
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        fwrite(buf, 1, n, stderr);
-    fclose(f);
+    proc p = {.pid = b->pid};
+    snprintf(p.name, sizeof p.name, "sluiced");
+    snprintf(p.log, sizeof p.log, "%s", b->log);
+    return p;
 }
 
 int th_broker_start(th_broker *b)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        const char *argv[48];
-        char fdarg[16];
-        int n = 0, wfd = dup(p[1]); /* dup drops O_CLOEXEC */
-        snprintf(fdarg, sizeof fdarg, "%d", wfd);
-        int logfd = open(b->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (logfd >= 0)
-            dup2(logfd, 2);
-        for (int i = 0; b->wrap[i] && i < 15; i++)
-            argv[n++] = b->wrap[i];
-        argv[n++] = th_bin("sluiced");
-        argv[n++] = "--data";
-        argv[n++] = b->data;
-        argv[n++] = "--listen";
-        argv[n++] = b->endpoint;
-        argv[n++] = "--ready-fd";
-        argv[n++] = fdarg;
-        for (int i = 0; b->extra[i]; i++)
-            argv[n++] = b->extra[i];
-        argv[n] = NULL;
-        execvp(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(p[1]);
-    b->pid = pid;
-    track(pid, 1);
-    char buf[16] = {0};
-    int ok = ready_line(p[0], buf, sizeof buf) >= 5 && strncmp(buf, "READY", 5) == 0;
-    close(p[0]);
-    if (!ok) {
-        fprintf(stderr, "harness: sluiced did not become ready\n");
-        print_log(b);
-        th_broker_kill9(b);
-        return -1;
-    }
+    const char *argv[48];
+    int n = 0;
+    for (int i = 0; b->wrap[i] && i < 15; i++)
+        argv[n++] = b->wrap[i];
+    argv[n++] = th_bin("sluiced");
+    argv[n++] = "--data";
+    argv[n++] = b->data;
+    argv[n++] = "--listen";
+    argv[n++] = b->endpoint;
+    for (int i = 0; b->extra[i]; i++)
+        argv[n++] = b->extra[i];
+    argv[n] = NULL;
+    const proc_spec spec = {.argv = argv, .err_path = b->log, .ready = true, .ready_ms = 20000};
+    proc p;
+    if (proc_start(&p, "sluiced", &spec) != 0)
+        return -1; /* reported, its log shown, nothing left running */
+    b->pid = p.pid;
+    track(p.pid, 1);
     return 0;
-}
-
-static int wait_for(pid_t pid, int timeout_ms, int *status)
-{
-    uint64_t end = th_now_ms() + (uint64_t)timeout_ms;
-    for (int i = 0; i < 100000; i++) {
-        pid_t r = waitpid(pid, status, WNOHANG);
-        if (r == pid)
-            return 0;
-        if (r < 0 || th_now_ms() > end)
-            return -1;
-        usleep(2000);
-    }
-    return -1;
 }
 
 int th_broker_stop(th_broker *b)
 {
-    int status = 0;
     if (b->pid <= 0)
         return -1;
-    kill(b->pid, SIGTERM);
-    if (wait_for(b->pid, 20000, &status) != 0) {
-        fprintf(stderr, "harness: sluiced did not stop on SIGTERM; killing it\n");
-        th_broker_kill9(b);
-        return -1;
-    }
+    proc p = broker_proc(b);
     track(b->pid, 0);
     b->pid = 0;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        print_log(b);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int st = proc_stop(&p, 20000);
+    if (st > 0)
+        proc_tail(&p, 1 << 20);
+    return st;
 }
 
 int th_broker_wait(th_broker *b, int timeout_ms)
 {
-    int status = 0;
-    if (b->pid <= 0 || wait_for(b->pid, timeout_ms, &status) != 0)
+    if (b->pid <= 0)
+        return -1;
+    proc p = broker_proc(b);
+    int st = proc_wait(&p, timeout_ms);
+    if (st == PROC_RUNNING)
         return -1;
     track(b->pid, 0);
     b->pid = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return st;
 }
 
 void th_broker_kill9(th_broker *b)
 {
-    int status;
     if (b->pid <= 0)
         return;
-    kill(b->pid, SIGKILL);
-    waitpid(b->pid, &status, 0);
+    proc p = broker_proc(b);
     track(b->pid, 0);
+    proc_kill(&p);
     b->pid = 0;
 }
 
@@ -457,12 +405,13 @@ int th_run(const char *const *argv, const char *in_text, char *out, size_t out_l
     close(outp[0]);
     if (out && out_len)
         out[got] = '\0';
-    if (wait_for(pid, th_now_ms() < end ? (int)(end - th_now_ms()) : 1, &status) != 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
+    proc p = {.pid = pid, .name = "command"};
+    status = proc_wait(&p, th_now_ms() < end ? (int)(end - th_now_ms()) : 1);
+    if (status == PROC_RUNNING) {
+        proc_kill(&p);
         return -1;
     }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return status < 128 ? status : -1;
 }
 
 /* ---- sluice-sink ---- */
@@ -473,61 +422,39 @@ int th_sink_start(th_sink *s, const char *dir, const char *const *extra)
     snprintf(s->log, sizeof s->log, "%s/requests.log", dir);
     snprintf(s->out, sizeof s->out, "%s/sink.out", dir);
     snprintf(s->err, sizeof s->err, "%s/sink.err", dir);
-    int ready[2];
-    if (pipe2(ready, O_CLOEXEC) != 0)
-        return -1;
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(ready[0]);
-        close(ready[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        const char *argv[32];
-        char fdarg[16];
-        int n = 0, wfd = dup(ready[1]); /* dup drops O_CLOEXEC */
-        snprintf(fdarg, sizeof fdarg, "%d", wfd);
-        int out = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int err = open(s->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-            _exit(127);
-        argv[n++] = th_bin("sluice-sink");
-        argv[n++] = "--listen";
-        argv[n++] = "127.0.0.1:0";
-        argv[n++] = "--log";
-        argv[n++] = s->log;
-        argv[n++] = "--ready-fd";
-        argv[n++] = fdarg;
-        for (int i = 0; extra && extra[i] && n < 31; i++)
-            argv[n++] = extra[i];
-        argv[n] = NULL;
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(ready[1]);
-    s->pid = pid;
-    track(pid, 1);
-    char buf[16] = {0};
-    int ok = ready_line(ready[0], buf, sizeof buf) == 6 && strcmp(buf, "READY\n") == 0;
-    close(ready[0]);
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = th_bin("sluice-sink");
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--log";
+    argv[n++] = s->log;
+    for (int i = 0; extra && extra[i] && n < 31; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    const proc_spec spec = {.argv = argv,
+                            .out_path = s->out,
+                            .err_path = s->err,
+                            .truncate = true,
+                            .ready = true,
+                            .ready_ms = 20000,
+                            .die_with_parent = true};
+    proc p;
+    if (proc_start(&p, "sluice-sink", &spec) != 0)
+        return -1; /* reported, its stderr shown, nothing left running */
+    track(p.pid, 1);
     char err_text[4096];
     th_read_file(s->err, err_text, sizeof err_text);
     static const char at_text[] = "listening on http://127.0.0.1:";
     const char *at = strstr(err_text, at_text);
     unsigned long port = at ? strtoul(at + strlen(at_text), NULL, 10) : 0;
-    if (!ok || port == 0 || port >= 65536) {
-        fprintf(stderr, "harness: sluice-sink %s; its stderr:\n%s\n",
-                ok ? "said no port" : "did not become ready", err_text);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        track(pid, 0);
-        s->pid = 0;
+    if (port == 0 || port >= 65536) {
+        fprintf(stderr, "harness: sluice-sink said no port; its stderr:\n%s\n", err_text);
+        track(p.pid, 0);
+        proc_kill(&p);
         return -1;
     }
+    s->pid = p.pid;
     s->port = (uint16_t)port;
     snprintf(s->url, sizeof s->url, "http://127.0.0.1:%u/orders", (unsigned)s->port);
     return 0;
@@ -535,19 +462,13 @@ int th_sink_start(th_sink *s, const char *dir, const char *const *extra)
 
 int th_sink_stop(th_sink *s)
 {
-    int status = 0;
     if (s->pid <= 0)
         return -1;
-    kill(s->pid, SIGTERM);
-    int stopped = wait_for(s->pid, 20000, &status) == 0;
-    if (!stopped) {
-        fprintf(stderr, "harness: sluice-sink did not stop on SIGTERM; killing it\n");
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
-    }
+    proc p = {.pid = s->pid, .name = "sluice-sink"};
+    snprintf(p.log, sizeof p.log, "%s", s->err);
     track(s->pid, 0);
     s->pid = 0;
-    return stopped && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return proc_stop(&p, 20000);
 }
 
 int th_loopback_socket(bool listening, uint16_t *port)

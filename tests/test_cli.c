@@ -149,6 +149,23 @@ static void errors_have_documented_exit_codes(void **state)
     assert_true(th_now_ms() - t0 < 10000);
 }
 
+static void global_options_work_after_the_command(void **state)
+{
+    (void)state;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    const char *send[] = {th_bin("sluice"), "send", "--broker", b->endpoint, "--timeout=5000", "one", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    const char *stats[] = {th_bin("sluice"), "stats", "-b", b->endpoint, "--json", NULL};
+    assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"enqueued\":1"));
+    const char *level[] = {th_bin("sluice"), "level", "list", "--json", "-b", b->endpoint, NULL};
+    assert_int_equal(th_run(level, NULL, out, sizeof out), 0);
+    const char *bad[] = {th_bin("sluice"), "stats", "--timeout", "soon", NULL};
+    assert_int_equal(th_run(bad, NULL, out, sizeof out), 2);
+    assert_int_equal(th_broker_destroy(&b), 0);
+}
+
 static void sluiced_rejects_bad_settings(void **state)
 {
     (void)state;
@@ -202,6 +219,7 @@ int main(void)
         cmocka_unit_test(exec_acks_on_zero_and_nacks_otherwise),
         cmocka_unit_test(metering_settings_and_throttled_exec),
         cmocka_unit_test(errors_have_documented_exit_codes),
+        cmocka_unit_test(global_options_work_after_the_command),
         cmocka_unit_test(sluiced_rejects_bad_settings),
         cmocka_unit_test(config_file_sets_levels),
     };

@@ -35,7 +35,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../tools/sink_limit.h"
+#include "sink_limit.h"
 #include "harness.h"
 #include "sluice_errors.h"
 

@@ -1,13 +1,13 @@
 /*
- * cli_post.c - POST message bodies to an HTTP service with libcurl, and
+ * httpc.c - POST message bodies to an HTTP service with libcurl, and
  * read what the answer means for the message.
  *
- * This module owns libcurl for the `sluice` command: its global state, the
- * one request-header list every request sends, and one easy handle per
- * sending thread. The consumer's workers call cli_post_send; the main
+ * This module owns libcurl for the tools (`sluice consume --post`, the
+ * scenarios of sluice-bench): its global state, the one request-header list
+ * every request sends, and one easy handle per sending thread. The senders
+ * (the consumer's workers, a scenario's threads) call httpc_send; the main
  * thread builds the target before they start and destroys it after they
- * are joined, so the target needs no lock: after cli_post_new it is only
- * read.
+ * are joined, so the target needs no lock: after httpc_new it is only read.
  *
  * Handles. A handle is made on a thread's first send, with everything but
  * the body set once, and stored under a pthread key whose destructor
@@ -29,7 +29,7 @@
  * Costs: one request per message, no pipelining; the whole body is handed
  * to libcurl as is (no copy). The header list is copied once, at new.
  */
-#include "cli_post.h"
+#include "httpc.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -43,7 +43,7 @@
 
 #define USER_AGENT "sluice/1.0.0"
 
-struct cli_post {
+struct httpc {
     char *url;                  /* as given */
     char *shown_url;            /* without user name and password, for messages */
     long timeout_ms;
@@ -75,7 +75,7 @@ static size_t discard(char *data, size_t size, size_t n, void *ctx)
 
 /* handle_new makes a handle with every option but the body set. Returns it,
  * or NULL when memory ran out. */
-static handle *handle_new(const cli_post *p)
+static handle *handle_new(const httpc *p)
 {
     handle *h = calloc(1, sizeof *h);
     if (!h)
@@ -106,7 +106,7 @@ static handle *handle_new(const cli_post *p)
     return h;
 }
 
-bool cli_post_header_check(const char *line)
+bool httpc_header_check(const char *line)
 {
     static const char tchar[] = "!#$%&'*+-.^_`|~";
     const char *p = line;
@@ -161,7 +161,7 @@ static char *url_shown(const char *url, int *err)
 
 /* headers_build copies the given headers into p->headers, then adds the
  * defaults they do not override. Returns SL_OK or SL_ENOMEM. */
-static int headers_build(cli_post *p, const char *const *headers, size_t n)
+static int headers_build(httpc *p, const char *const *headers, size_t n)
 {
     static const char *const defaults[][2] = {
         {"Content-Type", "Content-Type: application/octet-stream"},
@@ -183,19 +183,19 @@ static int headers_build(cli_post *p, const char *const *headers, size_t n)
     return SL_OK;
 }
 
-int cli_post_new(const char *url, const char *const *headers, size_t nheaders, long timeout_ms,
-                 cli_post **out)
+int httpc_new(const char *url, const char *const *headers, size_t nheaders, long timeout_ms,
+                 httpc **out)
 {
     *out = NULL;
-    if (timeout_ms < 1 || timeout_ms > CLI_POST_TIMEOUT_MS_MAX)
+    if (timeout_ms < 1 || timeout_ms > HTTPC_TIMEOUT_MS_MAX)
         return SL_EINVAL;
     for (size_t i = 0; i < nheaders; i++)
-        if (!cli_post_header_check(headers[i]))
+        if (!httpc_header_check(headers[i]))
             return SL_EINVAL;
     if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
         return SL_EIO;
     int err = SL_ENOMEM;
-    cli_post *p = calloc(1, sizeof *p);
+    httpc *p = calloc(1, sizeof *p);
     if (!p)
         goto global_cleanup;
     p->timeout_ms = timeout_ms;
@@ -220,20 +220,20 @@ global_cleanup:
 }
 
 /* verdict_of sorts an HTTP status. */
-static cli_post_verdict verdict_of(long status)
+static httpc_verdict verdict_of(long status)
 {
     if (status >= 200 && status < 300)
-        return CLI_POST_DELIVERED;
+        return HTTPC_DELIVERED;
     if (status == 429 || status == 503)
-        return CLI_POST_THROTTLED;
+        return HTTPC_THROTTLED;
     if (status >= 400 && status < 500)
-        return CLI_POST_REFUSED;
-    return CLI_POST_RETRY;
+        return HTTPC_REFUSED;
+    return HTTPC_RETRY;
 }
 
-int cli_post_send(cli_post *p, const void *body, size_t body_len, cli_post_result *out)
+int httpc_send(httpc *p, const void *body, size_t body_len, httpc_result *out)
 {
-    out->verdict = CLI_POST_RETRY;
+    out->verdict = HTTPC_RETRY;
     out->status = 0;
     out->retry_after_ms = 0;
     out->what[0] = '\0';
@@ -260,17 +260,17 @@ int cli_post_send(cli_post *p, const void *body, size_t body_len, cli_post_resul
     snprintf(out->what, sizeof out->what, "HTTP %ld from %s", out->status, p->shown_url);
     out->verdict = verdict_of(out->status);
     struct curl_header *ra;
-    if (out->verdict == CLI_POST_THROTTLED &&
+    if (out->verdict == HTTPC_THROTTLED &&
         curl_easy_header(h->curl, "Retry-After", 0, CURLH_HEADER, -1, &ra) == CURLHE_OK)
-        out->retry_after_ms = cli_post_retry_after_ms(ra->value, time(NULL));
+        out->retry_after_ms = httpc_retry_after_ms(ra->value, time(NULL));
     return SL_OK;
 }
 
-void cli_post_destroy(cli_post **pp)
+void httpc_destroy(httpc **pp)
 {
     if (!pp || !*pp)
         return;
-    cli_post *p = *pp;
+    httpc *p = *pp;
     handle_free(pthread_getspecific(p->key));
     pthread_setspecific(p->key, NULL);
     pthread_key_delete(p->key);
@@ -282,15 +282,15 @@ void cli_post_destroy(cli_post **pp)
     *pp = NULL;
 }
 
-uint32_t cli_post_backoff_ms(unsigned attempt)
+uint32_t httpc_backoff_ms(unsigned attempt)
 {
-    uint32_t ms = CLI_POST_BACKOFF_MS_FIRST;
-    for (unsigned i = 1; i < attempt && ms < CLI_POST_BACKOFF_MS_MAX; i++)
+    uint32_t ms = HTTPC_BACKOFF_MS_FIRST;
+    for (unsigned i = 1; i < attempt && ms < HTTPC_BACKOFF_MS_MAX; i++)
         ms *= 2;
-    return ms < CLI_POST_BACKOFF_MS_MAX ? ms : CLI_POST_BACKOFF_MS_MAX;
+    return ms < HTTPC_BACKOFF_MS_MAX ? ms : HTTPC_BACKOFF_MS_MAX;
 }
 
-uint32_t cli_post_retry_after_ms(const char *value, time_t now_s)
+uint32_t httpc_retry_after_ms(const char *value, time_t now_s)
 {
     char text[128];
     while (*value == ' ' || *value == '\t')
@@ -305,7 +305,7 @@ uint32_t cli_post_retry_after_ms(const char *value, time_t now_s)
     uint64_t s = 0;
     if (strspn(text, "0123456789") == len) {
         /* delta-seconds; stop counting once past the cap */
-        for (size_t i = 0; i < len && s <= CLI_POST_RETRY_AFTER_MS_MAX / 1000; i++)
+        for (size_t i = 0; i < len && s <= HTTPC_RETRY_AFTER_MS_MAX / 1000; i++)
             s = s * 10 + (uint64_t)(text[i] - '0');
     } else {
         time_t at = curl_getdate(text, NULL);
@@ -314,5 +314,5 @@ uint32_t cli_post_retry_after_ms(const char *value, time_t now_s)
         s = (uint64_t)(at - now_s);
     }
     uint64_t ms = s * 1000;
-    return ms < CLI_POST_RETRY_AFTER_MS_MAX ? (uint32_t)ms : CLI_POST_RETRY_AFTER_MS_MAX;
+    return ms < HTTPC_RETRY_AFTER_MS_MAX ? (uint32_t)ms : HTTPC_RETRY_AFTER_MS_MAX;
 }

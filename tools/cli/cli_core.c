@@ -6,11 +6,17 @@
  * when they add something to the generic message. A timeout before the
  * broker has answered anything is reported as "cannot reach", since that is
  * nearly always what it means.
+ *
+ * The global options (-b, --timeout) are applied here, whether they come
+ * before the command or after its name: cli_core_globals_take lifts them out
+ * of the command's argv before the command's own getopt sees it. A value of
+ * another option that reads like a global option must follow "--".
  */
 #include "cli_core.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +41,53 @@ int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, 
     if (argc == 0)
         return cli_text_usage_error(group, "no command given (%s)", names);
     return cli_text_usage_error(group, "unknown command '%s' (%s)", argv[0], names);
+}
+
+int cli_core_global_set(cli_core *g, const char *name, const char *value)
+{
+    long timeout_ms;
+    if (strcmp(name, "broker") == 0) {
+        g->endpoint = value;
+        return CLI_CORE_GO_ON;
+    }
+    if (!cli_text_number_parse(value, 1, INT_MAX, &timeout_ms))
+        return cli_text_usage_error(NULL, "bad --timeout '%s' (expected milliseconds)", value);
+    g->timeout_ms = (int)timeout_ms;
+    return CLI_CORE_GO_ON;
+}
+
+int cli_core_globals_take(cli_core *g, int argc, char **argv)
+{
+    int out = 1, i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i], *name = NULL, *value = NULL;
+        if (strcmp(a, "-b") == 0 || strcmp(a, "--broker") == 0)
+            name = "broker";
+        else if (strcmp(a, "--timeout") == 0)
+            name = "timeout";
+        else if (strncmp(a, "-b", 2) == 0 && a[2] != '\0')
+            name = "broker", value = a + 2;
+        else if (strncmp(a, "--broker=", 9) == 0)
+            name = "broker", value = a + 9;
+        else if (strncmp(a, "--timeout=", 10) == 0)
+            name = "timeout", value = a + 10;
+        if (!name) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (!value) {
+            if (i + 1 >= argc)
+                return -cli_text_usage_error(NULL, "option '%s' needs a value", a);
+            value = argv[++i];
+        }
+        int st = cli_core_global_set(g, name, value);
+        if (st != CLI_CORE_GO_ON)
+            return -st;
+    }
+    while (i < argc)
+        argv[out++] = argv[i++];
+    argv[out] = NULL;
+    return out;
 }
 
 int cli_core_connect(cli_core *g, const char *cmd)

@@ -85,6 +85,7 @@
 #include "bench_spawn.h"
 #include "bench_table.h"
 #include "bench_workers.h"
+#include "scen.h"
 #include "sluice.h"
 
 #define DEFAULT_SECONDS     3
@@ -408,7 +409,11 @@ static void usage(FILE *f)
 "Examples:\n"
 "  sluice-bench --spawn bin/sluiced\n"
 "  sluice-bench --spawn bin/sluiced --quick\n"
-"  sluice-bench -b tcp://127.0.0.1:7470 --seconds 10\n",
+"  sluice-bench -b tcp://127.0.0.1:7470 --seconds 10\n"
+"\n"
+"Load scenarios (a broker, a throttled sink and consumers, end to end, with a\n"
+"CSV, a chart and a summary): sluice-bench --scenario\n"
+"throttle-quiz|priorities|ingest [options]; see sluice-bench --scenario x --help.\n",
             BENCH_CORE_BODY_BYTES, PRODUCERS, WINDOW_MSGS, CONSUMERS, DRAIN_MSGS,
             BENCH_LATENCY_RATE_PER_S, BENCH_SCHED_POOLS, BENCH_SCHED_CREDIT, DISPATCH_MSGS,
             BENCH_SCHED_BUSY_MS, BENCH_SCHED_DEADLINE_MS, BENCH_PICK_LEVELS, LMDB_BATCH_PUTS,
@@ -511,8 +516,19 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
     return 0;
 }
 
+/* wants_scenario tells whether the command line asks for a load scenario. */
+static bool wants_scenario(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--scenario") == 0 || strncmp(argv[i], "--scenario=", 11) == 0)
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
+    if (wants_scenario(argc, argv))
+        return scen_main(argc, argv);
     bench b = {.endpoint = NULL};
     const char *spawn = NULL;
     parse_args(argc, argv, &b, &spawn);

@@ -1,5 +1,5 @@
 /*
- * cli_bench_load.c - producer threads on a schedule.
+ * scen_load.c - producer threads on a schedule.
  *
  * The load owns its threads, one sl_client per thread, the per-second
  * counters and the per-message confirmation marks. Counters are atomics,
@@ -20,14 +20,14 @@
  * that did not come as failed. Random sleeps come from a xorshift generator
  * per thread, seeded from the run's seed and the thread's index.
  */
-#include "cli_bench_load.h"
+#include "scen_load.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_bench_log.h"
+#include "scen_log.h"
 #include "sluice.h"
 
 #define PACED_WINDOW 1024          /* publishes in flight per paced stream */
@@ -36,12 +36,12 @@
 #define MAX_STEPS    100000000
 
 typedef struct producer {
-    struct cli_bench_load *l;
+    struct scen_load *l;
     sl_client *c;
     pthread_t thread;
     bool started;
     unsigned index;
-    const cli_bench_load_paced *paced; /* NULL: a steady producer */
+    const scen_load_paced *paced; /* NULL: a steady producer */
     uint64_t rng;
 } producer;
 
@@ -51,14 +51,14 @@ typedef struct pending {
     unsigned level;
 } pending;
 
-struct cli_bench_load {
-    cli_bench_load_cfg cfg;
+struct scen_load {
+    scen_load_cfg cfg;
     size_t nseconds;
     _Atomic uint64_t (*counts)[3]; /* per second: attempted, confirmed, failed */
     _Atomic uint64_t next_seq;
     atomic_bool stop;              /* set when the load is torn down early */
     uint8_t *marks;                /* per message: 0, or its level + 1 once confirmed */
-    producer prod[CLI_BENCH_LOAD_MAX_STEADY + CLI_BENCH_LOAD_MAX_PACED];
+    producer prod[SCEN_LOAD_MAX_STEADY + SCEN_LOAD_MAX_PACED];
     unsigned nprod;
     bool finished;
 };
@@ -74,19 +74,19 @@ static uint64_t rng_next(uint64_t *s)
     return *s = x;
 }
 
-static bool running(const cli_bench_load *l)
+static bool running(const scen_load *l)
 {
-    return !cli_bench_stopping() && !atomic_load(&l->stop);
+    return !scen_stopping() && !atomic_load(&l->stop);
 }
 
-static size_t second_of(const cli_bench_load *l, int64_t t_ns)
+static size_t second_of(const scen_load *l, int64_t t_ns)
 {
     int64_t rel = t_ns - l->cfg.start_ns;
-    size_t i = rel > 0 ? (size_t)(rel / CLI_BENCH_NS_PER_S) : 0;
+    size_t i = rel > 0 ? (size_t)(rel / SCEN_NS_PER_S) : 0;
     return i < l->nseconds ? i : l->nseconds - 1;
 }
 
-static void count(cli_bench_load *l, size_t second, int what)
+static void count(scen_load *l, size_t second, int what)
 {
     atomic_fetch_add(&l->counts[second][what], 1);
 }
@@ -112,21 +112,21 @@ static int64_t window_next(int64_t rel, int64_t every, int64_t len)
 static void *steady_run(void *arg)
 {
     producer *p = arg;
-    cli_bench_load *l = p->l;
-    const cli_bench_load_cfg *cfg = &l->cfg;
-    char body[CLI_BENCH_LOG_BODY_BYTES];
+    scen_load *l = p->l;
+    const scen_load_cfg *cfg = &l->cfg;
+    char body[SCEN_LOG_BODY_BYTES];
     for (int step = 0; step < MAX_STEPS && running(l); step++) {
-        int64_t now = cli_bench_now_ns();
+        int64_t now = scen_now_ns();
         if (now >= cfg->end_ns)
             break;
         if (now < cfg->start_ns) {
-            cli_bench_sleep_until(cfg->start_ns);
+            scen_sleep_until(cfg->start_ns);
             continue;
         }
         int64_t pause_end = window_end(now - cfg->start_ns, cfg->pause_every_ns, cfg->pause_for_ns);
         if (cfg->pause_every_ns > 0 && pause_end >= 0) {
             int64_t until = cfg->start_ns + pause_end;
-            cli_bench_sleep_until(until < cfg->end_ns ? until : cfg->end_ns);
+            scen_sleep_until(until < cfg->end_ns ? until : cfg->end_ns);
             continue;
         }
         uint64_t seq = atomic_fetch_add(&l->next_seq, 1);
@@ -135,22 +135,22 @@ static void *steady_run(void *arg)
         size_t second = second_of(l, now);
         count(l, second, ATTEMPTED);
         sl_put m = {.body = body, .level = (int)cfg->steady_level, .cost = 1};
-        m.body_len = cli_bench_log_body(body, seq, now, cfg->steady_level);
+        m.body_len = scen_log_body(body, seq, now, cfg->steady_level);
         if (sl_send(p->c, &m, NULL) == SL_OK) {
             l->marks[seq] = (uint8_t)(cfg->steady_level + 1);
             count(l, second, CONFIRMED);
         } else {
             count(l, second, FAILED);
         }
-        int64_t nap_ns = (int64_t)(rng_next(&p->rng) % (cfg->sleep_max_ms + 1)) * CLI_BENCH_NS_PER_MS;
-        int64_t until = cli_bench_now_ns() + nap_ns;
-        cli_bench_sleep_until(until < cfg->end_ns ? until : cfg->end_ns);
+        int64_t nap_ns = (int64_t)(rng_next(&p->rng) % (cfg->sleep_max_ms + 1)) * SCEN_NS_PER_MS;
+        int64_t until = scen_now_ns() + nap_ns;
+        scen_sleep_until(until < cfg->end_ns ? until : cfg->end_ns);
     }
     return NULL;
 }
 
 /* confirm_take settles the oldest in-flight publish of a paced stream. */
-static void confirm_take(cli_bench_load *l, pending *ring, size_t *head, size_t *n,
+static void confirm_take(scen_load *l, pending *ring, size_t *head, size_t *n,
                          const sl_confirm *k)
 {
     /* confirmations come in publish order; a ticket not at the head is skipped past */
@@ -173,27 +173,27 @@ static void confirm_take(cli_bench_load *l, pending *ring, size_t *head, size_t 
 static void *paced_run(void *arg)
 {
     producer *p = arg;
-    cli_bench_load *l = p->l;
-    const cli_bench_load_cfg *cfg = &l->cfg;
-    const cli_bench_load_paced *s = p->paced;
+    scen_load *l = p->l;
+    const scen_load_cfg *cfg = &l->cfg;
+    const scen_load_paced *s = p->paced;
     pending *ring = calloc(PACED_WINDOW, sizeof *ring);
-    char body[CLI_BENCH_LOG_BODY_BYTES];
+    char body[SCEN_LOG_BODY_BYTES];
     size_t head = 0, n = 0;
     sl_confirm k;
-    int64_t interval_ns = CLI_BENCH_NS_PER_S / s->rate_per_s;
+    int64_t interval_ns = SCEN_NS_PER_S / s->rate_per_s;
     int64_t next_ns = cfg->start_ns + window_next(0, s->every_ns, s->for_ns);
     for (int step = 0; ring && step < MAX_STEPS && running(l); step++) {
         while (n && sl_send_wait(p->c, 0, &k) == SL_OK)
             confirm_take(l, ring, &head, &n, &k);
-        int64_t now = cli_bench_now_ns();
+        int64_t now = scen_now_ns();
         if (now >= cfg->end_ns || next_ns >= cfg->end_ns)
             break;
         if (now < next_ns) {
-            int64_t wait_ms = (next_ns - now) / CLI_BENCH_NS_PER_MS;
+            int64_t wait_ms = (next_ns - now) / SCEN_NS_PER_MS;
             if (n && wait_ms > 0 && sl_send_wait(p->c, (int)wait_ms, &k) == SL_OK)
                 confirm_take(l, ring, &head, &n, &k);
             else
-                cli_bench_sleep_until(next_ns);
+                scen_sleep_until(next_ns);
             continue;
         }
         if (n == PACED_WINDOW) {
@@ -207,7 +207,7 @@ static void *paced_run(void *arg)
         size_t second = second_of(l, now);
         uint64_t ticket = 0;
         sl_put m = {.body = body, .level = (int)s->level, .cost = 1};
-        m.body_len = cli_bench_log_body(body, seq, now, s->level);
+        m.body_len = scen_log_body(body, seq, now, s->level);
         count(l, second, ATTEMPTED);
         if (sl_send_async(p->c, &m, &ticket) != SL_OK || ticket == 0) {
             count(l, second, FAILED);
@@ -218,9 +218,9 @@ static void *paced_run(void *arg)
         next_ns += interval_ns;
         next_ns = cfg->start_ns + window_next(next_ns - cfg->start_ns, s->every_ns, s->for_ns);
     }
-    int64_t drain_end = cli_bench_now_ns() + DRAIN_MS * CLI_BENCH_NS_PER_MS;
+    int64_t drain_end = scen_now_ns() + DRAIN_MS * SCEN_NS_PER_MS;
     for (int step = 0; ring && n && step < MAX_STEPS; step++) {
-        int64_t left_ms = (drain_end - cli_bench_now_ns()) / CLI_BENCH_NS_PER_MS;
+        int64_t left_ms = (drain_end - scen_now_ns()) / SCEN_NS_PER_MS;
         if (left_ms <= 0 || sl_send_wait(p->c, (int)left_ms, &k) != SL_OK)
             break;
         confirm_take(l, ring, &head, &n, &k);
@@ -232,10 +232,10 @@ static void *paced_run(void *arg)
     return NULL;
 }
 
-static int producer_add(cli_bench_load *l, const cli_bench_load_paced *paced)
+static int producer_add(scen_load *l, const scen_load_paced *paced)
 {
     if (l->nprod >= sizeof l->prod / sizeof l->prod[0])
-        return cli_bench_fail("too many producers");
+        return scen_fail("too many producers");
     producer *p = &l->prod[l->nprod];
     sl_options o = {.timeout_ms = CLIENT_TIMEOUT_MS};
     *p = (producer){.l = l, .index = l->nprod, .paced = paced};
@@ -247,60 +247,60 @@ static int producer_add(cli_bench_load *l, const cli_bench_load_paced *paced)
         rc = sl_levels(p->c, NULL, NULL); /* the broker answers */
     if (rc != SL_OK) {
         sl_close(&p->c);
-        return cli_bench_fail("producer %u: cannot reach the broker: %s", p->index, sl_strerror(rc));
+        return scen_fail("producer %u: cannot reach the broker: %s", p->index, sl_strerror(rc));
     }
     l->nprod++;
     return 0;
 }
 
-int cli_bench_load_new(const cli_bench_load_cfg *cfg, cli_bench_load **out)
+int scen_load_new(const scen_load_cfg *cfg, scen_load **out)
 {
     *out = NULL;
-    if (cfg->steady_threads > CLI_BENCH_LOAD_MAX_STEADY || cfg->end_ns <= cfg->start_ns)
-        return cli_bench_fail("bad load: %u steady producers", cfg->steady_threads);
-    cli_bench_load *l = calloc(1, sizeof *l);
+    if (cfg->steady_threads > SCEN_LOAD_MAX_STEADY || cfg->end_ns <= cfg->start_ns)
+        return scen_fail("bad load: %u steady producers", cfg->steady_threads);
+    scen_load *l = calloc(1, sizeof *l);
     if (!l)
-        return cli_bench_fail("out of memory");
+        return scen_fail("out of memory");
     l->cfg = *cfg;
-    l->nseconds = (size_t)((cfg->end_ns - cfg->start_ns) / CLI_BENCH_NS_PER_S) + 2;
+    l->nseconds = (size_t)((cfg->end_ns - cfg->start_ns) / SCEN_NS_PER_S) + 2;
     l->counts = calloc(l->nseconds, sizeof *l->counts);
     l->marks = calloc(cfg->max_messages ? cfg->max_messages : 1, 1);
-    int rc = l->counts && l->marks ? 0 : cli_bench_fail("out of memory");
+    int rc = l->counts && l->marks ? 0 : scen_fail("out of memory");
     for (unsigned i = 0; rc == 0 && i < cfg->steady_threads; i++)
         rc = producer_add(l, NULL);
-    for (unsigned i = 0; rc == 0 && i < CLI_BENCH_LOAD_MAX_PACED; i++)
+    for (unsigned i = 0; rc == 0 && i < SCEN_LOAD_MAX_PACED; i++)
         if (cfg->paced[i].rate_per_s)
             rc = producer_add(l, &l->cfg.paced[i]);
     for (unsigned i = 0; rc == 0 && i < l->nprod; i++) {
         producer *p = &l->prod[i];
         int err = pthread_create(&p->thread, NULL, p->paced ? paced_run : steady_run, p);
         if (err)
-            rc = cli_bench_fail("cannot start producer %u: %s", i, strerror(err));
+            rc = scen_fail("cannot start producer %u: %s", i, strerror(err));
         p->started = err == 0;
     }
     if (rc) {
-        cli_bench_load_destroy(&l);
+        scen_load_destroy(&l);
         return -1;
     }
     *out = l;
     return 0;
 }
 
-cli_bench_load_second cli_bench_load_second_get(const cli_bench_load *l, size_t i)
+scen_load_second scen_load_second_get(const scen_load *l, size_t i)
 {
     if (i >= l->nseconds)
-        return (cli_bench_load_second){0};
-    return (cli_bench_load_second){atomic_load(&l->counts[i][ATTEMPTED]),
+        return (scen_load_second){0};
+    return (scen_load_second){atomic_load(&l->counts[i][ATTEMPTED]),
                                    atomic_load(&l->counts[i][CONFIRMED]),
                                    atomic_load(&l->counts[i][FAILED])};
 }
 
-void cli_bench_load_stop(cli_bench_load *l)
+void scen_load_stop(scen_load *l)
 {
     atomic_store(&l->stop, true);
 }
 
-void cli_bench_load_finish(cli_bench_load *l)
+void scen_load_finish(scen_load *l)
 {
     if (l->finished)
         return;
@@ -310,33 +310,33 @@ void cli_bench_load_finish(cli_bench_load *l)
     l->finished = true;
 }
 
-uint64_t cli_bench_load_messages(const cli_bench_load *l)
+uint64_t scen_load_messages(const scen_load *l)
 {
     uint64_t n = atomic_load(&l->next_seq);
     return n < l->cfg.max_messages ? n : l->cfg.max_messages;
 }
 
-bool cli_bench_load_confirmed(const cli_bench_load *l, uint64_t seq)
+bool scen_load_confirmed(const scen_load *l, uint64_t seq)
 {
     return seq < l->cfg.max_messages && l->marks[seq] != 0;
 }
 
-void cli_bench_load_level_counts(const cli_bench_load *l, uint64_t *out)
+void scen_load_level_counts(const scen_load *l, uint64_t *out)
 {
-    uint64_t n = cli_bench_load_messages(l);
+    uint64_t n = scen_load_messages(l);
     for (uint64_t i = 0; i < n; i++)
-        if (l->marks[i] && l->marks[i] <= CLI_BENCH_LEVELS)
+        if (l->marks[i] && l->marks[i] <= SCEN_LEVELS)
             out[l->marks[i] - 1]++;
 }
 
-void cli_bench_load_destroy(cli_bench_load **lp)
+void scen_load_destroy(scen_load **lp)
 {
-    cli_bench_load *l = lp ? *lp : NULL;
+    scen_load *l = lp ? *lp : NULL;
     if (!l)
         return;
     *lp = NULL;
-    cli_bench_load_stop(l);
-    cli_bench_load_finish(l);
+    scen_load_stop(l);
+    scen_load_finish(l);
     for (unsigned i = 0; i < l->nprod; i++)
         sl_close(&l->prod[i].c);
     free(l->counts);

@@ -17,6 +17,12 @@
  *   pool, level, explain
  *            look after the broker's scheduling (cli_admin.c).
  *   sink     sets and shows the sink's rate limits (cli_sink.c).
+ *   bench    runs sluice-bench from the same directory (the benchmark and
+ *            its load scenarios live there).
+ *
+ * The global options -b and --timeout are also taken after the command's
+ * name (cli_core_globals_take), so `sluice stats -b EP` works for every
+ * command.
  *
  * What the commands share is cli_core.c's; text in and out is cli_text.c's
  * and cli_table.c's. Exit status: 0 success, 1 a failure reported by or
@@ -38,9 +44,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_admin.h"
-#include "cli_bench.h"
 #include "cli_consume.h"
 #include "cli_core.h"
 #include "cli_sink.h"
@@ -62,7 +68,8 @@ static const char help_text[] =
 "\n"
 "Publish to, consume from, inspect and administer a Sluice broker (sluiced).\n"
 "\n"
-"Global options (before the command):\n"
+"Global options (before or after the command; -b and --timeout also after\n"
+"its name, up to a \"--\"):\n"
 "  -b, --broker ENDPOINT  the broker's ZeroMQ endpoint, tcp://HOST:PORT or\n"
 "                         ipc://PATH (default: $SLUICE_BROKER, else\n"
 "                         " SL_DEFAULT_ENDPOINT ")\n"
@@ -135,11 +142,10 @@ static const char help_text[] =
 "      --idle-exit MS       exit once no message has arrived or been in\n"
 "                           progress for MS milliseconds\n"
 "\n"
-"  sluice bench --scenario throttle-quiz|ingest|priorities [--out DIR] [--seconds S]\n"
-"      Run a load scenario against a broker and a throttled sink simulator that\n"
-"      it starts itself on this machine; write a per-second CSV and a PNG chart\n"
-"      (gnuplot) and print conformance, 429s and utilisation. See\n"
-"      'sluice bench --help'.\n"
+"  sluice bench ARGS...\n"
+"      Runs sluice-bench ARGS... (the benchmark table, and the load scenarios:\n"
+"      sluice-bench --scenario throttle-quiz|ingest|priorities). See\n"
+"      'sluice-bench --help'.\n"
 "\n"
 "  sluice stats [--json]\n"
 "      Show each level's depth, in-flight, delayed and dead-letter counts, the\n"
@@ -565,6 +571,26 @@ static int cmd_help(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
+/* cmd_bench keeps `sluice bench ...` working: it runs sluice-bench, from the
+ * directory of this executable, with the same arguments. */
+static int cmd_bench(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    (void)g, (void)argc;
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+    char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
+    if (!slash) {
+        cli_text_say(cmd, "cannot find this program's directory: %s", strerror(errno));
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    strcpy(slash + 1, "sluice-bench");
+    argv[0] = path;
+    fflush(NULL);
+    execv(path, argv);
+    cli_text_say(cmd, "cannot run %s: %s", path, strerror(errno));
+    return CLI_TEXT_EXIT_FAILURE;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -577,25 +603,24 @@ int main(int argc, char **argv)
     static const cli_core_command commands[] = {
         {"send", cmd_send},       {"consume", cli_consume_main}, {"stats", cmd_stats},
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
-        {"sink", cli_sink_main},  {"bench", cli_bench_main},     {"help", cmd_help},
+        {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,
                   .timeout_ms = DEFAULT_TIMEOUT_MS,
                   .help = help_text};
-    long timeout_ms;
     int ch;
     opterr = 0;
     /* '+': stop at the command, whose options are its own */
     while ((ch = getopt_long(argc, argv, "+:b:h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'b': g.endpoint = optarg; break;
-        case OPT_TIMEOUT:
-            if (!cli_text_number_parse(optarg, 1, INT_MAX, &timeout_ms))
-                return cli_text_usage_error(NULL, "bad --timeout '%s' (expected milliseconds)",
-                                            optarg);
-            g.timeout_ms = (int)timeout_ms;
+        case 'b':
+        case OPT_TIMEOUT: {
+            int st = cli_core_global_set(&g, ch == 'b' ? "broker" : "timeout", optarg);
+            if (st != CLI_CORE_GO_ON)
+                return st;
             break;
+        }
         case 'h': fputs(help_text, stdout); return cli_core_output_done(NULL);
         case OPT_VERSION:
             printf("sluice %s (wire protocol %d)\n", SLUICE_VERSION, PROTOCOL_VERSION);
@@ -603,7 +628,13 @@ int main(int argc, char **argv)
         default: return cli_text_option_error(NULL, ch, argv);
         }
     }
-    int st = cli_core_run(&g, NULL, commands, sizeof commands / sizeof commands[0], argc - optind,
+    int rest = argc - optind;
+    if (rest > 0) {
+        rest = cli_core_globals_take(&g, rest, argv + optind);
+        if (rest < 0)
+            return -rest;
+    }
+    int st = cli_core_run(&g, NULL, commands, sizeof commands / sizeof commands[0], rest,
                           argv + optind);
     sl_close(&g.c);
     return st;

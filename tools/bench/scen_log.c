@@ -1,5 +1,5 @@
 /*
- * cli_bench_log.c - read sluice-sink's request log as it grows.
+ * scen_log.c - read sluice-sink's request log as it grows.
  *
  * The sink writes one line per POST, "<CLOCK_MONOTONIC ns> <status>
  * <body>", in the order it decided them (it reads the clock and writes the
@@ -11,7 +11,7 @@
  * unparsed.
  *
  * Bodies are the bench's own: "s=SEQ t=PUBLISH_NS l=LEVEL" (see
- * cli_bench_log_body; written and read only here). The publish time is on
+ * scen_log_body; written and read only here). The publish time is on
  * the same monotonic clock as the sink's, so their difference is the time
  * from publish to the sink's decision.
  *
@@ -22,7 +22,7 @@
  * Costs: O(1) per line; the window maximum is O(arrivals) per window size;
  * a percentile sorts the times of its level (O(n log n)).
  */
-#include "cli_bench_log.h"
+#include "scen_log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,15 +47,15 @@ typedef struct latency {
     int8_t level;
 } latency;
 
-struct cli_bench_log {
-    char path[CLI_BENCH_PATH_BYTES];
+struct scen_log {
+    char path[SCEN_PATH_BYTES];
     int fd;
     int64_t origin_ns, bin_ns;
     size_t nbins;
-    cli_bench_log_bin *bins;
+    scen_log_bin *bins;
     uint64_t nseq;
     uint8_t *seq_ok;
-    cli_bench_log_totals t;
+    scen_log_totals t;
     sample_vec arrivals;  /* int64_t ns */
     sample_vec latencies; /* latency */
     char buf[READ_BYTES];
@@ -64,11 +64,11 @@ struct cli_bench_log {
     int line_too_long;
 };
 
-size_t cli_bench_log_body(char *buf, uint64_t seq, int64_t pub_ns, unsigned level)
+size_t scen_log_body(char *buf, uint64_t seq, int64_t pub_ns, unsigned level)
 {
-    int n = snprintf(buf, CLI_BENCH_LOG_BODY_BYTES, "s=%" PRIu64 " t=%" PRId64 " l=%u", seq, pub_ns,
+    int n = snprintf(buf, SCEN_LOG_BODY_BYTES, "s=%" PRIu64 " t=%" PRId64 " l=%u", seq, pub_ns,
                      level);
-    return n > 0 && n < CLI_BENCH_LOG_BODY_BYTES ? (size_t)n : 0;
+    return n > 0 && n < SCEN_LOG_BODY_BYTES ? (size_t)n : 0;
 }
 
 static void vec_push(sample_vec *s, const void *item)
@@ -87,23 +87,23 @@ static void vec_push(sample_vec *s, const void *item)
     s->n++;
 }
 
-int cli_bench_log_new(const char *path, int64_t origin_ns, int64_t bin_ns, size_t nbins,
-                      uint64_t nseq, cli_bench_log **out)
+int scen_log_new(const char *path, int64_t origin_ns, int64_t bin_ns, size_t nbins,
+                      uint64_t nseq, scen_log **out)
 {
     *out = NULL;
-    cli_bench_log *l = calloc(1, sizeof *l);
+    scen_log *l = calloc(1, sizeof *l);
     if (!l)
-        return cli_bench_fail("out of memory");
+        return scen_fail("out of memory");
     l->bins = calloc(nbins + 1, sizeof *l->bins); /* + a zero bin for any index past the end */
     l->seq_ok = calloc(nseq ? nseq : 1, 1);
     if (!l->bins || !l->seq_ok) {
-        cli_bench_log_destroy(&l);
-        return cli_bench_fail("out of memory for %zu bins and %" PRIu64 " messages", nbins, nseq);
+        scen_log_destroy(&l);
+        return scen_fail("out of memory for %zu bins and %" PRIu64 " messages", nbins, nseq);
     }
     snprintf(l->path, sizeof l->path, "%s", path);
     l->fd = -1;
     l->origin_ns = origin_ns;
-    l->bin_ns = bin_ns > 0 ? bin_ns : CLI_BENCH_NS_PER_S;
+    l->bin_ns = bin_ns > 0 ? bin_ns : SCEN_NS_PER_S;
     l->nbins = nbins;
     l->nseq = nseq;
     l->arrivals.size = sizeof(int64_t);
@@ -112,9 +112,9 @@ int cli_bench_log_new(const char *path, int64_t origin_ns, int64_t bin_ns, size_
     return 0;
 }
 
-void cli_bench_log_destroy(cli_bench_log **lp)
+void scen_log_destroy(scen_log **lp)
 {
-    cli_bench_log *l = lp ? *lp : NULL;
+    scen_log *l = lp ? *lp : NULL;
     if (!l)
         return;
     *lp = NULL;
@@ -143,7 +143,7 @@ static int body_parse(const char *s, uint64_t *seq, int64_t *pub_ns, unsigned *l
     return 1;
 }
 
-static void line_take(cli_bench_log *l, const char *s)
+static void line_take(scen_log *l, const char *s)
 {
     char *end;
     errno = 0;
@@ -158,11 +158,11 @@ static void line_take(cli_bench_log *l, const char *s)
         return;
     }
     const char *body = *end ? end + 1 : end;
-    cli_bench_log_totals *t = &l->t;
+    scen_log_totals *t = &l->t;
     int64_t at_ns = (int64_t)ns;
     size_t i = at_ns <= l->origin_ns ? 0 : (size_t)((at_ns - l->origin_ns) / l->bin_ns);
-    cli_bench_log_bin past = {0}; /* after the last bin: counted in the totals only */
-    cli_bench_log_bin *b = i < l->nbins ? &l->bins[i] : &past;
+    scen_log_bin past = {0}; /* after the last bin: counted in the totals only */
+    scen_log_bin *b = i < l->nbins ? &l->bins[i] : &past;
     if (!t->first_ns)
         t->first_ns = at_ns;
     t->last_ns = at_ns;
@@ -189,19 +189,19 @@ static void line_take(cli_bench_log *l, const char *s)
     }
     if (seq < l->nseq && l->seq_ok[seq] < UINT8_MAX)
         l->seq_ok[seq]++;
-    if (level < CLI_BENCH_LEVELS) {
+    if (level < SCEN_LEVELS) {
         b->ok_level[level]++;
         t->ok_level[level]++;
     }
-    latency lat = {.ms = (float)((double)(at_ns - pub_ns) / (double)CLI_BENCH_NS_PER_MS),
-                   .level = (int8_t)(level < CLI_BENCH_LEVELS ? (int)level : -1)};
+    latency lat = {.ms = (float)((double)(at_ns - pub_ns) / (double)SCEN_NS_PER_MS),
+                   .level = (int8_t)(level < SCEN_LEVELS ? (int)level : -1)};
     b->latency_ms_sum += lat.ms;
     b->latency_n++;
     vec_push(&l->latencies, &lat);
 }
 
 /* chunk_take splits buf into lines, carrying an unfinished one over. */
-static void chunk_take(cli_bench_log *l, const char *buf, size_t n)
+static void chunk_take(scen_log *l, const char *buf, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char c = buf[i];
@@ -222,19 +222,19 @@ static void chunk_take(cli_bench_log *l, const char *buf, size_t n)
     }
 }
 
-int cli_bench_log_poll(cli_bench_log *l)
+int scen_log_poll(scen_log *l)
 {
     if (l->fd < 0) {
         l->fd = open(l->path, O_RDONLY | O_CLOEXEC);
         if (l->fd < 0)
-            return errno == ENOENT ? 0 : cli_bench_fail("cannot open %s: %s", l->path, strerror(errno));
+            return errno == ENOENT ? 0 : scen_fail("cannot open %s: %s", l->path, strerror(errno));
     }
     for (int i = 0; i < MAX_CHUNKS; i++) {
         ssize_t n = read(l->fd, l->buf, sizeof l->buf);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return cli_bench_fail("reading %s: %s", l->path, strerror(errno));
+            return scen_fail("reading %s: %s", l->path, strerror(errno));
         if (n == 0)
             break;
         chunk_take(l, l->buf, (size_t)n);
@@ -242,22 +242,22 @@ int cli_bench_log_poll(cli_bench_log *l)
     return 0;
 }
 
-const cli_bench_log_bin *cli_bench_log_bin_at(const cli_bench_log *l, size_t i)
+const scen_log_bin *scen_log_bin_at(const scen_log *l, size_t i)
 {
     return &l->bins[i < l->nbins ? i : l->nbins];
 }
 
-const cli_bench_log_totals *cli_bench_log_totals_get(const cli_bench_log *l)
+const scen_log_totals *scen_log_totals_get(const scen_log *l)
 {
     return &l->t;
 }
 
-unsigned cli_bench_log_seq_ok(const cli_bench_log *l, uint64_t seq)
+unsigned scen_log_seq_ok(const scen_log *l, uint64_t seq)
 {
     return seq < l->nseq ? l->seq_ok[seq] : 0;
 }
 
-uint64_t cli_bench_log_window_max(const cli_bench_log *l, int64_t window_ns)
+uint64_t scen_log_window_max(const scen_log *l, int64_t window_ns)
 {
     const int64_t *a = l->arrivals.v;
     size_t n = l->arrivals.n, j = 0;
@@ -273,7 +273,7 @@ uint64_t cli_bench_log_window_max(const cli_bench_log *l, int64_t window_ns)
 
 /* burst_needed returns the smallest burst with which a gcra bucket of
  * rate_per_s admits every arrival. */
-static double burst_needed(const cli_bench_log *l, double rate_per_s)
+static double burst_needed(const scen_log *l, double rate_per_s)
 {
     const int64_t *a = l->arrivals.v;
     double interval_ns = 1e9 / rate_per_s, tat = 0, most = 0;
@@ -295,7 +295,7 @@ static int float_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double cli_bench_log_latency(cli_bench_log *l, int level, double pct)
+double scen_log_latency(scen_log *l, int level, double pct)
 {
     const latency *v = l->latencies.v;
     size_t n = 0;
@@ -315,7 +315,7 @@ double cli_bench_log_latency(cli_bench_log *l, int level, double pct)
     return r;
 }
 
-int cli_bench_log_conformance(const cli_bench_log *l, FILE *f, double rate_per_s, double burst,
+int scen_log_conformance(const scen_log *l, FILE *f, double rate_per_s, double burst,
                               double sink_rate_per_s, double sink_burst)
 {
     static const int64_t windows_ms[] = {100, 1000, 10000};
@@ -323,7 +323,7 @@ int cli_bench_log_conformance(const cli_bench_log *l, FILE *f, double rate_per_s
     fprintf(f, "  conformance (arrivals at the sink in any window, from its log):\n");
     for (size_t i = 0; i < sizeof windows_ms / sizeof windows_ms[0]; i++) {
         double tau_s = (double)windows_ms[i] / 1000.0;
-        uint64_t seen = cli_bench_log_window_max(l, windows_ms[i] * CLI_BENCH_NS_PER_MS);
+        uint64_t seen = scen_log_window_max(l, windows_ms[i] * SCEN_NS_PER_MS);
         double bound = rate_per_s * tau_s + burst, sink = sink_rate_per_s * tau_s + sink_burst;
         int ok = (double)seen <= bound + 1e-9;
         over += !ok;

@@ -1,20 +1,20 @@
 /*
- * cli_bench_quiz.h - the throttle-quiz and priorities scenarios of `sluice
+ * scen_quiz.h - the throttle-quiz and priorities scenarios of `sluice
  * bench`: a bursty load over a sink that allows 500 requests a second.
  */
-#ifndef SLUICE_CLI_BENCH_QUIZ_H
-#define SLUICE_CLI_BENCH_QUIZ_H
+#ifndef SLUICE_SCEN_QUIZ_H
+#define SLUICE_SCEN_QUIZ_H
 
 #include <stdbool.h>
 
-#include "cli_bench.h"
+#include "scen.h"
 
-/* cli_bench_quiz_run runs throttle-quiz (priorities false: everything on
+/* scen_quiz_run runs throttle-quiz (priorities false: everything on
  * level 1) or priorities (bursts on level 0, steady load on level 1, a
  * trickle on level 2) with the options o, writing OUT/NAME.csv,
  * OUT/NAME.gp, OUT/NAME.png and the logs, and printing the summary.
  * Returns 0, or -1 when something could not be started, stopped or written
  * (reported). */
-int cli_bench_quiz_run(const cli_bench_opts *o, bool priorities);
+int scen_quiz_run(const scen_opts *o, bool priorities);
 
-#endif /* SLUICE_CLI_BENCH_QUIZ_H */
+#endif /* SLUICE_SCEN_QUIZ_H */

@@ -1,7 +1,7 @@
 /*
  * cli_consume.c - `sluice consume`: receive messages and process each in a
  * worker thread, printing it, piping it to a command, or POSTing it to an
- * HTTP service (cli_post.c).
+ * HTTP service (httpc.c).
  *
  * An sl_client is not thread-safe, so the main thread alone uses it: it
  * receives deliveries, pushes each to a crew of workers (cli_crew.c), and
@@ -18,7 +18,7 @@
  * the delay the settlement carries: 2xx acks; 429 and 503 are THROTTLED
  * with the Retry-After in milliseconds (0 when absent: the broker's default
  * backoff); another 5xx, no answer or the timeout nacks with a backoff that
- * doubles per attempt (cli_post_backoff_ms); another 4xx is a permanent
+ * doubles per attempt (httpc_backoff_ms); another 4xx is a permanent
  * failure: the message is rejected (sl_reject), a dead letter at once with
  * the status in its reason, and it is said on stderr.
  *
@@ -61,7 +61,7 @@
 #include <unistd.h>
 
 #include "cli_crew.h"
-#include "cli_post.h"
+#include "httpc.h"
 #include "cli_text.h"
 
 #define MAX_CREDIT    100000 /* the broker's cap per connection */
@@ -197,7 +197,7 @@ typedef struct consumer {
     pthread_mutex_t out_lock; /* a worker prints one whole line under it */
     /* read by the workers, fixed before they start */
     const char *exec;
-    cli_post *post;
+    httpc *post;
     bool verbose;
     unsigned nlevels;
     char level_names[SL_MAX_LEVELS][72];
@@ -250,21 +250,21 @@ static int exec_outcome(const consumer *k, const sl_delivery *d)
 static int post_outcome(const consumer *k, job *j)
 {
     const sl_delivery *d = j->d;
-    cli_post_result r;
-    if (cli_post_send(k->post, d->body, d->body_len, &r) != SL_OK) {
+    httpc_result r;
+    if (httpc_send(k->post, d->body, d->body_len, &r) != SL_OK) {
         cli_text_say("consume", "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
         return OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }
-    if (r.verdict == CLI_POST_DELIVERED)
+    if (r.verdict == HTTPC_DELIVERED)
         return OUTCOME_ACK;
-    if (r.verdict == CLI_POST_REFUSED) {
+    if (r.verdict == HTTPC_REFUSED) {
         snprintf(j->why, sizeof j->why, "%.159s", r.what);
         cli_text_say("consume", "message %" PRIu64 ": %s; permanent failure (attempt %u): rejected, "
                      "now a dead letter", d->id, r.what, d->attempt);
         return OUTCOME_REFUSED;
     }
-    bool throttled = r.verdict == CLI_POST_THROTTLED;
-    j->delay_ms = throttled ? r.retry_after_ms : cli_post_backoff_ms(d->attempt);
+    bool throttled = r.verdict == HTTPC_THROTTLED;
+    j->delay_ms = throttled ? r.retry_after_ms : httpc_backoff_ms(d->attempt);
     char wait[32] = "the broker's default backoff";
     if (j->delay_ms)
         snprintf(wait, sizeof wait, "%" PRIu32 " ms", j->delay_ms);
@@ -518,7 +518,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
     const char *headers[MAX_HEADERS];
     size_t nheaders = 0;
     long count = 0, credit = 1, workers = 1, idle_ms = 0;
-    long http_timeout_ms = CLI_POST_TIMEOUT_MS_DEFAULT;
+    long http_timeout_ms = HTTPC_TIMEOUT_MS_DEFAULT;
     bool http_timeout_set = false;
     int ch;
     optind = 0;
@@ -544,7 +544,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         case OPT_EXEC: k.exec = optarg; break;
         case OPT_POST: post_url = optarg; break;
         case OPT_HEADER:
-            if (!cli_post_header_check(optarg))
+            if (!httpc_header_check(optarg))
                 return cli_text_usage_error(cmd,
                                             "bad --header '%s' (expected 'Name: value', one "
                                             "header per option)",
@@ -554,11 +554,11 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
             headers[nheaders++] = optarg;
             break;
         case OPT_HTTP_TIMEOUT:
-            if (!cli_text_number_parse(optarg, 1, CLI_POST_TIMEOUT_MS_MAX, &http_timeout_ms))
+            if (!cli_text_number_parse(optarg, 1, HTTPC_TIMEOUT_MS_MAX, &http_timeout_ms))
                 return cli_text_usage_error(cmd,
                                             "bad --http-timeout '%s' (expected 1 to %d "
                                             "milliseconds)",
-                                            optarg, CLI_POST_TIMEOUT_MS_MAX);
+                                            optarg, HTTPC_TIMEOUT_MS_MAX);
             http_timeout_set = true;
             break;
         case 'v': k.verbose = true; break;
@@ -583,7 +583,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
     k.credit = (unsigned)credit;
     k.workers = (unsigned)workers;
     if (post_url) {
-        int rc = cli_post_new(post_url, headers, nheaders, http_timeout_ms, &k.post);
+        int rc = httpc_new(post_url, headers, nheaders, http_timeout_ms, &k.post);
         if (rc == SL_EINVAL)
             return cli_text_usage_error(cmd,
                                         "bad --post URL '%s' (expected http://HOST[:PORT]/PATH "
@@ -595,6 +595,6 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         }
     }
     int st = consume_connect(&k, cmd, pool, level_list, count, idle_ms);
-    cli_post_destroy(&k.post); /* the workers have ended: their handles are freed */
+    httpc_destroy(&k.post); /* the workers have ended: their handles are freed */
     return st;
 }

@@ -1,5 +1,5 @@
 /*
- * cli_bench_rig.c - start, configure and stop what a scenario runs against.
+ * scen_rig.c - start, configure and stop what a scenario runs against.
  *
  * Order of life: the broker (its data in a fresh /tmp directory, an ipc://
  * endpoint there, ready when it writes READY on --ready-fd), the sink (a
@@ -19,7 +19,7 @@
  * Waits are bounded: READY_MS for a start, STOP_MS for a stop (then
  * SIGKILL), CONSUMERS_MS for the consumers to connect.
  */
-#include "cli_bench_rig.h"
+#include "scen_rig.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,7 +27,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_bench_http.h"
 
 #define READY_MS       20000
 #define STOP_MS        20000
@@ -39,68 +38,69 @@
 #define POOL           "bench"
 #define CLIENT_TIMEOUT_MS 5000
 #define NACK_DELAY_MS  100 /* no answer from the sink: try again after this */
+#define HTTP_TIMEOUT_MS 5000 /* for each request to the sink */
 
 /* out_path writes OUT/name into buf and removes what a previous run left. */
-static const char *out_path(const cli_bench_opts *o, const char *name, char *buf, size_t size)
+static const char *out_path(const scen_opts *o, const char *name, char *buf, size_t size)
 {
     snprintf(buf, size, "%s/%s", o->out, name);
     unlink(buf);
     return buf;
 }
 
-int cli_bench_rig_sink_start(const cli_bench_opts *o, uint32_t rate_per_s, uint32_t burst,
-                             const char *log_name, const char *out_name, cli_bench_proc *sink,
+int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
+                             const char *log_name, const char *out_name, proc *sink,
                              uint16_t *port)
 {
-    char exe[CLI_BENCH_PATH_BYTES + 16], listen[32], rate[16], burst_text[16];
-    char log[CLI_BENCH_PATH_BYTES + 64], out[CLI_BENCH_PATH_BYTES + 64];
+    char exe[SCEN_PATH_BYTES + 16], listen[32], rate[16], burst_text[16];
+    char log[SCEN_PATH_BYTES + 64], out[SCEN_PATH_BYTES + 64];
     snprintf(exe, sizeof exe, "%s/sluice-sink", o->bin);
     snprintf(rate, sizeof rate, "%u", (unsigned)rate_per_s);
     snprintf(burst_text, sizeof burst_text, "%u", (unsigned)burst);
     out_path(o, log_name, log, sizeof log);
     out_path(o, out_name, out, sizeof out);
     for (int i = 0; i < PORT_TRIES; i++) {
-        unsigned p = cli_bench_proc_free_port();
+        unsigned p = scen_proc_free_port();
         if (!p)
-            return cli_bench_fail("no free TCP port on 127.0.0.1");
+            return scen_fail("no free TCP port on 127.0.0.1");
         snprintf(listen, sizeof listen, "127.0.0.1:%u", p);
         char *const argv[] = {exe, "--listen", listen, "--rate", rate, "--burst", burst_text,
                               "--mode", "gcra", "--log", log, NULL};
-        if (cli_bench_proc_start(sink, "sluice-sink", argv, out, true, READY_MS) == 0) {
+        if (scen_proc_start(sink, "sluice-sink", argv, out, true, READY_MS) == 0) {
             *port = (uint16_t)p;
             return 0;
         }
-        if (cli_bench_stopping())
+        if (scen_stopping())
             break;
     }
-    return cli_bench_fail("sluice-sink did not start (see %s)", out);
+    return scen_fail("sluice-sink did not start (see %s)", out);
 }
 
-static int broker_start(cli_bench_rig *r)
+static int broker_start(scen_rig *r)
 {
-    char exe[CLI_BENCH_PATH_BYTES + 16], data[CLI_BENCH_PATH_BYTES + 16];
-    char log[CLI_BENCH_PATH_BYTES + 64];
+    char exe[SCEN_PATH_BYTES + 16], data[SCEN_PATH_BYTES + 16];
+    char log[SCEN_PATH_BYTES + 64];
     snprintf(r->tmp, sizeof r->tmp, "/tmp/sluice-bench-XXXXXX");
     if (!mkdtemp(r->tmp)) {
         r->tmp[0] = '\0';
-        return cli_bench_fail("cannot create a directory in /tmp: %s", strerror(errno));
+        return scen_fail("cannot create a directory in /tmp: %s", strerror(errno));
     }
     snprintf(exe, sizeof exe, "%s/sluiced", r->o->bin);
     snprintf(data, sizeof data, "%s/data", r->tmp);
     snprintf(r->endpoint, sizeof r->endpoint, "ipc://%s/s.sock", r->tmp);
     out_path(r->o, "sluiced.log", log, sizeof log);
     char *const argv[] = {exe, "--data", data, "--listen", r->endpoint, NULL};
-    return cli_bench_proc_start(&r->broker, "sluiced", argv, log, true, READY_MS);
+    return scen_proc_start(&r->broker, "sluiced", argv, log, true, READY_MS);
 }
 
-int cli_bench_rig_open(cli_bench_rig *r, const cli_bench_opts *o, const cli_bench_rig_cfg *cfg)
+int scen_rig_open(scen_rig *r, const scen_opts *o, const scen_rig_cfg *cfg)
 {
-    *r = (cli_bench_rig){.o = o, .cfg = *cfg};
-    if (cfg->consumers > CLI_BENCH_RIG_MAX_CONSUMERS)
-        return cli_bench_fail("at most %d consumers", CLI_BENCH_RIG_MAX_CONSUMERS);
+    *r = (scen_rig){.o = o, .cfg = *cfg};
+    if (cfg->consumers > SCEN_RIG_MAX_CONSUMERS)
+        return scen_fail("at most %d consumers", SCEN_RIG_MAX_CONSUMERS);
     if (broker_start(r) != 0)
         goto fail;
-    if (cli_bench_rig_sink_start(o, cfg->sink_rate_per_s, cfg->sink_burst, "sink.log", "sink.out",
+    if (scen_rig_sink_start(o, cfg->sink_rate_per_s, cfg->sink_burst, "sink.log", "sink.out",
                                  &r->sink, &r->port) != 0)
         goto fail;
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%u/", (unsigned)r->port);
@@ -109,54 +109,50 @@ int cli_bench_rig_open(cli_bench_rig *r, const cli_bench_opts *o, const cli_benc
     if (rc == SL_OK)
         rc = sl_sink_set(r->admin, cfg->rate_milli, cfg->burst, SL_UNCHANGED);
     if (rc != SL_OK) {
-        cli_bench_fail("setting the broker's sink limits: %s (%s)", sl_strerror(rc),
+        scen_fail("setting the broker's sink limits: %s (%s)", sl_strerror(rc),
                        r->admin ? sl_last_error(r->admin) : "");
         goto fail;
     }
     return 0;
 fail:
-    cli_bench_rig_close(r);
+    scen_rig_close(r);
     return -1;
 }
 
 /* post_available tells whether the sluice binary has `consume --post`: the
  * option parses (an unknown one is a usage error) before --help ends it. */
-static bool post_available(const cli_bench_rig *r)
+static bool post_available(const scen_rig *r)
 {
-    char exe[CLI_BENCH_PATH_BYTES + 16];
-    cli_bench_proc p;
+    char exe[SCEN_PATH_BYTES + 16];
+    proc p;
     snprintf(exe, sizeof exe, "%s/sluice", r->o->bin);
     char *const argv[] = {exe, "consume", "--post", "http://127.0.0.1:1/", "--help", NULL};
-    if (cli_bench_proc_start(&p, "sluice consume --help", argv, "/dev/null", false, 0) != 0)
+    if (scen_proc_start(&p, "sluice consume --help", argv, "/dev/null", false, 0) != 0)
         return false;
-    int st = cli_bench_proc_wait(&p, 5000);
-    if (st == -2)
-        cli_bench_proc_stop(&p, 1000);
+    int st = proc_wait(&p, 5000);
+    if (st == PROC_RUNNING)
+        proc_stop(&p, 1000);
     return st == 0;
 }
 
 /* inproc_settle maps the sink's answer to a settlement, as consume --post does. */
-static void inproc_settle(sl_client *c, const sl_delivery *d, int rc, const cli_bench_http_reply *a)
+static void inproc_settle(sl_client *c, const sl_delivery *d, const httpc_result *a)
 {
-    if (rc != 0)
-        sl_nack(c, d, NACK_DELAY_MS);
-    else if (a->status >= 200 && a->status < 300)
-        sl_ack(c, d);
-    else if (a->status == 429 || a->status == 503)
-        sl_throttled(c, d, a->retry_after_ms);
-    else
-        sl_nack(c, d, 0);
+    switch (a->verdict) {
+    case HTTPC_DELIVERED: sl_ack(c, d); break;
+    case HTTPC_THROTTLED: sl_throttled(c, d, a->retry_after_ms); break;
+    case HTTPC_RETRY: sl_nack(c, d, a->status ? 0 : NACK_DELAY_MS); break;
+    case HTTPC_REFUSED: sl_nack(c, d, 0); break;
+    }
 }
 
 static void *inproc_run(void *arg)
 {
-    cli_bench_rig *r = arg;
+    scen_rig *r = arg;
     sl_options opts = {.timeout_ms = CLIENT_TIMEOUT_MS};
     sl_client *c = NULL;
-    cli_bench_http h;
-    cli_bench_http_init(&h, r->port);
     if (sl_connect(r->endpoint, &opts, &c) != SL_OK || sl_subscribe(c, POOL, NULL, 0, 1) != SL_OK) {
-        cli_bench_fail("an in-process consumer cannot subscribe: %s", c ? sl_last_error(c) : "");
+        scen_fail("an in-process consumer cannot subscribe: %s", c ? sl_last_error(c) : "");
         sl_close(&c);
         return NULL;
     }
@@ -167,46 +163,50 @@ static void *inproc_run(void *arg)
             continue;
         if (rc != SL_OK)
             break;
-        cli_bench_http_reply a;
-        rc = cli_bench_http_request(&h, "POST", "/", d->body, d->body_len, &a);
-        inproc_settle(c, d, rc, &a);
+        httpc_result a;
+        if (httpc_send(r->http, d->body, d->body_len, &a) == SL_OK)
+            inproc_settle(c, d, &a);
+        else
+            sl_nack(c, d, NACK_DELAY_MS); /* no memory for a handle */
         sl_delivery_free(&d);
     }
-    cli_bench_http_close(&h);
     sl_close(&c); /* BYE: what it held returns at once */
     return NULL;
 }
 
-static int consumers_wait(cli_bench_rig *r, uint64_t want)
+static int consumers_wait(scen_rig *r, uint64_t want)
 {
     sl_stats st = {.consumers = 0};
-    int64_t deadline_ns = cli_bench_now_ns() + CONSUMERS_MS * CLI_BENCH_NS_PER_MS;
+    int64_t deadline_ns = scen_now_ns() + CONSUMERS_MS * SCEN_NS_PER_MS;
     for (int i = 0; i < CONSUMERS_MS; i++) {
-        if (cli_bench_rig_stats(r, &st) != 0)
+        if (scen_rig_stats(r, &st) != 0)
             return -1;
         if (st.consumers >= want)
             return 0;
-        if (cli_bench_now_ns() > deadline_ns || cli_bench_stopping() || !cli_bench_rig_consumers_alive(r))
+        if (scen_now_ns() > deadline_ns || scen_stopping() || !scen_rig_consumers_alive(r))
             break;
-        cli_bench_sleep_until(cli_bench_now_ns() + 20 * CLI_BENCH_NS_PER_MS);
+        scen_sleep_until(scen_now_ns() + 20 * SCEN_NS_PER_MS);
     }
-    return cli_bench_fail("the broker counts %llu consumers of the %llu started",
+    return scen_fail("the broker counts %llu consumers of the %llu started",
                           (unsigned long long)st.consumers, (unsigned long long)want);
 }
 
-int cli_bench_rig_consumers_start(cli_bench_rig *r)
+int scen_rig_consumers_start(scen_rig *r)
 {
-    char exe[CLI_BENCH_PATH_BYTES + 16], workers[16], log[CLI_BENCH_PATH_BYTES + 64], name[32];
+    char exe[SCEN_PATH_BYTES + 16], workers[16], log[SCEN_PATH_BYTES + 64], name[32];
     r->post = !r->o->inproc && post_available(r);
     if (!r->post) {
         unsigned n = r->cfg.consumers * r->cfg.workers;
         n = n < INPROC_MAX ? n : INPROC_MAX;
+        int rc = httpc_new(r->url, NULL, 0, HTTP_TIMEOUT_MS, &r->http);
+        if (rc != SL_OK)
+            return scen_fail("cannot make an HTTP client for %s: %s", r->url, sl_strerror(rc));
         atomic_store(&r->threads_stop, false);
         r->inproc = n;
         for (unsigned i = 0; i < n; i++) {
             int err = pthread_create(&r->thread[i], NULL, inproc_run, r);
             if (err)
-                return cli_bench_fail("cannot start a consumer thread: %s", strerror(err));
+                return scen_fail("cannot start a consumer thread: %s", strerror(err));
             r->threads++;
         }
         return consumers_wait(r, n);
@@ -219,57 +219,58 @@ int cli_bench_rig_consumers_start(cli_bench_rig *r)
         snprintf(name, sizeof name, "consumer-%u", i + 1);
         char file[40];
         snprintf(file, sizeof file, "%s.log", name);
-        if (cli_bench_proc_start(&r->consumer[i], name, argv, out_path(r->o, file, log, sizeof log),
+        if (scen_proc_start(&r->consumer[i], name, argv, out_path(r->o, file, log, sizeof log),
                                  false, 0) != 0)
             return -1;
     }
     return consumers_wait(r, r->cfg.consumers);
 }
 
-bool cli_bench_rig_consumers_alive(cli_bench_rig *r)
+bool scen_rig_consumers_alive(scen_rig *r)
 {
     for (unsigned i = 0; r->post && i < r->cfg.consumers; i++)
-        if (!cli_bench_proc_running(&r->consumer[i]))
+        if (!proc_running(&r->consumer[i]))
             return false;
     return true;
 }
 
-int cli_bench_rig_consumers_stop(cli_bench_rig *r)
+int scen_rig_consumers_stop(scen_rig *r)
 {
     int rc = 0;
-    for (unsigned i = 0; i < CLI_BENCH_RIG_MAX_CONSUMERS; i++)
-        if (r->consumer[i].pid > 0 && cli_bench_proc_stop(&r->consumer[i], STOP_MS) != 0)
+    for (unsigned i = 0; i < SCEN_RIG_MAX_CONSUMERS; i++)
+        if (r->consumer[i].pid > 0 && proc_stop(&r->consumer[i], STOP_MS) != 0)
             rc = -1;
     atomic_store(&r->threads_stop, true);
     for (unsigned i = 0; i < r->threads; i++)
         pthread_join(r->thread[i], NULL);
     r->threads = 0;
+    httpc_destroy(&r->http); /* the threads have ended: their handles are freed */
     return rc;
 }
 
-int cli_bench_rig_stats(cli_bench_rig *r, sl_stats *out)
+int scen_rig_stats(scen_rig *r, sl_stats *out)
 {
     int rc = sl_stats_get(r->admin, out);
     if (rc != SL_OK)
-        return cli_bench_fail("reading the broker's statistics: %s", sl_strerror(rc));
+        return scen_fail("reading the broker's statistics: %s", sl_strerror(rc));
     return 0;
 }
 
-int cli_bench_rig_sink_stop(cli_bench_rig *r)
+int scen_rig_sink_stop(scen_rig *r)
 {
-    return r->sink.pid > 0 && cli_bench_proc_stop(&r->sink, STOP_MS) != 0 ? -1 : 0;
+    return r->sink.pid > 0 && proc_stop(&r->sink, STOP_MS) != 0 ? -1 : 0;
 }
 
-int cli_bench_rig_close(cli_bench_rig *r)
+int scen_rig_close(scen_rig *r)
 {
-    int rc = cli_bench_rig_consumers_stop(r);
-    if (cli_bench_rig_sink_stop(r) != 0)
+    int rc = scen_rig_consumers_stop(r);
+    if (scen_rig_sink_stop(r) != 0)
         rc = -1;
     sl_close(&r->admin);
-    if (r->broker.pid > 0 && cli_bench_proc_stop(&r->broker, STOP_MS) != 0)
+    if (r->broker.pid > 0 && proc_stop(&r->broker, STOP_MS) != 0)
         rc = -1;
     if (r->tmp[0])
-        cli_bench_proc_rmtree(r->tmp);
+        scen_proc_rmtree(r->tmp);
     r->tmp[0] = '\0';
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * cli_bench_quiz.c - throttle-quiz and priorities: more load than the sink
+ * scen_quiz.c - throttle-quiz and priorities: more load than the sink
  * allows, in bursts and lulls, metered by the broker.
  *
  * The sink simulator admits RATE requests a second (gcra, SINK_BURST deep:
@@ -28,7 +28,7 @@
  * sink's 200s in the seconds that had a backlog at both ends, over RATE
  * times those seconds).
  */
-#include "cli_bench_quiz.h"
+#include "scen_quiz.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,10 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_bench_load.h"
-#include "cli_bench_log.h"
-#include "cli_bench_plot.h"
-#include "cli_bench_rig.h"
+#include "scen_load.h"
+#include "scen_log.h"
+#include "scen_plot.h"
+#include "scen_rig.h"
 
 #define RATE             500
 #define SINK_BURST       20
@@ -57,22 +57,22 @@
 #define DEFAULT_SECONDS  120
 #define MIN_DRAIN_S      30
 #define MAX_PER_S        4000 /* bound on messages per second of load */
-#define START_DELAY_NS   (300 * CLI_BENCH_NS_PER_MS) /* lets the producers start */
+#define START_DELAY_NS   (300 * SCEN_NS_PER_MS) /* lets the producers start */
 
 typedef struct sample {
-    uint64_t depth[CLI_BENCH_LEVELS], total, inflight;
+    uint64_t depth[SCEN_LEVELS], total, inflight;
 } sample;
 
 typedef struct quiz {
-    const cli_bench_opts *o;
+    const scen_opts *o;
     bool prio;
     const char *name;
     int seconds, drain_max;
     uint32_t sink_burst, broker_burst;
     int64_t start_ns;
-    cli_bench_rig rig;
-    cli_bench_load *load;
-    cli_bench_log *log;
+    scen_rig rig;
+    scen_load *load;
+    scen_log *log;
     FILE *csv;
     sample *samples; /* [s]: at the end of second s; [0] at the start */
     int sampled, written;
@@ -90,8 +90,8 @@ static void csv_header(quiz *q)
 
 static void csv_row(quiz *q, int s)
 {
-    cli_bench_load_second p = cli_bench_load_second_get(q->load, (size_t)s - 1);
-    const cli_bench_log_bin *b = cli_bench_log_bin_at(q->log, (size_t)s - 1);
+    scen_load_second p = scen_load_second_get(q->load, (size_t)s - 1);
+    const scen_log_bin *b = scen_log_bin_at(q->log, (size_t)s - 1);
     const sample *m = &q->samples[s];
     fprintf(q->csv, "%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,", s, p.attempted, p.confirmed,
             p.failed, b->ok);
@@ -107,12 +107,12 @@ static void csv_row(quiz *q, int s)
 static int sample_take(quiz *q, int s)
 {
     sl_stats st;
-    if (cli_bench_rig_stats(&q->rig, &st) != 0)
+    if (scen_rig_stats(&q->rig, &st) != 0)
         return -1;
     sample *m = &q->samples[s];
     *m = (sample){.total = 0};
     for (unsigned l = 0; l < st.nlevels; l++) {
-        if (l < CLI_BENCH_LEVELS)
+        if (l < SCEN_LEVELS)
             m->depth[l] = st.level[l].depth;
         m->total += st.level[l].depth;
         m->inflight += st.level[l].inflight;
@@ -123,24 +123,24 @@ static int sample_take(quiz *q, int s)
 
 static int load_start(quiz *q)
 {
-    cli_bench_load_cfg c = {
+    scen_load_cfg c = {
         .endpoint = q->rig.endpoint,
         .start_ns = q->start_ns,
-        .end_ns = q->start_ns + q->seconds * CLI_BENCH_NS_PER_S,
+        .end_ns = q->start_ns + q->seconds * SCEN_NS_PER_S,
         .seed = q->o->seed,
         .max_messages = (uint64_t)q->seconds * MAX_PER_S,
         .steady_threads = STEADY,
         .steady_level = 1,
         .sleep_max_ms = SLEEP_MAX_MS,
-        .pause_every_ns = SILENCE_EVERY_S * CLI_BENCH_NS_PER_S,
-        .pause_for_ns = SILENCE_FOR_S * CLI_BENCH_NS_PER_S,
+        .pause_every_ns = SILENCE_EVERY_S * SCEN_NS_PER_S,
+        .pause_for_ns = SILENCE_FOR_S * SCEN_NS_PER_S,
     };
-    c.paced[0] = (cli_bench_load_paced){.level = q->prio ? 0 : 1, .rate_per_s = BURST_RATE,
-                                        .every_ns = BURST_EVERY_S * CLI_BENCH_NS_PER_S,
-                                        .for_ns = BURST_FOR_S * CLI_BENCH_NS_PER_S};
+    c.paced[0] = (scen_load_paced){.level = q->prio ? 0 : 1, .rate_per_s = BURST_RATE,
+                                        .every_ns = BURST_EVERY_S * SCEN_NS_PER_S,
+                                        .for_ns = BURST_FOR_S * SCEN_NS_PER_S};
     if (q->prio)
-        c.paced[1] = (cli_bench_load_paced){.level = 2, .rate_per_s = TRICKLE_RATE};
-    return cli_bench_load_new(&c, &q->load);
+        c.paced[1] = (scen_load_paced){.level = 2, .rate_per_s = TRICKLE_RATE};
+    return scen_load_new(&c, &q->load);
 }
 
 /* progress prints a line every 10 s of the run on stderr. */
@@ -150,10 +150,10 @@ static void progress(quiz *q, int s)
         return;
     uint64_t published = 0, executed = 0;
     for (int i = s - 10; i < s; i++) {
-        published += cli_bench_load_second_get(q->load, (size_t)i).attempted;
-        executed += cli_bench_log_bin_at(q->log, (size_t)i)->ok;
+        published += scen_load_second_get(q->load, (size_t)i).attempted;
+        executed += scen_log_bin_at(q->log, (size_t)i)->ok;
     }
-    cli_bench_note("t=%ds: published %.0f/s, executed %.0f/s, backlog %" PRIu64, s,
+    scen_note("t=%ds: published %.0f/s, executed %.0f/s, backlog %" PRIu64, s,
                    published / 10.0, executed / 10.0, q->samples[s].total);
 }
 
@@ -161,21 +161,21 @@ static void progress(quiz *q, int s)
  * has drained, drain_max seconds more have passed, or a signal. */
 static int sample_loop(quiz *q)
 {
-    for (int s = 1; s <= q->seconds + q->drain_max && !cli_bench_stopping(); s++) {
-        cli_bench_sleep_until(q->start_ns + s * CLI_BENCH_NS_PER_S);
-        if (cli_bench_stopping())
+    for (int s = 1; s <= q->seconds + q->drain_max && !scen_stopping(); s++) {
+        scen_sleep_until(q->start_ns + s * SCEN_NS_PER_S);
+        if (scen_stopping())
             break;
-        if (sample_take(q, s) != 0 || cli_bench_log_poll(q->log) != 0)
+        if (sample_take(q, s) != 0 || scen_log_poll(q->log) != 0)
             return -1;
         q->sampled = s;
         for (; q->written < s - 1; q->written++)
             csv_row(q, q->written + 1);
         fflush(q->csv);
         progress(q, s);
-        if (!cli_bench_rig_consumers_alive(&q->rig))
-            return cli_bench_fail("a consumer exited during the run");
+        if (!scen_rig_consumers_alive(&q->rig))
+            return scen_fail("a consumer exited during the run");
         if (s == q->seconds)
-            cli_bench_note("load over at %ds; waiting for the backlog of %" PRIu64 " to drain", s,
+            scen_note("load over at %ds; waiting for the backlog of %" PRIu64 " to drain", s,
                            q->samples[s].total);
         if (s > q->seconds && q->samples[s].total == 0 && q->samples[s].inflight == 0)
             break;
@@ -197,14 +197,14 @@ static void chart_windows(quiz *q, FILE *f)
 
 static int chart(quiz *q)
 {
-    char title[256], data[CLI_BENCH_PATH_BYTES + 64], file[64];
+    char title[256], data[SCEN_PATH_BYTES + 64], file[64];
     snprintf(file, sizeof file, "%s.csv", q->name);
-    cli_bench_plot_data(q->o, file, data, sizeof data);
+    scen_plot_data(q->o, file, data, sizeof data);
     snprintf(title, sizeof title,
              "%s: sink %d/s (gcra, burst %d), broker sink rate %d/s; shaded: bursts (red), "
              "silences (grey)",
              q->name, RATE, q->sink_burst, RATE);
-    FILE *f = cli_bench_plot_open(q->o, q->name, title);
+    FILE *f = scen_plot_open(q->o, q->name, title);
     if (!f)
         return -1;
     fprintf(f, "set xlabel 'second'\nset xrange [0:%d]\n", q->sampled);
@@ -221,7 +221,7 @@ static int chart(quiz *q)
                 "     '' using 1:8 axes x1y2 with lines lw 2 dt 2 lc rgb '#7f7f7f' title 'backlog (right axis)', \\\n"
                 "     %d with lines dt 3 lc rgb '#000000' notitle\n",
                 data, RATE);
-        return cli_bench_plot_close(q->o, f, q->name);
+        return scen_plot_close(q->o, f, q->name);
     }
     fprintf(f,
             "set multiplot layout 2,1 title \"%s\" noenhanced\nunset title\nset lmargin 10\n"
@@ -237,7 +237,7 @@ static int chart(quiz *q)
             "     '' using 1:14 with lines lw 2 lc rgb '#2ca02c' title 'level 2'\n"
             "unset multiplot\n",
             title, RATE * 5 / 4, data, data);
-    return cli_bench_plot_close(q->o, f, q->name);
+    return scen_plot_close(q->o, f, q->name);
 }
 
 /* latency_mean is the mean publish-to-200 time over the whole log. */
@@ -246,7 +246,7 @@ static double latency_mean(const quiz *q)
     double sum = 0;
     uint64_t n = 0;
     for (int s = 0; s < q->sampled + 1; s++) {
-        const cli_bench_log_bin *b = cli_bench_log_bin_at(q->log, (size_t)s);
+        const scen_log_bin *b = scen_log_bin_at(q->log, (size_t)s);
         sum += b->latency_ms_sum;
         n += b->latency_n;
     }
@@ -256,23 +256,23 @@ static double latency_mean(const quiz *q)
 /* summary prints the figures the README quotes. */
 static void summary(quiz *q, int ok)
 {
-    const cli_bench_log_totals *t = cli_bench_log_totals_get(q->log);
-    cli_bench_load_second all = {0};
+    const scen_log_totals *t = scen_log_totals_get(q->log);
+    scen_load_second all = {0};
     int loaded = q->sampled < q->seconds ? q->sampled : q->seconds;
     for (int s = 0; s <= q->seconds; s++) {
-        cli_bench_load_second p = cli_bench_load_second_get(q->load, (size_t)s);
+        scen_load_second p = scen_load_second_get(q->load, (size_t)s);
         all.attempted += p.attempted, all.confirmed += p.confirmed, all.failed += p.failed;
     }
     uint64_t backlogged = 0, executed_backlogged = 0, once = 0, dup = 0, missing = 0, extra = 0;
     for (int s = 1; s <= q->sampled; s++)
         if (q->samples[s - 1].total > 0 && q->samples[s].total > 0) {
             backlogged++;
-            executed_backlogged += cli_bench_log_bin_at(q->log, (size_t)s - 1)->ok;
+            executed_backlogged += scen_log_bin_at(q->log, (size_t)s - 1)->ok;
         }
-    uint64_t n = cli_bench_load_messages(q->load);
+    uint64_t n = scen_load_messages(q->load);
     for (uint64_t i = 0; i < n; i++) {
-        unsigned k = cli_bench_log_seq_ok(q->log, i);
-        if (!cli_bench_load_confirmed(q->load, i))
+        unsigned k = scen_log_seq_ok(q->log, i);
+        if (!scen_load_confirmed(q->load, i))
             extra += k > 0;
         else if (k == 1)
             once++;
@@ -305,61 +305,61 @@ static void summary(quiz *q, int ok)
            " more than once, %" PRIu64 " not (yet); %" PRIu64 " unconfirmed ones reached it\n",
            once, dup, missing, extra);
     printf("  publish to 200 (ms): mean %.1f, p50 %.1f, p99 %.1f, max %.1f\n",
-           latency_mean(q), cli_bench_log_latency(q->log, -1, 50), cli_bench_log_latency(q->log, -1, 99),
-           cli_bench_log_latency(q->log, -1, 100));
+           latency_mean(q), scen_log_latency(q->log, -1, 50), scen_log_latency(q->log, -1, 99),
+           scen_log_latency(q->log, -1, 100));
     if (q->prio) {
-        uint64_t confirmed[CLI_BENCH_LEVELS] = {0};
-        cli_bench_load_level_counts(q->load, confirmed);
+        uint64_t confirmed[SCEN_LEVELS] = {0};
+        scen_load_level_counts(q->load, confirmed);
         static const char *const what[] = {"bursts", "steady", "trickle"};
-        for (int l = 0; l < CLI_BENCH_LEVELS; l++)
+        for (int l = 0; l < SCEN_LEVELS; l++)
             printf("    level %d (%s): %" PRIu64 " confirmed, %" PRIu64 " executed, p50 %.1f ms, "
                    "p99 %.1f ms, max %.1f ms; backlog at the end of the load %" PRIu64 "\n",
-                   l, what[l], confirmed[l], t->ok_level[l], cli_bench_log_latency(q->log, l, 50),
-                   cli_bench_log_latency(q->log, l, 99), cli_bench_log_latency(q->log, l, 100),
+                   l, what[l], confirmed[l], t->ok_level[l], scen_log_latency(q->log, l, 50),
+                   scen_log_latency(q->log, l, 99), scen_log_latency(q->log, l, 100),
                    q->samples[q->sampled < q->seconds ? q->sampled : q->seconds].depth[l]);
     }
-    cli_bench_log_conformance(q->log, stdout, RATE, q->broker_burst, RATE, q->sink_burst);
+    scen_log_conformance(q->log, stdout, RATE, q->broker_burst, RATE, q->sink_burst);
     printf("  files: %s/%s.csv, %s/%s.png%s\n", q->o->out, q->name, q->o->out, q->name,
            ok ? "" : " (no chart: see above)");
 }
 
-int cli_bench_quiz_run(const cli_bench_opts *o, bool priorities)
+int scen_quiz_run(const scen_opts *o, bool priorities)
 {
     quiz q = {.o = o, .prio = priorities, .name = priorities ? "priorities" : "throttle-quiz"};
     q.seconds = o->seconds ? o->seconds : DEFAULT_SECONDS;
     q.drain_max = q.seconds > MIN_DRAIN_S ? q.seconds : MIN_DRAIN_S;
     q.sink_burst = o->sink_burst ? o->sink_burst : SINK_BURST;
     q.broker_burst = o->broker_burst ? o->broker_burst : BROKER_BURST;
-    const cli_bench_rig_cfg rc = {.sink_rate_per_s = RATE, .sink_burst = q.sink_burst,
+    const scen_rig_cfg rc = {.sink_rate_per_s = RATE, .sink_burst = q.sink_burst,
                                   .rate_milli = RATE * 1000ull, .burst = q.broker_burst,
                                   .consumers = CONSUMERS, .workers = WORKERS};
-    char path[CLI_BENCH_PATH_BYTES + 64];
+    char path[SCEN_PATH_BYTES + 64];
     int failed = 0;
     size_t rows = (size_t)(q.seconds + q.drain_max) + 2;
     q.samples = calloc(rows, sizeof *q.samples);
     if (!q.samples)
-        return cli_bench_fail("out of memory");
-    cli_bench_note("%s: starting sluiced and sluice-sink; output in %s", q.name, o->out);
-    if (cli_bench_rig_open(&q.rig, o, &rc) != 0) {
+        return scen_fail("out of memory");
+    scen_note("%s: starting sluiced and sluice-sink; output in %s", q.name, o->out);
+    if (scen_rig_open(&q.rig, o, &rc) != 0) {
         free(q.samples);
         return -1;
     }
     snprintf(path, sizeof path, "%s/%s.csv", o->out, q.name);
     q.csv = fopen(path, "w");
     if (!q.csv) {
-        failed = cli_bench_fail("cannot create %s: %s", path, strerror(errno));
+        failed = scen_fail("cannot create %s: %s", path, strerror(errno));
         goto close;
     }
     csv_header(&q);
-    if (cli_bench_rig_consumers_start(&q.rig) != 0) {
+    if (scen_rig_consumers_start(&q.rig) != 0) {
         failed = -1;
         goto close;
     }
-    cli_bench_note("consumers: %s; load for %d s", q.rig.post ? "sluice consume --post" : "in process",
+    scen_note("consumers: %s; load for %d s", q.rig.post ? "sluice consume --post" : "in process",
                    q.seconds);
-    q.start_ns = cli_bench_now_ns() + START_DELAY_NS;
+    q.start_ns = scen_now_ns() + START_DELAY_NS;
     snprintf(path, sizeof path, "%s/sink.log", o->out);
-    if (cli_bench_log_new(path, q.start_ns, CLI_BENCH_NS_PER_S, rows, (uint64_t)q.seconds * MAX_PER_S,
+    if (scen_log_new(path, q.start_ns, SCEN_NS_PER_S, rows, (uint64_t)q.seconds * MAX_PER_S,
                           &q.log) != 0 ||
         load_start(&q) != 0) {
         failed = -1;
@@ -367,17 +367,17 @@ int cli_bench_quiz_run(const cli_bench_opts *o, bool priorities)
     }
     failed = sample_loop(&q);
     if (failed)
-        cli_bench_load_stop(q.load);
-    cli_bench_load_finish(q.load);
-    if (cli_bench_rig_consumers_stop(&q.rig) != 0 || cli_bench_rig_stats(&q.rig, &q.last) != 0 ||
-        cli_bench_rig_sink_stop(&q.rig) != 0 || cli_bench_log_poll(q.log) != 0)
+        scen_load_stop(q.load);
+    scen_load_finish(q.load);
+    if (scen_rig_consumers_stop(&q.rig) != 0 || scen_rig_stats(&q.rig, &q.last) != 0 ||
+        scen_rig_sink_stop(&q.rig) != 0 || scen_log_poll(q.log) != 0)
         failed = -1;
     for (; q.written < q.sampled; q.written++)
         csv_row(&q, q.written + 1);
 close:
     if (q.csv && (fclose(q.csv) != 0) && !failed)
-        failed = cli_bench_fail("writing the CSV: %s", strerror(errno));
-    if (cli_bench_rig_close(&q.rig) != 0)
+        failed = scen_fail("writing the CSV: %s", strerror(errno));
+    if (scen_rig_close(&q.rig) != 0)
         failed = -1;
     if (q.log && q.load && q.sampled > 0) {
         int drawn = chart(&q) == 0;
@@ -385,8 +385,8 @@ close:
         if (!drawn)
             failed = -1;
     }
-    cli_bench_load_destroy(&q.load);
-    cli_bench_log_destroy(&q.log);
+    scen_load_destroy(&q.load);
+    scen_log_destroy(&q.log);
     free(q.samples);
     return failed ? -1 : 0;
 }

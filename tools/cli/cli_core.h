@@ -43,6 +43,19 @@ typedef struct cli_core_command {
 int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, size_t n, int argc,
                  char **argv);
 
+/* cli_core_global_set applies the global option name ("broker" or
+ * "timeout") with value to g. Returns CLI_CORE_GO_ON, or the exit status of
+ * a usage error, reported. */
+int cli_core_global_set(cli_core *g, const char *name, const char *value);
+
+/* cli_core_globals_take takes the global options (-b, --broker, --timeout,
+ * in their -bEP and --name=value forms too) that follow the command's name
+ * out of argv[1..argc-1], up to a "--", applies them and closes the gap, so
+ * that `sluice stats -b EP` means `sluice -b EP stats` for every command.
+ * argv[0] is the command's name. Returns the new argc (argv stays
+ * NULL-terminated), or minus the exit status of a usage error, reported. */
+int cli_core_globals_take(cli_core *g, int argc, char **argv);
+
 /* cli_core_connect creates g->c. Returns 0 or the exit status, reported. */
 int cli_core_connect(cli_core *g, const char *cmd);
 

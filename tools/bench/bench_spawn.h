@@ -1,27 +1,26 @@
 /*
  * bench_spawn.h - a sluiced process that sluice-bench starts, waits for and
- * stops: its endpoint, its log and its process id.
+ * stops: its endpoint and the supervised process (its PID and log).
  */
 #ifndef SLUICE_BENCH_SPAWN_H
 #define SLUICE_BENCH_SPAWN_H
 
-#include <sys/types.h>
+#include "proc.h"
 
 typedef struct bench_spawn {
-    pid_t pid;          /* the running broker; 0 when none runs */
+    proc p;             /* the running broker (p.pid 0 when none runs); p.log is DIR/sluiced.log */
     char endpoint[96];  /* ipc://DIR/s.sock, once started */
-    char log[96];       /* DIR/sluiced.log: the broker's stdout and stderr */
 } bench_spawn;
 
 /* bench_spawn_start runs the sluiced binary at path with its data, socket
  * and log in dir (which must exist), in its own process group, and waits up
  * to 20 s for the READY line on its --ready-fd. s needs no setup and is
- * overwritten. Returns 0 with s->pid and s->endpoint set; or -1, reported,
- * with the broker's log shown and no broker left running (s->pid is 0). */
+ * overwritten. Returns 0 with s->p.pid and s->endpoint set; or -1, reported,
+ * with the broker's log shown and no broker left running (s->p.pid is 0). */
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir);
 
 /* bench_spawn_stop sends SIGTERM and waits up to 20 s for the broker to
- * exit, then kills it with SIGKILL. Afterwards s->pid is 0; a second call,
+ * exit, then kills it with SIGKILL. Afterwards s->p.pid is 0; a second call,
  * or one on a zeroed s, does nothing and returns 0. Returns 0 when the
  * broker exited with status 0; -1, reported and with its log shown, when it
  * had to be killed, died of a signal or exited with another status. */

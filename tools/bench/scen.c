@@ -1,6 +1,6 @@
 /*
- * cli_bench.c - `sluice bench --scenario NAME`: the command, and the ground
- * its scenario files share.
+ * scen.c - `sluice-bench --scenario NAME`: the load scenarios' command
+ * line, and the ground its scenario files share.
  *
  * A scenario runs end to end on this machine and nowhere else: it starts
  * its own broker on an ipc:// endpoint in a temporary directory and its own
@@ -14,11 +14,12 @@
  * This file parses the options, resolves the directories, catches SIGINT
  * and SIGTERM (the stop flag: every loop of every scenario looks at it, and
  * the scenario then stops what it started and still reports what it has)
- * and hands over to the scenario: cli_bench_quiz.c (throttle-quiz,
- * priorities) or cli_bench_ingest.c (ingest).
+ * and hands over to the scenario: scen_quiz.c (throttle-quiz,
+ * priorities) or scen_ingest.c (ingest).
  */
-#include "cli_bench.h"
+#include "scen.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -30,19 +31,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_bench_ingest.h"
-#include "cli_bench_proc.h"
-#include "cli_bench_quiz.h"
-#include "cli_text.h"
+#include "scen_ingest.h"
+#include "scen_proc.h"
+#include "scen_quiz.h"
 
 #define BURST_MAX      100000 /* --sink-burst, --broker-burst */
-#define SLEEP_SLICE_NS (100 * CLI_BENCH_NS_PER_MS) /* how often a sleeper looks at the stop flag */
+#define SLEEP_SLICE_NS (100 * SCEN_NS_PER_MS) /* how often a sleeper looks at the stop flag */
 
 enum { OPT_SCENARIO = 256, OPT_OUT, OPT_SECONDS, OPT_SEED, OPT_INPROC, OPT_SINK_BURST, OPT_BROKER_BURST };
 
 static const char help_text[] =
-"Usage: sluice bench --scenario NAME [--out DIR] [--seconds S] [--seed N] [--inproc]\n"
-"                    [--sink-burst B] [--broker-burst B]\n"
+"Usage: sluice-bench --scenario NAME [--out DIR] [--seconds S] [--seed N] [--inproc]\n"
+"                          [--sink-burst B] [--broker-burst B]\n"
 "\n"
 "Run a load scenario end to end on this machine: start a broker (sluiced,\n"
 "on an ipc:// endpoint in a temporary directory) and a throttled sink\n"
@@ -77,8 +77,9 @@ static const char help_text[] =
 "                   ingest, the most each half may take (default 60)\n"
 "  --seed N         seed of the producers' random sleeps (default: the time;\n"
 "                   printed)\n"
-"  --inproc         consumers as threads in this process, with a minimal\n"
-"                   HTTP client, instead of sluice consume --post processes\n"
+"  --inproc         consumers as threads in this process, with the same\n"
+"                   HTTP client (libcurl), instead of sluice consume --post\n"
+"                   processes\n"
 "                   (the default when this sluice has no consume --post)\n"
 "  --sink-burst B   the sink simulator's bucket depth, in requests (default:\n"
 "                   20 for throttle-quiz and priorities, 50 for ingest)\n"
@@ -96,43 +97,43 @@ static void on_signal(int sig)
     atomic_store(&stop_signal, sig);
 }
 
-bool cli_bench_stopping(void)
+bool scen_stopping(void)
 {
     return atomic_load(&stop_signal) != 0;
 }
 
-int64_t cli_bench_now_ns(void)
+int64_t scen_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * CLI_BENCH_NS_PER_S + ts.tv_nsec;
+    return (int64_t)ts.tv_sec * SCEN_NS_PER_S + ts.tv_nsec;
 }
 
-void cli_bench_sleep_until(int64_t deadline_ns)
+void scen_sleep_until(int64_t deadline_ns)
 {
-    for (int i = 0; i < 1000000 && !cli_bench_stopping(); i++) {
-        int64_t now = cli_bench_now_ns();
+    for (int i = 0; i < 1000000 && !scen_stopping(); i++) {
+        int64_t now = scen_now_ns();
         if (now >= deadline_ns)
             return;
         int64_t until = deadline_ns - now > SLEEP_SLICE_NS ? now + SLEEP_SLICE_NS : deadline_ns;
-        struct timespec ts = {.tv_sec = (time_t)(until / CLI_BENCH_NS_PER_S),
-                              .tv_nsec = (long)(until % CLI_BENCH_NS_PER_S)};
+        struct timespec ts = {.tv_sec = (time_t)(until / SCEN_NS_PER_S),
+                              .tv_nsec = (long)(until % SCEN_NS_PER_S)};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
     }
 }
 
-int cli_bench_fail(const char *fmt, ...)
+int scen_fail(const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cli_text_say("bench", "%s", msg);
+    fprintf(stderr, "sluice-bench: scenario: %s\n", msg);
     return -1;
 }
 
-void cli_bench_note(const char *fmt, ...)
+void scen_note(const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -152,16 +153,16 @@ static void signals_catch(void)
     sigaction(SIGPIPE, &sa, NULL);
 }
 
-typedef int (*scenario_fn)(const cli_bench_opts *o);
+typedef int (*scenario_fn)(const scen_opts *o);
 
-static int run_quiz(const cli_bench_opts *o)
+static int run_quiz(const scen_opts *o)
 {
-    return cli_bench_quiz_run(o, false);
+    return scen_quiz_run(o, false);
 }
 
-static int run_priorities(const cli_bench_opts *o)
+static int run_priorities(const scen_opts *o)
 {
-    return cli_bench_quiz_run(o, true);
+    return scen_quiz_run(o, true);
 }
 
 static const struct {
@@ -170,25 +171,49 @@ static const struct {
 } scenarios[] = {
     {"throttle-quiz", run_quiz},
     {"priorities", run_priorities},
-    {"ingest", cli_bench_ingest_run},
+    {"ingest", scen_ingest_run},
 };
 
 /* binaries_check makes sure the programs a scenario runs are there. */
-static int binaries_check(const cli_bench_opts *o)
+static int binaries_check(const scen_opts *o)
 {
     static const char *const names[] = {"sluiced", "sluice-sink", "sluice"};
-    char path[CLI_BENCH_PATH_BYTES + 32];
+    char path[SCEN_PATH_BYTES + 32];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", o->bin, names[i]);
         if (access(path, X_OK) != 0)
-            return cli_bench_fail("%s is missing: the bench runs the programs next to itself "
+            return scen_fail("%s is missing: the bench runs the programs next to itself "
                                   "(build them with make)",
                                   path);
     }
     return 0;
 }
 
-int cli_bench_main(cli_core *g, const char *cmd, int argc, char **argv)
+/* usage_error says what is wrong with the command line. Returns 2. */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("sluice-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("; try --help\n", stderr);
+    va_end(ap);
+    return 2;
+}
+
+/* number_parse reads a whole decimal number from min to max into *v. */
+static bool number_parse(const char *text, long min, long max, long *v)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    if (errno || end == text || *end || n < min || n > max)
+        return false;
+    *v = n;
+    return true;
+}
+
+int scen_main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"scenario", required_argument, NULL, OPT_SCENARIO},
@@ -201,64 +226,64 @@ int cli_bench_main(cli_core *g, const char *cmd, int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    (void)g;
-    cli_bench_opts o = {.seed = (unsigned)time(NULL)};
+    scen_opts o = {.seed = (unsigned)time(NULL)};
     const char *out = NULL;
     long v;
     int ch;
     optind = 0;
+    opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case OPT_SCENARIO: o.scenario = optarg; break;
         case OPT_OUT: out = optarg; break;
         case OPT_SECONDS:
-            if (!cli_text_number_parse(optarg, 1, CLI_BENCH_MAX_SECONDS, &v))
-                return cli_text_usage_error(cmd, "bad --seconds '%s' (expected 1 to %d)", optarg,
-                                            CLI_BENCH_MAX_SECONDS);
+            if (!number_parse(optarg, 1, SCEN_MAX_SECONDS, &v))
+                return usage_error("bad --seconds '%s' (expected 1 to %d)", optarg,
+                                            SCEN_MAX_SECONDS);
             o.seconds = (int)v;
             break;
         case OPT_SEED:
-            if (!cli_text_number_parse(optarg, 0, UINT_MAX, &v))
-                return cli_text_usage_error(cmd, "bad --seed '%s' (expected 0 to %u)", optarg,
+            if (!number_parse(optarg, 0, UINT_MAX, &v))
+                return usage_error("bad --seed '%s' (expected 0 to %u)", optarg,
                                             UINT_MAX);
             o.seed = (unsigned)v;
             break;
         case OPT_INPROC: o.inproc = true; break;
         case OPT_SINK_BURST:
         case OPT_BROKER_BURST:
-            if (!cli_text_number_parse(optarg, 1, BURST_MAX, &v))
-                return cli_text_usage_error(cmd, "bad --%s '%s' (expected 1 to %d)",
+            if (!number_parse(optarg, 1, BURST_MAX, &v))
+                return usage_error("bad --%s '%s' (expected 1 to %d)",
                                             ch == OPT_SINK_BURST ? "sink-burst" : "broker-burst",
                                             optarg, BURST_MAX);
             *(ch == OPT_SINK_BURST ? &o.sink_burst : &o.broker_burst) = (uint32_t)v;
             break;
-        case 'h': fputs(help_text, stdout); return cli_core_output_done(cmd);
-        default: return cli_text_option_error(cmd, ch, argv);
+        case 'h': fputs(help_text, stdout); return fflush(stdout) == 0 ? 0 : 1;
+        default: return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+        return usage_error("unexpected argument '%s'", argv[optind]);
     if (!o.scenario)
-        return cli_text_usage_error(cmd, "--scenario is required (throttle-quiz, priorities or ingest)");
+        return usage_error("--scenario is required (throttle-quiz, priorities or ingest)");
     size_t which = 0, n = sizeof scenarios / sizeof scenarios[0];
     while (which < n && strcmp(scenarios[which].name, o.scenario) != 0)
         which++;
     if (which == n)
-        return cli_text_usage_error(cmd, "no scenario '%s' (throttle-quiz, priorities or ingest)",
+        return usage_error("no scenario '%s' (throttle-quiz, priorities or ingest)",
                                     o.scenario);
     int len = out ? snprintf(o.out, sizeof o.out, "%s", out)
                   : snprintf(o.out, sizeof o.out, "bench-out/%s", o.scenario);
     if (len <= 0 || len >= (int)sizeof o.out - 64)
-        return cli_text_usage_error(cmd, "--out is too long (at most %zu bytes)", sizeof o.out - 64);
-    if (cli_bench_proc_exe_dir(o.bin, sizeof o.bin) != 0 || binaries_check(&o) != 0 ||
-        cli_bench_proc_mkdirs(o.out) != 0)
-        return CLI_TEXT_EXIT_FAILURE;
+        return usage_error("--out is too long (at most %zu bytes)", sizeof o.out - 64);
+    if (scen_proc_exe_dir(o.bin, sizeof o.bin) != 0 || binaries_check(&o) != 0 ||
+        scen_proc_mkdirs(o.out) != 0)
+        return 1;
     signals_catch();
     int rc = scenarios[which].fn(&o);
     fflush(stdout);
-    if (cli_bench_stopping()) {
-        cli_bench_fail("interrupted");
-        return CLI_TEXT_EXIT_FAILURE;
+    if (scen_stopping()) {
+        scen_fail("interrupted");
+        return 1;
     }
-    return rc == 0 ? 0 : CLI_TEXT_EXIT_FAILURE;
+    return rc == 0 ? 0 : 1;
 }

@@ -1,0 +1,57 @@
+/*
+ * bench_spawn.c - the broker that `sluice-bench --spawn` runs.
+ *
+ * It owns one child process, started by the one supervisor (proc.c):
+ * sluiced with --data DIR/data, --listen ipc://DIR/s.sock and --ready-fd,
+ * its stdout and stderr going to DIR/sluiced.log. The child runs in its own
+ * process group, so a Ctrl-C in the terminal reaches only the bench, which
+ * then stops the broker in order rather than leaving it to die mid-commit.
+ *
+ * Lifecycle: bench_spawn_start waits READY_TIMEOUT_MS at most for the READY
+ * line (readiness is signalled, never slept for; a signal to the bench cuts
+ * the wait short); on any failure the child is killed and reaped before it
+ * returns. bench_spawn_stop sends SIGTERM by PID, waits STOP_TIMEOUT_MS,
+ * then sends SIGKILL. When the broker fails to start or to stop cleanly, the
+ * end of its log is copied to stderr: it says why.
+ */
+#include "bench_spawn.h"
+
+#include <stdio.h>
+
+#include "bench_core.h"
+
+#define READY_TIMEOUT_MS 20000
+#define STOP_TIMEOUT_MS  20000
+
+int bench_spawn_stop(bench_spawn *s)
+{
+    if (s->p.pid <= 0)
+        return 0;
+    int st = proc_stop(&s->p, STOP_TIMEOUT_MS);
+    if (st < 0)
+        return -1; /* killed, or died of a signal: reported with its log */
+    if (st != 0) {
+        proc_tail(&s->p, PROC_TAIL_BYTES);
+        return bench_core_fail("sluiced exited with status %d", st);
+    }
+    return 0;
+}
+
+int bench_spawn_start(bench_spawn *s, const char *path, const char *dir)
+{
+    char data[96], log[96];
+    *s = (bench_spawn){.p.pid = 0};
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(s->endpoint, sizeof s->endpoint, "ipc://%s/s.sock", dir);
+    snprintf(log, sizeof log, "%s/sluiced.log", dir);
+    const char *const argv[] = {path, "--data", data, "--listen", s->endpoint, NULL};
+    const proc_spec spec = {.argv = argv,
+                            .out_path = log,
+                            .truncate = true,
+                            .null_stdin = true,
+                            .ready = true,
+                            .ready_ms = READY_TIMEOUT_MS,
+                            .own_group = true,
+                            .stopping = bench_core_stopping};
+    return proc_start(&s->p, "sluiced", &spec);
+}
