@@ -53,7 +53,7 @@ inc = $(INC_$(patsubst %/,%,$(dir $(1))))
 # The pick benchmark measures the broker's pure pick rule (broker/disp.c) in place.
 $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker
 
-PROTO_SRC  := proto/proto.c
+PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
 BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
@@ -252,7 +252,7 @@ build/fuzz/%.o: %.c
 	@$(if $(V),,echo "  CC      $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(call inc,$<) $(shell pkg-config --cflags msgpack 2>/dev/null) -MMD -MP -c $< -o $@
 
-$(FUZZ_BIN): build/fuzz/tests/fuzz/fuzz_decode.o build/fuzz/proto/proto.o
+$(FUZZ_BIN): build/fuzz/tests/fuzz/fuzz_decode.o $(patsubst %.c,build/fuzz/%.o,$(wildcard proto/*.c))
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $^ $(shell pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc)
 
