@@ -91,6 +91,14 @@ typedef struct conf_setting {
     const char *help;
 } conf_setting;
 
+/* An INI section and its title in --help. conf_sections lists them in the
+ * order --help shows them; the last has name NULL (command line only). */
+typedef struct conf_section {
+    const char *name, *title;
+} conf_section;
+extern const conf_section conf_sections[];
+extern const size_t conf_nsections;
+
 /* conf_defaults fills the embedded defaults from the settings table:
  * ./sluice-data, tcp://127.0.0.1:7470, three levels high/normal/low (default
  * normal), 30 s leases, 5 attempts, 1 s heartbeats, 8 GiB map, 1 MiB bodies. */
