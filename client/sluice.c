@@ -48,6 +48,8 @@
 
 #include "client.h"
 #include "proto.h"
+
+_Static_assert(SL_WIRE_VERSION == PROTO_VERSION, "sluice.h states the wire version the library speaks");
 #include "wire.h"
 
 #define DEFAULT_TIMEOUT_MS   5000

@@ -44,6 +44,10 @@ extern "C" {
 #endif
 
 #define SL_DEFAULT_ENDPOINT "tcp://127.0.0.1:7470"
+
+/* The wire protocol version this library speaks (proto/PROTOCOL.md). A broker
+ * speaking another version refuses HELLO with SL_EVERSION. */
+#define SL_WIRE_VERSION 2
 #define SL_MAX_LEVELS 16
 #define SL_LEVEL_DEFAULT (-1) /* sl_put.level: let the broker choose */
 

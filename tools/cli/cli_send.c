@@ -1,0 +1,279 @@
+/*
+ * cli_send.c - `sluice send`: publish each BODY argument, or each line of
+ * standard input.
+ *
+ * Publishes go through sl_send_async with up to SEND_WINDOW in flight. Ids
+ * are printed in input order as confirmations arrive, so a script can count
+ * lines to learn how far a run got. The first failure stops the run; the
+ * error says how many later messages were already in flight and so may have
+ * been stored. With -k KEY and several messages, each gets KEY:N.
+ *
+ * Costs: memory is bounded by the send window and by one input line, itself
+ * capped at LINE_MAX_BYTES, the protocol's ceiling on a body.
+ */
+#include "cli_send.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sluice.h"
+#include "cli_text.h"
+
+#define SEND_WINDOW    256         /* publishes in flight */
+#define LINE_MAX_BYTES (16u << 20) /* the protocol's ceiling on a body */
+#define TAG_MAX_BYTES  255
+
+/* Long-only options get values outside the char range. */
+enum { OPT_COST = 256, OPT_DELAY, OPT_TTL };
+
+typedef struct inflight {
+    uint64_t ticket;
+    size_t index; /* line or message number, from 1 */
+    bool done;
+    uint64_t id;
+} inflight;
+
+typedef struct sender {
+    cli_core *g;
+    const char *what; /* "line" or "message" */
+    int level;
+    const char *tag;
+    uint32_t cost;
+    const char *key;   /* idempotency key, or NULL */
+    int many;          /* several messages: each gets KEY:N */
+    uint64_t delay_ms;
+    uint64_t ttl_ms;
+    inflight ring[SEND_WINDOW];
+    size_t head, count;
+} sender;
+
+static inflight *sender_at(sender *s, size_t i)
+{
+    return &s->ring[(s->head + i) % SEND_WINDOW];
+}
+
+/* sender_later formats how many messages after position i were in flight. */
+static void sender_later(const sender *s, size_t i, char *buf, size_t size)
+{
+    size_t later = s->count - i - 1;
+    buf[0] = '\0';
+    if (later)
+        snprintf(buf, size, "; %zu later message%s in flight may have been stored", later,
+                 later == 1 ? "" : "s");
+}
+
+/* sender_collect takes one confirmation, prints the ids now in order, and
+ * returns 0, or the exit status after reporting a failure. */
+static int sender_collect(sender *s)
+{
+    sl_confirm k;
+    char later[96], context[64];
+    int rc = sl_send_wait(s->g->c, 0, &k);
+    if (rc == SL_ETIMEDOUT) {
+        fflush(stdout); /* about to block: show what is confirmed */
+        rc = sl_send_wait(s->g->c, s->g->timeout_ms, &k);
+    }
+    if (rc) {
+        sender_later(s, 0, later, sizeof later);
+        snprintf(context, sizeof context, "%s %zu", s->what, sender_at(s, 0)->index);
+        if (rc != SL_ETIMEDOUT)
+            return cli_core_broker_error(s->g, "send", rc, context, later);
+        cli_text_say("send",
+                     "%s: no confirmation within %d ms (SL_ETIMEDOUT); it may have been stored%s",
+                     context, s->g->timeout_ms, later);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    size_t i = 0;
+    while (i < s->count && sender_at(s, i)->ticket != k.ticket)
+        i++;
+    if (i == s->count)
+        return 0; /* not ours: cannot happen, and harmless */
+    inflight *f = sender_at(s, i);
+    if (k.err) {
+        sender_later(s, i, later, sizeof later);
+        snprintf(context, sizeof context, "%s %zu", s->what, f->index);
+        return cli_core_broker_error(s->g, "send", k.err, context, later);
+    }
+    f->done = true;
+    f->id = k.id;
+    while (s->count && sender_at(s, 0)->done) {
+        printf("%" PRIu64 "\n", sender_at(s, 0)->id);
+        s->head = (s->head + 1) % SEND_WINDOW;
+        s->count--;
+    }
+    return 0;
+}
+
+static int sender_drain(sender *s)
+{
+    int st = 0;
+    while (s->count && !(st = sender_collect(s)))
+        ;
+    fflush(stdout);
+    return st;
+}
+
+/* sender_put publishes one message, waiting first for room in the window. */
+static int sender_put(sender *s, const char *body, size_t len, size_t index)
+{
+    int st = 0;
+    while (s->count == SEND_WINDOW)
+        if ((st = sender_collect(s)))
+            return st;
+    char key[300];
+    if (s->key && s->many)
+        snprintf(key, sizeof key, "%s:%zu", s->key, index);
+    sl_put p = {.body = body, .body_len = len, .level = s->level, .tag = s->tag, .cost = s->cost,
+                .key = s->key ? (s->many ? key : s->key) : NULL, .delay_ms = s->delay_ms,
+                .ttl_ms = s->ttl_ms};
+    uint64_t ticket;
+    int rc = sl_send_async(s->g->c, &p, &ticket);
+    if (rc) {
+        /* report earlier messages first: a failure among them comes first */
+        if ((st = sender_drain(s)))
+            return st;
+        char context[64];
+        snprintf(context, sizeof context, "%s %zu", s->what, index);
+        /* local errors: draining replaced sl_last_error, and it was generic */
+        if (rc == SL_ETOOBIG)
+            cli_text_say("send",
+                         "%s: message exceeds a size limit (SL_ETOOBIG): its %zu bytes are more "
+                         "than the broker accepts",
+                         context, len);
+        else
+            cli_text_say("send", "%s: %s (%s)", context, sl_strerror(rc), sl_errname(rc));
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    *sender_at(s, s->count) = (inflight){.ticket = ticket, .index = index};
+    s->count++;
+    return 0;
+}
+
+static int send_stdin(sender *s)
+{
+    char *buf = NULL;
+    size_t cap = 0, len = 0, lineno = 0;
+    int st = 0, got = 0;
+    while (!st && (got = cli_text_line_read(stdin, &buf, &cap, &len, LINE_MAX_BYTES)) > 0)
+        st = sender_put(s, buf ? buf : "", len, ++lineno);
+    if (!st && got < 0) {
+        int err = errno;
+        st = sender_drain(s);
+        if (!st && got == -1) {
+            cli_text_say("send",
+                         "line %zu: longer than %u bytes, the largest body the protocol allows",
+                         lineno + 1, LINE_MAX_BYTES);
+            st = CLI_TEXT_EXIT_FAILURE;
+        } else if (!st) {
+            cli_text_say("send", "reading standard input: %s", cli_text_strerror(err));
+            st = CLI_TEXT_EXIT_FAILURE;
+        }
+    }
+    free(buf);
+    return st;
+}
+
+int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"level", required_argument, NULL, 'p'},
+        {"priority", required_argument, NULL, 'p'},
+        {"tag", required_argument, NULL, 't'},
+        {"cost", required_argument, NULL, OPT_COST},
+        {"key", required_argument, NULL, 'k'},
+        {"delay", required_argument, NULL, OPT_DELAY},
+        {"ttl", required_argument, NULL, OPT_TTL},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *level_text = NULL;
+    sender *s = calloc(1, sizeof *s);
+    long cost = 1;
+    int ch, st = 0;
+    if (!s) {
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    s->g = g;
+    s->level = SL_LEVEL_DEFAULT;
+    optind = 0;
+    long delay = 0;
+    while (!st && (ch = getopt_long(argc, argv, ":p:t:k:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'p': level_text = optarg; break;
+        case 't': s->tag = optarg; break;
+        case 'k':
+            s->key = optarg;
+            if (!*optarg || strlen(optarg) > 240)
+                st = cli_text_usage_error(cmd, "bad --key: 1 to 240 bytes, please%s", "");
+            break;
+        case OPT_DELAY:
+            if (!cli_text_number_parse(optarg, 0, 365L * 24 * 3600 * 1000, &delay))
+                st = cli_text_usage_error(cmd, "bad --delay '%s' (milliseconds)", optarg);
+            s->delay_ms = (uint64_t)delay;
+            break;
+        case OPT_TTL:
+            if (!cli_text_number_parse(optarg, 1, 365L * 24 * 3600 * 1000, &delay))
+                st = cli_text_usage_error(cmd, "bad --ttl '%s' (milliseconds)", optarg);
+            s->ttl_ms = (uint64_t)delay;
+            break;
+        case OPT_COST:
+            if (!cli_text_number_parse(optarg, 1, UINT32_MAX, &cost))
+                st = cli_text_usage_error(cmd, "bad --cost '%s' (expected 1 to %" PRIu32 ")",
+                                          optarg, UINT32_MAX);
+            s->cost = (uint32_t)cost;
+            break;
+        case 'h':
+            fputs(g->help, stdout);
+            st = cli_core_output_done(cmd);
+            goto done;
+        default: st = cli_text_option_error(cmd, ch, argv); break;
+        }
+    }
+    if (st)
+        goto done;
+    if (s->tag && strlen(s->tag) > TAG_MAX_BYTES) {
+        st = cli_text_usage_error(cmd, "the tag is %zu bytes; at most %d are allowed",
+                                  strlen(s->tag), TAG_MAX_BYTES);
+        goto done;
+    }
+    if ((st = cli_core_connect(g, cmd)))
+        goto done;
+    /* one round trip up front: it learns the levels and the largest body,
+     * and tells an absent broker from a slow one */
+    int rc = sl_levels(g->c, NULL, NULL);
+    if (rc) {
+        st = cli_core_broker_error(g, cmd, rc, "", NULL);
+        goto done;
+    }
+    g->answered = true;
+    if (level_text) {
+        unsigned level;
+        if ((st = cli_core_level_resolve(g, cmd, level_text, &level)))
+            goto done;
+        s->level = (int)level;
+    }
+    s->many = !(optind + 1 == argc); /* one BODY argument keeps its key as given */
+    if (optind < argc) {
+        s->what = "message";
+        for (int i = optind; !st && i < argc; i++)
+            st = sender_put(s, argv[i], strlen(argv[i]), (size_t)(i - optind + 1));
+    } else {
+        s->what = "line";
+        st = send_stdin(s);
+    }
+    if (!st)
+        st = sender_drain(s);
+
+done:
+    fflush(stdout);
+    free(s);
+    return st;
+}
