@@ -30,7 +30,12 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "cron.h"
+#include "deliver.h"
 #include "handle.h"
+#include "net.h"
+#include "settle.h"
+#include "store.h"
 #include "log.h"
 
 #define RECV_BATCH 4096
@@ -65,7 +70,7 @@ static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) || net_queued(b->net, NET_AFTER_COMMIT))
         return 0;
-    uint64_t wake = bk_next_wake(b);
+    uint64_t wake = cron_next_wake(b);
     if (wake <= b->mono_ns)
         return 0;
     uint64_t ns = wake - b->mono_ns;
@@ -105,8 +110,8 @@ static int wait_input(void *sock, uint64_t timeout_ns)
  * SL_OK or the commit's error. */
 static int end_pass(bk *b, int force)
 {
-    net_flush(b->net, NET_NOW, bk_send_failed, b);
-    if (!force && !bk_commit_due(b))
+    net_flush(b->net, NET_NOW, settle_send_failed, b);
+    if (!force && !cron_commit_due(b))
         return SL_OK;
     int rc = store_commit(b->st);
     b->dirty_since_ns = 0;
@@ -119,8 +124,8 @@ static int end_pass(bk *b, int force)
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }
-    bk_between_commits(b); /* no transaction is open now */
-    net_flush(b->net, NET_AFTER_COMMIT, bk_send_failed, b);
+    cron_between_commits(b); /* no transaction is open now */
+    net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     return SL_OK;
 }
 
@@ -139,8 +144,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         set_clock(b);
         for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
             handle_message(b, &in);
-        bk_tick(b);
-        bk_dispatch(b, DISPATCH_BATCH);
+        cron_tick(b);
+        deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
     }
