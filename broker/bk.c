@@ -19,12 +19,19 @@
  *            the modules the paths use
  *
  * Who may include whom (no circles): every file may include bk.h, which
- * declares only the struct (and bk.c may call settings_load, whose file
- * includes bk.h: that is the one exception). Above that, includes point one
- * way, down this list: handle -> admin, stats, explain, settings -> cron ->
- * admit, deliver, settle -> member -> meter, queue, lease, conn, pool, disp,
- * net -> store, rl, breaker, tmr -> proto. A file never includes the header
- * of a file above it.
+ * declares only the struct and its open/close; bk.c itself calls down into
+ * the modules it opens (settings_load among them, whose file includes bk.h:
+ * the one exception). Otherwise a file includes only headers of layers
+ * below its own, never of its own layer or above:
+ *
+ *   1  main             5  explain, cron                      9  conn, store
+ *   2  loop             6  admit, deliver, settle, settings  10 rec, rl, breaker, tmr
+ *   3  handle           7  member                            11 crc32c, grow
+ *   4  admin, stats     8  queue, meter, lease, net, pool,   12 log, units, proto
+ *                          disp, conf
+ *
+ * (store.c and its sibling files share store_int.h, the module's private
+ * header.)
  *
  * Costs: open is O(levels + delayed + settings); close is O(everything held).
  */
