@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "queue.h"
 #include "store.h"
 #include "units.h"
 

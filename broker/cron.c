@@ -31,9 +31,13 @@
 
 #include <sys/statvfs.h>
 
+#include "lease.h"
 #include "log.h"
 #include "member.h"
+#include "meter.h"
 #include "net.h"
+#include "pool.h"
+#include "queue.h"
 #include "settings.h"
 #include "settle.h"
 #include "store.h"

@@ -25,8 +25,12 @@
 
 #include <string.h>
 
+#include "disp.h"
+#include "lease.h"
 #include "log.h"
+#include "meter.h"
 #include "net.h"
+#include "queue.h"
 #include "units.h"
 
 static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)

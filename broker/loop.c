@@ -1,11 +1,12 @@
 /*
  * loop.c - one thread, one pass at a time.
  *
- * A pass: compute the timeout to the next timer; wait for input; receive up to
- * RECV_BATCH messages without blocking and handle each (handlers only change
- * memory and the open write transaction); run due timers; dispatch; commit
- * the write transaction once (group commit: every publish of the pass shares
- * one fsync); and only then send the confirmations the pass produced.
+ * A pass: compute the timeout to the next timer (cron_next_wake); wait for
+ * input; receive up to RECV_BATCH messages without blocking and handle each
+ * (handlers only change memory and the open write transaction); run due
+ * timers (cron_tick); dispatch (deliver_dispatch); commit the write
+ * transaction once (group commit: every publish of the pass shares one
+ * fsync); and only then send the confirmations the pass produced.
  * While a commit is running, new requests wait in ZeroMQ's queue and form
  * the next batch, so batches grow with load by themselves.
  *

@@ -14,7 +14,9 @@
 
 #include <string.h>
 
+#include "conn.h"
 #include "net.h"
+#include "pool.h"
 
 void member_pool_changed(bk *b, pool *p)
 {

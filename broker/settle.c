@@ -26,8 +26,13 @@
 
 #include <stdio.h>
 
+#include "conn.h"
+#include "lease.h"
 #include "log.h"
 #include "member.h"
+#include "meter.h"
+#include "pool.h"
+#include "queue.h"
 #include "units.h"
 
 #define MAX_LEASE_MS (24ULL * 3600 * 1000)
