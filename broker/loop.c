@@ -37,17 +37,18 @@
 #include "net.h"
 #include "settle.h"
 #include "store.h"
+#include "units.h"
 #include "log.h"
 
 #define RECV_BATCH 4096
 #define DISPATCH_BATCH 4096
-#define MAX_WAIT_NS 1000000000ULL
+#define MAX_WAIT_NS NS_PER_S
 
 static uint64_t read_clock(clockid_t id)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t loop_now_mono(void)
@@ -98,7 +99,7 @@ static int wait_input(void *sock, uint64_t timeout_ns)
     if ((events & ZMQ_POLLIN) || timeout_ns == 0)
         return 0;
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    struct timespec ts = {(time_t)(timeout_ns / 1000000000ULL), (long)(timeout_ns % 1000000000ULL)};
+    struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
     if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
         log_error("loop", "poll failed: %s", strerror(errno));
         return -1;

@@ -16,10 +16,11 @@
 #include "breaker.h"
 #include "proto.h"
 #include "rl.h"
+#include "units.h"
 
 #define METER_NEVER UINT64_MAX
-#define METER_CUT_EVERY_NS 1000000000ULL  /* at most one multiplicative cut per second */
-#define METER_RAISE_EVERY_NS 100000000ULL /* additive steps: rate_milli / 500 each 100 ms */
+#define METER_CUT_EVERY_NS NS_PER_S             /* at most one multiplicative cut per second */
+#define METER_RAISE_EVERY_NS (100 * NS_PER_MS) /* additive steps: rate_milli / 500 each 100 ms */
 
 /* A level's limits: the ceiling (at most max_rate, burst) and the guarantee
  * (a level served below min_rate is picked first). Settings are persisted by
