@@ -118,10 +118,10 @@ $(BUILD)/include/sluice_errors.h: proto/sluice_errors.h
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 $(LIBSLUICE): $(call obj,$(PROTO_SRC) $(CLIENT_SRC))
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@mkdir -p $(dir $@)

@@ -17,11 +17,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "deliver.h"
 #include "explain.h"
 #include "log.h"
+#include "member.h"
 #include "settings.h"
+#include "units.h"
 
-#define NS_PER_MS 1000000ULL
 #define MAX_SIZE 100000u
 
 /* ---- argument helpers ---- */
@@ -80,9 +82,10 @@ static int cmd_level_list(cmd_ctx *x)
     rows->n = n;
     for (unsigned l = 0; l < n; l++) {
         const queue_level *lv = &b->q.lv[l];
+        const meter_level *ml = &b->meter.lv[l];
         proto_row_level *r = &rows->v[l];
         uint64_t oldest = queue_oldest_ns(&b->q, l);
-        uint64_t tokens = rl_tokens_milli(&lv->ceiling, b->mono_ns);
+        uint64_t tokens = rl_tokens_milli(&ml->ceiling, b->mono_ns);
         *r = (proto_row_level){
             .present = PROTO_ROW_ALL(level),
             .name = {b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])},
@@ -91,11 +94,11 @@ static int cmd_level_list(cmd_ctx *x)
             .paused = (uint64_t)lv->paused,
             .depth = queue_ready(&b->q, l),
             .oldest_ms = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0,
-            .max_rate_milli = lv->max_rate_milli,
-            .min_rate_milli = lv->min_rate_milli,
-            .burst = lv->burst ? lv->burst : 1,
+            .max_rate_milli = ml->max_rate_milli,
+            .min_rate_milli = ml->min_rate_milli,
+            .burst = ml->burst ? ml->burst : 1,
             .tokens_milli = tokens == UINT64_MAX ? 0 : tokens,
-            .eta_ms = bk_eta_ms(b, l),
+            .eta_ms = deliver_eta_ms(b, l),
         };
     }
     return SL_OK;
@@ -108,24 +111,25 @@ static int cmd_level_set(cmd_ctx *x)
     if (rc)
         return rc;
     queue_level *lv = &x->b->q.lv[level];
+    meter_level *ml = &x->b->meter.lv[level];
     if (x->req->present & PF(deadline_ms))
         lv->deadline_ms = x->req->deadline_ms;
     if (x->req->present & PF(aging_ms))
         lv->aging_ms = x->req->aging_ms;
     if (x->req->present & PF(rate_milli))
-        lv->max_rate_milli = x->req->rate_milli;
+        ml->max_rate_milli = x->req->rate_milli;
     if (x->req->present & PF(min_rate_milli))
-        lv->min_rate_milli = x->req->min_rate_milli;
+        ml->min_rate_milli = x->req->min_rate_milli;
     if (x->req->present & PF(burst)) {
         if (x->req->burst > 1000000)
             return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
-        lv->burst = (uint32_t)x->req->burst;
+        ml->burst = (uint32_t)x->req->burst;
     }
-    bk_level_apply(x->b, level);
+    meter_level_apply(&x->b->meter, level, x->b->mono_ns);
     settings_save_level(x->b, level);
     log_info("admin", "level %s: deadline %llu ms, aging step %llu ms, max rate %.3f/s, min rate %.3f/s, burst %u",
              x->b->cfg.level_names[level], (unsigned long long)lv->deadline_ms, (unsigned long long)lv->aging_ms,
-             (double)lv->max_rate_milli / 1000.0, (double)lv->min_rate_milli / 1000.0, lv->burst ? lv->burst : 1);
+             (double)ml->max_rate_milli / 1000.0, (double)ml->min_rate_milli / 1000.0, ml->burst ? ml->burst : 1);
     return SL_OK;
 }
 
@@ -183,7 +187,7 @@ static int cmd_pool_resize(cmd_ctx *x)
         return rc;
     p->size = (uint32_t)x->req->size;
     settings_save_pool(x->b, p);
-    bk_pool_changed(x->b, p);
+    member_pool_changed(x->b, p);
     log_info("admin", "pool %s resized to %u", p->name, p->size);
     return SL_OK;
 }
@@ -229,7 +233,7 @@ static int cmd_pool_autoscale(cmd_ctx *x)
 
 static int cmd_sink_set(cmd_ctx *x)
 {
-    bk_sink *s = &x->b->sink;
+    meter_sink *s = &x->b->meter.sink;
     const proto_msg *m = x->req;
     if ((m->present & PF(burst)) && m->burst > 1000000)
         return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
@@ -239,7 +243,7 @@ static int cmd_sink_set(cmd_ctx *x)
         s->burst = (uint32_t)m->burst;
     if (m->present & PF(max_inflight))
         s->max_inflight = m->max_inflight;
-    bk_sink_apply(x->b);
+    meter_sink_apply(&x->b->meter, x->b->mono_ns);
     settings_save_sink(x->b);
     log_info("admin", "sink: rate %.3f/s, burst %u, in flight at most %llu", (double)s->rate_milli / 1000.0,
              s->burst ? s->burst : 1, (unsigned long long)s->max_inflight);
@@ -249,21 +253,21 @@ static int cmd_sink_set(cmd_ctx *x)
 static int cmd_sink_show(cmd_ctx *x)
 {
     const bk *b = x->b;
-    const bk_sink *s = &b->sink;
+    const meter_sink *s = &b->meter.sink;
     proto_msg *r = x->rep;
     uint64_t tokens = rl_tokens_milli(&s->bucket, b->mono_ns);
     r->present |= PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) | PF(sink_inflight) |
                   PF(tokens_milli) | PF(paused_ms);
     r->rate_milli = s->rate_milli;
-    r->effective_rate_milli = s->effective_milli;
+    r->effective_rate_milli = s->effective_rate_milli;
     r->burst = s->burst ? s->burst : 1;
     r->max_inflight = s->max_inflight;
     r->sink_inflight = s->inflight;
     r->tokens_milli = tokens == UINT64_MAX ? 0 : tokens;
     r->paused_ms = s->paused_until_ns > b->mono_ns ? (s->paused_until_ns - b->mono_ns) / NS_PER_MS : 0;
-    const char *state = breaker_name(s->breaker.state);
+    const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
-    proto_set(r, breaker_trips, s->breaker.trips);
+    proto_set(r, breaker_trips, b->meter.breaker.trips);
     return SL_OK;
 }
 

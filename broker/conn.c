@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "log.h"
 
 static uint64_t rid_hash(const void *rid, size_t len)
@@ -28,7 +29,7 @@ int conn_table_init(conn_table *t)
     memset(t, 0, sizeof *t);
     t->nbuckets = 64;
     t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
-    return t->buckets ? 0 : -1;
+    return t->buckets ? SL_OK : SL_ENOMEM;
 }
 
 void conn_table_fini(conn_table *t)
@@ -73,14 +74,10 @@ conn *conn_require(conn_table *t, const void *rid, size_t rid_len, uint32_t all_
     conn *c = conn_find(t, rid, rid_len);
     if (c)
         return c;
-    if (t->len == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        conn **all = realloc(t->all, cap * sizeof *all);
-        if (!all)
-            return NULL;
-        t->all = all;
-        t->cap = cap;
-    }
+    conn **all = grow_array(t->all, &t->cap, t->len + 1, sizeof *all, 16);
+    if (!all)
+        return NULL;
+    t->all = all;
     c = calloc(1, sizeof *c);
     if (!c)
         return NULL;

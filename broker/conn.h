@@ -40,7 +40,8 @@ typedef struct conn_table {
     size_t rr;             /* round-robin start */
 } conn_table;
 
-/* conn_table_init / conn_table_fini; fini frees every conn. */
+/* conn_table_init makes an empty table: SL_OK or SL_ENOMEM. conn_table_fini
+ * frees every conn (and accepts what a failed init left). */
 int conn_table_init(conn_table *t);
 void conn_table_fini(conn_table *t);
 

@@ -14,8 +14,9 @@
 #include <string.h>
 
 #include "bk.h"
+#include "store.h"
+#include "units.h"
 
-#define NS_PER_MS 1000000ULL
 #define FIND_LIMIT 10000000ULL
 
 /* why_waiting writes why a ready message at position pos of level is not out. */

@@ -1,11 +1,17 @@
 /*
  * handle.c - the handler table, derived from PROTO_MSGS.
  *
- * Each handler checks what only the broker can check (level numbers against
- * the configuration, sizes against the broker's limits, tokens against the
- * lease table), calls the module that does the work, and queues the reply.
- * Replies leave after the loop's commit, so a PUT_OK or an OK for an ACK is
- * never seen before its effect is durable.
+ * Each handler checks what the message alone cannot tell (level numbers in a
+ * HELLO, tokens against the lease table), calls the module that does the
+ * work (admit for PUT, settle for ACK, NACK, THROTTLED, REJECT, TOUCH and
+ * BYE, member for pools, admin, stats) and queues the reply. A handler
+ * routes; it does no work of its own.
+ *
+ * When replies leave: PUT_OK and errors to PUT, and ADMIN_OK, after the
+ * pass's commit (a publish or a setting is confirmed once durable); the OK to
+ * an ACK at once, before its delete is committed, unless ack_flush_ms is 0
+ * (then after the commit); everything else at once. An ACK whose delete is
+ * lost in a crash only means a redelivery, which at-least-once allows.
  *
  * Bad input is counted and logged at a limited rate (the first ten, then one
  * in a thousand), so a misbehaving client cannot flood the log.
@@ -16,12 +22,13 @@
 #include <string.h>
 
 #include "admin.h"
-#include "settings.h"
-#include "stats.h"
+#include "admit.h"
 #include "log.h"
-
-#define NS_PER_MS 1000000ULL
-#define MAX_LEASE_MS (24ULL * 3600 * 1000)
+#include "member.h"
+#include "net.h"
+#include "settings.h"
+#include "settle.h"
+#include "stats.h"
 
 typedef void (*handler_fn)(bk *b, const net_in *in, const proto_msg *m);
 
@@ -45,32 +52,42 @@ static net_when when_for(const bk *b, const proto_msg *m)
     return NET_NOW;
 }
 
+/* reply queues m for the peer rid (a failure is counted and dropped). */
+static void reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m, net_when when)
+{
+    if (net_queue(b->net, rid, rid_len, m, 0, when) != SL_OK)
+        b->tx_failed++;
+}
+
+/* reply_error queues ERROR {code, msg, seq (when has_seq)}. */
+static void reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint64_t seq, int code,
+                        const char *msg, net_when when)
+{
+    proto_msg m;
+    proto_init(&m, PROTO_ERROR);
+    if (has_seq)
+        proto_set(&m, seq, seq);
+    proto_set(&m, code, (uint64_t)code);
+    proto_set_str(&m, PROTO_F_msg, msg, strnlen(msg, PROTO_MAX_STR));
+    if (code == SL_ENOSPC)
+        proto_set(&m, retry_ms, 1000);
+    reply(b, rid, rid_len, &m, when);
+}
+
 static void reply_err(bk *b, const net_in *in, const proto_msg *m, int code, const char *msg)
 {
-    bk_reply_error(b, in->rid, in->rid_len, (m->present & PF(seq)) != 0, m->seq, code, msg, when_for(b, m));
+    reply_error(b, in->rid, in->rid_len, (m->present & PF(seq)) != 0, m->seq, code, msg, when_for(b, m));
 }
 
 static void reply_ok(bk *b, const net_in *in, const proto_msg *req, proto_msg *rep)
 {
     proto_set(rep, seq, req->seq);
-    bk_reply(b, in->rid, in->rid_len, rep, when_for(b, req));
-}
-
-/* member returns the conn for this peer, creating it in the default pool. */
-static conn *member(bk *b, const net_in *in)
-{
-    conn *c = conn_require(&b->conns, in->rid, in->rid_len, b->all_mask);
-    if (c && !c->pool) {
-        pool *p = pool_require(&b->pools, "default", 7, b->all_mask);
-        if (p)
-            bk_join_pool(b, c, p);
-    }
-    return c;
+    reply(b, in->rid, in->rid_len, rep, when_for(b, req));
 }
 
 static void add_credit(bk *b, const net_in *in, uint64_t n)
 {
-    conn *c = member(b, in);
+    conn *c = member_require(b, in->rid, in->rid_len);
     if (!c)
         return;
     c->credit = c->credit + n > BK_CREDIT_CAP ? BK_CREDIT_CAP : c->credit + n;
@@ -129,7 +146,7 @@ static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
         return SL_ENOMEM;
     }
     c->levels_mask = mask; /* it is served the levels it asked for that its pool serves */
-    bk_join_pool(b, c, p);
+    member_join(b, c, p);
     if (m->present & PF(credit))
         add_credit(b, in, m->credit);
     return SL_OK;
@@ -153,86 +170,18 @@ static void welcome(bk *b, const net_in *in, const proto_msg *m)
 static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
 {
     char text[160];
-    uint64_t level = (m->present & PF(level)) ? m->level : b->cfg.default_level;
-    if (b->cfg.ntag_rules && m->tag.len && (!(m->present & PF(level)) || b->cfg.tag_rules_override)) {
-        char tag[PROTO_MAX_TAG + 1];
-        memcpy(tag, m->tag.ptr, m->tag.len);
-        tag[m->tag.len] = '\0';
-        int ruled = bk_level_rule(b, tag);
-        if (ruled >= 0)
-            level = (uint64_t)ruled;
-    }
-    if (level >= b->cfg.levels) {
-        snprintf(text, sizeof text, "level %llu does not exist; levels are 0..%u",
-                 (unsigned long long)level, b->cfg.levels - 1);
-        reply_err(b, in, m, SL_ENOLEVEL, text);
-        return;
-    }
-    if (m->body.len > b->cfg.max_body) {
-        snprintf(text, sizeof text, "body of %u bytes exceeds max_body %u", m->body.len, b->cfg.max_body);
-        reply_err(b, in, m, SL_ETOOBIG, text);
-        return;
-    }
-    if (m->present & PF(key)) {
-        uint64_t first;
-        int found = m->key.len ? store_idem_get(b->st, m->key.ptr, m->key.len, b->wall_ns, &first) : SL_EINVAL;
-        if (found == SL_OK) { /* a repeat within the window: the original id, nothing stored */
-            proto_msg r;
-            proto_init(&r, PROTO_PUT_OK);
-            proto_set(&r, id, first);
-            proto_set(&r, duplicate, 1);
-            reply_ok(b, in, m, &r);
-            return;
-        }
-        if (found != SL_ENOTFOUND) {
-            reply_err(b, in, m, found, found == SL_EINVAL ? "the idempotency key is empty" : proto_strerror(found));
-            return;
-        }
-    }
-    if (store_used_bytes(b->st) / 100 * 100 > store_map_bytes(b->st) / 100 * b->cfg.soft_limit_pct) {
-        reply_err(b, in, m, SL_ENOSPC, "storage is at its soft limit; retry after consumers drain");
-        return;
-    }
-    const queue_level *lv = &b->q.lv[level];
-    if (b->cfg.level_max_messages && lv->count + lv->delayed >= b->cfg.level_max_messages) {
-        snprintf(text, sizeof text, "level %s is full: %llu messages (the limit)", b->cfg.level_names[level],
-                 (unsigned long long)b->cfg.level_max_messages);
-        reply_err(b, in, m, SL_EFULL, text);
-        return;
-    }
-    if (b->cfg.level_max_bytes && store_level_bytes(b->st, (unsigned)level) >= b->cfg.level_max_bytes) {
-        snprintf(text, sizeof text, "level %s is full: %llu bytes on disk (the limit)", b->cfg.level_names[level],
-                 (unsigned long long)b->cfg.level_max_bytes);
-        reply_err(b, in, m, SL_EFULL, text);
-        return;
-    }
-    if ((m->present & PF(cost)) && (m->cost == 0 || m->cost > UINT32_MAX)) {
-        reply_err(b, in, m, SL_EINVAL, "cost must be from 1 to 4294967295");
-        return;
-    }
-    store_rec rec = {
-        .id = store_next_id(b->st),
-        .enq_ns = b->wall_ns,
-        .cost = (m->present & PF(cost)) ? (uint32_t)m->cost : 1,
-        .expires_ns = (m->present & PF(ttl_ms)) && m->ttl_ms ? b->wall_ns + m->ttl_ms * NS_PER_MS : 0,
-        .level = (uint8_t)level,
-        .tag = m->tag.ptr,
-        .tag_len = m->tag.len,
-        .body = m->body.ptr,
-        .body_len = m->body.len,
-    };
-    int rc = (m->present & PF(delay_ms)) && m->delay_ms
-                 ? queue_append_delayed(&b->q, &rec, b->wall_ns + m->delay_ms * NS_PER_MS)
-                 : queue_append(&b->q, &rec);
-    if (rc == SL_OK && (m->present & PF(key))) /* committed with the message */
-        rc = store_idem_put(b->st, m->key.ptr, m->key.len, rec.id, b->wall_ns + b->cfg.idem_window_ms * NS_PER_MS);
+    uint64_t id = 0;
+    int duplicate;
+    int rc = admit_put(b, m, &id, &duplicate, text, sizeof text);
     if (rc != SL_OK) {
-        reply_err(b, in, m, rc, proto_strerror(rc));
+        reply_err(b, in, m, rc, text);
         return;
     }
     proto_msg r;
     proto_init(&r, PROTO_PUT_OK);
-    proto_set(&r, id, rec.id);
+    proto_set(&r, id, id);
+    if (duplicate)
+        proto_set(&r, duplicate, 1);
     reply_ok(b, in, m, &r);
 }
 
@@ -257,7 +206,7 @@ static void h_ACK(bk *b, const net_in *in, const proto_msg *m)
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    int rc = bk_ack(b, l);
+    int rc = settle_ack(b, l);
     if (rc != SL_OK) {
         reply_err(b, in, m, rc, proto_strerror(rc));
         return;
@@ -272,7 +221,7 @@ static void h_NACK(bk *b, const net_in *in, const proto_msg *m)
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    bk_end_lease(b, l, BK_END_NACK, (m->present & PF(delay_ms)) ? m->delay_ms : 0);
+    settle_end_lease(b, l, SETTLE_END_NACK, (m->present & PF(delay_ms)) ? m->delay_ms : 0);
     proto_msg r;
     proto_init(&r, PROTO_OK);
     reply_ok(b, in, m, &r);
@@ -285,7 +234,7 @@ static void h_THROTTLED(bk *b, const net_in *in, const proto_msg *m)
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    bk_throttled(b, l, (m->present & PF(retry_ms)) ? m->retry_ms : 0);
+    settle_throttled(b, l, (m->present & PF(retry_ms)) ? m->retry_ms : 0);
     proto_msg r;
     proto_init(&r, PROTO_OK);
     reply_ok(b, in, m, &r);
@@ -298,7 +247,7 @@ static void h_REJECT(bk *b, const net_in *in, const proto_msg *m)
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    bk_reject(b, l, m->msg.ptr, m->msg.len);
+    settle_reject(b, l, m->msg.ptr, m->msg.len);
     proto_msg r;
     proto_init(&r, PROTO_OK);
     reply_ok(b, in, m, &r);
@@ -309,10 +258,7 @@ static void h_TOUCH(bk *b, const net_in *in, const proto_msg *m)
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    uint64_t ms = (m->present & PF(lease_ms)) && m->lease_ms ? m->lease_ms : b->cfg.lease_ms;
-    if (ms > MAX_LEASE_MS)
-        ms = MAX_LEASE_MS;
-    lease_extend(&b->leases, l, b->mono_ns + ms * NS_PER_MS);
+    uint64_t ms = settle_touch(b, l, (m->present & PF(lease_ms)) ? m->lease_ms : 0);
     proto_msg r;
     proto_init(&r, PROTO_OK);
     proto_set(&r, lease_ms, ms);
@@ -333,7 +279,7 @@ static void h_BYE(bk *b, const net_in *in, const proto_msg *m)
 {
     conn *c = conn_find(&b->conns, in->rid, in->rid_len);
     if (c)
-        bk_drop_conn(b, c, BK_END_LEFT);
+        settle_drop_conn(b, c, SETTLE_END_LEFT);
     if (m->present & PF(seq)) {
         proto_msg r;
         proto_init(&r, PROTO_OK);
@@ -360,7 +306,7 @@ static void h_PING(bk *b, const net_in *in, const proto_msg *m)
     proto_init(&r, PROTO_PONG);
     if (m->present & PF(seq))
         proto_set(&r, seq, m->seq);
-    bk_reply(b, in->rid, in->rid_len, &r, NET_NOW);
+    reply(b, in->rid, in->rid_len, &r, NET_NOW);
 }
 
 static void h_PONG(bk *b, const net_in *in, const proto_msg *m)
@@ -391,7 +337,7 @@ void handle_message(bk *b, const net_in *in)
     const char *why = NULL;
     if (in->frames != 1) {
         log_bad(b, "framing", "expected exactly one frame after the routing id");
-        bk_reply_error(b, in->rid, in->rid_len, 0, 0, SL_EPROTO,
+        reply_error(b, in->rid, in->rid_len, 0, 0, SL_EPROTO,
                        "expected exactly one frame (a msgpack map) per message", NET_NOW);
         return;
     }

@@ -1,9 +1,16 @@
 /*
- * log.h - leveled logging to stderr for the broker.
+ * log.h - leveled logging to stderr for the broker (and the tests that link
+ * its modules).
  *
- * One line per event: "2026-11-21T10:00:00.123Z sluiced[pid] LEVEL module: text".
- * log_fatal logs and aborts: it is for broken invariants only, never for bad
- * input from the network.
+ * One line per event, written with one write(2) and cut at 1 KiB:
+ * "2026-11-21T10:00:00.123Z sluiced[pid] LEVEL module: text". The timestamp
+ * is the wall clock, read here: the one clock read outside the loop, and it
+ * only labels lines. Pure modules (meter, rl, disp, breaker, tmr) do not log;
+ * they return what happened and their caller logs it.
+ *
+ * SL_ASSERT logs the broken invariant with file and line and aborts: it is
+ * for broken invariants only, never for bad input from the network (that gets
+ * an error reply and a counter).
  */
 #ifndef SLUICE_LOG_H
 #define SLUICE_LOG_H

@@ -1,11 +1,12 @@
 /*
  * loop.c - one thread, one pass at a time.
  *
- * A pass: compute the timeout to the next timer; wait for input; receive up to
- * RECV_BATCH messages without blocking and handle each (handlers only change
- * memory and the open write transaction); run due timers; dispatch; commit
- * the write transaction once (group commit: every publish of the pass shares
- * one fsync); and only then send the confirmations the pass produced.
+ * A pass: compute the timeout to the next timer (cron_next_wake); wait for
+ * input; receive up to RECV_BATCH messages without blocking and handle each
+ * (handlers only change memory and the open write transaction); run due
+ * timers (cron_tick); dispatch (deliver_dispatch); commit the write
+ * transaction once (group commit: every publish of the pass shares one
+ * fsync); and only then send the confirmations the pass produced.
  * While a commit is running, new requests wait in ZeroMQ's queue and form
  * the next batch, so batches grow with load by themselves.
  *
@@ -30,18 +31,24 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "cron.h"
+#include "deliver.h"
 #include "handle.h"
+#include "net.h"
+#include "settle.h"
+#include "store.h"
+#include "units.h"
 #include "log.h"
 
 #define RECV_BATCH 4096
 #define DISPATCH_BATCH 4096
-#define MAX_WAIT_NS 1000000000ULL
+#define MAX_WAIT_NS NS_PER_S
 
 static uint64_t read_clock(clockid_t id)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t loop_now_mono(void)
@@ -65,7 +72,7 @@ static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) || net_queued(b->net, NET_AFTER_COMMIT))
         return 0;
-    uint64_t wake = bk_next_wake(b);
+    uint64_t wake = cron_next_wake(b);
     if (wake <= b->mono_ns)
         return 0;
     uint64_t ns = wake - b->mono_ns;
@@ -92,7 +99,7 @@ static int wait_input(void *sock, uint64_t timeout_ns)
     if ((events & ZMQ_POLLIN) || timeout_ns == 0)
         return 0;
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    struct timespec ts = {(time_t)(timeout_ns / 1000000000ULL), (long)(timeout_ns % 1000000000ULL)};
+    struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
     if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
         log_error("loop", "poll failed: %s", strerror(errno));
         return -1;
@@ -105,8 +112,8 @@ static int wait_input(void *sock, uint64_t timeout_ns)
  * SL_OK or the commit's error. */
 static int end_pass(bk *b, int force)
 {
-    net_flush(b->net, NET_NOW, bk_send_failed, b);
-    if (!force && !bk_commit_due(b))
+    net_flush(b->net, NET_NOW, settle_send_failed, b);
+    if (!force && !cron_commit_due(b))
         return SL_OK;
     int rc = store_commit(b->st);
     b->dirty_since_ns = 0;
@@ -119,8 +126,8 @@ static int end_pass(bk *b, int force)
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }
-    bk_between_commits(b); /* no transaction is open now */
-    net_flush(b->net, NET_AFTER_COMMIT, bk_send_failed, b);
+    cron_between_commits(b); /* no transaction is open now */
+    net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     return SL_OK;
 }
 
@@ -139,8 +146,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         set_clock(b);
         for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
             handle_message(b, &in);
-        bk_tick(b);
-        bk_dispatch(b, DISPATCH_BATCH);
+        cron_tick(b);
+        deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
     }

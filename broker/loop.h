@@ -1,5 +1,5 @@
 /*
- * loop.h - the event loop: the only zmq_poll and the only clock reads.
+ * loop.h - the event loop: the only wait for input and the only clock reads.
  */
 #ifndef SLUICE_LOOP_H
 #define SLUICE_LOOP_H

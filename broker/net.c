@@ -19,6 +19,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "grow.h"
 #include "log.h"
 
 typedef struct out_rec {
@@ -42,20 +43,48 @@ struct net {
     outq q[2]; /* NET_NOW, NET_AFTER_COMMIT */
 };
 
+/* sl_from_zmq maps a zmq_errno() from setting up the socket to the error
+ * list: an endpoint that is malformed, names an unknown transport or a
+ * missing interface is SL_EINVAL; one in use is SL_ESTATE (the machine's
+ * state, not the request, is at fault); exhausted memory, descriptors or
+ * sockets are SL_ENOMEM; anything else SL_EIO. */
+static int sl_from_zmq(int e)
+{
+    switch (e) {
+    case EINVAL: case EPROTONOSUPPORT: case ENODEV: case EADDRNOTAVAIL: case ENOCOMPATPROTO:
+        return SL_EINVAL;
+    case EADDRINUSE:
+        return SL_ESTATE;
+    case ENOMEM: case EMFILE: case ENFILE: case ENOBUFS:
+        return SL_ENOMEM;
+    default:
+        return SL_EIO;
+    }
+}
+
 int net_open(const net_cfg *cfg, net **out)
 {
+    int rc = SL_ENOMEM;
     net *n = calloc(1, sizeof *n);
     if (!n)
         return SL_ENOMEM;
     int one = 1, hwm = 100000, linger = 1000;
-    int64_t maxmsg = (int64_t)cfg->max_body + 64 * 1024;
+    int64_t maxmsg = (int64_t)cfg->max_body_bytes + 64 * 1024;
     int hb = cfg->heartbeat_ms, hb_timeout = 3 * cfg->heartbeat_ms;
     n->ctx = zmq_ctx_new();
-    if (!n->ctx)
+    if (!n->ctx) {
+        int e = zmq_errno();
+        log_error("net", "cannot create a ZeroMQ context: %s", zmq_strerror(e));
+        rc = sl_from_zmq(e);
         goto fail;
+    }
     n->sock = zmq_socket(n->ctx, ZMQ_ROUTER);
-    if (!n->sock)
+    if (!n->sock) {
+        int e = zmq_errno();
+        log_error("net", "cannot create the socket: %s", zmq_strerror(e));
+        rc = sl_from_zmq(e);
         goto ctx_term;
+    }
     if (zmq_setsockopt(n->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) ||
         zmq_setsockopt(n->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
         zmq_setsockopt(n->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
@@ -64,11 +93,15 @@ int net_open(const net_cfg *cfg, net **out)
         zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb) ||
         zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_TIMEOUT, &hb_timeout, sizeof hb_timeout) ||
         zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_TTL, &hb_timeout, sizeof hb_timeout)) {
-        log_error("net", "cannot configure the socket: %s", zmq_strerror(zmq_errno()));
+        int e = zmq_errno();
+        log_error("net", "cannot configure the socket: %s", zmq_strerror(e));
+        rc = sl_from_zmq(e);
         goto sock_close;
     }
     if (zmq_bind(n->sock, cfg->endpoint) != 0) {
-        log_error("net", "cannot listen on %s: %s", cfg->endpoint, zmq_strerror(zmq_errno()));
+        int e = zmq_errno();
+        log_error("net", "cannot listen on %s: %s", cfg->endpoint, zmq_strerror(e));
+        rc = sl_from_zmq(e);
         goto sock_close;
     }
     zmq_msg_init(&n->rid);
@@ -83,7 +116,7 @@ ctx_term:
     zmq_ctx_term(n->ctx);
 fail:
     free(n);
-    return SL_EINVAL;
+    return rc;
 }
 
 void net_close(net **np)
@@ -153,27 +186,17 @@ int net_recv(net *n, net_in *in)
 int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when)
 {
     outq *q = &n->q[when == NET_AFTER_COMMIT];
-    if (q->nrecs == q->caprecs) {
-        size_t cap = q->caprecs ? q->caprecs * 2 : 256;
-        out_rec *r = realloc(q->recs, cap * sizeof *r);
-        if (!r)
-            return SL_ENOMEM;
-        q->recs = r;
-        q->caprecs = cap;
-    }
+    out_rec *r = grow_array(q->recs, &q->caprecs, q->nrecs + 1, sizeof *r, 256);
+    if (!r)
+        return SL_ENOMEM;
+    q->recs = r;
     size_t start = q->arena.len;
     /* the routing id goes first, through the same growth path as the body */
     proto_wbuf *a = &q->arena;
-    if (a->cap - a->len < rid_len) {
-        size_t cap = a->cap ? a->cap : 4096;
-        while (cap - a->len < rid_len)
-            cap *= 2;
-        char *p = realloc(a->data, cap);
-        if (!p)
-            return SL_ENOMEM;
-        a->data = p;
-        a->cap = cap;
-    }
+    char *p = grow_array(a->data, &a->cap, a->len + rid_len, 1, 4096);
+    if (!p)
+        return SL_ENOMEM;
+    a->data = p;
     memcpy(a->data + a->len, rid, rid_len);
     a->len += rid_len;
     int rc = proto_encode(m, a);

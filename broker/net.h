@@ -23,7 +23,7 @@ typedef enum net_when { NET_NOW = 0, NET_AFTER_COMMIT = 1 } net_when;
 
 typedef struct net_cfg {
     const char *endpoint;
-    size_t max_body;       /* ZMQ_MAXMSGSIZE = max_body + 64 KiB */
+    size_t max_body_bytes; /* ZMQ_MAXMSGSIZE = max_body_bytes + 64 KiB */
     int heartbeat_ms;      /* ZMTP heartbeats */
 } net_cfg;
 
@@ -41,8 +41,10 @@ typedef struct net_in {
  * what net_queue was given (0 for plain replies). */
 typedef void (*net_fail_fn)(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
 
-/* net_open creates the context and socket and binds. Returns SL_OK, or
- * SL_EINVAL (bad or busy endpoint, logged). */
+/* net_open creates the context and socket and binds (failures logged).
+ * Returns SL_OK; SL_EINVAL for a malformed endpoint, an unknown transport or
+ * a missing interface; SL_ESTATE when the endpoint is in use; SL_ENOMEM when
+ * memory, descriptors or sockets run out; SL_EIO otherwise. */
 int net_open(const net_cfg *cfg, net **out);
 
 /* net_close closes with a short linger so that queued replies leave. */

@@ -167,9 +167,14 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
     return SL_OK;
 }
 
-int queue_expire(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns)
+int queue_expire(queue *q, unsigned level, uint64_t key, uint64_t id, const char *reason, uint64_t now_ns)
 {
-    int rc = store_bury(q->st, level, key, reason, now_ns);
+    store_rec rec;
+    int rc = store_get(q->st, level, key, &rec);
+    if (rc == SL_OK && rec.id != id)
+        rc = SL_ENOTFOUND; /* moved: the key holds another message now */
+    if (rc == SL_OK)
+        rc = store_bury(q->st, level, key, reason, now_ns);
     if (rc == SL_OK) {
         q->lv[level].count--;
         q->lv[level].dead++;
@@ -177,6 +182,52 @@ int queue_expire(queue *q, unsigned level, uint64_t key, const char *reason, uin
         q->lv[level].head_known = 0;
     }
     return rc;
+}
+
+int queue_expire_delayed(queue *q, uint64_t due_ns, uint64_t id, const char *reason, uint64_t now_ns)
+{
+    unsigned level;
+    int rc = store_bury_delayed(q->st, due_ns, id, reason, now_ns, &level);
+    if (rc == SL_OK && level < q->nlevels) {
+        q->lv[level].delayed--;
+        q->lv[level].dead++;
+    }
+    return rc;
+}
+
+int queue_ttl_next(queue *q, uint64_t now_ns, queue_ttl_item *out)
+{
+    return store_ttl_next(q->st, now_ns, out);
+}
+
+uint64_t queue_next_id(queue *q)
+{
+    return store_next_id(q->st);
+}
+
+int queue_committed(const queue *q, unsigned level, uint64_t key)
+{
+    return store_key_committed(q->st, level, key);
+}
+
+uint64_t queue_level_bytes(queue *q, unsigned level)
+{
+    return store_level_bytes(q->st, level);
+}
+
+int queue_idem_get(queue *q, const void *key, size_t len, uint64_t now_ns, uint64_t *id)
+{
+    return store_idem_get(q->st, key, len, now_ns, id);
+}
+
+int queue_idem_put(queue *q, const void *key, size_t len, uint64_t id, uint64_t expires_ns)
+{
+    return store_idem_put(q->st, key, len, id, expires_ns);
+}
+
+unsigned queue_idem_forget(queue *q, uint64_t now_ns, unsigned max)
+{
+    return store_idem_expire(q->st, now_ns, max);
 }
 
 int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns)

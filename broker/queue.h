@@ -8,6 +8,12 @@
  * record below cursor is leased. So taking the next message is one heap pop or
  * one B-tree seek, never a scan, and a broker restart (cursor 0, heap empty)
  * makes every record ready again in key order.
+ *
+ * queue is the only caller of the store's message operations (append, take,
+ * settle, return, bury, expire, delay, the TTL index, idempotency keys, level
+ * sizes): whoever changes a message changes the counters with it. The store's
+ * commit, its settings blobs and the read-only lookups of explain are used
+ * directly by loop, settings and explain.
  */
 #ifndef SLUICE_QUEUE_H
 #define SLUICE_QUEUE_H
@@ -15,7 +21,6 @@
 #include <stdint.h>
 
 #include "proto.h"
-#include "rl.h"
 #include "store.h"
 #include "tmr.h"
 
@@ -28,16 +33,11 @@ typedef struct queue_level {
     uint64_t head_ns;   /* cached: enqueue time of the next message to leave */
     uint32_t head_cost; /* cached: its cost */
     int head_known;     /* head_ns and head_cost are valid */
-    /* scheduling settings (admin.c persists them) */
+    /* scheduling settings (settings.c persists them; rates live in meter.h) */
     uint64_t deadline_ms, aging_ms;
     int paused;
-    /* metering: settings (persisted) and buckets (memory) */
-    uint64_t max_rate_milli, min_rate_milli;
-    uint32_t burst;
-    rl_bucket ceiling;  /* max_rate, burst */
-    rl_bucket guarantee;/* min_rate, burst 1: tokens while served below it */
     double cost_avg;    /* smoothed cost of appended messages, for the ETA */
-    uint64_t throttled;
+    uint64_t throttled; /* deliveries the sink refused (THROTTLED) */
     tmr returned;       /* ready keys below cursor (at = key) */
     /* counters since start */
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
@@ -85,9 +85,46 @@ int queue_settle(queue *q, unsigned level, uint64_t key);
  * attempt count), at once (due_ns == 0) or delayed until due_ns (wall). */
 int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint64_t due_ns);
 
-/* queue_expire moves a ready (not leased) message to its level's dead
- * letters: its time to live ran out while it waited. */
-int queue_expire(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns);
+/* queue_expire moves the ready (not leased) message id at key of level to
+ * its level's dead letters: its time to live ran out while it waited.
+ * SL_ENOTFOUND when no record with that id is there any more (a stale
+ * index entry). */
+int queue_expire(queue *q, unsigned level, uint64_t key, uint64_t id, const char *reason, uint64_t now_ns);
+
+/* queue_expire_delayed moves delayed message id, due at due_ns, to its
+ * level's dead letters. SL_ENOTFOUND when it is no longer delayed there. */
+int queue_expire_delayed(queue *q, uint64_t due_ns, uint64_t id, const char *reason, uint64_t now_ns);
+
+/* An entry of the expiry index (store_ttl_item): where is a level (loc: the
+ * order key) or QUEUE_TTL_DELAYED (loc: the due time). May be stale. */
+typedef store_ttl_item queue_ttl_item;
+#define QUEUE_TTL_DELAYED STORE_TTL_DELAYED
+
+/* queue_ttl_next takes the earliest expiry-index entry due at now_ns (wall)
+ * into *out. SL_ENOTFOUND when none is due. */
+int queue_ttl_next(queue *q, uint64_t now_ns, queue_ttl_item *out);
+
+/* queue_next_id returns a new message id (persisted with the pass). */
+uint64_t queue_next_id(queue *q);
+
+/* queue_committed tells whether the record at key of level is durable (a
+ * DELIVER of it may leave before the pass's commit). */
+int queue_committed(const queue *q, unsigned level, uint64_t key);
+
+/* queue_level_bytes returns the bytes of pages level occupies on disk. */
+uint64_t queue_level_bytes(queue *q, unsigned level);
+
+/* queue_idem_get finds an idempotency key still within its window at now_ns
+ * (wall): SL_OK with the id it first named, or SL_ENOTFOUND. */
+int queue_idem_get(queue *q, const void *key, size_t len, uint64_t now_ns, uint64_t *id);
+
+/* queue_idem_put records key -> id until expires_ns, committed with the
+ * message it names. Keys are 1..255 bytes (SL_EINVAL otherwise). */
+int queue_idem_put(queue *q, const void *key, size_t len, uint64_t id, uint64_t expires_ns);
+
+/* queue_idem_forget forgets at most max keys whose window ended by now_ns;
+ * returns how many. */
+unsigned queue_idem_forget(queue *q, uint64_t now_ns, unsigned max);
 
 /* queue_bury moves a leased message to its level's dead letters. */
 int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns);

@@ -26,7 +26,7 @@ typedef struct rec_msg {
     uint64_t enq_ns;      /* wall-clock ns when first enqueued */
     uint64_t expires_ns;  /* wall-clock ns, 0 = never (reserved for TTL) */
     uint32_t attempt;     /* deliveries charged so far */
-    uint32_t cost;        /* reserved for metering; 1 by default */
+    uint32_t cost;        /* units charged to the sink and level buckets; 1 by default */
     uint8_t level;
     const char *tag;
     uint32_t tag_len;

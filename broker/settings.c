@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "bk.h"
+#include "store.h"
 #include "log.h"
 
 #define LEVEL_REC_V1 24
@@ -47,12 +48,13 @@ void settings_save_level(bk *b, unsigned level)
     unsigned char r[LEVEL_REC] = {2};
     char key[16];
     const queue_level *lv = &b->q.lv[level];
+    const meter_level *ml = &b->meter.lv[level];
     r[1] = lv->paused ? 1 : 0;
-    put32(r + 4, lv->burst);
+    put32(r + 4, ml->burst);
     put64(r + 8, lv->deadline_ms);
     put64(r + 16, lv->aging_ms);
-    put64(r + 24, lv->max_rate_milli);
-    put64(r + 32, lv->min_rate_milli);
+    put64(r + 24, ml->max_rate_milli);
+    put64(r + 32, ml->min_rate_milli);
     snprintf(key, sizeof key, "level/%02u", level);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the settings of level %u", level);
@@ -86,22 +88,23 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     if (level >= b->cfg.levels)
         return; /* kept for when the level comes back */
     queue_level *lv = &b->q.lv[level];
+    meter_level *ml = &b->meter.lv[level];
     lv->paused = r[1] & 1;
     lv->deadline_ms = get64(r + 8);
     lv->aging_ms = get64(r + 16);
     if (r[0] == 2) {
-        lv->burst = get32(r + 4);
-        lv->max_rate_milli = get64(r + 24);
-        lv->min_rate_milli = get64(r + 32);
+        ml->burst = get32(r + 4);
+        ml->max_rate_milli = get64(r + 24);
+        ml->min_rate_milli = get64(r + 32);
     }
 }
 
 void settings_save_sink(bk *b)
 {
     unsigned char r[SINK_REC] = {1};
-    put32(r + 4, b->sink.burst);
-    put64(r + 8, b->sink.rate_milli);
-    put64(r + 16, b->sink.max_inflight);
+    put32(r + 4, b->meter.sink.burst);
+    put64(r + 8, b->meter.sink.rate_milli);
+    put64(r + 16, b->meter.sink.max_inflight);
     if (store_meta_put(b->st, "sink", r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the sink settings");
 }
@@ -116,9 +119,9 @@ static void load_sink(void *ctx, const char *key, size_t key_len, const void *va
         log_warn("settings", "ignoring an unreadable sink setting (%zu bytes)", len);
         return;
     }
-    b->sink.burst = get32(r + 4);
-    b->sink.rate_milli = get64(r + 8);
-    b->sink.max_inflight = get64(r + 16);
+    b->meter.sink.burst = get32(r + 4);
+    b->meter.sink.rate_milli = get64(r + 8);
+    b->meter.sink.max_inflight = get64(r + 16);
 }
 
 static void load_pool(void *ctx, const char *key, size_t key_len, const void *val, size_t len)

@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "bk.h"
+#include "deliver.h"
+#include "member.h"
+#include "units.h"
 
-#define NS_PER_MS 1000000ULL
 
 void stats_fill(bk *b, proto_msg *r)
 {
@@ -43,14 +45,14 @@ void stats_fill(bk *b, proto_msg *r)
             .picks_overdue = b->picks[l][DISP_OVERDUE],
             .picks_guaranteed = b->picks[l][DISP_GUARANTEED],
             .throttled = lv->throttled,
-            .eta_ms = bk_eta_ms(b, l),
+            .eta_ms = deliver_eta_ms(b, l),
         };
     }
-    const char *state = breaker_name(b->sink.breaker.state);
+    const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
-    proto_set(r, breaker_trips, b->sink.breaker.trips);
+    proto_set(r, breaker_trips, b->meter.breaker.trips);
     proto_set(r, uptime_ms, (b->mono_ns - b->started_mono_ns) / NS_PER_MS);
-    proto_set(r, consumers, bk_consumers(b));
+    proto_set(r, consumers, member_consumers(b));
     proto_set(r, rx_bad, b->rx_bad);
     proto_set(r, tx_failed, b->tx_failed);
 }

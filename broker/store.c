@@ -2,8 +2,8 @@
  * store.c - the LMDB environment: opening it, the checks that guard a data
  * directory at open, group commit, and the wrappers through which every
  * record read and write goes. Records are encoded, sealed and checked by
- * rec.c; store_msg.c and store_aux.c decide where they live, through the
- * helpers here (declared in store_int.h).
+ * rec.c; store_msg.c, store_meta.c, store_idem.c and store_ttl.c decide
+ * where they live, through the helpers here (declared in store_int.h).
  *
  * Only the store's own files (store*.c, store_int.h) include lmdb.h. This
  * file owns one environment, its named databases (listed in store.h) and at
@@ -48,6 +48,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "grow.h"
 #include "log.h"
 #include "rec.h"
 #include "store_int.h"
@@ -125,15 +126,12 @@ int store_decode(store *s, MDB_dbi dbi, const MDB_val *v, uint64_t key, store_re
 
 int store_scratch_copy(store *s, const MDB_val *v, size_t extra, MDB_val *copy)
 {
-    if (v->mv_size + extra > s->scratch_bytes) {
-        unsigned char *p = realloc(s->scratch, v->mv_size + extra);
-        if (!p) {
-            log_error("store", "out of memory copying a record of %zu bytes", v->mv_size);
-            return SL_ENOMEM;
-        }
-        s->scratch = p;
-        s->scratch_bytes = v->mv_size + extra;
+    unsigned char *p = grow_array(s->scratch, &s->scratch_bytes, v->mv_size + extra, 1, 4096);
+    if (!p) {
+        log_error("store", "out of memory copying a record of %zu bytes", v->mv_size);
+        return SL_ENOMEM;
     }
+    s->scratch = p;
     memcpy(s->scratch, v->mv_data, v->mv_size);
     copy->mv_data = s->scratch;
     copy->mv_size = v->mv_size;

@@ -36,8 +36,15 @@
  * confirm anything from that pass.
  *
  * The module's files: store.c (the environment, open, the pass, space),
- * store_msg.c (messages), store_aux.c (settings, lookups, publishing
- * extras); store_int.h is what they share, for them only.
+ * store_msg.c (messages, delayed ones included), store_meta.c (settings
+ * blobs, lookups, level sizes), store_idem.c (idempotency keys), store_ttl.c
+ * (the expiry index); store_int.h is what they share, for them only.
+ *
+ * Callers: queue.c is the only caller of the message operations (messages,
+ * delayed, idempotency keys, the expiry index, level sizes). Others may use
+ * the pass (store_commit, store_dirty: loop, cron), space (cron, admit),
+ * the settings blobs (settings.c) and explain's read-only lookups
+ * (store_find, store_delayed_find, store_dead_get).
  */
 #ifndef SLUICE_STORE_H
 #define SLUICE_STORE_H
@@ -179,10 +186,11 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
  * counts[0..levels). O(delayed); called once at open. */
 void store_delayed_counts(store *s, uint64_t *counts);
 
-/* ---- settings and lookups for administration (store_aux.c) ---- */
+/* ---- settings and lookups for administration (store_meta.c) ---- */
 
 /* store_meta_put writes an opaque settings blob under key in meta (in the
- * open transaction). Keys starting "pool/" and "level/" belong to admin.c. */
+ * open transaction). Keys "sink", "pool/..." and "level/..." belong to
+ * settings.c. */
 int store_meta_put(store *s, const char *key, const void *val, size_t len);
 
 /* store_meta_scan calls fn for every meta record whose key starts with
@@ -198,7 +206,8 @@ int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *
 /* store_delayed_find looks for message id among delayed records: O(delayed). */
 int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns);
 
-/* ---- publishing extras (store_aux.c) ---- */
+/* ---- delayed publishes (store_msg.c), the expiry index (store_ttl.c),
+ * idempotency keys (store_idem.c), level sizes (store_meta.c) ---- */
 
 /* store_append_delayed stores rec (with rec->id set) among the delayed
  * records, due at due_ns (wall clock): a publish with a delay. */

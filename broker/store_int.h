@@ -2,10 +2,11 @@
  * store_int.h - what the store's own files share: the store object, the key
  * layout and the helpers around every mdb_* call.
  *
- * The store module is store.h and three files behind it: store.c (the
+ * The store module is store.h and the files behind it: store.c (the
  * environment, open, the pass's transaction and the mdb wrappers below),
- * store_msg.c (messages in q.<L>, dead.<L> and delayed) and store_aux.c
- * (settings, lookups, idempotency keys, the time-to-live index). Only those
+ * store_msg.c (messages in q.<L>, dead.<L> and delayed), store_meta.c
+ * (settings blobs, explain's lookups, level sizes), store_idem.c
+ * (idempotency keys) and store_ttl.c (the time-to-live index). Only those
  * files include this header: struct store and lmdb.h stay out of sight of
  * the rest of the broker.
  *
@@ -151,11 +152,11 @@ int store_entries(store *s, MDB_dbi dbi, uint64_t *n);
  * O(delayed). */
 int store_delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS]);
 
-/* ---- store_aux.c: the time-to-live index ---- */
+/* ---- store_ttl.c: the time-to-live index ---- */
 
-/* store_aux_ttl_note records where rec, if it has a time to live, now is:
+/* store_ttl_note records where rec, if it has a time to live, now is:
  * where is its level and loc its order key, or where is STORE_TTL_DELAYED and
  * loc its due time. SL_OK at once for a record without one. */
-int store_aux_ttl_note(store *s, const store_rec *rec, unsigned where, uint64_t loc);
+int store_ttl_note(store *s, const store_rec *rec, unsigned where, uint64_t loc);
 
 #endif /* SLUICE_STORE_INT_H */

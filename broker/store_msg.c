@@ -19,7 +19,7 @@
  *     corrupt record is reported, never moved elsewhere or delivered.
  *   - Each append of a message with a time to live, and each move of one
  *     into q.<L> or delayed, notes its new place in the expiry index
- *     (store_aux_ttl_note), in the same transaction.
+ *     (store_ttl_note), in the same transaction.
  *
  * Costs: an append is one B-tree insert plus a CRC over the record; a read
  * is one lookup plus a CRC; an ack is one delete. Moves and rewrites (bury,
@@ -60,7 +60,7 @@ int store_append(store *s, const store_rec *rec, uint64_t *key)
     if (s->used_bytes) /* until the next measure, count what is added */
         s->used_bytes += v.mv_size + 16;
     *key = next;
-    return store_aux_ttl_note(s, rec, rec->level, next);
+    return store_ttl_note(s, rec, rec->level, next);
 }
 
 int store_get(store *s, unsigned level, uint64_t key, store_rec *out)
@@ -154,7 +154,7 @@ int store_delay(store *s, unsigned level, uint64_t key, uint64_t due_ns)
     put_be64(kb, due_ns);
     put_be64(kb + 8, rec.id);
     err = store_mdb_put(s, s->delayed, &k, &copy, MDB_NOOVERWRITE);
-    return err == SL_OK ? store_aux_ttl_note(s, &rec, STORE_TTL_DELAYED, due_ns) : err;
+    return err == SL_OK ? store_ttl_note(s, &rec, STORE_TTL_DELAYED, due_ns) : err;
 }
 
 int store_delayed_first(store *s, uint64_t *due_ns)
@@ -213,7 +213,7 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
     key_u64(&k, kb, key);
     err = store_mdb_put(s, s->q[rec.level], &k, &copy, MDB_NOOVERWRITE);
     if (err == SL_OK)
-        err = store_aux_ttl_note(s, &rec, rec.level, key);
+        err = store_ttl_note(s, &rec, rec.level, key);
     if (err == SL_OK) {
         *level_out = rec.level;
         *key_out = key;
@@ -229,4 +229,57 @@ void store_delayed_counts(store *s, uint64_t *counts)
     if (store_txn_need(s) == SL_OK)
         store_delayed_scan(s, all);
     memcpy(counts, all, s->levels * sizeof counts[0]);
+}
+
+/* ---- publishes with a delay, and burials of delayed messages ---- */
+
+int store_append_delayed(store *s, const store_rec *rec, uint64_t due_ns)
+{
+    unsigned char kb[16];
+    MDB_val k = {sizeof kb, kb}, v = {0, NULL};
+    int err = rec_size(rec, &v.mv_size);
+    if (err == SL_OK)
+        err = store_txn_level(s, rec->level);
+    if (err != SL_OK)
+        return err;
+    put_be64(kb, due_ns);
+    put_be64(kb + 8, rec->id);
+    err = store_mdb_put(s, s->delayed, &k, &v, MDB_NOOVERWRITE | MDB_RESERVE);
+    if (err == SL_OK)
+        rec_encode(rec, v.mv_data, v.mv_size);
+    return err == SL_OK ? store_ttl_note(s, rec, STORE_TTL_DELAYED, due_ns) : err;
+}
+
+int store_bury_delayed(store *s, uint64_t due_ns, uint64_t id, const char *reason, uint64_t died_ns,
+                       unsigned *level_out)
+{
+    unsigned char kb[16], ib[8];
+    MDB_val k = {sizeof kb, kb}, v, copy, dk = {sizeof ib, ib};
+    store_rec rec;
+    size_t reason_len = reason ? strnlen(reason, STORE_MAX_REASON) : 0;
+    int err = store_txn_need(s);
+    if (err != SL_OK)
+        return err;
+    put_be64(kb, due_ns);
+    put_be64(kb + 8, id);
+    int rc = mdb_get(s->txn, s->delayed, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return SL_ENOTFOUND;
+    if (rc != MDB_SUCCESS)
+        return store_fail(s, rc, "read delayed message %" PRIu64, id);
+    err = store_scratch_copy(s, &v, rec_tail_bytes(reason_len), &copy);
+    if (err == SL_OK)
+        err = store_decode(s, s->delayed, &copy, id, &rec);
+    if (err == SL_OK && rec.level >= s->levels)
+        err = SL_ECORRUPT;
+    if (err != SL_OK)
+        return err;
+    rc = mdb_del(s->txn, s->delayed, &k, NULL);
+    if (rc != MDB_SUCCESS)
+        return store_fail(s, rc, "delete delayed message %" PRIu64, id);
+    s->dirty = 1;
+    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns);
+    put_be64(ib, id);
+    *level_out = rec.level;
+    return store_mdb_put(s, s->dead[rec.level], &dk, &copy, MDB_NOOVERWRITE);
 }

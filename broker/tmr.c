@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 
+#include "grow.h"
 #include "sluice_errors.h"
 
 static int less(const tmr_entry *a, const tmr_entry *b)
@@ -37,14 +38,10 @@ void tmr_clear(tmr *t)
 
 int tmr_push(tmr *t, uint64_t at, uint64_t id)
 {
-    if (t->len == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        tmr_entry *v = realloc(t->v, cap * sizeof *v);
-        if (!v)
-            return SL_ENOMEM;
-        t->v = v;
-        t->cap = cap;
-    }
+    tmr_entry *v = grow_array(t->v, &t->cap, t->len + 1, sizeof *v, 64);
+    if (!v)
+        return SL_ENOMEM;
+    t->v = v;
     size_t i = t->len++;
     tmr_entry e = {at, id};
     while (i > 0) {

@@ -15,7 +15,7 @@
 #define TMR_NEVER UINT64_MAX
 
 typedef struct tmr_entry {
-    uint64_t at;
+    uint64_t at;  /* the order: a time in ns (lease deadlines) or an order key (returned messages) */
     uint64_t id;
 } tmr_entry;
 

@@ -1,0 +1,190 @@
+/*
+ * cron.c - what runs when. Every timer of the broker is here; the loop calls
+ * cron_tick once per pass (after handling input, before dispatch) and sleeps
+ * until cron_next_wake. Times are b->mono_ns (timers) and b->wall_ns (what
+ * is stored), set by the loop.
+ *
+ *   every pass       leases whose time ran out end (up to 10,000 a pass);
+ *                    delayed messages that are due return to the head of
+ *                    their level (up to 10,000); the meter's additive
+ *                    increase (meter_tick)
+ *   every second     forget up to 1,000 idempotency keys whose window ended;
+ *                    bury up to 1,000 messages whose time to live ran out
+ *   every 250 ms     sample arrival and dispatch rates per level and each
+ *                    pool's load; an autoscaled pool that changes size is
+ *                    told and persisted
+ *   heartbeat_ms     PING every connection
+ *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
+ *   ack_flush_ms     after the oldest uncommitted write, a commit is due
+ *                    (cron_commit_due), even if no reply waits for it
+ *
+ * cron_next_wake is the earliest of: the next heartbeat, the meter's
+ * (dispatch held back by a bucket, a pause, a breaker; the additive
+ * increase), the ack flush, the first lease deadline and the first delayed
+ * message. The sweeps ride on those wakes (they are not worth a wake of
+ * their own).
+ *
+ * Costs: per pass O(expired leases x log leases + due delayed + levels);
+ * per sweep O(keys and entries dropped x log n); per sample O(levels x pools).
+ */
+#include "cron.h"
+
+#include <sys/statvfs.h>
+
+#include "lease.h"
+#include "log.h"
+#include "member.h"
+#include "meter.h"
+#include "net.h"
+#include "pool.h"
+#include "queue.h"
+#include "settings.h"
+#include "settle.h"
+#include "store.h"
+#include "units.h"
+
+#define SWEEP_EVERY_NS (1000 * NS_PER_MS)
+#define SAMPLE_EVERY_NS (250 * NS_PER_MS)
+#define MEASURE_EVERY_NS (100 * NS_PER_MS)
+
+/* is_leased tells whether the record at key of level is out with a
+ * consumer. O(leases): expiries are rare next to deliveries. */
+static int is_leased(const bk *b, unsigned level, uint64_t key)
+{
+    for (size_t i = 0; i < b->leases.nbuckets; i++)
+        for (const lease *l = b->leases.buckets[i]; l; l = l->hnext)
+            if (l->level == level && l->key == key)
+                return 1;
+    return 0;
+}
+
+/* expire_due moves messages whose time to live ran out to the dead letters,
+ * wherever they wait: queued (even mid-queue) or delayed. One out with a
+ * consumer is left to its delivery, and checked again if it comes back. */
+static void expire_due(bk *b)
+{
+    static const char reason[] = "expired: its time to live ran out";
+    queue_ttl_item it;
+    for (unsigned n = 0; n < 1000 && queue_ttl_next(&b->q, b->wall_ns, &it) == SL_OK; n++) {
+        if (it.where == QUEUE_TTL_DELAYED) {
+            queue_expire_delayed(&b->q, it.loc, it.id, reason, b->wall_ns);
+            continue;
+        }
+        if (it.where >= b->cfg.levels || is_leased(b, it.where, it.loc))
+            continue;
+        if (queue_expire(&b->q, it.where, it.loc, it.id, reason, b->wall_ns) == SL_OK)
+            log_debug("cron", "message %llu expired", (unsigned long long)it.id);
+    }
+}
+
+/* sample refreshes arrival rates per level and each pool's measurements and
+ * recommended size, every 250 ms; an autoscaled pool that changes size tells
+ * its members and is persisted. */
+static void sample(bk *b)
+{
+    if (b->sample_ns && b->mono_ns < b->sample_ns + SAMPLE_EVERY_NS)
+        return;
+    double dt = b->sample_ns ? (double)(b->mono_ns - b->sample_ns) / 1e9 : 0;
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        uint64_t enq = b->q.lv[l].enqueued, disp = b->q.lv[l].dispatched;
+        if (dt > 0) {
+            b->arrival_per_s[l] = 0.3 * (double)(enq - b->sample_enqueued[l]) / dt + 0.7 * b->arrival_per_s[l];
+            b->dispatch_per_s[l] = 0.3 * (double)(disp - b->sample_dispatched[l]) / dt + 0.7 * b->dispatch_per_s[l];
+        }
+        b->sample_enqueued[l] = enq;
+        b->sample_dispatched[l] = disp;
+    }
+    b->sample_ns = b->mono_ns;
+    for (unsigned i = 0; i < b->pools.n; i++) {
+        pool *p = b->pools.v[i];
+        double arrival = 0;
+        uint64_t backlog = 0;
+        for (unsigned l = 0; l < b->cfg.levels; l++)
+            if ((p->levels_mask >> l) & 1) {
+                arrival += b->arrival_per_s[l];
+                backlog += queue_ready(&b->q, l);
+            }
+        if (pool_sample(p, b->mono_ns, arrival, backlog)) {
+            log_info("cron", "autoscale: pool %s size now %u", p->name, p->size);
+            settings_save_pool(b, p);
+            member_pool_changed(b, p);
+        }
+    }
+}
+
+static void heartbeat(bk *b)
+{
+    proto_msg m;
+    proto_init(&m, PROTO_PING);
+    for (size_t i = 0; i < b->conns.len; i++)
+        net_queue(b->net, b->conns.all[i]->rid, b->conns.all[i]->rid_len, &m, 0, NET_NOW);
+    b->next_hb_ns = b->mono_ns + b->cfg.heartbeat_ms * NS_PER_MS;
+}
+
+void cron_tick(bk *b)
+{
+    settle_expire_leases(b, 10000);
+    queue_release_due(&b->q, b->wall_ns, 10000);
+    if (b->mono_ns >= b->next_sweep_ns) {
+        queue_idem_forget(&b->q, b->wall_ns, 1000);
+        expire_due(b);
+        b->next_sweep_ns = b->mono_ns + SWEEP_EVERY_NS;
+    }
+    sample(b);
+    meter_tick(&b->meter, b->mono_ns);
+    if (b->mono_ns >= b->next_hb_ns)
+        heartbeat(b);
+}
+
+void cron_between_commits(bk *b)
+{
+    if (b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
+        b->next_measure_ns = b->mono_ns + MEASURE_EVERY_NS;
+        store_measure(b->st);
+    }
+    uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
+    if (used < map / 4 * 3)
+        return; /* under 75 % */
+    if (map >= b->cfg.map_max_bytes)
+        return;
+    uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;
+    struct statvfs fs;
+    if (statvfs(b->cfg.data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < grown - used) {
+        log_warn("cron", "the map is %llu%% used but the disk has no room to grow it; publishes stop at %u%%",
+                 (unsigned long long)(used * 100 / map), b->cfg.soft_limit_pct);
+        return;
+    }
+    store_grow(b->st, grown);
+}
+
+int cron_commit_due(bk *b)
+{
+    if (!store_dirty(b->st))
+        return net_queued(b->net, NET_AFTER_COMMIT) > 0;
+    if (!b->dirty_since_ns)
+        b->dirty_since_ns = b->mono_ns;
+    return net_queued(b->net, NET_AFTER_COMMIT) > 0 ||
+           b->mono_ns >= b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+}
+
+uint64_t cron_next_wake(bk *b)
+{
+    uint64_t wake = b->next_hb_ns;
+    uint64_t meter_ns = meter_next_ns(&b->meter); /* the next additive step */
+    if (b->meter_wake_ns < wake)
+        wake = b->meter_wake_ns;
+    if (meter_ns < wake)
+        wake = meter_ns;
+    if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
+        wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    uint64_t lease_ns = lease_next_deadline(&b->leases);
+    if (lease_ns < wake)
+        wake = lease_ns;
+    if (b->q.next_due_ns != TMR_NEVER) {
+        uint64_t due = b->q.next_due_ns <= b->wall_ns ? b->mono_ns
+                                                      : b->mono_ns + (b->q.next_due_ns - b->wall_ns);
+        if (due < wake)
+            wake = due;
+    }
+    return wake;
+}

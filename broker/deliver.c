@@ -1,0 +1,188 @@
+/*
+ * deliver.c - dispatch: which consumer gets which message, and when.
+ *
+ * Each pass, deliver_dispatch builds a view of every level (what is ready,
+ * how old its head is, whether its ceiling holds it back, whether it is
+ * below its guarantee), then walks the consumers with credit round-robin,
+ * one delivery per consumer per round. For each it asks disp_pick which
+ * level to serve, asks the meter whether that level may send its head now
+ * (meter_admit), and delivers. A sink that holds ends the pass: sending
+ * something cheaper from another level instead would break priority order.
+ * Whenever the meter holds something back, meter_wake_ns says when to look
+ * again (cron folds it into the loop's next wake).
+ *
+ * A delivery reads the record, creates a lease and queues the DELIVER; it
+ * writes nothing to the store (see queue.h), so its cost is one B-tree read.
+ * A message whose time to live ran out while it waited is buried instead and
+ * the pick is made again. Deliveries leave before the pass's commit unless
+ * the message was published in that very pass (queue_committed): nobody may
+ * consume what was never confirmed.
+ *
+ * Costs: O(levels) for the view, then O(consumers + deliveries x levels) per
+ * pass; the head's cost is read (cached) only for levels with limits.
+ */
+#include "deliver.h"
+
+#include <string.h>
+
+#include "disp.h"
+#include "lease.h"
+#include "log.h"
+#include "meter.h"
+#include "net.h"
+#include "queue.h"
+#include "units.h"
+
+static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
+{
+    uint64_t key;
+    store_rec rec;
+    int rc = queue_take(&b->q, level, &key, &rec);
+    if (rc != SL_OK) {
+        if (rc != SL_ENOTFOUND)
+            log_error("deliver", "cannot read the head of level %u: %s", level, proto_strerror(rc));
+        return rc;
+    }
+    if (rec.expires_ns && rec.expires_ns <= b->wall_ns) { /* outlived its time to live in flight */
+        rc = queue_bury(&b->q, level, key, "expired: its time to live ran out", b->wall_ns);
+        return rc == SL_OK ? SL_ESTALE : rc;
+    }
+    uint32_t attempt = rec.attempt + 1;
+    lease *l = lease_new(&b->leases, c, (uint8_t)level, key, rec.id, attempt,
+                         b->mono_ns + b->cfg.lease_ms * NS_PER_MS);
+    if (!l) {
+        queue_untake(&b->q, level, key);
+        return SL_ENOMEM;
+    }
+    proto_msg m;
+    proto_init(&m, PROTO_DELIVER);
+    proto_set(&m, id, rec.id);
+    proto_set(&m, token, l->token);
+    proto_set(&m, level, level);
+    proto_set(&m, attempt, attempt);
+    proto_set(&m, lease_ms, b->cfg.lease_ms);
+    proto_set_str(&m, PROTO_F_body, rec.body, rec.body_len);
+    if (rec.tag_len)
+        proto_set_str(&m, PROTO_F_tag, rec.tag, rec.tag_len);
+    if (rec.cost > 1)
+        proto_set(&m, cost, rec.cost);
+    /* a message whose publish is not yet durable waits for the commit */
+    net_when when = queue_committed(&b->q, level, key) ? NET_NOW : NET_AFTER_COMMIT;
+    rc = net_queue(b->net, c->rid, c->rid_len, &m, l->token, when);
+    if (rc != SL_OK) {
+        lease_free(&b->leases, l);
+        queue_untake(&b->q, level, key);
+        return rc;
+    }
+    l->pool = c->pool;
+    l->started_ns = b->mono_ns;
+    l->reason = (uint8_t)why;
+    b->picks[level][why]++;
+    c->pool->inflight++;
+    c->pool->delivered++;
+    c->credit--;
+    return SL_OK;
+}
+
+/* head_cost returns the cost of the next message of level (a cached read). */
+static uint32_t head_cost(bk *b, unsigned l)
+{
+    uint64_t enq;
+    uint32_t cost = 1;
+    queue_head(&b->q, l, &enq, &cost);
+    return cost;
+}
+
+static void wake_at(bk *b, uint64_t at_ns)
+{
+    if (at_ns < b->meter_wake_ns)
+        b->meter_wake_ns = at_ns;
+}
+
+/* level_view fills what the pick rule needs to know of level l. The head
+ * costs a read, so it is looked up only for levels whose deadline, aging or
+ * rate limits need it. A level its ceiling holds back sets when dispatch
+ * should look again. */
+static void level_view(bk *b, unsigned l, disp_level *d)
+{
+    const queue_level *lv = &b->q.lv[l];
+    uint64_t enq = 0, retry_ns;
+    uint32_t cost = 1;
+    memset(d, 0, sizeof *d);
+    d->ready = queue_ready(&b->q, l);
+    d->paused = lv->paused;
+    d->deadline_ns = lv->deadline_ms * NS_PER_MS;
+    d->aging_ns = lv->aging_ms * NS_PER_MS;
+    if (!d->ready || !(d->deadline_ns || d->aging_ns || meter_level_limited(&b->meter, l)))
+        return;
+    if (queue_head(&b->q, l, &enq, &cost))
+        d->head_ns = enq;
+    if (!meter_level_admits(&b->meter, l, cost, b->mono_ns, &retry_ns)) {
+        d->blocked = 1;
+        wake_at(b, retry_ns);
+    }
+    d->below_min = meter_below_min(&b->meter, l, cost, b->mono_ns);
+}
+
+unsigned deliver_dispatch(bk *b, unsigned max)
+{
+    disp_level dl[PROTO_MAX_LEVELS];
+    uint64_t ready = 0;
+    unsigned made = 0;
+    b->meter_wake_ns = TMR_NEVER;
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        level_view(b, l, &dl[l]);
+        ready += dl[l].ready;
+    }
+    if (ready == 0 || b->conns.len == 0)
+        return 0;
+    int progress = 1;
+    while (progress && made < max) {
+        progress = 0;
+        size_t n = b->conns.len, start = b->conns.rr % n;
+        for (size_t k = 0; k < n && made < max; k++) {
+            conn *c = b->conns.all[(start + k) % n];
+            if (c->credit == 0 || !c->pool || !pool_open(c->pool) ||
+                c->nleases >= b->cfg.consumer_max_inflight)
+                continue;
+            disp_reason why;
+            int level = disp_pick(&b->disp, dl, b->cfg.levels, c->pool->levels_mask & c->levels_mask,
+                                  b->wall_ns, &why);
+            if (level < 0)
+                continue;
+            uint32_t cost = meter_wants_cost(&b->meter, (unsigned)level) ? head_cost(b, (unsigned)level) : 1;
+            uint64_t retry_ns, transitions = b->meter.breaker.transitions;
+            meter_verdict v = meter_admit(&b->meter, (unsigned)level, cost, b->mono_ns, &retry_ns);
+            if (b->meter.breaker.transitions != transitions)
+                log_info("deliver", "circuit breaker %s", breaker_name(b->meter.breaker.state));
+            if (v != METER_GO) {
+                wake_at(b, retry_ns);
+                if (v == METER_HOLD_SINK)
+                    return made;
+                dl[level].blocked = 1; /* not reached: the view holds such a level back */
+                progress = 1;
+                continue;
+            }
+            int rc = deliver_one(b, c, (unsigned)level, why);
+            if (rc == SL_ESTALE) { /* expired instead: pick again */
+                level_view(b, (unsigned)level, &dl[level]);
+                progress = 1;
+                continue;
+            }
+            if (rc != SL_OK)
+                return made;
+            meter_charge(&b->meter, (unsigned)level, cost, b->mono_ns);
+            level_view(b, (unsigned)level, &dl[level]);
+            made++;
+            progress = 1;
+        }
+        b->conns.rr = (start + 1) % n;
+    }
+    return made;
+}
+
+uint64_t deliver_eta_ms(const bk *b, unsigned level)
+{
+    return meter_eta_ms(&b->meter, level, queue_ready(&b->q, level), b->q.lv[level].cost_avg,
+                        b->dispatch_per_s[level]);
+}

@@ -1,0 +1,27 @@
+/*
+ * member.h - which pool each consumer belongs to, and telling the members of
+ * a pool their share (POOL) when its size or membership changes.
+ */
+#ifndef SLUICE_MEMBER_H
+#define SLUICE_MEMBER_H
+
+#include <stddef.h>
+
+#include "bk.h"
+
+/* member_join moves c into pool p (leaving its old pool; p NULL: no pool)
+ * and tells both pools' members their new shares. */
+void member_join(bk *b, conn *c, pool *p);
+
+/* member_pool_changed tells every member of p (NULL: none) its share. */
+void member_pool_changed(bk *b, pool *p);
+
+/* member_require returns the conn for the peer rid, creating it in the
+ * default pool (created too when missing). NULL when out of memory or the
+ * routing id is unusable. */
+conn *member_require(bk *b, const uint8_t *rid, size_t rid_len);
+
+/* member_consumers returns the connections that have granted credit. */
+size_t member_consumers(const bk *b);
+
+#endif /* SLUICE_MEMBER_H */

@@ -1,0 +1,192 @@
+/*
+ * meter.c - the sink's and the levels' limits, as pure arithmetic.
+ *
+ * Owns: the sink (configured and effective rate, burst, in-flight count and
+ * cap, pause, the AIMD clock), each level's ceiling and guarantee, and the
+ * circuit breaker. Every bucket is a GCRA bucket (rl.h): one timestamp, exact
+ * at any time resolution, and a rate change never creates tokens.
+ *
+ * The one question: deliver.c asks meter_admit whether a level may send a
+ * message of a given cost now and, if not, when to ask again; when it has
+ * sent, meter_charge takes the cost from every bucket the delivery passed.
+ * The checks run in a fixed order (level ceiling; then the sink: pause,
+ * breaker, in-flight cap, bucket), so a hold reports the first reason. A sink
+ * hold stops the whole dispatch pass rather than sending something cheaper
+ * from another level: priority order is kept.
+ *
+ * Feedback: settle.c reports each delivery's end (meter_settle: in-flight
+ * count, breaker) and THROTTLED (meter_throttled: pause, multiplicative cut);
+ * cron.c calls meter_tick for the additive increase. Nothing here logs: the
+ * caller logs what the return values say (a cut, a breaker transition seen
+ * as breaker.transitions changing).
+ *
+ * Room to grow: a tag's bucket is one more rl_bucket checked in meter_admit
+ * and charged in meter_charge, as the level ceiling is; a limit with several
+ * GCRA windows makes `ceiling` and `bucket` small arrays checked together; a
+ * consuming process's pacing share and a sink rate of a reserved part plus
+ * leased slices both only change what meter_sink_apply computes as the
+ * effective rate before it is handed to rl_set.
+ *
+ * Costs: O(1) per question, charge, settlement and tick.
+ */
+#include "meter.h"
+
+#include <string.h>
+
+/* burst of the guarantee bucket: a guaranteed pick waits for the sink's next
+ * slot, and a burst of 1 could never make that wait up; a floor may run ahead */
+#define GUARANTEE_BURST 2
+
+void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint32_t breaker_window,
+                uint64_t breaker_cooldown_ns)
+{
+    memset(m, 0, sizeof *m);
+    m->nlevels = nlevels > PROTO_MAX_LEVELS ? PROTO_MAX_LEVELS : nlevels;
+    breaker_init(&m->breaker, breaker_threshold_pct, breaker_window, breaker_cooldown_ns);
+}
+
+void meter_sink_apply(meter *m, uint64_t now_ns)
+{
+    meter_sink *s = &m->sink;
+    s->effective_rate_milli = s->rate_milli;
+    rl_set(&s->bucket, s->rate_milli, s->burst, now_ns);
+}
+
+void meter_level_apply(meter *m, unsigned level, uint64_t now_ns)
+{
+    meter_level *lv = &m->lv[level];
+    rl_set(&lv->ceiling, lv->max_rate_milli, lv->burst, now_ns);
+    rl_set(&lv->guarantee, lv->min_rate_milli, GUARANTEE_BURST, now_ns);
+}
+
+int meter_level_limited(const meter *m, unsigned level)
+{
+    return m->lv[level].max_rate_milli || m->lv[level].min_rate_milli;
+}
+
+int meter_wants_cost(const meter *m, unsigned level)
+{
+    return m->sink.bucket.interval_ns || meter_level_limited(m, level);
+}
+
+int meter_level_admits(const meter *m, unsigned level, uint64_t cost, uint64_t now_ns, uint64_t *retry_ns)
+{
+    const meter_level *lv = &m->lv[level];
+    if (!lv->max_rate_milli || rl_allows(&lv->ceiling, cost, now_ns))
+        return 1;
+    *retry_ns = rl_next_ns(&lv->ceiling, cost, now_ns);
+    return 0;
+}
+
+int meter_below_min(const meter *m, unsigned level, uint64_t cost, uint64_t now_ns)
+{
+    const meter_level *lv = &m->lv[level];
+    return lv->min_rate_milli && rl_allows(&lv->guarantee, cost, now_ns);
+}
+
+meter_verdict meter_admit(meter *m, unsigned level, uint64_t cost, uint64_t now_ns, uint64_t *retry_ns)
+{
+    meter_sink *s = &m->sink;
+    *retry_ns = METER_NEVER;
+    if (!meter_level_admits(m, level, cost, now_ns, retry_ns))
+        return METER_HOLD_LEVEL;
+    if (now_ns < s->paused_until_ns) {
+        *retry_ns = s->paused_until_ns;
+        return METER_HOLD_SINK;
+    }
+    if (!breaker_allows(&m->breaker, now_ns)) {
+        *retry_ns = breaker_next_ns(&m->breaker); /* open: its cooldown; half-open: its probe */
+        return METER_HOLD_SINK;
+    }
+    if (s->max_inflight && s->inflight >= s->max_inflight)
+        return METER_HOLD_SINK; /* a settlement will change it */
+    if (!rl_allows(&s->bucket, cost, now_ns)) {
+        *retry_ns = rl_next_ns(&s->bucket, cost, now_ns);
+        return METER_HOLD_SINK;
+    }
+    return METER_GO;
+}
+
+void meter_charge(meter *m, unsigned level, uint64_t cost, uint64_t now_ns)
+{
+    meter_level *lv = &m->lv[level];
+    rl_take(&m->sink.bucket, cost, now_ns);
+    if (lv->max_rate_milli)
+        rl_take(&lv->ceiling, cost, now_ns);
+    if (lv->min_rate_milli)
+        rl_take(&lv->guarantee, cost, now_ns);
+    m->sink.inflight++;
+    breaker_sent(&m->breaker);
+}
+
+void meter_settle(meter *m, meter_outcome outcome, uint64_t now_ns)
+{
+    if (m->sink.inflight)
+        m->sink.inflight--;
+    if (outcome != METER_NO_OUTCOME)
+        breaker_record(&m->breaker, outcome == METER_FAILED, now_ns);
+}
+
+int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
+{
+    meter_sink *s = &m->sink;
+    int cut = 0;
+    uint64_t until = now_ns + pause_ns;
+    if (until > s->paused_until_ns)
+        s->paused_until_ns = until;
+    /* multiplicative decrease, once per epoch; before the pause is written
+     * into the bucket, since a rate change rescales what it owes */
+    if (s->rate_milli && now_ns >= s->last_cut_ns + METER_CUT_EVERY_NS) {
+        uint64_t lower = s->effective_rate_milli * 7 / 10;
+        s->effective_rate_milli = lower < 1000 ? 1000 : lower;
+        s->last_cut_ns = now_ns;
+        rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
+        cut = 1;
+    }
+    rl_pause_until(&s->bucket, s->paused_until_ns); /* and no burst when it resumes */
+    return cut;
+}
+
+/* raise_due returns when the next additive step is due, or METER_NEVER. */
+static uint64_t raise_due(const meter_sink *s)
+{
+    if (!s->rate_milli || s->effective_rate_milli >= s->rate_milli)
+        return METER_NEVER;
+    uint64_t a = s->last_cut_ns + METER_CUT_EVERY_NS, b = s->last_raise_ns + METER_RAISE_EVERY_NS;
+    return a > b ? a : b;
+}
+
+uint64_t meter_tick(meter *m, uint64_t now_ns)
+{
+    meter_sink *s = &m->sink;
+    if (raise_due(s) <= now_ns) {
+        uint64_t step = s->rate_milli / 500 ? s->rate_milli / 500 : 1;
+        s->effective_rate_milli =
+            s->effective_rate_milli + step > s->rate_milli ? s->rate_milli : s->effective_rate_milli + step;
+        s->last_raise_ns = now_ns;
+        rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
+    }
+    return raise_due(s);
+}
+
+uint64_t meter_next_ns(const meter *m)
+{
+    return raise_due(&m->sink);
+}
+
+uint64_t meter_eta_ms(const meter *m, unsigned level, uint64_t ready, double cost_avg, double seen_per_s)
+{
+    const meter_level *lv = &m->lv[level];
+    if (!ready)
+        return 0;
+    /* units per second the level can get: its ceiling and the sink bound it;
+     * with neither, what it has been getting */
+    double units = 0;
+    if (lv->max_rate_milli)
+        units = (double)lv->max_rate_milli / 1000.0;
+    if (m->sink.effective_rate_milli && (!units || (double)m->sink.effective_rate_milli / 1000.0 < units))
+        units = (double)m->sink.effective_rate_milli / 1000.0;
+    double cost = cost_avg > 0 ? cost_avg : 1;
+    double msgs_per_s = units ? units / cost : seen_per_s;
+    return msgs_per_s > 0 ? (uint64_t)((double)ready / msgs_per_s * 1000.0) : 0;
+}

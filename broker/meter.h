@@ -1,0 +1,135 @@
+/*
+ * meter.h - what may go to the sink, and when: the sink's bucket and its
+ * in-flight cap, each level's ceiling and guarantee, the pause after
+ * THROTTLED, AIMD, the circuit breaker, and the ETA. Pure: every function
+ * takes now_ns (monotonic) and nothing here reads a clock, does I/O or logs;
+ * callers log what the return values (and breaker.transitions) tell them.
+ *
+ * Rates are milli-units per second (rate_milli: 1500 = 1.5 units/s); a
+ * message costs `cost` units (1 unless its publisher said otherwise).
+ */
+#ifndef SLUICE_METER_H
+#define SLUICE_METER_H
+
+#include <stdint.h>
+
+#include "breaker.h"
+#include "proto.h"
+#include "rl.h"
+#include "units.h"
+
+#define METER_NEVER UINT64_MAX
+#define METER_CUT_EVERY_NS NS_PER_S             /* at most one multiplicative cut per second */
+#define METER_RAISE_EVERY_NS (100 * NS_PER_MS) /* additive steps: rate_milli / 500 each 100 ms */
+
+/* A level's limits: the ceiling (at most max_rate, burst) and the guarantee
+ * (a level served below min_rate is picked first). Settings are persisted by
+ * settings.c; buckets live in memory. */
+typedef struct meter_level {
+    uint64_t max_rate_milli;  /* ceiling; 0 = none (persisted) */
+    uint64_t min_rate_milli;  /* guarantee; 0 = none (persisted) */
+    uint32_t burst;           /* the ceiling's burst (persisted) */
+    rl_bucket ceiling;        /* max_rate_milli, burst */
+    rl_bucket guarantee;      /* min_rate_milli, burst 2 */
+} meter_level;
+
+/* The sink: the throttled service every delivery ends up calling. */
+typedef struct meter_sink {
+    uint64_t rate_milli;           /* configured; 0 = unlimited (persisted) */
+    uint32_t burst;                /* (persisted) */
+    uint64_t max_inflight;         /* most deliveries out at once; 0 = no cap (persisted) */
+    uint64_t effective_rate_milli; /* the rate in use: cut by THROTTLED, raised back (AIMD) */
+    uint64_t inflight;             /* deliveries out now */
+    rl_bucket bucket;              /* effective_rate_milli, burst */
+    uint64_t paused_until_ns;      /* no delivery before (THROTTLED) */
+    uint64_t last_cut_ns, last_raise_ns;
+} meter_sink;
+
+typedef struct meter {
+    meter_sink sink;
+    breaker breaker;               /* stops deliveries when too many fail */
+    unsigned nlevels;
+    meter_level lv[PROTO_MAX_LEVELS];
+} meter;
+
+/* What meter_admit decided. */
+typedef enum meter_verdict {
+    METER_GO = 0,      /* send it now (then meter_charge) */
+    METER_HOLD_LEVEL,  /* this level's ceiling holds it; other levels may go */
+    METER_HOLD_SINK,   /* the sink takes nothing now: paused, breaker, in-flight cap or bucket */
+} meter_verdict;
+
+/* How a delivery ended, for the breaker. */
+typedef enum meter_outcome {
+    METER_SUCCEEDED,   /* ACK */
+    METER_FAILED,      /* NACK, expired lease */
+    METER_NO_OUTCOME,  /* THROTTLED, REJECT, never sent, consumer left or gone */
+} meter_outcome;
+
+/* meter_init sets up nlevels unlimited levels, an unlimited sink and the
+ * breaker's policy (threshold 0: it never opens). */
+void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint32_t breaker_window,
+                uint64_t breaker_cooldown_ns);
+
+/* meter_sink_apply makes the sink bucket follow m->sink's settings at now_ns
+ * (after a change): the effective rate goes back to the configured one, and
+ * debt already owed carries over, so a change never lets a burst through. */
+void meter_sink_apply(meter *m, uint64_t now_ns);
+
+/* meter_level_apply makes level's buckets follow its settings at now_ns,
+ * without a burst. */
+void meter_level_apply(meter *m, unsigned level, uint64_t now_ns);
+
+/* meter_level_limited tells whether level has a ceiling or a guarantee (and
+ * so needs the cost of its head). */
+int meter_level_limited(const meter *m, unsigned level);
+
+/* meter_wants_cost tells whether a delivery from level needs its real cost
+ * (some bucket it passes is limited); otherwise any cost will do. */
+int meter_wants_cost(const meter *m, unsigned level);
+
+/* meter_level_admits tells whether level's ceiling lets a message of cost go
+ * at now_ns; when not, *retry_ns is when it will. */
+int meter_level_admits(const meter *m, unsigned level, uint64_t cost, uint64_t now_ns, uint64_t *retry_ns);
+
+/* meter_below_min tells whether level is served below its guarantee: a
+ * message of cost would still fit its guarantee bucket at now_ns. */
+int meter_below_min(const meter *m, unsigned level, uint64_t cost, uint64_t now_ns);
+
+/* meter_admit answers "may level send a message of cost now; if not, when":
+ * METER_GO, or a hold with *retry_ns the earliest time the answer may change
+ * (METER_NEVER when only a settlement can change it: the in-flight cap, or a
+ * half-open breaker's probe). It may move an open breaker whose cooldown is
+ * over to half-open (breaker.transitions counts it). */
+meter_verdict meter_admit(meter *m, unsigned level, uint64_t cost, uint64_t now_ns, uint64_t *retry_ns);
+
+/* meter_charge takes cost from every bucket a delivery from level passes
+ * (sink, ceiling, guarantee), counts it in flight and tells the breaker a
+ * delivery (a probe, when half-open) went out. */
+void meter_charge(meter *m, unsigned level, uint64_t cost, uint64_t now_ns);
+
+/* meter_settle ends one delivery in flight and feeds the breaker its
+ * outcome. The breaker's state may change (breaker.transitions). */
+void meter_settle(meter *m, meter_outcome outcome, uint64_t now_ns);
+
+/* meter_throttled pauses the sink until now_ns + pause_ns (the later of that
+ * and any pause already set) and cuts the effective rate to 70 % (never below
+ * 1/s), at most once per METER_CUT_EVERY_NS. When the pause ends, the bucket
+ * lets one unit at a time through: no burst. Returns 1 when it cut the rate. */
+int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns);
+
+/* meter_tick is the additive increase: once METER_CUT_EVERY_NS has passed
+ * since the last cut, the effective rate climbs by 2 % of the configured rate
+ * per second (a step of rate_milli / 500 each METER_RAISE_EVERY_NS), up to the
+ * configured rate. Returns when it next has work (METER_NEVER: none). */
+uint64_t meter_tick(meter *m, uint64_t now_ns);
+
+/* meter_next_ns returns when meter_tick next has work (METER_NEVER: none). */
+uint64_t meter_next_ns(const meter *m);
+
+/* meter_eta_ms returns the time to drain ready messages of level, whose
+ * average cost is cost_avg: at the rate its ceiling and the sink allow, or,
+ * with neither, at seen_per_s messages a second (0 when unknown). */
+uint64_t meter_eta_ms(const meter *m, unsigned level, uint64_t ready, double cost_avg, double seen_per_s);
+
+#endif /* SLUICE_METER_H */

@@ -1,0 +1,194 @@
+/*
+ * settle.c - how deliveries end.
+ *
+ * Every ending releases the lease (its pool's accounting, the sink's
+ * in-flight count) and tells the meter what happened: an ACK is a success
+ * for the breaker, a NACK or an expired lease a failure, anything else no
+ * outcome. Then the message goes where the ending sends it, through queue:
+ *
+ *   ACK        deleted
+ *   NACK       back at its place (or delayed), the attempt charged
+ *   expired    the same, counted as expired
+ *   gone       the same: the consumer vanished with it
+ *   unsent     back at its place, uncharged, the credit given back
+ *   left (BYE) back at its place, uncharged
+ *   THROTTLED  back at its place, uncharged; the sink pauses and its rate is cut
+ *   REJECT     a dead letter now
+ *
+ * A charged ending that used the last of max_attempts makes a dead letter.
+ * Nothing here commits: the store's changes join the pass's transaction.
+ * Breaker transitions are logged here, where the outcome is known.
+ *
+ * Costs: O(1) per ending plus one store write (none for uncharged returns);
+ * a dropped connection costs O(its leases).
+ */
+#include "settle.h"
+
+#include <stdio.h>
+
+#include "conn.h"
+#include "lease.h"
+#include "log.h"
+#include "member.h"
+#include "meter.h"
+#include "pool.h"
+#include "queue.h"
+#include "units.h"
+
+#define MAX_LEASE_MS (24ULL * 3600 * 1000)
+
+static const char *end_name(settle_end why)
+{
+    switch (why) {
+    case SETTLE_END_NACK: return "negatively acknowledged";
+    case SETTLE_END_EXPIRED: return "lease expired";
+    case SETTLE_END_GONE: return "consumer disconnected";
+    case SETTLE_END_UNSENT: return "not sent";
+    case SETTLE_END_LEFT: return "consumer left";
+    }
+    return "?";
+}
+
+/* release ends l's accounting in its pool and the meter, and frees it. */
+static void release(bk *b, lease *l, meter_outcome outcome)
+{
+    pool *p = l->pool;
+    uint64_t transitions = b->meter.breaker.transitions;
+    meter_settle(&b->meter, outcome, b->mono_ns);
+    if (b->meter.breaker.transitions != transitions) {
+        const breaker *br = &b->meter.breaker;
+        log_warn("settle", "circuit breaker %s (%u of the last %u deliveries failed)", breaker_name(br->state),
+                 br->failures, br->n);
+    }
+    if (p) {
+        p->inflight--;
+        p->settled++;
+        p->held_ns += b->mono_ns - l->started_ns;
+    }
+    lease_free(&b->leases, l);
+}
+
+int settle_ack(bk *b, lease *l)
+{
+    int rc = queue_settle(&b->q, l->level, l->key);
+    release(b, l, METER_SUCCEEDED);
+    return rc == SL_ENOTFOUND ? SL_OK : rc;
+}
+
+void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
+{
+    unsigned level = l->level;
+    uint64_t key = l->key, id = l->id;
+    uint32_t attempt = l->attempt;
+    unsigned picked = l->reason;
+    conn *owner = l->owner;
+    int rc;
+    int failed = why == SETTLE_END_EXPIRED || why == SETTLE_END_NACK;
+    release(b, l, failed ? METER_FAILED : METER_NO_OUTCOME);
+    queue_level *lv = &b->q.lv[level];
+    if (why == SETTLE_END_UNSENT || why == SETTLE_END_LEFT) {
+        b->picks[level][picked]--; /* as dispatched is: it never counted as a delivery */
+        if (queue_untake(&b->q, level, key) != SL_OK)
+            log_error("settle", "out of memory returning message %llu; it is delivered after restart",
+                      (unsigned long long)id);
+        if (owner && why == SETTLE_END_UNSENT)
+            owner->credit++;
+        return;
+    }
+    if (why == SETTLE_END_EXPIRED)
+        lv->expired++;
+    else if (why == SETTLE_END_NACK)
+        lv->nacked++;
+    if (attempt >= b->cfg.max_attempts) {
+        char reason[160];
+        snprintf(reason, sizeof reason, "%u attempts used; last: %s", attempt, end_name(why));
+        rc = queue_bury(&b->q, level, key, reason, b->wall_ns);
+        log_info("settle", "message %llu (level %u) moved to dead letters: %s", (unsigned long long)id,
+                 level, reason);
+    } else {
+        uint64_t due = delay_ms ? b->wall_ns + delay_ms * NS_PER_MS : 0;
+        rc = queue_return(&b->q, level, key, attempt, due);
+    }
+    if (rc != SL_OK)
+        log_error("settle", "cannot return message %llu to level %u: %s", (unsigned long long)id, level,
+                  proto_strerror(rc));
+}
+
+void settle_throttled(bk *b, lease *l, uint64_t retry_ms)
+{
+    unsigned level = l->level;
+    uint64_t key = l->key;
+    uint64_t pause_ms = retry_ms ? retry_ms : b->cfg.throttle_backoff_ms;
+    release(b, l, METER_NO_OUTCOME);
+    b->q.lv[level].throttled++;
+    if (queue_requeue(&b->q, level, key) != SL_OK)
+        log_error("settle", "out of memory returning a throttled message; it is delivered after restart");
+    if (meter_throttled(&b->meter, pause_ms * NS_PER_MS, b->mono_ns))
+        log_info("settle", "sink throttled: pausing %llu ms, rate now %.3f/s", (unsigned long long)pause_ms,
+                 (double)b->meter.sink.effective_rate_milli / 1000.0);
+}
+
+void settle_reject(bk *b, lease *l, const char *reason, size_t reason_len)
+{
+    char text[PROTO_MAX_STR + 64];
+    unsigned level = l->level;
+    uint64_t key = l->key, id = l->id;
+    snprintf(text, sizeof text, "rejected by the consumer (attempt %u): %.*s", l->attempt, (int)reason_len,
+             reason_len ? reason : "no reason given");
+    release(b, l, METER_NO_OUTCOME);
+    if (queue_bury(&b->q, level, key, text, b->wall_ns) != SL_OK)
+        log_error("settle", "cannot move message %llu to dead letters", (unsigned long long)id);
+    else
+        log_info("settle", "message %llu (level %u) moved to dead letters: %s", (unsigned long long)id, level, text);
+}
+
+uint64_t settle_touch(bk *b, lease *l, uint64_t lease_ms)
+{
+    uint64_t ms = lease_ms ? lease_ms : b->cfg.lease_ms;
+    if (ms > MAX_LEASE_MS)
+        ms = MAX_LEASE_MS;
+    lease_extend(&b->leases, l, b->mono_ns + ms * NS_PER_MS);
+    return ms;
+}
+
+void settle_expire_leases(bk *b, unsigned max)
+{
+    lease *l;
+    for (unsigned n = 0; n < max && (l = lease_expired(&b->leases, b->mono_ns)); n++) {
+        log_debug("settle", "lease of message %llu expired", (unsigned long long)l->id);
+        settle_end_lease(b, l, SETTLE_END_EXPIRED, 0);
+    }
+}
+
+void settle_drop_conn(bk *b, conn *c, settle_end why)
+{
+    if (c->nleases)
+        log_info("settle", "consumer in pool %s %s with %u deliveries outstanding; returning them",
+                 c->pool ? c->pool->name : "-", why == SETTLE_END_LEFT ? "left" : "gone", c->nleases);
+    while (c->leases)
+        settle_end_lease(b, c->leases, why, 0);
+    member_join(b, c, NULL);
+    conn_remove(&b->conns, c);
+}
+
+void settle_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
+{
+    bk *b = ctx;
+    b->tx_failed++;
+    if (token) {
+        lease *l = lease_find(&b->leases, token);
+        if (l) {
+            /* a consumer with a full queue keeps its credit spent, so that the
+             * broker does not spin re-offering to a peer that is not reading */
+            conn *owner = l->owner;
+            settle_end_lease(b, l, SETTLE_END_UNSENT, 0);
+            if (err == SL_EFULL && owner && owner->credit)
+                owner->credit--;
+        }
+    }
+    if (err == SL_ECONNECT) {
+        conn *c = conn_find(&b->conns, rid, rid_len);
+        if (c)
+            settle_drop_conn(b, c, SETTLE_END_GONE);
+    }
+}

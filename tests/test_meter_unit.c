@@ -1,0 +1,311 @@
+/*
+ * test_meter_unit.c - the meter with a hand clock: the sink bucket and the
+ * level ceiling (admit, refuse, the exact retry time), the guarantee, cost
+ * charged to every bucket, the in-flight cap, the pause after THROTTLED
+ * (exact resume, no burst after it), AIMD (one cut a second, the climb
+ * back), the breaker gate, live changes without a burst, and the ETA.
+ * Every figure is exact: nothing here reads a clock.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "meter.h"
+
+#define MS 1000000ULL
+#define S 1000000000ULL
+
+/* a meter with three unlimited levels and no breaker */
+static void fresh(meter *m)
+{
+    meter_init(m, 3, 0, 4, S);
+    meter_sink_apply(m, 0);
+    for (unsigned l = 0; l < 3; l++)
+        meter_level_apply(m, l, 0);
+}
+
+static void set_sink(meter *m, uint64_t rate_milli, uint32_t burst, uint64_t now)
+{
+    m->sink.rate_milli = rate_milli;
+    m->sink.burst = burst;
+    meter_sink_apply(m, now);
+}
+
+static void set_level(meter *m, unsigned l, uint64_t max_milli, uint64_t min_milli, uint32_t burst, uint64_t now)
+{
+    m->lv[l].max_rate_milli = max_milli;
+    m->lv[l].min_rate_milli = min_milli;
+    m->lv[l].burst = burst;
+    meter_level_apply(m, l, now);
+}
+
+static void unlimited_admits_everything(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry;
+    fresh(&m);
+    assert_false(meter_wants_cost(&m, 0));
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(meter_admit(&m, 0, 1000, 0, &retry), METER_GO);
+        meter_charge(&m, 0, 1000, 0);
+    }
+    assert_true(m.sink.inflight == 1000);
+}
+
+static void sink_bucket_refuses_until_exact_time(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    set_sink(&m, 100 * 1000, 1, 0); /* 100/s: one every 10 ms */
+    assert_true(meter_wants_cost(&m, 2));
+    assert_int_equal(meter_admit(&m, 2, 1, 0, &retry), METER_GO);
+    meter_charge(&m, 2, 1, 0);
+    assert_int_equal(meter_admit(&m, 2, 1, 9 * MS, &retry), METER_HOLD_SINK);
+    assert_true(retry == 10 * MS);
+    assert_int_equal(meter_admit(&m, 0, 1, 10 * MS - 1, &retry), METER_HOLD_SINK);
+    assert_int_equal(meter_admit(&m, 0, 1, 10 * MS, &retry), METER_GO);
+}
+
+static void level_ceiling_holds_only_its_level(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    set_level(&m, 1, 50 * 1000, 0, 2, 0); /* 50/s, burst 2: one every 20 ms */
+    assert_true(meter_level_limited(&m, 1));
+    assert_false(meter_level_limited(&m, 0));
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(meter_admit(&m, 1, 1, 0, &retry), METER_GO);
+        meter_charge(&m, 1, 1, 0);
+    }
+    assert_int_equal(meter_admit(&m, 1, 1, 0, &retry), METER_HOLD_LEVEL);
+    assert_true(retry == 20 * MS);
+    assert_false(meter_level_admits(&m, 1, 1, 20 * MS - 1, &retry));
+    assert_true(retry == 20 * MS);
+    assert_true(meter_level_admits(&m, 1, 1, 20 * MS, &retry));
+    assert_int_equal(meter_admit(&m, 0, 1, 0, &retry), METER_GO); /* others go on */
+    /* a level hold is reported before a sink hold */
+    set_sink(&m, 1000, 1, 0);
+    meter_charge(&m, 0, 1, 0);
+    assert_int_equal(meter_admit(&m, 1, 1, 0, &retry), METER_HOLD_LEVEL);
+    assert_int_equal(meter_admit(&m, 0, 1, 0, &retry), METER_HOLD_SINK);
+}
+
+static void guarantee_marks_a_level_below_min(void **state)
+{
+    (void)state;
+    meter m;
+    fresh(&m);
+    set_level(&m, 2, 0, 10 * 1000, 0, 0); /* at least 10/s; its bucket's burst is 2 */
+    assert_true(meter_below_min(&m, 2, 1, 0));
+    assert_false(meter_below_min(&m, 1, 1, 0)); /* no guarantee */
+    meter_charge(&m, 2, 1, 0);
+    assert_true(meter_below_min(&m, 2, 1, 0));
+    meter_charge(&m, 2, 1, 0);
+    assert_false(meter_below_min(&m, 2, 1, 0)); /* served at its rate */
+    assert_false(meter_below_min(&m, 2, 1, 100 * MS - 1));
+    assert_true(meter_below_min(&m, 2, 1, 100 * MS));
+}
+
+static void cost_is_charged_to_every_bucket(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    set_sink(&m, 10 * 1000, 5, 0);
+    set_level(&m, 0, 10 * 1000, 10 * 1000, 5, 0);
+    assert_int_equal(meter_admit(&m, 0, 3, 0, &retry), METER_GO);
+    meter_charge(&m, 0, 3, 0);
+    assert_true(rl_tokens_milli(&m.sink.bucket, 0) == 2000);
+    assert_true(rl_tokens_milli(&m.lv[0].ceiling, 0) == 2000);
+    assert_true(m.lv[0].guarantee.tat_ns == 300 * MS);
+    assert_false(meter_below_min(&m, 0, 1, 0));
+    /* 3 more units: the ceiling (checked first) frees them at 100 ms */
+    assert_int_equal(meter_admit(&m, 0, 3, 0, &retry), METER_HOLD_LEVEL);
+    assert_true(retry == 100 * MS);
+    /* another level pays only the sink */
+    assert_int_equal(meter_admit(&m, 1, 2, 0, &retry), METER_GO);
+    assert_int_equal(meter_admit(&m, 1, 3, 0, &retry), METER_HOLD_SINK);
+    assert_true(retry == 100 * MS);
+}
+
+static void inflight_cap_waits_for_a_settlement(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    m.sink.max_inflight = 2;
+    meter_charge(&m, 0, 1, 0);
+    meter_charge(&m, 0, 1, 0);
+    assert_int_equal(meter_admit(&m, 0, 1, 5 * S, &retry), METER_HOLD_SINK);
+    assert_true(retry == METER_NEVER);
+    meter_settle(&m, METER_NO_OUTCOME, 5 * S);
+    assert_true(m.sink.inflight == 1);
+    assert_int_equal(meter_admit(&m, 0, 1, 5 * S, &retry), METER_GO);
+    meter_settle(&m, METER_SUCCEEDED, 5 * S);
+    meter_settle(&m, METER_SUCCEEDED, 5 * S); /* never below zero */
+    assert_true(m.sink.inflight == 0);
+}
+
+static void throttled_pauses_exactly_and_resumes_without_burst(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    set_sink(&m, 100 * 1000, 10, 0);
+    assert_int_equal(meter_throttled(&m, 500 * MS, S), 1); /* cut: 100/s -> 70/s */
+    assert_true(m.sink.effective_rate_milli == 70 * 1000);
+    assert_true(m.sink.paused_until_ns == S + 500 * MS);
+    assert_int_equal(meter_admit(&m, 0, 1, S + 500 * MS - 1, &retry), METER_HOLD_SINK);
+    assert_true(retry == S + 500 * MS);
+    assert_int_equal(meter_admit(&m, 0, 1, S + 500 * MS, &retry), METER_GO);
+    meter_charge(&m, 0, 1, S + 500 * MS);
+    /* a burst of 10 is not refilled by the pause: the next waits one interval at 70/s */
+    assert_int_equal(meter_admit(&m, 0, 1, S + 500 * MS, &retry), METER_HOLD_SINK);
+    assert_true(retry == S + 500 * MS + 14285714);
+    /* a shorter pause never shortens one already set */
+    meter_throttled(&m, 100 * MS, S + 100 * MS);
+    assert_true(m.sink.paused_until_ns == S + 500 * MS);
+}
+
+static void aimd_cuts_once_a_second_and_climbs_back(void **state)
+{
+    (void)state;
+    meter m;
+    fresh(&m);
+    set_sink(&m, 100 * 1000, 1, 0);
+    assert_true(meter_tick(&m, 0) == METER_NEVER);
+    assert_int_equal(meter_throttled(&m, 0, S), 1);
+    assert_true(m.sink.effective_rate_milli == 70000);
+    assert_int_equal(meter_throttled(&m, 0, S + 999 * MS), 0); /* within the second: no cut */
+    assert_true(m.sink.effective_rate_milli == 70000);
+    assert_int_equal(meter_throttled(&m, 0, 2 * S), 1);
+    assert_true(m.sink.effective_rate_milli == 49000);
+    assert_true(m.sink.bucket.rate_milli == 49000);
+    /* no increase within a second of the cut */
+    assert_true(meter_tick(&m, 2 * S + 500 * MS) == 3 * S);
+    assert_true(m.sink.effective_rate_milli == 49000);
+    assert_true(meter_next_ns(&m) == 3 * S);
+    /* then 2 % of the configured rate per second: 0.2/s each 100 ms */
+    assert_true(meter_tick(&m, 3 * S) == 3 * S + 100 * MS);
+    assert_true(m.sink.effective_rate_milli == 49200);
+    assert_true(meter_tick(&m, 3 * S + 50 * MS) == 3 * S + 100 * MS);
+    assert_true(m.sink.effective_rate_milli == 49200);
+    uint64_t now = 3 * S + 100 * MS, next;
+    while ((next = meter_tick(&m, now)) != METER_NEVER)
+        now = next;
+    assert_true(m.sink.effective_rate_milli == 100000);
+    assert_true(now == 3 * S + 254 * 100 * MS); /* 255 steps of 0.2/s from 49/s */
+    /* the cut never goes below 1/s */
+    set_sink(&m, 1200, 1, 40 * S);
+    assert_int_equal(meter_throttled(&m, 0, 40 * S), 1);
+    assert_true(m.sink.effective_rate_milli == 1000);
+}
+
+static void breaker_gate_opens_then_probes(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    meter_init(&m, 1, 50, 4, S); /* opens above 50 % failures of >= 2 outcomes */
+    meter_sink_apply(&m, 0);
+    meter_level_apply(&m, 0, 0);
+    meter_charge(&m, 0, 1, 0);
+    meter_charge(&m, 0, 1, 0);
+    uint64_t t0 = m.breaker.transitions;
+    meter_settle(&m, METER_FAILED, 10 * MS);
+    meter_settle(&m, METER_FAILED, 20 * MS);
+    assert_true(m.breaker.transitions == t0 + 1);
+    assert_int_equal(m.breaker.state, BREAKER_OPEN);
+    assert_int_equal(meter_admit(&m, 0, 1, 20 * MS, &retry), METER_HOLD_SINK);
+    assert_true(retry == S + 20 * MS);
+    assert_int_equal(meter_admit(&m, 0, 1, S + 20 * MS - 1, &retry), METER_HOLD_SINK);
+    /* after the cooldown: one probe */
+    assert_int_equal(meter_admit(&m, 0, 1, S + 20 * MS, &retry), METER_GO);
+    assert_int_equal(m.breaker.state, BREAKER_HALF_OPEN);
+    meter_charge(&m, 0, 1, S + 20 * MS);
+    assert_int_equal(meter_admit(&m, 0, 1, S + 30 * MS, &retry), METER_HOLD_SINK);
+    assert_true(retry == METER_NEVER); /* the probe's settlement decides */
+    meter_settle(&m, METER_SUCCEEDED, S + 40 * MS);
+    assert_int_equal(m.breaker.state, BREAKER_CLOSED);
+    assert_int_equal(meter_admit(&m, 0, 1, S + 40 * MS, &retry), METER_GO);
+    /* THROTTLED, REJECT and the like are no outcome */
+    meter_charge(&m, 0, 1, S + 40 * MS);
+    meter_charge(&m, 0, 1, S + 40 * MS);
+    meter_settle(&m, METER_NO_OUTCOME, S + 50 * MS);
+    meter_settle(&m, METER_NO_OUTCOME, S + 50 * MS);
+    assert_int_equal(m.breaker.state, BREAKER_CLOSED);
+    assert_true(m.breaker.n == 0);
+}
+
+static void live_changes_never_burst(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    set_sink(&m, 10 * 1000, 1, 0); /* one every 100 ms */
+    meter_charge(&m, 0, 1, 0);
+    /* raised to 1000/s half-way: the half interval still owed is carried at the new pace */
+    set_sink(&m, 1000 * 1000, 1, 50 * MS);
+    assert_int_equal(meter_admit(&m, 0, 1, 50 * MS, &retry), METER_HOLD_SINK);
+    assert_true(retry == 50 * MS + 500 * 1000);
+    /* a change resets a cut rate to the configured one */
+    meter_throttled(&m, 0, 2 * S);
+    assert_true(m.sink.effective_rate_milli == 700 * 1000);
+    set_sink(&m, 1000 * 1000, 1, 2 * S);
+    assert_true(m.sink.effective_rate_milli == 1000 * 1000);
+    /* a level's ceiling lowered while in debt */
+    set_level(&m, 1, 100 * 1000, 0, 1, 0); /* one every 10 ms */
+    meter_charge(&m, 1, 1, 0);
+    set_level(&m, 1, 10 * 1000, 0, 1, 5 * MS); /* 5 ms owed at 10 ms/unit = 50 ms at 100 ms/unit */
+    assert_false(meter_level_admits(&m, 1, 1, 5 * MS, &retry));
+    assert_true(retry == 55 * MS);
+}
+
+static void eta_follows_the_binding_rate(void **state)
+{
+    (void)state;
+    meter m;
+    fresh(&m);
+    assert_true(meter_eta_ms(&m, 0, 0, 1, 100) == 0);
+    assert_true(meter_eta_ms(&m, 0, 100, 2, 20) == 5000); /* no limits: as served, 20/s */
+    assert_true(meter_eta_ms(&m, 0, 100, 2, 0) == 0);     /* unknown */
+    set_sink(&m, 10 * 1000, 1, 0);
+    assert_true(meter_eta_ms(&m, 0, 100, 2, 20) == 20000); /* 10 units/s at cost 2 */
+    assert_true(meter_eta_ms(&m, 0, 100, 0, 20) == 10000); /* cost unknown: 1 */
+    set_level(&m, 0, 4 * 1000, 0, 1, 0);
+    assert_true(meter_eta_ms(&m, 0, 100, 2, 20) == 50000); /* the ceiling binds */
+    meter_throttled(&m, 0, S);                              /* sink now 7/s: the ceiling still binds */
+    assert_true(meter_eta_ms(&m, 0, 100, 2, 20) == 50000);
+    assert_true(meter_eta_ms(&m, 1, 70, 1, 20) == 10000);   /* other levels: the cut sink */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(unlimited_admits_everything),
+        cmocka_unit_test(sink_bucket_refuses_until_exact_time),
+        cmocka_unit_test(level_ceiling_holds_only_its_level),
+        cmocka_unit_test(guarantee_marks_a_level_below_min),
+        cmocka_unit_test(cost_is_charged_to_every_bucket),
+        cmocka_unit_test(inflight_cap_waits_for_a_settlement),
+        cmocka_unit_test(throttled_pauses_exactly_and_resumes_without_burst),
+        cmocka_unit_test(aimd_cuts_once_a_second_and_climbs_back),
+        cmocka_unit_test(breaker_gate_opens_then_probes),
+        cmocka_unit_test(live_changes_never_burst),
+        cmocka_unit_test(eta_follows_the_binding_rate),
+    };
+    return cmocka_run_group_tests_name("meter", tests, NULL, NULL);
+}
