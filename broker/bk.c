@@ -203,6 +203,7 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
         proto_set_str(&m, PROTO_F_tag, rec.tag, rec.tag_len);
     if (rec.cost > 1)
         proto_set(&m, cost, rec.cost);
+    proto_set(&m, released_ns, b->mono_ns); /* the time it is charged to the buckets */
     /* a message whose publish is not yet durable waits for the commit */
     net_when when = store_key_committed(b->st, level, key) ? NET_NOW : NET_AFTER_COMMIT;
     rc = net_queue(b->net, c->rid, c->rid_len, &m, l->token, when);
