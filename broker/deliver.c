@@ -64,6 +64,7 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     proto_set_str(&m, PROTO_F_body, rec.body, rec.body_len);
     if (rec.tag_len)
         proto_set_str(&m, PROTO_F_tag, rec.tag, rec.tag_len);
+    proto_set(&m, released_ns, b->mono_ns); /* the time it is charged to the buckets */
     if (rec.cost > 1)
         proto_set(&m, cost, rec.cost);
     /* a message whose publish is not yet durable waits for the commit */

@@ -178,6 +178,10 @@ typedef struct sl_delivery {
     const void *body;   /* body_len bytes, followed by a NUL for convenience */
     size_t body_len;
     uint32_t cost;      /* as published (1 by default) */
+    uint64_t released_ns; /* the broker's CLOCK_MONOTONIC when it released this
+                           * delivery, charged to its rate limits (0 from a
+                           * broker that does not send it); comparable with
+                           * this host's CLOCK_MONOTONIC only on the same host */
 } sl_delivery;
 
 /* sl_set_limit caps the deliveries c asks for in all, counting from

@@ -257,6 +257,7 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
         .body = body,
         .body_len = m->body.len,
         .cost = delivery_cost(m),
+        .released_ns = proto_has(m, PROTO_F_released_ns) ? m->released_ns : 0,
     };
     if (fifo_push(&c->deliveries, &d)) {
         free(d);

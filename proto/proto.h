@@ -110,6 +110,7 @@
     X(key,        "key",            STR,  PROTO_MAX_TAG)  \
     X(duplicate,  "duplicate",      U64,  0)              \
     X(ttl_ms,     "ttl_ms",         U64,  0)              \
+    X(released_ns, "released_ns",   U64,  0)              \
     X(level_stats, "level_stats",   ROWS, level_stat)     \
     X(level_rows, "level_rows",     ROWS, level)          \
     X(pool_rows,  "pool_rows",      ROWS, pool)
@@ -276,7 +277,7 @@ typedef enum proto_cmd {
     X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost) | PF(key) | PF(delay_ms) | PF(ttl_ms)) \
     X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      PF(duplicate))        \
     X(CREDIT,   "CREDIT",   C2B, PF(n),                PF(seq))               \
-    X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost)) \
+    X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost) | PF(released_ns)) \
     X(ACK,      "ACK",      C2B, PF(seq) | PF(token),   PF(credit))            \
     X(NACK,     "NACK",     C2B, PF(seq) | PF(token),   PF(credit) | PF(delay_ms)) \
     X(TOUCH,    "TOUCH",    C2B, PF(seq) | PF(token),   PF(lease_ms))          \

@@ -117,6 +117,7 @@ typedef struct worker {
     volatile int stop;
     volatile unsigned done;
     uint64_t level2_at_ms; /* when the first level-2 message arrived */
+    uint64_t level2_released_ns; /* and when the broker released it */
 } worker;
 
 static void *work(void *arg)
@@ -130,8 +131,10 @@ static void *work(void *arg)
         sl_delivery *d = NULL;
         if (sl_recv(c, 100, &d) != SL_OK)
             continue;
-        if (d->level == 2 && !w->level2_at_ms)
+        if (d->level == 2 && !w->level2_at_ms) {
+            w->level2_released_ns = d->released_ns;
             w->level2_at_ms = th_now_ms();
+        }
         usleep(w->sleep_ms * 1000);
         if (sl_ack(c, d) == SL_OK)
             w->done++;
@@ -142,7 +145,10 @@ static void *work(void *arg)
 }
 
 /* Shape 2, with a deadline: level 0 saturates one worker, and a level-2
- * message with a 2 s deadline still goes out within 3 s. */
+ * message with a 2 s deadline still goes out within 3 s. Measured where the
+ * promise is made, on the broker's release time: once overdue it takes the
+ * next credit, which comes back within one 2 ms job; the rest of the 3 s is
+ * an allowance for a descheduled worker on a busy machine. */
 static void deadline_prevents_starvation(void **state)
 {
     (void)state;
@@ -163,10 +169,11 @@ static void deadline_prevents_starvation(void **state)
     w.stop = 1;
     pthread_join(t, NULL);
     assert_true(w.level2_at_ms != 0);
-    uint64_t waited = w.level2_at_ms - sent;
-    fprintf(stderr, "# level 2 with a 2 s deadline waited %llu ms under a saturating level 0\n",
-            (unsigned long long)waited);
-    assert_true(waited <= 3000);
+    assert_true(w.level2_released_ns > 0);
+    double waited_ms = (double)w.level2_released_ns / 1e6 - (double)sent;
+    fprintf(stderr, "# level 2 with a 2 s deadline was released %.1f ms after its publish (arrived after %llu ms) "
+            "under a saturating level 0\n", waited_ms, (unsigned long long)(w.level2_at_ms - sent));
+    assert_true(waited_ms <= 3000);
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_true(st.level[2].picks_overdue == 1);
@@ -238,7 +245,7 @@ static void resize_under_load_doubles_throughput(void **state)
         pthread_join(t[i], NULL);
     }
     fprintf(stderr, "# pool of 20 ms jobs: %u/s at size 1, %u/s at size 4\n", before, after);
-    assert_true(after >= 2 * before);
+    assert_true(after >= 2 * before); /* a floor of half the 4x that sleep-bound jobs give */
     /* nothing lost: every message is acked or still queued */
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);

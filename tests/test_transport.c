@@ -77,7 +77,10 @@ static void stuck_consumer_blocks_nothing_and_loses_nothing(void **state)
     }
     fprintf(stderr, "# 3000 publishes beside a consumer that reads nothing: slowest confirm %llu ms\n",
             (unsigned long long)worst_ms);
-    assert_true(worst_ms < 2000); /* the loop never waited on the stuck peer */
+    /* the loop never waited on the stuck peer: a publish behind a blocked
+     * loop would time out (5 s); the slowest durable confirm is a figure,
+     * with room here for a busy disk */
+    assert_true(worst_ms < 4000);
     sl_stats st;
     assert_int_equal(sl_stats_get(p, &st), SL_OK);
     assert_true(st.level[1].inflight <= 2000); /* the per-consumer cap */

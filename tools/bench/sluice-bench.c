@@ -24,6 +24,7 @@
  *        backlog of about BENCH_SCHED_BUSY_MS of its work; how long one
  *        message published after it to the lowest level waits, with no
  *        deadline and with BENCH_SCHED_DEADLINE_MS on its level.
+ *   7b   Metering (bench_meter.c), five rows: delivered rates of backlogged buckets.
  *   8    The pick rule alone (bench_pick.c): disp_pick, linked in from the
  *        broker, over 16 levels holding 1,000,000 messages. No broker.
  *   9-11 Raw limits of the machine (bench_raw.c): LMDB durable commits of 1
@@ -79,6 +80,7 @@
 #include "bench_client.h"
 #include "bench_core.h"
 #include "bench_latency.h"
+#include "bench_meter.h"
 #include "bench_pick.h"
 #include "bench_raw.h"
 #include "bench_sched.h"
@@ -306,6 +308,11 @@ static int row_pick(bench *b)
     return 0;
 }
 
+static int row_meter(bench *b) /* metering: five rows after starvation (bench_meter.c) */
+{
+    return bench_meter_run(b->endpoint, &b->table);
+}
+
 /* ---- rows 9-11: raw limits ---- */
 
 /* lmdb_run measures commits of puts puts each in a fresh environment under
@@ -381,6 +388,7 @@ static void usage(FILE *f)
 "  starvation          one consumer (pool starve) acks about %d ms of level-0\n"
 "                      messages; how long one message on the lowest level waits\n"
 "                      behind them, with no deadline and with a %d ms deadline.\n"
+"  metering            sink and level buckets while backlogged: delivered rates.\n"
 "  pick rule           the broker's pick rule alone, over %d levels holding\n"
 "                      1,000,000 messages, with deadlines and aging; no broker.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
@@ -490,7 +498,7 @@ typedef int (*row_fn)(bench *);
  * drains, and 5-7 start from an empty queue. Rows 8-11 run once the broker
  * has stopped. */
 static const row_fn broker_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
-                                     row_latency,  row_dispatch,  row_starvation};
+                                     row_latency,  row_dispatch,  row_starvation, row_meter};
 static const row_fn local_rows[] = {row_pick, row_lmdb_single, row_lmdb_batch, row_zmq};
 
 /* rows_run runs fns in order, stopping at the first error. A row that a
