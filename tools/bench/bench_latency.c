@@ -178,6 +178,8 @@ int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, dou
             *delivered_per_s = (double)r.received_msgs * BENCH_CORE_NS_PER_S / (double)(r.last_got_ns - r.start_ns);
     }
 clients_close:
+    if (r.consumer)
+        sl_flush(r.consumer, BENCH_CORE_CLIENT_TIMEOUT_MS); /* the last acks reach the broker */
     sl_close(&r.consumer);
     sl_close(&r.producer);
     free(r.latency_ns);
