@@ -14,6 +14,9 @@
  *                               cost, absent on the wire, reads as 1
  *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
  *     publish                   sl_send_wait, whoever happens to be pumping
+ *   OK/ERROR of a settlement    matched by seq in the settles ring and
+ *                               taken out; an ERROR is counted and kept for
+ *                               the next settling call to report
  *   the awaited reply           handed to the synchronous caller
  *   POOL                        its share recorded for sl_share; it has no
  *                               seq, so it never passes for a reply
@@ -30,7 +33,10 @@
  * outstanding publish's seq to the ticket its caller chose. The broker
  * answers a connection in order, so the reply for the oldest outstanding
  * publish is nearly always the next one: the lookup is O(1) in practice,
- * O(outstanding) at worst.
+ * O(outstanding) at worst. Settlements (wire_settle) are sent without
+ * waiting and tracked the same way, by seq, in the settles ring; a
+ * disconnection or a reconnection empties it, since their answers went to a
+ * connection that is gone, and wire_close then lingers for nobody.
  *
  * Reconnection. ZeroMQ reconnects the DEALER by itself when the broker
  * restarts or heartbeats time out, but the broker forgets a connection's
