@@ -149,6 +149,9 @@ $(BUILD)/tests/test_sink: $(call obj,tools/sink/sink_limit.c)
 # The client library's own tests also link the scripted fake broker.
 $(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,tests/th_fake.c)
 
+# test_slowdisk preloads the slow-disk shim into the broker (order-only: not linked in).
+$(BUILD)/tests/test_slowdisk: | $(BUILD)/slowdisk.so
+
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/test_history: $(call obj,tests/history.c)
 
@@ -191,7 +194,15 @@ test-run: all tests
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced
+	@$(MAKE) --no-print-directory SAN= build/rel/slowdisk.so
+	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
+
+# The slow disk on demand (tools/slowdisk/slowdisk.c): an LD_PRELOAD shim adding
+# SLUICE_SLOW_FLUSH_US to every flush of sluiced. Loaded into an uninstrumented sluiced.
+$(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl -lpthread
 
 # ---- reliability campaigns: the plain build only (the shim cannot go into an ASan broker) ----
 # make crash [CRASH_SECONDS=60]            kill -9 the broker every 2 s under a pipelined load,

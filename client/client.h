@@ -36,6 +36,7 @@ struct sl_client {
     proto_wbuf out;  /* encode buffer */
     uint64_t next_seq;
     uint64_t handshakes;
+    bool connected;     /* the last monitor event was a handshake, not a disconnect */
 
     uint64_t await_seq; /* the synchronous request waited for; 0 for none */
     bool have_reply;
@@ -45,6 +46,11 @@ struct sl_client {
     fifo puts;       /* async publishes the broker has not answered */
     fifo confirms;   /* client_confirm: answered, not yet returned */
     fifo deliveries; /* sl_delivery *: received, not yet returned */
+    fifo settles;    /* uint64_t seq of each settlement the broker has not answered */
+    uint64_t refused;        /* settlements the broker refused, since sl_connect */
+    bool refused_unreported; /* one was refused since the last call that reported it */
+    int refused_code;        /* the first refusal not yet reported, and its text */
+    char refused_msg[PROTO_MAX_STR + 64];
 
     unsigned share;  /* from the latest POOL message; 0 until one came */
 

@@ -408,9 +408,24 @@ void sl_delivery_free(sl_delivery **d)
     *d = NULL;
 }
 
+/* refusal_take returns the first refused settlement not yet reported, as
+ * c's error, or SL_OK. */
+static int refusal_take(sl_client *c)
+{
+    if (!c->refused_unreported)
+        return SL_OK;
+    c->refused_unreported = false;
+    return client_fail_text(c, c->refused_code, c->refused_msg, strlen(c->refused_msg));
+}
+
+/* SETTLES_MAX_PENDING bounds the settlements sent and not yet answered: past
+ * it, a settling call first waits for the answers (a consumer that never
+ * reads its socket would otherwise keep them all). */
+#define SETTLES_MAX_PENDING 4096
+
 /* settle sends ACK, NACK (ms = delay), THROTTLED (ms = retry after) or
- * TOUCH (ms = lease) for d and waits for OK; ms 0 is left out, so the broker
- * applies its default. All but TOUCH end the delivery, so they give back one
+ * TOUCH (ms = lease) for d without waiting for the answer (see sluice.h);
+ * ms 0 is left out, so the broker applies its default. All but TOUCH end the delivery, so they give back one
  * credit and carry what is then due, but only for a subscribed client:
  * credit would make a producer's connection a consumer. */
 static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms, const char *why)
@@ -443,7 +458,31 @@ static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint3
         proto_set(&m, retry_ms, ms);
     if (why)
         proto_set_str(&m, PROTO_F_msg, why, strnlen(why, PROTO_MAX_STR));
-    return client_request(c, &m, PROTO_OK);
+    if (c->settles.count) /* take the answers already there, without waiting */
+        (void)wire_wait_settled(c, 0);
+    int rc = c->settles.count >= SETTLES_MAX_PENDING ? wire_wait_settled(c, c->timeout_ms) : SL_OK;
+    if (rc == SL_OK)
+        rc = wire_settle(c, &m);
+    if (rc != SL_OK)
+        return client_fail(c, rc);
+    return refusal_take(c);
+}
+
+int sl_flush(sl_client *c, int timeout_ms)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    int rc = wire_wait_settled(c, timeout_ms);
+    int refused = refusal_take(c);
+    if (refused != SL_OK)
+        return refused;
+    return rc == SL_OK ? SL_OK : client_fail(c, rc);
+}
+
+uint64_t sl_refused(const sl_client *c)
+{
+    return c ? c->refused : 0;
 }
 
 static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms)

@@ -74,7 +74,12 @@ int sl_connect(const char *endpoint, const sl_options *opts, sl_client **out);
  * to the head of their levels at once, without charging an attempt. (A client
  * that dies without closing is noticed by heartbeats instead, and those
  * returns are charged.) Unconfirmed publishes may or may not have been
- * committed: their fate is unknown to this client. */
+ * committed: their fate is unknown to this client. Settlements already sent
+ * reach the broker before the BYE; their answers are not waited for (call
+ * sl_flush first for that). Frames not yet sent are flushed for up to one
+ * second to a broker that is connected, and dropped at once when the
+ * connection is gone, so closing never waits for a broker that has gone
+ * away. */
 void sl_close(sl_client **c);
 
 /* sl_strerror returns a static message for any code. */
@@ -199,10 +204,28 @@ int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out);
 /* sl_delivery_free frees *d and sets it to NULL; accepts NULL. */
 void sl_delivery_free(sl_delivery **d);
 
-/* sl_ack acknowledges d: the broker deletes the message. Waits for the
- * broker's answer. Returns SL_OK, SL_ESTALE (the lease had expired or the
- * token is unknown: the message may be delivered again), SL_EIO,
- * SL_ETIMEDOUT. */
+/* Settlements (sl_ack, sl_nack, sl_touch, sl_throttled, sl_reject) are
+ * sent without waiting for the broker's answer: each returns once its
+ * message is handed to the socket, so a consumer settles and takes the
+ * next delivery without a round trip (credit rides along, as before). The
+ * broker answers every settlement in order; those answers are read by
+ * whatever call of c next reads the socket (sl_recv, sl_send_wait, any
+ * request, sl_flush). A settlement the broker refuses (SL_ESTALE: the lease
+ * had expired or the token is unknown, so the message may be delivered
+ * again; SL_ESHUTDOWN; SL_EIO) is never lost silently: it is counted
+ * (sl_refused), and the next settling call or sl_flush returns its code,
+ * sl_last_error naming it "an earlier settlement was refused: ...", once
+ * per refusal reported. That call's own settlement has been sent all the
+ * same. Answers of a connection that was lost are not waited for: the
+ * broker returns the leases of a vanished consumer by itself. With the
+ * broker's --ack-flush-ms 0, the broker answers an ACK only after its
+ * deletion is committed, so sl_flush returning SL_OK means every ACK sent
+ * before it is durable.
+ *
+ * sl_ack acknowledges d: the broker deletes the message. Returns SL_OK
+ * (sent), SL_EINVAL (c or d NULL), SL_ETIMEDOUT (the send timed out),
+ * SL_ECONNECT, SL_ENOMEM, or the code of an earlier refused settlement
+ * (above). */
 int sl_ack(sl_client *c, const sl_delivery *d);
 
 /* sl_nack returns d to the head of its level, to be delivered again after
@@ -226,6 +249,17 @@ int sl_throttled(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms);
  * letters at once, with reason (NUL-terminated, may be NULL) recorded.
  * Returns as sl_ack. */
 int sl_reject(sl_client *c, const sl_delivery *d, const char *reason);
+
+/* sl_flush waits up to timeout_ms (-1 forever) until the broker has
+ * answered every settlement c has sent. Returns SL_OK when all were
+ * accepted; the code of a refused one not yet reported (see above);
+ * SL_ETIMEDOUT when answers are still missing; SL_ECONNECT; SL_EINVAL (c
+ * NULL). */
+int sl_flush(sl_client *c, int timeout_ms);
+
+/* sl_refused returns how many settlements the broker has refused on c
+ * since sl_connect (0 for NULL). */
+uint64_t sl_refused(const sl_client *c);
 
 /* ---- statistics ---- */
 

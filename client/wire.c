@@ -14,6 +14,9 @@
  *                               cost, absent on the wire, reads as 1
  *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
  *     publish                   sl_send_wait, whoever happens to be pumping
+ *   OK/ERROR of a settlement    matched by seq in the settles ring and
+ *                               taken out; an ERROR is counted and kept for
+ *                               the next settling call to report
  *   the awaited reply           handed to the synchronous caller
  *   POOL                        its share recorded for sl_share; it has no
  *                               seq, so it never passes for a reply
@@ -30,7 +33,10 @@
  * outstanding publish's seq to the ticket its caller chose. The broker
  * answers a connection in order, so the reply for the oldest outstanding
  * publish is nearly always the next one: the lookup is O(1) in practice,
- * O(outstanding) at worst.
+ * O(outstanding) at worst. Settlements (wire_settle) are sent without
+ * waiting and tracked the same way, by seq, in the settles ring; a
+ * disconnection or a reconnection empties it, since their answers went to a
+ * connection that is gone, and wire_close then lingers for nobody.
  *
  * Reconnection. ZeroMQ reconnects the DEALER by itself when the broker
  * restarts or heartbeats time out, but the broker forgets a connection's
@@ -57,6 +63,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -75,7 +82,7 @@ typedef struct pending_put {
     uint64_t seq, ticket;
 } pending_put;
 
-typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY } wait_for;
+typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
 
 int wire_code(uint64_t code)
 {
@@ -183,6 +190,8 @@ static void reconnected(sl_client *c)
 {
     deliveries_drop(c);
     puts_abandon(c);
+    while (c->settles.count) /* their answers went to the connection that is gone */
+        fifo_remove(&c->settles, 0, NULL);
     if (!c->subscribed)
         return;
     /* the new connection starts with no credit; every delivery so far was
@@ -217,6 +226,13 @@ static void monitor_drain(sl_client *c, bool closing)
         while (zmq_msg_more(&ev) && zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) >= 0)
             ;
         zmq_msg_close(&ev);
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+            c->connected = false;
+            while (c->settles.count) /* their answers will never come */
+                fifo_remove(&c->settles, 0, NULL);
+        }
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+            c->connected = true;
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && ++c->handshakes > 1 && !closing)
             reconnected(c);
     }
@@ -289,6 +305,19 @@ static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
     return SL_OK;
 }
 
+/* settle_refused counts a settlement the broker refused and keeps the
+ * first one not yet reported, for the next settling call to return. */
+static void settle_refused(sl_client *c, const proto_msg *m)
+{
+    c->refused++;
+    if (c->refused_unreported)
+        return;
+    c->refused_unreported = true;
+    c->refused_code = wire_code(m->code);
+    snprintf(c->refused_msg, sizeof c->refused_msg, "an earlier settlement was refused: %.*s",
+             proto_has(m, PROTO_F_msg) ? (int)m->msg.len : 0, proto_has(m, PROTO_F_msg) ? m->msg.ptr : "");
+}
+
 static int reply_route(sl_client *c, const proto_msg *m)
 {
     bool has_seq = proto_has(m, PROTO_F_seq);
@@ -301,6 +330,14 @@ static int reply_route(sl_client *c, const proto_msg *m)
         c->have_reply = true;
         return SL_OK;
     }
+    if (has_seq && (m->type == PROTO_OK || m->type == PROTO_ERROR))
+        for (size_t i = 0; i < c->settles.count; i++)
+            if (*(uint64_t *)fifo_at(&c->settles, i) == m->seq) {
+                fifo_remove(&c->settles, i, NULL);
+                if (m->type == PROTO_ERROR)
+                    settle_refused(c, m);
+                return SL_OK;
+            }
     if (!has_seq || (m->type != PROTO_PUT_OK && m->type != PROTO_ERROR))
         return SL_OK;
     for (size_t i = 0; i < c->puts.count; i++)
@@ -391,6 +428,7 @@ static bool waited(const sl_client *c, wait_for w)
     case WAIT_REPLY: return c->have_reply;
     case WAIT_CONFIRM: return c->confirms.count > 0;
     case WAIT_DELIVERY: return c->deliveries.count > 0;
+    case WAIT_SETTLED: return c->settles.count == 0;
     }
     return true;
 }
@@ -451,6 +489,23 @@ int wire_request(sl_client *c, proto_msg *m)
     return rc;
 }
 
+int wire_settle(sl_client *c, proto_msg *m)
+{
+    uint64_t seq = c->next_seq++;
+    if (fifo_push(&c->settles, &seq))
+        return SL_ENOMEM;
+    proto_set(m, seq, seq);
+    int rc = msg_send(c, m, 0);
+    if (rc)
+        fifo_remove(&c->settles, c->settles.count - 1, NULL);
+    return rc;
+}
+
+int wire_wait_settled(sl_client *c, int timeout_ms)
+{
+    return pump(c, deadline_after(timeout_ms), WAIT_SETTLED);
+}
+
 int wire_post(sl_client *c, proto_msg *m)
 {
     proto_set(m, seq, c->next_seq++);
@@ -497,6 +552,7 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     fifo_init(&c->puts, sizeof(pending_put));
     fifo_init(&c->confirms, sizeof(client_confirm));
     fifo_init(&c->deliveries, sizeof(sl_delivery *));
+    fifo_init(&c->settles, sizeof(uint64_t));
     zmq_msg_init(&c->frame);
 
     int mon_linger_ms = 0;
@@ -507,7 +563,7 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     if (rc)
         return rc;
     /* the monitor is in place before connecting, so it sees the first handshake */
-    if (zmq_socket_monitor(c->sock, MONITOR_ENDPOINT, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) ||
+    if (zmq_socket_monitor(c->sock, MONITOR_ENDPOINT, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) ||
         !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
         zmq_setsockopt(c->mon, ZMQ_LINGER, &mon_linger_ms, sizeof mon_linger_ms) ||
         zmq_connect(c->mon, MONITOR_ENDPOINT))
@@ -528,7 +584,7 @@ void wire_close(sl_client *c)
             proto_init(&bye, PROTO_BYE);
             msg_send(c, &bye, ZMQ_DONTWAIT);
         }
-        if (c->handshakes == 0) {
+        if (c->handshakes == 0 || !c->connected) { /* never reached, or gone: nobody to flush to */
             int linger_ms = 0;
             zmq_setsockopt(c->sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
         }
@@ -554,4 +610,5 @@ void wire_close(sl_client *c)
     fifo_fini(&c->confirms);
     fifo_fini(&c->deliveries);
     fifo_fini(&c->puts);
+    fifo_fini(&c->settles);
 }

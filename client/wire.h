@@ -47,6 +47,19 @@ int wire_post(sl_client *c, proto_msg *m);
  * cannot be encoded); on failure nothing was sent or queued. */
 int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket);
 
+/* wire_settle sets m's seq and sends m, a settlement (ACK, NACK, TOUCH,
+ * THROTTLED, REJECT), without waiting: its seq joins c->settles, and the
+ * pump takes it out when the broker's OK or ERROR comes, counting an ERROR
+ * in c->refused (its code and text kept for the next call to report).
+ * Returns SL_OK, SL_ETIMEDOUT (the send timed out), SL_ECONNECT, SL_ENOMEM,
+ * SL_EINVAL (m cannot be encoded); on failure nothing was sent or kept. */
+int wire_settle(sl_client *c, proto_msg *m);
+
+/* wire_wait_settled runs the pump until every settlement sent has been
+ * answered (c->settles is empty), or for up to timeout_ms. Returns SL_OK,
+ * SL_ETIMEDOUT, SL_ECONNECT, SL_ENOMEM. */
+int wire_wait_settled(sl_client *c, int timeout_ms);
+
 /* wire_wait_confirm runs the pump until c->confirms holds a confirmation,
  * or for up to timeout_ms (-1 forever, 0 only what already arrived).
  * wire_wait_delivery does the same for c->deliveries. Both return SL_OK,

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TEST_ALARM_S 20
 
@@ -155,8 +156,10 @@ static void test_error_reply_maps_code_and_text(void **state)
     assert_int_equal(th_fake_start(f, answer_stale), 0);
     sl_client *c = th_fake_client(f, 2000);
     sl_delivery d = {.token = 42, .tag = "", .body = ""};
-    assert_int_equal(sl_ack(c, &d), SL_ESTALE);
-    assert_string_equal(sl_last_error(c), "x");
+    assert_int_equal(sl_ack(c, &d), SL_OK); /* sent; the answer comes later */
+    assert_int_equal(sl_flush(c, 2000), SL_ESTALE);
+    assert_string_equal(sl_last_error(c), "an earlier settlement was refused: x");
+    assert_int_equal(sl_refused(c), 1);
     assert_string_equal(sl_errname(SL_ESTALE), "SL_ESTALE");
     sl_close(&c);
     th_fake_stop(f);
@@ -165,6 +168,44 @@ static void test_error_reply_maps_code_and_text(void **state)
     assert_int_equal(f->seen[i].token, 42);
     /* a client that is not subscribed must not grant itself credit */
     assert_false(f->seen[i].present & PF(credit));
+}
+
+/* Settlements return without waiting: against a broker that never answers,
+ * a hundred ACKs return at once, sl_flush times out, and a refusal that
+ * comes later is reported by the next settling call, not lost. */
+static void test_settlements_do_not_wait_for_answers(void **state)
+{
+    th_fake *f = *state;
+    assert_int_equal(th_fake_bind(f), 0);
+    assert_int_equal(th_fake_start(f, NULL), 0); /* answers nothing */
+    sl_client *c = th_fake_client(f, 2000);
+    sl_delivery d = {.token = 42, .tag = "", .body = ""};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(sl_ack(c, &d), SL_OK);
+    assert_true(elapsed_s(&t0) < 1.0); /* one round trip each would wait 2 s for the first */
+    assert_int_equal(sl_flush(c, 200), SL_ETIMEDOUT);
+    assert_int_equal(sl_refused(c), 0);
+    sl_close(&c);
+    th_fake_stop(f);
+    assert_int_equal(th_fake_restart(f, answer_stale), 0);
+    c = th_fake_client(f, 2000);
+    assert_int_equal(sl_ack(c, &d), SL_OK);
+    assert_int_equal(sl_flush(c, 2000), SL_ESTALE);
+    /* a settling call reads the answers already there: a later one reports */
+    int rc = SL_OK, calls = 0;
+    for (; calls < 200 && rc == SL_OK; calls++) {
+        rc = sl_ack(c, &d);
+        if (rc == SL_OK)
+            usleep(10 * 1000);
+    }
+    assert_int_equal(rc, SL_ESTALE);
+    assert_true(calls >= 2); /* never the call whose own answer it is */
+    assert_int_equal(sl_flush(c, 2000), SL_ESTALE); /* the others, reported once */
+    assert_int_equal(sl_refused(c), 1 + (uint64_t)calls);
+    sl_close(&c);
+    th_fake_stop(f);
 }
 
 static void test_stray_reply_with_old_seq_is_ignored(void **state)
@@ -525,6 +566,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_send_times_out_against_silent_router),
         T(test_error_reply_maps_code_and_text),
+        T(test_settlements_do_not_wait_for_answers),
         T(test_stray_reply_with_old_seq_is_ignored),
         T(test_async_confirmations_keep_tickets_in_order),
         T(test_argument_validation),

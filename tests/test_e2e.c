@@ -136,9 +136,15 @@ static void lease_expiry_redelivers_and_old_token_is_stale(void **state)
     assert_true(second->id == id);
     assert_int_equal(second->attempt, 2);
     assert_true(second->token != first->token);
-    assert_int_equal(sl_ack(f->c, first), SL_ESTALE);
+    /* settlements do not wait: a refused one is reported by a later call */
+    assert_int_equal(sl_ack(f->c, first), SL_OK);
     assert_int_equal(sl_ack(f->c, second), SL_OK);
-    assert_int_equal(sl_ack(f->c, second), SL_ESTALE); /* settled already */
+    assert_int_equal(sl_flush(f->c, 5000), SL_ESTALE); /* first's lease had expired */
+    assert_non_null(strstr(sl_last_error(f->c), "an earlier settlement was refused"));
+    assert_int_equal(sl_flush(f->c, 5000), SL_OK);      /* reported once */
+    assert_int_equal(sl_ack(f->c, second), SL_OK);
+    assert_int_equal(sl_flush(f->c, 5000), SL_ESTALE); /* settled already */
+    assert_int_equal(sl_refused(f->c), 2);
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
     assert_true(st.level[1].expired == 1 && st.level[1].acked == 1 && st.level[1].depth == 0);
@@ -166,7 +172,8 @@ static void touch_keeps_the_lease(void **state)
     assert_true(st.level[0].expired == 0);
     sl_delivery fake = *d;
     fake.token ^= 0x5555;
-    assert_int_equal(sl_touch(f->c, &fake, 0), SL_ESTALE);
+    assert_int_equal(sl_touch(f->c, &fake, 0), SL_OK);
+    assert_int_equal(sl_flush(f->c, 5000), SL_ESTALE);
     sl_delivery_free(&d);
     assert_int_equal(th_fixture_finish(&f), 0);
 }
@@ -297,6 +304,7 @@ static void bye_returns_deliveries_uncharged_and_limit_caps_credit(void **state)
     sl_delivery *d1 = recv_one(a, 5000), *d2 = recv_one(a, 5000), *d3 = NULL;
     assert_int_equal(sl_recv(a, 300, &d3), SL_ETIMEDOUT);
     assert_int_equal(sl_ack(a, d1), SL_OK); /* returns no credit: the limit is reached */
+    assert_int_equal(sl_flush(a, 5000), SL_OK); /* settlements do not wait */
     assert_int_equal(sl_recv(a, 300, &d3), SL_ETIMEDOUT);
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
@@ -465,6 +473,7 @@ static void ack_survives_kill9(const char *const *extra, unsigned wait_ms)
     sl_delivery *d = recv_one(c, 5000);
     assert_string_equal(d->body, "done once");
     assert_int_equal(sl_ack(c, d), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* the OK came: with --ack-flush-ms 0, committed */
     sl_delivery_free(&d);
     if (wait_ms)
         usleep(wait_ms * 1000);

@@ -78,6 +78,7 @@ static void consume(sl_client *c, arrivals *a, unsigned want, uint64_t limit_ms,
             assert_int_equal(sl_ack(c, d), SL_OK);
         sl_delivery_free(&d);
     }
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* what others read next includes these acks */
 }
 
 /* most_arrived returns the most arrivals at the consumer within any window
@@ -199,6 +200,7 @@ static void throttled_pauses_and_charges_nothing(void **state)
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
     uint64_t id = d->id, first_ns = d->released_ns;
     assert_int_equal(sl_throttled(c, d, 1000), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait: this one has been handled */
     uint64_t told_ns = now_ns(); /* the broker has handled it: the pause began before this */
     sl_delivery_free(&d);
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
@@ -211,6 +213,7 @@ static void throttled_pauses_and_charges_nothing(void **state)
     assert_true(d->id == id);        /* back at the head of its level */
     assert_int_equal(d->attempt, 1); /* not charged */
     assert_int_equal(sl_ack(c, d), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
     sl_delivery_free(&d);
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
@@ -379,6 +382,7 @@ static void breaker_opens_probes_and_closes(void **state)
         assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
         tripped_ns = d->released_ns;
         assert_int_equal(sl_nack(c, d, 0), SL_OK);
+        assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
         told_ns = now_ns();
         sl_delivery_free(&d);
     }
@@ -396,9 +400,11 @@ static void breaker_opens_probes_and_closes(void **state)
     assert_true(d->released_ns <= told_ns + 600 * NS_PER_MS + LOOP_RESOLUTION_NS + LATE_ALLOWANCE_NS);
     sl_delivery *next = NULL;
     assert_int_equal(sl_ack(c, d), SL_OK); /* the probe succeeds: closed */
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
     sl_delivery_free(&d);
     assert_int_equal(sl_recv(c, 1000, &next), SL_OK); /* and traffic flows again */
     assert_int_equal(sl_ack(c, next), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
     sl_delivery_free(&next);
     sl_sink_info si;
     assert_int_equal(sl_sink_show(f->c, &si), SL_OK);
@@ -419,7 +425,8 @@ static void reject_makes_a_dead_letter_with_its_reason(void **state)
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
     uint64_t id = d->id;
     assert_int_equal(sl_reject(c, d, "HTTP 404 from the sink"), SL_OK);
-    assert_int_equal(sl_reject(c, d, "again"), SL_ESTALE);
+    assert_int_equal(sl_reject(c, d, "again"), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_ESTALE);
     sl_delivery_free(&d);
     sl_stats st;
     assert_int_equal(sl_stats_get(f->c, &st), SL_OK);

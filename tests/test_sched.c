@@ -199,6 +199,7 @@ static void strict_order_without_deadlines(void **state)
         inversions += d->level < last;
         last = d->level;
         assert_int_equal(sl_ack(c, d), SL_OK);
+        assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
         sl_delivery_free(&d);
     }
     assert_int_equal(inversions, 0);
@@ -277,6 +278,7 @@ static void level_and_pool_pause_and_resume(void **state)
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
     assert_true(d->id == id);
     assert_int_equal(sl_ack(c, d), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
     sl_delivery_free(&d);
     assert_int_equal(sl_pool_pause(f->c, "nosuchpool", 1), SL_ENOTFOUND);
     assert_int_equal(sl_level_pause(f->c, 7, 1), SL_ENOLEVEL);
@@ -333,12 +335,14 @@ static void explain_in_each_state(void **state)
     assert_int_equal(ex.position, 1); /* a is out, b is ahead */
     assert_non_null(strstr(ex.why, "credit"));
     assert_int_equal(sl_nack(c, d, 60000), SL_OK); /* one attempt allowed: a dead letter */
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
     sl_delivery_free(&d);
     assert_int_equal(sl_explain(f->c, a, &ex), SL_OK);
     assert_string_equal(ex.state, "dead");
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
     assert_true(d->id == b);
     assert_int_equal(sl_ack(c, d), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
     sl_delivery_free(&d);
     assert_int_equal(sl_explain(f->c, b, &ex), SL_OK);
     assert_string_equal(ex.state, "gone");
@@ -351,6 +355,7 @@ static void explain_in_each_state(void **state)
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
     assert_int_equal(sl_nack(c, d, 60000), SL_OK);
+    assert_int_equal(sl_flush(c, 5000), SL_OK); /* settlements do not wait */
     sl_delivery_free(&d);
     assert_int_equal(sl_explain(f->c, id, &ex), SL_OK);
     assert_string_equal(ex.state, "delayed");

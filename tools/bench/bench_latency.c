@@ -46,6 +46,7 @@ typedef struct latency_run {
     atomic_int producer_done;
     int64_t *latency_ns;   /* planned_msgs slots */
     uint64_t received_msgs;
+    int64_t last_got_ns;   /* when the last stamped delivery came */
     int producer_rc, consumer_rc;
 } latency_run;
 
@@ -93,6 +94,7 @@ static void latency_record(void *arg, const sl_delivery *d, int64_t got_ns)
         int64_t sent_ns;
         memcpy(&sent_ns, (const unsigned char *)d->body + 8, sizeof sent_ns);
         r->latency_ns[r->received_msgs++] = got_ns > sent_ns ? got_ns - sent_ns : 0;
+        r->last_got_ns = got_ns;
     }
 }
 
@@ -139,13 +141,14 @@ static double percentile_ms(const int64_t *sorted, uint64_t n, unsigned pct)
     return (double)sorted[rank ? rank - 1 : 0] / (double)BENCH_CORE_NS_PER_MS;
 }
 
-int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, double *p99_ms)
+int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, double *p99_ms,
+                          double *delivered_per_s)
 {
     latency_run r = {.planned_msgs = (uint64_t)seconds * BENCH_LATENCY_RATE_PER_S};
     bench_core_thread threads[] = {{.fn = latency_consume, .arg = &r},
                                    {.fn = latency_produce, .arg = &r}};
     int rc = 0, err;
-    *p50_ms = *p99_ms = 0;
+    *p50_ms = *p99_ms = *delivered_per_s = 0;
     r.latency_ns = calloc(r.planned_msgs, sizeof *r.latency_ns);
     if (!r.latency_ns)
         return bench_core_fail("out of memory");
@@ -171,8 +174,12 @@ int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, dou
         qsort(r.latency_ns, r.received_msgs, sizeof *r.latency_ns, cmp_i64);
         *p50_ms = percentile_ms(r.latency_ns, r.received_msgs, 50);
         *p99_ms = percentile_ms(r.latency_ns, r.received_msgs, 99);
+        if (r.last_got_ns > r.start_ns)
+            *delivered_per_s = (double)r.received_msgs * BENCH_CORE_NS_PER_S / (double)(r.last_got_ns - r.start_ns);
     }
 clients_close:
+    if (r.consumer)
+        sl_flush(r.consumer, BENCH_CORE_CLIENT_TIMEOUT_MS); /* the last acks reach the broker */
     sl_close(&r.consumer);
     sl_close(&r.producer);
     free(r.latency_ns);

@@ -13,8 +13,11 @@
  * second for seconds, and consumes and acks them all. The queue should be
  * empty when it starts: the consumer acks whatever it is given, and only the
  * bench's own stamped messages are timed. Returns 0 with the nearest-rank
- * p50 and p99 in milliseconds; 0 with both left 0 when a signal cut the run
+ * p50 and p99 in milliseconds, and the deliveries per second from the
+ * first publish to the last delivery (about BENCH_LATENCY_RATE_PER_S when
+ * deliveries keep up with publishes, less when they fall behind); 0 with all left 0 when a signal cut the run
  * short; -1 (reported) on an error, including nothing delivered at all. */
-int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, double *p99_ms);
+int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, double *p99_ms,
+                          double *delivered_per_s);
 
 #endif /* SLUICE_BENCH_LATENCY_H */

@@ -11,14 +11,20 @@
  * line (readiness is signalled, never slept for; a signal to the bench cuts
  * the wait short); on any failure the child is killed and reaped before it
  * returns. bench_spawn_stop sends SIGTERM by PID, waits STOP_TIMEOUT_MS,
- * then sends SIGKILL. When the broker fails to start or to stop cleanly, the
+ * then sends SIGKILL. bench_spawn_start_with adds one option (a second
+ * pass with --ack-flush-ms=0) and, with a shim, runs the broker on a slow
+ * disk: LD_PRELOAD of tools/slowdisk/slowdisk.c with its delay. When the broker fails to start or to stop cleanly, the
  * end of its log is copied to stderr: it says why.
  */
 #include "bench_spawn.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "bench_core.h"
+
+extern char **environ;
 
 #define READY_TIMEOUT_MS 20000
 #define STOP_TIMEOUT_MS  20000
@@ -39,13 +45,35 @@ int bench_spawn_stop(bench_spawn *s)
 
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir)
 {
-    char data[96], log[96];
+    return bench_spawn_start_with(s, path, dir, NULL, NULL, 0);
+}
+
+int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *extra_arg,
+                           const char *slowdisk, unsigned slow_flush_us)
+{
+    char data[96], log[96], preload[PROC_PATH_BYTES + 16], delay[48];
+    const char *envp[BENCH_SPAWN_MAX_ENV + 3];
+    size_t ne = 0;
     *s = (bench_spawn){.p.pid = 0};
     snprintf(data, sizeof data, "%s/data", dir);
     snprintf(s->endpoint, sizeof s->endpoint, "ipc://%s/s.sock", dir);
     snprintf(log, sizeof log, "%s/sluiced.log", dir);
-    const char *const argv[] = {path, "--data", data, "--listen", s->endpoint, NULL};
+    const char *argv[8] = {path, "--data", data, "--listen", s->endpoint, NULL, NULL, NULL};
+    if (extra_arg) { /* "--opt=value" */
+        argv[5] = extra_arg;
+    }
+    if (slowdisk) { /* this environment, without a preload of its own, plus the shim's */
+        for (char **e = environ; *e && ne < BENCH_SPAWN_MAX_ENV; e++)
+            if (strncmp(*e, "LD_PRELOAD=", 11) != 0 && strncmp(*e, "SLUICE_SLOW_FLUSH_", 18) != 0)
+                envp[ne++] = *e;
+        snprintf(preload, sizeof preload, "LD_PRELOAD=%s", slowdisk);
+        snprintf(delay, sizeof delay, "SLUICE_SLOW_FLUSH_US=%u", slow_flush_us);
+        envp[ne++] = preload;
+        envp[ne++] = delay;
+        envp[ne] = NULL;
+    }
     const proc_spec spec = {.argv = argv,
+                            .env = slowdisk ? envp : NULL,
                             .out_path = log,
                             .truncate = true,
                             .null_stdin = true,

@@ -106,6 +106,9 @@ int bench_workers_run(const char *endpoint, int seconds, bench_worker *w, size_t
         *msgs += w[i].msgs;
         if (w[i].last_ns > last_ns)
             last_ns = w[i].last_ns;
+        int flushed = w[i].c ? sl_flush(w[i].c, BENCH_CORE_CLIENT_TIMEOUT_MS) : SL_OK; /* acks answered */
+        if (flushed != SL_OK && rc == 0)
+            rc = bench_client_fail("sl_flush", w[i].c, flushed);
         sl_close(&w[i].c);
     }
     *elapsed_ns = last_ns - start_ns;

@@ -13,6 +13,8 @@
  *   4    Drain. The backlog of rows 1-3, topped up to drain_msgs, consumed by
  *        CONSUMERS threads with credit 1 that ack every delivery. Afterwards
  *        the broker must report the queue empty, or the run fails.
+ *        Again by one consumer with credit 64, and by `sluice consume -c 64`
+ *        (bench_disk.c), one process, its output to /dev/null.
  *   5    Latency (bench_latency.c). A producer publishes at a steady rate,
  *        open loop, and a consumer in this same process records receive
  *        time minus send time: p50 and p99.
@@ -34,10 +36,19 @@
  *        bench that includes lmdb.h and zmq.h: everything that talks to
  *        Sluice goes through sluice.h (bench_client.c).
  *
- * This file is the driver: it parses the options, owns the run (struct
- * bench), defines each row - what it measures, its label, its target - and
- * runs the rows in order. Rows 1-4 are measured here, on the workers of
- * bench_workers.c (one thread and one client each), the others in the
+ * Passes. With --spawn, rows 1-7 run on a broker with the defaults; then a
+ * second broker with --ack-flush-ms 0 runs the drain with every ack durable
+ * before its OK; then, with --slowdisk, a third broker whose every flush is
+ * SLOW_FLUSH_US longer (the LD_PRELOAD shim of tools/slowdisk/) runs rows
+ * 1-5 again, each label ending ", flushes +1 ms". After the raw rows, one
+ * raw flush (bench_disk.c), and two ratio rows state rows 1 and 2 against
+ * their targets: 1 x 1 against one flush plus one round trip, 4 x 1
+ * against 1 x 1, all measured in this run.
+ *
+ * This file is the driver: it owns the run (struct bench), defines each
+ * row - what it measures, its label, its target - and runs the rows in
+ * order; bench_args.c holds its --help and options. Rows 1-4 are measured
+ * here, on the workers of bench_workers.c (one thread and one client each), the others in the
  * files named above. bench_table.c keeps the results and prints the table,
  * bench_spawn.c owns the spawned broker, and bench_core.c the ground they
  * all share: the stop flag, the clock, messages, the timed loop, threads.
@@ -66,7 +77,6 @@
  */
 #include <errno.h>
 #include <ftw.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -77,8 +87,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "bench_client.h"
 #include "bench_core.h"
+#include "bench_disk.h"
 #include "bench_latency.h"
 #include "bench_meter.h"
 #include "bench_pick.h"
@@ -90,24 +102,19 @@
 #include "scen.h"
 #include "sluice.h"
 
-#define DEFAULT_SECONDS     3
-#define MAX_SECONDS         3600
-#define PRODUCERS           4
-#define CONSUMERS           4
-#define WINDOW_MSGS         100       /* row 3: publishes outstanding */
-#define DRAIN_MSGS          100000    /* row 4: backlog at least this deep */
-#define DRAIN_MSGS_QUICK    20000
-#define TOPUP_TIMEOUT_S     300
-#define DISPATCH_MSGS       80000     /* row 6 */
-#define DISPATCH_MSGS_QUICK 20000
-#define STARVE_MSGS_QUICK   10000     /* row 7; the full run sizes it by a probe */
-#define LMDB_BATCH_PUTS     100
 
-#define TARGET_SEND_ONE_PER_S    15000
-#define TARGET_SEND_MANY_PER_S   30000
+
 #define TARGET_SEND_WINDOW_PER_S 150000
-#define TARGET_DRAIN_PER_S       40000
+#define TARGET_DRAIN_PER_S       40000  /* 1 consumer, credit 64, and (as before) 4 x credit 1 */
+#define TARGET_DRAIN_DURABLE_PER_S 10000 /* 4 x credit 1, every ack durable before its OK */
+#define TARGET_CONSUME_CLI_PER_S 25000
 #define TARGET_P99_MS            1.0
+#define TARGET_P99_SLOW_MS       5.0
+#define TARGET_KEEP_UP           0.97   /* deliveries / publishes in the latency row */
+#define TARGET_ONE_VS_FLUSH      0.8    /* 1 x 1 enqueue x (one flush + one round trip) */
+#define TARGET_MANY_VS_ONE       3.0    /* 4 x 1 enqueue / 1 x 1 */
+#define SLOW_FLUSH_US            1000   /* the slow pass: each flush 1 ms longer */
+#define DRAIN_ONE_CREDIT         64
 #define TARGET_PICKS_PER_S       2000000
 
 _Static_assert(PRODUCERS <= BENCH_WORKERS_MAX && CONSUMERS <= BENCH_WORKERS_MAX,
@@ -122,6 +129,13 @@ typedef struct bench {
     int seconds;
     uint64_t drain_msgs;
     uint64_t dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
+    const char *sluiced;    /* with --spawn */
+    const char *slowdisk;   /* the slow-disk shim, for the slow pass */
+    const char *pass;       /* appended to each row's label: "", ", flush +1 ms", ... */
+    int slow;               /* this pass runs on the slowed disk */
+    size_t drain_consumers;
+    unsigned drain_credit;
+    double one_per_s, many_per_s, trips_per_s, flushes_per_s; /* for the ratio rows */
     bench_table table;
 } bench;
 
@@ -134,7 +148,9 @@ static void rate_add(bench *b, const char *scenario, uint64_t count, int64_t ela
 
 /* ---- rows 1-3: confirmed enqueue ---- */
 
-static int enqueue_sync(bench *b, size_t producers, const char *scenario, double target)
+/* enqueue_sync runs a row of confirmed publishes; its rate goes to
+ * *per_s too. The targets of rows 1 and 2 are ratios (the ratio rows). */
+static int enqueue_sync(bench *b, size_t producers, const char *scenario, double *per_s)
 {
     bench_worker w[BENCH_WORKERS_MAX] = {{0}};
     uint64_t msgs;
@@ -144,29 +160,33 @@ static int enqueue_sync(bench *b, size_t producers, const char *scenario, double
                           &elapsed_ns) != 0)
         return -1;
     rate_add(b, scenario, msgs, elapsed_ns, producers > 1 ? "msgs/s total" : "msgs/s",
-             BENCH_TABLE_AT_LEAST, target);
+             BENCH_TABLE_NO_GOAL, 0);
+    double got = bench_core_per_s(msgs, elapsed_ns);
+    if (!b->slow)
+        *per_s = got;
     return 0;
 }
 
 static int row_send_one(bench *b)
 {
-    return enqueue_sync(b, 1, "confirmed enqueue, 1 producer, 1 outstanding",
-                        TARGET_SEND_ONE_PER_S);
+    char scenario[96];
+    snprintf(scenario, sizeof scenario, "confirmed enqueue, 1 producer, 1 outstanding%s", b->pass);
+    return enqueue_sync(b, 1, scenario, &b->one_per_s);
 }
 
 static int row_send_many(bench *b)
 {
     char scenario[96];
-    snprintf(scenario, sizeof scenario, "confirmed enqueue, %d producers x 1 outstanding",
-             PRODUCERS);
-    return enqueue_sync(b, PRODUCERS, scenario, TARGET_SEND_MANY_PER_S);
+    snprintf(scenario, sizeof scenario, "confirmed enqueue, %d producers x 1 outstanding%s",
+             PRODUCERS, b->pass);
+    return enqueue_sync(b, PRODUCERS, scenario, &b->many_per_s);
 }
 
 static int row_send_window(bench *b)
 {
     char scenario[96];
-    snprintf(scenario, sizeof scenario, "confirmed enqueue, 1 producer, %d outstanding",
-             WINDOW_MSGS);
+    snprintf(scenario, sizeof scenario, "confirmed enqueue, 1 producer, %d outstanding%s",
+             WINDOW_MSGS, b->pass);
     bench_core_progress("%s (%d s)", scenario, b->seconds);
     sl_client *c = NULL;
     uint64_t confirmed;
@@ -215,32 +235,79 @@ static int topup(bench *b, uint64_t want, uint64_t *ready)
     return rc;
 }
 
-static int row_drain(bench *b)
+/* drain consumes the backlog with b->drain_consumers consumers of credit
+ * b->drain_credit, acking each, and adds the row with target. */
+static int drain(bench *b, double target)
 {
     char scenario[96];
     uint64_t ready, msgs;
     int64_t elapsed_ns;
     bench_client_totals left;
-    snprintf(scenario, sizeof scenario, "drain, %d consumers, credit 1, ack each", CONSUMERS);
+    snprintf(scenario, sizeof scenario, "drain, %zu consumer%s, credit %u, ack each%s", b->drain_consumers,
+             b->drain_consumers > 1 ? "s" : "", b->drain_credit, b->pass);
     if (topup(b, b->drain_msgs, &ready) != 0)
         return -1;
     bench_core_progress("%s (%" PRIu64 " messages)", scenario, ready);
 
     bench_worker w[BENCH_WORKERS_MAX] = {{0}};
     atomic_uint_fast64_t done_all = 0;
-    for (size_t i = 0; i < CONSUMERS; i++) {
+    for (size_t i = 0; i < b->drain_consumers; i++) {
         w[i].target_msgs = ready;
         w[i].done_all = &done_all;
     }
-    int rc = bench_workers_run(b->endpoint, b->seconds, w, CONSUMERS, 1, bench_workers_consume,
-                               &msgs, &elapsed_ns);
+    int rc = bench_workers_run(b->endpoint, b->seconds, w, b->drain_consumers, b->drain_credit,
+                               bench_workers_consume, &msgs, &elapsed_ns);
     if (rc != 0 || bench_core_stopping() || bench_client_totals_get(b->endpoint, &left) != 0)
         return -1;
     if (left.ready || left.inflight || left.delayed)
         return bench_core_fail("queue not empty after the drain: %" PRIu64 " ready, %" PRIu64
                                " in flight, %" PRIu64 " delayed",
                                left.ready, left.inflight, left.delayed);
-    rate_add(b, scenario, msgs, elapsed_ns, "msgs/s", BENCH_TABLE_AT_LEAST, TARGET_DRAIN_PER_S);
+    rate_add(b, scenario, msgs, elapsed_ns, "msgs/s", BENCH_TABLE_AT_LEAST, target);
+    return 0;
+}
+
+static int row_drain(bench *b)
+{
+    b->drain_consumers = CONSUMERS;
+    b->drain_credit = 1;
+    return drain(b, TARGET_DRAIN_PER_S);
+}
+
+static int row_drain_durable(bench *b)
+{
+    b->drain_consumers = CONSUMERS;
+    b->drain_credit = 1;
+    return drain(b, TARGET_DRAIN_DURABLE_PER_S);
+}
+
+static int row_drain_one(bench *b)
+{
+    b->drain_consumers = 1;
+    b->drain_credit = DRAIN_ONE_CREDIT;
+    return drain(b, TARGET_DRAIN_PER_S);
+}
+
+/* row_consume_cli: `sluice consume -c 64` over the backlog, one process,
+ * stdout to /dev/null; sluice is found beside the spawned sluiced. */
+static int row_consume_cli(bench *b)
+{
+    char sluice[PROC_PATH_BYTES], log[96], scenario[96];
+    uint64_t ready;
+    int64_t elapsed_ns;
+    const char *slash = b->sluiced ? strrchr(b->sluiced, '/') : NULL;
+    if (!b->sluiced)
+        return 0; /* -b: no binary to start */
+    snprintf(sluice, sizeof sluice, "%.*ssluice", slash ? (int)(slash - b->sluiced + 1) : 0, b->sluiced);
+    snprintf(log, sizeof log, "%s/consume.log", b->dir);
+    snprintf(scenario, sizeof scenario, "`sluice consume -c %d > /dev/null`, 1 process%s", DRAIN_ONE_CREDIT,
+             b->pass);
+    if (topup(b, b->drain_msgs, &ready) != 0)
+        return -1;
+    bench_core_progress("%s (%" PRIu64 " messages)", scenario, ready);
+    if (bench_disk_consume_cli(sluice, b->endpoint, DRAIN_ONE_CREDIT, ready, log, &elapsed_ns) != 0)
+        return -1;
+    rate_add(b, scenario, ready, elapsed_ns, "msgs/s", BENCH_TABLE_AT_LEAST, TARGET_CONSUME_CLI_PER_S);
     return 0;
 }
 
@@ -249,19 +316,24 @@ static int row_drain(bench *b)
 static int row_latency(bench *b)
 {
     char scenario[96];
-    double p50_ms, p99_ms;
+    double p50_ms, p99_ms, delivered_per_s;
     bench_core_progress("publish->deliver latency at %d msgs/s, consumer credit %d (%d s)",
                         BENCH_LATENCY_RATE_PER_S, BENCH_LATENCY_CREDIT, b->seconds);
-    if (bench_latency_measure(b->endpoint, b->seconds, &p50_ms, &p99_ms) != 0)
+    if (bench_latency_measure(b->endpoint, b->seconds, &p50_ms, &p99_ms, &delivered_per_s) != 0)
         return -1;
     if (bench_core_stopping())
         return 0;
-    snprintf(scenario, sizeof scenario, "publish->deliver latency p50 at %d msgs/s",
-             BENCH_LATENCY_RATE_PER_S);
+    snprintf(scenario, sizeof scenario, "publish->deliver latency p50 at %d msgs/s%s",
+             BENCH_LATENCY_RATE_PER_S, b->pass);
     bench_table_add(&b->table, scenario, p50_ms, 3, "ms", BENCH_TABLE_NO_GOAL, 0);
-    snprintf(scenario, sizeof scenario, "publish->deliver latency p99 at %d msgs/s",
-             BENCH_LATENCY_RATE_PER_S);
-    bench_table_add(&b->table, scenario, p99_ms, 3, "ms", BENCH_TABLE_AT_MOST, TARGET_P99_MS);
+    snprintf(scenario, sizeof scenario, "publish->deliver latency p99 at %d msgs/s%s",
+             BENCH_LATENCY_RATE_PER_S, b->pass);
+    bench_table_add(&b->table, scenario, p99_ms, 3, "ms", BENCH_TABLE_AT_MOST,
+                    b->slow ? TARGET_P99_SLOW_MS : TARGET_P99_MS);
+    snprintf(scenario, sizeof scenario, "deliveries in that row, credit %d acking each%s",
+             BENCH_LATENCY_CREDIT, b->pass);
+    bench_table_add(&b->table, scenario, delivered_per_s, 0, "msgs/s", BENCH_TABLE_AT_LEAST,
+                    TARGET_KEEP_UP * BENCH_LATENCY_RATE_PER_S);
     return 0;
 }
 
@@ -362,144 +434,55 @@ static int row_zmq(bench *b)
         return -1;
     rate_add(b, "raw: ZeroMQ DEALER/ROUTER round trip, ipc://", trips, elapsed_ns,
              "round trips/s", BENCH_TABLE_NO_GOAL, 0);
+    b->trips_per_s = bench_core_per_s(trips, elapsed_ns);
+    return 0;
+}
+
+static int row_flush(bench *b)
+{
+    uint64_t flushes;
+    int64_t elapsed_ns;
+    if (bench_disk_flushes(b->dir, b->seconds, &flushes, &elapsed_ns) != 0)
+        return -1;
+    char scenario[96];
+    snprintf(scenario, sizeof scenario, "raw: one flush, %d-byte append + fdatasync", BENCH_CORE_BODY_BYTES);
+    rate_add(b, scenario, flushes, elapsed_ns, "flushes/s", BENCH_TABLE_NO_GOAL, 0);
+    b->flushes_per_s = bench_core_per_s(flushes, elapsed_ns);
+    return 0;
+}
+
+/* row_ratios states rows 1 and 2 against their targets: 1 x 1 against one
+ * flush plus one round trip (raw rows of this run), 4 x 1 against 1 x 1. */
+static int row_ratios(bench *b)
+{
+    if (b->one_per_s > 0 && b->flushes_per_s > 0 && b->trips_per_s > 0) {
+        double bound_per_s = 1.0 / (1.0 / b->flushes_per_s + 1.0 / b->trips_per_s);
+        bench_table_add(&b->table, "1 x 1 enqueue / (1 / (one flush + one round trip))",
+                        b->one_per_s / bound_per_s, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_FLUSH);
+    }
+    if (b->one_per_s > 0 && b->many_per_s > 0)
+        bench_table_add(&b->table, "4 x 1 enqueue / 1 x 1 enqueue", b->many_per_s / b->one_per_s, 2, "x",
+                        BENCH_TABLE_AT_LEAST, TARGET_MANY_VS_ONE);
     return 0;
 }
 
 /* ---- main ---- */
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-"usage: sluice-bench [--spawn PATH_TO_SLUICED | -b ENDPOINT] [--seconds S] [--quick]\n"
-"\n"
-"sluice-bench measures a Sluice broker against its performance targets, next to\n"
-"the raw limits of this machine, and prints one table on stdout (progress goes\n"
-"to stderr). Every message body is %d bytes. The rows:\n"
-"\n"
-"  confirmed enqueue   sl_send in a loop from 1 and from %d connections, then\n"
-"                      sl_send_async keeping %d publishes outstanding. A publish\n"
-"                      counts once the broker confirms it is durably stored.\n"
-"  drain               %d consumers with credit 1 ack every delivery until the\n"
-"                      queue is empty; it is first topped up to %d messages.\n"
-"  latency             publish -> deliver at a steady %d msgs/s: p50 and p99.\n"
-"  dispatch            %d consumers, each in its own pool (pool-0..2 serve one\n"
-"                      level each, the rest every level), credit %d, ack every\n"
-"                      delivery of %d messages spread over the levels.\n"
-"  starvation          one consumer (pool starve) acks about %d ms of level-0\n"
-"                      messages; how long one message on the lowest level waits\n"
-"                      behind them, with no deadline and with a %d ms deadline.\n"
-"  metering            sink and level buckets while backlogged: delivered rates.\n"
-"  pick rule           the broker's pick rule alone, over %d levels holding\n"
-"                      1,000,000 messages, with deadlines and aging; no broker.\n"
-"  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
-"  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
-"\n"
-"The raw rows measure the machine, not Sluice: they bound what any broker built\n"
-"on LMDB and ZeroMQ can do here. A row with a target shows yes or MISS.\n"
-"\n"
-"Options:\n"
-"      --spawn PATH    start PATH (a sluiced binary) on an ipc:// endpoint in a\n"
-"                      fresh directory under /tmp, and stop and remove it at the end\n"
-"  -b, --broker EP     use the running broker at EP (default %s).\n"
-"                      It should be idle: the drain row consumes and acknowledges\n"
-"                      every message queued at it. The scheduler rows add the\n"
-"                      pools pool-0..7 and starve, and change the lowest level's\n"
-"                      deadline while they run (it is put back).\n"
-"  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
-"  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
-"                      to dispatch and a %d-message starvation backlog\n"
-"  -h, --help          show this help\n"
-"\n"
-"Exit status: 0 when every row ran, whether or not it met its target; 1 on an\n"
-"error (broker unreachable, a publish refused, a message lost); 2 on a usage\n"
-"error; 130 when interrupted.\n"
-"\n"
-"Examples:\n"
-"  sluice-bench --spawn bin/sluiced\n"
-"  sluice-bench --spawn bin/sluiced --quick\n"
-"  sluice-bench -b tcp://127.0.0.1:7470 --seconds 10\n"
-"\n"
-"Load scenarios (a broker, a throttled sink and consumers, end to end, with a\n"
-"CSV, a chart and a summary): sluice-bench --scenario\n"
-"throttle-quiz|priorities|ingest [options]; see sluice-bench --scenario x --help.\n",
-            BENCH_CORE_BODY_BYTES, PRODUCERS, WINDOW_MSGS, CONSUMERS, DRAIN_MSGS,
-            BENCH_LATENCY_RATE_PER_S, BENCH_SCHED_POOLS, BENCH_SCHED_CREDIT, DISPATCH_MSGS,
-            BENCH_SCHED_BUSY_MS, BENCH_SCHED_DEADLINE_MS, BENCH_PICK_LEVELS, LMDB_BATCH_PUTS,
-            SL_DEFAULT_ENDPOINT, MAX_SECONDS, DEFAULT_SECONDS, DRAIN_MSGS_QUICK,
-            DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
-}
-
-enum { OPT_SPAWN = 256 };
-
-static const struct option options[] = {
-    {"spawn", required_argument, NULL, OPT_SPAWN},
-    {"broker", required_argument, NULL, 'b'},
-    {"seconds", required_argument, NULL, 's'},
-    {"quick", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-/* parse_args fills b and *spawn; exits on --help and on a usage error. */
-static void parse_args(int argc, char **argv, bench *b, const char **spawn)
-{
-    int opt, seconds = 0;
-    bool quick = false;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "b:s:qh", options, NULL)) != -1) {
-        char *end;
-        long v;
-        switch (opt) {
-        case OPT_SPAWN:
-            *spawn = optarg;
-            break;
-        case 'b':
-            b->endpoint = optarg;
-            break;
-        case 's':
-            errno = 0;
-            v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 1 || v > MAX_SECONDS) {
-                fprintf(stderr, "sluice-bench: --seconds: '%s' is not a number from 1 to %d\n",
-                        optarg, MAX_SECONDS);
-                exit(2);
-            }
-            seconds = (int)v;
-            break;
-        case 'q':
-            quick = true;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            fprintf(stderr, "sluice-bench: unknown or incomplete option '%s'; try --help\n",
-                    argv[optind - 1]);
-            exit(2);
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "sluice-bench: unexpected argument '%s'; try --help\n", argv[optind]);
-        exit(2);
-    }
-    if (*spawn && b->endpoint) {
-        fprintf(stderr, "sluice-bench: --spawn and -b exclude each other\n");
-        exit(2);
-    }
-    b->seconds = seconds ? seconds : quick ? 1 : DEFAULT_SECONDS;
-    b->drain_msgs = quick ? DRAIN_MSGS_QUICK : DRAIN_MSGS;
-    b->dispatch_msgs = quick ? DISPATCH_MSGS_QUICK : DISPATCH_MSGS;
-    b->starve_msgs = quick ? STARVE_MSGS_QUICK : 0;
-}
 
 typedef int (*row_fn)(bench *);
 
 /* Rows 1-7 need the broker, in this order: 1-3 build the backlog that 4
  * drains, and 5-7 start from an empty queue. Rows 8-11 run once the broker
  * has stopped. */
-static const row_fn broker_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
-                                     row_latency,  row_dispatch,  row_starvation, row_meter};
-static const row_fn local_rows[] = {row_pick, row_lmdb_single, row_lmdb_batch, row_zmq};
+static const row_fn broker_rows[] = {row_send_one,    row_send_many, row_send_window, row_drain,
+                                     row_drain_one,   row_consume_cli, row_latency,   row_dispatch,
+                                     row_starvation, row_meter};
+/* A second broker, with --ack-flush-ms=0: the drain with every ack durable. */
+static const row_fn durable_rows[] = {row_drain_durable};
+/* A third, on the slowed disk (--slowdisk): every flush SLOW_FLUSH_US longer. */
+static const row_fn slow_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
+                                   row_latency};
+static const row_fn local_rows[] = {row_pick, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
+                                    row_ratios};
 
 /* rows_run runs fns in order, stopping at the first error. A row that a
  * signal cut short is dropped: its figures cover an unknown part of it. */
@@ -514,6 +497,34 @@ static int rows_run(bench *b, const row_fn *fns, size_t n)
             return -1;
     }
     return 0;
+}
+
+/* pass_run starts another broker in its own subdirectory (name), with
+ * extra_arg and on a disk slowed by slowdisk when given, runs fns with
+ * label appended to each row's label, and stops it. */
+static int pass_run(bench *b, const char *name, const char *extra_arg, const char *label,
+                    const char *slowdisk, const row_fn *fns, size_t n)
+{
+    char dir[96];
+    snprintf(dir, sizeof dir, "%s/%s", b->dir, name);
+    if (mkdir(dir, 0700) != 0)
+        return bench_core_fail("cannot create %s: %s", dir, strerror(errno));
+    int rc = bench_spawn_start_with(&b->broker, b->sluiced, dir, extra_arg, slowdisk, SLOW_FLUSH_US);
+    if (rc != 0)
+        return -1;
+    b->endpoint = b->broker.endpoint;
+    b->pass = label;
+    b->slow = slowdisk != NULL;
+    uint64_t drain_msgs = b->drain_msgs;
+    if (b->drain_msgs > DRAIN_MSGS_QUICK)
+        b->drain_msgs = DRAIN_MSGS_QUICK; /* the same shape, in less time on a slow disk */
+    rc = rows_run(b, fns, n);
+    b->drain_msgs = drain_msgs;
+    b->pass = "";
+    b->slow = 0;
+    if (bench_spawn_stop(&b->broker) != 0)
+        rc = -1;
+    return rc;
 }
 
 /* rm_one removes one entry of the run's directory, deepest first. */
@@ -537,9 +548,11 @@ int main(int argc, char **argv)
 {
     if (wants_scenario(argc, argv))
         return scen_main(argc, argv);
-    bench b = {.endpoint = NULL};
-    const char *spawn = NULL;
-    parse_args(argc, argv, &b, &spawn);
+    bench_args a = {.endpoint = NULL};
+    bench_args_parse(argc, argv, &a);
+    bench b = {.endpoint = a.endpoint, .slowdisk = a.slowdisk, .seconds = a.seconds, .drain_msgs = a.drain_msgs,
+               .dispatch_msgs = a.dispatch_msgs, .starve_msgs = a.starve_msgs};
+    const char *spawn = a.spawn;
     bench_core_catch_signals();
 
     time_t started = time(NULL);
@@ -549,12 +562,20 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
+    b.sluiced = spawn;
+    b.pass = "";
     if (spawn && (rc = bench_spawn_start(&b.broker, spawn, b.dir)) == 0)
         b.endpoint = b.broker.endpoint;
     if (rc == 0)
         rc = rows_run(&b, broker_rows, sizeof broker_rows / sizeof broker_rows[0]);
     if (bench_spawn_stop(&b.broker) != 0)
         rc = -1;
+    if (rc == 0 && spawn)
+        rc = pass_run(&b, "durable", "--ack-flush-ms=0", ", --ack-flush-ms 0", NULL, durable_rows,
+                      sizeof durable_rows / sizeof durable_rows[0]);
+    if (rc == 0 && spawn && b.slowdisk)
+        rc = pass_run(&b, "slow", NULL, ", flushes +1 ms", b.slowdisk, slow_rows,
+                      sizeof slow_rows / sizeof slow_rows[0]);
     if (rc == 0)
         rc = rows_run(&b, local_rows, sizeof local_rows / sizeof local_rows[0]);
     nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

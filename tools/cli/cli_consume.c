@@ -13,6 +13,12 @@
  * touch the client. The credit window is the number of workers, or -c if
  * larger: the surplus waits in the crew's queue, in order.
  *
+ * Without --exec or --post the main thread prints and settles each message
+ * itself (consume_inline): a hand-off to a worker would cost two thread
+ * switches per message for a printf. Settlements do not wait for the
+ * broker's answer (sluice.h); before exiting, consume waits for them
+ * (sl_flush), so a refused one is reported.
+ *
  * HTTP delivery (--post URL). A worker POSTs the body on its own libcurl
  * handle (kept for keep-alive) and turns the answer into an outcome, with
  * the delay the settlement carries: 2xx acks; 429 and 503 are THROTTLED
@@ -70,6 +76,7 @@
 #define BUSY_SLICE_MS 10     /* ... and at finished work, while there is some */
 #define EXIT_TEMPFAIL 75     /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
 #define MAX_HEADERS   64     /* --header options */
+#define FLUSH_MS      5000   /* at the end, the longest wait for settlements' answers */
 
 /* Long-only options get values outside the char range. */
 enum {
@@ -328,11 +335,10 @@ static int consume_settle(consumer *k, const job *j, int outcome)
              : outcome == OUTCOME_REFUSED   ? sl_reject(k->g->c, d, j->why)
                                             : sl_nack(k->g->c, d, j->delay_ms);
     if (rc == SL_ESTALE) {
-        /* the lease ran out first: the broker will deliver it again */
-        cli_text_say("consume",
-                     "message %" PRIu64 ": %s came too late: %s (SL_ESTALE); it will be "
-                     "delivered again",
-                     d->id, verb[outcome], sl_last_error(k->g->c));
+        /* settlements do not wait for their answer: this reports an earlier
+         * one whose lease ran out first; the broker will deliver it again */
+        cli_text_say("consume", "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
+                     sl_last_error(k->g->c));
         return 0;
     }
     if (rc) {
@@ -362,6 +368,14 @@ static int consume_finish(consumer *k, cli_crew *crew)
         k->last_ms = cli_core_now_ms();
         job_drop(j);
     }
+    /* settlements went without waiting: wait for their answers, so that a
+     * refused one is reported and nothing is left in doubt at exit */
+    int rc = k->broken ? SL_OK : sl_flush(k->g->c, FLUSH_MS);
+    if (rc == SL_ESTALE)
+        cli_text_say("consume", "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
+                     sl_last_error(k->g->c));
+    else if (rc && !st)
+        st = cli_core_broker_error(k->g, "consume", rc, "waiting for the broker to accept the settlements", NULL);
     return st;
 }
 
@@ -390,6 +404,23 @@ static int consume_follow_share(consumer *k, cli_crew *crew)
 /* consume_loop receives deliveries for the crew and settles what it hands
  * back, until the count, the idle time, a signal or an error ends it.
  * Returns 0 or an exit status. */
+/* consume_inline prints d and settles it on this thread: without --exec or
+ * --post there is nothing worth a hand-off to a worker, which would cost
+ * two thread switches per message. Frees d. Returns 0 or an exit status. */
+static int consume_inline(consumer *k, sl_delivery *d)
+{
+    job j = {.d = d};
+    int outcome = consume_work(k, &j), st = CLI_TEXT_EXIT_FAILURE;
+    if (outcome != OUTCOME_FAILED && !k->broken) {
+        st = consume_settle(k, &j, outcome);
+        k->broken = st != 0;
+        k->settled += st == 0;
+    }
+    k->last_ms = cli_core_now_ms();
+    sl_delivery_free(&d);
+    return st;
+}
+
 static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
 {
     int st = 0;
@@ -413,6 +444,10 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
         }
         sl_delivery *d = NULL;
         int rc = sl_recv(k->g->c, slice_ms, &d);
+        if (rc == SL_OK && !k->exec && !k->post) {
+            st = consume_inline(k, d);
+            continue;
+        }
         job *j = rc == SL_OK ? malloc(sizeof *j) : NULL;
         if (j)
             *j = (job){.d = d};

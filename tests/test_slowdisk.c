@@ -1,0 +1,118 @@
+/*
+ * test_slowdisk.c - the slow disk on demand (tools/slowdisk/slowdisk.c), in
+ * the real sluiced: with the shim preloaded and a delay set, every
+ * confirmed publish waits at least that delay (a commit flushes at least
+ * once), the shim counts the flushes it slowed, and the data it let through
+ * are the real disk's: a broker started afterwards without it delivers
+ * every confirmed message. This is what `make bench`'s slow-disk rows rely
+ * on.
+ *
+ * The shim lives beside the tests' folder ($(BUILD)/slowdisk.so, found from
+ * this program's own path) and is never sanitized; under ASan the broker
+ * is told not to insist on its runtime coming first in the library list.
+ */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "sluice.h"
+
+enum { MSGS = 5, DELAY_MS = 30 };
+
+/* shim_path finds $(BUILD)/slowdisk.so from $(BUILD)/tests/test_slowdisk. */
+static void shim_path(char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    assert_non_null(slash);
+    *slash = '\0'; /* .../tests */
+    slash = strrchr(exe, '/');
+    assert_non_null(slash);
+    *slash = '\0';
+    snprintf(out, len, "%s/slowdisk.so", exe);
+    assert_int_equal(access(out, R_OK), 0);
+}
+
+static void every_confirm_waits_for_a_slowed_flush(void **state)
+{
+    (void)state;
+    char shim[PATH_MAX + 32], preload[PATH_MAX + 48], count_file[400], count_env[440], asan[600];
+    char delay[48], text[64];
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    shim_path(shim, sizeof shim);
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", shim);
+    snprintf(delay, sizeof delay, "SLUICE_SLOW_FLUSH_US=%d", DELAY_MS * 1000);
+    snprintf(count_file, sizeof count_file, "%s/flushes", b.dir);
+    snprintf(count_env, sizeof count_env, "SLUICE_SLOW_FLUSH_COUNT_FILE=%s", count_file);
+    const char *old = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "", old ? ":" : "");
+    const char *wrap[] = {"env", preload, delay, count_env, asan, NULL};
+    for (int i = 0; wrap[i]; i++)
+        b.wrap[i] = wrap[i];
+    assert_int_equal(th_broker_start(&b), 0);
+
+    sl_client *c = th_client(&b, 5000);
+    uint64_t fastest_ms = UINT64_MAX;
+    for (int i = 0; i < MSGS; i++) {
+        char body[16];
+        snprintf(body, sizeof body, "m%d", i);
+        sl_put m = {.body = body, .body_len = strlen(body), .level = 1};
+        uint64_t t0 = th_now_ms();
+        assert_int_equal(sl_send(c, &m, NULL), SL_OK);
+        uint64_t took = th_now_ms() - t0;
+        if (took < fastest_ms)
+            fastest_ms = took;
+    }
+    fprintf(stderr, "# fastest confirm with %d ms flushes: %llu ms\n", DELAY_MS, (unsigned long long)fastest_ms);
+    assert_true(fastest_ms >= DELAY_MS);
+    sl_close(&c);
+    assert_int_equal(th_broker_stop(&b), 0);
+
+    unsigned long flushes = 0;
+    assert_true(th_read_file(count_file, text, sizeof text) > 0);
+    assert_int_equal(sscanf(text, "flushes %lu", &flushes), 1);
+    fprintf(stderr, "# flushes slowed: %lu\n", flushes);
+    assert_true(flushes >= MSGS);
+
+    /* The same data, without the shim: everything confirmed is there. */
+    memset(b.wrap, 0, sizeof b.wrap);
+    assert_int_equal(th_broker_start(&b), 0);
+    c = th_client(&b, 5000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 16), SL_OK);
+    sl_delivery *d = NULL;
+    int seen = 0;
+    for (int i = 0; i < MSGS; i++) {
+        assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+        snprintf(text, sizeof text, "m%d", i);
+        assert_int_equal(d->body_len, strlen(text));
+        assert_memory_equal(d->body, text, d->body_len);
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+        seen++;
+    }
+    assert_int_equal(seen, MSGS);
+    sl_close(&c);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_confirm_waits_for_a_slowed_flush),
+    };
+    th_seed();
+    return cmocka_run_group_tests_name("slowdisk", tests, NULL, NULL);
+}

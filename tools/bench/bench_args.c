@@ -1,0 +1,162 @@
+/*
+ * bench_args.c - sluice-bench's --help and its options: what each row
+ * measures, in the user's words, and the checks of the command line. The
+ * rows themselves are defined in sluice-bench.c.
+ */
+#include "bench_args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench_core.h"
+#include "bench_latency.h"
+#include "bench_pick.h"
+#include "bench_sched.h"
+#include "sluice.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM] | -b ENDPOINT] [--seconds S]\n"
+"                    [--quick]\n"
+"\n"
+"sluice-bench measures a Sluice broker against its performance targets, next to\n"
+"the raw limits of this machine, and prints one table on stdout (progress goes\n"
+"to stderr). Every message body is %d bytes. The rows:\n"
+"\n"
+"  confirmed enqueue   sl_send in a loop from 1 and from %d connections, then\n"
+"                      sl_send_async keeping %d publishes outstanding. A publish\n"
+"                      counts once the broker confirms it is durably stored.\n"
+"  drain               %d consumers with credit 1 ack every delivery until the\n"
+"                      queue is empty; it is first topped up to %d messages.\n"
+"                      Again with 1 consumer of credit 64, and (second broker)\n"
+"                      with every ack durable before its OK (--ack-flush-ms 0).\n"
+"  sluice consume      `sluice consume -c 64 > /dev/null` over the same backlog.\n"
+"  latency             publish -> deliver at a steady %d msgs/s: p50 and p99.\n"
+"  dispatch            %d consumers, each in its own pool (pool-0..2 serve one\n"
+"                      level each, the rest every level), credit %d, ack every\n"
+"                      delivery of %d messages spread over the levels.\n"
+"  starvation          one consumer (pool starve) acks about %d ms of level-0\n"
+"                      messages; how long one message on the lowest level waits\n"
+"                      behind them, with no deadline and with a %d ms deadline.\n"
+"  metering            sink and level buckets while backlogged: delivered rates.\n"
+"  pick rule           the broker's pick rule alone, over %d levels holding\n"
+"                      1,000,000 messages, with deadlines and aging; no broker.\n"
+"  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
+"  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
+"  raw: one flush      a 100-byte append and fdatasync; the 1 x 1 enqueue row is\n"
+"                      stated against one flush plus one round trip.\n"
+"\n"
+"The raw rows measure the machine, not Sluice: they bound what any broker built\n"
+"on LMDB and ZeroMQ can do here. A row with a target shows yes or MISS.\n"
+"\n"
+"Options:\n"
+"      --spawn PATH    start PATH (a sluiced binary) on an ipc:// endpoint in a\n"
+"                      fresh directory under /tmp, and stop and remove it at the end;\n"
+"                      then a second one with --ack-flush-ms 0 for the durable drain\n"
+"      --slowdisk SO   with --spawn: run the enqueue, drain and latency rows once more\n"
+"                      on a broker whose every flush takes 1 ms longer (SO is the\n"
+"                      slow-disk shim, build/rel/slowdisk.so; make bench passes it)\n"
+"  -b, --broker EP     use the running broker at EP (default %s).\n"
+"                      It should be idle: the drain row consumes and acknowledges\n"
+"                      every message queued at it. The scheduler rows add the\n"
+"                      pools pool-0..7 and starve, and change the lowest level's\n"
+"                      deadline while they run (it is put back).\n"
+"  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
+"  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
+"                      to dispatch and a %d-message starvation backlog\n"
+"  -h, --help          show this help\n"
+"\n"
+"Exit status: 0 when every row ran, whether or not it met its target; 1 on an\n"
+"error (broker unreachable, a publish refused, a message lost); 2 on a usage\n"
+"error; 130 when interrupted.\n"
+"\n"
+"Examples:\n"
+"  sluice-bench --spawn bin/sluiced\n"
+"  sluice-bench --spawn bin/sluiced --quick\n"
+"  sluice-bench -b tcp://127.0.0.1:7470 --seconds 10\n"
+"\n"
+"Load scenarios (a broker, a throttled sink and consumers, end to end, with a\n"
+"CSV, a chart and a summary): sluice-bench --scenario\n"
+"throttle-quiz|priorities|ingest [options]; see sluice-bench --scenario x --help.\n",
+            BENCH_CORE_BODY_BYTES, PRODUCERS, WINDOW_MSGS, CONSUMERS, DRAIN_MSGS,
+            BENCH_LATENCY_RATE_PER_S, BENCH_SCHED_POOLS, BENCH_SCHED_CREDIT, DISPATCH_MSGS,
+            BENCH_SCHED_BUSY_MS, BENCH_SCHED_DEADLINE_MS, BENCH_PICK_LEVELS, LMDB_BATCH_PUTS,
+            SL_DEFAULT_ENDPOINT, MAX_SECONDS, DEFAULT_SECONDS, DRAIN_MSGS_QUICK,
+            DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
+}
+
+enum { OPT_SPAWN = 256, OPT_SLOWDISK };
+
+static const struct option options[] = {
+    {"spawn", required_argument, NULL, OPT_SPAWN},
+    {"slowdisk", required_argument, NULL, OPT_SLOWDISK},
+    {"broker", required_argument, NULL, 'b'},
+    {"seconds", required_argument, NULL, 's'},
+    {"quick", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void bench_args_parse(int argc, char **argv, bench_args *b)
+{
+    const char **spawn = &b->spawn;
+    int opt, seconds = 0;
+    bool quick = false;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "b:s:qh", options, NULL)) != -1) {
+        char *end;
+        long v;
+        switch (opt) {
+        case OPT_SPAWN:
+            *spawn = optarg;
+            break;
+        case OPT_SLOWDISK:
+            b->slowdisk = optarg;
+            break;
+        case 'b':
+            b->endpoint = optarg;
+            break;
+        case 's':
+            errno = 0;
+            v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > MAX_SECONDS) {
+                fprintf(stderr, "sluice-bench: --seconds: '%s' is not a number from 1 to %d\n",
+                        optarg, MAX_SECONDS);
+                exit(2);
+            }
+            seconds = (int)v;
+            break;
+        case 'q':
+            quick = true;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            fprintf(stderr, "sluice-bench: unknown or incomplete option '%s'; try --help\n",
+                    argv[optind - 1]);
+            exit(2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "sluice-bench: unexpected argument '%s'; try --help\n", argv[optind]);
+        exit(2);
+    }
+    if (b->slowdisk && !*spawn) {
+        fprintf(stderr, "sluice-bench: --slowdisk needs --spawn (it preloads the shim into the broker)\n");
+        exit(2);
+    }
+    if (*spawn && b->endpoint) {
+        fprintf(stderr, "sluice-bench: --spawn and -b exclude each other\n");
+        exit(2);
+    }
+    b->seconds = seconds ? seconds : quick ? 1 : DEFAULT_SECONDS;
+    b->drain_msgs = quick ? DRAIN_MSGS_QUICK : DRAIN_MSGS;
+    b->dispatch_msgs = quick ? DISPATCH_MSGS_QUICK : DISPATCH_MSGS;
+    b->starve_msgs = quick ? STARVE_MSGS_QUICK : 0;
+}
+
