@@ -184,7 +184,7 @@ uint64_t cron_next_wake(bk *b)
         wake = meter_ns;
     if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
         wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
-    if (dead_over(b))
+    if (dead_pending(b))
         wake = b->mono_ns; /* retention has more to drop */
     uint64_t lease_ns = lease_next_deadline(&b->leases);
     if (lease_ns < wake)

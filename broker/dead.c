@@ -31,15 +31,17 @@
  * order messages were published in. Past --dead-max-messages (all levels
  * together), dead_retain drops the dead letter with the smallest id among
  * the levels' first ones, up to DEAD_CHUNK per pass, and cron wakes the
- * loop again while some remain over (dead_over). --dead-max-age is a sweep
- * of up to DEAD_SCAN records a second across the levels, resuming where it
- * stopped (bk.dead_age_level, dead_age_after), so every dead letter is looked at once per
- * cycle: one that died too long ago goes at the latest one cycle later.
- * What retention drops is counted per level (stats: dead_dropped) and
- * logged once a second at most.
+ * loop again while a full chunk left some over (dead_pending).
+ * --dead-max-age is a sweep of up to DEAD_SCAN records a second across the
+ * levels, resuming where it stopped (bk's dead_age_level and
+ * dead_age_after), so that every dead letter is looked at once per cycle:
+ * one that died too long ago goes at the latest one cycle later. What
+ * retention drops is counted per level (stats: dead_dropped) and logged
+ * once a second at most.
  *
  * Costs: list O(rows x log n); peek and requeue by id O(levels x log n);
- * a chunk O(DEAD_CHUNK x (log n + record bytes)); dead_over O(levels);
+ * a chunk O(DEAD_CHUNK x (log n + record bytes)); retention's check
+ * O(levels) a pass;
  * dead_retain O(levels) per dropped record.
  */
 #include "dead.h"
@@ -246,13 +248,19 @@ static uint64_t dead_total(const struct bk *b)
     return n;
 }
 
-int dead_over(const struct bk *b)
+static int over(const struct bk *b)
 {
     return b->cfg.dead_max_messages && dead_total(b) > b->cfg.dead_max_messages;
 }
 
-/* retain_count drops the smallest ids past --dead-max-messages. */
-static void retain_count(struct bk *b)
+int dead_pending(const struct bk *b)
+{
+    return b->dead_more;
+}
+
+/* retain_count drops the smallest ids past --dead-max-messages. Returns 1
+ * when it stopped at its chunk with more to drop. */
+static int retain_count(struct bk *b)
 {
     uint64_t first[PROTO_MAX_LEVELS];
     store_rec rec;
@@ -260,18 +268,21 @@ static void retain_count(struct bk *b)
     for (unsigned l = 0; l < levels; l++)
         if (b->q.lv[l].dead == 0 || queue_dead_next(&b->q, l, 0, &first[l], &rec) != SL_OK)
             first[l] = UINT64_MAX;
-    for (unsigned n = 0; n < DEAD_CHUNK && dead_over(b); n++) {
+    for (unsigned n = 0; over(b); n++) {
+        if (n == DEAD_CHUNK)
+            return 1;
         unsigned oldest = 0;
         for (unsigned l = 1; l < levels; l++)
             if (first[l] < first[oldest])
                 oldest = l;
         if (first[oldest] == UINT64_MAX ||
             queue_dead_drop(&b->q, oldest, first[oldest], QUEUE_DROP_RETENTION) != SL_OK)
-            return; /* the counts disagree with the store, or a store error (logged there) */
+            return 0; /* the counts disagree with the store, or a store error (logged there) */
         b->dead_unlogged++;
         if (queue_dead_next(&b->q, oldest, first[oldest], &first[oldest], &rec) != SL_OK)
             first[oldest] = UINT64_MAX;
     }
+    return 0;
 }
 
 /* retain_age looks at up to DEAD_SCAN dead letters, from where the last
@@ -304,8 +315,7 @@ static void retain_age(struct bk *b)
 
 void dead_retain(struct bk *b, int sweep)
 {
-    if (dead_over(b))
-        retain_count(b);
+    b->dead_more = over(b) ? retain_count(b) : 0;
     if (!sweep)
         return;
     if (b->cfg.dead_max_age_s && dead_total(b) > 0)

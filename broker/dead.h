@@ -35,8 +35,9 @@ int dead_purge(struct bk *b, const proto_msg *req, proto_msg *r, char *text, siz
  * dropped since its last line. Called by cron every pass. */
 void dead_retain(struct bk *b, int sweep);
 
-/* dead_over tells whether more dead letters are kept than
- * --dead-max-messages allows: cron then wakes the loop at once. O(levels). */
-int dead_over(const struct bk *b);
+/* dead_pending tells whether dead_retain stopped at a full chunk with more
+ * dead letters than --dead-max-messages allows: cron then wakes the loop
+ * at once. O(1). */
+int dead_pending(const struct bk *b);
 
 #endif /* SLUICE_DEAD_H */

@@ -268,7 +268,11 @@ static void kill9_mid_requeue_loses_and_duplicates_nothing(void **state)
     assert_int_equal(th_broker_start(&b), SL_OK);
     c = th_client(&b, 5000);
     char out[256];
+    uint64_t t0 = th_now_ms();
     sluice(&b, out, sizeof out, 0, "dead", "requeue", "normal", NULL);
+    uint64_t took_ms = th_now_ms() - t0, chunks = (left + 999) / 1000;
+    print_message("requeued the other %" PRIu64 " in %" PRIu64 " ms: %.1f ms per chunk of 1000, commit included\n",
+                  left, took_ms, (double)took_ms / (double)(chunks ? chunks : 1));
     sl_level_stats ls = level_stats(c, 1);
     assert_int_equal(ls.dead, 0);
     assert_int_equal(ls.depth, MANY);
