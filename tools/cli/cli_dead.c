@@ -11,7 +11,9 @@
  *   requeue LEVEL|ID [--to LEVEL] [--limit N] [--json]
  *   purge LEVEL [--older-than S] [--limit N] [--json]
  *       a series of chunks (SL_DEAD_CHUNK each, one broker transaction
- *       each) until the level has none left or N were changed. Cut short
+ *       each) until the level has none left or N were changed (requeue:
+ *       at most as many as the level held when it started, so that a
+ *       message dying again meanwhile is not requeued twice). Cut short
  *       (Ctrl-C, a crash), a series is simply run again: nothing is done
  *       twice, nothing is lost.
  *
@@ -321,9 +323,15 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
         if ((rc = sl_dead_requeue_id(g->c, id, to)) == SL_OK)
             moved = 1;
     } else {
-        for (uint64_t after = 1; after && (!o.limit || moved < o.limit);) {
+        /* at most the dead letters there now: a message that dies again
+         * while this runs is not requeued twice by one command */
+        sl_stats now;
+        if ((rc = sl_stats_get(g->c, &now)) == SL_OK && level < now.nlevels &&
+            (!o.limit || now.level[level].dead < o.limit))
+            o.limit = now.level[level].dead;
+        for (uint64_t after = 1; rc == SL_OK && after && o.limit && moved < o.limit;) {
             uint64_t n = 0;
-            rc = sl_dead_requeue(g->c, level, to, o.limit ? o.limit - moved : 0, &n, &after);
+            rc = sl_dead_requeue(g->c, level, to, o.limit - moved, &n, &after);
             if (rc || n == 0)
                 break;
             moved += n;
