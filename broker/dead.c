@@ -163,11 +163,13 @@ int dead_peek(struct bk *b, const proto_msg *req, proto_msg *r, char *text, size
 int dead_requeue(struct bk *b, const proto_msg *req, proto_msg *r, char *text, size_t text_len)
 {
     unsigned level, to;
-    uint64_t moved = 0, after = 0, id;
+    uint64_t moved = 0, after = 0, id = 0;
     store_rec rec;
     int rc;
-    if (!!(req->present & PF(level)) == !!(req->present & PF(id)))
-        return fail(text, text_len, SL_EINVAL, "dead.requeue needs a level or a message id, not both%.0" PRIu64, 0);
+    if (!!(req->present & PF(level)) == !!(req->present & PF(id))) {
+        snprintf(text, text_len, "dead.requeue needs a level or a message id, not both");
+        return SL_EINVAL;
+    }
     if (req->present & PF(id)) {
         rc = find_level(b, req->id, &level, &rec, text, text_len);
     } else {
@@ -210,7 +212,7 @@ int dead_purge(struct bk *b, const proto_msg *req, proto_msg *r, char *text, siz
     int rc = level_arg(b, req, PROTO_F_level, &level, text, text_len);
     if (rc)
         return rc;
-    uint64_t after = (req->present & PF(after)) ? req->after : 0, purged = 0, id;
+    uint64_t after = (req->present & PF(after)) ? req->after : 0, purged = 0, id = after;
     uint64_t age_ns = (req->present & PF(older_than_ms)) ? req->older_than_ms * NS_PER_MS : 0;
     uint64_t most = chunk_of(req);
     store_rec rec;
