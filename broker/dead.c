@@ -23,6 +23,12 @@
  * to 9 ms end to end, commit and round trip included (README "Operations:
  * dead letters"), which is the longest it holds the loop.
  *
+ * No read here depends on the chunk's own writes: every walk goes on from
+ * the last id it saw (queue_dead_next after it), never from "the first one
+ * left", so a chunk does the same when its writes are handed to a writer
+ * thread and reads see only committed data. Each write is one store
+ * operation (store_dead_requeue, store_dead_del): one op type each.
+ *
  * Requeueing revives a message (rec_revive): same id, tag, body and cost,
  * attempt 0 and no time to live, at the tail of its level (or --to LEVEL),
  * ready at once. A purge with an age looks at up to DEAD_SCAN (10,000) dead
