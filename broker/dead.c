@@ -48,8 +48,7 @@
  *
  * Costs: list O(rows x log n); peek and requeue by id O(levels x log n);
  * a chunk O(DEAD_CHUNK x (log n + record bytes)); retention's check
- * O(levels) a pass;
- * dead_retain O(levels) per dropped record.
+ * O(levels) a pass, and O(levels) per record it drops by count.
  */
 #include "dead.h"
 
