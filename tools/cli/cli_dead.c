@@ -18,9 +18,9 @@
  *       twice, nothing is lost.
  *
  * LEVEL|ID: a level's name is a level; "id:N" and "level:N" say which; a
- * plain number N is a level when the broker has N+1 levels or more and no
- * dead letter has id N, an id when it has no such level; when it could be
- * either, the command refuses and asks for id:N or level:N.
+ * plain number N is an id when a dead letter has that id or the broker has
+ * no level N, else level N. When it could be either, it is the id, and a
+ * note on standard error says how to name the level.
  *
  * Costs: one round trip per page or chunk; requeue by id one peek more.
  */
@@ -294,9 +294,12 @@ static int target(cli_core *g, const char *cmd, const char *text, bool *is_id, u
     }
     sl_dead_message m;
     rc = sl_dead_peek(g->c, n, &m);
-    if (rc == SL_OK)
-        return cli_text_usage_error(cmd, "'%s' is both a level and a dead letter's id: say level:%s or id:%s", text,
-                                    text, text);
+    if (rc == SL_OK) {
+        cli_text_say(cmd, "note: %s is taken as the id of a dead letter; for level %s say level:%s", text, text,
+                     text);
+        *is_id = true;
+        return 0;
+    }
     if (rc != SL_ENOTFOUND)
         return cli_core_broker_error(g, cmd, rc, text, NULL);
     *level = (unsigned)n;
