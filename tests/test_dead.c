@@ -325,6 +325,32 @@ static void kill9_mid_requeue_loses_and_duplicates_nothing(void **state)
     th_broker_fini(&b);
 }
 
+static void purge_of_many_goes_by_chunks(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), SL_OK);
+    bury_many(b.data, 2, N, wall_ns() - 10 * NS_PER_S);
+    assert_int_equal(th_broker_start(&b), SL_OK);
+    sl_client *c = th_client(&b, 5000);
+    char out[256];
+    /* --older-than 60 spares them all, looking at every one */
+    sluice(&b, out, sizeof out, 0, "dead", "purge", "low", "--older-than", "60", NULL);
+    assert_string_equal(out, "purged 0 dead letters of level low\n");
+    uint64_t t0 = th_now_ms();
+    sluice(&b, out, sizeof out, 0, "dead", "purge", "low", "--older-than", "5", NULL);
+    uint64_t took_ms = th_now_ms() - t0;
+    print_message("purged %u in %" PRIu64 " ms: %.1f ms per chunk of 1000, commit and round trip included\n", N,
+                  took_ms, (double)took_ms / (N / 1000));
+    assert_string_equal(out, "purged 20000 dead letters of level low\n");
+    sl_level_stats ls = level_stats(c, 2);
+    assert_int_equal(ls.dead, 0);
+    assert_int_equal(ls.dead_purged, N);
+    sl_close(&c);
+    th_broker_fini(&b);
+}
+
 /* ---- retention ---- */
 
 static void retention_keeps_the_newest_and_counts_what_it_drops(void **state)
@@ -395,6 +421,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(commands_list_peek_requeue_and_purge, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(kill9_mid_requeue_loses_and_duplicates_nothing, th_timeout_arm,
                                         th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(purge_of_many_goes_by_chunks, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(retention_keeps_the_newest_and_counts_what_it_drops, th_timeout_arm,
                                         th_timeout_disarm),
         cmocka_unit_test_setup_teardown(retention_by_age_drops_only_the_old, th_timeout_arm, th_timeout_disarm),
