@@ -72,10 +72,14 @@ static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const
         bool ok = ch == 'h';
         for (const int *a = allowed; *a && !ok; a++)
             ok = *a == ch;
-        if (!ok || ch == '?' || ch == ':')
-            return ch == '?' || ch == ':' ? cli_text_option_error(cmd, ch, argv)
-                                          : cli_text_usage_error(cmd, "%s takes no option '%s'", cmd,
-                                                                 argv[optind - 1]);
+        if (ch == '?' || ch == ':')
+            return cli_text_option_error(cmd, ch, argv);
+        if (!ok) {
+            const struct option *opt = all;
+            while (opt->name && opt->val != ch)
+                opt++;
+            return cli_text_usage_error(cmd, "this command takes no --%s", opt->name ? opt->name : "?");
+        }
         switch (ch) {
         case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
         case OPT_JSON: o->json = true; break;
