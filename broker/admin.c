@@ -10,13 +10,14 @@
  * same pass (settings.c), so the ADMIN_OK (sent after the commit) means
  * "applied and durable". List results (level.list, pool.list) are rows, one
  * per level or pool, their columns from proto's PROTO_COLS_ tables. explain
- * lives in explain.c.
+ * lives in explain.c, the dead-letter commands (dead.*) in dead.c.
  */
 #include "admin.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "dead.h"
 #include "deliver.h"
 #include "explain.h"
 #include "log.h"
@@ -279,6 +280,13 @@ static int cmd_explain(cmd_ctx *x)
         return fail(x, SL_EINVAL, "%s needs a message id", "explain");
     return explain_message(x->b, x->req->id, x->rep, x->text, x->text_len);
 }
+
+/* ---- dead letters (dead.c) ---- */
+
+static int cmd_dead_list(cmd_ctx *x) { return dead_list(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_dead_peek(cmd_ctx *x) { return dead_peek(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_dead_requeue(cmd_ctx *x) { return dead_requeue(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_dead_purge(cmd_ctx *x) { return dead_purge(x->b, x->req, x->rep, x->text, x->text_len); }
 
 /* ---- the table ---- */
 

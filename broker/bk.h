@@ -53,6 +53,10 @@ typedef struct bk {
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
+    uint64_t dead_age_after[PROTO_MAX_LEVELS]; /* retention's age sweep: last id looked at */
+    unsigned dead_age_level;      /* the level the age sweep is in */
+    uint64_t dead_unlogged;       /* dead letters retention dropped since its last log line */
+    int dead_more;                /* retention stopped at a full chunk: wake at once */
 } bk;
 
 /* bk_open takes the data directory's lock, opens the store, rebuilds the

@@ -8,8 +8,11 @@
  *                    delayed messages that are due return to the head of
  *                    their level (up to 10,000); the meter's additive
  *                    increase (meter_tick)
+ *   every pass       past --dead-max-messages, drop up to 1,000 dead
+ *                    letters, oldest first (dead.c)
  *   every second     forget up to 1,000 idempotency keys whose window ended;
- *                    bury up to 1,000 messages whose time to live ran out
+ *                    bury up to 1,000 messages whose time to live ran out;
+ *                    look at up to 10,000 dead letters for --dead-max-age
  *   every 250 ms     sample arrival and dispatch rates per level and each
  *                    pool's load; an autoscaled pool that changes size is
  *                    told and persisted
@@ -21,7 +24,8 @@
  * cron_next_wake is the earliest of: the next heartbeat, the meter's
  * (dispatch held back by a bucket, a pause, a breaker; the additive
  * increase), the ack flush, the first lease deadline and the first delayed
- * message. The sweeps ride on those wakes (they are not worth a wake of
+ * message; at once while retention is over --dead-max-messages. The sweeps
+ * ride on those wakes (they are not worth a wake of
  * their own).
  *
  * Costs: per pass O(expired leases x log leases + due delayed + levels);
@@ -31,6 +35,7 @@
 
 #include <sys/statvfs.h>
 
+#include "dead.h"
 #include "lease.h"
 #include "log.h"
 #include "member.h"
@@ -125,11 +130,13 @@ void cron_tick(bk *b)
 {
     settle_expire_leases(b, 10000);
     queue_release_due(&b->q, b->wall_ns, 10000);
-    if (b->mono_ns >= b->next_sweep_ns) {
+    int sweep = b->mono_ns >= b->next_sweep_ns;
+    if (sweep) {
         queue_idem_forget(&b->q, b->wall_ns, 1000);
         expire_due(b);
         b->next_sweep_ns = b->mono_ns + SWEEP_EVERY_NS;
     }
+    dead_retain(b, sweep);
     sample(b);
     meter_tick(&b->meter, b->mono_ns);
     if (b->mono_ns >= b->next_hb_ns)
@@ -177,6 +184,8 @@ uint64_t cron_next_wake(bk *b)
         wake = meter_ns;
     if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
         wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    if (dead_pending(b))
+        wake = b->mono_ns; /* retention has more to drop */
     uint64_t lease_ns = lease_next_deadline(&b->leases);
     if (lease_ns < wake)
         wake = lease_ns;

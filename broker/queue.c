@@ -303,3 +303,43 @@ uint64_t queue_oldest_ns(queue *q, unsigned level)
         oldest = rec.enq_ns;
     return oldest;
 }
+
+/* ---- dead letters ---- */
+
+int queue_dead_next(queue *q, unsigned level, uint64_t after, uint64_t *id, store_rec *rec)
+{
+    return store_dead_next(q->st, level, after, id, rec);
+}
+
+int queue_dead_get(queue *q, unsigned level, uint64_t id, store_rec *rec)
+{
+    return store_dead_get(q->st, level, id, rec);
+}
+
+int queue_dead_requeue(queue *q, unsigned level, uint64_t id, unsigned to_level)
+{
+    uint64_t key;
+    int rc = store_dead_requeue(q->st, level, id, to_level, &key);
+    if (rc == SL_OK) {
+        queue_level *to = &q->lv[to_level];
+        if (queue_ready(q, to_level) == 0)
+            to->head_known = 0;
+        to->count++;
+        q->lv[level].dead--;
+        q->lv[level].dead_requeued++;
+    }
+    return rc;
+}
+
+int queue_dead_drop(queue *q, unsigned level, uint64_t id, queue_drop why)
+{
+    int rc = store_dead_del(q->st, level, id);
+    if (rc == SL_OK) {
+        q->lv[level].dead--;
+        if (why == QUEUE_DROP_RETENTION)
+            q->lv[level].dead_dropped++;
+        else
+            q->lv[level].dead_purged++;
+    }
+    return rc;
+}

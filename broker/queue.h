@@ -41,6 +41,7 @@ typedef struct queue_level {
     tmr returned;       /* ready keys below cursor (at = key) */
     /* counters since start */
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
+    uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
 } queue_level;
 
 typedef struct queue {
@@ -141,5 +142,23 @@ uint64_t queue_oldest_ns(queue *q, unsigned level);
  * take next, cached until the level's head changes. Returns 0 (and sets
  * nothing) when none is ready. */
 int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
+
+/* ---- dead letters (dead.c is their only user) ---- */
+
+/* queue_dead_next reads the dead letter of level with the smallest id above
+ * after (store_dead_next). SL_ENOTFOUND when none. */
+int queue_dead_next(queue *q, unsigned level, uint64_t after, uint64_t *id, store_rec *rec);
+
+/* queue_dead_get reads dead letter id of level. SL_ENOTFOUND if absent. */
+int queue_dead_get(queue *q, unsigned level, uint64_t id, store_rec *rec);
+
+/* queue_dead_requeue moves dead letter id of level to the tail of to_level,
+ * revived (attempt and expiry 0), ready at once. */
+int queue_dead_requeue(queue *q, unsigned level, uint64_t id, unsigned to_level);
+
+/* queue_dead_drop deletes dead letter id of level: purged by an operator,
+ * or dropped by retention (counted apart). */
+typedef enum queue_drop { QUEUE_DROP_PURGE, QUEUE_DROP_RETENTION } queue_drop;
+int queue_dead_drop(queue *q, unsigned level, uint64_t id, queue_drop why);
 
 #endif /* SLUICE_QUEUE_H */

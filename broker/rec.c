@@ -16,7 +16,10 @@
  *     byte of the live part except the checksum, so a dead letter holds,
  *     byte for byte, the record it was in its queue.
  *
- * Costs: encoding, decoding, rec_set_attempt and rec_bury each run a CRC over
+ *   - Reviving a dead letter (rec_revive) restores the live part it was
+ *     buried with, except level, attempt and expiry, which it resets.
+ *
+ * Costs: encoding, decoding, rec_set_attempt, rec_bury and rec_revive each run a CRC over
  * the whole record, O(record bytes); rec_peek_level reads one byte. Decoding
  * copies nothing: the tag, body and reason it returns point into the buffer.
  */
@@ -180,4 +183,17 @@ size_t rec_bury(void *buf, size_t len, size_t cap, const char *reason, size_t re
     len += rec_tail_bytes(reason_len);
     seal(buf, len);
     return len;
+}
+
+size_t rec_revive(void *buf, size_t len, unsigned level)
+{
+    unsigned char *p = buf;
+    SL_ASSERT(len >= REC_HEAD_BYTES && level < PROTO_MAX_LEVELS);
+    size_t live = REC_HEAD_BYTES + get_le16(p + REC_TAG_LEN) + (size_t)get_le32(p + REC_BODY_LEN);
+    SL_ASSERT(live + REC_TAIL_FIXED_BYTES <= len);
+    p[REC_LEVEL] = (unsigned char)level;
+    put_le32(p + REC_ATTEMPT, 0);
+    put_le64(p + REC_EXPIRES_NS, 0);
+    seal(buf, live);
+    return live;
 }

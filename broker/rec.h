@@ -82,4 +82,13 @@ size_t rec_tail_bytes(size_t reason_len);
 size_t rec_bury(void *buf, size_t len, size_t cap, const char *reason, size_t reason_len,
                 uint64_t died_ns);
 
+/* rec_revive turns the dead letter buf[0..len), which rec_decode accepted as
+ * REC_DEAD, back into a live record of level in place, as a new publish of
+ * the same message would be: it drops the tail (reason and died_ns), sets
+ * the attempt count and the expiry to 0 (an operator who requeues a message
+ * gives it a fresh start; one that died of its time to live would otherwise
+ * die again at once), reseals, and returns the new length. level must be
+ * below PROTO_MAX_LEVELS. */
+size_t rec_revive(void *buf, size_t len, unsigned level);
+
 #endif /* SLUICE_REC_H */

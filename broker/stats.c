@@ -46,6 +46,9 @@ void stats_fill(bk *b, proto_msg *r)
             .picks_guaranteed = b->picks[l][DISP_GUARANTEED],
             .throttled = lv->throttled,
             .eta_ms = deliver_eta_ms(b, l),
+            .dead_requeued = lv->dead_requeued,
+            .dead_purged = lv->dead_purged,
+            .dead_dropped = lv->dead_dropped,
         };
     }
     const char *state = breaker_name(b->meter.breaker.state);

@@ -36,7 +36,8 @@
  * confirm anything from that pass.
  *
  * The module's files: store.c (the environment, open, the pass, space),
- * store_msg.c (messages, delayed ones included), store_meta.c (settings
+ * store_msg.c (messages, delayed ones included), store_dead.c (what is done
+ * with dead letters: walk, requeue, delete), store_meta.c (settings
  * blobs, lookups, level sizes), store_idem.c (idempotency keys), store_ttl.c
  * (the expiry index); store_int.h is what they share, for them only.
  *
@@ -167,6 +168,24 @@ int store_dead_get(store *s, unsigned level, uint64_t id, store_rec *out);
 
 /* store_dead_count returns the records in dead.<level>. */
 uint64_t store_dead_count(store *s, unsigned level);
+
+/* ---- dead letters (store_dead.c) ---- */
+
+/* store_dead_next reads the dead letter of level with the smallest id above
+ * after: *id and *out (reason and died_ns included; pointers valid until the
+ * next write). SL_ENOTFOUND when there is none. O(log n). */
+int store_dead_next(store *s, unsigned level, uint64_t after, uint64_t *id, store_rec *out);
+
+/* store_dead_requeue moves dead letter id of dead.<level> to the tail of
+ * q.<to_level>, revived (rec_revive: attempt and expiry 0, the reason
+ * dropped), and returns its new order key in *key. SL_ENOTFOUND if absent,
+ * SL_EINVAL for a level past the store's, SL_ECORRUPT, or the
+ * transaction's error. */
+int store_dead_requeue(store *s, unsigned level, uint64_t id, unsigned to_level, uint64_t *key);
+
+/* store_dead_del deletes dead letter id of dead.<level>. SL_ENOTFOUND if
+ * absent. */
+int store_dead_del(store *s, unsigned level, uint64_t id);
 
 /* store_delay moves the record at key in level to the delayed database, due at
  * due_ns (wall clock). */

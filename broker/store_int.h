@@ -4,7 +4,8 @@
  *
  * The store module is store.h and the files behind it: store.c (the
  * environment, open, the pass's transaction and the mdb wrappers below),
- * store_msg.c (messages in q.<L>, dead.<L> and delayed), store_meta.c
+ * store_msg.c (messages in q.<L>, dead.<L> and delayed), store_dead.c
+ * (walking, requeueing and deleting dead letters), store_meta.c
  * (settings blobs, explain's lookups, level sizes), store_idem.c
  * (idempotency keys) and store_ttl.c (the time-to-live index). Only those
  * files include this header: struct store and lmdb.h stay out of sight of

@@ -22,7 +22,8 @@
  * which keep their low bits.
  *
  * This file keeps no state: the reply it reads lives in c->reply until the
- * next receive. Cost: one round trip per call.
+ * next receive. Cost: one round trip per call. The dead-letter calls are in
+ * dead.c, through admin_init and admin_call (client.h).
  */
 #include "sluice.h"
 
@@ -36,17 +37,14 @@
 _Static_assert(PROTO_MAX_LEVELS <= SL_MAX_LEVELS, "a level list fits sl_level_list's array");
 _Static_assert(PROTO_MAX_POOLS <= SL_MAX_POOLS, "a pool list fits sl_pool_list's array");
 
-/* admin_init makes m an ADMIN request for cmd, with no arguments yet. */
-static void admin_init(proto_msg *m, proto_cmd cmd)
+void admin_init(proto_msg *m, proto_cmd cmd)
 {
     const char *name = proto_cmd_name(cmd);
     proto_init(m, PROTO_ADMIN);
     proto_set_str(m, PROTO_F_cmd, name, strlen(name));
 }
 
-/* admin_call checks m against the command list, sends it and waits for its
- * ADMIN_OK (in c->reply), which must carry the command's results. */
-static int admin_call(sl_client *c, proto_msg *m)
+int admin_call(sl_client *c, proto_msg *m)
 {
     char text[PROTO_MAX_STR];
     proto_cmd cmd;

@@ -110,4 +110,13 @@ uint64_t client_credit_due(const sl_client *c);
  * size - 1 bytes, and NUL-terminates it. */
 void client_str_copy(char *dst, size_t size, proto_buf s);
 
+/* admin_init makes m an ADMIN request for cmd, with no arguments yet
+ * (admin.c). */
+void admin_init(proto_msg *m, proto_cmd cmd);
+
+/* admin_call checks m against the command list, sends it and waits for its
+ * ADMIN_OK (in c->reply), which must carry the command's results. Returns
+ * SL_OK or the error, recorded on c (admin.c). */
+int admin_call(sl_client *c, proto_msg *m);
+
 #endif /* SLUICE_CLIENT_H */

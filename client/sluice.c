@@ -563,6 +563,9 @@ int sl_stats_get(sl_client *c, sl_stats *out)
         s->picks_guaranteed = row->picks_guaranteed;
         s->throttled = row->throttled;
         s->eta_ms = row->eta_ms;
+        s->dead_requeued = row->dead_requeued;
+        s->dead_purged = row->dead_purged;
+        s->dead_dropped = row->dead_dropped;
     }
     return SL_OK;
 }

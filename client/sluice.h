@@ -277,6 +277,8 @@ typedef struct sl_level_stats {
     uint64_t throttled;  /* deliveries the sink refused (THROTTLED) */
     uint64_t eta_ms;     /* expected time to drain the ready backlog at the
                             level's effective rate; 0 when empty or unknown */
+    /* dead letters requeued and purged by operators, dropped by retention */
+    uint64_t dead_requeued, dead_purged, dead_dropped;
 } sl_level_stats;
 
 typedef struct sl_stats {
@@ -420,6 +422,77 @@ typedef struct sl_explain_info {
 /* sl_explain tells where message id is and why it has not been dispatched.
  * A message that was acknowledged (or never existed) is "gone". */
 int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out);
+
+/* ---- dead letters ----
+ *
+ * A message that used up its attempts, or whose time to live ran out, is a
+ * dead letter of its level, kept by message id. These calls list, read,
+ * requeue and purge them. Requeue and purge work in chunks: one call
+ * changes at most SL_DEAD_CHUNK dead letters, in one transaction of the
+ * broker (a crash leaves each message of the chunk either dead or
+ * requeued), and tells in *after whether more remain; call again to go on.
+ * Running a series again after it was cut short does nothing twice. */
+
+#define SL_DEAD_CHUNK     1000u     /* most dead letters one call changes */
+#define SL_DEAD_PAGE      64u       /* most dead letters one sl_dead_list returns */
+#define SL_DEAD_TEXT      64u       /* bytes of tag, reason and preview in a list */
+#define SL_SAME_LEVEL     ((unsigned)-1) /* sl_dead_requeue*: back to the level it died in */
+
+/* A dead letter as sl_dead_list shows it. tag and reason are cut to
+ * SL_DEAD_TEXT bytes (at a UTF-8 character's start) and NUL-terminated;
+ * preview holds the first preview_len bytes of the body, any bytes. */
+typedef struct sl_dead_letter {
+    uint64_t id;
+    char tag[SL_DEAD_TEXT + 1];
+    uint64_t attempts;       /* deliveries charged before it died */
+    uint64_t died_ms;        /* when it died, ms since the Unix epoch */
+    char reason[SL_DEAD_TEXT + 1];
+    unsigned char preview[SL_DEAD_TEXT];
+    size_t preview_len;
+    uint64_t body_bytes;     /* the whole body's size */
+} sl_dead_letter;
+
+/* sl_dead_list reads up to max (at most SL_DEAD_PAGE; 0 means that many)
+ * dead letters of level whose id is above after, in id order, into
+ * out[0..*n). Fewer than asked means the end of the level. Returns SL_OK,
+ * SL_ENOLEVEL, SL_EINVAL, SL_EPROTO, SL_ETIMEDOUT. */
+int sl_dead_list(sl_client *c, unsigned level, uint64_t after, unsigned max, sl_dead_letter *out, unsigned *n);
+
+/* One dead letter, whole. The pointers point into the client's last reply:
+ * valid until the next call on c. body holds body_len bytes, unchanged. */
+typedef struct sl_dead_message {
+    uint64_t id;
+    unsigned level;
+    uint64_t attempts;
+    const char *tag;         /* tag_len bytes, not NUL-terminated */
+    size_t tag_len;
+    const void *body;
+    size_t body_len;
+    const char *reason;      /* reason_len bytes, not NUL-terminated */
+    size_t reason_len;
+} sl_dead_message;
+
+/* sl_dead_peek reads dead letter id, whatever its level. SL_ENOTFOUND when
+ * no dead letter has that id. */
+int sl_dead_peek(sl_client *c, uint64_t id, sl_dead_message *out);
+
+/* sl_dead_requeue moves up to max (0 or more than SL_DEAD_CHUNK mean
+ * SL_DEAD_CHUNK) dead letters of level, smallest id first, to the tail of
+ * to_level (SL_SAME_LEVEL: level) as new: attempt 0, no time to live.
+ * *moved says how many moved, and *after is 0 when level has no dead letter
+ * left, nonzero when more remain. sl_dead_requeue_id moves one, by id
+ * (SL_ENOTFOUND when it is not a dead letter). */
+int sl_dead_requeue(sl_client *c, unsigned level, unsigned to_level, uint64_t max, uint64_t *moved,
+                    uint64_t *after);
+int sl_dead_requeue_id(sl_client *c, uint64_t id, unsigned to_level);
+
+/* sl_dead_purge deletes dead letters of level for good: those with an id
+ * above *after (0: from the first) that died at least older_than_ms ago (0:
+ * all), up to max of them (as for requeue). It looks at no more than 10,000
+ * per call: *purged says how many it deleted and *after where the next call
+ * goes on, or 0 at the end of the level. */
+int sl_dead_purge(sl_client *c, unsigned level, uint64_t older_than_ms, uint64_t max, uint64_t *after,
+                  uint64_t *purged);
 
 #ifdef __cplusplus
 }

@@ -113,7 +113,11 @@
     X(released_ns, "released_ns",   U64,  0)              \
     X(level_stats, "level_stats",   ROWS, level_stat)     \
     X(level_rows, "level_rows",     ROWS, level)          \
-    X(pool_rows,  "pool_rows",      ROWS, pool)
+    X(pool_rows,  "pool_rows",      ROWS, pool)           \
+    X(after,      "after",          U64,  0)              \
+    X(to_level,   "to_level",       U64,  0)              \
+    X(older_than_ms, "older_than_ms", U64, 0)             \
+    X(dead_rows,  "dead_rows",      ROWS, dead)
 
 /* ---- rows ----
  *
@@ -126,7 +130,8 @@
 #define PROTO_ROW_KINDS(X)              \
     X(level_stat, PROTO_MAX_LEVELS)     \
     X(level,      PROTO_MAX_LEVELS)     \
-    X(pool,       PROTO_MAX_POOLS)
+    X(pool,       PROTO_MAX_POOLS)      \
+    X(dead,       PROTO_MAX_ARRAY)
 
 /* STATS_OK: one row per level, counters since the broker started. */
 #define PROTO_COLS_level_stat(X, K)                        \
@@ -146,7 +151,10 @@
     X(K, picks_overdue,    "picks_overdue",    U64, REQ) \
     X(K, picks_guaranteed, "picks_guaranteed", U64, REQ) \
     X(K, throttled,        "throttled",        U64, REQ) \
-    X(K, eta_ms,           "eta_ms",           U64, REQ)
+    X(K, eta_ms,           "eta_ms",           U64, REQ) \
+    X(K, dead_requeued,    "dead_requeued",    U64, OPT) \
+    X(K, dead_purged,      "dead_purged",      U64, OPT) \
+    X(K, dead_dropped,     "dead_dropped",     U64, OPT)
 
 /* level.list: one row per level, its settings and state. */
 #define PROTO_COLS_level(X, K)                             \
@@ -173,6 +181,17 @@
     X(K, recommended,      "recommended",      U64, REQ) \
     X(K, paused,           "paused",           U64, REQ) \
     X(K, autoscale,        "autoscale",        U64, REQ)
+
+/* dead.list: one row per dead letter, in id order. Strings are cut to
+ * PROTO_MAX_NAME bytes (dead.peek gives the whole message). */
+#define PROTO_COLS_dead(X, K)                              \
+    X(K, id,               "id",               U64, REQ) \
+    X(K, tag,              "tag",              STR, REQ) \
+    X(K, attempts,         "attempts",         U64, REQ) \
+    X(K, died_ms,          "died_ms",          U64, REQ) \
+    X(K, reason,           "reason",           STR, REQ) \
+    X(K, preview,          "preview",          STR, REQ) \
+    X(K, body_bytes,       "body_bytes",       U64, REQ)
 
 typedef enum proto_row_kind {
 #define PROTO_KIND_ENUM_(K, most) PROTO_ROWS_##K,
@@ -253,7 +272,14 @@ typedef uint64_t proto_mask;
       PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |  \
       PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips)) \
     X(explain,        "explain",        PF(id), 0, FIELDS,                        \
-      PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg))
+      PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg))               \
+    X(dead_list,      "dead.list",      PF(level), PF(after) | PF(n), ROWS, PF(dead_rows)) \
+    X(dead_peek,      "dead.peek",      PF(id), 0, FIELDS,                        \
+      PF(id) | PF(level) | PF(tag) | PF(attempt) | PF(body) | PF(msg))              \
+    X(dead_requeue,   "dead.requeue",   0, PF(level) | PF(id) | PF(to_level) | PF(n), FIELDS, \
+      PF(n) | PF(after))                                                          \
+    X(dead_purge,     "dead.purge",     PF(level), PF(older_than_ms) | PF(after) | PF(n), FIELDS, \
+      PF(n) | PF(after))
 
 typedef enum proto_cmd {
 #define PROTO_CMD_ENUM_(ID, name, req, opt, res, fields) PROTO_CMD_##ID,

@@ -219,6 +219,24 @@ static void set_attempt_rewrites_and_reseals(void **state)
     free(dead);
 }
 
+static void revive_gives_back_the_live_record_fresh(void **state)
+{
+    (void)state;
+    rec_msg m = sample("tag", "come back"), out;
+    m.attempt = 5;
+    m.expires_ns = 777;
+    size_t dead_len;
+    unsigned char *dead = bury(&m, reason_text, 99, &dead_len);
+    size_t len = rec_revive(dead, dead_len, 2);
+    assert_int_equal(len, L_HEAD_BYTES + 3 + 9);
+    assert_int_equal(rec_decode(dead, len, REC_LIVE, &out, NULL), SL_OK);
+    m.attempt = 0;
+    m.expires_ns = 0;
+    m.level = 2;
+    assert_same_message(&m, &out);
+    free(dead);
+}
+
 static void every_flipped_bit_is_detected(void **state)
 {
     (void)state;
@@ -392,6 +410,7 @@ int main(void)
         T(encoding_is_the_documented_layout),
         T(dead_letter_tail_round_trip),
         T(set_attempt_rewrites_and_reseals),
+        T(revive_gives_back_the_live_record_fresh),
         T(every_flipped_bit_is_detected),
         T(every_truncation_is_rejected),
         T(lengths_that_overrun_are_rejected),

@@ -351,6 +351,52 @@ static void test_bury_moves_to_dead_with_reason(void **state)
     assert_int_equal(store_dead_get(f->s, 0, id, &rec), SL_ENOTFOUND);
 }
 
+static void test_dead_letters_walk_requeue_and_delete(void **state)
+{
+    fixture *f = *state;
+    uint64_t ids[3], id, key;
+    store_rec rec;
+    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    for (int i = 0; i < 3; i++) {
+        key = append(f->s, 1, i == 1 ? "second" : "other", &ids[i]);
+        assert_int_equal(store_set_attempt(f->s, 1, key, 4), SL_OK);
+        assert_int_equal(store_bury(f->s, 1, key, "used up", 99), SL_OK);
+    }
+    assert_int_equal(store_commit(f->s), SL_OK);
+
+    /* walked in id order */
+    assert_int_equal(store_dead_next(f->s, 1, 0, &id, &rec), SL_OK);
+    assert_int_equal(id, ids[0]);
+    assert_int_equal(store_dead_next(f->s, 1, ids[0], &id, &rec), SL_OK);
+    assert_int_equal(id, ids[1]);
+    assert_int_equal(rec.reason_len, 7);
+    assert_int_equal(store_dead_next(f->s, 1, ids[2], &id, &rec), SL_ENOTFOUND);
+    assert_int_equal(store_dead_next(f->s, 0, 0, &id, &rec), SL_ENOTFOUND);
+
+    /* a requeue not committed vanishes whole: still dead, not queued */
+    assert_int_equal(store_dead_requeue(f->s, 1, ids[1], 2, &key), SL_OK);
+    assert_int_equal(store_dead_del(f->s, 1, ids[0]), SL_OK);
+    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[1].dead, 3);
+    assert_int_equal(f->info[2].count, 0);
+
+    /* committed: revived at the tail of level 2, attempt 0; the other gone */
+    assert_int_equal(store_dead_requeue(f->s, 1, ids[1], 2, &key), SL_OK);
+    assert_int_equal(store_dead_requeue(f->s, 1, ids[1], 2, &key), SL_ENOTFOUND);
+    assert_int_equal(store_dead_del(f->s, 1, ids[0]), SL_OK);
+    assert_int_equal(store_dead_del(f->s, 1, ids[0]), SL_ENOTFOUND);
+    assert_int_equal(store_dead_requeue(f->s, 1, ids[2], 7, &key), SL_EINVAL);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[1].dead, 1);
+    assert_int_equal(f->info[2].count, 1);
+    assert_int_equal(store_seek(f->s, 2, 0, &key, &rec), SL_OK);
+    assert_int_equal(rec.id, ids[1]);
+    assert_int_equal(rec.level, 2);
+    assert_int_equal(rec.attempt, 0);
+    assert_body(&rec, "second");
+}
+
 static void test_set_attempt_persists(void **state)
 {
     fixture *f = *state;
@@ -581,6 +627,7 @@ int main(void)
         T(test_uncommitted_writes_vanish_on_close),
         T(test_delayed_pop_inserts_before_head),
         T(test_bury_moves_to_dead_with_reason),
+        T(test_dead_letters_walk_requeue_and_delete),
         T(test_set_attempt_persists),
         T(test_corrupt_record_is_detected),
         T(test_other_format_is_refused),

@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 mkdir -p build/fuzz tests/fuzz/corpus
 ${CC:-cc} -std=c11 -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow -D_GNU_SOURCE -Iproto \
-  $(pkg-config --cflags msgpack) tests/fuzz/make_corpus.c proto/proto.c \
+  $(pkg-config --cflags msgpack) tests/fuzz/make_corpus.c proto/*.c \
   $(pkg-config --libs msgpack) -o build/fuzz/make_corpus
 rm -f tests/fuzz/corpus/*
 build/fuzz/make_corpus tests/fuzz/corpus tests/fuzz/proto.dict

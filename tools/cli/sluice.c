@@ -12,6 +12,7 @@
  *   pool, level, explain
  *            look after the broker's scheduling (cli_admin.c).
  *   sink     sets and shows the sink's rate limits (cli_sink.c).
+ *   dead     lists, shows, requeues and purges dead letters (cli_dead.c).
  *   bench    runs sluice-bench from the same directory (the benchmark and
  *            its load scenarios live there).
  *
@@ -41,6 +42,7 @@
 
 #include "cli_admin.h"
 #include "cli_consume.h"
+#include "cli_dead.h"
 #include "cli_core.h"
 #include "cli_send.h"
 #include "cli_sink.h"
@@ -200,6 +202,26 @@ static const char help_text[] =
 "      Say where message ID is (ready, leased, delayed, dead or gone) and why\n"
 "      it has not been delivered yet.\n"
 "\n"
+"  sluice dead list LEVEL [--limit N] [--after ID] [--json]\n"
+"      List the dead letters of LEVEL (messages that used up their attempts,\n"
+"      or whose time to live ran out), oldest (smallest id) first: id, tag,\n"
+"      attempts, when it died (UTC), reason and the start of the body.\n"
+"      --limit N  show at most N (default 100); --after ID  start after ID.\n"
+"      --json     an array of objects: id, level, tag, attempts, when,\n"
+"                 died_ms, reason, body_preview, body_bytes\n"
+"  sluice dead peek ID\n"
+"      Write dead letter ID's whole body to standard output, byte for byte.\n"
+"  sluice dead requeue LEVEL|ID [--to LEVEL] [--limit N] [--json]\n"
+"      Put the dead letters of LEVEL (or the one with id ID) back at the tail\n"
+"      of their level, or of --to LEVEL, as new: attempt 0, no time to live.\n"
+"      A plain number is a dead letter's id if there is one, else a level;\n"
+"      level:N and id:N say which. Works in chunks of 1000, each one\n"
+"      transaction: if it is cut short, run it again; no message is lost or\n"
+"      requeued twice.\n"
+"  sluice dead purge LEVEL [--older-than S] [--limit N] [--json]\n"
+"      Delete dead letters of LEVEL for good: all, or those that died more\n"
+"      than S seconds ago; at most N. Chunks of 1000, like requeue.\n"
+"\n"
 "  Changes made with pool, level and sink take effect at once (new rates\n"
 "  within a second) and survive a broker restart.\n"
 "\n"
@@ -241,10 +263,12 @@ static void stats_json(const sl_stats *st)
                ",\"dispatched\":%" PRIu64 ",\"acked\":%" PRIu64 ",\"nacked\":%" PRIu64
                ",\"expired\":%" PRIu64 ",\"picks_priority\":%" PRIu64 ",\"picks_aged\":%" PRIu64
                ",\"picks_overdue\":%" PRIu64 ",\"picks_guaranteed\":%" PRIu64 ",\"throttled\":%" PRIu64
-               ",\"eta_ms\":%" PRIu64 "}",
+               ",\"eta_ms\":%" PRIu64,
                l->depth, l->inflight, l->delayed, l->dead, l->oldest_ms, l->enqueued, l->dispatched,
                l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
                l->picks_guaranteed, l->throttled, l->eta_ms);
+        printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64 "}",
+               l->dead_requeued, l->dead_purged, l->dead_dropped);
     }
     printf("]}\n");
 }
@@ -347,6 +371,7 @@ int main(int argc, char **argv)
         {"send", cli_send_main},       {"consume", cli_consume_main}, {"stats", cmd_stats},
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
         {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
+        {"dead", cli_dead_main},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,

@@ -1,0 +1,406 @@
+/*
+ * cli_dead.c - `sluice dead list|peek|requeue|purge`: what an operator does
+ * with dead letters (messages that used up their attempts, or whose time to
+ * live ran out).
+ *
+ *   list LEVEL [--limit N] [--after ID] [--json]
+ *       pages of SL_DEAD_PAGE through the library until N are shown
+ *       (default 100), as a table or a JSON array of objects.
+ *   peek ID
+ *       the whole body on standard output, byte for byte.
+ *   requeue LEVEL|ID [--to LEVEL] [--limit N] [--json]
+ *   purge LEVEL [--older-than S] [--limit N] [--json]
+ *       a series of chunks (SL_DEAD_CHUNK each, one broker transaction
+ *       each) until the level has none left or N were changed (requeue:
+ *       at most as many as the level held when it started, so that a
+ *       message dying again meanwhile is not requeued twice). Cut short
+ *       (Ctrl-C, a crash), a series is simply run again: nothing is done
+ *       twice, nothing is lost.
+ *
+ * LEVEL|ID: a level's name is a level; "id:N" and "level:N" say which; a
+ * plain number N is an id when a dead letter has that id or the broker has
+ * no level N, else level N. When it could be either, it is the id, and a
+ * note on standard error says how to name the level.
+ *
+ * Costs: one round trip per page or chunk; requeue by id one peek more.
+ */
+#include "cli_dead.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_table.h"
+#include "cli_text.h"
+
+#define LIST_DEFAULT 100
+
+enum { OPT_LIMIT = 256, OPT_AFTER, OPT_TO, OPT_OLDER_THAN, OPT_JSON };
+
+/* The options of every dead command; each takes the ones it accepts. */
+typedef struct dead_opts {
+    uint64_t limit;       /* 0: the default */
+    uint64_t after;
+    const char *to;       /* NULL: the same level */
+    uint64_t older_ms;
+    bool json;
+} dead_opts;
+
+/* opts_parse reads argv's options among allowed (OPT_ values, 0-ended),
+ * leaving the operands at argv[optind..]. Returns CLI_CORE_GO_ON or the
+ * exit status. */
+static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const int *allowed, dead_opts *o)
+{
+    static const struct option all[] = {
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"after", required_argument, NULL, OPT_AFTER},
+        {"to", required_argument, NULL, OPT_TO},
+        {"older-than", required_argument, NULL, OPT_OLDER_THAN},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    memset(o, 0, sizeof *o);
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":h", all, NULL)) != -1) {
+        bool ok = ch == 'h';
+        for (const int *a = allowed; *a && !ok; a++)
+            ok = *a == ch;
+        if (ch == '?' || ch == ':')
+            return cli_text_option_error(cmd, ch, argv);
+        if (!ok) {
+            const struct option *opt = all;
+            while (opt->name && opt->val != ch)
+                opt++;
+            return cli_text_usage_error(cmd, "this command takes no --%s", opt->name ? opt->name : "?");
+        }
+        switch (ch) {
+        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case OPT_JSON: o->json = true; break;
+        case OPT_TO: o->to = optarg; break;
+        case OPT_LIMIT:
+            if (!cli_text_u64_parse(optarg, &o->limit) || o->limit == 0)
+                return cli_text_usage_error(cmd, "bad --limit '%s' (expected a number above 0)", optarg);
+            break;
+        case OPT_AFTER:
+            if (!cli_text_u64_parse(optarg, &o->after))
+                return cli_text_usage_error(cmd, "bad --after '%s' (expected a message id)", optarg);
+            break;
+        default:
+            if (!cli_text_seconds_parse(optarg, false, &o->older_ms))
+                return cli_text_usage_error(cmd, "bad --older-than '%s' (expected seconds, such as 3600 or 0.5)",
+                                            optarg);
+            break;
+        }
+    }
+    return CLI_CORE_GO_ON;
+}
+
+/* one_operand checks that exactly one operand (what) follows the options. */
+static int one_operand(const char *cmd, int argc, char **argv, const char *what)
+{
+    if (argc - optind == 1)
+        return CLI_CORE_GO_ON;
+    return argc - optind ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
+                         : cli_text_usage_error(cmd, "expected %s", what);
+}
+
+/* ---- list ---- */
+
+/* when_format writes ms since the epoch as 2026-11-25T02:00:00.123Z. */
+static void when_format(uint64_t ms, char *buf, size_t size)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    if (!gmtime_r(&s, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm)) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    size_t used = strlen(buf);
+    snprintf(buf + used, size - used, ".%03uZ", (unsigned)(ms % 1000));
+}
+
+/* utf8_len returns the length of the valid UTF-8 character (2 to 4 bytes)
+ * starting at p[0] within len bytes, or 0. */
+static size_t utf8_len(const unsigned char *p, size_t len)
+{
+    size_t n = p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 && p[0] < 0xE0 ? 2 : 0;
+    if (n == 0 || n > len)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* preview_text writes bytes as text for a terminal or a JSON string:
+ * printable ASCII and whole UTF-8 characters as they are (with '"' and '\\'
+ * escaped for JSON), any other byte as \xHH (\\xHH in JSON), so that no
+ * byte of a body can move the cursor or break the JSON. */
+static void preview_text(const unsigned char *p, size_t len, bool json, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < len && used + 8 < size; i++) {
+        unsigned char ch = p[i];
+        size_t n = ch >= 0x80 ? utf8_len(p + i, len - i) : 0;
+        if (n) {
+            memcpy(buf + used, p + i, n);
+            used += n;
+            buf[used] = '\0';
+            i += n - 1;
+        } else if (json && (ch == '"' || ch == '\\')) {
+            used += (size_t)snprintf(buf + used, size - used, "\\%c", ch);
+        } else if (ch >= 0x20 && ch < 0x7f) {
+            buf[used++] = (char)ch;
+            buf[used] = '\0';
+        } else {
+            used += (size_t)snprintf(buf + used, size - used, json ? "\\\\x%02x" : "\\x%02x", ch);
+        }
+    }
+}
+
+static void letter_json(const sl_dead_letter *d, const char *level, bool first)
+{
+    char when[40], preview[SL_DEAD_TEXT * 5 + 8];
+    when_format(d->died_ms, when, sizeof when);
+    preview_text(d->preview, d->preview_len, true, preview, sizeof preview);
+    printf("%s\n  {\"id\":%" PRIu64 ",\"level\":", first ? "" : ",", d->id);
+    cli_text_json_string(level);
+    printf(",\"tag\":");
+    cli_text_json_string(d->tag);
+    printf(",\"attempts\":%" PRIu64 ",\"when\":\"%s\",\"died_ms\":%" PRIu64 ",\"reason\":", d->attempts, when,
+           d->died_ms);
+    cli_text_json_string(d->reason);
+    printf(",\"body_preview\":\"%s\",\"body_bytes\":%" PRIu64 "}", preview, d->body_bytes);
+}
+
+static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const int allowed[] = {OPT_LIMIT, OPT_AFTER, OPT_JSON, 0};
+    dead_opts o;
+    unsigned level;
+    int st = opts_parse(g, cmd, argc, argv, allowed, &o);
+    if (st == CLI_CORE_GO_ON)
+        st = one_operand(cmd, argc, argv, "a level");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)) || (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
+        return st;
+    uint64_t limit = o.limit ? o.limit : LIST_DEFAULT, shown = 0, after = o.after;
+    static const char *const head[] = {"ID", "TAG", "ATTEMPTS", "WHEN", "REASON", "BODY"};
+    cli_table *t = o.json ? NULL : cli_table_new(6, head, "rlrlll", (unsigned)(limit < 1000000 ? limit : 1000000));
+    char number[16];
+    const char *lname = cli_core_level_name(g, level, number, sizeof number);
+    if (!o.json && !t) {
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    if (o.json)
+        printf("[");
+    int rc = SL_OK;
+    if (!o.json && limit > 1000000)
+        limit = 1000000; /* a table holds so many rows; --json streams any number */
+    for (uint64_t i = 0; shown < limit && i < UINT32_MAX; i++) {
+        sl_dead_letter page[SL_DEAD_PAGE];
+        unsigned n = 0, want = limit - shown < SL_DEAD_PAGE ? (unsigned)(limit - shown) : SL_DEAD_PAGE;
+        if ((rc = sl_dead_list(g->c, level, after, want, page, &n)))
+            break;
+        for (unsigned k = 0; k < n; k++) {
+            const sl_dead_letter *d = &page[k];
+            if (o.json) {
+                letter_json(d, lname, shown == 0);
+            } else {
+                char when[40], preview[SL_DEAD_TEXT * 4 + 8];
+                when_format(d->died_ms, when, sizeof when);
+                preview_text(d->preview, d->preview_len, false, preview, sizeof preview);
+                cli_table_add(t, "%" PRIu64, d->id);
+                cli_table_add(t, "%s", d->tag[0] ? d->tag : "-");
+                cli_table_add(t, "%" PRIu64, d->attempts);
+                cli_table_add(t, "%s", when);
+                cli_table_add(t, "%s", d->reason);
+                cli_table_add(t, "%s%s", preview, d->body_bytes > d->preview_len ? "..." : "");
+            }
+            shown++;
+            after = d->id;
+        }
+        if (n < want)
+            break;
+    }
+    if (o.json)
+        printf("%s]\n", shown ? "\n" : "");
+    else if (rc == SL_OK && cli_table_print(t))
+        rc = SL_ENOMEM;
+    cli_table_destroy(&t);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+    return cli_core_output_done(cmd);
+}
+
+/* ---- peek ---- */
+
+static int dead_peek(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a message id");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    uint64_t id;
+    if (!cli_text_u64_parse(argv[optind], &id))
+        return cli_text_usage_error(cmd, "bad message id '%s' (expected a number)", argv[optind]);
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    sl_dead_message m;
+    int rc = sl_dead_peek(g->c, id, &m);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+    if (m.body_len && fwrite(m.body, 1, m.body_len, stdout) != m.body_len) {
+        cli_text_say(cmd, "writing the body failed");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    return cli_core_output_done(cmd);
+}
+
+/* ---- requeue and purge ---- */
+
+/* target reads LEVEL|ID (see the essay): *is_id tells which. */
+static int target(cli_core *g, const char *cmd, const char *text, bool *is_id, unsigned *level, uint64_t *id)
+{
+    uint64_t n;
+    unsigned nlevels = 0;
+    const char *const *names = NULL;
+    *is_id = false;
+    if (strncmp(text, "id:", 3) == 0 || strncmp(text, "level:", 6) == 0) {
+        *is_id = text[0] == 'i';
+        if (*is_id && !cli_text_u64_parse(text + 3, id))
+            return cli_text_usage_error(cmd, "bad message id '%s'", text + 3);
+        return *is_id ? 0 : cli_core_level_resolve(g, cmd, text + 6, level);
+    }
+    if (!cli_text_u64_parse(text, &n))
+        return cli_core_level_resolve(g, cmd, text, level);
+    int rc = sl_levels(g->c, &nlevels, &names);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "reading the broker's levels", NULL);
+    for (unsigned l = 0; l < nlevels; l++)
+        if (strcmp(names[l], text) == 0) {
+            *level = l; /* a level named by digits */
+            return 0;
+        }
+    *id = n;
+    if (n >= nlevels) {
+        *is_id = true;
+        return 0;
+    }
+    sl_dead_message m;
+    rc = sl_dead_peek(g->c, n, &m);
+    if (rc == SL_OK) {
+        cli_text_say(cmd, "note: %s is taken as the id of a dead letter; for level %s say level:%s", text, text,
+                     text);
+        *is_id = true;
+        return 0;
+    }
+    if (rc != SL_ENOTFOUND)
+        return cli_core_broker_error(g, cmd, rc, text, NULL);
+    *level = (unsigned)n;
+    return 0;
+}
+
+static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const int allowed[] = {OPT_LIMIT, OPT_TO, OPT_JSON, 0};
+    dead_opts o;
+    unsigned level = 0, to = SL_SAME_LEVEL;
+    uint64_t id = 0, moved = 0;
+    bool is_id;
+    int st = opts_parse(g, cmd, argc, argv, allowed, &o);
+    if (st == CLI_CORE_GO_ON)
+        st = one_operand(cmd, argc, argv, "a level or a message id");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)) || (st = target(g, cmd, argv[optind], &is_id, &level, &id)) ||
+        (o.to && (st = cli_core_level_resolve(g, cmd, o.to, &to))))
+        return st;
+    int rc = SL_OK;
+    if (is_id) {
+        if ((rc = sl_dead_requeue_id(g->c, id, to)) == SL_OK)
+            moved = 1;
+    } else {
+        /* at most the dead letters there now: a message that dies again
+         * while this runs is not requeued twice by one command */
+        sl_stats now;
+        if ((rc = sl_stats_get(g->c, &now)) == SL_OK && level < now.nlevels &&
+            (!o.limit || now.level[level].dead < o.limit))
+            o.limit = now.level[level].dead;
+        for (uint64_t after = 1; rc == SL_OK && after && o.limit && moved < o.limit;) {
+            uint64_t n = 0;
+            rc = sl_dead_requeue(g->c, level, to, o.limit - moved, &n, &after);
+            if (rc || n == 0)
+                break;
+            moved += n;
+        }
+    }
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, argv[optind],
+                                     moved ? "; the dead letters requeued before it stay requeued" : NULL);
+    char number[16];
+    if (o.json)
+        printf("{\"requeued\":%" PRIu64 "}\n", moved);
+    else if (is_id)
+        printf("requeued dead letter %" PRIu64 "%s%s\n", id, to == SL_SAME_LEVEL ? "" : " to level ",
+               to == SL_SAME_LEVEL ? "" : cli_core_level_name(g, to, number, sizeof number));
+    else
+        printf("requeued %" PRIu64 " dead letter%s of level %s\n", moved, moved == 1 ? "" : "s",
+               cli_core_level_name(g, level, number, sizeof number));
+    return cli_core_output_done(cmd);
+}
+
+static int dead_purge(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const int allowed[] = {OPT_LIMIT, OPT_OLDER_THAN, OPT_JSON, 0};
+    dead_opts o;
+    unsigned level;
+    uint64_t purged = 0, after = 0;
+    int st = opts_parse(g, cmd, argc, argv, allowed, &o);
+    if (st == CLI_CORE_GO_ON)
+        st = one_operand(cmd, argc, argv, "a level");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)) || (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
+        return st;
+    int rc;
+    do {
+        uint64_t n = 0;
+        rc = sl_dead_purge(g->c, level, o.older_ms, o.limit ? o.limit - purged : 0, &after, &n);
+        purged += rc ? 0 : n;
+    } while (rc == SL_OK && after && (!o.limit || purged < o.limit));
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, argv[optind],
+                                     purged ? "; the dead letters purged before it are gone" : NULL);
+    char number[16];
+    if (o.json)
+        printf("{\"purged\":%" PRIu64 "}\n", purged);
+    else
+        printf("purged %" PRIu64 " dead letter%s of level %s\n", purged, purged == 1 ? "" : "s",
+               cli_core_level_name(g, level, number, sizeof number));
+    return cli_core_output_done(cmd);
+}
+
+int cli_dead_main(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const cli_core_command subs[] = {
+        {"list", dead_list},
+        {"peek", dead_peek},
+        {"requeue", dead_requeue},
+        {"purge", dead_purge},
+    };
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(g->help, stdout);
+        return cli_core_output_done(cmd);
+    }
+    return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
+}
