@@ -72,6 +72,7 @@ all: $(PROGRAMS) $(LIBSLUICE)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
+# (prometheus, whose promtool checks /metrics in tests/test_metrics.c, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -84,6 +85,7 @@ deps:
 	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
 	command -v gnuplot >/dev/null 2>&1 || missing="$$missing gnuplot-nox"; \
 	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
@@ -126,7 +128,7 @@ $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
 $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(SINK_LIBS) -lpthread
 
 $(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
@@ -168,7 +170,7 @@ $(BUILD)/tests/powerloss_shim.so: tests/powerloss_shim.c
 $(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) -lpthread
 
 tests: $(TESTS)
 
@@ -279,6 +281,7 @@ layering: circles
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop)\.')"; \
+	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]microhttpd\.h' broker/*.[ch] proto/*.[ch] client/*.[ch] | grep -v 'broker/metrics\.')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio)\.h|clock_gettime' broker/rl.[ch] broker/disp.[ch] broker/tmr.[ch] 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
 

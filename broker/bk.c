@@ -120,6 +120,10 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     rc = net_open(&ncfg, &b->net);
     if (rc != SL_OK)
         goto pools_fini;
+    rc = metrics_open(cfg->metrics, &b->metrics);
+    if (rc != SL_OK)
+        goto net_close;
+    metrics_publish(b->metrics, b);
 
     uint64_t total = 0, delayed = 0;
     for (unsigned l = 0; l < cfg->levels; l++) {
@@ -132,6 +136,8 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     *out = b;
     return SL_OK;
 
+net_close:
+    net_close(&b->net);
 pools_fini:
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
@@ -152,6 +158,7 @@ void bk_close(bk **bp)
     bk *b = bp ? *bp : NULL;
     if (!b)
         return;
+    metrics_close(&b->metrics);
     net_close(&b->net);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);

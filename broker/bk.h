@@ -18,6 +18,7 @@
 #include "disp.h"
 #include "lease.h"
 #include "meter.h"
+#include "metrics.h"
 #include "pool.h"
 #include "proto.h"
 #include "queue.h"
@@ -53,6 +54,11 @@ typedef struct bk {
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
+    struct metrics *metrics;      /* the /metrics endpoint, or NULL */
+    uint64_t next_metrics_ns;     /* when cron next publishes its snapshot */
+    metrics_hist wait_hist[PROTO_MAX_LEVELS]; /* publish to first delivery (deliver) */
+    metrics_hist commit_hist;     /* durable commits (loop) */
+    uint64_t commits;
 } bk;
 
 /* bk_open takes the data directory's lock, opens the store, rebuilds the

@@ -46,6 +46,7 @@
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows only as used") \
     X(map_max_mb, NULL, "map-max-mb", 0, "broker", MB, map_max_bytes, "(4 x --map-size-mb)", 1, 1ULL << 24, "MB", "the map grows up to this when 75% used and the disk has room; publishes stop at 90%") \
     X(max_body, NULL, "max-body", 0, "broker", NUM, max_body, "1048576", 1, PROTO_MAX_BODY, "BYTES", "largest message body accepted") \
+    X(metrics, NULL, "metrics", 0, "broker", STR, metrics, NULL, 0, 0, "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default") \
     X(idem_window_ms, NULL, "idem-window-ms", 0, "broker", NUM, idem_window_ms, "300000", 1, 7 * DAY_MS, "MS", "how long an idempotency key is remembered") \
     X(levels, "count", "levels", 0, "levels", NUM, levels, "3", 1, PROTO_MAX_LEVELS, "N", "number of priority levels; 0 is the highest") \
     X(level_names, "names", "level-names", 0, "levels", NAMES, level_names, "(high,normal,low for 3 levels, else p0,p1,...)", 0, 0, "LIST", "comma-separated names, one per level") \

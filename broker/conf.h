@@ -46,6 +46,7 @@ typedef struct conf {
     uint64_t level_max_bytes;                             /* per level, pages on disk; 0 = no limit */
     uint32_t consumer_max_inflight;                       /* deliveries one consumer may hold */
     uint64_t map_max_bytes;                               /* the map grows up to this */
+    char metrics[64];                                     /* ADDR:PORT of /metrics; "" = none */
     conf_tag_rule tag_rules[CONF_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */

@@ -14,6 +14,8 @@
  *                    pool's load; an autoscaled pool that changes size is
  *                    told and persisted
  *   heartbeat_ms     PING every connection
+ *   every 250 ms     publish the /metrics snapshot (with --metrics), riding
+ *                    on the other wakes: at most a heartbeat old when idle
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
  *   ack_flush_ms     after the oldest uncommitted write, a commit is due
  *                    (cron_commit_due), even if no reply waits for it
@@ -35,6 +37,7 @@
 #include "log.h"
 #include "member.h"
 #include "meter.h"
+#include "metrics.h"
 #include "net.h"
 #include "pool.h"
 #include "queue.h"
@@ -134,6 +137,10 @@ void cron_tick(bk *b)
     meter_tick(&b->meter, b->mono_ns);
     if (b->mono_ns >= b->next_hb_ns)
         heartbeat(b);
+    if (b->metrics && b->mono_ns >= b->next_metrics_ns) {
+        metrics_publish(b->metrics, b);
+        b->next_metrics_ns = b->mono_ns + METRICS_PUBLISH_NS;
+    }
 }
 
 void cron_between_commits(bk *b)

@@ -34,6 +34,7 @@
 #include "cron.h"
 #include "deliver.h"
 #include "handle.h"
+#include "metrics.h"
 #include "net.h"
 #include "settle.h"
 #include "store.h"
@@ -115,7 +116,13 @@ static int end_pass(bk *b, int force)
     net_flush(b->net, NET_NOW, settle_send_failed, b);
     if (!force && !cron_commit_due(b))
         return SL_OK;
+    int wrote = store_dirty(b->st);
+    uint64_t t0_ns = wrote ? loop_now_mono() : 0;
     int rc = store_commit(b->st);
+    if (wrote && rc == SL_OK) {
+        metrics_hist_add(&b->commit_hist, METRICS_COMMIT, loop_now_mono() - t0_ns);
+        b->commits++;
+    }
     b->dirty_since_ns = 0;
     if (rc != SL_OK) {
         log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
