@@ -124,6 +124,7 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     if (rc != SL_OK)
         goto net_close;
     metrics_publish(b->metrics, b);
+    notify_open(&b->notify, mono_ns); /* last: nothing after it can fail */
 
     uint64_t total = 0, delayed = 0;
     for (unsigned l = 0; l < cfg->levels; l++) {
@@ -158,6 +159,7 @@ void bk_close(bk **bp)
     bk *b = bp ? *bp : NULL;
     if (!b)
         return;
+    notify_close(&b->notify);
     metrics_close(&b->metrics);
     net_close(&b->net);
     pool_table_fini(&b->pools);

@@ -19,6 +19,7 @@
 #include "lease.h"
 #include "meter.h"
 #include "metrics.h"
+#include "notify.h"
 #include "pool.h"
 #include "proto.h"
 #include "queue.h"
@@ -59,6 +60,7 @@ typedef struct bk {
     metrics_hist wait_hist[PROTO_MAX_LEVELS]; /* publish to first delivery (deliver) */
     metrics_hist commit_hist;     /* durable commits (loop) */
     uint64_t commits;
+    notify notify;                /* the service manager (systemd), when it listens */
 } bk;
 
 /* bk_open takes the data directory's lock, opens the store, rebuilds the

@@ -1,6 +1,7 @@
 /*
  * main.c - sluiced: arguments -> conf -> open -> loop -> close, plus signals
- * and --ready-fd. Nothing else.
+ * --ready-fd, and READY/STOPPING to the service manager (notify.c). Nothing
+ * else.
  *
  * What the settings are, their defaults, bounds and help live in one table in
  * conf.c (defaults < INI file < command line); everything is read and checked
@@ -20,6 +21,7 @@
 #include "conf.h"
 #include "log.h"
 #include "loop.h"
+#include "notify.h"
 #include "store.h"
 
 #define SLUICED_VERSION "1.0.0"
@@ -54,6 +56,10 @@ int main(int argc, char **argv)
         conf_usage(stdout);
         return 0;
     }
+    if (cfg.action == CONF_MAN) {
+        conf_man(stdout);
+        return 0;
+    }
     if (cfg.action == CONF_VERSION) {
         printf("sluiced %s (protocol %d, store format %d)\n", SLUICED_VERSION, PROTO_VERSION, STORE_FORMAT);
         return 0;
@@ -72,7 +78,10 @@ int main(int argc, char **argv)
         return 2;
     }
     signal_ready(cfg.ready_fd);
+    notify_sendf(&b->notify, "READY=1\nSTATUS=serving %u levels on %s\nMAINPID=%d", cfg.levels, cfg.listen,
+                 (int)getpid());
     int rc = loop_run(b, &stop_flag);
+    notify_sendf(&b->notify, "STOPPING=1\nSTATUS=stopping (%s)", rc == SL_OK ? "signal" : proto_strerror(rc));
     log_info("main", "shutting down (%s)", rc == SL_OK ? "signal" : proto_strerror(rc));
     bk_close(&b);
     return rc == SL_OK ? 0 : 1;
