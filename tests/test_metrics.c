@@ -165,9 +165,17 @@ static void scraped_during_load_every_series_monotonic_promtool_clean(void **sta
     th_fixture *f = NULL;
     assert_int_equal(th_fixture_start(extra, &f), 0);
     unsigned port = metrics_port(&f->b);
-    char *prev_raw = malloc(TEXT_MAX), *raw = malloc(TEXT_MAX);
+    static char buf_a[TEXT_MAX], buf_b[TEXT_MAX];
+    char *prev_raw = buf_a, *raw = buf_b;
     const char *prev = NULL, *now = NULL;
     assert_int_equal(sl_subscribe(f->c, "metrics", NULL, 0, 64), SL_OK);
+    /* the pool shows from the next snapshot on (every 250 ms, or the next wake when idle) */
+    const char *first;
+    for (uint64_t until = th_now_ms() + 5000; th_now_ms() < until; usleep(20 * 1000)) {
+        assert_int_equal(http_get(port, "/metrics", raw, TEXT_MAX, &first), 200);
+        if (strstr(first, "sluice_pool_members{pool=\"metrics\"} 1"))
+            break;
+    }
 
     producer p = {.b = &f->b};
     pthread_t t;
@@ -247,8 +255,6 @@ static void scraped_during_load_every_series_monotonic_promtool_clean(void **sta
     /* anything but /metrics is a 404, and the broker keeps serving */
     const char *body;
     assert_int_equal(http_get(port, "/nothing", raw, TEXT_MAX, &body), 404);
-    free(prev_raw);
-    free(raw);
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
