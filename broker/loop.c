@@ -20,7 +20,8 @@
  * A failed commit is loud: every reply of the pass becomes an SL_EIO error,
  * and the broker stops rather than guess what reached the disk (fsync errors
  * are not reliably retryable). Signals only set a flag; the loop notices it
- * at the end of a pass, so the pass in progress completes and is confirmed.
+ * at the end of a pass, so the pass in progress completes and is confirmed;
+ * SIGHUP's reload (reload.c) runs there too.
  */
 #include "loop.h"
 
@@ -36,6 +37,7 @@
 #include "handle.h"
 #include "metrics.h"
 #include "net.h"
+#include "reload.h"
 #include "settle.h"
 #include "store.h"
 #include "units.h"
@@ -157,6 +159,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
+        if (reload_pending()) /* SIGHUP: between passes, no transaction open */
+            reload_run(b);
     }
     /* Shutdown: what arrived after the last pass is refused, not dropped. */
     unsigned refused = 0;

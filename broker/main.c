@@ -1,7 +1,7 @@
 /*
  * main.c - sluiced: arguments -> conf -> open -> loop -> close, plus signals
- * --ready-fd, and READY/STOPPING to the service manager (notify.c). Nothing
- * else.
+ * --ready-fd, READY/STOPPING to the service manager (notify.c), and SIGHUP
+ * asking for a reload (reload.c). Nothing else.
  *
  * What the settings are, their defaults, bounds and help live in one table in
  * conf.c (defaults < INI file < command line); everything is read and checked
@@ -22,6 +22,7 @@
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
+#include "reload.h"
 #include "store.h"
 
 #define SLUICED_VERSION "1.0.0"
@@ -32,6 +33,12 @@ static void on_signal(int sig)
 {
     (void)sig;
     stop_flag = 1;
+}
+
+static void on_hup(int sig)
+{
+    (void)sig;
+    reload_request();
 }
 
 static void signal_ready(int fd)
@@ -65,12 +72,18 @@ int main(int argc, char **argv)
         return 0;
     }
     log_set_level((enum log_level)cfg.log_level);
+    if (cfg.log_file[0] && log_open_file(cfg.log_file) != 0)
+        return 2;
+    reload_init(argc, argv);
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    struct sigaction hup = {.sa_handler = on_hup};
+    sigemptyset(&hup.sa_mask);
+    sigaction(SIGHUP, &hup, NULL);
 
     bk *b = NULL;
     if (bk_open(&cfg, loop_now_mono(), loop_now_wall(), &b) != SL_OK) {
