@@ -18,7 +18,7 @@
 #include "disp.h"
 #include "lease.h"
 #include "meter.h"
-#include "metrics.h"
+#include "hist.h"
 #include "notify.h"
 #include "pool.h"
 #include "proto.h"
@@ -55,10 +55,10 @@ typedef struct bk {
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
-    struct metrics *metrics;      /* the /metrics endpoint, or NULL */
+    struct metrics *metrics;      /* the /metrics endpoint (metrics.c), or NULL */
     uint64_t next_metrics_ns;     /* when cron next publishes its snapshot */
-    metrics_hist wait_hist[PROTO_MAX_LEVELS]; /* publish to first delivery (deliver) */
-    metrics_hist commit_hist;     /* durable commits (loop) */
+    hist wait_hist[PROTO_MAX_LEVELS]; /* publish to first delivery (deliver) */
+    hist commit_hist;             /* durable commits (loop) */
     uint64_t commits;
     notify notify;                /* the service manager (systemd), when it listens */
 } bk;

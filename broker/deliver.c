@@ -29,7 +29,7 @@
 #include "lease.h"
 #include "log.h"
 #include "meter.h"
-#include "metrics.h"
+#include "hist.h"
 #include "net.h"
 #include "queue.h"
 #include "units.h"
@@ -80,7 +80,7 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     l->reason = (uint8_t)why;
     b->picks[level][why]++;
     if (attempt == 1) /* publish to first delivery */
-        metrics_hist_add(&b->wait_hist[level], METRICS_WAIT, b->wall_ns > rec.enq_ns ? b->wall_ns - rec.enq_ns : 0);
+        hist_add(&b->wait_hist[level], HIST_WAIT, b->wall_ns > rec.enq_ns ? b->wall_ns - rec.enq_ns : 0);
     c->pool->inflight++;
     c->pool->delivered++;
     c->credit--;

@@ -35,7 +35,7 @@
 #include "cron.h"
 #include "deliver.h"
 #include "handle.h"
-#include "metrics.h"
+#include "hist.h"
 #include "net.h"
 #include "reload.h"
 #include "settle.h"
@@ -122,7 +122,7 @@ static int end_pass(bk *b, int force)
     uint64_t t0_ns = wrote ? loop_now_mono() : 0;
     int rc = store_commit(b->st);
     if (wrote && rc == SL_OK) {
-        metrics_hist_add(&b->commit_hist, METRICS_COMMIT, loop_now_mono() - t0_ns);
+        hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
         b->commits++;
     }
     b->dirty_since_ns = 0;

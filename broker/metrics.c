@@ -37,38 +37,18 @@
 #include <string.h>
 
 #include "bk.h"
+#include "hist.h"
 #include "log.h"
 #include "member.h"
 #include "store.h"
 #include "units.h"
-
-/* Upper bounds in ns of each histogram's buckets, 0-terminated; +Inf follows. */
-static const uint64_t bounds[METRICS_KIND_COUNT_][METRICS_BUCKETS] = {
-    [METRICS_WAIT] = {NS_PER_MS, 5 * NS_PER_MS, 10 * NS_PER_MS, 50 * NS_PER_MS, 100 * NS_PER_MS,
-                      500 * NS_PER_MS, NS_PER_S, 5 * NS_PER_S, 10 * NS_PER_S, 30 * NS_PER_S, 60 * NS_PER_S,
-                      300 * NS_PER_S, 3600 * NS_PER_S, 0},
-    [METRICS_COMMIT] = {NS_PER_MS / 4, NS_PER_MS / 2, NS_PER_MS, 2 * NS_PER_MS, 5 * NS_PER_MS,
-                        10 * NS_PER_MS, 25 * NS_PER_MS, 50 * NS_PER_MS, 100 * NS_PER_MS, 250 * NS_PER_MS,
-                        500 * NS_PER_MS, NS_PER_S, 0},
-};
-
-void metrics_hist_add(metrics_hist *h, metrics_hist_kind kind, uint64_t ns)
-{
-    unsigned i = 0;
-    while (i < METRICS_BUCKETS - 1 && bounds[kind][i] && ns > bounds[kind][i])
-        i++;
-    /* i is now the first bound >= ns, or the +Inf bucket (the 0 after the last) */
-    h->bucket[i]++;
-    h->count++;
-    h->sum_ns += ns;
-}
 
 typedef struct snap_level {
     char name[PROTO_MAX_NAME + 1];
     uint64_t depth, inflight, delayed, dead, oldest_ms;
     uint64_t enqueued, dispatched, acked, nacked, expired, buried, throttled;
     uint64_t picks[DISP_REASON_COUNT_];
-    metrics_hist wait;
+    hist wait;
 } snap_level;
 
 typedef struct snap_pool {
@@ -85,7 +65,7 @@ typedef struct snap {
     int breaker_state;
     uint64_t breaker_trips;
     uint64_t commits;
-    metrics_hist commit;
+    hist commit;
     uint64_t map_used, map_size, map_max;
     uint64_t connections, consumers, rx_bad, tx_failed, uptime_ns;
 } snap;
@@ -189,15 +169,15 @@ static void sec(FILE *f, uint64_t ns)
     fprintf(f, "%.9g", (double)ns / 1e9);
 }
 
-/* hist writes the series of one histogram, labelled with lname="lval" when
+/* hist_series writes the series of one histogram, labelled with lname="lval" when
  * lname is not NULL. */
-static void hist(FILE *f, const char *name, const char *lname, const char *lval, const metrics_hist *h,
-                 metrics_hist_kind kind)
+static void hist_series(FILE *f, const char *name, const char *lname, const char *lval, const hist *h,
+                        hist_kind kind)
 {
     uint64_t cum = 0;
-    for (unsigned i = 0; i < METRICS_BUCKETS; i++) {
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
         cum += h->bucket[i];
-        int last = i == METRICS_BUCKETS - 1 || !bounds[kind][i];
+        int last = i == HIST_BUCKETS - 1 || !hist_bounds(kind)[i];
         fprintf(f, "%s_bucket{", name);
         if (lname) {
             fprintf(f, "%s=\"", lname);
@@ -206,11 +186,11 @@ static void hist(FILE *f, const char *name, const char *lname, const char *lval,
         }
         fputs("le=\"", f);
         if (last) {
-            for (unsigned j = i + 1; j < METRICS_BUCKETS; j++)
+            for (unsigned j = i + 1; j < HIST_BUCKETS; j++)
                 cum += h->bucket[j];
             fputs("+Inf", f);
         } else {
-            sec(f, bounds[kind][i]);
+            sec(f, hist_bounds(kind)[i]);
         }
         fprintf(f, "\"} %llu\n", (unsigned long long)cum);
         if (last)
@@ -289,7 +269,7 @@ static void render(FILE *f, const snap *s)
         }
     head(f, "sluice_level_wait_seconds", "histogram", "Time from publish to first delivery.");
     for (unsigned l = 0; l < s->nlevels; l++)
-        hist(f, "sluice_level_wait_seconds", "level", s->lv[l].name, &s->lv[l].wait, METRICS_WAIT);
+        hist_series(f, "sluice_level_wait_seconds", "level", s->lv[l].name, &s->lv[l].wait, HIST_WAIT);
 
     head(f, "sluice_sink_rate_per_second", "gauge", "The sink's configured rate; 0 = unlimited.");
     fprintf(f, "sluice_sink_rate_per_second %.3f\n", (double)s->sink_rate_milli / 1e3);
@@ -342,7 +322,7 @@ static void render(FILE *f, const snap *s)
     }
 
     head(f, "sluice_store_commit_seconds", "histogram", "Latency of the store's durable commits.");
-    hist(f, "sluice_store_commit_seconds", NULL, NULL, &s->commit, METRICS_COMMIT);
+    hist_series(f, "sluice_store_commit_seconds", NULL, NULL, &s->commit, HIST_COMMIT);
     head(f, "sluice_store_commits_total", "counter", "Write transactions committed (group commits).");
     fprintf(f, "sluice_store_commits_total %llu\n", (unsigned long long)s->commits);
     head(f, "sluice_store_fsyncs_total", "counter",

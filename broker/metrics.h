@@ -1,7 +1,6 @@
 /*
- * metrics.h - Prometheus metrics: histograms the loop fills, and the
- * /metrics endpoint (libmicrohttpd, its own thread) that serves the last
- * snapshot the loop published.
+ * metrics.h - the Prometheus /metrics endpoint (libmicrohttpd, its own
+ * thread), serving the last snapshot the loop published.
  */
 #ifndef SLUICE_METRICS_H
 #define SLUICE_METRICS_H
@@ -10,21 +9,7 @@
 
 struct bk;
 
-/* The two histogram shapes: publish-to-deliver wait, and commit latency. */
-typedef enum metrics_hist_kind { METRICS_WAIT = 0, METRICS_COMMIT, METRICS_KIND_COUNT_ } metrics_hist_kind;
-
-#define METRICS_PUBLISH_NS 250000000ULL /* how often the loop publishes a snapshot */
-#define METRICS_BUCKETS 16 /* upper bounds, +Inf included */
-
-/* A histogram: counts per bucket (not cumulative), their sum in ns. Pure. */
-typedef struct metrics_hist {
-    uint64_t bucket[METRICS_BUCKETS];
-    uint64_t count;
-    uint64_t sum_ns;
-} metrics_hist;
-
-/* metrics_hist_add counts one observation of ns in h, whose shape is kind. */
-void metrics_hist_add(metrics_hist *h, metrics_hist_kind kind, uint64_t ns);
+#define METRICS_PUBLISH_NS 250000000ULL /* how often the loop publishes a snapshot (cron) */
 
 typedef struct metrics metrics;
 
