@@ -68,9 +68,9 @@
     X(rule, NULL, "tag-rule", 0, "tag_rules", RULE, tag_rules, NULL, 0, 0, "GLOB=LEVEL", "a publish that names no level and whose tag matches GLOB (fnmatch) goes to LEVEL; repeatable, the first match wins; in the INI file: rule = GLOB LEVEL") \
     X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above; the command line wins over it") \
     X(ready_fd, NULL, "ready-fd", 0, NULL, NUM, ready_fd, NULL, 0, INT_MAX, "FD", "write \"READY\\n\" to FD once serving, then close it (for supervisors and tests)") \
+    X(man, NULL, "man", 0, NULL, ACTION, action, NULL, CONF_MAN, CONF_MAN, NULL, "write the manual page sluiced(8), in roff, to standard output (make builds and installs it)") \
     X(help, NULL, "help", 'h', NULL, ACTION, action, NULL, CONF_HELP, CONF_HELP, NULL, "show this help") \
-    X(version, NULL, "version", 0, NULL, ACTION, action, NULL, CONF_VERSION, CONF_VERSION, NULL, "show the version") \
-    X(man, NULL, "man", 0, NULL, ACTION, action, NULL, CONF_MAN, CONF_MAN, NULL, "write the manual page sluiced(8), in roff, to standard output (make builds and installs it)")
+    X(version, NULL, "version", 0, NULL, ACTION, action, NULL, CONF_VERSION, CONF_VERSION, NULL, "show the version")
 
 /* The INI sections, in the order --help shows them. */
 const conf_section conf_sections[] = {{"broker", "The broker and its store"}, {"levels", "Priority levels"},

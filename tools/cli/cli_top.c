@@ -319,11 +319,9 @@ int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
             if (poll(&pfd, 1, (int)left) > 0) {
                 char key;
                 ssize_t n = read(STDIN_FILENO, &key, 1);
-                if (n == 0 && !tio_saved) /* stdin at its end: keys can no longer come */
-                    pfd.fd = -1;
                 if (n == 1 && (key == 'q' || key == 'Q' || key == 3))
                     stop_flag = 1;
-                if (n <= 0)
+                if (n <= 0) /* stdin at its end (not a terminal): no key can come */
                     poll(NULL, 0, (int)left);
             }
         }
