@@ -81,7 +81,8 @@ all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
-# (prometheus, whose promtool checks /metrics in tests/test_metrics.c, when command -v cannot)
+# (prometheus, whose promtool checks /metrics in tests/test_metrics.c, and groff-base, which
+#  checks the man pages in tests/test_install.c, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -95,6 +96,7 @@ deps:
 	command -v gnuplot >/dev/null 2>&1 || missing="$$missing gnuplot-nox"; \
 	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
