@@ -6,9 +6,14 @@
 #   make bench      run the benchmark and print its table
 #   make fuzz       fuzz the wire decoder for FUZZ_SECONDS (300); make fuzz-ci: 20 s
 #   make SAN=address,undefined   build the sanitized variant into build/san/
-#   make install PREFIX=/usr/local   headers, libsluice.a, sluice.pc, programs
+#   make install PREFIX=/usr/local [DESTDIR=...]   programs, headers, libsluice.a and
+#                libsluice.so.1, sluice.pc, man pages, the systemd unit, an example sluice.conf
 
 PREFIX   ?= /usr/local
+# /etc for a system install (PREFIX=/usr), else PREFIX/etc
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+MANDIR   ?= $(PREFIX)/share/man
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 PKGS     := libzmq lmdb msgpack inih
@@ -68,10 +73,16 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sin
 
 .PHONY: all deps run test test-run bench clean install layering circles tests
 .SECONDARY:
-all: $(PROGRAMS) $(LIBSLUICE)
+# The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
+# from position-independent objects of its own; and the man pages, generated from --help.
+LIBSLUICE_SO := $(BUILD)/libsluice.so.1
+MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.1
+all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
+# (prometheus, whose promtool checks /metrics in tests/test_metrics.c, and groff-base, which
+#  checks the man pages in tests/test_install.c, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -84,6 +95,8 @@ deps:
 	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
 	command -v gnuplot >/dev/null 2>&1 || missing="$$missing gnuplot-nox"; \
 	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
@@ -120,13 +133,32 @@ $(BUILD)/include/sluice_errors.h: proto/sluice_errors.h
 $(LIBSLUICE): $(call obj,$(PROTO_SRC) $(CLIENT_SRC))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+$(BUILD)/pic/%.o: %.c | $(PUBLIC_HDRS)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) -fPIC $(call inc,$<) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBSLUICE_SO): $(patsubst %.c,$(BUILD)/pic/%.o,$(PROTO_SRC) $(CLIENT_SRC)) tools/dist/libsluice.map
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libsluice.so.1 -Wl,--version-script=tools/dist/libsluice.map \
+	  -o $@ $(filter %.o,$^) $(shell pkg-config --libs libzmq msgpack 2>/dev/null) -lpthread
+
+$(BUILD)/man/sluiced.8: $(BIN)/sluiced
+	@mkdir -p $(dir $@)
+	$(Q)$(BIN)/sluiced --man > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/man/sluice.1: $(BIN)/sluice tools/dist/help2man.sh
+	@mkdir -p $(dir $@)
+	$(Q)$(BIN)/sluice --help | sh tools/dist/help2man.sh sluice 1 \
+	  'publish to, consume from, inspect and administer a Sluice broker' > $@.tmp && mv $@.tmp $@
+
 $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(SINK_LIBS) -lpthread
 
 $(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
@@ -171,7 +203,7 @@ $(BUILD)/tests/powerloss_shim.so: tests/powerloss_shim.c
 $(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) -lpthread
 
 tests: $(TESTS)
 
@@ -282,7 +314,7 @@ fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 # The pure modules: no clock, no I/O, no logging; time is a parameter.
-PURE := rl disp tmr meter breaker pool grow
+PURE := rl disp tmr meter breaker pool grow hist
 
 # Layering: each library belongs to one module (see README.md, "Code map"). The include
 # paths above already make a wrong project include fail to compile; these greps keep the
@@ -293,18 +325,30 @@ layering: circles
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop)\.')"; \
+	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]microhttpd\.h' broker/*.[ch] proto/*.[ch] client/*.[ch] | grep -v 'broker/metrics\.')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio|log)\.h|clock_gettime|time\(' $(PURE:%=broker/%.[ch]) 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
 
 circles:
 	@sh tools/circles.sh broker
 
+# make install PREFIX=/usr DESTDIR=/tmp/stage: the layout a package takes. The unit gets the
+# installed paths; the example sluice.conf is not overwritten when one is there.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/sluice
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 client/sluice.h proto/sluice_errors.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBSLUICE) $(DESTDIR)$(PREFIX)/lib/
-	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: 1.0.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice -lzmq -lmsgpackc\n' '$(PREFIX)' \
+	install -m 755 $(LIBSLUICE_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libsluice.so.1 $(DESTDIR)$(PREFIX)/lib/libsluice.so
+	install -m 644 $(BUILD)/man/sluice.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(BUILD)/man/sluiced.8 $(DESTDIR)$(MANDIR)/man8/
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' tools/dist/sluiced.service.in \
+	  > $(DESTDIR)$(UNITDIR)/sluiced.service && chmod 644 $(DESTDIR)$(UNITDIR)/sluiced.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf ] || \
+	  install -m 644 tools/dist/sluice.conf $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: 1.0.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice\nLibs.private: -lzmq -lmsgpackc -lpthread\n' '$(PREFIX)' \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
 
 clean:

@@ -2,10 +2,11 @@
  * bk.c - the broker object: what it owns and the order it opens and closes.
  *
  * Owns: the configuration, the data-directory lock, and the modules (store,
- * queue, conns, leases, pools, dispatch state, meter, net). bk_open takes the
- * lock, opens the store, rebuilds the queue view, loads the persisted
- * settings, sets up the meter and binds last, so that nobody can reach a
- * half-open broker; bk_close undoes it in the reverse order. Nothing else
+ * queue, conns, leases, pools, dispatch state, meter, net, the /metrics
+ * endpoint, the service manager's socket). bk_open takes the lock, opens the
+ * store, rebuilds the queue view, loads the persisted settings, sets up the
+ * meter and binds, then starts the metrics thread and reads $NOTIFY_SOCKET
+ * last, so that nobody can reach a half-open broker; bk_close undoes it in the reverse order. Nothing else
  * lives here: each path through the broker has its own file.
  *
  *   handle   routes each message to the module below; no work of its own
@@ -15,6 +16,8 @@
  *   member   pool membership and the POOL messages that announce it
  *   cron     everything on a timer, and what the loop does between commits
  *   admin, stats, explain, settings   the operator's side
+ *   metrics, notify, reload   running it as a service: /metrics, systemd's
+ *            notifications, SIGHUP
  *   meter, queue, store, net, conn, lease, pool, disp, rl, breaker, tmr
  *            the modules the paths use
  *
@@ -25,10 +28,11 @@
  * below its own, never of its own layer or above:
  *
  *   1  main             5  explain, cron                      9  conn, store
- *   2  loop             6  admit, deliver, settle, settings  10 rec, rl, breaker, tmr
- *   3  handle           7  member                            11 crc32c, grow
- *   4  admin, stats     8  queue, meter, lease, net, pool,   12 log, units, proto
- *                          disp, conf
+ *   2  loop             6  admit, deliver, settle, settings, 10 rec, rl, breaker, tmr,
+ *   3  handle, reload      metrics                               hist
+ *   4  admin, stats     7  member                            11 crc32c, grow
+ *                       8  queue, meter, lease, net, pool,   12 log, units, proto
+ *                          disp, conf, notify
  *
  * (store.c and its sibling files share store_int.h, the module's private
  * header.)
@@ -48,7 +52,9 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "net.h"
+#include "notify.h"
 #include "settings.h"
 #include "store.h"
 #include "units.h"
@@ -120,6 +126,11 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     rc = net_open(&ncfg, &b->net);
     if (rc != SL_OK)
         goto pools_fini;
+    rc = metrics_open(cfg->metrics, &b->metrics);
+    if (rc != SL_OK)
+        goto net_close;
+    metrics_publish(b->metrics, b);
+    notify_open(&b->notify, mono_ns); /* last: nothing after it can fail */
 
     uint64_t total = 0, delayed = 0;
     for (unsigned l = 0; l < cfg->levels; l++) {
@@ -132,6 +143,8 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     *out = b;
     return SL_OK;
 
+net_close:
+    net_close(&b->net);
 pools_fini:
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
@@ -152,6 +165,8 @@ void bk_close(bk **bp)
     bk *b = bp ? *bp : NULL;
     if (!b)
         return;
+    notify_close(&b->notify);
+    metrics_close(&b->metrics);
     net_close(&b->net);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);

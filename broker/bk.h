@@ -18,6 +18,8 @@
 #include "disp.h"
 #include "lease.h"
 #include "meter.h"
+#include "hist.h"
+#include "notify.h"
 #include "pool.h"
 #include "proto.h"
 #include "queue.h"
@@ -57,6 +59,12 @@ typedef struct bk {
     unsigned dead_age_level;      /* the level the age sweep is in */
     uint64_t dead_unlogged;       /* dead letters retention dropped since its last log line */
     int dead_more;                /* retention stopped at a full chunk: wake at once */
+    struct metrics *metrics;      /* the /metrics endpoint (metrics.c), or NULL */
+    uint64_t next_metrics_ns;     /* when cron next publishes its snapshot */
+    hist wait_hist[PROTO_MAX_LEVELS]; /* publish to first delivery (deliver) */
+    hist commit_hist;             /* durable commits (loop) */
+    uint64_t commits;
+    notify notify;                /* the service manager (systemd), when it listens */
 } bk;
 
 /* bk_open takes the data directory's lock, opens the store, rebuilds the

@@ -43,9 +43,11 @@
     X(data, NULL, "data", 'd', "broker", STR, data_dir, "./sluice-data", 0, 0, "DIR", "data directory, created if missing; one broker per directory (locked)") \
     X(listen, NULL, "listen", 'l', "broker", STR, listen, "tcp://127.0.0.1:7470", 0, 0, "ENDPOINT", "ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7470 or ipc:///run/sluice.sock") \
     X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
+    X(log_file, NULL, "log-file", 0, "broker", STR, log_file, NULL, 0, 0, "FILE", "append the log to FILE instead of stderr; SIGHUP reopens it (after rotation)") \
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows only as used") \
     X(map_max_mb, NULL, "map-max-mb", 0, "broker", MB, map_max_bytes, "(4 x --map-size-mb)", 1, 1ULL << 24, "MB", "the map grows up to this when 75% used and the disk has room; publishes stop at 90%") \
     X(max_body, NULL, "max-body", 0, "broker", NUM, max_body, "1048576", 1, PROTO_MAX_BODY, "BYTES", "largest message body accepted") \
+    X(metrics, NULL, "metrics", 0, "broker", STR, metrics, NULL, 0, 0, "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default") \
     X(idem_window_ms, NULL, "idem-window-ms", 0, "broker", NUM, idem_window_ms, "300000", 1, 7 * DAY_MS, "MS", "how long an idempotency key is remembered") \
     X(levels, "count", "levels", 0, "levels", NUM, levels, "3", 1, PROTO_MAX_LEVELS, "N", "number of priority levels; 0 is the highest") \
     X(level_names, "names", "level-names", 0, "levels", NAMES, level_names, "(high,normal,low for 3 levels, else p0,p1,...)", 0, 0, "LIST", "comma-separated names, one per level") \
@@ -68,6 +70,7 @@
     X(rule, NULL, "tag-rule", 0, "tag_rules", RULE, tag_rules, NULL, 0, 0, "GLOB=LEVEL", "a publish that names no level and whose tag matches GLOB (fnmatch) goes to LEVEL; repeatable, the first match wins; in the INI file: rule = GLOB LEVEL") \
     X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above; the command line wins over it") \
     X(ready_fd, NULL, "ready-fd", 0, NULL, NUM, ready_fd, NULL, 0, INT_MAX, "FD", "write \"READY\\n\" to FD once serving, then close it (for supervisors and tests)") \
+    X(man, NULL, "man", 0, NULL, ACTION, action, NULL, CONF_MAN, CONF_MAN, NULL, "write the manual page sluiced(8), in roff, to standard output (make builds and installs it)") \
     X(help, NULL, "help", 'h', NULL, ACTION, action, NULL, CONF_HELP, CONF_HELP, NULL, "show this help") \
     X(version, NULL, "version", 0, NULL, ACTION, action, NULL, CONF_VERSION, CONF_VERSION, NULL, "show the version")
 

@@ -21,7 +21,7 @@ typedef struct conf_tag_rule {
 } conf_tag_rule;
 
 /* What sluiced does once its arguments are read. */
-enum conf_action { CONF_RUN = 0, CONF_HELP, CONF_VERSION };
+enum conf_action { CONF_RUN = 0, CONF_HELP, CONF_VERSION, CONF_MAN };
 
 typedef struct conf {
     char data_dir[4096];
@@ -48,6 +48,7 @@ typedef struct conf {
     uint64_t map_max_bytes;                               /* the map grows up to this */
     uint64_t dead_max_messages;                           /* dead letters kept in all; 0 = no limit */
     uint64_t dead_max_age_s;                              /* dead letters kept this long; 0 = for ever */
+    char metrics[64];                                     /* ADDR:PORT of /metrics; "" = none */
     conf_tag_rule tag_rules[CONF_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */
@@ -55,6 +56,7 @@ typedef struct conf {
     /* Read by main, not by the broker. */
     int log_level;                                        /* enum log_level */
     int ready_fd;                                         /* -1: none */
+    char log_file[4096];                                  /* "" = stderr */
     int action;                                           /* enum conf_action */
     char config_file[4096];                               /* "" when none */
     /* Kept as given until the number of levels is known (conf_finish). */
@@ -128,6 +130,10 @@ int conf_finish(conf *cfg, char *err, size_t errlen);
 /* conf_usage writes sluiced --help to f: the options grouped by INI section,
  * each with its unit, default and bounds, and examples. */
 void conf_usage(FILE *f);
+
+/* conf_man writes the manual page sluiced(8) to f, in roff: its OPTIONS
+ * come from the settings table, as --help's do (conf_help.c). */
+void conf_man(FILE *f);
 
 /* conf_setting_count and conf_setting_at walk the settings table (i <
  * count), for the README check and anything that lists settings. */

@@ -17,11 +17,15 @@
  *                    pool's load; an autoscaled pool that changes size is
  *                    told and persisted
  *   heartbeat_ms     PING every connection
+ *   WATCHDOG_USEC/2  WATCHDOG=1 to the service manager (notify.c), with a
+ *                    wake of its own; every 5 s a STATUS line
+ *   every 250 ms     publish the /metrics snapshot (with --metrics), riding
+ *                    on the other wakes: at most a heartbeat old when idle
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
  *   ack_flush_ms     after the oldest uncommitted write, a commit is due
  *                    (cron_commit_due), even if no reply waits for it
  *
- * cron_next_wake is the earliest of: the next heartbeat, the meter's
+ * cron_next_wake is the earliest of: the next heartbeat, the watchdog ping, the meter's
  * (dispatch held back by a bucket, a pause, a breaker; the additive
  * increase), the ack flush, the first lease deadline and the first delayed
  * message; at once while retention is over --dead-max-messages. The sweeps
@@ -40,7 +44,9 @@
 #include "log.h"
 #include "member.h"
 #include "meter.h"
+#include "metrics.h"
 #include "net.h"
+#include "notify.h"
 #include "pool.h"
 #include "queue.h"
 #include "settings.h"
@@ -126,6 +132,22 @@ static void heartbeat(bk *b)
     b->next_hb_ns = b->mono_ns + b->cfg.heartbeat_ms * NS_PER_MS;
 }
 
+/* notify_status tells the service manager the backlog, every 5 s. */
+static void notify_status(bk *b)
+{
+    uint64_t ready = 0, leased = 0, delayed = 0, dead = 0;
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        ready += queue_ready(&b->q, l);
+        leased += b->q.lv[l].leased;
+        delayed += b->q.lv[l].delayed;
+        dead += b->q.lv[l].dead;
+    }
+    notify_sendf(&b->notify, "STATUS=serving: %llu ready, %llu in flight, %llu delayed, %llu dead; %zu consumers",
+                 (unsigned long long)ready, (unsigned long long)leased, (unsigned long long)delayed,
+                 (unsigned long long)dead, member_consumers(b));
+    b->notify.next_status_ns = b->mono_ns + 5 * NS_PER_S;
+}
+
 void cron_tick(bk *b)
 {
     settle_expire_leases(b, 10000);
@@ -141,6 +163,13 @@ void cron_tick(bk *b)
     meter_tick(&b->meter, b->mono_ns);
     if (b->mono_ns >= b->next_hb_ns)
         heartbeat(b);
+    notify_watchdog_tick(&b->notify, b->mono_ns);
+    if (b->mono_ns >= b->notify.next_status_ns)
+        notify_status(b);
+    if (b->metrics && b->mono_ns >= b->next_metrics_ns) {
+        metrics_publish(b->metrics, b);
+        b->next_metrics_ns = b->mono_ns + METRICS_PUBLISH_NS;
+    }
 }
 
 void cron_between_commits(bk *b)
@@ -186,6 +215,8 @@ uint64_t cron_next_wake(bk *b)
         wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
     if (dead_pending(b))
         wake = b->mono_ns; /* retention has more to drop */
+    if (b->notify.next_ping_ns < wake)
+        wake = b->notify.next_ping_ns;
     uint64_t lease_ns = lease_next_deadline(&b->leases);
     if (lease_ns < wake)
         wake = lease_ns;

@@ -29,6 +29,7 @@
 #include "lease.h"
 #include "log.h"
 #include "meter.h"
+#include "hist.h"
 #include "net.h"
 #include "queue.h"
 #include "units.h"
@@ -79,6 +80,8 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     l->started_ns = b->mono_ns;
     l->reason = (uint8_t)why;
     b->picks[level][why]++;
+    if (attempt == 1) /* publish to first delivery */
+        hist_add(&b->wait_hist[level], HIST_WAIT, b->wall_ns > rec.enq_ns ? b->wall_ns - rec.enq_ns : 0);
     c->pool->inflight++;
     c->pool->delivered++;
     c->credit--;

@@ -5,9 +5,17 @@
  * a local buffer and written with one write(2) so that lines from sluiced and
  * from other processes sharing the terminal do not interleave mid-line.
  * Timestamps are wall-clock UTC with milliseconds.
+ *
+ * Lines go to stderr, or to the file given to log_open_file (--log-file),
+ * opened for appending; log_open_file again (SIGHUP) opens the file anew,
+ * so that a rotated log is left to logrotate and a fresh one begins. The
+ * descriptor is swapped in one store, so a line written meanwhile by the
+ * metrics thread's libmicrohttpd (which logs to stderr anyway) is never torn.
  */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +24,21 @@
 #include <unistd.h>
 
 static enum log_level cur_level = LOG_INFO;
+static int out_fd = STDERR_FILENO;
+
+int log_open_file(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        log_error("log", "cannot open the log file %s: %s; logging where it did", path, strerror(errno));
+        return -1;
+    }
+    int old = out_fd;
+    out_fd = fd;
+    if (old != STDERR_FILENO)
+        close(old);
+    return 0;
+}
 static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
 void log_set_level(enum log_level lvl)
@@ -57,7 +80,7 @@ void log_msg(enum log_level lvl, const char *module, const char *fmt, ...)
     if (len > sizeof line - 2)
         len = sizeof line - 2;
     line[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, len);
+    ssize_t w = write(out_fd, line, len);
     (void)w;
 }
 

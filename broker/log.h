@@ -20,6 +20,12 @@ enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 /* log_set_level sets the most verbose level that is printed (default INFO). */
 void log_set_level(enum log_level lvl);
 
+/* log_open_file sends the lines that follow to the file at path (appended;
+ * created 0640), closing the file used before, if any: called at start and
+ * again on SIGHUP, to follow a log rotation. Returns 0, or -1 (logged where
+ * lines went so far, which they keep doing). */
+int log_open_file(const char *path);
+
 /* log_parse_level maps "error", "warn", "info" or "debug" to a level; returns
  * -1 for anything else. */
 int log_parse_level(const char *name);

@@ -20,7 +20,8 @@
  * A failed commit is loud: every reply of the pass becomes an SL_EIO error,
  * and the broker stops rather than guess what reached the disk (fsync errors
  * are not reliably retryable). Signals only set a flag; the loop notices it
- * at the end of a pass, so the pass in progress completes and is confirmed.
+ * at the end of a pass, so the pass in progress completes and is confirmed;
+ * SIGHUP's reload (reload.c) runs there too.
  */
 #include "loop.h"
 
@@ -34,7 +35,9 @@
 #include "cron.h"
 #include "deliver.h"
 #include "handle.h"
+#include "hist.h"
 #include "net.h"
+#include "reload.h"
 #include "settle.h"
 #include "store.h"
 #include "units.h"
@@ -115,7 +118,13 @@ static int end_pass(bk *b, int force)
     net_flush(b->net, NET_NOW, settle_send_failed, b);
     if (!force && !cron_commit_due(b))
         return SL_OK;
+    int wrote = store_dirty(b->st);
+    uint64_t t0_ns = wrote ? loop_now_mono() : 0;
     int rc = store_commit(b->st);
+    if (wrote && rc == SL_OK) {
+        hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
+        b->commits++;
+    }
     b->dirty_since_ns = 0;
     if (rc != SL_OK) {
         log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
@@ -150,6 +159,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
+        if (reload_pending()) /* SIGHUP: between passes, no transaction open */
+            reload_run(b);
     }
     /* Shutdown: what arrived after the last pass is refused, not dropped. */
     unsigned refused = 0;

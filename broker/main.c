@@ -1,6 +1,7 @@
 /*
  * main.c - sluiced: arguments -> conf -> open -> loop -> close, plus signals
- * and --ready-fd. Nothing else.
+ * --ready-fd, READY/STOPPING to the service manager (notify.c), and SIGHUP
+ * asking for a reload (reload.c). Nothing else.
  *
  * What the settings are, their defaults, bounds and help live in one table in
  * conf.c (defaults < INI file < command line); everything is read and checked
@@ -20,6 +21,8 @@
 #include "conf.h"
 #include "log.h"
 #include "loop.h"
+#include "notify.h"
+#include "reload.h"
 #include "store.h"
 
 #define SLUICED_VERSION "1.0.0"
@@ -30,6 +33,12 @@ static void on_signal(int sig)
 {
     (void)sig;
     stop_flag = 1;
+}
+
+static void on_hup(int sig)
+{
+    (void)sig;
+    reload_request();
 }
 
 static void signal_ready(int fd)
@@ -54,17 +63,27 @@ int main(int argc, char **argv)
         conf_usage(stdout);
         return 0;
     }
+    if (cfg.action == CONF_MAN) {
+        conf_man(stdout);
+        return 0;
+    }
     if (cfg.action == CONF_VERSION) {
         printf("sluiced %s (protocol %d, store format %d)\n", SLUICED_VERSION, PROTO_VERSION, STORE_FORMAT);
         return 0;
     }
     log_set_level((enum log_level)cfg.log_level);
+    if (cfg.log_file[0] && log_open_file(cfg.log_file) != 0)
+        return 2;
+    reload_init(argc, argv);
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    struct sigaction hup = {.sa_handler = on_hup};
+    sigemptyset(&hup.sa_mask);
+    sigaction(SIGHUP, &hup, NULL);
 
     bk *b = NULL;
     if (bk_open(&cfg, loop_now_mono(), loop_now_wall(), &b) != SL_OK) {
@@ -72,7 +91,10 @@ int main(int argc, char **argv)
         return 2;
     }
     signal_ready(cfg.ready_fd);
+    notify_sendf(&b->notify, "READY=1\nSTATUS=serving %u levels on %s\nMAINPID=%d", cfg.levels, cfg.listen,
+                 (int)getpid());
     int rc = loop_run(b, &stop_flag);
+    notify_sendf(&b->notify, "STOPPING=1\nSTATUS=stopping (%s)", rc == SL_OK ? "signal" : proto_strerror(rc));
     log_info("main", "shutting down (%s)", rc == SL_OK ? "signal" : proto_strerror(rc));
     bk_close(&b);
     return rc == SL_OK ? 0 : 1;

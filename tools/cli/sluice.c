@@ -7,7 +7,9 @@
  * options, then hands the rest of argv to one command:
  *
  *   send     publishes messages (cli_send.c).
- *   stats    prints the broker's per-level figures as a table or as JSON.
+ *   stats    prints the broker's per-level figures as a table or as JSON;
+ *            with --watch, again and again (cli_top.c).
+ *   top      a full-screen live view (cli_top.c).
  *   consume  receives messages for a crew of worker threads (cli_consume.c).
  *   pool, level, explain
  *            look after the broker's scheduling (cli_admin.c).
@@ -48,6 +50,7 @@
 #include "cli_sink.h"
 #include "cli_table.h"
 #include "cli_text.h"
+#include "cli_top.h"
 
 #define SLUICE_VERSION     "1.0.0"
 #define DEFAULT_TIMEOUT_MS 5000
@@ -146,6 +149,14 @@ static const char help_text[] =
 "      being past its deadline (OVERDUE), how many the sink refused\n"
 "      (THROTTLED), and how long its ready messages should take to leave at\n"
 "      the rate it gets (ETA); as a table or as one JSON object.\n"
+"  sluice stats --watch [S] [--count N] [--json]\n"
+"      The same every S seconds (default 2, fractions allowed), each table\n"
+"      after a line with the time (with --json, one object per line), until\n"
+"      Ctrl-C or N times. No escape sequences: for plain terminals and logs.\n"
+"  sluice top [--interval S]\n"
+"      A full-screen live view, refreshed every S seconds (default 1): levels\n"
+"      with rates in, out and acknowledged over the last interval, pools, the\n"
+"      sink. Press q to quit. Fits an 80x24 terminal; works over ssh.\n"
 "\n"
 "  sluice pool list [--json]\n"
 "      Show each consumer pool: the levels it serves, its size (the most\n"
@@ -310,12 +321,29 @@ static int stats_table(const sl_stats *st)
     return rc;
 }
 
+/* stats_print prints one snapshot for stats --watch (cli_top.c). */
+static int stats_print(const sl_stats *st, bool json)
+{
+    if (json) {
+        stats_json(st);
+        return 0;
+    }
+    return stats_table(st);
+}
+
 static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
 {
     bool json = false;
+    int watch_ms;
+    long count;
+    argc = cli_top_watch_take(cmd, argc, argv, &watch_ms, &count);
+    if (argc < 0)
+        return -argc;
     int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
         return st;
+    if (watch_ms)
+        return cli_top_watch(g, cmd, watch_ms, count, json, stats_print);
     sl_stats stats;
     int rc = sl_stats_get(g->c, &stats);
     if (rc)
@@ -372,6 +400,7 @@ int main(int argc, char **argv)
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
         {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
         {"dead", cli_dead_main},
+        {"top", cli_top_main},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,

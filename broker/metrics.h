@@ -1,0 +1,34 @@
+/*
+ * metrics.h - the Prometheus /metrics endpoint (libmicrohttpd, its own
+ * thread), serving the last snapshot the loop published.
+ */
+#ifndef SLUICE_METRICS_H
+#define SLUICE_METRICS_H
+
+#include <stdint.h>
+
+struct bk;
+
+#define METRICS_PUBLISH_NS 250000000ULL /* how often the loop publishes a snapshot (cron) */
+
+typedef struct metrics metrics;
+
+/* metrics_open serves http://ADDR:PORT/metrics (IPv4; port 0 picks one) from
+ * a thread of its own. addr_port "" means no endpoint: *out is NULL and
+ * SL_OK. Returns SL_OK, SL_EINVAL for an address it cannot read, SL_EIO when
+ * it cannot listen, SL_ENOMEM. Logs the address it serves. */
+int metrics_open(const char *addr_port, metrics **out);
+
+/* metrics_port returns the TCP port m listens on. */
+unsigned metrics_port(const metrics *m);
+
+/* metrics_publish copies b's figures into m's snapshot. Called by the loop's
+ * thread only (cron, every METRICS_PUBLISH_NS); it holds m's lock for one memcpy and never waits for a
+ * scrape, which works on a copy. Accepts m NULL. */
+void metrics_publish(metrics *m, struct bk *b);
+
+/* metrics_close stops the thread (an ongoing scrape completes), frees m and
+ * NULLs *m; accepts NULL. */
+void metrics_close(metrics **m);
+
+#endif /* SLUICE_METRICS_H */
