@@ -126,7 +126,7 @@ $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
 $(BIN)/sluiced: $(call obj,broker/main.c) $(LIBBROKER)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 $(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
@@ -278,7 +278,7 @@ layering: circles
 	@bad=$$(grep -lE '#include[[:space:]]*[<"]lmdb\.h' broker/*.[ch] client/*.[ch] proto/*.[ch] | grep -v 'broker/store'); \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
-	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop)\.')"; \
+	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop|zap)\.')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio)\.h|clock_gettime' broker/rl.[ch] broker/disp.[ch] broker/tmr.[ch] 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
 

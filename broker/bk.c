@@ -24,11 +24,11 @@
  * the one exception). Otherwise a file includes only headers of layers
  * below its own, never of its own layer or above:
  *
- *   1  main             5  explain, cron                      9  conn, store
+ *   1  main             5  explain, cron, auth                9  conn, store
  *   2  loop             6  admit, deliver, settle, settings  10 rec, rl, breaker, tmr
  *   3  handle           7  member                            11 crc32c, grow
  *   4  admin, stats     8  queue, meter, lease, net, pool,   12 log, units, proto
- *                          disp, conf
+ *                          disp, conf, zap
  *
  * (store.c and its sibling files share store_int.h, the module's private
  * header.)
@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "log.h"
 #include "net.h"
 #include "settings.h"
@@ -116,10 +117,18 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
         meter_level_apply(&b->meter, l, mono_ns);
     b->next_hb_ns = mono_ns + cfg->heartbeat_ms * NS_PER_MS;
     b->meter_wake_ns = TMR_NEVER;
-    net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms};
+    char secret[AUTH_KEY_LEN + 1], err[600];
+    if (cfg->curve_secret_file[0] && (rc = auth_secret_load(cfg->curve_secret_file, secret, err, sizeof err))) {
+        log_error("bk", "--curve-secret: %s", err);
+        goto pools_fini;
+    }
+    net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms,
+                    .curve_secret = cfg->curve_secret_file[0] ? secret : NULL};
     rc = net_open(&ncfg, &b->net);
     if (rc != SL_OK)
         goto pools_fini;
+    if ((rc = auth_open(b)) != SL_OK) /* before READY; until then the ZAP handler refuses everyone */
+        goto net_shut;
 
     uint64_t total = 0, delayed = 0;
     for (unsigned l = 0; l < cfg->levels; l++) {
@@ -132,6 +141,8 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     *out = b;
     return SL_OK;
 
+net_shut:
+    net_close(&b->net);
 pools_fini:
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
@@ -153,6 +164,7 @@ void bk_close(bk **bp)
     if (!b)
         return;
     net_close(&b->net);
+    auth_close(b);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
     conn_table_fini(&b->conns);

@@ -26,6 +26,7 @@
 
 struct store;
 struct net;
+struct auth_table;
 
 typedef struct bk {
     conf cfg;
@@ -53,6 +54,8 @@ typedef struct bk {
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
+    struct auth_table *auth;      /* the principals (auth.c); NULL when auth is off */
+    uint64_t auth_refused;        /* commands refused by auth_check */
 } bk;
 
 /* bk_open takes the data directory's lock, opens the store, rebuilds the

@@ -13,6 +13,9 @@
  * (then after the commit); everything else at once. An ACK whose delete is
  * lost in a crash only means a redelivery, which at-least-once allows.
  *
+ * When auth is on, every message passes auth_check (auth.c) before its
+ * handler: a refused one is answered SL_EPERM and never reaches it.
+ *
  * Bad input is counted and logged at a limited rate (the first ten, then one
  * in a thousand), so a misbehaving client cannot flood the log.
  */
@@ -23,6 +26,7 @@
 
 #include "admin.h"
 #include "admit.h"
+#include "auth.h"
 #include "log.h"
 #include "member.h"
 #include "net.h"
@@ -146,6 +150,7 @@ static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
         return SL_ENOMEM;
     }
     c->levels_mask = mask; /* it is served the levels it asked for that its pool serves */
+    auth_note_conn(b, c, in);
     member_join(b, c, p);
     if (m->present & PF(credit))
         add_credit(b, in, m->credit);
@@ -345,6 +350,11 @@ void handle_message(bk *b, const net_in *in)
     if (rc != SL_OK) {
         log_bad(b, "decode", why);
         reply_err(b, in, &m, rc, why ? why : proto_strerror(rc));
+        return;
+    }
+    char text[PROTO_MAX_STR];
+    if (auth_check(b, in, &m, text, sizeof text) != SL_OK) {
+        reply_err(b, in, &m, SL_EPERM, text);
         return;
     }
     b->rx[m.type]++;

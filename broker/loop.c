@@ -31,6 +31,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "auth.h"
 #include "cron.h"
 #include "deliver.h"
 #include "handle.h"
@@ -43,6 +44,8 @@
 #define RECV_BATCH 4096
 #define DISPATCH_BATCH 4096
 #define MAX_WAIT_NS NS_PER_S
+
+volatile sig_atomic_t loop_hup;
 
 static uint64_t read_clock(clockid_t id)
 {
@@ -150,6 +153,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
+        if (loop_hup && !(loop_hup = 0))
+            auth_reload(b);
     }
     /* Shutdown: what arrived after the last pass is refused, not dropped. */
     unsigned refused = 0;

@@ -17,4 +17,8 @@ uint64_t loop_now_wall(void);
  * (every reply of that pass was turned into an error first). */
 int loop_run(bk *b, volatile sig_atomic_t *stop);
 
+/* loop_hup is set by the SIGHUP handler; the loop clears it between two
+ * passes and re-reads the auth file (auth_reload). */
+extern volatile sig_atomic_t loop_hup;
+
 #endif /* SLUICE_LOOP_H */

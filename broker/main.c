@@ -32,6 +32,12 @@ static void on_signal(int sig)
     stop_flag = 1;
 }
 
+static void on_hup(int sig)
+{
+    (void)sig;
+    loop_hup = 1;
+}
+
 static void signal_ready(int fd)
 {
     if (fd < 0)
@@ -64,6 +70,9 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    struct sigaction hup = {.sa_handler = on_hup};
+    sigemptyset(&hup.sa_mask);
+    sigaction(SIGHUP, &hup, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     bk *b = NULL;

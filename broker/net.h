@@ -25,6 +25,7 @@ typedef struct net_cfg {
     const char *endpoint;
     size_t max_body_bytes; /* ZMQ_MAXMSGSIZE = max_body_bytes + 64 KiB */
     int heartbeat_ms;      /* ZMTP heartbeats */
+    const char *curve_secret; /* the broker's CURVE secret key (Z85), or NULL: plaintext */
 } net_cfg;
 
 /* One received message; pointers valid until the next net_recv. */
@@ -34,6 +35,8 @@ typedef struct net_in {
     const void *body;
     size_t body_len;
     unsigned frames;       /* frames after the routing id; 1 when well formed */
+    const char *user_id;   /* the connection's User-Id (set by the ZAP handler), or NULL */
+    size_t user_id_len;
 } net_in;
 
 /* Called by net_flush for each message that could not be sent: err is
@@ -46,6 +49,15 @@ typedef void (*net_fail_fn)(void *ctx, const uint8_t *rid, size_t rid_len, uint6
  * a missing interface; SL_ESTATE when the endpoint is in use; SL_ENOMEM when
  * memory, descriptors or sockets run out; SL_EIO otherwise. */
 int net_open(const net_cfg *cfg, net **out);
+
+/* With cfg->curve_secret, net_open makes the socket a CURVE server and
+ * starts the ZAP handler (zap.h) in its context before binding, with ZAP
+ * domain enforcement on, so that no handshake completes without the
+ * handler's yes; SL_EINVAL (logged) when libzmq lacks CURVE or domain
+ * enforcement: the broker fails closed rather than serve in plaintext. */
+
+/* net_zap returns the ZAP handler, or NULL when CURVE is off. */
+struct zap *net_zap(net *n);
 
 /* net_close closes with a short linger so that queued replies leave. */
 void net_close(net **n);

@@ -489,7 +489,23 @@ static int socket_setup(void *sock, int timeout_ms, int heartbeat_ms)
     return SL_OK;
 }
 
-int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms)
+/* curve_setup makes sock a CURVE client when o names keys: all three or
+ * none, each 40 Z85 characters. */
+static int curve_setup(void *sock, const sl_options *o)
+{
+    if (!o || (!o->server_key && !o->public_key && !o->secret_key))
+        return SL_OK;
+    if (!o->server_key || !o->public_key || !o->secret_key || strlen(o->server_key) != 40 ||
+        strlen(o->public_key) != 40 || strlen(o->secret_key) != 40 || !zmq_has("curve"))
+        return SL_EINVAL;
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, o->server_key, 40) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, o->public_key, 40) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, o->secret_key, 40))
+        return SL_EINVAL;
+    return SL_OK;
+}
+
+int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms, const sl_options *keys)
 {
     c->timeout_ms = timeout_ms;
     c->next_seq = 1;
@@ -503,6 +519,8 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
         !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
         return SL_ENOMEM;
     int rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
+    if (!rc)
+        rc = curve_setup(c->sock, keys);
     if (rc)
         return rc;
     /* the monitor is in place before connecting, so it sees the first handshake */
