@@ -193,9 +193,6 @@ int net_recv(net *n, net_in *in)
     memset(in, 0, sizeof *in);
     in->rid = zmq_msg_data(&n->rid);
     in->rid_len = zmq_msg_size(&n->rid);
-    /* only the ZAP handler's User-Id: libzmq lets it win over a peer's metadata */
-    in->user_id = zmq_msg_gets(&n->rid, "User-Id");
-    in->user_id_len = in->user_id ? strlen(in->user_id) : 0;
     /* Read every remaining frame; keep the first as the body. A ROUTER hands
      * over whole messages, so these never block. */
     int more = zmq_msg_more(&n->rid);
@@ -220,6 +217,11 @@ int net_recv(net *n, net_in *in)
     if (in->frames >= 1) {
         in->body = zmq_msg_data(&n->body);
         in->body_len = zmq_msg_size(&n->body);
+        /* Only the ZAP handler's User-Id: libzmq lets it win over a peer's
+         * metadata. Read from the body: a ROUTER's routing-id frame lacks
+         * the metadata when ZMQ_EVENTS prefetched the message (libzmq 4.3). */
+        in->user_id = zmq_msg_gets(&n->body, "User-Id");
+        in->user_id_len = in->user_id ? strlen(in->user_id) : 0;
     }
     return 1;
 }
