@@ -332,7 +332,8 @@ static int tag_allowed(const auth_principal *p, const proto_msg *m)
     char tag[PROTO_MAX_TAG + 1];
     if (!p->ntags)
         return 1;
-    memcpy(tag, m->tag.ptr, m->tag.len);
+    if (m->tag.len) /* an untagged PUT is checked as tag "" */
+        memcpy(tag, m->tag.ptr, m->tag.len);
     tag[m->tag.len] = '\0';
     for (unsigned i = 0; i < p->ntags; i++)
         if (fnmatch(p->tags[i], tag, 0) == 0)
