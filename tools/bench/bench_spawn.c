@@ -39,12 +39,19 @@ int bench_spawn_stop(bench_spawn *s)
 
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir)
 {
+    return bench_spawn_start_with(s, path, dir, NULL);
+}
+
+int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *const *extra)
+{
     char data[96], log[96];
     *s = (bench_spawn){.p.pid = 0};
     snprintf(data, sizeof data, "%s/data", dir);
     snprintf(s->endpoint, sizeof s->endpoint, "ipc://%s/s.sock", dir);
     snprintf(log, sizeof log, "%s/sluiced.log", dir);
-    const char *const argv[] = {path, "--data", data, "--listen", s->endpoint, NULL};
+    const char *argv[16] = {path, "--data", data, "--listen", s->endpoint};
+    for (int i = 0, n = 5; extra && extra[i] && n < 15; i++)
+        argv[n++] = extra[i];
     const proc_spec spec = {.argv = argv,
                             .out_path = log,
                             .truncate = true,

@@ -19,6 +19,10 @@ typedef struct bench_spawn {
  * with the broker's log shown and no broker left running (s->p.pid is 0). */
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir);
 
+/* bench_spawn_start_with is bench_spawn_start with extra arguments for
+ * sluiced (NULL-terminated, at most 10; NULL for none). */
+int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *const *extra);
+
 /* bench_spawn_stop sends SIGTERM and waits up to 20 s for the broker to
  * exit, then kills it with SIGKILL. Afterwards s->p.pid is 0; a second call,
  * or one on a zeroed s, does nothing and returns 0. Returns 0 when the

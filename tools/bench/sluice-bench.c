@@ -26,6 +26,9 @@
  *        deadline and with BENCH_SCHED_DEADLINE_MS on its level.
  *   8    The pick rule alone (bench_pick.c): disp_pick, linked in from the
  *        broker, over 16 levels holding 1,000,000 messages. No broker.
+ *   3c-4c Rows 3 and 4 again against a second spawned broker with CURVE and
+ *        auth on (bench_curve.c; with --spawn only): what encryption and the
+ *        role check cost.
  *   9-11 Raw limits of the machine (bench_raw.c): LMDB durable commits of 1
  *        and of LMDB_BATCH_PUTS puts per transaction, and a ZeroMQ
  *        DEALER/ROUTER echo over ipc://. They bound what any broker built on
@@ -78,6 +81,7 @@
 
 #include "bench_client.h"
 #include "bench_core.h"
+#include "bench_curve.h"
 #include "bench_latency.h"
 #include "bench_pick.h"
 #include "bench_raw.h"
@@ -117,6 +121,7 @@ typedef struct bench {
     const char *endpoint;   /* the broker's, or NULL for the default */
     char dir[64];           /* the run's temporary directory */
     bench_spawn broker;     /* with --spawn */
+    const char *suffix;     /* appended to the rows' labels (", CURVE"), or NULL */
     int seconds;
     uint64_t drain_msgs;
     uint64_t dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
@@ -163,8 +168,8 @@ static int row_send_many(bench *b)
 static int row_send_window(bench *b)
 {
     char scenario[96];
-    snprintf(scenario, sizeof scenario, "confirmed enqueue, 1 producer, %d outstanding",
-             WINDOW_MSGS);
+    snprintf(scenario, sizeof scenario, "confirmed enqueue, 1 producer, %d outstanding%s",
+             WINDOW_MSGS, b->suffix ? b->suffix : "");
     bench_core_progress("%s (%d s)", scenario, b->seconds);
     sl_client *c = NULL;
     uint64_t confirmed;
@@ -219,7 +224,8 @@ static int row_drain(bench *b)
     uint64_t ready, msgs;
     int64_t elapsed_ns;
     bench_client_totals left;
-    snprintf(scenario, sizeof scenario, "drain, %d consumers, credit 1, ack each", CONSUMERS);
+    snprintf(scenario, sizeof scenario, "drain, %d consumers, credit 1, ack each%s", CONSUMERS,
+             b->suffix ? b->suffix : "");
     if (topup(b, b->drain_msgs, &ready) != 0)
         return -1;
     bench_core_progress("%s (%" PRIu64 " messages)", scenario, ready);
@@ -383,6 +389,8 @@ static void usage(FILE *f)
 "                      behind them, with no deadline and with a %d ms deadline.\n"
 "  pick rule           the broker's pick rule alone, over %d levels holding\n"
 "                      1,000,000 messages, with deadlines and aging; no broker.\n"
+"  ..., CURVE         with --spawn: the windowed enqueue and the drain again,\n"
+"                      against a second broker with --curve-secret and --auth.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "\n"
@@ -492,6 +500,8 @@ typedef int (*row_fn)(bench *);
 static const row_fn broker_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
                                      row_latency,  row_dispatch,  row_starvation};
 static const row_fn local_rows[] = {row_pick, row_lmdb_single, row_lmdb_batch, row_zmq};
+/* Rows 3c-4c, against the CURVE broker. */
+static const row_fn curve_rows[] = {row_send_window, row_drain};
 
 /* rows_run runs fns in order, stopping at the first error. A row that a
  * signal cut short is dropped: its figures cover an unknown part of it. */
@@ -547,6 +557,19 @@ int main(int argc, char **argv)
         rc = rows_run(&b, broker_rows, sizeof broker_rows / sizeof broker_rows[0]);
     if (bench_spawn_stop(&b.broker) != 0)
         rc = -1;
+    if (rc == 0 && spawn) { /* the same enqueue and drain, encrypted */
+        char dir[96];
+        snprintf(dir, sizeof dir, "%s/curve", b.dir);
+        b.suffix = ", CURVE";
+        if (mkdir(dir, 0700) != 0 || bench_curve_start(&b.broker, spawn, dir) != 0)
+            rc = -1;
+        else
+            b.endpoint = b.broker.endpoint;
+        if (rc == 0)
+            rc = rows_run(&b, curve_rows, sizeof curve_rows / sizeof curve_rows[0]);
+        if (bench_curve_stop(&b.broker) != 0)
+            rc = -1;
+    }
     if (rc == 0)
         rc = rows_run(&b, local_rows, sizeof local_rows / sizeof local_rows[0]);
     nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
