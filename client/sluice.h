@@ -64,8 +64,11 @@ typedef struct sl_options {
      * characters (NUL-terminated; copied): the broker's public key and this
      * client's key pair, whose public half the broker's auth file lists.
      * sl_key_read reads them from the files `sluice keygen` writes. A broker
-     * that does not know the key refuses the handshake: calls then time out
-     * (SL_ETIMEDOUT), as for an unreachable broker. */
+     * that does not know the key refuses the handshake, and so does a broker
+     * with CURVE when the client has no keys (and the other way round): as
+     * long as no handshake has succeeded on this client, calls that wait for
+     * the broker then fail SL_EPERM at once (libzmq keeps retrying, so one
+     * succeeds once the broker's auth file lists the key). */
     const char *server_key;
     const char *public_key;
     const char *secret_key;
