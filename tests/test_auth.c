@@ -41,8 +41,9 @@ typedef struct keys {
     char pub[SL_KEY_BYTES], sec[SL_KEY_BYTES];
 } keys;
 
-enum { K_PRODUCER, K_CONSUMER, K_MONITOR, K_ADMIN, K_LIMITED, K_STRANGER, K_COUNT };
-static const char *const key_names[K_COUNT] = {"producer", "consumer", "monitor", "admin", "limited", "stranger"};
+enum { K_PRODUCER, K_CONSUMER, K_MONITOR, K_ADMIN, K_LIMITED, K_READER, K_STRANGER, K_COUNT };
+static const char *const key_names[K_COUNT] = {"producer", "consumer", "monitor", "admin",
+                                               "limited",  "reader",   "stranger"};
 
 typedef struct rig {
     th_broker b;
@@ -66,8 +67,8 @@ static void auth_write(rig *r, int without, const char *extra)
     for (int i = 0; i < K_COUNT; i++) {
         if (i == K_STRANGER || i == without)
             continue;
-        const char *role = i == K_LIMITED ? "producer" : key_names[i];
-        const char *opts = i == K_LIMITED ? " levels=low tags=order.*,audit" : "";
+        const char *role = i == K_LIMITED ? "producer" : i == K_READER ? "consumer" : key_names[i];
+        const char *opts = i == K_LIMITED ? " levels=low tags=order.*,audit" : i == K_READER ? " levels=low" : "";
         snprintf(text + strlen(text), sizeof text - strlen(text), "%s %s %s%s   # %s\n", key_names[i], role,
                  r->k[i].pub, opts, role);
     }
@@ -484,6 +485,27 @@ static void level_and_tag_allow_lists(void **state)
     sl_stats st = stats_as_admin(r);
     assert_int_equal(st.level[0].enqueued, 0);
     assert_int_equal(st.level[2].enqueued, 2);
+    /* a consumer limited to low: naming high is refused, naming nothing
+     * subscribes it to low only */
+    sl_client *admin = client_as(r, &r->k[K_ADMIN], 5000), *reader = client_as(r, &r->k[K_READER], 5000);
+    assert_int_equal(put(admin, 0, "urgent"), SL_OK);
+    assert_int_equal(sl_subscribe(reader, "readers", &high, 1, 4), SL_EPERM);
+    sl_close(&reader);
+    reader = client_as(r, &r->k[K_READER], 5000);
+    assert_int_equal(sl_subscribe(reader, "readers", NULL, 0, 4), SL_OK);
+    for (int i = 0; i < 2; i++) { /* the two low messages, never the high one */
+        sl_delivery *d = NULL;
+        assert_int_equal(sl_recv(reader, 5000, &d), SL_OK);
+        assert_int_equal(d->level, 2);
+        assert_int_equal(sl_ack(reader, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+    sl_delivery *none = NULL;
+    assert_int_equal(sl_recv(reader, 300, &none), SL_ETIMEDOUT);
+    st = stats_as_admin(r);
+    assert_int_equal(st.level[0].depth, 1);
+    sl_close(&reader);
+    sl_close(&admin);
     rig_destroy(&r);
 }
 
@@ -495,7 +517,7 @@ static void malformed_auth_file_stops_the_start_and_is_refused_on_reload(void **
     assert_int_equal(th_broker_start(&r->b), -1);
     char log[1 << 14], where[320];
     th_read_file(r->b.log, log, sizeof log);
-    snprintf(where, sizeof where, "auth.txt:%d", 8); /* 2 header lines + 5 principals + eve */
+    snprintf(where, sizeof where, "auth.txt:%d", 9); /* 2 header lines + 6 principals + eve */
     assert_non_null(strstr(log, where));
     assert_non_null(strstr(log, "superuser"));
     /* now start well, then reload a broken file: the old table stays */
