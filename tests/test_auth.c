@@ -572,6 +572,7 @@ static void keygen_and_the_cli_keys(void **state)
                            "--server-key", server_pub, NULL};
     assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"levels\""));
+    assert_non_null(strstr(out, "\"auth_refused\":0"));
     const char *send[] = {th_bin("sluice"), "-b", r->b.endpoint, "--key", path, "--server-key", server_pub,
                           "send", "x", NULL};
     assert_int_equal(th_run(send, NULL, out, sizeof out), 1); /* a monitor may not publish */

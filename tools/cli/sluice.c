@@ -244,6 +244,8 @@ static void stats_json(const sl_stats *st)
     printf("{\"uptime_ms\":%" PRIu64 ",\"consumers\":%" PRIu64 ",\"breaker\":", st->uptime_ms,
            st->consumers);
     cli_text_json_string(st->breaker);
+    printf(",\"auth_refused\":%" PRIu64 ",\"handshakes_refused\":%" PRIu64, st->auth_refused,
+           st->handshakes_refused);
     printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
            st->breaker_trips, st->rx_bad, st->tx_failed);
     for (unsigned i = 0; i < st->nlevels; i++) {
