@@ -43,7 +43,7 @@
     X(data, NULL, "data", 'd', "broker", STR, data_dir, "./sluice-data", 0, 0, "DIR", "data directory, created if missing; one broker per directory (locked)") \
     X(listen, NULL, "listen", 'l', "broker", STR, listen, "tcp://127.0.0.1:7470", 0, 0, "ENDPOINT", "ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7470 or ipc:///run/sluice.sock") \
     X(curve_secret, NULL, "curve-secret", 0, "broker", STR, curve_secret_file, NULL, 0, 0, "FILE", "the broker's key file (sluice keygen NAME writes NAME.key): CURVE-encrypt every connection; needs --auth") \
-    X(auth, NULL, "auth", 0, "broker", STR, auth_file, NULL, 0, 0, "FILE", "principals, one a line: NAME ROLE PUBLIC-KEY [levels=L1,L2] [tags=GLOB,...]; roles producer, consumer, monitor, admin; re-read on SIGHUP") \
+    X(auth, NULL, "auth", 0, "broker", STR, auth_file, NULL, 0, 0, "FILE", "principals, one a line: NAME ROLE PUBLIC-KEY, optionally levels=L1,L2 and tags=GLOB,...; roles producer, consumer, monitor, admin; re-read on SIGHUP") \
     X(insecure, NULL, "insecure", 0, "broker", BOOL, insecure, "off", 0, 0, NULL, "allow listening on a non-loopback address without --auth") \
     X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows only as used") \
