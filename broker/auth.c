@@ -25,6 +25,10 @@
  * rules, as admit would place it) with a tag matching one of its globs; a
  * subscription may name only its levels and gets them when it names none.
  *
+ * With --admin-listen, the endpoint is checked first, auth or not: what
+ * needs the admin role is served on the admin endpoint only, publishing and
+ * consuming on the main endpoint only, so admin can stay on a local socket.
+ *
  * Refusals answer SL_EPERM, are counted (auth_refused in STATS) and logged
  * at a limited rate (the first ten, then one in a thousand).
  *
@@ -387,18 +391,42 @@ static int refuse(bk *b, const net_in *in, const char *text)
     b->auth_refused++;
     if (b->auth_refused <= 10 || b->auth_refused % 1000 == 0)
         log_warn("auth", "refused #%llu: %s", (unsigned long long)b->auth_refused, text);
-    conn *c = conn_find(&b->conns, in->rid, in->rid_len);
+    conn *c = b->auth && in->sock == NET_MAIN ? conn_find(&b->conns, in->rid, in->rid_len) : NULL;
     if (c && (!in->user_id || !auth_find(b->auth, in->user_id, in->user_id_len)))
         settle_drop_conn(b, c, SETTLE_END_LEFT);
     return SL_EPERM;
 }
 
+/* endpoint_refuses applies --admin-listen: what needs admin is served on
+ * the admin endpoint only, and publishing and consuming on the main one
+ * only. */
+static int endpoint_refuses(const bk *b, const net_in *in, proto_role need, const char *what, char *text,
+                            size_t len)
+{
+    if (!b->cfg.admin_listen[0])
+        return 0;
+    if (in->sock == NET_MAIN && need == PROTO_ROLE_ADMIN) {
+        snprintf(text, len, "%s is not permitted here: admin commands are served on the admin endpoint only", what);
+        return 1;
+    }
+    if (in->sock == NET_ADMIN && (need == PROTO_ROLE_PRODUCER || need == PROTO_ROLE_CONSUMER)) {
+        snprintf(text, len, "%s is not permitted on the admin endpoint (role %s): publish and consume on the main one",
+                 what, proto_role_name(need));
+        return 1;
+    }
+    return 0;
+}
+
 int auth_check(bk *b, const net_in *in, const proto_msg *m, char *text, size_t len)
 {
     char what[PROTO_MAX_NAME + 16];
-    if (!b->auth)
+    if (!b->auth && !b->cfg.admin_listen[0])
         return SL_OK;
     proto_role need = needed(m, what, sizeof what);
+    if (endpoint_refuses(b, in, need, what, text, len))
+        return refuse(b, in, text);
+    if (!b->auth)
+        return SL_OK;
     const auth_principal *p = in->user_id ? auth_find(b->auth, in->user_id, in->user_id_len) : NULL;
     if (!p) {
         snprintf(text, len, "%s is not permitted: %s", what,

@@ -72,8 +72,10 @@ void auth_close(bk *b);
  * be read; SL_EINVAL when it holds no valid secret key; the reason in err. */
 int auth_secret_load(const char *path, char *secret, char *err, size_t errlen);
 
-/* auth_check decides whether the connection in may send m: always SL_OK
- * when auth is off; otherwise the connection's principal (by User-Id) must
+/* auth_check decides whether the connection in may send m. With an admin
+ * endpoint (--admin-listen), what needs the admin role must come through it
+ * and publishing and consuming through the main one, auth or not. Without
+ * auth, that is all; otherwise the connection's principal (by User-Id) must
  * exist and its role allow m's type (for ADMIN, its command; a subscribing
  * HELLO needs consumer), and a PUT or subscription must stay within its
  * levels and tags. Returns SL_OK, or SL_EPERM with a sentence naming the

@@ -44,6 +44,7 @@
     X(listen, NULL, "listen", 'l', "broker", STR, listen, "tcp://127.0.0.1:7470", 0, 0, "ENDPOINT", "ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7470 or ipc:///run/sluice.sock") \
     X(curve_secret, NULL, "curve-secret", 0, "broker", STR, curve_secret_file, NULL, 0, 0, "FILE", "the broker's key file (sluice keygen NAME writes NAME.key): CURVE-encrypt every connection; needs --auth") \
     X(auth, NULL, "auth", 0, "broker", STR, auth_file, NULL, 0, 0, "FILE", "principals, one a line: NAME ROLE PUBLIC-KEY, optionally levels=L1,L2 and tags=GLOB,...; roles producer, consumer, monitor, admin; re-read on SIGHUP") \
+    X(admin_listen, NULL, "admin-listen", 0, "broker", STR, admin_listen, NULL, 0, 0, "ENDPOINT", "a second endpoint, such as ipc:///run/sluice-admin.sock: admin commands are then served there only, and publishing and consuming on --listen only") \
     X(insecure, NULL, "insecure", 0, "broker", BOOL, insecure, "off", 0, 0, NULL, "allow listening on a non-loopback address without --auth") \
     X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows only as used") \
@@ -414,6 +415,11 @@ static int check_security(const conf *c, char *err, size_t errlen)
     if (!c->auth_file[0] != !c->curve_secret_file[0]) {
         snprintf(err, errlen, "%s needs %s too (principals are known by their CURVE keys)",
                  c->auth_file[0] ? "--auth" : "--curve-secret", c->auth_file[0] ? "--curve-secret" : "--auth");
+        return SL_EINVAL;
+    }
+    if (!c->auth_file[0] && !c->insecure && c->admin_listen[0] && exposed(c->admin_listen)) {
+        snprintf(err, errlen, "--admin-listen %s is reachable from other machines: give --auth and --curve-secret, "
+                 "or --insecure", c->admin_listen);
         return SL_EINVAL;
     }
     if (!c->auth_file[0] && !c->insecure && exposed(c->listen)) {

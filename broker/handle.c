@@ -56,15 +56,16 @@ static net_when when_for(const bk *b, const proto_msg *m)
     return NET_NOW;
 }
 
-/* reply queues m for the peer rid (a failure is counted and dropped). */
-static void reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m, net_when when)
+/* reply queues m for the peer that sent in, on its endpoint (a failure is
+ * counted and dropped). */
+static void reply(bk *b, const net_in *in, const proto_msg *m, net_when when)
 {
-    if (net_queue(b->net, rid, rid_len, m, 0, when) != SL_OK)
+    if (net_queue_via(b->net, in->sock, in->rid, in->rid_len, m, 0, when) != SL_OK)
         b->tx_failed++;
 }
 
 /* reply_error queues ERROR {code, msg, seq (when has_seq)}. */
-static void reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint64_t seq, int code,
+static void reply_error(bk *b, const net_in *in, int has_seq, uint64_t seq, int code,
                         const char *msg, net_when when)
 {
     proto_msg m;
@@ -75,18 +76,18 @@ static void reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, 
     proto_set_str(&m, PROTO_F_msg, msg, strnlen(msg, PROTO_MAX_STR));
     if (code == SL_ENOSPC)
         proto_set(&m, retry_ms, 1000);
-    reply(b, rid, rid_len, &m, when);
+    reply(b, in, &m, when);
 }
 
 static void reply_err(bk *b, const net_in *in, const proto_msg *m, int code, const char *msg)
 {
-    reply_error(b, in->rid, in->rid_len, (m->present & PF(seq)) != 0, m->seq, code, msg, when_for(b, m));
+    reply_error(b, in, (m->present & PF(seq)) != 0, m->seq, code, msg, when_for(b, m));
 }
 
 static void reply_ok(bk *b, const net_in *in, const proto_msg *req, proto_msg *rep)
 {
     proto_set(rep, seq, req->seq);
-    reply(b, in->rid, in->rid_len, rep, when_for(b, req));
+    reply(b, in, rep, when_for(b, req));
 }
 
 static void add_credit(bk *b, const net_in *in, uint64_t n)
@@ -311,7 +312,7 @@ static void h_PING(bk *b, const net_in *in, const proto_msg *m)
     proto_init(&r, PROTO_PONG);
     if (m->present & PF(seq))
         proto_set(&r, seq, m->seq);
-    reply(b, in->rid, in->rid_len, &r, NET_NOW);
+    reply(b, in, &r, NET_NOW);
 }
 
 static void h_PONG(bk *b, const net_in *in, const proto_msg *m)
@@ -342,7 +343,7 @@ void handle_message(bk *b, const net_in *in)
     const char *why = NULL;
     if (in->frames != 1) {
         log_bad(b, "framing", "expected exactly one frame after the routing id");
-        reply_error(b, in->rid, in->rid_len, 0, 0, SL_EPROTO,
+        reply_error(b, in, 0, 0, SL_EPROTO,
                        "expected exactly one frame (a msgpack map) per message", NET_NOW);
         return;
     }

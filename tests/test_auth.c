@@ -111,15 +111,20 @@ static void rig_destroy(rig **r)
     *r = NULL;
 }
 
-/* client_as connects with k's keys (NULL: plaintext). */
-static sl_client *client_as(const rig *r, const keys *k, int timeout_ms)
+/* client_at connects to endpoint with k's keys (NULL: plaintext). */
+static sl_client *client_at(const rig *r, const char *endpoint, const keys *k, int timeout_ms)
 {
     sl_client *c = NULL;
     sl_options o = {.timeout_ms = timeout_ms, .heartbeat_ms = 200};
     if (k)
         o.server_key = r->server.pub, o.public_key = k->pub, o.secret_key = k->sec;
-    assert_int_equal(sl_connect(r->b.endpoint, &o, &c), SL_OK);
+    assert_int_equal(sl_connect(endpoint, &o, &c), SL_OK);
     return c;
+}
+
+static sl_client *client_as(const rig *r, const keys *k, int timeout_ms)
+{
+    return client_at(r, r->b.endpoint, k, timeout_ms);
 }
 
 static sl_stats stats_as_admin(const rig *r)
@@ -532,6 +537,40 @@ static void malformed_auth_file_stops_the_start_and_is_refused_on_reload(void **
     rig_destroy(&r);
 }
 
+/* --admin-listen: admin commands on the admin endpoint only, publishing and
+ * consuming on the main one only; with auth on, and with auth off. */
+static void admin_endpoint_serves_admin_only(void **state)
+{
+    (void)state;
+    for (int with_auth = 1; with_auth >= 0; with_auth--) {
+        rig *r = rig_new(0);
+        char admin_ep[320];
+        snprintf(admin_ep, sizeof admin_ep, "ipc://%s/admin.sock", r->b.dir);
+        int n = with_auth ? 4 : 0;
+        r->b.extra[n] = "--admin-listen";
+        r->b.extra[n + 1] = admin_ep;
+        r->b.extra[n + 2] = NULL;
+        assert_int_equal(th_broker_start(&r->b), 0);
+        const keys *admin = with_auth ? &r->k[K_ADMIN] : NULL, *monitor = with_auth ? &r->k[K_MONITOR] : NULL;
+        sl_client *main_c = client_as(r, admin, 5000), *admin_c = client_at(r, admin_ep, admin, 5000);
+        assert_int_equal(sl_level_pause(main_c, 0, 1), SL_EPERM);
+        assert_non_null(strstr(sl_last_error(main_c), "admin endpoint"));
+        assert_int_equal(sl_level_pause(admin_c, 0, 1), SL_OK);
+        assert_int_equal(sl_level_pause(admin_c, 0, 0), SL_OK);
+        assert_int_equal(put(admin_c, 2, NULL), SL_EPERM); /* publish on the main endpoint */
+        assert_int_equal(put(main_c, 2, NULL), SL_OK);
+        sl_client *mon = client_at(r, admin_ep, monitor, 5000);
+        sl_stats st;
+        assert_int_equal(sl_stats_get(mon, &st), SL_OK); /* reading: either endpoint */
+        assert_int_equal(st.level[2].enqueued, 1);
+        assert_int_equal(sl_stats_get(main_c, &st), SL_OK);
+        sl_close(&mon);
+        sl_close(&admin_c);
+        sl_close(&main_c);
+        rig_destroy(&r);
+    }
+}
+
 static void exposed_listener_needs_auth(void **state)
 {
     (void)state;
@@ -591,6 +630,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(level_and_tag_allow_lists, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(malformed_auth_file_stops_the_start_and_is_refused_on_reload,
                                         th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(admin_endpoint_serves_admin_only, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(exposed_listener_needs_auth, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(keygen_and_the_cli_keys, th_timeout_arm, th_timeout_disarm),
     };
