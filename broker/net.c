@@ -1,5 +1,10 @@
 /*
- * net.c - ROUTER socket, receive, and the outgoing arena.
+ * net.c - ROUTER sockets, receive, and the outgoing arena.
+ *
+ * With a CURVE secret every socket is a CURVE server with ZAP domain
+ * enforcement, and the ZAP handler (zap.c) is started in the context before
+ * any socket binds; each received message carries the User-Id that handler
+ * gave its connection (net_in.user_id).
  *
  * Receiving keeps the two zmq_msg_t of the last message alive until the next
  * call, so handlers read the body in place (the decoder points into it).
