@@ -36,8 +36,7 @@ int admit_level_rule(const bk *b, const char *tag)
     return -1;
 }
 
-/* pick_level returns the level m goes to (not yet checked). */
-static uint64_t pick_level(const bk *b, const proto_msg *m)
+uint64_t admit_level(const bk *b, const proto_msg *m)
 {
     uint64_t level = (m->present & PF(level)) ? m->level : b->cfg.default_level;
     if (b->cfg.ntag_rules && m->tag.len && (!(m->present & PF(level)) || b->cfg.tag_rules_override)) {
@@ -74,7 +73,7 @@ static int check_room(bk *b, uint64_t level, char *text, size_t text_len)
 
 int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *text, size_t text_len)
 {
-    uint64_t level = pick_level(b, m);
+    uint64_t level = admit_level(b, m);
     int rc;
     *duplicate = 0;
     if (level >= b->cfg.levels) {

@@ -19,6 +19,10 @@
  * store's error. */
 int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *text, size_t text_len);
 
+/* admit_level returns the level PUT m goes to (the one it names, or the
+ * default, or a tag rule's), not yet checked against the levels. */
+uint64_t admit_level(const bk *b, const proto_msg *m);
+
 /* admit_level_rule returns the level of the first tag rule matching tag (a
  * NUL-terminated string), or -1. */
 int admit_level_rule(const bk *b, const char *tag);

@@ -27,12 +27,12 @@
  * the one exception). Otherwise a file includes only headers of layers
  * below its own, never of its own layer or above:
  *
- *   1  main             5  explain, cron                      9  conn, store
+ *   1  main             5  explain, cron, auth                9  conn, store
  *   2  loop             6  admit, deliver, settle, settings, 10 rec, rl, breaker, tmr,
  *   3  handle, reload      metrics                               hist
  *   4  admin, stats     7  member                            11 crc32c, grow
  *                       8  queue, meter, lease, net, pool,   12 log, units, proto
- *                          disp, conf, notify
+ *                          disp, conf, notify, zap
  *
  * (store.c and its sibling files share store_int.h, the module's private
  * header.)
@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
@@ -122,13 +123,22 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
         meter_level_apply(&b->meter, l, mono_ns);
     b->next_hb_ns = mono_ns + cfg->heartbeat_ms * NS_PER_MS;
     b->meter_wake_ns = TMR_NEVER;
-    net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms};
+    char secret[AUTH_KEY_LEN + 1], err[600];
+    if (cfg->curve_secret_file[0] && (rc = auth_secret_load(cfg->curve_secret_file, secret, err, sizeof err))) {
+        log_error("bk", "--curve-secret: %s", err);
+        goto pools_fini;
+    }
+    net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms,
+                    .curve_secret = cfg->curve_secret_file[0] ? secret : NULL,
+                    .admin_endpoint = cfg->admin_listen[0] ? cfg->admin_listen : NULL};
     rc = net_open(&ncfg, &b->net);
     if (rc != SL_OK)
         goto pools_fini;
+    if ((rc = auth_open(b)) != SL_OK) /* before READY; until then the ZAP handler refuses everyone */
+        goto net_close;
     rc = metrics_open(cfg->metrics, &b->metrics);
     if (rc != SL_OK)
-        goto net_close;
+        goto auth_fini;
     metrics_publish(b->metrics, b);
     notify_open(&b->notify, mono_ns); /* last: nothing after it can fail */
 
@@ -137,12 +147,14 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
         total += info[l].count;
         delayed += b->q.lv[l].delayed;
     }
-    log_info("bk", "data %s: %llu messages ready, %llu delayed, in %u levels; listening on %s",
+    log_info("bk", "data %s: %llu messages ready, %llu delayed, in %u levels; listening on %s%s%s%s",
              cfg->data_dir, (unsigned long long)total, (unsigned long long)delayed, cfg->levels,
-             cfg->listen);
+             cfg->listen, cfg->admin_listen[0] ? " (admin: " : "", cfg->admin_listen, cfg->admin_listen[0] ? ")" : "");
     *out = b;
     return SL_OK;
 
+auth_fini:
+    auth_close(b);
 net_close:
     net_close(&b->net);
 pools_fini:
@@ -168,6 +180,7 @@ void bk_close(bk **bp)
     notify_close(&b->notify);
     metrics_close(&b->metrics);
     net_close(&b->net);
+    auth_close(b);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
     conn_table_fini(&b->conns);

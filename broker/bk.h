@@ -28,6 +28,7 @@
 
 struct store;
 struct net;
+struct auth_table;
 
 typedef struct bk {
     conf cfg;
@@ -65,6 +66,8 @@ typedef struct bk {
     hist commit_hist;             /* durable commits (loop) */
     uint64_t commits;
     notify notify;                /* the service manager (systemd), when it listens */
+    struct auth_table *auth;      /* the principals (auth.c); NULL when auth is off */
+    uint64_t auth_refused;        /* commands refused by auth_check */
 } bk;
 
 /* bk_open takes the data directory's lock, opens the store, rebuilds the

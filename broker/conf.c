@@ -42,6 +42,10 @@
 #define CONF_SETTINGS(X)                                                                                   \
     X(data, NULL, "data", 'd', "broker", STR, data_dir, "./sluice-data", 0, 0, "DIR", "data directory, created if missing; one broker per directory (locked)") \
     X(listen, NULL, "listen", 'l', "broker", STR, listen, "tcp://127.0.0.1:7470", 0, 0, "ENDPOINT", "ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7470 or ipc:///run/sluice.sock") \
+    X(curve_secret, NULL, "curve-secret", 0, "broker", STR, curve_secret_file, NULL, 0, 0, "FILE", "the broker's key file (sluice keygen NAME writes NAME.key): CURVE-encrypt every connection; needs --auth") \
+    X(auth, NULL, "auth", 0, "broker", STR, auth_file, NULL, 0, 0, "FILE", "principals, one a line: NAME ROLE PUBLIC-KEY, optionally levels=L1,L2 and tags=GLOB,...; roles producer, consumer, monitor, admin; re-read on SIGHUP") \
+    X(admin_listen, NULL, "admin-listen", 0, "broker", STR, admin_listen, NULL, 0, 0, "ENDPOINT", "a second endpoint, such as ipc:///run/sluice-admin.sock: admin commands are then served there only, and publishing and consuming on --listen only") \
+    X(insecure, NULL, "insecure", 0, "broker", BOOL, insecure, "off", 0, 0, NULL, "allow listening on a non-loopback address without --auth") \
     X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
     X(log_file, NULL, "log-file", 0, "broker", STR, log_file, NULL, 0, 0, "FILE", "append the log to FILE instead of stderr; SIGHUP reopens it (after rotation)") \
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows only as used") \
@@ -393,8 +397,50 @@ static int level_of(const conf *c, const char *text)
     return number(text, 0, c->levels - 1, &v) ? -1 : (int)v;
 }
 
+/* exposed reports whether endpoint may be reached from other machines
+ * (anything but ipc://, inproc:// and tcp:// on a loopback address). */
+static int exposed(const char *endpoint)
+{
+    if (!strncmp(endpoint, "ipc://", 6) || !strncmp(endpoint, "inproc://", 9))
+        return 0;
+    if (strncmp(endpoint, "tcp://", 6))
+        return 1;
+    const char *host = endpoint + 6, *colon = strrchr(host, ':');
+    size_t len = colon ? (size_t)(colon - host) : strlen(host);
+    if (len >= 2 && host[0] == '[' && host[len - 1] == ']')
+        host++, len -= 2;
+    return !((len >= 4 && !strncmp(host, "127.", 4)) || (len == 9 && !strncmp(host, "localhost", 9)) ||
+             (len == 3 && !strncmp(host, "::1", 3)));
+}
+
+/* check_security: --auth and --curve-secret go together, and a listener
+ * other machines can reach needs them (or --insecure). */
+static int check_security(const conf *c, char *err, size_t errlen)
+{
+    if (!c->auth_file[0] != !c->curve_secret_file[0]) {
+        snprintf(err, errlen, "%s needs %s too (principals are known by their CURVE keys)",
+                 c->auth_file[0] ? "--auth" : "--curve-secret", c->auth_file[0] ? "--curve-secret" : "--auth");
+        return SL_EINVAL;
+    }
+    if (!c->auth_file[0] && !c->insecure && c->admin_listen[0] && exposed(c->admin_listen)) {
+        snprintf(err, errlen, "--admin-listen %s is reachable from other machines: give --auth and --curve-secret, "
+                 "or --insecure", c->admin_listen);
+        return SL_EINVAL;
+    }
+    if (!c->auth_file[0] && !c->insecure && exposed(c->listen)) {
+        snprintf(err, errlen,
+                 "--listen %s is reachable from other machines: give --auth and --curve-secret, or --insecure "
+                 "to serve anyone who can reach it",
+                 c->listen);
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
 int conf_finish(conf *c, char *err, size_t errlen)
 {
+    if (check_security(c, err, errlen) != SL_OK)
+        return SL_EINVAL;
     if (c->level_names_given && c->level_names_given != c->levels) {
         snprintf(err, errlen, "level names: %u names given for %u levels (--levels)", c->level_names_given,
                  c->levels);

@@ -26,6 +26,10 @@ enum conf_action { CONF_RUN = 0, CONF_HELP, CONF_VERSION, CONF_MAN };
 typedef struct conf {
     char data_dir[4096];
     char listen[1024];
+    char curve_secret_file[4096];                         /* "" when CURVE is off */
+    char auth_file[4096];                                 /* "" when auth is off */
+    int insecure;                                         /* may listen beyond loopback without auth */
+    char admin_listen[1024];                              /* "" when there is no admin endpoint */
     unsigned levels;                                      /* 1..16 */
     char level_names[PROTO_MAX_LEVELS][PROTO_MAX_NAME + 1];
     unsigned default_level;

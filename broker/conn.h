@@ -27,6 +27,7 @@ typedef struct conn {
     uint64_t credit;       /* deliveries it may still receive */
     uint32_t nleases;      /* deliveries outstanding */
     int consumer;          /* has granted credit at least once */
+    char user_id[41];      /* its principal's CURVE key (Z85) when auth is on, else "" */
     struct lease *leases;  /* list of outstanding leases */
     struct conn *hnext;    /* hash chain */
     size_t slot;           /* index in conn_table.all */

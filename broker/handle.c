@@ -13,6 +13,9 @@
  * (then after the commit); everything else at once. An ACK whose delete is
  * lost in a crash only means a redelivery, which at-least-once allows.
  *
+ * When auth is on, every message passes auth_check (auth.c) before its
+ * handler: a refused one is answered SL_EPERM and never reaches it.
+ *
  * Bad input is counted and logged at a limited rate (the first ten, then one
  * in a thousand), so a misbehaving client cannot flood the log.
  */
@@ -23,6 +26,7 @@
 
 #include "admin.h"
 #include "admit.h"
+#include "auth.h"
 #include "log.h"
 #include "member.h"
 #include "net.h"
@@ -52,15 +56,16 @@ static net_when when_for(const bk *b, const proto_msg *m)
     return NET_NOW;
 }
 
-/* reply queues m for the peer rid (a failure is counted and dropped). */
-static void reply(bk *b, const uint8_t *rid, size_t rid_len, const proto_msg *m, net_when when)
+/* reply queues m for the peer that sent in, on its endpoint (a failure is
+ * counted and dropped). */
+static void reply(bk *b, const net_in *in, const proto_msg *m, net_when when)
 {
-    if (net_queue(b->net, rid, rid_len, m, 0, when) != SL_OK)
+    if (net_queue_via(b->net, in->sock, in->rid, in->rid_len, m, 0, when) != SL_OK)
         b->tx_failed++;
 }
 
 /* reply_error queues ERROR {code, msg, seq (when has_seq)}. */
-static void reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, uint64_t seq, int code,
+static void reply_error(bk *b, const net_in *in, int has_seq, uint64_t seq, int code,
                         const char *msg, net_when when)
 {
     proto_msg m;
@@ -71,18 +76,18 @@ static void reply_error(bk *b, const uint8_t *rid, size_t rid_len, int has_seq, 
     proto_set_str(&m, PROTO_F_msg, msg, strnlen(msg, PROTO_MAX_STR));
     if (code == SL_ENOSPC)
         proto_set(&m, retry_ms, 1000);
-    reply(b, rid, rid_len, &m, when);
+    reply(b, in, &m, when);
 }
 
 static void reply_err(bk *b, const net_in *in, const proto_msg *m, int code, const char *msg)
 {
-    reply_error(b, in->rid, in->rid_len, (m->present & PF(seq)) != 0, m->seq, code, msg, when_for(b, m));
+    reply_error(b, in, (m->present & PF(seq)) != 0, m->seq, code, msg, when_for(b, m));
 }
 
 static void reply_ok(bk *b, const net_in *in, const proto_msg *req, proto_msg *rep)
 {
     proto_set(rep, seq, req->seq);
-    reply(b, in->rid, in->rid_len, rep, when_for(b, req));
+    reply(b, in, rep, when_for(b, req));
 }
 
 static void add_credit(bk *b, const net_in *in, uint64_t n)
@@ -146,6 +151,7 @@ static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
         return SL_ENOMEM;
     }
     c->levels_mask = mask; /* it is served the levels it asked for that its pool serves */
+    auth_note_conn(b, c, in);
     member_join(b, c, p);
     if (m->present & PF(credit))
         add_credit(b, in, m->credit);
@@ -306,7 +312,7 @@ static void h_PING(bk *b, const net_in *in, const proto_msg *m)
     proto_init(&r, PROTO_PONG);
     if (m->present & PF(seq))
         proto_set(&r, seq, m->seq);
-    reply(b, in->rid, in->rid_len, &r, NET_NOW);
+    reply(b, in, &r, NET_NOW);
 }
 
 static void h_PONG(bk *b, const net_in *in, const proto_msg *m)
@@ -337,7 +343,7 @@ void handle_message(bk *b, const net_in *in)
     const char *why = NULL;
     if (in->frames != 1) {
         log_bad(b, "framing", "expected exactly one frame after the routing id");
-        reply_error(b, in->rid, in->rid_len, 0, 0, SL_EPROTO,
+        reply_error(b, in, 0, 0, SL_EPROTO,
                        "expected exactly one frame (a msgpack map) per message", NET_NOW);
         return;
     }
@@ -345,6 +351,11 @@ void handle_message(bk *b, const net_in *in)
     if (rc != SL_OK) {
         log_bad(b, "decode", why);
         reply_err(b, in, &m, rc, why ? why : proto_strerror(rc));
+        return;
+    }
+    char text[PROTO_MAX_STR];
+    if (auth_check(b, in, &m, text, sizeof text) != SL_OK) {
+        reply_err(b, in, &m, SL_EPERM, text);
         return;
     }
     b->rx[m.type]++;

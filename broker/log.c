@@ -1,9 +1,11 @@
 /*
  * log.c - leveled logging to stderr.
  *
- * The broker is single-threaded, so there is no locking; each line is built in
- * a local buffer and written with one write(2) so that lines from sluiced and
- * from other processes sharing the terminal do not interleave mid-line.
+ * The broker's loop is single-threaded, and the one other thread that logs
+ * (the ZAP handler, zap.c) only reads the level; each line is built in a
+ * local buffer and written with one write(2), so that lines from either
+ * thread, and from other processes sharing the terminal, do not interleave
+ * mid-line. No locking is needed.
  * Timestamps are wall-clock UTC with milliseconds.
  *
  * Lines go to stderr, or to the file given to log_open_file (--log-file),

@@ -47,6 +47,7 @@
 #define DISPATCH_BATCH 4096
 #define MAX_WAIT_NS NS_PER_S
 
+
 static uint64_t read_clock(clockid_t id)
 {
     struct timespec ts;
@@ -87,23 +88,33 @@ static uint64_t wait_ns(bk *b)
  * messages a second, one every 5 ms, wait 6 ms each; so the wait is ppoll on
  * ZMQ_FD, to the nanosecond. ZMQ_FD only signals that the socket's state may
  * have changed: ZMQ_EVENTS is read first, and the caller drains the socket
- * until it would block, which re-arms the signal. */
-static int wait_input(void *sock, uint64_t timeout_ns)
+ * until it would block, which re-arms the signal. With an admin endpoint
+ * there are two sockets, and the wait is on both. */
+static int wait_input(net *n, uint64_t timeout_ns)
 {
-    int fd, events = 0;
-    size_t fd_len = sizeof fd, ev_len = sizeof events;
-    if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
-        zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0) {
-        if (zmq_errno() == EINTR)
-            return 0; /* a signal: the loop looks at its flag and comes back */
-        log_error("loop", "cannot read the socket's state: %s", zmq_strerror(zmq_errno()));
-        return -1;
+    struct pollfd pfd[NET_SOCKETS];
+    nfds_t nfds = 0;
+    for (int i = 0; i < NET_SOCKETS; i++) {
+        void *sock = net_socket(n, (net_sock)i);
+        int fd, events = 0;
+        size_t fd_len = sizeof fd, ev_len = sizeof events;
+        if (!sock)
+            continue;
+        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
+            zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0) {
+            if (zmq_errno() == EINTR)
+                return 0; /* a signal: the loop looks at its flag and comes back */
+            log_error("loop", "cannot read the socket's state: %s", zmq_strerror(zmq_errno()));
+            return -1;
+        }
+        if (events & ZMQ_POLLIN)
+            return 0;
+        pfd[nfds++] = (struct pollfd){.fd = fd, .events = POLLIN};
     }
-    if ((events & ZMQ_POLLIN) || timeout_ns == 0)
+    if (timeout_ns == 0)
         return 0;
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
     struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
-    if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
+    if (ppoll(pfd, nfds, &ts, NULL) < 0 && errno != EINTR) {
         log_error("loop", "poll failed: %s", strerror(errno));
         return -1;
     }
@@ -142,7 +153,6 @@ static int end_pass(bk *b, int force)
 
 int loop_run(bk *b, volatile sig_atomic_t *stop)
 {
-    void *sock = net_socket(b->net);
     net_in in;
     int rc;
     /* Linux lets a sleep overrun by up to 50 us by default; a bucket that
@@ -150,7 +160,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (!*stop) {
         set_clock(b);
-        if (wait_input(sock, wait_ns(b)) != 0)
+        if (wait_input(b->net, wait_ns(b)) != 0)
             return SL_EIO;
         set_clock(b);
         for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)

@@ -80,10 +80,10 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
     struct sigaction hup = {.sa_handler = on_hup};
     sigemptyset(&hup.sa_mask);
     sigaction(SIGHUP, &hup, NULL);
+    signal(SIGPIPE, SIG_IGN);
 
     bk *b = NULL;
     if (bk_open(&cfg, loop_now_mono(), loop_now_wall(), &b) != SL_OK) {

@@ -1,5 +1,10 @@
 /*
- * net.c - ROUTER socket, receive, and the outgoing arena.
+ * net.c - ROUTER sockets, receive, and the outgoing arena.
+ *
+ * With a CURVE secret every socket is a CURVE server with ZAP domain
+ * enforcement, and the ZAP handler (zap.c) is started in the context before
+ * any socket binds; each received message carries the User-Id that handler
+ * gave its connection (net_in.user_id).
  *
  * Receiving keeps the two zmq_msg_t of the last message alive until the next
  * call, so handlers read the body in place (the decoder points into it).
@@ -8,7 +13,9 @@
  * growing arena plus records of where each message is: NET_NOW for replies
  * that may leave before the pass's commit, NET_AFTER_COMMIT for those that
  * must not (publish confirmations, deliveries of messages not yet durable).
- * net_flush walks one queue with ZMQ_DONTWAIT. Costs: one encode into the
+ * net_flush walks one queue with ZMQ_DONTWAIT. Each record names its
+ * endpoint (the main one, or the admin one of --admin-listen); net_recv
+ * takes turns between the two. Costs: one encode into the
  * arena and one copy into ZeroMQ per message; the arenas keep their peak
  * size, so a steady load allocates nothing.
  */
@@ -21,10 +28,16 @@
 
 #include "grow.h"
 #include "log.h"
+#include "zap.h"
+
+#ifndef ZMQ_ZAP_ENFORCE_DOMAIN
+#define ZMQ_ZAP_ENFORCE_DOMAIN 93 /* libzmq 4.3 (draft API) */
+#endif
 
 typedef struct out_rec {
     size_t off;        /* rid bytes, then body bytes */
     size_t rid_len, body_len;
+    net_sock sock;
     uint64_t token;
     uint64_t seq;
     int has_seq;
@@ -37,7 +50,9 @@ typedef struct outq {
 } outq;
 
 struct net {
-    void *ctx, *sock;
+    void *ctx, *sock[NET_SOCKETS]; /* NET_MAIN, and NET_ADMIN or NULL */
+    int next_sock;     /* which socket net_recv tries first */
+    zap *zap;          /* the ZAP handler when CURVE is on */
     zmq_msg_t rid, body;
     int have_msgs;
     outq q[2]; /* NET_NOW, NET_AFTER_COMMIT */
@@ -62,15 +77,71 @@ static int sl_from_zmq(int e)
     }
 }
 
+/* curve_setup makes sock a CURVE server in ZAP_DOMAIN with domain
+ * enforcement (the ZAP handler already runs); anything missing fails
+ * closed. */
+static int curve_setup(void *sock, const char *secret)
+{
+    int one = 1;
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, secret, strlen(secret)) ||
+        zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN)) ||
+        zmq_setsockopt(sock, ZMQ_ZAP_ENFORCE_DOMAIN, &one, sizeof one)) {
+        log_error("net", "cannot make the socket a CURVE server with ZAP domain enforcement: %s; refusing to start",
+                  zmq_strerror(zmq_errno()));
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+/* sock_open makes a ROUTER socket with the broker's options (CURVE when
+ * cfg has a secret) and binds it to endpoint; *out is NULL on error. */
+static int sock_open(net *n, const net_cfg *cfg, const char *endpoint, void **out)
+{
+    int one = 1, hwm = 100000, linger = 1000, rc;
+    int64_t maxmsg = (int64_t)cfg->max_body_bytes + 64 * 1024;
+    int hb = cfg->heartbeat_ms, hb_timeout = 3 * cfg->heartbeat_ms;
+    void *sock = *out = zmq_socket(n->ctx, ZMQ_ROUTER);
+    if (!sock) {
+        int e = zmq_errno();
+        log_error("net", "cannot create the socket: %s", zmq_strerror(e));
+        return sl_from_zmq(e);
+    }
+    if (zmq_setsockopt(sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) ||
+        zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
+        zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm) ||
+        zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger) ||
+        zmq_setsockopt(sock, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb) ||
+        zmq_setsockopt(sock, ZMQ_HEARTBEAT_TIMEOUT, &hb_timeout, sizeof hb_timeout) ||
+        zmq_setsockopt(sock, ZMQ_HEARTBEAT_TTL, &hb_timeout, sizeof hb_timeout)) {
+        int e = zmq_errno();
+        log_error("net", "cannot configure the socket: %s", zmq_strerror(e));
+        rc = sl_from_zmq(e);
+        goto sock_close;
+    }
+    if (cfg->curve_secret && (rc = curve_setup(sock, cfg->curve_secret)) != SL_OK)
+        goto sock_close;
+    if (zmq_bind(sock, endpoint) != 0) {
+        int e = zmq_errno();
+        log_error("net", "cannot listen on %s: %s", endpoint, zmq_strerror(e));
+        rc = sl_from_zmq(e);
+        goto sock_close;
+    }
+    return SL_OK;
+
+sock_close:
+    zmq_close(sock);
+    *out = NULL;
+    return rc;
+}
+
 int net_open(const net_cfg *cfg, net **out)
 {
     int rc = SL_ENOMEM;
     net *n = calloc(1, sizeof *n);
     if (!n)
         return SL_ENOMEM;
-    int one = 1, hwm = 100000, linger = 1000;
-    int64_t maxmsg = (int64_t)cfg->max_body_bytes + 64 * 1024;
-    int hb = cfg->heartbeat_ms, hb_timeout = 3 * cfg->heartbeat_ms;
     n->ctx = zmq_ctx_new();
     if (!n->ctx) {
         int e = zmq_errno();
@@ -78,40 +149,29 @@ int net_open(const net_cfg *cfg, net **out)
         rc = sl_from_zmq(e);
         goto fail;
     }
-    n->sock = zmq_socket(n->ctx, ZMQ_ROUTER);
-    if (!n->sock) {
-        int e = zmq_errno();
-        log_error("net", "cannot create the socket: %s", zmq_strerror(e));
-        rc = sl_from_zmq(e);
-        goto ctx_term;
+    if (cfg->curve_secret) { /* the ZAP handler first: no handshake may pass without it */
+        if (!zmq_has("curve")) {
+            log_error("net", "this libzmq was built without CURVE: refusing to start with --curve-secret");
+            rc = SL_EINVAL;
+            goto ctx_term;
+        }
+        if ((rc = zap_open(n->ctx, &n->zap)) != SL_OK)
+            goto ctx_term;
     }
-    if (zmq_setsockopt(n->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) ||
-        zmq_setsockopt(n->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
-        zmq_setsockopt(n->sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
-        zmq_setsockopt(n->sock, ZMQ_RCVHWM, &hwm, sizeof hwm) ||
-        zmq_setsockopt(n->sock, ZMQ_LINGER, &linger, sizeof linger) ||
-        zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb) ||
-        zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_TIMEOUT, &hb_timeout, sizeof hb_timeout) ||
-        zmq_setsockopt(n->sock, ZMQ_HEARTBEAT_TTL, &hb_timeout, sizeof hb_timeout)) {
-        int e = zmq_errno();
-        log_error("net", "cannot configure the socket: %s", zmq_strerror(e));
-        rc = sl_from_zmq(e);
-        goto sock_close;
-    }
-    if (zmq_bind(n->sock, cfg->endpoint) != 0) {
-        int e = zmq_errno();
-        log_error("net", "cannot listen on %s: %s", cfg->endpoint, zmq_strerror(e));
-        rc = sl_from_zmq(e);
-        goto sock_close;
-    }
+    if ((rc = sock_open(n, cfg, cfg->endpoint, &n->sock[NET_MAIN])) != SL_OK)
+        goto zap_stop;
+    if (cfg->admin_endpoint && (rc = sock_open(n, cfg, cfg->admin_endpoint, &n->sock[NET_ADMIN])) != SL_OK)
+        goto main_close;
     zmq_msg_init(&n->rid);
     zmq_msg_init(&n->body);
     n->have_msgs = 1;
     *out = n;
     return SL_OK;
 
-sock_close:
-    zmq_close(n->sock);
+main_close:
+    zmq_close(n->sock[NET_MAIN]);
+zap_stop:
+    zap_close(&n->zap);
 ctx_term:
     zmq_ctx_term(n->ctx);
 fail:
@@ -128,7 +188,10 @@ void net_close(net **np)
         zmq_msg_close(&n->rid);
         zmq_msg_close(&n->body);
     }
-    zmq_close(n->sock);
+    for (int i = 0; i < NET_SOCKETS; i++)
+        if (n->sock[i])
+            zmq_close(n->sock[i]);
+    zap_close(&n->zap);
     zmq_ctx_term(n->ctx);
     for (int i = 0; i < 2; i++) {
         proto_wbuf_free(&n->q[i].arena);
@@ -138,21 +201,45 @@ void net_close(net **np)
     *np = NULL;
 }
 
-void *net_socket(net *n)
+struct zap *net_zap(net *n)
 {
-    return n->sock;
+    return n->zap;
+}
+
+void *net_socket(net *n, net_sock which)
+{
+    return n->sock[which];
+}
+
+/* recv_from receives a routing id from socket which: 1, 0 when nothing
+ * waits, -1 on a transport error (logged). */
+static int recv_from(net *n, net_sock which)
+{
+    if (zmq_msg_recv(&n->rid, n->sock[which], ZMQ_DONTWAIT) >= 0)
+        return 1;
+    int e = zmq_errno();
+    if (e == EAGAIN || e == EINTR)
+        return 0;
+    log_error("net", "receive failed: %s", zmq_strerror(e));
+    return -1;
 }
 
 int net_recv(net *n, net_in *in)
 {
-    if (zmq_msg_recv(&n->rid, n->sock, ZMQ_DONTWAIT) < 0) {
-        int e = zmq_errno();
-        if (e == EAGAIN || e == EINTR)
-            return 0;
-        log_error("net", "receive failed: %s", zmq_strerror(e));
-        return -1;
+    net_sock which = NET_MAIN;
+    int got;
+    if (n->sock[NET_ADMIN]) { /* take turns, so that neither endpoint keeps the other waiting */
+        which = (net_sock)n->next_sock;
+        n->next_sock = !n->next_sock;
+        if ((got = recv_from(n, which)) == 0)
+            got = recv_from(n, which = (net_sock)!which);
+    } else {
+        got = recv_from(n, NET_MAIN);
     }
+    if (got <= 0)
+        return got;
     memset(in, 0, sizeof *in);
+    in->sock = which;
     in->rid = zmq_msg_data(&n->rid);
     in->rid_len = zmq_msg_size(&n->rid);
     /* Read every remaining frame; keep the first as the body. A ROUTER hands
@@ -165,7 +252,7 @@ int net_recv(net *n, net_in *in)
             zmq_msg_init(&extra);
             dst = &extra;
         }
-        if (zmq_msg_recv(dst, n->sock, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(dst, n->sock[which], ZMQ_DONTWAIT) < 0) {
             log_error("net", "receive of a message part failed: %s", zmq_strerror(zmq_errno()));
             if (dst == &extra)
                 zmq_msg_close(&extra);
@@ -179,11 +266,22 @@ int net_recv(net *n, net_in *in)
     if (in->frames >= 1) {
         in->body = zmq_msg_data(&n->body);
         in->body_len = zmq_msg_size(&n->body);
+        /* Only the ZAP handler's User-Id: libzmq lets it win over a peer's
+         * metadata. Read from the body: a ROUTER's routing-id frame lacks
+         * the metadata when ZMQ_EVENTS prefetched the message (libzmq 4.3). */
+        in->user_id = zmq_msg_gets(&n->body, "User-Id");
+        in->user_id_len = in->user_id ? strlen(in->user_id) : 0;
     }
     return 1;
 }
 
 int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when)
+{
+    return net_queue_via(n, NET_MAIN, rid, rid_len, m, token, when);
+}
+
+int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
+                  net_when when)
 {
     outq *q = &n->q[when == NET_AFTER_COMMIT];
     out_rec *r = grow_array(q->recs, &q->caprecs, q->nrecs + 1, sizeof *r, 256);
@@ -209,6 +307,7 @@ int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, ui
         .off = start,
         .rid_len = rid_len,
         .body_len = a->len - start - rid_len,
+        .sock = sock,
         .token = token,
         .seq = m->seq,
         .has_seq = (m->present & PF(seq)) != 0,
@@ -227,17 +326,20 @@ void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
     for (size_t i = 0; i < q->nrecs; i++) {
         const out_rec *r = &q->recs[i];
         const uint8_t *rid = (const uint8_t *)q->arena.data + r->off;
-        if (zmq_send(n->sock, rid, r->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        void *sock = n->sock[r->sock];
+        /* the admin endpoint holds no consumers: nothing to settle there */
+        net_fail_fn on_fail = r->sock == NET_MAIN ? fail : NULL;
+        if (zmq_send(sock, rid, r->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             int e = zmq_errno();
-            if (fail)
-                fail(ctx, rid, r->rid_len, r->token, e == EAGAIN ? SL_EFULL : SL_ECONNECT);
+            if (on_fail)
+                on_fail(ctx, rid, r->rid_len, r->token, e == EAGAIN ? SL_EFULL : SL_ECONNECT);
             continue;
         }
         /* ROUTER accepted the envelope, so the body part cannot block */
-        if (zmq_send(n->sock, rid + r->rid_len, r->body_len, ZMQ_DONTWAIT) < 0) {
+        if (zmq_send(sock, rid + r->rid_len, r->body_len, ZMQ_DONTWAIT) < 0) {
             log_error("net", "send of a message body failed: %s", zmq_strerror(zmq_errno()));
-            if (fail)
-                fail(ctx, rid, r->rid_len, r->token, SL_ECONNECT);
+            if (on_fail)
+                on_fail(ctx, rid, r->rid_len, r->token, SL_ECONNECT);
         }
     }
     q->nrecs = 0;
@@ -256,8 +358,8 @@ void net_fail_queued(net *n, int code, const char *msg)
         proto_set(&m, seq, old.recs[i].seq);
         proto_set(&m, code, (uint64_t)code);
         proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
-        net_queue(n, (const uint8_t *)old.arena.data + old.recs[i].off, old.recs[i].rid_len, &m, 0,
-                  NET_AFTER_COMMIT);
+        net_queue_via(n, old.recs[i].sock, (const uint8_t *)old.arena.data + old.recs[i].off, old.recs[i].rid_len,
+                      &m, 0, NET_AFTER_COMMIT);
     }
     proto_wbuf_free(&old.arena);
     free(old.recs);

@@ -1,7 +1,8 @@
 /*
  * net.h - the broker's transport: the only zmq_send/zmq_recv.
  *
- * One ROUTER socket per broker. Incoming messages are [routing id, body];
+ * One ROUTER socket per endpoint: the main one, and the admin one when
+ * --admin-listen names it (net_recv takes turns between them). Incoming messages are [routing id, body];
  * anything else is reported as a framing error. Outgoing messages are encoded
  * straight into one of two queues: NET_NOW (sent before the pass's commit)
  * and NET_AFTER_COMMIT (sent only after it succeeded): that is how "confirm
@@ -21,10 +22,15 @@ typedef struct net net;
 
 typedef enum net_when { NET_NOW = 0, NET_AFTER_COMMIT = 1 } net_when;
 
+/* The endpoints: the main one, and the optional admin one (--admin-listen). */
+typedef enum net_sock { NET_MAIN = 0, NET_ADMIN = 1, NET_SOCKETS = 2 } net_sock;
+
 typedef struct net_cfg {
     const char *endpoint;
     size_t max_body_bytes; /* ZMQ_MAXMSGSIZE = max_body_bytes + 64 KiB */
     int heartbeat_ms;      /* ZMTP heartbeats */
+    const char *curve_secret; /* the broker's CURVE secret key (Z85), or NULL: plaintext */
+    const char *admin_endpoint; /* a second endpoint, for admin commands, or NULL */
 } net_cfg;
 
 /* One received message; pointers valid until the next net_recv. */
@@ -34,6 +40,9 @@ typedef struct net_in {
     const void *body;
     size_t body_len;
     unsigned frames;       /* frames after the routing id; 1 when well formed */
+    net_sock sock;         /* the endpoint it came in on */
+    const char *user_id;   /* the connection's User-Id (set by the ZAP handler), or NULL */
+    size_t user_id_len;
 } net_in;
 
 /* Called by net_flush for each message that could not be sent: err is
@@ -47,11 +56,21 @@ typedef void (*net_fail_fn)(void *ctx, const uint8_t *rid, size_t rid_len, uint6
  * memory, descriptors or sockets run out; SL_EIO otherwise. */
 int net_open(const net_cfg *cfg, net **out);
 
+/* With cfg->curve_secret, net_open makes the socket a CURVE server and
+ * starts the ZAP handler (zap.h) in its context before binding, with ZAP
+ * domain enforcement on, so that no handshake completes without the
+ * handler's yes; SL_EINVAL (logged) when libzmq lacks CURVE or domain
+ * enforcement: the broker fails closed rather than serve in plaintext. */
+
+/* net_zap returns the ZAP handler, or NULL when CURVE is off. */
+struct zap *net_zap(net *n);
+
 /* net_close closes with a short linger so that queued replies leave. */
 void net_close(net **n);
 
-/* net_socket returns the socket for zmq_poll (loop.c only). */
-void *net_socket(net *n);
+/* net_socket returns endpoint which's socket, for polling (loop.c only), or
+ * NULL when that endpoint is not open. */
+void *net_socket(net *n, net_sock which);
 
 /* net_recv receives one message without blocking. Returns 1 with *in set, 0
  * when nothing is waiting, or -1 on a transport error (logged). */
@@ -61,6 +80,12 @@ int net_recv(net *n, net_in *in);
  * net_flush. token marks a delivery (0 otherwise). Returns SL_OK, SL_EINVAL
  * (m is not valid: a bug, logged), SL_ENOMEM. */
 int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when);
+
+/* net_queue_via is net_queue to a peer of endpoint sock (net_queue: the
+ * main one). A failed send of a reply on the admin endpoint is not reported
+ * to net_flush's fail: nothing there holds deliveries. */
+int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
+                  net_when when);
 
 /* net_queued returns how many messages wait in queue `when`. */
 size_t net_queued(const net *n, net_when when);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "bk.h"
+#include "auth.h"
 #include "conf.h"
 #include "log.h"
 #include "notify.h"
@@ -39,11 +40,13 @@
 
 static int reload_log(bk *b, const conf *fresh);
 static int reload_settings(bk *b, const conf *fresh);
+static int reload_auth(bk *b, const conf *fresh);
 
 /* X(name, function): what a SIGHUP runs, in this order. */
 #define RELOAD_HOOKS(X)                                                                                    \
     X(log, reload_log)                                                                                     \
-    X(settings, reload_settings)
+    X(settings, reload_settings)                                                                           \
+    X(auth, reload_auth)
 
 static volatile sig_atomic_t requested;
 static int saved_argc;
@@ -171,4 +174,12 @@ void reload_run(bk *b)
     RELOAD_HOOKS(RELOAD_RUN_)
 #undef RELOAD_RUN_
     notify_send(&b->notify, "READY=1\nSTATUS=serving (reloaded)");
+}
+
+/* reload_auth re-reads the auth file (auth.c): a removed key's next command
+ * is refused. It reads the file named at start, whatever fresh says. */
+static int reload_auth(bk *b, const conf *fresh)
+{
+    (void)fresh;
+    return auth_reload(b) == SL_OK ? 0 : -1;
 }

@@ -3,7 +3,8 @@
  * from proto's PROTO_COLS_level_stat), and for the whole broker the sink's
  * breaker, uptime, consumers and the bad-input counters (rx_bad: messages
  * refused as malformed or unexpected; tx_failed: replies and deliveries
- * that could not be sent).
+ * that could not be sent) and, when auth is on, the refusals (auth_refused:
+ * commands refused SL_EPERM; handshakes_refused: by the ZAP handler).
  *
  * stats_fill reads the broker's in-memory view only (two B-tree reads per
  * level for the oldest message's age); it changes nothing. O(levels).
@@ -15,7 +16,9 @@
 #include "bk.h"
 #include "deliver.h"
 #include "member.h"
+#include "net.h"
 #include "units.h"
+#include "zap.h"
 
 
 void stats_fill(bk *b, proto_msg *r)
@@ -58,4 +61,8 @@ void stats_fill(bk *b, proto_msg *r)
     proto_set(r, consumers, member_consumers(b));
     proto_set(r, rx_bad, b->rx_bad);
     proto_set(r, tx_failed, b->tx_failed);
+    if (b->auth) { /* commands refused by their role, handshakes by their key */
+        proto_set(r, auth_refused, b->auth_refused);
+        proto_set(r, handshakes_refused, net_zap(b->net) ? zap_refused(net_zap(b->net)) : 0);
+    }
 }

@@ -38,6 +38,8 @@ int client_fail_text(sl_client *c, int code, const char *text, size_t len)
 
 int client_fail(sl_client *c, int code)
 {
+    if (code != SL_OK && code == c->last_code && c->last_msg[0])
+        return code; /* keep what the call's lower layer said (a refused handshake) */
     const char *text = sl_strerror(code);
     return client_fail_text(c, code, text, strlen(text));
 }

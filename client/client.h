@@ -37,6 +37,7 @@ struct sl_client {
     uint64_t next_seq;
     uint64_t handshakes;
     bool connected;     /* the last monitor event was a handshake, not a disconnect */
+    int auth_refused;   /* the broker refused our handshake: SL_EPERM until one succeeds */
 
     uint64_t await_seq; /* the synchronous request waited for; 0 for none */
     bool have_reply;
@@ -91,7 +92,9 @@ void client_err_clear(sl_client *c);
  * may be NULL when len is 0) and returns code. */
 int client_fail_text(sl_client *c, int code, const char *text, size_t len);
 
-/* client_fail records code with its generic message and returns code. */
+/* client_fail records code with its generic message and returns code;
+ * when the same code was recorded with a text during this call (by wire.c),
+ * that text stays. */
 int client_fail(sl_client *c, int code);
 
 /* client_request sends m and waits for the reply to it. On SL_OK c->reply

@@ -90,7 +90,7 @@ int sl_connect(const char *endpoint, const sl_options *opts, sl_client **out)
     sl_client *c = calloc(1, sizeof *c);
     if (!c)
         return SL_ENOMEM;
-    int rc = wire_open(c, endpoint ? endpoint : SL_DEFAULT_ENDPOINT, timeout_ms, heartbeat_ms);
+    int rc = wire_open(c, endpoint ? endpoint : SL_DEFAULT_ENDPOINT, timeout_ms, heartbeat_ms, opts);
     if (rc) {
         sl_close(&c);
         return rc;
@@ -543,6 +543,8 @@ int sl_stats_get(sl_client *c, sl_stats *out)
     out->consumers = r->consumers;
     out->rx_bad = r->rx_bad;
     out->tx_failed = r->tx_failed;
+    out->auth_refused = r->auth_refused;
+    out->handshakes_refused = r->handshakes_refused;
     for (unsigned i = 0; i < out->nlevels; i++) {
         const proto_row_level_stat *row = &rows->v[i];
         sl_level_stats *s = &out->level[i];

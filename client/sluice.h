@@ -59,6 +59,19 @@ typedef struct sl_options {
     int timeout_ms;   /* how long a synchronous call waits for its reply; 5000 */
     int heartbeat_ms; /* transport heartbeat interval; 1000. A peer silent for
                          three intervals is treated as gone. */
+    /* CURVE (authenticated encryption), for a broker started with --auth:
+     * all three NULL for plaintext, or all three set, each a key of 40 Z85
+     * characters (NUL-terminated; copied): the broker's public key and this
+     * client's key pair, whose public half the broker's auth file lists.
+     * sl_key_read reads them from the files `sluice keygen` writes. A broker
+     * that does not know the key refuses the handshake, and so does a broker
+     * with CURVE when the client has no keys (and the other way round): as
+     * long as no handshake has succeeded on this client, calls that wait for
+     * the broker then fail SL_EPERM at once (libzmq keeps retrying, so one
+     * succeeds once the broker's auth file lists the key). */
+    const char *server_key;
+    const char *public_key;
+    const char *secret_key;
 } sl_options;
 
 /* sl_connect creates a client for the broker at endpoint (a ZeroMQ endpoint
@@ -66,8 +79,22 @@ typedef struct sl_options {
  * SL_DEFAULT_ENDPOINT). opts may be NULL. Connecting is asynchronous in
  * ZeroMQ: an unreachable broker shows as SL_ETIMEDOUT on the first call that
  * waits for a reply, not here.
- * Returns SL_OK and sets *out, SL_EINVAL (bad endpoint), SL_ENOMEM. */
+ * Returns SL_OK and sets *out, SL_EINVAL (bad endpoint, or keys that are
+ * not all three valid, or CURVE asked of a libzmq without it), SL_ENOMEM.
+ * With auth on, a command the client's role may not send fails SL_EPERM. */
 int sl_connect(const char *endpoint, const sl_options *opts, sl_client **out);
+
+/* sl_keygen makes a new CURVE key pair: pub and sec (SL_KEY_BYTES each)
+ * receive the public and secret keys in Z85, NUL-terminated. Returns SL_OK,
+ * or SL_EINVAL when the ZeroMQ library lacks CURVE. */
+#define SL_KEY_BYTES 41
+int sl_keygen(char *pub, char *sec);
+
+/* sl_key_read reads a key file as `sluice keygen` writes it ("public = Z85"
+ * and, in a .key file, "secret = Z85"; "#" comments) into pub and sec
+ * (SL_KEY_BYTES each, may be NULL); a key the file lacks reads as "".
+ * Returns SL_OK, SL_ENOTFOUND (cannot be read), SL_EINVAL (not a key file). */
+int sl_key_read(const char *path, char *pub, char *sec);
 
 /* sl_close closes the client and sets *c to NULL; accepts NULL or *c == NULL.
  * A consumer says BYE first: the broker returns its unacknowledged deliveries
@@ -290,6 +317,8 @@ typedef struct sl_stats {
     uint64_t breaker_trips; /* times it opened */
     uint64_t rx_bad;     /* messages the broker refused as malformed or unexpected */
     uint64_t tx_failed;  /* replies and deliveries the broker could not send */
+    uint64_t auth_refused;       /* commands refused with SL_EPERM (auth on; else 0) */
+    uint64_t handshakes_refused; /* CURVE handshakes refused: unknown keys (auth on) */
 } sl_stats;
 
 /* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT, or

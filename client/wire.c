@@ -215,13 +215,23 @@ static void monitor_drain(sl_client *c, bool closing)
     for (int i = 0; i < MONITOR_BATCH; i++) {
         zmq_msg_t ev;
         uint16_t event = 0;
+        uint32_t value = 0;
         zmq_msg_init(&ev);
         if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&ev);
             return;
         }
-        if (zmq_msg_size(&ev) >= sizeof event)
+        if (zmq_msg_size(&ev) >= sizeof event + sizeof value) {
             memcpy(&event, zmq_msg_data(&ev), sizeof event);
+            memcpy(&value, (const char *)zmq_msg_data(&ev) + sizeof event, sizeof value);
+        }
+        /* refused by the broker's ZAP handler (unknown key), or CURVE on one
+         * side only: no retry will succeed until the broker's auth changes */
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ||
+            (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH))
+            c->auth_refused = 1;
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+            c->auth_refused = 0;
         /* an event is two frames: id and value, then the endpoint */
         while (zmq_msg_more(&ev) && zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) >= 0)
             ;
@@ -434,7 +444,7 @@ static bool waited(const sl_client *c, wait_for w)
 }
 
 /* pump routes incoming frames until w holds (SL_OK) or deadline_ns passes
- * (SL_ETIMEDOUT). Past the deadline it still drains up to LATE_FRAMES_MAX
+ * (SL_ETIMEDOUT), or the broker refused the first handshake (SL_EPERM). Past the deadline it still drains up to LATE_FRAMES_MAX
  * frames that are already there, so a zero timeout sees them. */
 static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
 {
@@ -443,6 +453,11 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         monitor_drain(c, false);
         if (waited(c, w))
             return SL_OK;
+        if (c->auth_refused && c->handshakes == 0) {
+            static const char why[] = "the broker refused the handshake: this client's key is not in its auth "
+                                      "file, or CURVE is on at one end only (check --key and --server-key)";
+            return client_fail_text(c, SL_EPERM, why, sizeof why - 1);
+        }
         long wait_ms = wait_ms_until(deadline_ns);
         bool got;
         int rc = frame_take(c, &got);
@@ -545,7 +560,23 @@ static int socket_setup(void *sock, int timeout_ms, int heartbeat_ms)
     return SL_OK;
 }
 
-int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms)
+/* curve_setup makes sock a CURVE client when o names keys: all three or
+ * none, each 40 Z85 characters. */
+static int curve_setup(void *sock, const sl_options *o)
+{
+    if (!o || (!o->server_key && !o->public_key && !o->secret_key))
+        return SL_OK;
+    if (!o->server_key || !o->public_key || !o->secret_key || strlen(o->server_key) != 40 ||
+        strlen(o->public_key) != 40 || strlen(o->secret_key) != 40 || !zmq_has("curve"))
+        return SL_EINVAL;
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, o->server_key, 40) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, o->public_key, 40) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, o->secret_key, 40))
+        return SL_EINVAL;
+    return SL_OK;
+}
+
+int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms, const sl_options *keys)
 {
     c->timeout_ms = timeout_ms;
     c->next_seq = 1;
@@ -560,10 +591,14 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
         !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
         return SL_ENOMEM;
     int rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
+    if (!rc)
+        rc = curve_setup(c->sock, keys);
     if (rc)
         return rc;
     /* the monitor is in place before connecting, so it sees the first handshake */
-    if (zmq_socket_monitor(c->sock, MONITOR_ENDPOINT, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) ||
+    if (zmq_socket_monitor(c->sock, MONITOR_ENDPOINT,
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) ||
         !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
         zmq_setsockopt(c->mon, ZMQ_LINGER, &mon_linger_ms, sizeof mon_linger_ms) ||
         zmq_connect(c->mon, MONITOR_ENDPOINT))

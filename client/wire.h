@@ -17,9 +17,11 @@
  * sets up the queues, a ZeroMQ context, the DEALER socket (sends give up
  * after timeout_ms; heartbeats every heartbeat_ms) and its monitor.
  * Connecting is asynchronous, so an unreachable broker is not an error here.
+ * keys (may be NULL) may name CURVE keys (sl_options' server_key,
+ * public_key, secret_key: all or none).
  * Whether or not it succeeds, c is later given to wire_close. Returns SL_OK,
- * SL_EINVAL (bad endpoint or option), SL_ENOMEM. */
-int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms);
+ * SL_EINVAL (bad endpoint, option or keys), SL_ENOMEM. */
+int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms, const sl_options *keys);
 
 /* wire_close releases all that wire_open and the pump made: it says BYE
  * first if c is subscribed and has reached the broker, waits up to one

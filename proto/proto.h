@@ -117,7 +117,9 @@
     X(after,      "after",          U64,  0)              \
     X(to_level,   "to_level",       U64,  0)              \
     X(older_than_ms, "older_than_ms", U64, 0)             \
-    X(dead_rows,  "dead_rows",      ROWS, dead)
+    X(dead_rows,  "dead_rows",      ROWS, dead)           \
+    X(auth_refused, "auth_refused", U64,  0)              \
+    X(handshakes_refused, "handshakes_refused", U64, 0)
 
 /* ---- rows ----
  *
@@ -281,6 +283,53 @@ typedef uint64_t proto_mask;
     X(dead_purge,     "dead.purge",     PF(level), PF(older_than_ms) | PF(after) | PF(n), FIELDS, \
       PF(n) | PF(after))
 
+/* ---- roles: who may send what ----
+ *
+ * X(ID, "name"). A principal of the broker's auth file has one role; admin
+ * may send everything, the others what their role names. ANY marks what
+ * every principal may send (the handshake's HELLO, PING, BYE). */
+#define PROTO_ROLES(X)          \
+    X(ANY,      "any")          \
+    X(PRODUCER, "producer")     \
+    X(CONSUMER, "consumer")     \
+    X(MONITOR,  "monitor")      \
+    X(ADMIN,    "admin")
+
+typedef enum proto_role {
+#define PROTO_ROLE_ENUM_(ID, name) PROTO_ROLE_##ID,
+    PROTO_ROLES(PROTO_ROLE_ENUM_)
+#undef PROTO_ROLE_ENUM_
+    PROTO_ROLE_COUNT_
+} proto_role;
+
+/* The role each admin command needs: X(ID, ROLE), a line per line of
+ * PROTO_ADMIN_CMDS. proto.c derives its table from PROTO_ADMIN_CMDS, so a
+ * command without a line here does not compile. Reading is MONITOR,
+ * changing is ADMIN. */
+#define PROTO_CMD_ROLES(X)        \
+    X(level_list,     MONITOR)    \
+    X(level_set,      ADMIN)      \
+    X(level_pause,    ADMIN)      \
+    X(level_resume,   ADMIN)      \
+    X(pool_list,      MONITOR)    \
+    X(pool_resize,    ADMIN)      \
+    X(pool_pause,     ADMIN)      \
+    X(pool_resume,    ADMIN)      \
+    X(pool_autoscale, ADMIN)      \
+    X(sink_set,       ADMIN)      \
+    X(sink_show,      MONITOR)    \
+    X(explain,        MONITOR)    \
+    X(dead_list,      MONITOR)    \
+    X(dead_peek,      ADMIN)      \
+    X(dead_requeue,   ADMIN)      \
+    X(dead_purge,     ADMIN)
+
+enum {
+#define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,
+    PROTO_CMD_ROLES(PROTO_CMD_ROLE_ENUM_)
+#undef PROTO_CMD_ROLE_ENUM_
+};
+
 typedef enum proto_cmd {
 #define PROTO_CMD_ENUM_(ID, name, req, opt, res, fields) PROTO_CMD_##ID,
     PROTO_ADMIN_CMDS(PROTO_CMD_ENUM_)
@@ -312,7 +361,8 @@ typedef enum proto_cmd {
     X(OK,       "OK",       B2C, PF(seq),              PF(lease_ms))          \
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(uptime_ms) | PF(consumers) | PF(level_stats) | \
-                                 PF(breaker) | PF(breaker_trips) | PF(rx_bad) | PF(tx_failed), 0) \
+                                 PF(breaker) | PF(breaker_trips) | PF(rx_bad) | PF(tx_failed), \
+                                 PF(auth_refused) | PF(handshakes_refused)) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \
@@ -320,6 +370,40 @@ typedef enum proto_cmd {
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
     X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))
+
+/* The role each message type needs: X(ID, ROLE), a line per line of
+ * PROTO_MSGS; as with commands, a type without a line does not compile.
+ * ADMIN needs its command's role (PROTO_CMD_ROLES); a HELLO that subscribes
+ * (it names a pool, levels or credit) needs CONSUMER; what the broker sends
+ * is ANY here and refused as unexpected by the broker anyway. */
+#define PROTO_MSG_ROLES(X)     \
+    X(HELLO,     ANY)          \
+    X(WELCOME,   ANY)          \
+    X(PUT,       PRODUCER)     \
+    X(PUT_OK,    ANY)          \
+    X(CREDIT,    CONSUMER)     \
+    X(DELIVER,   ANY)          \
+    X(ACK,       CONSUMER)     \
+    X(NACK,      CONSUMER)     \
+    X(TOUCH,     CONSUMER)     \
+    X(THROTTLED, CONSUMER)     \
+    X(REJECT,    CONSUMER)     \
+    X(OK,        ANY)          \
+    X(STATS,     MONITOR)      \
+    X(STATS_OK,  ANY)          \
+    X(BYE,       ANY)          \
+    X(ADMIN,     ANY)          \
+    X(ADMIN_OK,  ANY)          \
+    X(POOL,      ANY)          \
+    X(PING,      ANY)          \
+    X(PONG,      ANY)          \
+    X(ERROR,     ANY)
+
+enum {
+#define PROTO_MSG_ROLE_ENUM_(ID, role) PROTO_MSG_ROLE_##ID = PROTO_ROLE_##role,
+    PROTO_MSG_ROLES(PROTO_MSG_ROLE_ENUM_)
+#undef PROTO_MSG_ROLE_ENUM_
+};
 
 typedef enum proto_type {
     PROTO_NONE = 0,
@@ -430,6 +514,27 @@ int proto_cmd_def(proto_cmd c, proto_mask *req, proto_mask *opt, int *result, pr
  * a sentence naming the command and the field in text (text_len bytes, at
  * least 1). */
 int proto_cmd_check(const proto_msg *m, proto_cmd *cmd, char *text, size_t text_len);
+
+/* proto_msg_role returns the role message type t needs (PROTO_ROLE_ANY for
+ * an unknown type); for ADMIN see proto_cmd_role. */
+proto_role proto_msg_role(proto_type t);
+
+/* proto_cmd_role returns the role admin command c needs (PROTO_ROLE_ADMIN
+ * for an unknown command). */
+proto_role proto_cmd_role(proto_cmd c);
+
+/* proto_role_name returns a role's name ("monitor"), or "?". */
+const char *proto_role_name(proto_role r);
+
+/* proto_role_of returns the role named name[0..len), or -1. */
+int proto_role_of(const char *name, size_t len);
+
+/* proto_key_parse reads a CURVE key file's text (as `sluice keygen` writes
+ * it: "#" comments, and lines "public = Z85" and "secret = Z85", each key 40
+ * Z85 characters) into pub and sec (41 bytes each, NUL-terminated; "" when
+ * the text has no such line); either may be NULL. Returns SL_OK, or
+ * SL_EINVAL for any other line or a key that is not 40 Z85 characters. */
+int proto_key_parse(const char *text, char *pub, char *sec);
 
 /* proto_strerror returns the message for an sl_err code (any int). */
 const char *proto_strerror(int err);

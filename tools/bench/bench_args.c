@@ -43,6 +43,8 @@ static void usage(FILE *f)
 "                      messages; how long one message on the lowest level waits\n"
 "                      behind them, with no deadline and with a %d ms deadline.\n"
 "  metering            sink and level buckets while backlogged: delivered rates.\n"
+"  ..., CURVE          with --spawn: the windowed enqueue and the drain again,\n"
+"                      against a broker with --curve-secret and --auth.\n"
 "  pick rule           the broker's pick rule alone, over %d levels holding\n"
 "                      1,000,000 messages, with deadlines and aging; no broker.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"

@@ -23,6 +23,7 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "bench_core.h"
 
@@ -32,9 +33,21 @@ int bench_client_fail(const char *what, const sl_client *c, int rc)
                            sl_errname(rc));
 }
 
+/* The CURVE keys every client of the bench uses, when set. */
+static char server_key[SL_KEY_BYTES], public_key[SL_KEY_BYTES], secret_key[SL_KEY_BYTES];
+
+void bench_client_keys_set(const char *server, const char *pub, const char *sec)
+{
+    snprintf(server_key, sizeof server_key, "%s", server ? server : "");
+    snprintf(public_key, sizeof public_key, "%s", pub ? pub : "");
+    snprintf(secret_key, sizeof secret_key, "%s", sec ? sec : "");
+}
+
 int bench_client_open(const char *endpoint, sl_client **out)
 {
-    const sl_options opts = {.timeout_ms = BENCH_CORE_CLIENT_TIMEOUT_MS};
+    sl_options opts = {.timeout_ms = BENCH_CORE_CLIENT_TIMEOUT_MS};
+    if (server_key[0])
+        opts.server_key = server_key, opts.public_key = public_key, opts.secret_key = secret_key;
     const char *ep = endpoint ? endpoint : SL_DEFAULT_ENDPOINT;
     int rc = sl_connect(ep, &opts, out);
     if (rc != SL_OK)

@@ -24,6 +24,11 @@ typedef struct bench_client_totals {
  * the broker's explanation when c is not NULL. Returns -1. */
 int bench_client_fail(const char *what, const sl_client *c, int rc);
 
+/* bench_client_keys_set makes every client opened from now on use CURVE
+ * with these keys (40 Z85 characters each; copied); NULLs: plaintext again.
+ * Call it while no worker thread runs. */
+void bench_client_keys_set(const char *server, const char *pub, const char *sec);
+
 /* bench_client_open connects to endpoint (NULL: SL_DEFAULT_ENDPOINT) with
  * replies timed out after BENCH_CORE_CLIENT_TIMEOUT_MS, and checks that the
  * broker answers a stats request. Returns 0 with *out set, for the caller to

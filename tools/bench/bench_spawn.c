@@ -11,9 +11,10 @@
  * line (readiness is signalled, never slept for; a signal to the bench cuts
  * the wait short); on any failure the child is killed and reaped before it
  * returns. bench_spawn_stop sends SIGTERM by PID, waits STOP_TIMEOUT_MS,
- * then sends SIGKILL. bench_spawn_start_with adds one option (a second
- * pass with --ack-flush-ms=0) and, with a shim, runs the broker on a slow
- * disk: LD_PRELOAD of tools/slowdisk/slowdisk.c with its delay. When the broker fails to start or to stop cleanly, the
+ * then sends SIGKILL. bench_spawn_start_with adds options (a second
+ * pass with --ack-flush-ms=0, a CURVE broker's keys) and, with a shim, runs
+ * the broker on a slow disk: LD_PRELOAD of tools/slowdisk/slowdisk.c with
+ * its delay. When the broker fails to start or to stop cleanly, the
  * end of its log is copied to stderr: it says why.
  */
 #include "bench_spawn.h"
@@ -48,7 +49,7 @@ int bench_spawn_start(bench_spawn *s, const char *path, const char *dir)
     return bench_spawn_start_with(s, path, dir, NULL, NULL, 0);
 }
 
-int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *extra_arg,
+int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *const *extra,
                            const char *slowdisk, unsigned slow_flush_us)
 {
     char data[96], log[96], preload[PROC_PATH_BYTES + 16], delay[48];
@@ -58,10 +59,9 @@ int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, co
     snprintf(data, sizeof data, "%s/data", dir);
     snprintf(s->endpoint, sizeof s->endpoint, "ipc://%s/s.sock", dir);
     snprintf(log, sizeof log, "%s/sluiced.log", dir);
-    const char *argv[8] = {path, "--data", data, "--listen", s->endpoint, NULL, NULL, NULL};
-    if (extra_arg) { /* "--opt=value" */
-        argv[5] = extra_arg;
-    }
+    const char *argv[5 + BENCH_SPAWN_MAX_EXTRA + 1] = {path, "--data", data, "--listen", s->endpoint};
+    for (int i = 0, n = 5; extra && extra[i] && i < BENCH_SPAWN_MAX_EXTRA; i++)
+        argv[n++] = extra[i];
     if (slowdisk) { /* this environment, without a preload of its own, plus the shim's */
         for (char **e = environ; *e && ne < BENCH_SPAWN_MAX_ENV; e++)
             if (strncmp(*e, "LD_PRELOAD=", 11) != 0 && strncmp(*e, "SLUICE_SLOW_FLUSH_", 18) != 0)

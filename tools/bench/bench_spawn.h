@@ -19,13 +19,15 @@ typedef struct bench_spawn {
  * with the broker's log shown and no broker left running (s->p.pid is 0). */
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir);
 
-/* bench_spawn_start_with is bench_spawn_start with, when not NULL, one
- * more option for sluiced (extra_arg, "--name=value"), and, when slowdisk
+/* bench_spawn_start_with is bench_spawn_start with, when not NULL, more
+ * options for sluiced (extra, NULL-terminated, at most BENCH_SPAWN_MAX_EXTRA),
+ * and, when slowdisk
  * (the path of the slow-disk shim, tools/slowdisk/slowdisk.c) is not NULL,
  * the broker preloading it with SLUICE_SLOW_FLUSH_US=slow_flush_us, so that
  * each of its flushes takes that much longer. */
 #define BENCH_SPAWN_MAX_ENV 480
-int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *extra_arg,
+#define BENCH_SPAWN_MAX_EXTRA 10
+int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *const *extra,
                            const char *slowdisk, unsigned slow_flush_us);
 
 /* bench_spawn_stop sends SIGTERM and waits up to 20 s for the broker to

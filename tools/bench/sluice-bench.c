@@ -29,6 +29,9 @@
  *   7b   Metering (bench_meter.c), five rows: delivered rates of backlogged buckets.
  *   8    The pick rule alone (bench_pick.c): disp_pick, linked in from the
  *        broker, over 16 levels holding 1,000,000 messages. No broker.
+ *   3c-4c Rows 3 and 4 again against a second spawned broker with CURVE and
+ *        auth on (bench_curve.c; with --spawn only): what encryption and the
+ *        role check cost.
  *   9-11 Raw limits of the machine (bench_raw.c): LMDB durable commits of 1
  *        and of LMDB_BATCH_PUTS puts per transaction, and a ZeroMQ
  *        DEALER/ROUTER echo over ipc://. They bound what any broker built on
@@ -91,6 +94,7 @@
 #include "bench_client.h"
 #include "bench_core.h"
 #include "bench_disk.h"
+#include "bench_curve.h"
 #include "bench_latency.h"
 #include "bench_meter.h"
 #include "bench_pick.h"
@@ -126,6 +130,7 @@ typedef struct bench {
     const char *endpoint;   /* the broker's, or NULL for the default */
     char dir[64];           /* the run's temporary directory */
     bench_spawn broker;     /* with --spawn */
+    const char *suffix;     /* appended to the rows' labels (", CURVE"), or NULL */
     int seconds;
     uint64_t drain_msgs;
     uint64_t dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
@@ -483,6 +488,9 @@ static const row_fn slow_rows[] = {row_send_one, row_send_many, row_send_window,
                                    row_latency};
 static const row_fn local_rows[] = {row_pick, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
                                     row_ratios};
+/* A fourth, with CURVE and auth on (bench_curve.c): what encryption and the
+ * role check cost. */
+static const row_fn curve_rows[] = {row_send_window, row_drain};
 
 /* rows_run runs fns in order, stopping at the first error. A row that a
  * signal cut short is dropped: its figures cover an unknown part of it. */
@@ -509,7 +517,8 @@ static int pass_run(bench *b, const char *name, const char *extra_arg, const cha
     snprintf(dir, sizeof dir, "%s/%s", b->dir, name);
     if (mkdir(dir, 0700) != 0)
         return bench_core_fail("cannot create %s: %s", dir, strerror(errno));
-    int rc = bench_spawn_start_with(&b->broker, b->sluiced, dir, extra_arg, slowdisk, SLOW_FLUSH_US);
+    const char *const extra[] = {extra_arg, NULL};
+    int rc = bench_spawn_start_with(&b->broker, b->sluiced, dir, extra, slowdisk, SLOW_FLUSH_US);
     if (rc != 0)
         return -1;
     b->endpoint = b->broker.endpoint;
@@ -576,6 +585,20 @@ int main(int argc, char **argv)
     if (rc == 0 && spawn && b.slowdisk)
         rc = pass_run(&b, "slow", NULL, ", flushes +1 ms", b.slowdisk, slow_rows,
                       sizeof slow_rows / sizeof slow_rows[0]);
+    if (rc == 0 && spawn) { /* the same enqueue and drain, encrypted */
+        char dir[96];
+        snprintf(dir, sizeof dir, "%s/curve", b.dir);
+        b.pass = ", CURVE";
+        if (mkdir(dir, 0700) != 0 || bench_curve_start(&b.broker, spawn, dir) != 0)
+            rc = -1;
+        else
+            b.endpoint = b.broker.endpoint;
+        if (rc == 0)
+            rc = rows_run(&b, curve_rows, sizeof curve_rows / sizeof curve_rows[0]);
+        if (bench_curve_stop(&b.broker) != 0)
+            rc = -1;
+        b.pass = "";
+    }
     if (rc == 0)
         rc = rows_run(&b, local_rows, sizeof local_rows / sizeof local_rows[0]);
     nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

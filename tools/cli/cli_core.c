@@ -7,7 +7,7 @@
  * broker has answered anything is reported as "cannot reach", since that is
  * nearly always what it means.
  *
- * The global options (-b, --timeout) are applied here, whether they come
+ * The global options (-b, --timeout, --key, --server-key) are applied here, whether they come
  * before the command or after its name: cli_core_globals_take lifts them out
  * of the command's argv before the command's own getopt sees it. A value of
  * another option that reads like a global option must follow "--".
@@ -50,6 +50,10 @@ int cli_core_global_set(cli_core *g, const char *name, const char *value)
         g->endpoint = value;
         return CLI_CORE_GO_ON;
     }
+    if (strcmp(name, "key") == 0 || strcmp(name, "server-key") == 0) {
+        *(name[0] == 'k' ? &g->key_file : &g->server_key_file) = value;
+        return CLI_CORE_GO_ON;
+    }
     if (!cli_text_number_parse(value, 1, INT_MAX, &timeout_ms))
         return cli_text_usage_error(NULL, "bad --timeout '%s' (expected milliseconds)", value);
     g->timeout_ms = (int)timeout_ms;
@@ -65,6 +69,8 @@ int cli_core_globals_take(cli_core *g, int argc, char **argv)
             name = "broker";
         else if (strcmp(a, "--timeout") == 0)
             name = "timeout";
+        else if (strcmp(a, "--server-key") == 0) /* not --key: `send --key` is an idempotency key */
+            name = "server-key";
         else if (strncmp(a, "-b", 2) == 0 && a[2] != '\0')
             name = "broker", value = a + 2;
         else if (strncmp(a, "--broker=", 9) == 0)
@@ -90,9 +96,37 @@ int cli_core_globals_take(cli_core *g, int argc, char **argv)
     return out;
 }
 
+/* keys_read fills o's CURVE keys from --key and --server-key (or
+ * SLUICE_KEY, SLUICE_SERVER_KEY). Returns CLI_CORE_GO_ON or the exit status. */
+static int keys_read(cli_core *g, const char *cmd, sl_options *o, char *pub, char *sec, char *server)
+{
+    if (!g->key_file && !g->server_key_file)
+        return CLI_CORE_GO_ON;
+    if (!g->key_file || !g->server_key_file)
+        return cli_text_usage_error(cmd, "%s needs %s too (or $%s)", g->key_file ? "--key" : "--server-key",
+                                    g->key_file ? "--server-key" : "--key",
+                                    g->key_file ? "SLUICE_SERVER_KEY" : "SLUICE_KEY");
+    int rc = sl_key_read(g->key_file, pub, sec);
+    if (rc || !pub[0] || !sec[0])
+        return cli_text_usage_error(cmd, "--key %s: %s", g->key_file,
+                                    rc == SL_ENOTFOUND ? "cannot read it"
+                                                       : "not a .key file from `sluice keygen` (public and secret keys)");
+    rc = sl_key_read(g->server_key_file, server, NULL);
+    if (rc || !server[0])
+        return cli_text_usage_error(cmd, "--server-key %s: %s", g->server_key_file,
+                                    rc == SL_ENOTFOUND ? "cannot read it"
+                                                       : "not a .pub file from `sluice keygen` (a public key)");
+    o->public_key = pub, o->secret_key = sec, o->server_key = server;
+    return CLI_CORE_GO_ON;
+}
+
 int cli_core_connect(cli_core *g, const char *cmd)
 {
     sl_options o = {.timeout_ms = g->timeout_ms};
+    char pub[SL_KEY_BYTES], sec[SL_KEY_BYTES], server[SL_KEY_BYTES];
+    int st = keys_read(g, cmd, &o, pub, sec, server);
+    if (st != CLI_CORE_GO_ON)
+        return st;
     int rc = sl_connect(g->endpoint, &o, &g->c);
     if (rc == SL_EINVAL)
         return cli_text_usage_error(cmd,

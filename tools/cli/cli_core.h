@@ -25,6 +25,8 @@
 typedef struct cli_core {
     const char *endpoint;
     int timeout_ms;
+    const char *key_file;        /* --key: this client's .key file (CURVE), or NULL */
+    const char *server_key_file; /* --server-key: the broker's .pub file, or NULL */
     const char *help; /* what --help prints */
     sl_client *c;     /* NULL until cli_core_connect */
     bool answered;    /* the broker has replied once: a timeout is then not "unreachable" */
@@ -43,8 +45,8 @@ typedef struct cli_core_command {
 int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, size_t n, int argc,
                  char **argv);
 
-/* cli_core_global_set applies the global option name ("broker" or
- * "timeout") with value to g. Returns CLI_CORE_GO_ON, or the exit status of
+/* cli_core_global_set applies the global option name ("broker",
+ * "timeout", "key" or "server-key") with value to g. Returns CLI_CORE_GO_ON, or the exit status of
  * a usage error, reported. */
 int cli_core_global_set(cli_core *g, const char *name, const char *value);
 

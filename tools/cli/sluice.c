@@ -46,6 +46,7 @@
 #include "cli_consume.h"
 #include "cli_dead.h"
 #include "cli_core.h"
+#include "cli_keygen.h"
 #include "cli_send.h"
 #include "cli_sink.h"
 #include "cli_table.h"
@@ -57,6 +58,7 @@
 
 /* Long-only options get values outside the char range. */
 enum { OPT_TIMEOUT = 256, OPT_VERSION };
+enum { OPT_KEY = 300, OPT_SERVER_KEY };
 
 static const char help_text[] =
 "Usage: sluice [-b ENDPOINT] [--timeout MS] <command> [options]\n"
@@ -69,10 +71,22 @@ static const char help_text[] =
 "                         ipc://PATH (default: $SLUICE_BROKER, else\n"
 "                         " SL_DEFAULT_ENDPOINT ")\n"
 "      --timeout MS       how long to wait for each broker reply (default 5000)\n"
+"      --key FILE         this client's CURVE key pair, a .key file from\n"
+"                         `sluice keygen` (default: $SLUICE_KEY); for a broker\n"
+"                         started with --auth, with --server-key. Before the\n"
+"                         command only (`send --key` is an idempotency key)\n"
+"      --server-key FILE  the broker's public key, its .pub file (default:\n"
+"                         $SLUICE_SERVER_KEY)\n"
 "  -h, --help             show this help and exit\n"
 "      --version          show the version and exit\n"
 "\n"
 "Commands:\n"
+"  sluice keygen NAME [--force] [--json]\n"
+"      Write a new CURVE key pair here: NAME.key (public and secret keys,\n"
+"      mode 0600; for sluiced --curve-secret or sluice --key) and NAME.pub\n"
+"      (the public key; for the broker's --auth file, or --server-key).\n"
+"      Refuses to replace existing files unless --force.\n"
+"\n"
 "  sluice send [-p LEVEL] [-t TAG] [--cost N] [-k KEY] [--delay MS] [--ttl MS]\n"
 "              [BODY...]\n"
 "      Publish messages. Each BODY argument is one message; with none, each\n"
@@ -263,6 +277,8 @@ static void stats_json(const sl_stats *st)
     printf("{\"uptime_ms\":%" PRIu64 ",\"consumers\":%" PRIu64 ",\"breaker\":", st->uptime_ms,
            st->consumers);
     cli_text_json_string(st->breaker);
+    printf(",\"auth_refused\":%" PRIu64 ",\"handshakes_refused\":%" PRIu64, st->auth_refused,
+           st->handshakes_refused);
     printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
            st->breaker_trips, st->rx_bad, st->tx_failed);
     for (unsigned i = 0; i < st->nlevels; i++) {
@@ -393,9 +409,12 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
+        {"key", required_argument, NULL, OPT_KEY},
+        {"server-key", required_argument, NULL, OPT_SERVER_KEY},
         {NULL, 0, NULL, 0},
     };
     static const cli_core_command commands[] = {
+        {"keygen", cli_keygen_main},
         {"send", cli_send_main},       {"consume", cli_consume_main}, {"stats", cmd_stats},
         {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
         {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
@@ -406,6 +425,9 @@ int main(int argc, char **argv)
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,
                   .timeout_ms = DEFAULT_TIMEOUT_MS,
                   .help = help_text};
+    const char *key_env = getenv("SLUICE_KEY"), *server_env = getenv("SLUICE_SERVER_KEY");
+    g.key_file = key_env && key_env[0] ? key_env : NULL;
+    g.server_key_file = server_env && server_env[0] ? server_env : NULL;
     int ch;
     opterr = 0;
     /* '+': stop at the command, whose options are its own */
@@ -414,6 +436,13 @@ int main(int argc, char **argv)
         case 'b':
         case OPT_TIMEOUT: {
             int st = cli_core_global_set(&g, ch == 'b' ? "broker" : "timeout", optarg);
+            if (st != CLI_CORE_GO_ON)
+                return st;
+            break;
+        }
+        case OPT_KEY:
+        case OPT_SERVER_KEY: {
+            int st = cli_core_global_set(&g, ch == OPT_KEY ? "key" : "server-key", optarg);
             if (st != CLI_CORE_GO_ON)
                 return st;
             break;
