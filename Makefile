@@ -11,7 +11,7 @@
 PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g
-PKGS     := libzmq lmdb msgpack inih
+PKGS     := libzmq lmdb msgpack inih hiredis
 TEST_PKGS := cmocka
 
 # Warnings are forced: they cannot be dropped from the command line by accident.
@@ -50,6 +50,12 @@ INC_tools/sink   := -Itools/sink -Itools/common -I$(BUILD)/include
 INC_tests        := -Itests -Iproto -Iclient -Ibroker -Itools/common -Itools/sink
 INC_tests/fuzz   := -Iproto
 inc = $(INC_$(patsubst %/,%,$(dir $(1))))
+# coord.c embeds the lease script, kept readable in broker/coord.lua, as a C string.
+$(BUILD)/broker/coord.o: EXTRA_INC := -I$(BUILD)/gen
+$(BUILD)/broker/coord.o: $(BUILD)/gen/coord.lua.inc
+$(BUILD)/gen/coord.lua.inc: broker/coord.lua
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 # The pick benchmark measures the broker's pure pick rule (broker/disp.c) in place.
 $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker
 
@@ -76,6 +82,7 @@ DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
 DEB_inih   := libinih-dev
+DEB_hiredis := libhiredis-dev
 DEB_cmocka := libcmocka-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
 DEB_libcurl := libcurl4-openssl-dev
@@ -84,10 +91,12 @@ deps:
 	command -v pkg-config >/dev/null 2>&1 || missing="pkg-config"; \
 	command -v gnuplot >/dev/null 2>&1 || missing="$$missing gnuplot-nox"; \
 	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
 	    msgpack) missing="$$missing $(DEB_msgpack)";; inih) missing="$$missing $(DEB_inih)";; \
+	    hiredis) missing="$$missing $(DEB_hiredis)";; \
 	    cmocka) missing="$$missing $(DEB_cmocka)";; \
 	    libmicrohttpd) missing="$$missing $(DEB_libmicrohttpd)";; \
 	    libcurl) missing="$$missing $(DEB_libcurl)";; esac; \
@@ -148,6 +157,9 @@ $(BUILD)/tests/test_sink: $(call obj,tools/sink/sink_limit.c)
 
 # The client library's own tests also link the scripted fake broker.
 $(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,tests/th_fake.c)
+
+# The shared-sink tests also link their own redis-server's helper.
+$(BUILD)/tests/test_share $(BUILD)/tests/test_coord: $(call obj,tests/th_redis.c)
 
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/test_history: $(call obj,tests/history.c)
@@ -279,6 +291,7 @@ layering: circles
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop)\.')"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"](hiredis/)?hiredis\.h' broker/*.[ch] client proto tools | grep -v 'broker/coord\.c')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio)\.h|clock_gettime' broker/rl.[ch] broker/disp.[ch] broker/tmr.[ch] 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
 

@@ -2,7 +2,7 @@
  * bk.c - the broker object: what it owns and the order it opens and closes.
  *
  * Owns: the configuration, the data-directory lock, and the modules (store,
- * queue, conns, leases, pools, dispatch state, meter, net). bk_open takes the
+ * queue, conns, leases, pools, dispatch state, meter, coord, net). bk_open takes the
  * lock, opens the store, rebuilds the queue view, loads the persisted
  * settings, sets up the meter and binds last, so that nobody can reach a
  * half-open broker; bk_close undoes it in the reverse order. Nothing else
@@ -25,10 +25,10 @@
  * below its own, never of its own layer or above:
  *
  *   1  main             5  explain, cron                      9  conn, store
- *   2  loop             6  admit, deliver, settle, settings  10 rec, rl, breaker, tmr
+ *   2  loop             6  admit, deliver, settle, settings  10 rec, rl, breaker, tmr, share
  *   3  handle           7  member                            11 crc32c, grow
  *   4  admin, stats     8  queue, meter, lease, net, pool,   12 log, units, proto
- *                          disp, conf
+ *                          disp, conf, coord
  *
  * (store.c and its sibling files share store_int.h, the module's private
  * header.)
@@ -47,11 +47,56 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coord.h"
 #include "log.h"
 #include "net.h"
 #include "settings.h"
 #include "store.h"
 #include "units.h"
+
+/* open_coord sets up the capacity leases when --coord is given: the sink
+ * runs on the reserved rate until Redis grants slices. The password comes
+ * from --coord-password-file or SLUICE_COORD_PASSWORD, the ACL user from
+ * --coord-user or SLUICE_COORD_USER. */
+static int open_coord(bk *b)
+{
+    const conf *cfg = &b->cfg;
+    char password[512] = "", host[256] = "", name[1400], err[512];
+    const char *env = getenv("SLUICE_COORD_PASSWORD"), *user = cfg->coord_user[0] ? cfg->coord_user : getenv("SLUICE_COORD_USER");
+    if (!cfg->coord_url[0])
+        return SL_OK;
+    if (cfg->coord_password_file[0]) {
+        FILE *f = fopen(cfg->coord_password_file, "r");
+        if (!f || !fgets(password, sizeof password, f)) {
+            log_error("bk", "cannot read the Redis password from %s: %s", cfg->coord_password_file,
+                      f ? "empty file" : strerror(errno));
+            if (f)
+                fclose(f);
+            return SL_EINVAL;
+        }
+        fclose(f);
+        password[strcspn(password, "\r\n")] = '\0';
+    } else if (env) {
+        snprintf(password, sizeof password, "%s", env);
+    }
+    gethostname(host, sizeof host - 1);
+    snprintf(name, sizeof name, "%s %s", host, cfg->listen);
+    coord_cfg cc = {.url = cfg->coord_url, .sink = cfg->coord_name, .broker = name, .user = user,
+                    .password = password[0] ? password : NULL, .reserved_milli = cfg->reserved_rate * 1000,
+                    .limit_milli = b->meter.sink.rate_milli, .ttl_ms = cfg->coord_ttl_ms, .slices = cfg->coord_slices};
+    int rc = coord_new(&cc, &b->coord, err, sizeof err);
+    memset(password, 0, sizeof password);
+    if (rc != SL_OK) {
+        log_error("bk", "%s", err);
+        return rc;
+    }
+    b->meter.sink.coordinated = 1;
+    b->meter.sink.reserved_milli = cc.reserved_milli;
+    b->coord_wake_ns = b->mono_ns;
+    log_info("bk", "sink %s shared through %s: reserved %llu/s until Redis grants slices", cfg->coord_name,
+             cfg->coord_url, (unsigned long long)cfg->reserved_rate);
+    return SL_OK;
+}
 
 /* lock_dir creates dir if needed and locks it; *fd is the lock's. */
 static int lock_dir(const char *dir, int *fd_out)
@@ -109,6 +154,8 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     meter_init(&b->meter, cfg->levels, cfg->breaker_threshold_pct, cfg->breaker_window,
                cfg->breaker_cooldown_ms * NS_PER_MS);
     rc = settings_load(b);
+    if (rc == SL_OK)
+        rc = open_coord(b);
     if (rc != SL_OK)
         goto pools_fini;
     meter_sink_apply(&b->meter, mono_ns);
@@ -133,6 +180,7 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     return SL_OK;
 
 pools_fini:
+    coord_destroy(&b->coord);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
 conns_fini:
@@ -153,6 +201,7 @@ void bk_close(bk **bp)
     if (!b)
         return;
     net_close(&b->net);
+    coord_destroy(&b->coord);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
     conn_table_fini(&b->conns);

@@ -46,6 +46,13 @@ typedef struct conf {
     uint64_t level_max_bytes;                             /* per level, pages on disk; 0 = no limit */
     uint32_t consumer_max_inflight;                       /* deliveries one consumer may hold */
     uint64_t map_max_bytes;                               /* the map grows up to this */
+    char coord_url[1024];                                 /* "" = not coordinated */
+    char coord_name[PROTO_MAX_NAME + 1];
+    uint64_t reserved_rate;                               /* units per second */
+    uint32_t coord_ttl_ms;
+    uint32_t coord_slices;
+    char coord_user[128];
+    char coord_password_file[4096];
     conf_tag_rule tag_rules[CONF_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "coord.h"
 #include "cron.h"
 #include "deliver.h"
 #include "handle.h"
@@ -84,8 +85,9 @@ static uint64_t wait_ns(bk *b)
  * messages a second, one every 5 ms, wait 6 ms each; so the wait is ppoll on
  * ZMQ_FD, to the nanosecond. ZMQ_FD only signals that the socket's state may
  * have changed: ZMQ_EVENTS is read first, and the caller drains the socket
- * until it would block, which re-arms the signal. */
-static int wait_input(void *sock, uint64_t timeout_ns)
+ * until it would block, which re-arms the signal. Redis's socket (coord.c)
+ * joins the same wait while a request is out; cron_tick does its I/O. */
+static int wait_input(void *sock, struct coord *co, uint64_t timeout_ns)
 {
     int fd, events = 0;
     size_t fd_len = sizeof fd, ev_len = sizeof events;
@@ -98,9 +100,10 @@ static int wait_input(void *sock, uint64_t timeout_ns)
     }
     if ((events & ZMQ_POLLIN) || timeout_ns == 0)
         return 0;
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN}, {.fd = -1}};
+    pfd[1].fd = co ? coord_pollfd(co, &pfd[1].events) : -1; /* Redis, when coord waits on it */
     struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
-    if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) {
+    if (ppoll(pfd, 2, &ts, NULL) < 0 && errno != EINTR) {
         log_error("loop", "poll failed: %s", strerror(errno));
         return -1;
     }
@@ -141,7 +144,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (!*stop) {
         set_clock(b);
-        if (wait_input(sock, wait_ns(b)) != 0)
+        if (wait_input(sock, b->coord, wait_ns(b)) != 0)
             return SL_EIO;
         set_clock(b);
         for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
