@@ -388,19 +388,24 @@ int coord_set_limit(coord *c, uint64_t limit_milli, char *err, size_t errlen)
     return SL_OK;
 }
 
-void coord_show(const coord *c, uint64_t now_ns, coord_view *v)
+void coord_row(const coord *c, uint64_t now_ns, proto_row_coord *row)
 {
-    memset(v, 0, sizeof *v);
-    v->state = c->state;
-    v->reachable = c->reachable;
-    v->slices_held = now_ns < c->valid_until_ns ? c->held : 0;
-    v->granted_milli = coord_granted_milli(c, now_ns);
-    v->lease_left_ms = v->slices_held ? (c->valid_until_ns - now_ns) / NS_PER_MS : 0;
-    v->epoch = c->epoch;
-    v->limit_milli = c->limit_milli;
-    v->sum_reserved_milli = c->sum_reserved_milli;
-    v->brokers = c->live;
-    v->ops = c->ops;
+    int valid = now_ns < c->valid_until_ns;
+    *row = (proto_row_coord){
+        .present = PROTO_ROW_ALL(coord),
+        .state = {c->state, (uint32_t)strlen(c->state)},
+        .reachable = (uint64_t)c->reachable,
+        .slices_held = valid ? c->held : 0,
+        .slices = c->slices,
+        .reserved_milli = c->reserved_milli,
+        .granted_milli = coord_granted_milli(c, now_ns),
+        .lease_left_ms = valid && c->held ? (c->valid_until_ns - now_ns) / NS_PER_MS : 0,
+        .epoch = c->epoch,
+        .limit_milli = c->limit_milli,
+        .sum_reserved_milli = c->sum_reserved_milli,
+        .brokers = c->live,
+        .ops = c->ops,
+    };
 }
 
 void coord_destroy(coord **cp)

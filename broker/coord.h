@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto.h"
+
 #define COORD_NEVER UINT64_MAX
 
 typedef struct coord coord;
@@ -25,19 +27,6 @@ typedef struct coord_cfg {
     uint32_t slices;             /* the shared rate is cut into this many slices */
 } coord_cfg;
 
-/* What coord_show reports. */
-typedef struct coord_view {
-    const char *state;           /* leased, learning, connecting, unreachable, auth failed, script error */
-    int reachable;               /* the last request was answered */
-    uint32_t slices_held;        /* valid now */
-    uint64_t granted_milli;      /* slices_held x slice rate */
-    uint64_t lease_left_ms;      /* until the grant expires locally; 0: none */
-    uint64_t epoch;              /* the Redis hash's epoch (server ms when it was created) */
-    uint64_t limit_milli;        /* the sink's limit, as Redis holds it */
-    uint64_t sum_reserved_milli; /* the reserved rates of every broker Redis knows */
-    uint32_t brokers;            /* live brokers sharing the sink */
-    uint64_t ops;                /* Redis commands sent */
-} coord_view;
 
 /* coord_new parses cfg->url and sets up; the connection is made by
  * coord_tick, never blocking. SL_OK, SL_EINVAL (a bad URL, said in err),
@@ -73,7 +62,11 @@ int coord_pollfd(const coord *c, short *events);
  * reserved rates Redis last reported; SL_ESTATE when Redis is unreachable. */
 int coord_set_limit(coord *c, uint64_t limit_milli, char *err, size_t errlen);
 
-/* coord_show fills v at now_ns. */
-void coord_show(const coord *c, uint64_t now_ns, coord_view *v);
+/* coord_row fills the coord row of sink.show and STATS_OK at now_ns: state
+ * (leased, learning, connecting, unreachable, auth failed, script error),
+ * Redis reachable, slices held now and in all, reserved and granted rates,
+ * ms until the grant expires locally, the epoch, the sink's limit and the
+ * reserved rates as Redis last reported them, live brokers, commands sent. */
+void coord_row(const coord *c, uint64_t now_ns, proto_row_coord *row);
 
 #endif /* SLUICE_COORD_H */

@@ -3,7 +3,7 @@
  * from proto's PROTO_COLS_level_stat), and for the whole broker the sink's
  * breaker, uptime, consumers and the bad-input counters (rx_bad: messages
  * refused as malformed or unexpected; tx_failed: replies and deliveries
- * that could not be sent).
+ * that could not be sent); with a shared sink, one coord row (its lease).
  *
  * stats_fill reads the broker's in-memory view only (two B-tree reads per
  * level for the oldest message's age); it changes nothing. O(levels).
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bk.h"
+#include "coord.h"
 #include "deliver.h"
 #include "member.h"
 #include "units.h"
@@ -55,4 +56,9 @@ void stats_fill(bk *b, proto_msg *r)
     proto_set(r, consumers, member_consumers(b));
     proto_set(r, rx_bad, b->rx_bad);
     proto_set(r, tx_failed, b->tx_failed);
+    if (b->coord) { /* a shared sink: its lease */
+        r->present |= PF(coord_rows);
+        r->coord_rows.n = 1;
+        coord_row(b->coord, b->mono_ns, &r->coord_rows.v[0]);
+    }
 }

@@ -104,4 +104,7 @@ uint64_t client_credit_due(const sl_client *c);
  * size - 1 bytes, and NUL-terminates it. */
 void client_str_copy(char *dst, size_t size, proto_buf s);
 
+/* client_coord_copy fills out from a reply's coord row (zero when none). */
+void client_coord_copy(sl_coord_info *out, const proto_msg *r);
+
 #endif /* SLUICE_CLIENT_H */

@@ -241,6 +241,26 @@ typedef struct sl_level_stats {
                             level's effective rate; 0 when empty or unknown */
 } sl_level_stats;
 
+/* A broker sharing its sink with others through Redis (sluiced --coord):
+ * its capacity lease. coordinated is 0 (and the rest zero) otherwise. Rates
+ * are units/s x 1000. */
+typedef struct sl_coord_info {
+    int coordinated;
+    char state[24];              /* leased, learning (Redis lost its keys: a
+                                    new epoch), connecting, unreachable, auth
+                                    failed, script error */
+    int reachable;               /* Redis answered the last request */
+    uint64_t slices_held, slices;/* held now, of the sink's slices in all */
+    uint64_t reserved_milli;     /* this broker's reserved rate */
+    uint64_t granted_milli;      /* what its slices add now */
+    uint64_t lease_left_ms;      /* until the grant expires here; 0: none */
+    uint64_t epoch;              /* Redis's epoch (server ms when its keys were made) */
+    uint64_t limit_milli;        /* the sink's limit, for every broker */
+    uint64_t sum_reserved_milli; /* every broker's reserved rate; holds when <= limit */
+    uint64_t brokers;            /* live brokers sharing the sink */
+    uint64_t ops;                /* Redis commands sent */
+} sl_coord_info;
+
 typedef struct sl_stats {
     unsigned nlevels;
     sl_level_stats level[SL_MAX_LEVELS];
@@ -250,6 +270,7 @@ typedef struct sl_stats {
     uint64_t breaker_trips; /* times it opened */
     uint64_t rx_bad;     /* messages the broker refused as malformed or unexpected */
     uint64_t tx_failed;  /* replies and deliveries the broker could not send */
+    sl_coord_info coord; /* a shared sink's lease */
 } sl_stats;
 
 /* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT, or
@@ -361,10 +382,14 @@ typedef struct sl_sink_info {
     uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
     char breaker[16];              /* "closed", "open" or "half-open" */
     uint64_t breaker_trips;        /* times the breaker opened */
+    sl_coord_info coord;           /* a shared sink's lease */
 } sl_sink_info;
 
 /* sl_sink_set changes the sink's rate, burst and in-flight cap
- * (SL_UNCHANGED leaves one as it is; 0 removes a limit). */
+ * (SL_UNCHANGED leaves one as it is; 0 removes a limit). On a broker sharing
+ * its sink (coord.coordinated), the rate is the sink's limit for every
+ * broker, set through Redis: SL_EINVAL when it is below the brokers'
+ * reserved rates, SL_ESTATE when Redis is unreachable. */
 int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_inflight);
 
 /* sl_sink_show reads the sink's settings and state. */

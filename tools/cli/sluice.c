@@ -44,6 +44,7 @@
 #include "cli_core.h"
 #include "cli_send.h"
 #include "cli_sink.h"
+#include "cli_coord.h"
 #include "cli_table.h"
 #include "cli_text.h"
 
@@ -246,7 +247,9 @@ static void stats_json(const sl_stats *st)
                l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
                l->picks_guaranteed, l->throttled, l->eta_ms);
     }
-    printf("]}\n");
+    printf("]");
+    cli_coord_json(&st->coord);
+    printf("}\n");
 }
 
 static int stats_table(const sl_stats *st)
@@ -281,6 +284,7 @@ static int stats_table(const sl_stats *st)
     cli_text_age_format(st->uptime_ms, uptime, sizeof uptime);
     printf("uptime %s  consumers %" PRIu64 "  breaker %s  bad input %" PRIu64 "  failed sends %" PRIu64 "\n",
            uptime, st->consumers, st->breaker[0] ? st->breaker : "-", st->rx_bad, st->tx_failed);
+    cli_coord_print(&st->coord);
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
     return rc;
