@@ -157,6 +157,50 @@ size_t sl_send_pending(const sl_client *c);
 
 /* ---- consuming ---- */
 
+/* ---- several brokers ----
+ *
+ * A multi-client holds one sl_client per broker of a comma-separated list
+ * ("tcp://a:7470,tcp://b:7470", as -b and SLUICE_BROKER take it). Producers
+ * route each message by a consistent hash of its idempotency key, else of
+ * its tag, else spread evenly (round robin); a broker that is down is skipped
+ * for messages with no key (a keyed message must reach its broker, or its
+ * duplicate check would not see it). The hash is rendezvous hashing: adding
+ * or removing one broker moves only the keys that hash to it. Consumers
+ * subscribe on every broker's client (sl_multi_at) and settle each delivery
+ * on the client it came from. The same threading rules as sl_client hold.
+ */
+#define SL_MAX_BROKERS 32
+typedef struct sl_multi sl_multi;
+
+/* sl_multi_connect connects to every endpoint of the comma-separated list
+ * (at most SL_MAX_BROKERS; NULL means SL_DEFAULT_ENDPOINT). Returns SL_OK and
+ * sets *out, SL_EINVAL (an empty or bad endpoint, too many), SL_ENOMEM. */
+int sl_multi_connect(const char *endpoints, const sl_options *opts, sl_multi **out);
+
+/* sl_multi_close closes every client and sets *m to NULL; accepts NULL. */
+void sl_multi_close(sl_multi **m);
+
+/* sl_multi_count returns the number of brokers. */
+unsigned sl_multi_count(const sl_multi *m);
+
+/* sl_multi_at returns broker i's client (i < count), owned by m. */
+sl_client *sl_multi_at(sl_multi *m, unsigned i);
+
+/* sl_multi_endpoint returns broker i's endpoint, owned by m. */
+const char *sl_multi_endpoint(const sl_multi *m, unsigned i);
+
+/* sl_multi_route returns the broker a message with key (or, without one,
+ * tag; both may be NULL) goes to: the highest rendezvous hash, or, with
+ * neither, the next broker in turn. */
+unsigned sl_multi_route(sl_multi *m, const char *key, const char *tag);
+
+/* sl_multi_send publishes m like sl_send on the broker sl_multi_route picks;
+ * a message without a key whose broker cannot be reached (SL_ETIMEDOUT,
+ * SL_ECONNECT, SL_ESHUTDOWN) is tried on the next brokers in turn, and that
+ * broker is skipped for keyless messages for 5 s. *broker (may be NULL) is
+ * the index that confirmed it. Returns sl_send's codes. */
+int sl_multi_send(sl_multi *m, const sl_put *p, uint64_t *id, unsigned *broker);
+
 /* sl_subscribe makes c a consumer in pool (NULL: "default") of the given
  * levels (NULL or nlevels == 0: all levels), with a credit window of credit
  * deliveries (0 means 1). The broker never has more unacknowledged

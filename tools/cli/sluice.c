@@ -45,6 +45,7 @@
 #include "cli_send.h"
 #include "cli_sink.h"
 #include "cli_coord.h"
+#include "cli_multi.h"
 #include "cli_table.h"
 #include "cli_text.h"
 
@@ -206,6 +207,8 @@ static const char help_text[] =
 "\n"
 "Environment:\n"
 "  SLUICE_BROKER  the broker endpoint when -b is not given\n"
+"  Several brokers: -b tcp://a:7470,tcp://b:7470 (or SLUICE_BROKER alike);\n"
+"  `sluice stats` then shows one table, a row per broker and the totals.\n"
 "\n"
 "Exit status:\n"
 "  0  success\n"
@@ -293,6 +296,10 @@ static int stats_table(const sl_stats *st)
 static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
 {
     bool json = false;
+    if (cli_multi_is(g)) { /* -b a,b: a row per broker */
+        int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+        return st != CLI_CORE_GO_ON ? st : cli_multi_stats(g, cmd, json);
+    }
     int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
         return st;
