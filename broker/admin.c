@@ -274,10 +274,12 @@ static int cmd_sink_show(cmd_ctx *x)
     const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
     proto_set(r, breaker_trips, b->meter.breaker.trips);
-    if (b->coord) { /* a shared sink: its lease (an optional result) */
+    if (b->coord) { /* a shared sink: its lease (an optional result); the limit as Redis holds it */
         r->present |= PF(coord_rows);
         r->coord_rows.n = 1;
         coord_row(b->coord, b->mono_ns, &r->coord_rows.v[0]);
+        if (r->coord_rows.v[0].limit_milli)
+            r->rate_milli = r->coord_rows.v[0].limit_milli;
     }
     return SL_OK;
 }

@@ -114,7 +114,9 @@ static void sink_print(const sl_sink_info *s)
     cli_text_rate_format(s->rate_milli, "unlimited", rate, sizeof rate);
     cli_text_rate_format(s->effective_rate_milli, "unlimited", effective, sizeof effective);
     printf("rate       %s", rate);
-    if (s->effective_rate_milli != s->rate_milli)
+    if (s->coord.coordinated)
+        printf(" for every broker; this one now %s (reserved + granted, less after THROTTLED)", effective);
+    else if (s->effective_rate_milli != s->rate_milli)
         printf(" (now %s, after THROTTLED)", effective);
     putchar('\n');
     if (s->burst)
