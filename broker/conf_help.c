@@ -56,10 +56,11 @@ static void usage_line(FILE *f, const conf_setting *s)
         snprintf(ini, sizeof ini, "INI key %s%s%s", s->key, s->alias ? " or " : "", s->alias ? s->alias : "");
     const char *parts[] = {def, bounds, ini};
     size_t x = (size_t)snprintf(text, sizeof text, "%s", s->help);
-    for (int i = 0, any = 0; i < 3; i++)
+    int any = 0;
+    for (int i = 0; i < 3; i++)
         if (parts[i][0] && x < sizeof text)
             x += (size_t)snprintf(text + x, sizeof text - x, "%s%s", any++ ? "; " : " [", parts[i]);
-    if (x + 1 < sizeof text && strchr(text, '['))
+    if (x + 1 < sizeof text && any) /* (the help itself may hold brackets: redis://HOST[:PORT]) */
         strcat(text, "]");
     wrap(f, col, text);
 }

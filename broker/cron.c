@@ -92,7 +92,9 @@ static void sample(bk *b)
         uint64_t enq = b->q.lv[l].enqueued, disp = b->q.lv[l].dispatched;
         if (dt > 0) {
             b->arrival_per_s[l] = 0.3 * (double)(enq - b->sample_enqueued[l]) / dt + 0.7 * b->arrival_per_s[l];
-            b->dispatch_per_s[l] = 0.3 * (double)(disp - b->sample_dispatched[l]) / dt + 0.7 * b->dispatch_per_s[l];
+            /* deliveries returned uncharged (queue_untake) count down: never below 0 */
+            uint64_t sent = disp > b->sample_dispatched[l] ? disp - b->sample_dispatched[l] : 0;
+            b->dispatch_per_s[l] = 0.3 * (double)sent / dt + 0.7 * b->dispatch_per_s[l];
         }
         b->sample_enqueued[l] = enq;
         b->sample_dispatched[l] = disp;

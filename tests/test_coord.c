@@ -7,7 +7,8 @@
  * learning and a new epoch, two brokers share one limit set on either, a
  * limit below the reserved rates is refused, kill -9 of one broker hands its
  * slices to the other after its TTL, a wrong password and a script error
- * leave the broker on its reserved rate. Bounds are generous (TTL 900 ms).
+ * leave the broker on its reserved rate; when one broker goes idle the busy
+ * one gets 90 % of the slices within 2 TTLs. Bounds are generous (TTL 900 ms).
  */
 #include <hiredis.h>
 #include <setjmp.h>
@@ -100,6 +101,10 @@ static int script_error(const sl_sink_info *s)
 static int leased(const sl_sink_info *s)
 {
     return !strcmp(s->coord.state, "leased") && s->coord.reachable;
+}
+static int holds_90(const sl_sink_info *s)
+{
+    return s->coord.reachable && s->coord.slices_held >= 90;
 }
 static int limit_400(const sl_sink_info *s)
 {
@@ -217,6 +222,31 @@ static void two_brokers_share_one_limit_and_the_survivor_takes_the_slices(void *
     assert_int_equal(th_broker_destroy(&b), 0);
 }
 
+/* Uneven demand: a broker whose consumer left (returning its deliveries
+ * uncharged) stops asking, and the busy one gets 90 % within 2 TTLs. */
+static void the_busy_broker_gets_the_shared_rate_when_the_other_goes_idle(void **state)
+{
+    (void)state;
+    assert_int_equal(th_redis_start(&redis, dir, NULL), 0);
+    th_broker *a = broker(redis.url), *b = broker(redis.url);
+    sl_client *ca = th_client(a, 5000), *cb = th_client(b, 5000);
+    sl_sink_info s;
+    assert_int_equal(sl_sink_set(ca, 1000000, SL_UNCHANGED, SL_UNCHANGED), SL_OK);
+    sl_client *qa = busy(a);
+    assert_true(wait_sink(ca, holds_90, &s, 4000) >= 0);
+    sl_close(&qa); /* a goes idle: its five deliveries return uncharged */
+    sl_client *qb = busy(b);
+    long took = wait_sink(cb, holds_90, &s, 6 * TTL_MS);
+    fprintf(stderr, "# uneven demand: the busy broker held %llu slices %ld ms after the other went idle (TTL %d)\n",
+            (unsigned long long)s.coord.slices_held, took, TTL_MS);
+    assert_true(took >= 0 && took <= 2 * TTL_MS + 500);
+    sl_close(&qb);
+    sl_close(&ca);
+    sl_close(&cb);
+    assert_int_equal(th_broker_destroy(&a), 0);
+    assert_int_equal(th_broker_destroy(&b), 0);
+}
+
 static void a_wrong_password_and_a_script_error_leave_the_reserved_rate(void **state)
 {
     (void)state;
@@ -266,6 +296,7 @@ int main(void)
         T(a_busy_broker_leases_all_falls_to_reserved_when_redis_stops_and_recovers),
         T(two_brokers_share_one_limit_and_the_survivor_takes_the_slices),
         T(a_wrong_password_and_a_script_error_leave_the_reserved_rate),
+        T(the_busy_broker_gets_the_shared_rate_when_the_other_goes_idle),
     };
 #undef T
     th_seed();
