@@ -13,6 +13,10 @@
  * it ran the script, which is later, so this broker stops using a slice
  * before Redis hands it to anyone else, whatever the network delay.
  *
+ * Shutdown: coord_destroy returns the slices (one EVAL, waiting at most
+ * 200 ms, after the loop has ended), so a restart in place frees them at
+ * once; a broker that dies returns them when their TTL runs out.
+ *
  * Failure: a request unanswered for TTL/2, a refused connection or a closed
  * socket drop the connection; the grant is kept until its local validity
  * ends (the meter then falls to the reserved rate), and reconnection backs
@@ -48,6 +52,7 @@ static const char coord_lua[] =
 
 #define KINDS 8
 #define BACKOFF_MIN_NS (100 * NS_PER_MS)
+#define RELEASE_WAIT_MS 200
 
 enum kind { K_AUTH, K_SELECT, K_RENEW, K_LIMIT };
 
@@ -408,11 +413,36 @@ void coord_row(const coord *c, uint64_t now_ns, proto_row_coord *row)
     };
 }
 
+/* release returns this broker's slices at shutdown, waiting at most
+ * RELEASE_WAIT_MS for Redis (the loop has ended: nobody waits on it); if
+ * Redis does not answer, the slices come back when their TTL runs out. */
+static void release(coord *c)
+{
+    if (!c->rc || c->connecting || !c->reachable)
+        return;
+    const char *argv[] = {"EVAL", coord_lua, "1", c->key, "release", c->broker};
+    send_argv(c, K_LIMIT, 6, argv); /* its reply is read and dropped like a limit's */
+    for (int i = 0; i < RELEASE_WAIT_MS / 10 && c->nkinds; i++) {
+        struct pollfd p = {.fd = c->rc->fd, .events = POLLIN};
+        int done = 0;
+        if (redisBufferWrite(c->rc, &done) != REDIS_OK || poll(&p, 1, 10) < 0)
+            return;
+        if (p.revents && (redisBufferRead(c->rc) != REDIS_OK))
+            return;
+        void *reply = NULL;
+        while (c->nkinds && redisGetReplyFromReader(c->rc, &reply) == REDIS_OK && reply) {
+            memmove(c->kinds, c->kinds + 1, --c->nkinds);
+            freeReplyObject(reply);
+        }
+    }
+}
+
 void coord_destroy(coord **cp)
 {
     coord *c = cp ? *cp : NULL;
     if (!c)
         return;
+    release(c);
     disconnect(c);
     memset(c->password, 0, sizeof c->password);
     free(c);

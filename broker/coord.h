@@ -33,8 +33,9 @@ typedef struct coord_cfg {
  * SL_ENOMEM. */
 int coord_new(const coord_cfg *cfg, coord **out, char *err, size_t errlen);
 
-/* coord_destroy closes the connection (slices are returned by their TTL);
- * accepts NULL and NULLs *c. */
+/* coord_destroy returns this broker's slices to Redis (waiting at most
+ * 200 ms; otherwise their TTL returns them) and closes the connection;
+ * accepts NULL and NULLs *c. Call it after the loop has ended. */
 void coord_destroy(coord **c);
 
 /* coord_tick does what is due at now_ns without blocking: connect, send,

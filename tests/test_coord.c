@@ -8,7 +8,8 @@
  * limit below the reserved rates is refused, kill -9 of one broker hands its
  * slices to the other after its TTL, a wrong password and a script error
  * leave the broker on its reserved rate; when one broker goes idle the busy
- * one gets 90 % of the slices within 2 TTLs. Bounds are generous (TTL 900 ms).
+ * one gets 90 % of the slices within 2 TTLs; a broker stopped gracefully
+ * returns its slices at once. Bounds are generous (TTL 900 ms).
  */
 #include <hiredis.h>
 #include <setjmp.h>
@@ -247,6 +248,36 @@ static void the_busy_broker_gets_the_shared_rate_when_the_other_goes_idle(void *
     assert_int_equal(th_broker_destroy(&b), 0);
 }
 
+/* A broker stopped gracefully returns its slices at once, not after its TTL. */
+static void a_graceful_stop_returns_the_slices_at_once(void **state)
+{
+    (void)state;
+    assert_int_equal(th_redis_start(&redis, dir, NULL), 0);
+    th_broker *a = broker(redis.url), *b = broker(redis.url);
+    sl_client *ca = th_client(a, 5000), *cb = th_client(b, 5000);
+    sl_sink_info s;
+    assert_int_equal(sl_sink_set(ca, 1000000, SL_UNCHANGED, SL_UNCHANGED), SL_OK);
+    sl_client *qa = busy(a), *qb = busy(b);
+    assert_true(wait_sink(ca, leased, &s, 3000) >= 0);
+    for (int i = 0; i < 100 && !(s.coord.slices_held >= 40); i++) {
+        pause_ms(20);
+        assert_int_equal(sl_sink_show(ca, &s), SL_OK);
+    }
+    assert_true(s.coord.slices_held >= 40); /* a holds about half */
+    sl_close(&qa);
+    sl_close(&ca);
+    uint64_t t0 = th_now_ms();
+    assert_int_equal(th_broker_stop(a), 0);
+    long took = wait_sink(cb, holds_all, &s, 3 * TTL_MS);
+    took = took < 0 ? -1 : (long)(th_now_ms() - t0);
+    fprintf(stderr, "# graceful stop: the other held every slice %ld ms after SIGTERM (TTL %d)\n", took, TTL_MS);
+    assert_true(took >= 0 && took < 2 * TTL_MS / 3); /* its TTL would have taken >= 2/3 TTL */
+    sl_close(&qb);
+    sl_close(&cb);
+    th_broker_destroy(&a);
+    assert_int_equal(th_broker_destroy(&b), 0);
+}
+
 static void a_wrong_password_and_a_script_error_leave_the_reserved_rate(void **state)
 {
     (void)state;
@@ -297,6 +328,7 @@ int main(void)
         T(two_brokers_share_one_limit_and_the_survivor_takes_the_slices),
         T(a_wrong_password_and_a_script_error_leave_the_reserved_rate),
         T(the_busy_broker_gets_the_shared_rate_when_the_other_goes_idle),
+        T(a_graceful_stop_returns_the_slices_at_once),
     };
 #undef T
     th_seed();
