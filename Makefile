@@ -16,7 +16,7 @@ MANDIR   ?= $(PREFIX)/share/man
 UNITDIR  ?= $(PREFIX)/lib/systemd/system
 CC       ?= cc
 CFLAGS   ?= -O2 -g
-PKGS     := libzmq lmdb msgpack inih
+PKGS     := libzmq lmdb msgpack inih hiredis
 TEST_PKGS := cmocka
 
 # Warnings are forced: they cannot be dropped from the command line by accident.
@@ -55,6 +55,12 @@ INC_tools/sink   := -Itools/sink -Itools/common -I$(BUILD)/include
 INC_tests        := -Itests -Iproto -Iclient -Ibroker -Itools/common -Itools/sink
 INC_tests/fuzz   := -Iproto
 inc = $(INC_$(patsubst %/,%,$(dir $(1))))
+# coord.c embeds the lease script, kept readable in broker/coord.lua, as a C string.
+$(BUILD)/broker/coord.o: EXTRA_INC := -I$(BUILD)/gen
+$(BUILD)/broker/coord.o: $(BUILD)/gen/coord.lua.inc
+$(BUILD)/gen/coord.lua.inc: broker/coord.lua
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 # The pick benchmark measures the broker's pure pick rule (broker/disp.c) in place.
 $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker
 
@@ -87,6 +93,7 @@ DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
 DEB_inih   := libinih-dev
+DEB_hiredis := libhiredis-dev
 DEB_cmocka := libcmocka-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
 DEB_libcurl := libcurl4-openssl-dev
@@ -97,10 +104,12 @@ deps:
 	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
 	    msgpack) missing="$$missing $(DEB_msgpack)";; inih) missing="$$missing $(DEB_inih)";; \
+	    hiredis) missing="$$missing $(DEB_hiredis)";; \
 	    cmocka) missing="$$missing $(DEB_cmocka)";; \
 	    libmicrohttpd) missing="$$missing $(DEB_libmicrohttpd)";; \
 	    libcurl) missing="$$missing $(DEB_libcurl)";; esac; \
@@ -183,6 +192,8 @@ $(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,te
 
 # test_slowdisk preloads the slow-disk shim into the broker (order-only: not linked in).
 $(BUILD)/tests/test_slowdisk: | $(BUILD)/slowdisk.so
+# The shared-sink tests also link their own redis-server's helper.
+$(BUILD)/tests/test_share $(BUILD)/tests/test_coord: $(call obj,tests/th_redis.c)
 
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/test_history: $(call obj,tests/history.c)
@@ -314,7 +325,7 @@ fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 # The pure modules: no clock, no I/O, no logging; time is a parameter.
-PURE := rl disp tmr meter breaker pool grow hist
+PURE := rl disp tmr meter breaker pool grow hist share
 
 # Layering: each library belongs to one module (see README.md, "Code map"). The include
 # paths above already make a wrong project include fail to compile; these greps keep the
@@ -325,6 +336,7 @@ layering: circles
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop|zap)\.')"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"](hiredis/)?hiredis\.h' broker/*.[ch] client proto tools | grep -v 'broker/coord\.c')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]microhttpd\.h' broker/*.[ch] proto/*.[ch] client/*.[ch] | grep -v 'broker/metrics\.')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio|log)\.h|clock_gettime|time\(' $(PURE:%=broker/%.[ch]) 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "dead.h"
+#include "coord.h"
 #include "deliver.h"
 #include "explain.h"
 #include "log.h"
@@ -238,6 +239,11 @@ static int cmd_sink_set(cmd_ctx *x)
     const proto_msg *m = x->req;
     if ((m->present & PF(burst)) && m->burst > 1000000)
         return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+    if ((m->present & PF(rate_milli)) && x->b->coord) { /* shared: for every broker, through Redis */
+        int rc = coord_set_limit(x->b->coord, m->rate_milli, x->text, x->text_len);
+        if (rc != SL_OK)
+            return rc;
+    }
     if (m->present & PF(rate_milli))
         s->rate_milli = m->rate_milli;
     if (m->present & PF(burst))
@@ -269,6 +275,13 @@ static int cmd_sink_show(cmd_ctx *x)
     const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
     proto_set(r, breaker_trips, b->meter.breaker.trips);
+    if (b->coord) { /* a shared sink: its lease (an optional result); the limit as Redis holds it */
+        r->present |= PF(coord_rows);
+        r->coord_rows.n = 1;
+        coord_row(b->coord, b->mono_ns, &r->coord_rows.v[0]);
+        if (r->coord_rows.v[0].limit_milli)
+            r->rate_milli = r->coord_rows.v[0].limit_milli;
+    }
     return SL_OK;
 }
 

@@ -2,7 +2,7 @@
  * bk.c - the broker object: what it owns and the order it opens and closes.
  *
  * Owns: the configuration, the data-directory lock, and the modules (store,
- * queue, conns, leases, pools, dispatch state, meter, net, the /metrics
+ * queue, conns, leases, pools, dispatch state, meter, coord, net, the /metrics
  * endpoint, the service manager's socket). bk_open takes the lock, opens the
  * store, rebuilds the queue view, loads the persisted settings, sets up the
  * meter and binds, then starts the metrics thread and reads $NOTIFY_SOCKET
@@ -29,10 +29,10 @@
  *
  *   1  main             5  explain, cron, auth                9  conn, store
  *   2  loop             6  admit, deliver, settle, settings, 10 rec, rl, breaker, tmr,
- *   3  handle, reload      metrics                               hist
+ *   3  handle, reload      metrics                               hist, share
  *   4  admin, stats     7  member                            11 crc32c, grow
  *                       8  queue, meter, lease, net, pool,   12 log, units, proto
- *                          disp, conf, notify, zap
+ *                          disp, conf, notify, zap, coord
  *
  * (store.c and its sibling files share store_int.h, the module's private
  * header.)
@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "coord.h"
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
@@ -59,6 +60,50 @@
 #include "settings.h"
 #include "store.h"
 #include "units.h"
+
+/* open_coord sets up the capacity leases when --coord is given: the sink
+ * runs on the reserved rate until Redis grants slices. The password comes
+ * from --coord-password-file or SLUICE_COORD_PASSWORD, the ACL user from
+ * --coord-user or SLUICE_COORD_USER. */
+static int open_coord(bk *b)
+{
+    const conf *cfg = &b->cfg;
+    char password[512] = "", host[256] = "", name[1400], err[512];
+    const char *env = getenv("SLUICE_COORD_PASSWORD"), *user = cfg->coord_user[0] ? cfg->coord_user : getenv("SLUICE_COORD_USER");
+    if (!cfg->coord_url[0])
+        return SL_OK;
+    if (cfg->coord_password_file[0]) {
+        FILE *f = fopen(cfg->coord_password_file, "r");
+        if (!f || !fgets(password, sizeof password, f)) {
+            log_error("bk", "cannot read the Redis password from %s: %s", cfg->coord_password_file,
+                      f ? "empty file" : strerror(errno));
+            if (f)
+                fclose(f);
+            return SL_EINVAL;
+        }
+        fclose(f);
+        password[strcspn(password, "\r\n")] = '\0';
+    } else if (env) {
+        snprintf(password, sizeof password, "%s", env);
+    }
+    gethostname(host, sizeof host - 1);
+    snprintf(name, sizeof name, "%s %s", host, cfg->listen);
+    coord_cfg cc = {.url = cfg->coord_url, .sink = cfg->coord_name, .broker = name, .user = user,
+                    .password = password[0] ? password : NULL, .reserved_milli = cfg->reserved_rate * 1000,
+                    .limit_milli = b->meter.sink.rate_milli, .ttl_ms = cfg->coord_ttl_ms, .slices = cfg->coord_slices};
+    int rc = coord_new(&cc, &b->coord, err, sizeof err);
+    memset(password, 0, sizeof password);
+    if (rc != SL_OK) {
+        log_error("bk", "%s", err);
+        return rc;
+    }
+    b->meter.sink.coordinated = 1;
+    b->meter.sink.reserved_milli = cc.reserved_milli;
+    b->coord_wake_ns = b->mono_ns;
+    log_info("bk", "sink %s shared through %s: reserved %llu/s until Redis grants slices", cfg->coord_name,
+             cfg->coord_url, (unsigned long long)cfg->reserved_rate);
+    return SL_OK;
+}
 
 /* lock_dir creates dir if needed and locks it; *fd is the lock's. */
 static int lock_dir(const char *dir, int *fd_out)
@@ -116,6 +161,8 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     meter_init(&b->meter, cfg->levels, cfg->breaker_threshold_pct, cfg->breaker_window,
                cfg->breaker_cooldown_ms * NS_PER_MS);
     rc = settings_load(b);
+    if (rc == SL_OK)
+        rc = open_coord(b);
     if (rc != SL_OK)
         goto pools_fini;
     meter_sink_apply(&b->meter, mono_ns);
@@ -158,6 +205,7 @@ auth_fini:
 net_close:
     net_close(&b->net);
 pools_fini:
+    coord_destroy(&b->coord);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
 conns_fini:
@@ -181,6 +229,7 @@ void bk_close(bk **bp)
     metrics_close(&b->metrics);
     net_close(&b->net);
     auth_close(b);
+    coord_destroy(&b->coord);
     pool_table_fini(&b->pools);
     lease_table_fini(&b->leases);
     conn_table_fini(&b->conns);

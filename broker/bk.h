@@ -29,6 +29,7 @@
 struct store;
 struct net;
 struct auth_table;
+struct coord;
 
 typedef struct bk {
     conf cfg;
@@ -41,6 +42,8 @@ typedef struct bk {
     disp_state disp;
     meter meter;                  /* the sink's and the levels' limits, the breaker */
     uint64_t meter_wake_ns;       /* when dispatch held back by the meter may go on */
+    struct coord *coord;          /* capacity leases in Redis; NULL: the sink is this broker's alone */
+    uint64_t coord_wake_ns;       /* when coord next has work */
     double dispatch_per_s[PROTO_MAX_LEVELS];  /* smoothed, for the ETA without limits */
     uint64_t sample_dispatched[PROTO_MAX_LEVELS];
     uint64_t picks[PROTO_MAX_LEVELS][DISP_REASON_COUNT_];

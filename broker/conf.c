@@ -71,6 +71,13 @@
     X(breaker_threshold_pct, NULL, "breaker-threshold", 0, "sink", NUM, breaker_threshold_pct, "50", 0, 100, "PCT", "open the circuit breaker when more than PCT% of the last deliveries failed (NACK or expired lease); 0 = off") \
     X(breaker_window, NULL, "breaker-window", 0, "sink", NUM, breaker_window, "20", 2, 1024, "N", "deliveries the breaker looks back over") \
     X(breaker_cooldown_ms, NULL, "breaker-cooldown-ms", 0, "sink", NUM, breaker_cooldown_ms, "5000", 1, 3600000, "MS", "how long an open breaker waits before one probe") \
+    X(coord, NULL, "coord", 0, "coord", STR, coord_url, NULL, 0, 0, "URL", "Redis holding the sink's capacity leases, shared with other brokers: redis://HOST:PORT[/DB] or unix:///PATH[?db=N]; unset = this broker alone meters the sink") \
+    X(coord_name, NULL, "coord-name", 0, "coord", STR, coord_name, "sink", 0, 0, "SINK", "the shared sink's name: brokers naming the same one share its rate") \
+    X(reserved_rate, NULL, "reserved-rate", 0, "coord", NUM, reserved_rate, "0", 0, 100000000, "RATE", "units per second this broker may always send to the shared sink, Redis or not") \
+    X(coord_ttl_ms, NULL, "coord-ttl-ms", 0, "coord", NUM, coord_ttl_ms, "3000", 300, 600000, "MS", "lifetime of a capacity lease; renewed every third of it") \
+    X(coord_slices, NULL, "coord-slices", 0, "coord", NUM, coord_slices, "100", 1, 10000, "N", "slices the shared rate is cut into (the same on every broker)") \
+    X(coord_user, NULL, "coord-user", 0, "coord", STR, coord_user, NULL, 0, 0, "USER", "Redis ACL user (or SLUICE_COORD_USER)") \
+    X(coord_password_file, NULL, "coord-password-file", 0, "coord", STR, coord_password_file, NULL, 0, 0, "FILE", "file holding the Redis password (or SLUICE_COORD_PASSWORD); never on the command line") \
     X(rule, NULL, "tag-rule", 0, "tag_rules", RULE, tag_rules, NULL, 0, 0, "GLOB=LEVEL", "a publish that names no level and whose tag matches GLOB (fnmatch) goes to LEVEL; repeatable, the first match wins; in the INI file: rule = GLOB LEVEL") \
     X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above; the command line wins over it") \
     X(ready_fd, NULL, "ready-fd", 0, NULL, NUM, ready_fd, NULL, 0, INT_MAX, "FD", "write \"READY\\n\" to FD once serving, then close it (for supervisors and tests)") \
@@ -82,6 +89,7 @@
 const conf_section conf_sections[] = {{"broker", "The broker and its store"}, {"levels", "Priority levels"},
                 {"leases", "Deliveries and leases"},
                 {"sink", "Protecting the sink: throttling and the circuit breaker"},
+                {"coord", "Several brokers sharing one sink (capacity leases in Redis)"},
                 {"tag_rules", "Tag rules"}, {NULL, "Command line only"}};
 const size_t conf_nsections = sizeof conf_sections / sizeof conf_sections[0];
 
@@ -361,7 +369,7 @@ static int ini_cb(void *user, const char *section, const char *key, const char *
         snprintf(st->p.err, st->p.errlen, "'%s' comes before any [section]", key);
     else if (!known)
         snprintf(st->p.err, st->p.errlen, "unknown section [%s]; sections are [broker], [levels], "
-                 "[leases], [sink] and [tag_rules]", section);
+                 "[leases], [sink], [coord] and [tag_rules]", section);
     else if (!s)
         snprintf(st->p.err, st->p.errlen, "unknown key '%s' in [%s]; see sluiced --help", key, section);
     st->failed = !s || set(&st->p, s, key, value) != SL_OK;

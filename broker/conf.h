@@ -53,6 +53,13 @@ typedef struct conf {
     uint64_t dead_max_messages;                           /* dead letters kept in all; 0 = no limit */
     uint64_t dead_max_age_s;                              /* dead letters kept this long; 0 = for ever */
     char metrics[64];                                     /* ADDR:PORT of /metrics; "" = none */
+    char coord_url[1024];                                 /* "" = not coordinated */
+    char coord_name[PROTO_MAX_NAME + 1];
+    uint64_t reserved_rate;                               /* units per second */
+    uint32_t coord_ttl_ms;
+    uint32_t coord_slices;
+    char coord_user[128];
+    char coord_password_file[4096];
     conf_tag_rule tag_rules[CONF_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */

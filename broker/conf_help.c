@@ -61,10 +61,11 @@ static void describe(const conf_setting *s, char *text, size_t size)
         snprintf(ini, sizeof ini, "INI key %s%s%s", s->key, s->alias ? " or " : "", s->alias ? s->alias : "");
     const char *parts[] = {def, bounds, ini};
     size_t x = (size_t)snprintf(text, size, "%s", s->help);
-    for (int i = 0, any = 0; i < 3; i++)
+    int any = 0;
+    for (int i = 0; i < 3; i++)
         if (parts[i][0] && x < size)
             x += (size_t)snprintf(text + x, size - x, "%s%s", any++ ? "; " : " [", parts[i]);
-    if (x + 1 < size && strchr(text, '['))
+    if (x + 1 < size && any) /* (the help itself may hold brackets: redis://HOST[:PORT]) */
         strcat(text, "]");
 }
 

@@ -10,6 +10,9 @@
  *                    increase (meter_tick)
  *   every pass       past --dead-max-messages, drop up to 1,000 dead
  *                    letters, oldest first (dead.c)
+ *                    increase (meter_tick); with a shared sink, coord's I/O
+ *                    and the granted rate handed to the meter (TTL/3: a
+ *                    renewal asking for the slices this broker could use)
  *   every second     forget up to 1,000 idempotency keys whose window ended;
  *                    bury up to 1,000 messages whose time to live ran out;
  *                    look at up to 10,000 dead letters for --dead-max-age
@@ -27,8 +30,9 @@
  *
  * cron_next_wake is the earliest of: the next heartbeat, the watchdog ping, the meter's
  * (dispatch held back by a bucket, a pause, a breaker; the additive
- * increase), the ack flush, the first lease deadline and the first delayed
- * message; at once while retention is over --dead-max-messages. The sweeps
+ * increase), coord's (a renewal, a grant's expiry, a reply), the ack flush,
+ * the first lease deadline and the first delayed message; at once while
+ * retention is over --dead-max-messages. The sweeps
  * ride on those wakes (they are not worth a wake of
  * their own).
  *
@@ -40,6 +44,7 @@
 #include <sys/statvfs.h>
 
 #include "dead.h"
+#include "coord.h"
 #include "lease.h"
 #include "log.h"
 #include "member.h"
@@ -100,7 +105,9 @@ static void sample(bk *b)
         uint64_t enq = b->q.lv[l].enqueued, disp = b->q.lv[l].dispatched;
         if (dt > 0) {
             b->arrival_per_s[l] = 0.3 * (double)(enq - b->sample_enqueued[l]) / dt + 0.7 * b->arrival_per_s[l];
-            b->dispatch_per_s[l] = 0.3 * (double)(disp - b->sample_dispatched[l]) / dt + 0.7 * b->dispatch_per_s[l];
+            /* deliveries returned uncharged (queue_untake) count down: never below 0 */
+            uint64_t sent = disp > b->sample_dispatched[l] ? disp - b->sample_dispatched[l] : 0;
+            b->dispatch_per_s[l] = 0.3 * (double)sent / dt + 0.7 * b->dispatch_per_s[l];
         }
         b->sample_enqueued[l] = enq;
         b->sample_dispatched[l] = disp;
@@ -148,8 +155,36 @@ static void notify_status(bk *b)
     b->notify.next_status_ns = b->mono_ns + 5 * NS_PER_S;
 }
 
+/* coord_want returns the slices this broker asks for: all of them while it
+ * has consumers and a backlog, else what its recent dispatch rate needs
+ * beyond the reserved rate, with a quarter to spare. */
+static uint32_t coord_want(const bk *b)
+{
+    uint32_t all = coord_slices(b->coord);
+    uint64_t slice = coord_slice_milli(b->coord);
+    double rate = 0;
+    int backlog = 0;
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        backlog |= queue_ready(&b->q, l) > 0;
+        rate += b->dispatch_per_s[l];
+    }
+    if ((backlog && member_consumers(b) > 0) || !slice)
+        return backlog ? all : 0;
+    double extra = rate * 1250.0 - (double)b->meter.sink.reserved_milli; /* milli, +25 % */
+    if (extra <= 0)
+        return 0;
+    double n = extra / (double)slice + 1;
+    return n >= all ? all : (uint32_t)n;
+}
+
 void cron_tick(bk *b)
 {
+    if (b->coord) {
+        b->coord_wake_ns = coord_tick(b->coord, b->mono_ns, coord_want(b));
+        if (meter_sink_lease(&b->meter, coord_granted_milli(b->coord, b->mono_ns), b->mono_ns))
+            log_debug("cron", "shared sink: now %llu.%03llu/s", (unsigned long long)b->meter.sink.effective_rate_milli / 1000,
+                      (unsigned long long)b->meter.sink.effective_rate_milli % 1000);
+    }
     settle_expire_leases(b, 10000);
     queue_release_due(&b->q, b->wall_ns, 10000);
     int sweep = b->mono_ns >= b->next_sweep_ns;
@@ -209,6 +244,8 @@ uint64_t cron_next_wake(bk *b)
     uint64_t meter_ns = meter_next_ns(&b->meter); /* the next additive step */
     if (b->meter_wake_ns < wake)
         wake = b->meter_wake_ns;
+    if (b->coord && b->coord_wake_ns < wake)
+        wake = b->coord_wake_ns;
     if (meter_ns < wake)
         wake = meter_ns;
     if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "coord.h"
 #include "cron.h"
 #include "deliver.h"
 #include "handle.h"
@@ -89,10 +90,11 @@ static uint64_t wait_ns(bk *b)
  * ZMQ_FD, to the nanosecond. ZMQ_FD only signals that the socket's state may
  * have changed: ZMQ_EVENTS is read first, and the caller drains the socket
  * until it would block, which re-arms the signal. With an admin endpoint
- * there are two sockets, and the wait is on both. */
-static int wait_input(net *n, uint64_t timeout_ns)
+ * there are two sockets, and the wait is on both. Redis's socket (coord.c)
+ * joins the same wait while a request is out; cron_tick does its I/O. */
+static int wait_input(net *n, struct coord *co, uint64_t timeout_ns)
 {
-    struct pollfd pfd[NET_SOCKETS];
+    struct pollfd pfd[NET_SOCKETS + 1];
     nfds_t nfds = 0;
     for (int i = 0; i < NET_SOCKETS; i++) {
         void *sock = net_socket(n, (net_sock)i);
@@ -113,6 +115,10 @@ static int wait_input(net *n, uint64_t timeout_ns)
     }
     if (timeout_ns == 0)
         return 0;
+    short co_events = 0;
+    int co_fd = co ? coord_pollfd(co, &co_events) : -1; /* Redis, when coord waits on it */
+    if (co_fd >= 0)
+        pfd[nfds++] = (struct pollfd){.fd = co_fd, .events = co_events};
     struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
     if (ppoll(pfd, nfds, &ts, NULL) < 0 && errno != EINTR) {
         log_error("loop", "poll failed: %s", strerror(errno));
@@ -160,7 +166,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (!*stop) {
         set_clock(b);
-        if (wait_input(b->net, wait_ns(b)) != 0)
+        if (wait_input(b->net, b->coord, wait_ns(b)) != 0)
             return SL_EIO;
         set_clock(b);
         for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)

@@ -20,12 +20,17 @@
  * caller logs what the return values say (a cut, a breaker transition seen
  * as breaker.transitions changing).
  *
+ * A sink shared by several brokers (coordinated) runs at a base of its
+ * reserved rate plus the rate of the slices it leases (coord.c sets it
+ * through meter_sink_lease); everywhere else the base is the configured
+ * rate. AIMD works below the base. A coordinated base of 0 holds everything
+ * (0 is otherwise "unlimited").
+ *
  * Room to grow: a tag's bucket is one more rl_bucket checked in meter_admit
  * and charged in meter_charge, as the level ceiling is; a limit with several
  * GCRA windows makes `ceiling` and `bucket` small arrays checked together; a
- * consuming process's pacing share and a sink rate of a reserved part plus
- * leased slices both only change what meter_sink_apply computes as the
- * effective rate before it is handed to rl_set.
+ * consuming process's pacing share only changes what meter_sink_apply
+ * computes as the effective rate before it is handed to rl_set.
  *
  * Costs: O(1) per question, charge, settlement and tick.
  */
@@ -45,11 +50,35 @@ void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint
     breaker_init(&m->breaker, breaker_threshold_pct, breaker_window, breaker_cooldown_ns);
 }
 
+/* base returns the rate the sink may use: the configured one, or reserved +
+ * granted when coordinated. */
+static uint64_t base(const meter_sink *s)
+{
+    return s->coordinated ? s->reserved_milli + s->granted_milli : s->rate_milli;
+}
+
 void meter_sink_apply(meter *m, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;
-    s->effective_rate_milli = s->rate_milli;
-    rl_set(&s->bucket, s->rate_milli, s->burst, now_ns);
+    s->effective_rate_milli = base(s);
+    rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
+}
+
+int meter_sink_lease(meter *m, uint64_t granted_milli, uint64_t now_ns)
+{
+    meter_sink *s = &m->sink;
+    if (!s->coordinated || granted_milli == s->granted_milli)
+        return 0;
+    uint64_t old = base(s);
+    s->granted_milli = granted_milli;
+    uint64_t now_base = base(s);
+    if (now_base < s->effective_rate_milli || s->effective_rate_milli >= old) {
+        s->effective_rate_milli = now_base;
+        rl_set(&s->bucket, now_base, s->burst, now_ns);
+        if (now_base < old)
+            rl_pause_until(&s->bucket, now_ns); /* no stored burst survives a shrink */
+    }
+    return 1;
 }
 
 void meter_level_apply(meter *m, unsigned level, uint64_t now_ns)
@@ -100,6 +129,8 @@ meter_verdict meter_admit(meter *m, unsigned level, uint64_t cost, uint64_t now_
     }
     if (s->max_inflight && s->inflight >= s->max_inflight)
         return METER_HOLD_SINK; /* a settlement will change it */
+    if (s->coordinated && !base(s))
+        return METER_HOLD_SINK; /* a grant will change it */
     if (!rl_allows(&s->bucket, cost, now_ns)) {
         *retry_ns = rl_next_ns(&s->bucket, cost, now_ns);
         return METER_HOLD_SINK;
@@ -136,7 +167,7 @@ int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
         s->paused_until_ns = until;
     /* multiplicative decrease, once per epoch; before the pause is written
      * into the bucket, since a rate change rescales what it owes */
-    if (s->rate_milli && now_ns >= s->last_cut_ns + METER_CUT_EVERY_NS) {
+    if (base(s) && now_ns >= s->last_cut_ns + METER_CUT_EVERY_NS) {
         uint64_t lower = s->effective_rate_milli * 7 / 10;
         s->effective_rate_milli = lower < 1000 ? 1000 : lower;
         s->last_cut_ns = now_ns;
@@ -150,7 +181,7 @@ int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
 /* raise_due returns when the next additive step is due, or METER_NEVER. */
 static uint64_t raise_due(const meter_sink *s)
 {
-    if (!s->rate_milli || s->effective_rate_milli >= s->rate_milli)
+    if (!base(s) || s->effective_rate_milli >= base(s))
         return METER_NEVER;
     uint64_t a = s->last_cut_ns + METER_CUT_EVERY_NS, b = s->last_raise_ns + METER_RAISE_EVERY_NS;
     return a > b ? a : b;
@@ -160,9 +191,8 @@ uint64_t meter_tick(meter *m, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;
     if (raise_due(s) <= now_ns) {
-        uint64_t step = s->rate_milli / 500 ? s->rate_milli / 500 : 1;
-        s->effective_rate_milli =
-            s->effective_rate_milli + step > s->rate_milli ? s->rate_milli : s->effective_rate_milli + step;
+        uint64_t top = base(s), step = top / 500 ? top / 500 : 1;
+        s->effective_rate_milli = s->effective_rate_milli + step > top ? top : s->effective_rate_milli + step;
         s->last_raise_ns = now_ns;
         rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
     }

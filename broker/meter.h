@@ -43,6 +43,9 @@ typedef struct meter_sink {
     rl_bucket bucket;              /* effective_rate_milli, burst */
     uint64_t paused_until_ns;      /* no delivery before (THROTTLED) */
     uint64_t last_cut_ns, last_raise_ns;
+    int coordinated;               /* shared with other brokers: the rate is reserved + granted */
+    uint64_t reserved_milli;       /* coordinated: the rate this broker may always use */
+    uint64_t granted_milli;        /* coordinated: the rate its leased slices add (coord.c) */
 } meter_sink;
 
 typedef struct meter {
@@ -75,6 +78,13 @@ void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint
  * (after a change): the effective rate goes back to the configured one, and
  * debt already owed carries over, so a change never lets a burst through. */
 void meter_sink_apply(meter *m, uint64_t now_ns);
+
+/* meter_sink_lease sets a coordinated sink's granted rate at now_ns: the
+ * sink then runs at reserved + granted (0 there holds every delivery). A
+ * shrink applies at once and keeps no stored burst; a grow applies at once
+ * unless the rate is still cut after THROTTLED (then the additive increase
+ * climbs to it). Returns 1 when the rate changed. */
+int meter_sink_lease(meter *m, uint64_t granted_milli, uint64_t now_ns);
 
 /* meter_level_apply makes level's buckets follow its settings at now_ns,
  * without a burst. */

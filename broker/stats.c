@@ -3,8 +3,9 @@
  * from proto's PROTO_COLS_level_stat), and for the whole broker the sink's
  * breaker, uptime, consumers and the bad-input counters (rx_bad: messages
  * refused as malformed or unexpected; tx_failed: replies and deliveries
- * that could not be sent) and, when auth is on, the refusals (auth_refused:
- * commands refused SL_EPERM; handshakes_refused: by the ZAP handler).
+ * that could not be sent), when auth is on, the refusals (auth_refused:
+ * commands refused SL_EPERM; handshakes_refused: by the ZAP handler), and
+ * with a shared sink, one coord row (its lease).
  *
  * stats_fill reads the broker's in-memory view only (two B-tree reads per
  * level for the oldest message's age); it changes nothing. O(levels).
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "bk.h"
+#include "coord.h"
 #include "deliver.h"
 #include "member.h"
 #include "net.h"
@@ -64,5 +66,10 @@ void stats_fill(bk *b, proto_msg *r)
     if (b->auth) { /* commands refused by their role, handshakes by their key */
         proto_set(r, auth_refused, b->auth_refused);
         proto_set(r, handshakes_refused, net_zap(b->net) ? zap_refused(net_zap(b->net)) : 0);
+    }
+    if (b->coord) { /* a shared sink: its lease */
+        r->present |= PF(coord_rows);
+        r->coord_rows.n = 1;
+        coord_row(b->coord, b->mono_ns, &r->coord_rows.v[0]);
     }
 }

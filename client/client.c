@@ -80,3 +80,24 @@ void client_str_copy(char *dst, size_t size, proto_buf s)
         memcpy(dst, s.ptr, len);
     dst[len] = '\0';
 }
+
+void client_coord_copy(sl_coord_info *out, const proto_msg *r)
+{
+    memset(out, 0, sizeof *out);
+    if (!(r->present & PF(coord_rows)) || r->coord_rows.n == 0)
+        return;
+    const proto_row_coord *row = &r->coord_rows.v[0];
+    out->coordinated = 1;
+    client_str_copy(out->state, sizeof out->state, row->state);
+    out->reachable = row->reachable != 0;
+    out->slices_held = row->slices_held;
+    out->slices = row->slices;
+    out->reserved_milli = row->reserved_milli;
+    out->granted_milli = row->granted_milli;
+    out->lease_left_ms = row->lease_left_ms;
+    out->epoch = row->epoch;
+    out->limit_milli = row->limit_milli;
+    out->sum_reserved_milli = row->sum_reserved_milli;
+    out->brokers = row->brokers;
+    out->ops = row->ops;
+}

@@ -121,5 +121,7 @@ void admin_init(proto_msg *m, proto_cmd cmd);
  * ADMIN_OK (in c->reply), which must carry the command's results. Returns
  * SL_OK or the error, recorded on c (admin.c). */
 int admin_call(sl_client *c, proto_msg *m);
+/* client_coord_copy fills out from a reply's coord row (zero when none). */
+void client_coord_copy(sl_coord_info *out, const proto_msg *r);
 
 #endif /* SLUICE_CLIENT_H */

@@ -545,6 +545,7 @@ int sl_stats_get(sl_client *c, sl_stats *out)
     out->tx_failed = r->tx_failed;
     out->auth_refused = r->auth_refused;
     out->handshakes_refused = r->handshakes_refused;
+    client_coord_copy(&out->coord, r);
     for (unsigned i = 0; i < out->nlevels; i++) {
         const proto_row_level_stat *row = &rows->v[i];
         sl_level_stats *s = &out->level[i];

@@ -189,6 +189,50 @@ size_t sl_send_pending(const sl_client *c);
 
 /* ---- consuming ---- */
 
+/* ---- several brokers ----
+ *
+ * A multi-client holds one sl_client per broker of a comma-separated list
+ * ("tcp://a:7470,tcp://b:7470", as -b and SLUICE_BROKER take it). Producers
+ * route each message by a consistent hash of its idempotency key, else of
+ * its tag, else spread evenly (round robin); a broker that is down is skipped
+ * for messages with no key (a keyed message must reach its broker, or its
+ * duplicate check would not see it). The hash is rendezvous hashing: adding
+ * or removing one broker moves only the keys that hash to it. Consumers
+ * subscribe on every broker's client (sl_multi_at) and settle each delivery
+ * on the client it came from. The same threading rules as sl_client hold.
+ */
+#define SL_MAX_BROKERS 32
+typedef struct sl_multi sl_multi;
+
+/* sl_multi_connect connects to every endpoint of the comma-separated list
+ * (at most SL_MAX_BROKERS; NULL means SL_DEFAULT_ENDPOINT). Returns SL_OK and
+ * sets *out, SL_EINVAL (an empty or bad endpoint, too many), SL_ENOMEM. */
+int sl_multi_connect(const char *endpoints, const sl_options *opts, sl_multi **out);
+
+/* sl_multi_close closes every client and sets *m to NULL; accepts NULL. */
+void sl_multi_close(sl_multi **m);
+
+/* sl_multi_count returns the number of brokers. */
+unsigned sl_multi_count(const sl_multi *m);
+
+/* sl_multi_at returns broker i's client (i < count), owned by m. */
+sl_client *sl_multi_at(sl_multi *m, unsigned i);
+
+/* sl_multi_endpoint returns broker i's endpoint, owned by m. */
+const char *sl_multi_endpoint(const sl_multi *m, unsigned i);
+
+/* sl_multi_route returns the broker a message with key (or, without one,
+ * tag; both may be NULL) goes to: the highest rendezvous hash, or, with
+ * neither, the next broker in turn. */
+unsigned sl_multi_route(sl_multi *m, const char *key, const char *tag);
+
+/* sl_multi_send publishes m like sl_send on the broker sl_multi_route picks;
+ * a message without a key whose broker cannot be reached (SL_ETIMEDOUT,
+ * SL_ECONNECT, SL_ESHUTDOWN) is tried on the next brokers in turn, and that
+ * broker is skipped for keyless messages for 5 s. *broker (may be NULL) is
+ * the index that confirmed it. Returns sl_send's codes. */
+int sl_multi_send(sl_multi *m, const sl_put *p, uint64_t *id, unsigned *broker);
+
 /* sl_subscribe makes c a consumer in pool (NULL: "default") of the given
  * levels (NULL or nlevels == 0: all levels), with a credit window of credit
  * deliveries (0 means 1). The broker never has more unacknowledged
@@ -308,6 +352,26 @@ typedef struct sl_level_stats {
     uint64_t dead_requeued, dead_purged, dead_dropped;
 } sl_level_stats;
 
+/* A broker sharing its sink with others through Redis (sluiced --coord):
+ * its capacity lease. coordinated is 0 (and the rest zero) otherwise. Rates
+ * are units/s x 1000. */
+typedef struct sl_coord_info {
+    int coordinated;
+    char state[24];              /* leased, learning (Redis lost its keys: a
+                                    new epoch), connecting, unreachable, auth
+                                    failed, script error */
+    int reachable;               /* Redis answered the last request */
+    uint64_t slices_held, slices;/* held now, of the sink's slices in all */
+    uint64_t reserved_milli;     /* this broker's reserved rate */
+    uint64_t granted_milli;      /* what its slices add now */
+    uint64_t lease_left_ms;      /* until the grant expires here; 0: none */
+    uint64_t epoch;              /* Redis's epoch (server ms when its keys were made) */
+    uint64_t limit_milli;        /* the sink's limit, for every broker */
+    uint64_t sum_reserved_milli; /* every broker's reserved rate; holds when <= limit */
+    uint64_t brokers;            /* live brokers sharing the sink */
+    uint64_t ops;                /* Redis commands sent */
+} sl_coord_info;
+
 typedef struct sl_stats {
     unsigned nlevels;
     sl_level_stats level[SL_MAX_LEVELS];
@@ -319,6 +383,7 @@ typedef struct sl_stats {
     uint64_t tx_failed;  /* replies and deliveries the broker could not send */
     uint64_t auth_refused;       /* commands refused with SL_EPERM (auth on; else 0) */
     uint64_t handshakes_refused; /* CURVE handshakes refused: unknown keys (auth on) */
+    sl_coord_info coord; /* a shared sink's lease */
 } sl_stats;
 
 /* sl_stats_get fills *out from the broker. Returns SL_OK, SL_ETIMEDOUT, or
@@ -430,10 +495,14 @@ typedef struct sl_sink_info {
     uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
     char breaker[16];              /* "closed", "open" or "half-open" */
     uint64_t breaker_trips;        /* times the breaker opened */
+    sl_coord_info coord;           /* a shared sink's lease */
 } sl_sink_info;
 
 /* sl_sink_set changes the sink's rate, burst and in-flight cap
- * (SL_UNCHANGED leaves one as it is; 0 removes a limit). */
+ * (SL_UNCHANGED leaves one as it is; 0 removes a limit). On a broker sharing
+ * its sink (coord.coordinated), the rate is the sink's limit for every
+ * broker, set through Redis: SL_EINVAL when it is below the brokers'
+ * reserved rates, SL_ESTATE when Redis is unreachable. */
 int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_inflight);
 
 /* sl_sink_show reads the sink's settings and state. */

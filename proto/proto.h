@@ -112,6 +112,7 @@
     X(ttl_ms,     "ttl_ms",         U64,  0)              \
     X(released_ns, "released_ns",   U64,  0)              \
     X(level_stats, "level_stats",   ROWS, level_stat)     \
+    X(coord_rows, "coord_rows",     ROWS, coord)          \
     X(level_rows, "level_rows",     ROWS, level)          \
     X(pool_rows,  "pool_rows",      ROWS, pool)           \
     X(after,      "after",          U64,  0)              \
@@ -133,7 +134,8 @@
     X(level_stat, PROTO_MAX_LEVELS)     \
     X(level,      PROTO_MAX_LEVELS)     \
     X(pool,       PROTO_MAX_POOLS)      \
-    X(dead,       PROTO_MAX_ARRAY)
+    X(dead,       PROTO_MAX_ARRAY)      \
+    X(coord,      1)
 
 /* STATS_OK: one row per level, counters since the broker started. */
 #define PROTO_COLS_level_stat(X, K)                        \
@@ -194,6 +196,22 @@
     X(K, reason,           "reason",           STR, REQ) \
     X(K, preview,          "preview",          STR, REQ) \
     X(K, body_bytes,       "body_bytes",       U64, REQ)
+
+/* sink.show and STATS_OK of a broker sharing its sink (--coord): one row,
+ * its capacity lease. Absent when the sink is the broker's alone. */
+#define PROTO_COLS_coord(X, K)                             \
+    X(K, state,            "state",            STR, REQ) \
+    X(K, reachable,        "reachable",        U64, REQ) \
+    X(K, slices_held,      "slices_held",      U64, REQ) \
+    X(K, slices,           "slices",           U64, REQ) \
+    X(K, reserved_milli,   "reserved_milli",   U64, REQ) \
+    X(K, granted_milli,    "granted_milli",    U64, REQ) \
+    X(K, lease_left_ms,    "lease_left_ms",    U64, REQ) \
+    X(K, epoch,            "epoch",            U64, REQ) \
+    X(K, limit_milli,      "limit_milli",      U64, REQ) \
+    X(K, sum_reserved_milli, "sum_reserved_milli", U64, REQ) \
+    X(K, brokers,          "brokers",          U64, REQ) \
+    X(K, ops,              "ops",              U64, REQ)
 
 typedef enum proto_row_kind {
 #define PROTO_KIND_ENUM_(K, most) PROTO_ROWS_##K,
@@ -272,7 +290,8 @@ typedef uint64_t proto_mask;
     X(sink_set,       "sink.set",       0, PF(rate_milli) | PF(burst) | PF(max_inflight), NONE, 0) \
     X(sink_show,      "sink.show",      0, 0, FIELDS,                             \
       PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |  \
-      PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips)) \
+      PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips) | \
+      PF(coord_rows)) \
     X(explain,        "explain",        PF(id), 0, FIELDS,                        \
       PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg))               \
     X(dead_list,      "dead.list",      PF(level), PF(after) | PF(n), ROWS, PF(dead_rows)) \
@@ -330,6 +349,10 @@ enum {
 #undef PROTO_CMD_ROLE_ENUM_
 };
 
+/* Result fields added within version 2: optional, so a reader does not
+ * require them (a broker whose sink is its own sends no coord_rows). */
+#define PROTO_RESULTS_OPTIONAL PF(coord_rows)
+
 typedef enum proto_cmd {
 #define PROTO_CMD_ENUM_(ID, name, req, opt, res, fields) PROTO_CMD_##ID,
     PROTO_ADMIN_CMDS(PROTO_CMD_ENUM_)
@@ -362,7 +385,7 @@ typedef enum proto_cmd {
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(uptime_ms) | PF(consumers) | PF(level_stats) | \
                                  PF(breaker) | PF(breaker_trips) | PF(rx_bad) | PF(tx_failed), \
-                                 PF(auth_refused) | PF(handshakes_refused)) \
+                                 PF(auth_refused) | PF(handshakes_refused) | PF(coord_rows)) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \

@@ -292,6 +292,35 @@ static void eta_follows_the_binding_rate(void **state)
     assert_true(meter_eta_ms(&m, 1, 70, 1, 20) == 10000);   /* other levels: the cut sink */
 }
 
+/* A shared sink runs at reserved + granted; a shrink applies at once with no
+ * stored burst; with neither, nothing goes (0 is not "unlimited" here). */
+static void shared_sink_runs_at_reserved_plus_granted(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry;
+    fresh(&m);
+    m.sink.coordinated = 1;
+    m.sink.burst = 10;
+    meter_sink_apply(&m, 0);
+    assert_int_equal(meter_admit(&m, 0, 1, 0, &retry), METER_HOLD_SINK); /* no reserve, no grant */
+    m.sink.reserved_milli = 100000;
+    meter_sink_apply(&m, 0);
+    assert_int_equal(m.sink.effective_rate_milli, 100000);
+    assert_true(meter_sink_lease(&m, 900000, 0));
+    assert_int_equal(m.sink.effective_rate_milli, 1000000); /* a grow applies at once */
+    assert_false(meter_sink_lease(&m, 900000, 0));
+    /* idle for a second: the bucket holds its burst of 10 */
+    assert_int_equal(rl_tokens_milli(&m.sink.bucket, S), 10000);
+    assert_true(meter_sink_lease(&m, 0, S));
+    assert_int_equal(m.sink.effective_rate_milli, 100000);
+    /* the shrink kept no burst: one now, the next 10 ms later */
+    assert_int_equal(meter_admit(&m, 0, 1, S, &retry), METER_GO);
+    meter_charge(&m, 0, 1, S);
+    assert_int_equal(meter_admit(&m, 0, 1, S, &retry), METER_HOLD_SINK);
+    assert_true(retry >= S + 10 * MS - 1 && retry <= S + 20 * MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +335,7 @@ int main(void)
         cmocka_unit_test(breaker_gate_opens_then_probes),
         cmocka_unit_test(live_changes_never_burst),
         cmocka_unit_test(eta_follows_the_binding_rate),
+        cmocka_unit_test(shared_sink_runs_at_reserved_plus_granted),
     };
     return cmocka_run_group_tests_name("meter", tests, NULL, NULL);
 }

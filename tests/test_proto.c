@@ -18,15 +18,16 @@
 
 static const char text[] = "abcdefghijklmnopqrstuvwxyz";
 
-/* fill_rows_K sets three rows of kind K, every column set. */
+/* fill_rows_K sets three rows of kind K (fewer when K allows fewer), every
+ * column set. */
 #define COL_FILL_U64(K, mm) r->mm = 100 + PROTO_COL_##K##_##mm + i;
 #define COL_FILL_STR(K, mm) r->mm = (proto_buf){text, 2 + i};
 #define COL_FILL_(K, mm, k, t, req) COL_FILL_##t(K, mm)
 #define FILL_KIND_(K, most)                                    \
     static void fill_rows_##K(proto_rows_##K *rows)            \
     {                                                          \
-        rows->n = 3;                                           \
-        for (uint32_t i = 0; i < 3; i++) {                     \
+        rows->n = (most) < 3 ? (most) : 3;                     \
+        for (uint32_t i = 0; i < rows->n; i++) {               \
             proto_row_##K *r = &rows->v[i];                    \
             r->present = PROTO_ROW_ALL(K);                     \
             PROTO_COLS_##K(COL_FILL_, K)                       \

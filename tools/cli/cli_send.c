@@ -6,7 +6,10 @@
  * are printed in input order as confirmations arrive, so a script can count
  * lines to learn how far a run got. The first failure stops the run; the
  * error says how many later messages were already in flight and so may have
- * been stored. With -k KEY and several messages, each gets KEY:N.
+ * been stored. With -k KEY and several messages, each gets KEY:N. With
+ * several brokers (-b a,b), each message is routed by sl_multi_send (key,
+ * else tag, else in turn; a down broker skipped for keyless messages) and
+ * confirmed before the next.
  *
  * Costs: memory is bounded by the send window and by one input line, itself
  * capped at LINE_MAX_BYTES, the protocol's ceiling on a body.
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "sluice.h"
+#include "cli_multi.h"
 #include "cli_text.h"
 
 #define SEND_WINDOW    256         /* publishes in flight */
@@ -52,6 +56,7 @@ typedef struct sender {
     uint64_t ttl_ms;
     inflight ring[SEND_WINDOW];
     size_t head, count;
+    sl_multi *multi;   /* several brokers (-b a,b): each message routed, one at a time */
 } sender;
 
 static inflight *sender_at(sender *s, size_t i)
@@ -133,6 +138,16 @@ static int sender_put(sender *s, const char *body, size_t len, size_t index)
     sl_put p = {.body = body, .body_len = len, .level = s->level, .tag = s->tag, .cost = s->cost,
                 .key = s->key ? (s->many ? key : s->key) : NULL, .delay_ms = s->delay_ms,
                 .ttl_ms = s->ttl_ms};
+    if (s->multi) { /* several brokers: routed by key, else tag, else in turn */
+        uint64_t id;
+        int mrc = sl_multi_send(s->multi, &p, &id, NULL);
+        if (mrc) {
+            cli_text_say("send", "%s %zu: %s (%s)", s->what, index, sl_strerror(mrc), sl_errname(mrc));
+            return CLI_TEXT_EXIT_FAILURE;
+        }
+        printf("%" PRIu64 "\n", id);
+        return 0;
+    }
     uint64_t ticket;
     int rc = sl_send_async(s->g->c, &p, &ticket);
     if (rc) {
@@ -244,8 +259,18 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
                                   strlen(s->tag), TAG_MAX_BYTES);
         goto done;
     }
-    if ((st = cli_core_connect(g, cmd)))
+    if (cli_multi_is(g)) { /* several brokers: the first one's levels stand for all */
+        sl_options o = {.timeout_ms = g->timeout_ms};
+        int mrc = sl_multi_connect(g->endpoint, &o, &s->multi);
+        if (mrc) {
+            st = mrc == SL_EINVAL ? cli_text_usage_error(cmd, "invalid broker list '%s'", g->endpoint)
+                                  : cli_core_broker_error(g, cmd, mrc, "cannot create the clients", NULL);
+            goto done;
+        }
+        g->c = sl_multi_at(s->multi, 0); /* borrowed until done */
+    } else if ((st = cli_core_connect(g, cmd))) {
         goto done;
+    }
     /* one round trip up front: it learns the levels and the largest body,
      * and tells an absent broker from a slow one */
     int rc = sl_levels(g->c, NULL, NULL);
@@ -274,6 +299,10 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
 
 done:
     fflush(stdout);
+    if (s->multi) {
+        g->c = NULL;
+        sl_multi_close(&s->multi);
+    }
     free(s);
     return st;
 }

@@ -11,6 +11,7 @@
  * every value against its own limits and says which one it refused.
  */
 #include "cli_sink.h"
+#include "cli_coord.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -102,7 +103,9 @@ static void sink_json(const sl_sink_info *s)
            s->rate_milli, s->effective_rate_milli, s->burst, s->max_inflight, s->inflight,
            s->tokens_milli, s->paused_ms);
     cli_text_json_string(s->breaker);
-    printf(",\"breaker_trips\":%" PRIu64 "}\n", s->breaker_trips);
+    printf(",\"breaker_trips\":%" PRIu64, s->breaker_trips);
+    cli_coord_json(&s->coord);
+    printf("}\n");
 }
 
 static void sink_print(const sl_sink_info *s)
@@ -111,7 +114,9 @@ static void sink_print(const sl_sink_info *s)
     cli_text_rate_format(s->rate_milli, "unlimited", rate, sizeof rate);
     cli_text_rate_format(s->effective_rate_milli, "unlimited", effective, sizeof effective);
     printf("rate       %s", rate);
-    if (s->effective_rate_milli != s->rate_milli)
+    if (s->coord.coordinated)
+        printf(" for every broker; this one now %s (reserved + granted, less after THROTTLED)", effective);
+    else if (s->effective_rate_milli != s->rate_milli)
         printf(" (now %s, after THROTTLED)", effective);
     putchar('\n');
     if (s->burst)
@@ -134,6 +139,7 @@ static void sink_print(const sl_sink_info *s)
     else
         printf("paused     no\n");
     printf("breaker    %s (opened %" PRIu64 " times)\n", s->breaker[0] ? s->breaker : "-", s->breaker_trips);
+    cli_coord_print(&s->coord);
 }
 
 static int sink_show(cli_core *g, const char *cmd, int argc, char **argv)

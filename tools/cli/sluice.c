@@ -49,6 +49,8 @@
 #include "cli_keygen.h"
 #include "cli_send.h"
 #include "cli_sink.h"
+#include "cli_coord.h"
+#include "cli_multi.h"
 #include "cli_table.h"
 #include "cli_text.h"
 #include "cli_top.h"
@@ -252,6 +254,8 @@ static const char help_text[] =
 "\n"
 "Environment:\n"
 "  SLUICE_BROKER  the broker endpoint when -b is not given\n"
+"  Several brokers: -b tcp://a:7470,tcp://b:7470 (or SLUICE_BROKER alike);\n"
+"  `sluice stats` then shows one table, a row per broker and the totals.\n"
 "\n"
 "Exit status:\n"
 "  0  success\n"
@@ -297,7 +301,9 @@ static void stats_json(const sl_stats *st)
         printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64 "}",
                l->dead_requeued, l->dead_purged, l->dead_dropped);
     }
-    printf("]}\n");
+    printf("]");
+    cli_coord_json(&st->coord);
+    printf("}\n");
 }
 
 static int stats_table(const sl_stats *st)
@@ -332,6 +338,7 @@ static int stats_table(const sl_stats *st)
     cli_text_age_format(st->uptime_ms, uptime, sizeof uptime);
     printf("uptime %s  consumers %" PRIu64 "  breaker %s  bad input %" PRIu64 "  failed sends %" PRIu64 "\n",
            uptime, st->consumers, st->breaker[0] ? st->breaker : "-", st->rx_bad, st->tx_failed);
+    cli_coord_print(&st->coord);
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
     return rc;
@@ -355,6 +362,10 @@ static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
     argc = cli_top_watch_take(cmd, argc, argv, &watch_ms, &count);
     if (argc < 0)
         return -argc;
+    if (cli_multi_is(g)) { /* -b a,b: a row per broker */
+        int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
+        return st != CLI_CORE_GO_ON ? st : cli_multi_stats(g, cmd, json);
+    }
     int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
         return st;

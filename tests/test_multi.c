@@ -1,0 +1,183 @@
+/*
+ * test_multi.c - clients over several brokers (sl_multi, sluice -b a,b):
+ * a key always meets the same broker, keys spread over every broker, and
+ * removing a broker moves only its own keys (rendezvous hashing); keyless
+ * messages go round and skip a broker killed with kill -9, while a keyed one
+ * whose broker is down fails; consumers on every broker settle each delivery
+ * on its own broker and nothing is lost; `sluice -b a,b stats --json` shows a
+ * row per broker and totals, and `sluice -b a,b send` spreads messages.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+static int arm(void **state)
+{
+    (void)state;
+    alarm(90);
+    return 0;
+}
+
+static int disarm(void **state)
+{
+    (void)state;
+    alarm(0);
+    return 0;
+}
+
+static void keys_route_consistently_and_spread(void **state)
+{
+    (void)state;
+    sl_multi *three, *two;
+    sl_options o = {.timeout_ms = 500};
+    assert_int_equal(sl_multi_connect("ipc:///tmp/sl-m-a,ipc:///tmp/sl-m-b,ipc:///tmp/sl-m-c", &o, &three), SL_OK);
+    assert_int_equal(sl_multi_connect("ipc:///tmp/sl-m-a,ipc:///tmp/sl-m-b", &o, &two), SL_OK);
+    assert_int_equal(sl_multi_count(three), 3);
+    unsigned per[3] = {0}, moved = 0;
+    for (int i = 0; i < 900; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "order-%d", i);
+        unsigned b = sl_multi_route(three, key, NULL);
+        assert_int_equal(sl_multi_route(three, key, "some-tag"), b); /* the key wins over the tag */
+        per[b]++;
+        unsigned b2 = sl_multi_route(two, key, NULL);
+        if (b < 2)
+            assert_int_equal(b2, b); /* only c's keys move when c goes */
+        else
+            moved++;
+    }
+    fprintf(stderr, "# 900 keys over 3 brokers: %u %u %u; %u moved when one went\n", per[0], per[1], per[2], moved);
+    for (int i = 0; i < 3; i++)
+        assert_true(per[i] >= 200);
+    unsigned rr[2] = {0};
+    for (int i = 0; i < 10; i++)
+        rr[sl_multi_route(two, NULL, NULL)]++;
+    assert_int_equal(rr[0], 5); /* no key, no tag: in turn */
+    sl_multi_close(&three);
+    sl_multi_close(&two);
+    assert_null(three);
+    assert_int_equal(sl_multi_connect("ipc:///tmp/x,,ipc:///tmp/y", &o, &two), SL_EINVAL);
+}
+
+static void keyless_skip_a_dead_broker_and_consumers_settle_on_their_own(void **state)
+{
+    (void)state;
+    th_broker *a, *b;
+    assert_int_equal(th_broker_new(NULL, &a), 0);
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    char list[700];
+    snprintf(list, sizeof list, "%s,%s", a->endpoint, b->endpoint);
+    sl_options o = {.timeout_ms = 1000};
+    sl_multi *m;
+    assert_int_equal(sl_multi_connect(list, &o, &m), SL_OK);
+    unsigned per[2] = {0};
+    for (int i = 0; i < 40; i++) {
+        sl_put p = {.body = "x", .body_len = 1, .level = SL_LEVEL_DEFAULT};
+        unsigned at;
+        uint64_t id;
+        assert_int_equal(sl_multi_send(m, &p, &id, &at), SL_OK);
+        per[at]++;
+    }
+    assert_int_equal(per[0], 20);
+    assert_int_equal(per[1], 20);
+
+    /* consumers on every broker: each delivery acknowledged where it came from */
+    sl_multi *cons;
+    assert_int_equal(sl_multi_connect(list, &o, &cons), SL_OK);
+    for (unsigned i = 0; i < 2; i++)
+        assert_int_equal(sl_subscribe(sl_multi_at(cons, i), NULL, NULL, 0, 8), SL_OK);
+    unsigned got = 0;
+    uint64_t t0 = th_now_ms();
+    while (got < 40 && th_now_ms() - t0 < 10000)
+        for (unsigned i = 0; i < 2; i++) {
+            sl_delivery *d;
+            if (sl_recv(sl_multi_at(cons, i), 50, &d) == SL_OK) {
+                assert_int_equal(sl_ack(sl_multi_at(cons, i), d), SL_OK);
+                sl_delivery_free(&d);
+                got++;
+            }
+        }
+    assert_int_equal(got, 40);
+    sl_multi_close(&cons);
+    for (unsigned i = 0; i < 2; i++) {
+        sl_stats st;
+        assert_int_equal(sl_stats_get(sl_multi_at(m, i), &st), SL_OK);
+        uint64_t acked = 0, depth = 0;
+        for (unsigned l = 0; l < st.nlevels; l++)
+            acked += st.level[l].acked, depth += st.level[l].depth;
+        assert_int_equal(acked, 20);
+        assert_int_equal(depth, 0);
+    }
+
+    th_broker_kill9(b);
+    for (int i = 0; i < 6; i++) { /* keyless: all reach a */
+        sl_put p = {.body = "y", .body_len = 1, .level = SL_LEVEL_DEFAULT};
+        unsigned at = 9;
+        uint64_t id;
+        assert_int_equal(sl_multi_send(m, &p, &id, &at), SL_OK);
+        assert_int_equal(at, 0);
+    }
+    /* a key whose broker is b: it fails rather than go elsewhere */
+    char key[32];
+    int i = 0;
+    do
+        snprintf(key, sizeof key, "k%d", i++);
+    while (sl_multi_route(m, key, NULL) != 1);
+    sl_put p = {.body = "z", .body_len = 1, .level = SL_LEVEL_DEFAULT, .key = key};
+    uint64_t id;
+    int rc = sl_multi_send(m, &p, &id, NULL);
+    assert_true(rc == SL_ETIMEDOUT || rc == SL_ECONNECT);
+    sl_multi_close(&m);
+    th_broker_destroy(&b);
+    assert_int_equal(th_broker_destroy(&a), 0);
+}
+
+static void cli_send_and_stats_over_two_brokers(void **state)
+{
+    (void)state;
+    th_broker *a, *b;
+    assert_int_equal(th_broker_new(NULL, &a), 0);
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    char list[700], out[8192];
+    snprintf(list, sizeof list, "%s,%s", a->endpoint, b->endpoint);
+    const char *send[] = {th_bin("sluice"), "-b", list, "send", NULL};
+    assert_int_equal(th_run(send, "1\n2\n3\n4\n5\n6\n", out, sizeof out), 0);
+    const char *stats[] = {th_bin("sluice"), "-b", list, "stats", "--json", NULL};
+    assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"brokers\":["));
+    assert_non_null(strstr(out, "\"totals\":{\"brokers\":2,\"down\":0,\"depth\":6"));
+    assert_non_null(strstr(out, a->endpoint));
+    assert_non_null(strstr(out, b->endpoint));
+    const char *table[] = {th_bin("sluice"), "-b", list, "stats", NULL};
+    assert_int_equal(th_run(table, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "TOTAL (2 brokers)"));
+    th_broker_kill9(b);
+    const char *quick[] = {th_bin("sluice"), "-b", list, "--timeout", "500", "stats", NULL};
+    assert_int_equal(th_run(quick, NULL, out, sizeof out), 1); /* one down: a row says so, exit 1 */
+    assert_non_null(strstr(out, "down"));
+    th_broker_destroy(&b);
+    assert_int_equal(th_broker_destroy(&a), 0);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+#define T(name) cmocka_unit_test_setup_teardown(name, arm, disarm)
+    const struct CMUnitTest tests[] = {
+        T(keys_route_consistently_and_spread),
+        T(keyless_skip_a_dead_broker_and_consumers_settle_on_their_own),
+        T(cli_send_and_stats_over_two_brokers),
+    };
+#undef T
+    th_seed();
+    return cmocka_run_group_tests_name("multi", tests, NULL, NULL);
+}
