@@ -24,7 +24,7 @@
 
 static const char *const names[] = {"high", "normal", "low"};
 
-/* fill_rows_K sets three rows of kind K (level names, or "pool0".."pool2"),
+/* fill_rows_K sets three rows of kind K (fewer if the kind allows fewer) (level names, or "pool0".."pool2"),
  * every column set, numbers in every integer width. */
 static const char *const pools[] = {"pool0", "pool1", "pool2"};
 #define COL_FILL_U64(K, mm) r->mm = (uint64_t)(PROTO_COL_##K##_##mm + 1) << (8 * i);
@@ -35,8 +35,8 @@ static const char *const pools[] = {"pool0", "pool1", "pool2"};
     static void fill_rows_##K(proto_rows_##K *rows) \
     { \
         const char *const *names_of = PROTO_ROWS_##K == PROTO_ROWS_pool ? pools : names; \
-        rows->n = 3; \
-        for (uint32_t i = 0; i < 3; i++) { \
+        rows->n = (most) < 3 ? (most) : 3; \
+        for (uint32_t i = 0; i < rows->n; i++) { \
             proto_row_##K *r = &rows->v[i]; \
             r->present = PROTO_ROW_ALL(K); \
             PROTO_COLS_##K(COL_FILL_, K) \
