@@ -45,7 +45,7 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
         return rc;
     }
     if (rec.expires_ns && rec.expires_ns <= b->wall_ns) { /* outlived its time to live in flight */
-        rc = queue_bury(&b->q, level, key, "expired: its time to live ran out", b->wall_ns);
+        rc = queue_bury(&b->q, level, key, rec.attempt, "expired: its time to live ran out", b->wall_ns);
         return rc == SL_OK ? SL_ESTALE : rc;
     }
     uint32_t attempt = rec.attempt + 1;

@@ -230,9 +230,11 @@ unsigned queue_idem_forget(queue *q, uint64_t now_ns, unsigned max)
     return store_idem_expire(q->st, now_ns, max);
 }
 
-int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns)
+int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const char *reason, uint64_t now_ns)
 {
-    int rc = store_bury(q->st, level, key, reason, now_ns);
+    int rc = store_set_attempt(q->st, level, key, attempt); /* what the dead letter shows */
+    if (rc == SL_OK)
+        rc = store_bury(q->st, level, key, reason, now_ns);
     if (rc == SL_OK) {
         q->lv[level].count--;
         q->lv[level].leased--;

@@ -127,8 +127,9 @@ int queue_idem_put(queue *q, const void *key, size_t len, uint64_t id, uint64_t 
  * returns how many. */
 unsigned queue_idem_forget(queue *q, uint64_t now_ns, unsigned max);
 
-/* queue_bury moves a leased message to its level's dead letters. */
-int queue_bury(queue *q, unsigned level, uint64_t key, const char *reason, uint64_t now_ns);
+/* queue_bury moves a leased message to its level's dead letters, recording
+ * attempt, the deliveries charged to it, and reason. */
+int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const char *reason, uint64_t now_ns);
 
 /* queue_release_due moves every delayed message due at or before wall_ns to
  * the head of its level (at most max of them). Returns how many moved. */

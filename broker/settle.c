@@ -102,7 +102,7 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
     if (attempt >= b->cfg.max_attempts) {
         char reason[160];
         snprintf(reason, sizeof reason, "%u attempts used; last: %s", attempt, end_name(why));
-        rc = queue_bury(&b->q, level, key, reason, b->wall_ns);
+        rc = queue_bury(&b->q, level, key, attempt, reason, b->wall_ns);
         log_info("settle", "message %llu (level %u) moved to dead letters: %s", (unsigned long long)id,
                  level, reason);
     } else {
@@ -133,10 +133,11 @@ void settle_reject(bk *b, lease *l, const char *reason, size_t reason_len)
     char text[PROTO_MAX_STR + 64];
     unsigned level = l->level;
     uint64_t key = l->key, id = l->id;
-    snprintf(text, sizeof text, "rejected by the consumer (attempt %u): %.*s", l->attempt, (int)reason_len,
+    uint32_t attempt = l->attempt;
+    snprintf(text, sizeof text, "rejected by the consumer (attempt %u): %.*s", attempt, (int)reason_len,
              reason_len ? reason : "no reason given");
     release(b, l, METER_NO_OUTCOME);
-    if (queue_bury(&b->q, level, key, text, b->wall_ns) != SL_OK)
+    if (queue_bury(&b->q, level, key, attempt, text, b->wall_ns) != SL_OK)
         log_error("settle", "cannot move message %llu to dead letters", (unsigned long long)id);
     else
         log_info("settle", "message %llu (level %u) moved to dead letters: %s", (unsigned long long)id, level, text);

@@ -163,9 +163,16 @@ static void commands_list_peek_requeue_and_purge(void **state)
     assert_int_equal(d->id, ids[1]);
     assert_int_equal(d->body_len, strlen(odd));
     assert_memory_equal(d->body, odd, strlen(odd));
-    assert_int_equal(sl_ack(cons, d), SL_OK);
+    assert_int_equal(d->attempt, 1);
+    /* given back with --max-attempts 1: a dead letter again, whose list row
+     * counts the attempt it used */
+    assert_int_equal(sl_nack(cons, d, 0), SL_OK);
+    assert_int_equal(sl_flush(cons, 5000), SL_OK);
     sl_delivery_free(&d);
     sl_close(&cons);
+    assert_int_equal(wait_dead(f->c, 0, 1), 1);
+    sluice(&f->b, out, sizeof out, 0, "dead", "list", "high", "--json", NULL);
+    assert_non_null(strstr(out, "\"attempts\":1,"));
 
     /* purge: --older-than keeps the young ones, then all go */
     sluice(&f->b, out, sizeof out, 0, "dead", "purge", "normal", "--older-than", "3600", NULL);
