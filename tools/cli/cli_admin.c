@@ -505,13 +505,9 @@ int cli_admin_level(cli_core *g, const char *cmd, int argc, char **argv)
 
 int cli_admin_explain(cli_core *g, const char *cmd, int argc, char **argv)
 {
-    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a message id");
-    if (st != CLI_CORE_GO_ON)
-        return st;
     uint64_t id;
-    if (!cli_text_u64_parse(argv[optind], &id))
-        return cli_text_usage_error(cmd, "bad message id '%s' (expected a number)", argv[optind]);
-    if ((st = cli_core_connect(g, cmd)))
+    int st = cli_core_id_args(g, cmd, argc, argv, &id);
+    if (st != CLI_CORE_GO_ON)
         return st;
     sl_explain_info e;
     int rc = sl_explain(g->c, id, &e);

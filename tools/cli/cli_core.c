@@ -251,3 +251,15 @@ int64_t cli_core_now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+int cli_core_id_args(cli_core *g, const char *cmd, int argc, char **argv, uint64_t *id)
+{
+    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a message id");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if (!cli_text_u64_parse(argv[optind], id))
+        return cli_text_usage_error(cmd, "bad message id '%s' (expected a number)", argv[optind]);
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    return CLI_CORE_GO_ON;
+}

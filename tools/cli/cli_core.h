@@ -88,6 +88,11 @@ int cli_core_show_args(cli_core *g, const char *cmd, int argc, char **argv, bool
 int cli_core_plain_args(cli_core *g, const char *cmd, int argc, char **argv, bool *json,
                         int noperands, const char *operands);
 
+/* cli_core_id_args parses the arguments of a command that takes one message
+ * id and only --help, into *id, then connects. Returns CLI_CORE_GO_ON, or
+ * the exit status (2 for a missing or malformed id). */
+int cli_core_id_args(cli_core *g, const char *cmd, int argc, char **argv, uint64_t *id);
+
 /* cli_core_pool_check refuses a pool name the broker would. Returns
  * CLI_CORE_GO_ON, or the exit status, reported. */
 int cli_core_pool_check(const char *cmd, const char *name);

@@ -247,13 +247,9 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
 
 static int dead_peek(cli_core *g, const char *cmd, int argc, char **argv)
 {
-    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a message id");
-    if (st != CLI_CORE_GO_ON)
-        return st;
     uint64_t id;
-    if (!cli_text_u64_parse(argv[optind], &id))
-        return cli_text_usage_error(cmd, "bad message id '%s' (expected a number)", argv[optind]);
-    if ((st = cli_core_connect(g, cmd)))
+    int st = cli_core_id_args(g, cmd, argc, argv, &id);
+    if (st != CLI_CORE_GO_ON)
         return st;
     sl_dead_message m;
     int rc = sl_dead_peek(g->c, id, &m);
