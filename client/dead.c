@@ -59,6 +59,9 @@ int sl_dead_list(sl_client *c, unsigned level, uint64_t after, unsigned max, sl_
     if ((rc = admin_call(c, &m)))
         return rc;
     const proto_rows_dead *rows = &c->reply.dead_rows;
+    unsigned room = max && max < SL_DEAD_PAGE ? max : SL_DEAD_PAGE;
+    if (rows->n > room) /* more than asked for: out has no room for them */
+        return client_fail(c, SL_EPROTO);
     for (unsigned i = 0; i < rows->n; i++) {
         const proto_row_dead *r = &rows->v[i];
         sl_dead_letter *d = &out[i];

@@ -230,7 +230,11 @@ unsigned sl_multi_route(sl_multi *m, const char *key, const char *tag);
  * a message without a key whose broker cannot be reached (SL_ETIMEDOUT,
  * SL_ECONNECT, SL_ESHUTDOWN) is tried on the next brokers in turn, and that
  * broker is skipped for keyless messages for 5 s. *broker (may be NULL) is
- * the index that confirmed it. Returns sl_send's codes. */
+ * the index that confirmed it. Returns sl_send's codes. A timeout does not
+ * prove the first broker stored nothing (its commit may merely have been
+ * slow), so such a retry can store the message twice: at least once, as
+ * with any retry after SL_ETIMEDOUT. Give the message a key where a
+ * duplicate matters: a keyed message is never sent to a second broker. */
 int sl_multi_send(sl_multi *m, const sl_put *p, uint64_t *id, unsigned *broker);
 
 /* sl_subscribe makes c a consumer in pool (NULL: "default") of the given
@@ -287,8 +291,10 @@ void sl_delivery_free(sl_delivery **d);
  * (sl_refused), and the next settling call or sl_flush returns its code,
  * sl_last_error naming it "an earlier settlement was refused: ...", once
  * per refusal reported. That call's own settlement has been sent all the
- * same. Answers of a connection that was lost are not waited for: the
- * broker returns the leases of a vanished consumer by itself. With the
+ * same. Answers of a connection that was lost are not waited for: those
+ * settlements count as refused with SL_ECONNECT (the broker may never have
+ * received them; it returns the leases of a vanished consumer by itself, so
+ * their messages may be delivered again). With the
  * broker's --ack-flush-ms 0, the broker answers an ACK only after its
  * deletion is committed, so sl_flush returning SL_OK means every ACK sent
  * before it is durable.

@@ -186,12 +186,32 @@ static void puts_abandon(sl_client *c)
     }
 }
 
+/* settles_lost forgets the settlements whose answers can no longer come
+ * (their connection is gone) and reports them as refused with SL_ECONNECT:
+ * the broker may never have received them, so the messages may be
+ * delivered again, and sl_flush must not say they were accepted. */
+static void settles_lost(sl_client *c)
+{
+    size_t lost = c->settles.count;
+    while (c->settles.count)
+        fifo_remove(&c->settles, 0, NULL);
+    if (!lost)
+        return;
+    c->refused += lost;
+    if (c->refused_unreported)
+        return;
+    c->refused_unreported = true;
+    c->refused_code = SL_ECONNECT;
+    snprintf(c->refused_msg, sizeof c->refused_msg,
+             "%zu settlements were sent on a connection that was lost before the broker answered: they may "
+             "not have been applied, and their messages may be delivered again", lost);
+}
+
 static void reconnected(sl_client *c)
 {
     deliveries_drop(c);
     puts_abandon(c);
-    while (c->settles.count) /* their answers went to the connection that is gone */
-        fifo_remove(&c->settles, 0, NULL);
+    settles_lost(c); /* their answers went to the connection that is gone */
     if (!c->subscribed)
         return;
     /* the new connection starts with no credit; every delivery so far was
@@ -238,8 +258,7 @@ static void monitor_drain(sl_client *c, bool closing)
         zmq_msg_close(&ev);
         if (event == ZMQ_EVENT_DISCONNECTED) {
             c->connected = false;
-            while (c->settles.count) /* their answers will never come */
-                fifo_remove(&c->settles, 0, NULL);
+            settles_lost(c); /* their answers will never come */
         }
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             c->connected = true;

@@ -7,6 +7,7 @@
  * for answers that would never come).
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,11 +82,39 @@ static void consume_exits_at_once_when_its_broker_is_gone(void **state)
     free(f);
 }
 
+/* A settlement whose connection is lost before the broker answered it may
+ * never have been applied: sl_flush must not report it accepted. */
+static void flush_does_not_vouch_for_a_lost_connection(void **state)
+{
+    (void)state;
+    const char *const extra[] = {"--heartbeat-ms", "300", "--ack-flush-ms", "0", NULL};
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
+    assert_int_equal(th_put_many(f->c, 1, 1, 1), SL_OK);
+    sl_client *c = th_client(&f->b, 5000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+    assert_int_equal(kill(f->b.pid, SIGSTOP), 0); /* the broker hears nothing more */
+    assert_int_equal(sl_ack(c, d), SL_OK);        /* sent; its answer cannot come */
+    sl_delivery_free(&d);
+    int rc = sl_flush(c, 10000);
+    fprintf(stderr, "# flush after the broker stopped answering: %s, %llu refused\n", sl_errname(rc),
+            (unsigned long long)sl_refused(c));
+    assert_int_equal(kill(f->b.pid, SIGCONT), 0);
+    assert_int_not_equal(rc, SL_OK);
+    if (rc == SL_ECONNECT)
+        assert_true(sl_refused(c) >= 1);
+    sl_close(&c);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(acks_without_waiting_all_count),
         cmocka_unit_test(consume_exits_at_once_when_its_broker_is_gone),
+        cmocka_unit_test(flush_does_not_vouch_for_a_lost_connection),
     };
     th_seed();
     return cmocka_run_group_tests_name("settle", tests, NULL, NULL);
