@@ -276,12 +276,19 @@ int auth_reload(bk *b)
     unsigned dropped = 0;
     for (size_t i = b->conns.len; i-- > 0;) {
         conn *c = b->conns.all[i];
-        if (c->user_id[0] && !auth_find(b->auth, c->user_id, strlen(c->user_id))) {
+        if (!c->user_id[0])
+            continue;
+        const auth_principal *p = auth_find(b->auth, c->user_id, strlen(c->user_id));
+        /* a removed key, or a consumer whose role no longer consumes: its
+         * deliveries go back uncharged; a narrowed levels= applies at once */
+        if (!p || (c->consumer && p->role != PROTO_ROLE_CONSUMER && p->role != PROTO_ROLE_ADMIN)) {
             settle_drop_conn(b, c, SETTLE_END_LEFT);
             dropped++;
+        } else if (p->levels_mask && p->role != PROTO_ROLE_ADMIN) {
+            c->levels_mask &= p->levels_mask;
         }
     }
-    log_info("auth", "reloaded %s: %zu principals; %u consumers of removed keys dropped", b->cfg.auth_file,
+    log_info("auth", "reloaded %s: %zu principals; %u consumers of removed keys or roles dropped", b->cfg.auth_file,
              b->auth->n, dropped);
     return SL_OK;
 }

@@ -162,11 +162,17 @@ static void fail(coord *c, uint64_t now_ns, const char *state, const char *why)
     c->backoff_ns = min_u64(c->backoff_ns * 2, c->ttl_ns / 3);
 }
 
-static void send_argv(coord *c, enum kind k, int argc, const char **argv)
+/* send_argv queues a command whose reply is of kind k. Returns 0, or -1
+ * (nothing sent) when KINDS replies are already pending: the caller tries
+ * again on a later tick, once replies have drained. */
+static int send_argv(coord *c, enum kind k, int argc, const char **argv)
 {
+    if (c->nkinds >= KINDS)
+        return -1;
     redisAppendCommandArgv(c->rc, argc, argv, NULL);
     c->kinds[c->nkinds++] = (unsigned char)k;
     c->ops++;
+    return 0;
 }
 
 static void start(coord *c, uint64_t now_ns)
@@ -203,7 +209,8 @@ static void renew(coord *c, uint64_t now_ns, uint32_t want)
     snprintf(a[4], 32, "%u", c->slices);
     snprintf(a[5], 32, "%llu", (unsigned long long)c->limit_milli);
     const char *argv[] = {"EVAL", coord_lua, "1", c->key, "renew", c->broker, a[0], a[1], a[2], a[3], a[4], a[5]};
-    send_argv(c, K_RENEW, 12, argv);
+    if (send_argv(c, K_RENEW, 12, argv) != 0)
+        return; /* replies still pending: renew on a later tick */
     c->renewing = 1;
     c->sent_ns = now_ns;
 }
@@ -379,11 +386,11 @@ int coord_set_limit(coord *c, uint64_t limit_milli, char *err, size_t errlen)
                  (unsigned long long)(c->sum_reserved_milli % 1000));
         return SL_EINVAL;
     }
-    c->limit_milli = limit_milli;
     if (!c->rc || c->connecting || c->nkinds >= KINDS - 1) {
         snprintf(err, errlen, "Redis is unreachable: the sink's shared rate cannot be changed now");
         return SL_ESTATE;
     }
+    c->limit_milli = limit_milli; /* only once it is on its way to Redis */
     char r[32], l[32];
     snprintf(r, sizeof r, "%llu", (unsigned long long)c->reserved_milli);
     snprintf(l, sizeof l, "%llu", (unsigned long long)limit_milli);
@@ -421,7 +428,8 @@ static void release(coord *c)
     if (!c->rc || c->connecting || !c->reachable)
         return;
     const char *argv[] = {"EVAL", coord_lua, "1", c->key, "release", c->broker};
-    send_argv(c, K_LIMIT, 6, argv); /* its reply is read and dropped like a limit's */
+    if (send_argv(c, K_LIMIT, 6, argv) != 0) /* its reply is read and dropped like a limit's */
+        return; /* no room: the slices come back when their TTL runs out */
     for (int i = 0; i < RELEASE_WAIT_MS / 10 && c->nkinds; i++) {
         struct pollfd p = {.fd = c->rc->fd, .events = POLLIN};
         int done = 0;

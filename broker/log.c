@@ -8,11 +8,12 @@
  * mid-line. No locking is needed.
  * Timestamps are wall-clock UTC with milliseconds.
  *
- * Lines go to stderr, or to the file given to log_open_file (--log-file),
- * opened for appending; log_open_file again (SIGHUP) opens the file anew,
- * so that a rotated log is left to logrotate and a fresh one begins. The
- * descriptor is swapped in one store, so a line written meanwhile by the
- * metrics thread's libmicrohttpd (which logs to stderr anyway) is never torn.
+ * Lines go to stderr. log_open_file (--log-file) puts the file, opened for
+ * appending, in stderr's place with dup2; log_open_file again (SIGHUP)
+ * opens the file anew, so that a rotated log is left to logrotate and a
+ * fresh one begins. dup2 swaps the descriptor in one step, so the ZAP
+ * thread or libmicrohttpd (which logs to stderr too) writing meanwhile
+ * reach the old file or the new one, never a closed descriptor.
  */
 #include "log.h"
 
@@ -26,7 +27,6 @@
 #include <unistd.h>
 
 static enum log_level cur_level = LOG_INFO;
-static int out_fd = STDERR_FILENO;
 
 int log_open_file(const char *path)
 {
@@ -35,12 +35,16 @@ int log_open_file(const char *path)
         log_error("log", "cannot open the log file %s: %s; logging where it did", path, strerror(errno));
         return -1;
     }
-    int old = out_fd;
-    out_fd = fd;
-    if (old != STDERR_FILENO)
-        close(old);
-    return 0;
+    /* dup2 replaces standard error in one step: a line another thread is
+     * writing meanwhile goes to the old file or the new one, never to a
+     * closed or reused descriptor */
+    int rc = dup2(fd, STDERR_FILENO) < 0 ? -1 : 0;
+    if (rc != 0)
+        log_error("log", "cannot log to %s: %s; logging where it did", path, strerror(errno));
+    close(fd);
+    return rc;
 }
+
 static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
 void log_set_level(enum log_level lvl)
@@ -82,7 +86,7 @@ void log_msg(enum log_level lvl, const char *module, const char *fmt, ...)
     if (len > sizeof line - 2)
         len = sizeof line - 2;
     line[len++] = '\n';
-    ssize_t w = write(out_fd, line, len);
+    ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
 }
 

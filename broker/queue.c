@@ -191,6 +191,7 @@ int queue_expire_delayed(queue *q, uint64_t due_ns, uint64_t id, const char *rea
     if (rc == SL_OK && level < q->nlevels) {
         q->lv[level].delayed--;
         q->lv[level].dead++;
+        q->lv[level].buried++;
     }
     return rc;
 }

@@ -22,6 +22,7 @@
 #include "zap.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +157,14 @@ int zap_open(void *ctx, zap **out)
         rc = e == EADDRINUSE ? SL_ESTATE : SL_EIO;
         goto sock_close;
     }
-    if (pthread_create(&z->thread, NULL, run, z) != 0) {
+    /* the thread inherits this mask: SIGTERM and SIGHUP go to the loop's
+     * thread, whose ppoll they interrupt */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int started = pthread_create(&z->thread, NULL, run, z);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started != 0) {
         log_error("zap", "cannot start the ZAP thread");
         rc = SL_ENOMEM;
         goto sock_close;
