@@ -49,6 +49,16 @@
  * and settled, the threads are joined, and closing the client returns the
  * unstarted ones to the broker at once. A second signal ends the process
  * without waiting; what it held returns when the broker notices.
+ *
+ * Several brokers (-b a,b). One consumer per broker, each on its own thread
+ * (cli_multi_each) with its own client, crew and window, so each delivery is
+ * settled on the broker it came from. They share the output lock, the count
+ * of settled messages and the stop flag: -n ends them all once that many are
+ * settled in all (each client's limit is -n, so a broker never delivers more
+ * than that, and what another one holds then is finished and settled); with
+ * --idle-exit each ends when its broker has been idle that long, and consume
+ * exits when all have. The exit status is the worst of theirs; a broker that
+ * fails ends only its own consumer.
  */
 #include "cli_consume.h"
 
@@ -59,6 +69,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +78,7 @@
 #include <unistd.h>
 
 #include "cli_crew.h"
+#include "cli_multi.h"
 #include "httpc.h"
 #include "cli_text.h"
 
@@ -201,7 +213,9 @@ typedef struct job {
 
 typedef struct consumer {
     cli_core *g;
-    pthread_mutex_t out_lock; /* a worker prints one whole line under it */
+    pthread_mutex_t *out_lock; /* a worker prints one whole line under it (shared by brokers) */
+    atomic_long *settled;      /* settled messages, over every broker's consumer */
+    bool signals_set;          /* the stop signals are already handled */
     /* read by the workers, fixed before they start */
     const char *exec;
     httpc *post;
@@ -213,7 +227,6 @@ typedef struct consumer {
     unsigned workers; /* the crew's size */
     unsigned share;   /* the pool share the crew was last matched to */
     size_t held;      /* received and not yet settled */
-    long settled;
     int64_t last_ms; /* when a message last arrived or was settled */
     bool broken;     /* settling failed: settle no more */
 } consumer;
@@ -294,7 +307,7 @@ static int consume_work(void *ctx, void *arg)
         return post_outcome(k, j);
     if (k->exec)
         return exec_outcome(k, d);
-    pthread_mutex_lock(&k->out_lock);
+    pthread_mutex_lock(k->out_lock);
     if (k->verbose) {
         char number[16];
         snprintf(number, sizeof number, "%u", d->level);
@@ -307,7 +320,7 @@ static int consume_work(void *ctx, void *arg)
     putchar('\n');
     bool failed = fflush(stdout) != 0 || ferror(stdout);
     int err = errno;
-    pthread_mutex_unlock(&k->out_lock);
+    pthread_mutex_unlock(k->out_lock);
     if (failed) {
         cli_text_say("consume", "writing to standard output: %s", cli_text_strerror(err));
         return OUTCOME_FAILED; /* not acked: it returns to the broker */
@@ -361,7 +374,7 @@ static int consume_finish(consumer *k, cli_crew *crew)
         if (outcome != OUTCOME_FAILED && !k->broken) {
             s = consume_settle(k, j, outcome);
             k->broken = s != 0;
-            k->settled += s == 0;
+            atomic_fetch_add(k->settled, s == 0);
         }
         st = st ? st : s;
         k->held--;
@@ -414,7 +427,7 @@ static int consume_inline(consumer *k, sl_delivery *d)
     if (outcome != OUTCOME_FAILED && !k->broken) {
         st = consume_settle(k, &j, outcome);
         k->broken = st != 0;
-        k->settled += st == 0;
+        atomic_fetch_add(k->settled, st == 0);
     }
     k->last_ms = cli_core_now_ms();
     sl_delivery_free(&d);
@@ -424,7 +437,7 @@ static int consume_inline(consumer *k, sl_delivery *d)
 static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
 {
     int st = 0;
-    while (!st && !stop_signal && (count == 0 || k->settled < count)) {
+    while (!st && !stop_signal && (count == 0 || atomic_load(k->settled) < count)) {
         if ((st = consume_follow_share(k, crew)))
             break;
         bool full = k->held >= consumer_window(k);
@@ -485,7 +498,8 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
     if (sl_levels(k->g->c, &k->nlevels, &names) == SL_OK)
         for (unsigned i = 0; i < k->nlevels; i++)
             snprintf(k->level_names[i], sizeof k->level_names[i], "%s", names[i]);
-    signals_install();
+    if (!k->signals_set)
+        signals_install();
 
     cli_crew *crew = NULL;
     unsigned asked = k->workers;
@@ -531,6 +545,23 @@ static int consume_connect(consumer *k, const char *cmd, const char *pool, const
     return consume_run(k, pool, levels, nlevels, count, idle_ms);
 }
 
+/* What every broker's consumer starts from (-b a,b). */
+typedef struct consume_plan {
+    const consumer *k;
+    const char *pool, *level_list;
+    long count, idle_ms;
+} consume_plan;
+
+/* consume_one_broker runs one broker's consumer on its own thread, from a
+ * copy of the plan's consumer. */
+static int consume_one_broker(cli_core *sub, void *ctx)
+{
+    const consume_plan *p = ctx;
+    consumer k = *p->k;
+    k.g = sub;
+    return consume_connect(&k, "consume", p->pool, p->level_list, p->count, p->idle_ms);
+}
+
 int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -548,7 +579,9 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    consumer k = {.g = g, .out_lock = PTHREAD_MUTEX_INITIALIZER, .credit = 1, .workers = 1};
+    static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+    atomic_long settled = 0;
+    consumer k = {.g = g, .out_lock = &out_lock, .settled = &settled, .credit = 1, .workers = 1};
     const char *pool = NULL, *level_list = NULL, *post_url = NULL;
     const char *headers[MAX_HEADERS];
     size_t nheaders = 0;
@@ -629,7 +662,15 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
             return CLI_TEXT_EXIT_FAILURE;
         }
     }
-    int st = consume_connect(&k, cmd, pool, level_list, count, idle_ms);
+    int st;
+    if (cli_multi_is(g)) { /* -b a,b: a consumer per broker, each on its own thread */
+        consume_plan plan = {.k = &k, .pool = pool, .level_list = level_list, .count = count, .idle_ms = idle_ms};
+        signals_install();
+        k.signals_set = true;
+        st = cli_multi_each(g, cmd, consume_one_broker, &plan);
+    } else {
+        st = consume_connect(&k, cmd, pool, level_list, count, idle_ms);
+    }
     httpc_destroy(&k.post); /* the workers have ended: their handles are freed */
     return st;
 }
