@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "proc.h"
 
 static int arm(void **state)
 {
@@ -109,6 +110,8 @@ static void keyless_skip_a_dead_broker_and_consumers_settle_on_their_own(void **
             }
         }
     assert_int_equal(got, 40);
+    for (unsigned i = 0; i < 2; i++) /* acks do not wait for their answer: wait before counting */
+        assert_int_equal(sl_flush(sl_multi_at(cons, i), 5000), SL_OK);
     sl_multi_close(&cons);
     for (unsigned i = 0; i < 2; i++) {
         sl_stats st;
@@ -256,11 +259,89 @@ static void cli_consume_over_two_brokers_settles_each_where_it_came_from(void **
     assert_settled_here(a, 21);
     assert_settled_here(b, 24);
 
+    /* SLUICE_BROKER holding the list does the same */
+    put_bodies(ca, "e", 2);
+    put_bodies(cb, "f", 3);
+    setenv("SLUICE_BROKER", list, 1);
+    const char *env[] = {th_bin("sluice"), "consume", "-n", "5", NULL};
+    int env_st = th_run(env, NULL, out, sizeof out);
+    unsetenv("SLUICE_BROKER");
+    assert_int_equal(env_st, 0);
+    assert_non_null(strstr(out, "e1\n"));
+    assert_non_null(strstr(out, "f2\n"));
+    assert_settled_here(a, 23);
+    assert_settled_here(b, 27);
+
     /* a malformed list is a usage error */
     const char *bad[] = {th_bin("sluice"), "-b", "ipc:///nonexistent,", "consume", "-n", "1", NULL};
     assert_int_equal(th_run(bad, NULL, out, sizeof out), 2);
     sl_close(&ca);
     sl_close(&cb);
+    assert_int_equal(th_broker_destroy(&b), 0);
+    assert_int_equal(th_broker_destroy(&a), 0);
+}
+
+/* in_flight returns what broker b has delivered and not yet had settled. */
+static uint64_t in_flight(const th_broker *b)
+{
+    sl_client *c = th_client(b, 2000);
+    sl_stats st;
+    uint64_t n = 0;
+    if (sl_stats_get(c, &st) == SL_OK)
+        for (unsigned l = 0; l < st.nlevels; l++)
+            n += st.level[l].inflight;
+    sl_close(&c);
+    return n;
+}
+
+static void cli_consume_over_two_brokers_stops_cleanly_on_sigterm(void **state)
+{
+    (void)state;
+    th_broker *a, *b;
+    assert_int_equal(th_broker_new(NULL, &a), 0);
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    char list[700], log[400];
+    snprintf(list, sizeof list, "%s,%s", a->endpoint, b->endpoint);
+    snprintf(log, sizeof log, "%s/consume.log", a->dir);
+    sl_client *ca = th_client(a, 2000), *cb = th_client(b, 2000);
+    assert_int_equal(th_put_many(ca, SL_LEVEL_DEFAULT, 40, 0), SL_OK);
+    assert_int_equal(th_put_many(cb, SL_LEVEL_DEFAULT, 40, 0), SL_OK);
+    /* slow work on both brokers at once, then SIGTERM: what is in hand is
+     * finished and acked on its own broker, the rest returns; nothing lost */
+    const char *argv[] = {th_bin("sluice"), "-b", list, "consume", "--workers", "2", "--exec", "sleep 0.2", NULL};
+    proc p;
+    proc_spec spec = {.argv = argv, .out_path = log, .truncate = true, .null_stdin = true, .die_with_parent = true};
+    assert_int_equal(proc_start(&p, "sluice consume", &spec), 0);
+    uint64_t t0 = th_now_ms();
+    while ((in_flight(a) == 0 || in_flight(b) == 0) && th_now_ms() - t0 < 20000)
+        usleep(20000);
+    assert_true(in_flight(a) > 0 && in_flight(b) > 0);
+    int stop_st = proc_stop(&p, 20000);
+    if (stop_st != 0) {
+        static char text[16384];
+        th_read_file(log, text, sizeof text);
+        fprintf(stderr, "---- %s (exit %d) ----\n%s----\n", log, stop_st, text);
+    }
+    assert_int_equal(stop_st, 0);
+    sl_close(&ca);
+    sl_close(&cb);
+    const th_broker *both[] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        /* the consumer's goodbye travels on its own connection: wait for it */
+        uint64_t t1 = th_now_ms();
+        while (in_flight(both[i]) > 0 && th_now_ms() - t1 < 10000)
+            usleep(20000);
+        sl_client *c = th_client(both[i], 2000);
+        sl_stats st;
+        assert_int_equal(sl_stats_get(c, &st), SL_OK);
+        uint64_t acked = 0, depth = 0, inflight = 0;
+        for (unsigned l = 0; l < st.nlevels; l++)
+            acked += st.level[l].acked, depth += st.level[l].depth, inflight += st.level[l].inflight;
+        assert_true(acked >= 1);
+        assert_int_equal(inflight, 0);
+        assert_int_equal(acked + depth, 40);
+        sl_close(&c);
+    }
     assert_int_equal(th_broker_destroy(&b), 0);
     assert_int_equal(th_broker_destroy(&a), 0);
 }
@@ -274,6 +355,7 @@ int main(void)
         T(keyless_skip_a_dead_broker_and_consumers_settle_on_their_own),
         T(cli_send_and_stats_over_two_brokers),
         T(cli_consume_over_two_brokers_settles_each_where_it_came_from),
+        T(cli_consume_over_two_brokers_stops_cleanly_on_sigterm),
     };
 #undef T
     th_seed();
