@@ -78,7 +78,7 @@ static int redis_start(shared *s)
     char log[SCEN_PATH_BYTES + 64];
     snprintf(s->redis_sock, sizeof s->redis_sock, "%s/redis.sock", s->tmp);
     snprintf(log, sizeof log, "%s/redis.log", s->o->out);
-    char *const argv[] = {"/usr/bin/redis-server", "--port", "0", "--unixsocket", s->redis_sock, "--save", "",
+    char *const argv[] = {"redis-server", "--port", "0", "--unixsocket", s->redis_sock, "--save", "",
                           "--appendonly", "no", NULL};
     if (scen_proc_start(&s->redis, "redis-server", argv, log, false, 0) != 0)
         return scen_fail("cannot start redis-server (Debian: apt-get install redis-server)");
