@@ -15,7 +15,7 @@
  * and SIGTERM (the stop flag: every loop of every scenario looks at it, and
  * the scenario then stops what it started and still reports what it has)
  * and hands over to the scenario: scen_quiz.c (throttle-quiz,
- * priorities) or scen_ingest.c (ingest).
+ * priorities), scen_ingest.c (ingest) or scen_shared.c (shared-sink).
  */
 #include "scen.h"
 
@@ -34,6 +34,7 @@
 #include "scen_ingest.h"
 #include "scen_proc.h"
 #include "scen_quiz.h"
+#include "scen_shared.h"
 
 #define BURST_MAX      100000 /* --sink-burst, --broker-burst */
 #define SLEEP_SLICE_NS (100 * SCEN_NS_PER_MS) /* how often a sleeper looks at the stop flag */
@@ -68,9 +69,15 @@ static const char help_text[] =
 "                 exactly once, none is throttled, and the broker's ETA;\n"
 "                 then a naive retry loop (4 threads POSTing directly,\n"
 "                 retrying at once on 429) for comparison.\n"
+"  shared-sink    4 brokers sharing one sink at 2,000/s through capacity\n"
+"                 leases in a redis-server of its own (reserved 100/s each),\n"
+"                 each with its own backlog and consume --post consumer:\n"
+"                 429s, the most arrivals in 1 s and 10 s windows against\n"
+"                 rate x window + the brokers' bursts, utilisation while\n"
+"                 backlogged, Redis commands per broker per second (40 s).\n"
 "\n"
 "Options:\n"
-"  --scenario NAME  throttle-quiz, priorities or ingest\n"
+"  --scenario NAME  throttle-quiz, priorities, ingest or shared-sink\n"
 "  --out DIR        output directory, created if needed (default\n"
 "                   ./bench-out/NAME); earlier results in it are replaced\n"
 "  --seconds S      length of the load, 1 to 3600 (default 120); for\n"
@@ -172,6 +179,7 @@ static const struct {
     {"throttle-quiz", run_quiz},
     {"priorities", run_priorities},
     {"ingest", scen_ingest_run},
+    {"shared-sink", scen_shared_run},
 };
 
 /* binaries_check makes sure the programs a scenario runs are there. */
@@ -264,12 +272,12 @@ int scen_main(int argc, char **argv)
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (!o.scenario)
-        return usage_error("--scenario is required (throttle-quiz, priorities or ingest)");
+        return usage_error("--scenario is required (throttle-quiz, priorities, ingest or shared-sink)");
     size_t which = 0, n = sizeof scenarios / sizeof scenarios[0];
     while (which < n && strcmp(scenarios[which].name, o.scenario) != 0)
         which++;
     if (which == n)
-        return usage_error("no scenario '%s' (throttle-quiz, priorities or ingest)",
+        return usage_error("no scenario '%s' (throttle-quiz, priorities, ingest or shared-sink)",
                                     o.scenario);
     int len = out ? snprintf(o.out, sizeof o.out, "%s", out)
                   : snprintf(o.out, sizeof o.out, "bench-out/%s", o.scenario);

@@ -49,6 +49,16 @@
  * and settled, the threads are joined, and closing the client returns the
  * unstarted ones to the broker at once. A second signal ends the process
  * without waiting; what it held returns when the broker notices.
+ *
+ * Several brokers (-b a,b). One consumer per broker, each on its own thread
+ * (cli_multi_each) with its own client, crew and window, so each delivery is
+ * settled on the broker it came from. They share the output lock, the count
+ * of settled messages and the stop flag: -n ends them all once that many are
+ * settled in all (each client's limit is -n, so a broker never delivers more
+ * than that, and what another one holds then is finished and settled); with
+ * --idle-exit each ends when its broker has been idle that long, and consume
+ * exits when all have. The exit status is the worst of theirs; a broker that
+ * fails ends only its own consumer.
  */
 #include "cli_consume.h"
 
@@ -59,6 +69,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +78,7 @@
 #include <unistd.h>
 
 #include "cli_crew.h"
+#include "cli_multi.h"
 #include "httpc.h"
 #include "cli_text.h"
 
@@ -107,7 +119,7 @@ static void signals_install(void)
 }
 
 /* levels_parse resolves a comma-separated list such as "high,2". */
-static int levels_parse(cli_core *g, const char *list, unsigned *levels, size_t *n)
+static int levels_parse(cli_core *g, const char *cmd, const char *list, unsigned *levels, size_t *n)
 {
     char item[128];
     const char *p = list;
@@ -115,16 +127,16 @@ static int levels_parse(cli_core *g, const char *list, unsigned *levels, size_t 
     for (;;) {
         size_t len = strcspn(p, ",");
         if (len == 0 || len >= sizeof item)
-            return cli_text_usage_error("consume",
+            return cli_text_usage_error(cmd,
                                         "bad level list '%s' (expected names or numbers "
                                         "separated by commas)",
                                         list);
         if (*n == SL_MAX_LEVELS)
-            return cli_text_usage_error("consume", "more than %d levels in '%s'", SL_MAX_LEVELS,
+            return cli_text_usage_error(cmd, "more than %d levels in '%s'", SL_MAX_LEVELS,
                                         list);
         memcpy(item, p, len);
         item[len] = '\0';
-        int st = cli_core_level_resolve(g, "consume", item, &levels[*n]);
+        int st = cli_core_level_resolve(g, cmd, item, &levels[*n]);
         if (st)
             return st;
         (*n)++;
@@ -201,7 +213,10 @@ typedef struct job {
 
 typedef struct consumer {
     cli_core *g;
-    pthread_mutex_t out_lock; /* a worker prints one whole line under it */
+    const char *cmd;           /* for messages: "consume", or "consume (ENDPOINT)" with several */
+    pthread_mutex_t *out_lock; /* a worker prints one whole line under it (shared by brokers) */
+    atomic_long *settled;      /* settled messages, over every broker's consumer */
+    bool signals_set;          /* the stop signals are already handled */
     /* read by the workers, fixed before they start */
     const char *exec;
     httpc *post;
@@ -213,7 +228,6 @@ typedef struct consumer {
     unsigned workers; /* the crew's size */
     unsigned share;   /* the pool share the crew was last matched to */
     size_t held;      /* received and not yet settled */
-    long settled;
     int64_t last_ms; /* when a message last arrived or was settled */
     bool broken;     /* settling failed: settle no more */
 } consumer;
@@ -228,24 +242,24 @@ static int exec_outcome(const consumer *k, const sl_delivery *d)
 {
     int status;
     if (exec_run(k->exec, d, &status)) {
-        cli_text_say("consume", "cannot run the command: %s", cli_text_strerror(errno));
+        cli_text_say(k->cmd, "cannot run the command: %s", cli_text_strerror(errno));
         return OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return OUTCOME_ACK;
     if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_TEMPFAIL) {
-        cli_text_say("consume",
+        cli_text_say(k->cmd,
                      "message %" PRIu64 ": the command exited with status %d (EX_TEMPFAIL); "
                      "returned as throttled, without charging an attempt",
                      d->id, EXIT_TEMPFAIL);
         return OUTCOME_THROTTLED;
     }
     if (WIFEXITED(status))
-        cli_text_say("consume", "message %" PRIu64 ": the command exited with status %d; nacked",
+        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked",
                      d->id, WEXITSTATUS(status));
     else if (WIFSIGNALED(status))
         /* glibc's strsignal returns constant text for every real signal */
-        cli_text_say("consume",
+        cli_text_say(k->cmd,
                      "message %" PRIu64 ": the command was killed by signal %d (%s); "
                      "nacked",
                      d->id, WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -259,14 +273,14 @@ static int post_outcome(const consumer *k, job *j)
     const sl_delivery *d = j->d;
     httpc_result r;
     if (httpc_send(k->post, d->body, d->body_len, &r) != SL_OK) {
-        cli_text_say("consume", "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
+        cli_text_say(k->cmd, "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
         return OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }
     if (r.verdict == HTTPC_DELIVERED)
         return OUTCOME_ACK;
     if (r.verdict == HTTPC_REFUSED) {
         snprintf(j->why, sizeof j->why, "%.159s", r.what);
-        cli_text_say("consume", "message %" PRIu64 ": %s; permanent failure (attempt %u): rejected, "
+        cli_text_say(k->cmd, "message %" PRIu64 ": %s; permanent failure (attempt %u): rejected, "
                      "now a dead letter", d->id, r.what, d->attempt);
         return OUTCOME_REFUSED;
     }
@@ -276,7 +290,7 @@ static int post_outcome(const consumer *k, job *j)
     if (j->delay_ms)
         snprintf(wait, sizeof wait, "%" PRIu32 " ms", j->delay_ms);
     if (k->verbose)
-        cli_text_say("consume", "message %" PRIu64 ": %s; %s (attempt %u), %s %s", d->id, r.what,
+        cli_text_say(k->cmd, "message %" PRIu64 ": %s; %s (attempt %u), %s %s", d->id, r.what,
                      throttled ? "returned as throttled" : "nacked", d->attempt,
                      throttled ? "the broker pauses the sink for" : "delivered again in", wait);
     return throttled ? OUTCOME_THROTTLED : OUTCOME_NACK;
@@ -294,7 +308,7 @@ static int consume_work(void *ctx, void *arg)
         return post_outcome(k, j);
     if (k->exec)
         return exec_outcome(k, d);
-    pthread_mutex_lock(&k->out_lock);
+    pthread_mutex_lock(k->out_lock);
     if (k->verbose) {
         char number[16];
         snprintf(number, sizeof number, "%u", d->level);
@@ -307,9 +321,9 @@ static int consume_work(void *ctx, void *arg)
     putchar('\n');
     bool failed = fflush(stdout) != 0 || ferror(stdout);
     int err = errno;
-    pthread_mutex_unlock(&k->out_lock);
+    pthread_mutex_unlock(k->out_lock);
     if (failed) {
-        cli_text_say("consume", "writing to standard output: %s", cli_text_strerror(err));
+        cli_text_say(k->cmd, "writing to standard output: %s", cli_text_strerror(err));
         return OUTCOME_FAILED; /* not acked: it returns to the broker */
     }
     return OUTCOME_ACK;
@@ -337,14 +351,14 @@ static int consume_settle(consumer *k, const job *j, int outcome)
     if (rc == SL_ESTALE) {
         /* settlements do not wait for their answer: this reports an earlier
          * one whose lease ran out first; the broker will deliver it again */
-        cli_text_say("consume", "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
+        cli_text_say(k->cmd, "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
                      sl_last_error(k->g->c));
         return 0;
     }
     if (rc) {
         char context[64];
         snprintf(context, sizeof context, "%s of message %" PRIu64, verb[outcome], d->id);
-        return cli_core_broker_error(k->g, "consume", rc, context, NULL);
+        return cli_core_broker_error(k->g, k->cmd, rc, context, NULL);
     }
     return 0;
 }
@@ -361,7 +375,7 @@ static int consume_finish(consumer *k, cli_crew *crew)
         if (outcome != OUTCOME_FAILED && !k->broken) {
             s = consume_settle(k, j, outcome);
             k->broken = s != 0;
-            k->settled += s == 0;
+            atomic_fetch_add(k->settled, s == 0);
         }
         st = st ? st : s;
         k->held--;
@@ -372,10 +386,10 @@ static int consume_finish(consumer *k, cli_crew *crew)
      * refused one is reported and nothing is left in doubt at exit */
     int rc = k->broken ? SL_OK : sl_flush(k->g->c, FLUSH_MS);
     if (rc == SL_ESTALE)
-        cli_text_say("consume", "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
+        cli_text_say(k->cmd, "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
                      sl_last_error(k->g->c));
     else if (rc && !st)
-        st = cli_core_broker_error(k->g, "consume", rc, "waiting for the broker to accept the settlements", NULL);
+        st = cli_core_broker_error(k->g, k->cmd, rc, "waiting for the broker to accept the settlements", NULL);
     return st;
 }
 
@@ -391,14 +405,14 @@ static int consume_follow_share(consumer *k, cli_crew *crew)
     unsigned want = share < MAX_WORKERS ? share : MAX_WORKERS;
     unsigned got = cli_crew_resize(crew, want);
     if (got < want)
-        cli_text_say("consume", "cannot start more than %u workers: %s", got,
+        cli_text_say(k->cmd, "cannot start more than %u workers: %s", got,
                      cli_text_strerror(errno));
     if (got != k->workers)
-        cli_text_say("consume", "pool share is now %u; running %u worker%s%s", share, got,
+        cli_text_say(k->cmd, "pool share is now %u; running %u worker%s%s", share, got,
                      got == 1 ? "" : "s", share > MAX_WORKERS ? " (the most it runs)" : "");
     k->workers = got;
     int rc = sl_set_window(k->g->c, consumer_window(k));
-    return rc ? cli_core_broker_error(k->g, "consume", rc, "changing the credit window", NULL) : 0;
+    return rc ? cli_core_broker_error(k->g, k->cmd, rc, "changing the credit window", NULL) : 0;
 }
 
 /* consume_loop receives deliveries for the crew and settles what it hands
@@ -414,7 +428,7 @@ static int consume_inline(consumer *k, sl_delivery *d)
     if (outcome != OUTCOME_FAILED && !k->broken) {
         st = consume_settle(k, &j, outcome);
         k->broken = st != 0;
-        k->settled += st == 0;
+        atomic_fetch_add(k->settled, st == 0);
     }
     k->last_ms = cli_core_now_ms();
     sl_delivery_free(&d);
@@ -424,7 +438,7 @@ static int consume_inline(consumer *k, sl_delivery *d)
 static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
 {
     int st = 0;
-    while (!st && !stop_signal && (count == 0 || k->settled < count)) {
+    while (!st && !stop_signal && (count == 0 || atomic_load(k->settled) < count)) {
         if ((st = consume_follow_share(k, crew)))
             break;
         bool full = k->held >= consumer_window(k);
@@ -455,13 +469,13 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
             k->held++;
             k->last_ms = cli_core_now_ms();
         } else if (rc == SL_OK) {
-            cli_text_say("consume", "out of memory");
+            cli_text_say(k->cmd, "out of memory");
             free(j);
             sl_delivery_free(&d); /* unsettled: it returns to the broker */
             st = CLI_TEXT_EXIT_FAILURE;
         } else if (rc != SL_ETIMEDOUT) {
             k->broken = true;
-            st = cli_core_broker_error(k->g, "consume", rc, "receiving", NULL);
+            st = cli_core_broker_error(k->g, k->cmd, rc, "receiving", NULL);
         }
         int s = consume_finish(k, crew);
         st = st ? st : s;
@@ -477,7 +491,7 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
 {
     int rc = sl_subscribe(k->g->c, pool, levels, nlevels, consumer_window(k));
     if (rc)
-        return cli_core_broker_error(k->g, "consume", rc, "subscribing", NULL);
+        return cli_core_broker_error(k->g, k->cmd, rc, "subscribing", NULL);
     k->g->answered = true;
     /* the workers read a copy of the level names: the client is this
      * thread's alone (the subscription cached them) */
@@ -485,7 +499,8 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
     if (sl_levels(k->g->c, &k->nlevels, &names) == SL_OK)
         for (unsigned i = 0; i < k->nlevels; i++)
             snprintf(k->level_names[i], sizeof k->level_names[i], "%s", names[i]);
-    signals_install();
+    if (!k->signals_set)
+        signals_install();
 
     cli_crew *crew = NULL;
     unsigned asked = k->workers;
@@ -493,16 +508,16 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
     if (err == 0 && (k->workers = cli_crew_resize(crew, asked)) == 0)
         err = errno ? errno : EAGAIN;
     if (err) {
-        cli_text_say("consume", "cannot start a worker thread: %s", cli_text_strerror(err));
+        cli_text_say(k->cmd, "cannot start a worker thread: %s", cli_text_strerror(err));
         cli_crew_destroy(&crew, NULL);
         return CLI_TEXT_EXIT_FAILURE;
     }
     int st = 0;
     if (k->workers < asked) {
-        cli_text_say("consume", "started only %u of %u workers: %s", k->workers, asked,
+        cli_text_say(k->cmd, "started only %u of %u workers: %s", k->workers, asked,
                      cli_text_strerror(errno));
         if ((rc = sl_set_window(k->g->c, consumer_window(k))))
-            st = cli_core_broker_error(k->g, "consume", rc, "changing the credit window", NULL);
+            st = cli_core_broker_error(k->g, k->cmd, rc, "changing the credit window", NULL);
     }
     k->last_ms = cli_core_now_ms();
     if (!st)
@@ -515,20 +530,40 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
 
 /* consume_connect connects, resolves the levels and runs the consumer.
  * Returns the exit status. */
-static int consume_connect(consumer *k, const char *cmd, const char *pool, const char *level_list,
+static int consume_connect(consumer *k, const char *pool, const char *level_list,
                            long count, long idle_ms)
 {
     cli_core *g = k->g;
-    int st = cli_core_connect(g, cmd);
+    int st = cli_core_connect(g, k->cmd);
     if (st)
         return st;
     unsigned levels[SL_MAX_LEVELS];
     size_t nlevels = 0;
-    if (level_list && (st = levels_parse(g, level_list, levels, &nlevels)))
+    if (level_list && (st = levels_parse(g, k->cmd, level_list, levels, &nlevels)))
         return st;
     if (count > 0)
         sl_set_limit(g->c, (uint64_t)count); /* never pull an extra message */
     return consume_run(k, pool, levels, nlevels, count, idle_ms);
+}
+
+/* What every broker's consumer starts from (-b a,b). */
+typedef struct consume_plan {
+    const consumer *k;
+    const char *pool, *level_list;
+    long count, idle_ms;
+} consume_plan;
+
+/* consume_one_broker runs one broker's consumer on its own thread, from a
+ * copy of the plan's consumer. */
+static int consume_one_broker(cli_core *sub, void *ctx)
+{
+    const consume_plan *p = ctx;
+    consumer k = *p->k;
+    char name[200];
+    snprintf(name, sizeof name, "consume (%s)", sub->endpoint);
+    k.g = sub;
+    k.cmd = name;
+    return consume_connect(&k, p->pool, p->level_list, p->count, p->idle_ms);
 }
 
 int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
@@ -548,7 +583,9 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    consumer k = {.g = g, .out_lock = PTHREAD_MUTEX_INITIALIZER, .credit = 1, .workers = 1};
+    static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+    atomic_long settled = 0;
+    consumer k = {.g = g, .cmd = cmd, .out_lock = &out_lock, .settled = &settled, .credit = 1, .workers = 1};
     const char *pool = NULL, *level_list = NULL, *post_url = NULL;
     const char *headers[MAX_HEADERS];
     size_t nheaders = 0;
@@ -629,7 +666,15 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
             return CLI_TEXT_EXIT_FAILURE;
         }
     }
-    int st = consume_connect(&k, cmd, pool, level_list, count, idle_ms);
+    int st;
+    if (cli_multi_is(g)) { /* -b a,b: a consumer per broker, each on its own thread */
+        consume_plan plan = {.k = &k, .pool = pool, .level_list = level_list, .count = count, .idle_ms = idle_ms};
+        signals_install();
+        k.signals_set = true;
+        st = cli_multi_each(g, cmd, consume_one_broker, &plan);
+    } else {
+        st = consume_connect(&k, pool, level_list, count, idle_ms);
+    }
     httpc_destroy(&k.post); /* the workers have ended: their handles are freed */
     return st;
 }

@@ -6,11 +6,19 @@
  *
  * Every broker is asked in turn with the global timeout; one that does not
  * answer is a row "down" and makes the exit status 1, the others still show.
+ *
+ * cli_multi_each runs a command once per broker, each on a thread of its own
+ * with its own copy of the global options and its own sl_client (a client
+ * is one thread's), and joins them: `sluice consume -b a,b` is one consumer
+ * per broker, so every delivery is settled on the connection it came from.
+ * Costs one thread per broker (at most SL_MAX_BROKERS) besides the command's.
  */
 #include "cli_multi.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_coord.h"
@@ -123,4 +131,66 @@ int cli_multi_stats(cli_core *g, const char *cmd, bool json)
         return CLI_TEXT_EXIT_FAILURE;
     }
     return cli_core_output_done(cmd);
+}
+
+typedef struct each_run {
+    cli_core sub;
+    cli_multi_fn fn;
+    void *ctx;
+    int status;
+    pthread_t thread;
+} each_run;
+
+static void *each_main(void *arg)
+{
+    each_run *r = arg;
+    r->status = r->fn(&r->sub, r->ctx);
+    sl_close(&r->sub.c);
+    return NULL;
+}
+
+int cli_multi_each(cli_core *g, const char *cmd, cli_multi_fn fn, void *ctx)
+{
+    char *list = strdup(g->endpoint);
+    each_run *run = calloc(SL_MAX_BROKERS, sizeof *run);
+    unsigned n = 0;
+    int st = 0;
+    if (!list || !run) {
+        free(list);
+        free(run);
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    char *rest = list;
+    for (char *e = strsep(&rest, ","); e; e = strsep(&rest, ",")) {
+        while (*e == ' ')
+            e++;
+        if (!*e || n == SL_MAX_BROKERS) {
+            st = cli_text_usage_error(cmd, "invalid broker list '%s' (expected ENDPOINT,ENDPOINT,... "
+                                      "with at most %d)", g->endpoint, SL_MAX_BROKERS);
+            break;
+        }
+        run[n].sub = *g;
+        run[n].sub.endpoint = e;
+        run[n].sub.c = NULL;
+        run[n].sub.answered = false;
+        run[n].fn = fn;
+        run[n].ctx = ctx;
+        n++;
+    }
+    unsigned started = 0;
+    for (; !st && started < n; started++)
+        if (pthread_create(&run[started].thread, NULL, each_main, &run[started])) {
+            cli_text_say(cmd, "cannot start a thread for broker %s", run[started].sub.endpoint);
+            st = CLI_TEXT_EXIT_FAILURE;
+            break;
+        }
+    for (unsigned i = 0; i < started; i++) {
+        pthread_join(run[i].thread, NULL);
+        if (run[i].status && (!st || run[i].status > st))
+            st = run[i].status;
+    }
+    free(run);
+    free(list);
+    return st;
 }

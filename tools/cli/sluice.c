@@ -117,6 +117,8 @@ static const char help_text[] =
 "      once printed. Runs until SIGINT or SIGTERM unless -n or --idle-exit\n"
 "      ends it; messages being processed are then finished and settled, and\n"
 "      the others return to the broker (a second signal stops at once).\n"
+"      With -b A,B: one consumer per broker, each settling on its own broker;\n"
+"      -n counts over all of them, --idle-exit ends each broker's on its own.\n"
 "      --pool NAME          consumer pool to join (default: \"default\")\n"
 "      -p, --levels LEVELS  comma-separated level names or numbers, such as\n"
 "                           high,normal or 0,2 (default: all levels)\n"
