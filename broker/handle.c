@@ -224,6 +224,10 @@ static void h_ACK(bk *b, const net_in *in, const proto_msg *m)
 
 static void h_NACK(bk *b, const net_in *in, const proto_msg *m)
 {
+    if ((m->present & PF(delay_ms)) && m->delay_ms > PROTO_MAX_TIME_MS) {
+        reply_err(b, in, m, SL_EINVAL, "delay_ms must be at most 315360000000 (ten years)");
+        return;
+    }
     lease *l = find_lease(b, in, m);
     if (!l)
         return;

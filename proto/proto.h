@@ -39,6 +39,7 @@
 #define PROTO_VERSION        2
 #define PROTO_MAX_LEVELS     16         /* levels 0..15 */
 #define PROTO_MAX_TAG        255        /* bytes in a tag */
+#define PROTO_MAX_TIME_MS    315360000000ULL /* ttl_ms, delay_ms: ten years (365-day) in ms; more is SL_EINVAL */
 #define PROTO_MAX_NAME       64         /* bytes in a pool or level name, or a string column */
 #define PROTO_MAX_STR        1024       /* bytes in any other string field */
 #define PROTO_MAX_BODY       (16u << 20)/* hard ceiling on a body; brokers set lower */

