@@ -54,11 +54,55 @@ static void huge_times_are_refused_and_the_maximum_works(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* A str field that is not well-formed UTF-8 is refused by the decoder with
+ * SL_EPROTO: before, a tag of arbitrary bytes was stored and sent on to
+ * consumers as a msgpack str. A body stays bytes; UTF-8 tags pass through. */
+static void str_fields_must_be_utf8(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"a\x80" "b", "ab\xe2\x82", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                      "\xff"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        proto_msg m, out;
+        proto_wbuf buf = {0};
+        proto_init(&m, PROTO_PUT);
+        proto_set(&m, seq, 1);
+        proto_set(&m, body, ((proto_buf){"\xff\xfe", 2})); /* a body is bytes */
+        proto_set(&m, tag, ((proto_buf){bad[i], (uint32_t)strlen(bad[i])}));
+        assert_int_equal(proto_encode(&m, &buf), SL_OK);
+        const char *why = NULL;
+        if (proto_decode(buf.data, buf.len, &out, &why) != SL_EPROTO)
+            fail_msg("tag %zu decoded", i);
+        assert_non_null(why);
+        proto_wbuf_free(&buf);
+    }
+
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    sl_put m = {.body = "\xff", .body_len = 1, .level = 0, .tag = "a\x80" "b"};
+    assert_int_equal(sl_send(f->c, &m, NULL), SL_EPROTO);
+    m.tag = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\xa6";
+    uint64_t id = 0;
+    assert_int_equal(sl_send(f->c, &m, &id), SL_OK);
+    assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(f->c, 5000, &d), SL_OK);
+    assert_int_equal(d->id, id);
+    assert_string_equal(d->tag, m.tag);
+    assert_int_equal(sl_ack(f->c, d), SL_OK);
+    sl_delivery_free(&d);
+    sl_stats st;
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_int_equal(st.level[0].depth, 0);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(huge_times_are_refused_and_the_maximum_works, th_timeout_arm,
                                         th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(str_fields_must_be_utf8, th_timeout_arm, th_timeout_disarm),
     };
     th_seed();
     return cmocka_run_group_tests_name("harden", tests, NULL, NULL);
