@@ -221,8 +221,11 @@ void cron_between_commits(bk *b)
     uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;
     struct statvfs fs;
     if (statvfs(b->cfg.data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < grown - used) {
-        log_warn("cron", "the map is %llu%% used but the disk has no room to grow it; publishes stop at %u%%",
-                 (unsigned long long)(used * 100 / map), b->cfg.soft_limit_pct);
+        uint64_t held = 0; /* true on every pass until space is freed: once a minute */
+        if (log_limit_pass(&b->no_room_log, b->mono_ns, 60 * NS_PER_S, &held))
+            log_warn("cron", "the map is %llu%% used but the disk has no room to grow it; publishes stop at %u%%"
+                     " (%llu such warnings held back)", (unsigned long long)(used * 100 / map),
+                     b->cfg.soft_limit_pct, (unsigned long long)held);
         return;
     }
     store_grow(b->st, grown);

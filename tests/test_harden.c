@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -97,12 +100,106 @@ static void str_fields_must_be_utf8(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* count_lines counts the lines of the broker's log that hold what. */
+static unsigned count_lines(const th_broker *b, const char *what)
+{
+    static char text[1 << 20];
+    th_read_file(b->log, text, sizeof text);
+    unsigned n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* With the map over 75 % used on a disk with no room to grow it (a 160 MB
+ * tmpfs under a 128 MB map), the warning is printed once, not on every loop
+ * pass (it was hundreds a second). Needs root for the mount; skipped
+ * otherwise. */
+static void no_room_warning_is_rate_limited(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--map-size-mb", "128", "--map-max-mb", "1024", NULL};
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, extra), 0);
+    assert_int_equal(mkdir(b.data, 0750), 0);
+    if (mount("tmpfs", b.data, "tmpfs", 0, "size=160m") != 0) {
+        th_broker_fini(&b);
+        skip();
+    }
+    assert_int_equal(th_broker_start(&b), 0);
+    sl_client *c = th_client(&b, 5000);
+    /* publish until the broker says the map is past 75 % (it recounts every
+     * 100 ms; publishes stop at 90 %, 19 MB further) */
+    static char body[32000];
+    memset(body, 'x', sizeof body);
+    sl_put m = {.body = body, .body_len = sizeof body, .level = 1};
+    unsigned stored = 0;
+    while (count_lines(&b, "no room to grow") == 0 && stored < 5000) {
+        int rc = sl_send(c, &m, NULL);
+        if (rc != SL_OK) {
+            static char text[1 << 16];
+            th_read_file(b.log, text, sizeof text);
+            fprintf(stderr, "%s\n", text);
+            fail_msg("publish %u: %s", stored, sl_strerror(rc));
+        }
+        stored++;
+    }
+    assert_true(stored < 5000);
+    /* 1.5 s of traffic, a publish and an ack at a time, the backlog level:
+     * every commit is a chance to warn */
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 1), SL_OK);
+    uint64_t end = th_now_ms() + 1500;
+    unsigned cycles = 0;
+    while (th_now_ms() < end) {
+        sl_delivery *d = NULL;
+        assert_int_equal(sl_send(c, &m, NULL), SL_OK);
+        assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+        cycles++;
+    }
+    assert_true(cycles >= 10);
+    unsigned warned = count_lines(&b, "no room to grow");
+    sl_close(&c);
+    assert_int_equal(th_broker_stop(&b), 0);
+    assert_int_equal(umount(b.data), 0);
+    th_broker_fini(&b);
+    if (warned < 1 || warned > 2)
+        fail_msg("the no-room warning was printed %u times in 1.5 s", warned);
+}
+
+/* A damaged meta page is named as corruption, with what to do, and the
+ * broker does not start (it said "MDB_VERSION_MISMATCH"). */
+static void corrupt_meta_pages_are_named_as_corruption(void **state)
+{
+    (void)state;
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    assert_int_equal(th_broker_start(&b), 0);
+    assert_int_equal(th_broker_stop(&b), 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/data.mdb", b.data);
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    long page = sysconf(_SC_PAGESIZE);
+    static const unsigned char junk[4] = {0x5a, 0x5a, 0x5a, 0x5a};
+    for (int meta = 0; meta < 2; meta++) /* mm_version of both meta pages */
+        assert_int_equal(pwrite(fd, junk, sizeof junk, meta * page + 20), (ssize_t)sizeof junk);
+    assert_int_equal(close(fd), 0);
+    assert_int_equal(th_broker_start(&b), -1);
+    assert_true(count_lines(&b, "is corrupt: its meta pages fail") == 1);
+    th_broker_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(huge_times_are_refused_and_the_maximum_works, th_timeout_arm,
                                         th_timeout_disarm),
         cmocka_unit_test_setup_teardown(str_fields_must_be_utf8, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(no_room_warning_is_rate_limited, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(corrupt_meta_pages_are_named_as_corruption, th_timeout_arm,
+                                        th_timeout_disarm),
     };
     th_seed();
     return cmocka_run_group_tests_name("harden", tests, NULL, NULL);
