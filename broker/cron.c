@@ -15,7 +15,9 @@
  *                    renewal asking for the slices this broker could use)
  *   every second     forget up to 1,000 idempotency keys whose window ended;
  *                    bury up to 1,000 messages whose time to live ran out;
- *                    look at up to 10,000 dead letters for --dead-max-age
+ *                    look at up to 10,000 dead letters for --dead-max-age;
+ *                    delete the pools idle and unconfigured for
+ *                    --pool-reap-ms (pool_life.c)
  *   every 250 ms     sample arrival and dispatch rates per level and each
  *                    pool's load; an autoscaled pool that changes size is
  *                    told and persisted
@@ -53,6 +55,7 @@
 #include "net.h"
 #include "notify.h"
 #include "pool.h"
+#include "pool_life.h"
 #include "queue.h"
 #include "settings.h"
 #include "settle.h"
@@ -191,6 +194,7 @@ void cron_tick(bk *b)
     if (sweep) {
         queue_idem_forget(&b->q, b->wall_ns, 1000);
         expire_due(b);
+        pool_life_reap(b);
         b->next_sweep_ns = b->mono_ns + SWEEP_EVERY_NS;
     }
     dead_retain(b, sweep);

@@ -212,6 +212,10 @@ void store_delayed_counts(store *s, uint64_t *counts);
  * settings.c. */
 int store_meta_put(store *s, const char *key, const void *val, size_t len);
 
+/* store_meta_del removes the setting key in the pass's transaction (absent:
+ * nothing to do). Returns SL_OK or an LMDB failure (logged). */
+int store_meta_del(store *s, const char *key);
+
 /* store_meta_scan calls fn for every meta record whose key starts with
  * prefix, in key order. The pointers are valid only during the call. */
 typedef void (*store_meta_fn)(void *ctx, const char *key, size_t key_len, const void *val, size_t len);

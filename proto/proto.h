@@ -121,7 +121,8 @@
     X(older_than_ms, "older_than_ms", U64, 0)             \
     X(dead_rows,  "dead_rows",      ROWS, dead)           \
     X(auth_refused, "auth_refused", U64,  0)              \
-    X(handshakes_refused, "handshakes_refused", U64, 0)
+    X(handshakes_refused, "handshakes_refused", U64, 0) \
+    X(force,      "force",          U64,  0)
 
 /* ---- rows ----
  *
@@ -288,6 +289,7 @@ typedef uint64_t proto_mask;
     X(pool_resume,    "pool.resume",    PF(pool), 0, NONE, 0)                     \
     X(pool_autoscale, "pool.autoscale", PF(pool),                                 \
       PF(enabled) | PF(min) | PF(max) | PF(target_wait_ms), NONE, 0)              \
+    X(pool_delete,    "pool.delete",    PF(pool), PF(force), NONE, 0)             \
     X(sink_set,       "sink.set",       0, PF(rate_milli) | PF(burst) | PF(max_inflight), NONE, 0) \
     X(sink_show,      "sink.show",      0, 0, FIELDS,                             \
       PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |  \
@@ -336,6 +338,7 @@ typedef enum proto_role {
     X(pool_pause,     ADMIN)      \
     X(pool_resume,    ADMIN)      \
     X(pool_autoscale, ADMIN)      \
+    X(pool_delete,    ADMIN)      \
     X(sink_set,       ADMIN)      \
     X(sink_show,      MONITOR)    \
     X(explain,        MONITOR)    \
