@@ -478,6 +478,12 @@ void proto_init(proto_msg *m, proto_type type);
 
 /* proto_set_* set a field and its presence bit. Strings are borrowed, not
  * copied: they must outlive the call to proto_encode. */
+/* proto_utf8_prefix returns the length of the longest prefix of buf[0..len)
+ * that is well-formed UTF-8 (RFC 3629): len when all of it is. The decoder
+ * refuses a str value for which it is less (SL_EPROTO); a sender cuts text
+ * it did not check with it. */
+uint32_t proto_utf8_prefix(const void *buf, uint32_t len);
+
 #define proto_set(m, member, val) ((m)->present |= PF(member), (m)->member = (val))
 void proto_set_str(proto_msg *m, proto_field f, const char *ptr, size_t len);
 int proto_has(const proto_msg *m, proto_field f);

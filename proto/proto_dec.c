@@ -171,10 +171,9 @@ static int find_field(const char *key, uint32_t len)
     return -1;
 }
 
-/* utf8_valid says whether p[0..len) is well-formed UTF-8 (RFC 3629: no
- * overlong forms, no surrogates, nothing past U+10FFFF). O(len). */
-static int utf8_valid(const unsigned char *p, uint32_t len)
+uint32_t proto_utf8_prefix(const void *buf, uint32_t len)
 {
+    const unsigned char *p = buf;
     uint32_t i = 0;
     while (i < len) {
         unsigned c = p[i];
@@ -198,18 +197,16 @@ static int utf8_valid(const unsigned char *p, uint32_t len)
             else if (c == 0xf4)
                 hi = 0x8f; /* past U+10FFFF */
         } else {
-            return 0;
+            return i;
         }
-        if (len - i <= n)
-            return 0;
-        if (p[i + 1] < lo || p[i + 1] > hi)
-            return 0;
+        if (len - i <= n || p[i + 1] < lo || p[i + 1] > hi)
+            return i;
         for (uint32_t k = 2; k <= n; k++)
             if ((p[i + k] & 0xc0) != 0x80)
-                return 0;
+                return i;
         i += n + 1;
     }
-    return 1;
+    return len;
 }
 
 /* set_str checks that v is a string (or, when bin_ok, a bin) of at most max
@@ -230,7 +227,7 @@ static int set_str(proto_buf *out, const msgpack_object *v, int bin_ok, uint32_t
         *why = "string or body exceeds its limit";
         return SL_ETOOBIG;
     }
-    if (!bin_ok && !utf8_valid((const unsigned char *)out->ptr, out->len)) {
+    if (!bin_ok && proto_utf8_prefix(out->ptr, out->len) != out->len) {
         *why = "string is not valid UTF-8";
         return SL_EPROTO;
     }
