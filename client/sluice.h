@@ -350,6 +350,7 @@ typedef struct sl_level_stats {
                             level's effective rate; 0 when empty or unknown */
     /* dead letters requeued and purged by operators, dropped by retention */
     uint64_t dead_requeued, dead_purged, dead_dropped;
+    uint64_t corrupt;    /* records that failed their check, moved to dead letters */
 } sl_level_stats;
 
 /* A broker sharing its sink with others through Redis (sluiced --coord):

@@ -160,7 +160,8 @@
     X(K, eta_ms,           "eta_ms",           U64, REQ) \
     X(K, dead_requeued,    "dead_requeued",    U64, OPT) \
     X(K, dead_purged,      "dead_purged",      U64, OPT) \
-    X(K, dead_dropped,     "dead_dropped",     U64, OPT)
+    X(K, dead_dropped,     "dead_dropped",     U64, OPT) \
+    X(K, corrupt,          "corrupt",          U64, OPT)
 
 /* level.list: one row per level, its settings and state. */
 #define PROTO_COLS_level(X, K)                             \

@@ -421,6 +421,9 @@ static void corrupt_records_are_moved_aside_and_delivery_goes_on(void **state)
     assert_int_equal(st.level[0].dead, 3);
     assert_int_equal(st.level[1].dead, 1);
     assert_int_equal(st.level[2].dead, 2);
+    assert_int_equal(st.level[0].corrupt, 3);
+    assert_int_equal(st.level[1].corrupt, 1);
+    assert_int_equal(st.level[2].corrupt, 2);
     for (unsigned l = 0; l < 3; l++)
         assert_int_equal(st.level[l].depth, 0);
     assert_int_equal(count_lines(&f->b, "failed its checksum; moved to the level's dead letters"), nbad);

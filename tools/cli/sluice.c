@@ -304,8 +304,9 @@ static void stats_json(const sl_stats *st)
                l->depth, l->inflight, l->delayed, l->dead, l->oldest_ms, l->enqueued, l->dispatched,
                l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
                l->picks_guaranteed, l->throttled, l->eta_ms);
-        printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64 "}",
-               l->dead_requeued, l->dead_purged, l->dead_dropped);
+        printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64
+               ",\"corrupt\":%" PRIu64 "}",
+               l->dead_requeued, l->dead_purged, l->dead_dropped, l->corrupt);
     }
     printf("]");
     cli_coord_json(&st->coord);
