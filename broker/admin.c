@@ -23,7 +23,7 @@
 #include "explain.h"
 #include "log.h"
 #include "member.h"
-#include "pool_life.h"
+#include "poolend.h"
 #include "settings.h"
 #include "units.h"
 
@@ -218,7 +218,7 @@ static int cmd_pool_delete(cmd_ctx *x)
         return rc;
     char text[PROTO_MAX_NAME + 128];
     int force = (x->req->present & PF(force)) && x->req->force;
-    if ((rc = pool_life_delete(x->b, p, force, text, sizeof text)) != SL_OK)
+    if ((rc = poolend_delete(x->b, p, force, text, sizeof text)) != SL_OK)
         return fail(x, rc, "%s", text);
     return SL_OK;
 }

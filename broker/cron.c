@@ -17,7 +17,7 @@
  *                    bury up to 1,000 messages whose time to live ran out;
  *                    look at up to 10,000 dead letters for --dead-max-age;
  *                    delete the pools idle and unconfigured for
- *                    --pool-reap-ms (pool_life.c)
+ *                    --pool-reap-ms (poolend.c)
  *   every 250 ms     sample arrival and dispatch rates per level and each
  *                    pool's load; an autoscaled pool that changes size is
  *                    told and persisted
@@ -55,7 +55,7 @@
 #include "net.h"
 #include "notify.h"
 #include "pool.h"
-#include "pool_life.h"
+#include "poolend.h"
 #include "queue.h"
 #include "settings.h"
 #include "settle.h"
@@ -194,7 +194,7 @@ void cron_tick(bk *b)
     if (sweep) {
         queue_idem_forget(&b->q, b->wall_ns, 1000);
         expire_due(b);
-        pool_life_reap(b);
+        poolend_reap(b);
         b->next_sweep_ns = b->mono_ns + SWEEP_EVERY_NS;
     }
     dead_retain(b, sweep);

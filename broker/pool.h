@@ -33,7 +33,7 @@ typedef struct pool {
     double rate_per_s;        /* deliveries per second, smoothed */
     double service_s;         /* seconds a delivery is held, smoothed */
     uint32_t recommended;
-    uint64_t empty_since_ns;  /* pool_life: when it last became idle and unconfigured; 0: not so */
+    uint64_t empty_since_ns;  /* poolend: when it last became idle and unconfigured; 0: not so */
 } pool;
 
 typedef struct pool_table {

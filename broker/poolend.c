@@ -1,5 +1,5 @@
 /*
- * pool_life.c - pools end: `pool.delete`, and empty pools going away.
+ * poolend.c - pools end: `pool.delete`, and empty pools going away.
  *
  * Any consumer creates a pool by naming it in HELLO, and pools persist, so
  * without an end the table (--pool-max, at most 64) could fill for good and
@@ -16,10 +16,10 @@
  * Invariant: a pool is freed only when no conn and no lease points at it
  * (members == 0 and inflight == 0, checked here). Deletion removes its
  * stored settings in the pass's transaction, so it is durable with the
- * pass's commit. Cost: cron calls pool_life_reap every pass, O(pools) (at
+ * pass's commit. Cost: cron calls poolend_reap every pass, O(pools) (at
  * most 64 comparisons); a forced delete is O(connections + their leases).
  */
-#include "pool_life.h"
+#include "poolend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static int forget(bk *b, pool *p)
     return rc;
 }
 
-int pool_life_delete(bk *b, pool *p, int force, char *text, size_t text_len)
+int poolend_delete(bk *b, pool *p, int force, char *text, size_t text_len)
 {
     if (is_default(p)) {
         snprintf(text, text_len, "the default pool cannot be deleted");
@@ -74,7 +74,7 @@ int pool_life_delete(bk *b, pool *p, int force, char *text, size_t text_len)
     return SL_OK;
 }
 
-void pool_life_reap(bk *b)
+void poolend_reap(bk *b)
 {
     uint64_t grace_ns = (uint64_t)b->cfg.pool_reap_ms * NS_PER_MS;
     for (unsigned i = b->pools.n; i-- > 0;) {
