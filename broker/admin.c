@@ -23,6 +23,7 @@
 #include "explain.h"
 #include "log.h"
 #include "member.h"
+#include "poolend.h"
 #include "settings.h"
 #include "units.h"
 
@@ -69,7 +70,7 @@ static int need_pool(cmd_ctx *x, pool **out, int create)
                   : pool_find(&x->b->pools, m->pool.ptr, m->pool.len);
     if (!*out)
         return fail(x, create ? SL_EFULL : SL_ENOTFOUND,
-                    create ? "cannot create pool %s: 64 pools exist" : "no pool named %s", name);
+                    create ? "cannot create pool %s: --pool-max pools exist" : "no pool named %s", name);
     return SL_OK;
 }
 
@@ -208,6 +209,19 @@ static int set_pool_paused(cmd_ctx *x, int paused)
 
 static int cmd_pool_pause(cmd_ctx *x) { return set_pool_paused(x, 1); }
 static int cmd_pool_resume(cmd_ctx *x) { return set_pool_paused(x, 0); }
+
+static int cmd_pool_delete(cmd_ctx *x)
+{
+    pool *p;
+    int rc = need_pool(x, &p, 0);
+    if (rc != SL_OK)
+        return rc;
+    char text[PROTO_MAX_NAME + 128];
+    int force = (x->req->present & PF(force)) && x->req->force;
+    if ((rc = poolend_delete(x->b, p, force, text, sizeof text)) != SL_OK)
+        return fail(x, rc, "%s", text);
+    return SL_OK;
+}
 
 static int cmd_pool_autoscale(cmd_ctx *x)
 {

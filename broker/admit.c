@@ -102,11 +102,17 @@ int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *tex
         snprintf(text, text_len, "cost must be from 1 to 4294967295");
         return SL_EINVAL;
     }
+    if (((m->present & PF(ttl_ms)) && m->ttl_ms > PROTO_MAX_TIME_MS) ||
+        ((m->present & PF(delay_ms)) && m->delay_ms > PROTO_MAX_TIME_MS)) {
+        snprintf(text, text_len, "ttl_ms and delay_ms must be at most %llu (ten years)",
+                 (unsigned long long)PROTO_MAX_TIME_MS);
+        return SL_EINVAL;
+    }
     store_rec rec = {
         .id = queue_next_id(&b->q),
         .enq_ns = b->wall_ns,
         .cost = (m->present & PF(cost)) ? (uint32_t)m->cost : 1,
-        .expires_ns = (m->present & PF(ttl_ms)) && m->ttl_ms ? b->wall_ns + m->ttl_ms * NS_PER_MS : 0,
+        .expires_ns = (m->present & PF(ttl_ms)) && m->ttl_ms ? units_after_ms(b->wall_ns, m->ttl_ms) : 0,
         .level = (uint8_t)level,
         .tag = m->tag.ptr,
         .tag_len = m->tag.len,
@@ -114,7 +120,7 @@ int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *tex
         .body_len = m->body.len,
     };
     rc = (m->present & PF(delay_ms)) && m->delay_ms
-             ? queue_append_delayed(&b->q, &rec, b->wall_ns + m->delay_ms * NS_PER_MS)
+             ? queue_append_delayed(&b->q, &rec, units_after_ms(b->wall_ns, m->delay_ms))
              : queue_append(&b->q, &rec);
     if (rc == SL_OK && (m->present & PF(key))) /* committed with the message */
         rc = queue_idem_put(&b->q, m->key.ptr, m->key.len, rec.id, b->wall_ns + b->cfg.idem_window_ms * NS_PER_MS);

@@ -157,6 +157,7 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     if (rc != SL_OK)
         goto conns_fini;
     pool_table_init(&b->pools);
+    b->pools.max = cfg->pool_max;
     disp_init(&b->disp, cfg->overdue_share_pct);
     meter_init(&b->meter, cfg->levels, cfg->breaker_threshold_pct, cfg->breaker_window,
                cfg->breaker_cooldown_ms * NS_PER_MS);

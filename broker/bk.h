@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "disp.h"
 #include "lease.h"
+#include "log.h"
 #include "meter.h"
 #include "hist.h"
 #include "notify.h"
@@ -56,6 +57,7 @@ typedef struct bk {
     uint64_t next_hb_ns;
     uint64_t next_sweep_ns;       /* idempotency keys to forget, expired messages */
     uint64_t next_measure_ns;     /* when to recount the map's use */
+    log_limit no_room_log;        /* "the disk has no room to grow the map": once a minute */
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;

@@ -65,6 +65,8 @@
     X(heartbeat_ms, NULL, "heartbeat-ms", 0, "leases", NUM, heartbeat_ms, "1000", 100, 60000, "MS", "heartbeat interval; a peer silent three intervals is gone") \
     X(ack_flush_ms, NULL, "ack-flush-ms", 0, "leases", NUM, ack_flush_ms, "10", 0, 1000, "MS", "longest an acknowledgement's delete waits for a commit; 0 = every ACK's OK waits for its commit") \
     X(consumer_max_inflight, NULL, "consumer-max-inflight", 0, "leases", NUM, consumer_max_inflight, "10000", 1, 100000, "N", "deliveries one consumer may hold, whatever its credit") \
+    X(pool_reap_ms, NULL, "pool-reap-ms", 0, "leases", NUM, pool_reap_ms, "60000", 100, 86400000, "MS", "an empty pool nothing was set on (size, pause, autoscale) goes away after this long idle") \
+    X(pool_max, NULL, "pool-max", 0, "leases", NUM, pool_max, "64", 1, PROTO_MAX_POOLS, "N", "the most consumer pools; see --pool-reap-ms for the pools that go away by themselves") \
     X(dead_max_messages, NULL, "dead-max-messages", 0, "leases", NUM, dead_max_messages, "0", 0, UINT64_MAX, "N", "keep at most N dead letters in all; past it the oldest (smallest id) go first; 0 = no limit") \
     X(dead_max_age, NULL, "dead-max-age", 0, "leases", NUM, dead_max_age_s, "0", 0, 100ULL * 365 * 86400, "S", "drop dead letters that died more than S seconds ago; 0 = keep them") \
     X(throttle_backoff_ms, NULL, "throttle-backoff-ms", 0, "sink", NUM, throttle_backoff_ms, "1000", 1, 3600000, "MS", "dispatch pause after a THROTTLED that gives no retry-after") \

@@ -49,6 +49,8 @@ typedef struct conf {
     uint64_t level_max_messages;                          /* per level; 0 = no limit */
     uint64_t level_max_bytes;                             /* per level, pages on disk; 0 = no limit */
     uint32_t consumer_max_inflight;                       /* deliveries one consumer may hold */
+    uint32_t pool_max;                                    /* the most pools */
+    uint32_t pool_reap_ms;                                /* an idle, unconfigured pool lives this long */
     uint64_t map_max_bytes;                               /* the map grows up to this */
     uint64_t dead_max_messages;                           /* dead letters kept in all; 0 = no limit */
     uint64_t dead_max_age_s;                              /* dead letters kept this long; 0 = for ever */

@@ -15,7 +15,9 @@
  *                    renewal asking for the slices this broker could use)
  *   every second     forget up to 1,000 idempotency keys whose window ended;
  *                    bury up to 1,000 messages whose time to live ran out;
- *                    look at up to 10,000 dead letters for --dead-max-age
+ *                    look at up to 10,000 dead letters for --dead-max-age;
+ *                    delete the pools idle and unconfigured for
+ *                    --pool-reap-ms (poolend.c)
  *   every 250 ms     sample arrival and dispatch rates per level and each
  *                    pool's load; an autoscaled pool that changes size is
  *                    told and persisted
@@ -53,6 +55,7 @@
 #include "net.h"
 #include "notify.h"
 #include "pool.h"
+#include "poolend.h"
 #include "queue.h"
 #include "settings.h"
 #include "settle.h"
@@ -191,6 +194,7 @@ void cron_tick(bk *b)
     if (sweep) {
         queue_idem_forget(&b->q, b->wall_ns, 1000);
         expire_due(b);
+        poolend_reap(b);
         b->next_sweep_ns = b->mono_ns + SWEEP_EVERY_NS;
     }
     dead_retain(b, sweep);
@@ -221,8 +225,11 @@ void cron_between_commits(bk *b)
     uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;
     struct statvfs fs;
     if (statvfs(b->cfg.data_dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < grown - used) {
-        log_warn("cron", "the map is %llu%% used but the disk has no room to grow it; publishes stop at %u%%",
-                 (unsigned long long)(used * 100 / map), b->cfg.soft_limit_pct);
+        uint64_t held = 0; /* true on every pass until space is freed: once a minute */
+        if (log_limit_pass(&b->no_room_log, b->mono_ns, 60 * NS_PER_S, &held))
+            log_warn("cron", "the map is %llu%% used but the disk has no room to grow it; publishes stop at %u%%"
+                     " (%llu such warnings held back)", (unsigned long long)(used * 100 / map),
+                     b->cfg.soft_limit_pct, (unsigned long long)held);
         return;
     }
     store_grow(b->st, grown);

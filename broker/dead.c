@@ -136,11 +136,12 @@ int dead_list(struct bk *b, const proto_msg *req, proto_msg *r, char *text, size
         rows->v[rows->n++] = (proto_row_dead){
             .present = PROTO_ROW_ALL(dead),
             .id = id,
-            .tag = {rec.tag, cut(rec.tag, rec.tag_len, PROTO_MAX_NAME)},
+            .tag = {rec.tag, proto_utf8_prefix(rec.tag, cut(rec.tag, rec.tag_len, PROTO_MAX_NAME))},
             .attempts = rec.attempt,
             .died_ms = rec.died_ns / NS_PER_MS,
-            .reason = {rec.reason, cut(rec.reason, rec.reason_len, PROTO_MAX_NAME)},
-            .preview = {body, rec.body_len < PROTO_MAX_NAME ? rec.body_len : PROTO_MAX_NAME},
+            .reason = {rec.reason, proto_utf8_prefix(rec.reason, cut(rec.reason, rec.reason_len, PROTO_MAX_NAME))},
+            /* a str column: the body's start up to its first byte that is not UTF-8 */
+            .preview = {body, proto_utf8_prefix(body, rec.body_len < PROTO_MAX_NAME ? rec.body_len : PROTO_MAX_NAME)},
             .body_bytes = rec.body_len,
         };
         after = id;

@@ -63,8 +63,8 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     proto_set(&m, attempt, attempt);
     proto_set(&m, lease_ms, b->cfg.lease_ms);
     proto_set_str(&m, PROTO_F_body, rec.body, rec.body_len);
-    if (rec.tag_len)
-        proto_set_str(&m, PROTO_F_tag, rec.tag, rec.tag_len);
+    if (rec.tag_len) /* stored before tags were checked, a tag is cut to its UTF-8 start */
+        proto_set_str(&m, PROTO_F_tag, rec.tag, proto_utf8_prefix(rec.tag, rec.tag_len));
     proto_set(&m, released_ns, b->mono_ns); /* the time it is charged to the buckets */
     if (rec.cost > 1)
         proto_set(&m, cost, rec.cost);

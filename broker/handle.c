@@ -147,7 +147,8 @@ static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
     if (!p && (p = pool_require(&b->pools, name, name_len, mask)))
         settings_save_pool(b, p);
     if (!c || !p) {
-        reply_err(b, in, m, c ? SL_EFULL : SL_ENOMEM, c ? "too many pools (64)" : "out of memory");
+        reply_err(b, in, m, c ? SL_EFULL : SL_ENOMEM,
+                  c ? "too many pools (--pool-max); an operator can delete one (sluice pool delete)" : "out of memory");
         return SL_ENOMEM;
     }
     c->levels_mask = mask; /* it is served the levels it asked for that its pool serves */
@@ -224,6 +225,10 @@ static void h_ACK(bk *b, const net_in *in, const proto_msg *m)
 
 static void h_NACK(bk *b, const net_in *in, const proto_msg *m)
 {
+    if ((m->present & PF(delay_ms)) && m->delay_ms > PROTO_MAX_TIME_MS) {
+        reply_err(b, in, m, SL_EINVAL, "delay_ms must be at most 315360000000 (ten years)");
+        return;
+    }
     lease *l = find_lease(b, in, m);
     if (!l)
         return;

@@ -95,3 +95,17 @@ _Noreturn void log_die(const char *file, int line, const char *what)
     log_msg(LOG_ERROR, "assert", "%s:%d: invariant broken: %s", file, line, what);
     abort();
 }
+
+int log_limit_pass(log_limit *l, uint64_t now_ns, uint64_t every_ns, uint64_t *held_back)
+{
+    if (l->next_ns && now_ns < l->next_ns) {
+        l->held_back++;
+        return 0;
+    }
+    *held_back = l->held_back;
+    l->held_back = 0;
+    l->next_ns = now_ns + every_ns;
+    if (l->next_ns == 0)
+        l->next_ns = 1;
+    return 1;
+}

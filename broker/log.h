@@ -15,6 +15,8 @@
 #ifndef SLUICE_LOG_H
 #define SLUICE_LOG_H
 
+#include <stdint.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 
 /* log_set_level sets the most verbose level that is printed (default INFO). */
@@ -40,6 +42,18 @@ void log_msg(enum log_level lvl, const char *module, const char *fmt, ...)
 #define log_warn(mod, ...)  log_msg(LOG_WARN, mod, __VA_ARGS__)
 #define log_info(mod, ...)  log_msg(LOG_INFO, mod, __VA_ARGS__)
 #define log_debug(mod, ...) do { if (log_enabled(LOG_DEBUG)) log_msg(LOG_DEBUG, mod, __VA_ARGS__); } while (0)
+
+/* A warning that a condition can repeat on every loop pass is printed at
+ * most once per interval; the lines held back are counted and named in the
+ * next one. Time is the caller's (the loop's monotonic clock). */
+typedef struct log_limit {
+    uint64_t next_ns;    /* the next line may go out at this time */
+    uint64_t held_back;  /* lines suppressed since the last one printed */
+} log_limit;
+
+/* log_limit_pass tells whether a line may be printed now (1: and *held_back
+ * receives how many were suppressed before it) or not (0: counted). */
+int log_limit_pass(log_limit *l, uint64_t now_ns, uint64_t every_ns, uint64_t *held_back);
 
 /* SL_ASSERT aborts with file and line when an invariant is broken. */
 #define SL_ASSERT(cond) \

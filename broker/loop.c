@@ -70,6 +70,7 @@ static void set_clock(bk *b)
 {
     b->mono_ns = loop_now_mono();
     b->wall_ns = loop_now_wall();
+    b->q.now_wall_ns = b->wall_ns; /* dates records the queue moves aside as corrupt */
 }
 
 /* wait_ns returns how long the next poll may sleep. */

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "endpoint.h"
 #include "grow.h"
 #include "log.h"
 #include "zap.h"
@@ -121,6 +122,8 @@ static int sock_open(net *n, const net_cfg *cfg, const char *endpoint, void **ou
         goto sock_close;
     }
     if (cfg->curve_secret && (rc = curve_setup(sock, cfg->curve_secret)) != SL_OK)
+        goto sock_close;
+    if ((rc = endpoint_claim(endpoint)) != SL_OK)
         goto sock_close;
     if (zmq_bind(sock, endpoint) != 0) {
         int e = zmq_errno();

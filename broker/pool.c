@@ -45,7 +45,7 @@ pool *pool_find(pool_table *t, const char *name, size_t len)
 pool *pool_require(pool_table *t, const char *name, size_t len, uint32_t levels_mask)
 {
     pool *p = pool_find(t, name, len);
-    if (p || len == 0 || len > PROTO_MAX_NAME || t->n == PROTO_MAX_POOLS)
+    if (p || len == 0 || len > PROTO_MAX_NAME || t->n >= (t->max ? t->max : PROTO_MAX_POOLS))
         return p;
     p = calloc(1, sizeof *p);
     if (!p)
@@ -57,6 +57,17 @@ pool *pool_require(pool_table *t, const char *name, size_t len, uint32_t levels_
     p->target_wait_ms = 1000;
     t->v[t->n++] = p;
     return p;
+}
+
+void pool_remove(pool_table *t, pool *p)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        if (t->v[i] == p) {
+            memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof t->v[0]);
+            t->n--;
+            free(p);
+            return;
+        }
 }
 
 int pool_open(const pool *p)

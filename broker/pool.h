@@ -33,11 +33,13 @@ typedef struct pool {
     double rate_per_s;        /* deliveries per second, smoothed */
     double service_s;         /* seconds a delivery is held, smoothed */
     uint32_t recommended;
+    uint64_t empty_since_ns;  /* poolend: when it last became idle and unconfigured; 0: not so */
 } pool;
 
 typedef struct pool_table {
     pool *v[PROTO_MAX_POOLS];
     unsigned n;
+    unsigned max;             /* the most pools (--pool-max); 0: PROTO_MAX_POOLS */
 } pool_table;
 
 void pool_table_init(pool_table *t);
@@ -49,6 +51,11 @@ pool *pool_find(pool_table *t, const char *name, size_t len);
 /* pool_require finds or creates the pool (serving levels_mask, no size).
  * Returns NULL when the table is full (PROTO_MAX_POOLS) or out of memory. */
 pool *pool_require(pool_table *t, const char *name, size_t len, uint32_t levels_mask);
+
+/* pool_remove takes p out of the table (keeping the others' order) and
+ * frees it. The caller makes sure nothing points at it (no members, no
+ * leases). */
+void pool_remove(pool_table *t, pool *p);
 
 /* pool_open tells whether the pool may take another delivery now. */
 int pool_open(const pool *p);

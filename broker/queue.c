@@ -69,7 +69,45 @@ int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
     return rc;
 }
 
+/* A take or a head look moves at most this many corrupt records out of the
+ * way before giving up for the pass (the next pass goes on). */
+#define QUEUE_CORRUPT_SKIP 64
+
+static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
+
+/* quarantine moves the ready record at key, which failed its check, to the
+ * level's dead letters (store_quarantine), so the level goes on with the
+ * next one. The record counted as ready; it now counts as dead. */
+static int quarantine(queue *q, unsigned level, uint64_t key)
+{
+    queue_level *lv = &q->lv[level];
+    uint64_t id;
+    int rc = store_quarantine(q->st, level, key, q->now_wall_ns, &id);
+    if (rc != SL_OK)
+        return rc;
+    lv->count--;
+    lv->dead++;
+    lv->corrupt++;
+    lv->head_known = 0;
+    return SL_OK;
+}
+
 int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
+{
+    for (int tries = 0; tries < QUEUE_CORRUPT_SKIP; tries++) {
+        int rc = take(q, level, key, rec);
+        if (rc != SL_ECORRUPT)
+            return rc;
+        if ((rc = quarantine(q, level, *key)) != SL_OK)
+            return rc;
+    }
+    return SL_ECORRUPT;
+}
+
+/* take reads the next ready record of level; SL_ECORRUPT with *key naming a
+ * record that failed its check (popped from returned, or the cursor moved
+ * past it). */
+static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 {
     queue_level *lv = &q->lv[level];
     tmr_entry e;
@@ -81,6 +119,10 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         rc = store_get(q->st, level, e.id, rec);
         if (rc == SL_ENOTFOUND)
             continue; /* its time to live ran out while it waited here */
+        if (rc == SL_ECORRUPT) {
+            *key = e.id;
+            return rc;
+        }
         if (rc != SL_OK) {
             tmr_push(&lv->returned, e.at, e.id);
             return rc;
@@ -96,6 +138,8 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
             lv->count = lv->leased; /* resynchronise rather than spin */
             return SL_ENOTFOUND;
         }
+        if (rc == SL_ECORRUPT)
+            lv->cursor = *key + 1;
         if (rc != SL_OK)
             return rc;
         lv->cursor = *key + 1;
@@ -280,8 +324,22 @@ int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
     if (!lv->head_known) {
         store_rec rec;
         uint64_t key;
-        int rc = lv->returned.len ? store_get(q->st, level, lv->returned.v[0].id, &rec)
+        int rc = SL_ECORRUPT;
+        for (int tries = 0; tries < QUEUE_CORRUPT_SKIP && rc == SL_ECORRUPT; tries++) {
+            key = lv->returned.len ? lv->returned.v[0].id : 0;
+            rc = lv->returned.len ? store_get(q->st, level, key, &rec)
                                   : store_seek(q->st, level, lv->cursor, &key, &rec);
+            if (rc == SL_ECORRUPT) { /* out of the way, or it would hide the level from the pick */
+                if (lv->returned.len) {
+                    tmr_entry e;
+                    tmr_pop(&lv->returned, TMR_NEVER, &e);
+                } else {
+                    lv->cursor = key + 1;
+                }
+                if (quarantine(q, level, key) != SL_OK || queue_ready(q, level) == 0)
+                    return 0;
+            }
+        }
         if (rc != SL_OK)
             return 0;
         lv->head_ns = rec.enq_ns;

@@ -42,12 +42,14 @@ typedef struct queue_level {
     /* counters since start */
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
     uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
+    uint64_t corrupt;   /* records that failed their check, moved to dead letters */
 } queue_level;
 
 typedef struct queue {
     store *st;
     unsigned nlevels;
     uint64_t next_due_ns; /* earliest delayed record (wall clock) or TMR_NEVER */
+    uint64_t now_wall_ns; /* the pass's wall clock, set by the loop: dates quarantined records */
     queue_level lv[PROTO_MAX_LEVELS];
 } queue;
 

@@ -106,7 +106,7 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
         log_info("settle", "message %llu (level %u) moved to dead letters: %s", (unsigned long long)id,
                  level, reason);
     } else {
-        uint64_t due = delay_ms ? b->wall_ns + delay_ms * NS_PER_MS : 0;
+        uint64_t due = delay_ms ? units_after_ms(b->wall_ns, delay_ms) : 0;
         rc = queue_return(&b->q, level, key, attempt, due);
     }
     if (rc != SL_OK)

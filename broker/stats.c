@@ -54,6 +54,7 @@ void stats_fill(bk *b, proto_msg *r)
             .dead_requeued = lv->dead_requeued,
             .dead_purged = lv->dead_purged,
             .dead_dropped = lv->dead_dropped,
+            .corrupt = lv->corrupt,
         };
     }
     const char *state = breaker_name(b->meter.breaker.state);

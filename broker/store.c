@@ -302,6 +302,14 @@ static int env_open(store *s, const store_cfg *cfg)
         rc = mdb_env_open(s->env, cfg->dir, 0, STORE_FILE_MODE);
     if (rc == MDB_SUCCESS)
         rc = mdb_env_stat(s->env, &st);
+    if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED) {
+        /* LMDB names a damaged meta page by the check it failed (a bad magic
+         * reads "not an LMDB file", a bad version "version mismatch") */
+        log_error("store", "the data file in %s is corrupt: its meta pages fail LMDB's checks (%s); restore it "
+                  "from a backup, or move it aside to start empty", cfg->dir, mdb_strerror(rc));
+        s->failed = SL_ECORRUPT;
+        return SL_ECORRUPT;
+    }
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "open the LMDB environment in %s", cfg->dir);
     s->page_bytes = st.ms_psize;

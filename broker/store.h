@@ -162,6 +162,13 @@ int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt);
  * (a short text) and died_ns. */
 int store_bury(store *s, unsigned level, uint64_t key, const char *reason, uint64_t died_ns);
 
+/* store_quarantine moves the record at key in level, which failed its
+ * check, out of q.<level> into dead.<level> under a new id (*id_out), tag
+ * "corrupt", its raw bytes as the body, reason "corrupt: ..." and died_ns
+ * (store_corrupt.c). Returns SL_OK, SL_ENOTFOUND, SL_ENOMEM or an LMDB
+ * failure. */
+int store_quarantine(store *s, unsigned level, uint64_t key, uint64_t died_ns, uint64_t *id_out);
+
 /* store_dead_get reads the dead letter with message id in dead.<level>,
  * reason and died_ns included. SL_ENOTFOUND if absent. */
 int store_dead_get(store *s, unsigned level, uint64_t id, store_rec *out);
@@ -211,6 +218,10 @@ void store_delayed_counts(store *s, uint64_t *counts);
  * open transaction). Keys "sink", "pool/..." and "level/..." belong to
  * settings.c. */
 int store_meta_put(store *s, const char *key, const void *val, size_t len);
+
+/* store_meta_del removes the setting key in the pass's transaction (absent:
+ * nothing to do). Returns SL_OK or an LMDB failure (logged). */
+int store_meta_del(store *s, const char *key);
 
 /* store_meta_scan calls fn for every meta record whose key starts with
  * prefix, in key order. The pointers are valid only during the call. */

@@ -28,6 +28,16 @@ int store_meta_put(store *s, const char *key, const void *val, size_t len)
     return err != SL_OK ? err : store_mdb_put(s, s->meta, &k, &v, 0);
 }
 
+int store_meta_del(store *s, const char *key)
+{
+    MDB_val k = {strlen(key), (void *)key};
+    int err = store_txn_need(s);
+    if (err != SL_OK)
+        return err;
+    int rc = mdb_del(s->txn, s->meta, &k, NULL);
+    return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : store_fail(s, rc, "delete setting %s", key);
+}
+
 int store_meta_scan(store *s, const char *prefix, store_meta_fn fn, void *ctx)
 {
     size_t plen = strlen(prefix);

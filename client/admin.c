@@ -242,6 +242,21 @@ int sl_pool_pause(sl_client *c, const char *pool, int paused)
     return admin_call(c, &m);
 }
 
+int sl_pool_delete(sl_client *c, const char *pool, int force)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_pool_delete);
+    int rc = pool_arg(c, &m, pool);
+    if (rc)
+        return rc;
+    if (force)
+        proto_set(&m, force, 1);
+    return admin_call(c, &m);
+}
+
 int sl_pool_autoscale(sl_client *c, const char *pool, uint32_t min, uint32_t max,
                       uint64_t target_wait_ms, int enabled)
 {

@@ -569,6 +569,7 @@ int sl_stats_get(sl_client *c, sl_stats *out)
         s->dead_requeued = row->dead_requeued;
         s->dead_purged = row->dead_purged;
         s->dead_dropped = row->dead_dropped;
+        s->corrupt = row->corrupt;
     }
     return SL_OK;
 }

@@ -356,6 +356,7 @@ typedef struct sl_level_stats {
                             level's effective rate; 0 when empty or unknown */
     /* dead letters requeued and purged by operators, dropped by retention */
     uint64_t dead_requeued, dead_purged, dead_dropped;
+    uint64_t corrupt;    /* records that failed their check, moved to dead letters */
 } sl_level_stats;
 
 /* A broker sharing its sink with others through Redis (sluiced --coord):
@@ -470,6 +471,13 @@ int sl_pool_resize(sl_client *c, const char *pool, uint32_t size);
 
 /* sl_pool_pause stops (1) or resumes (0) deliveries to a pool's members. */
 int sl_pool_pause(sl_client *c, const char *pool, int paused);
+
+/* sl_pool_delete deletes a pool and its stored settings. A pool with members
+ * is refused (SL_ESTATE) unless force is 1: its members are then dropped as
+ * on BYE (their deliveries return uncharged; a member's next credit puts it
+ * in the default pool). Returns SL_OK, SL_ENOTFOUND (no such pool), SL_ESTATE,
+ * SL_EINVAL (the default pool, or a bad name), or a transport error. */
+int sl_pool_delete(sl_client *c, const char *pool, int force);
 
 /* sl_pool_autoscale lets the broker set the pool's size within [min, max]
  * from its backlog, arrival rate and service time, aiming for a wait of

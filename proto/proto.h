@@ -39,6 +39,7 @@
 #define PROTO_VERSION        2
 #define PROTO_MAX_LEVELS     16         /* levels 0..15 */
 #define PROTO_MAX_TAG        255        /* bytes in a tag */
+#define PROTO_MAX_TIME_MS    315360000000ULL /* ttl_ms, delay_ms: ten years (365-day) in ms; more is SL_EINVAL */
 #define PROTO_MAX_NAME       64         /* bytes in a pool or level name, or a string column */
 #define PROTO_MAX_STR        1024       /* bytes in any other string field */
 #define PROTO_MAX_BODY       (16u << 20)/* hard ceiling on a body; brokers set lower */
@@ -120,7 +121,8 @@
     X(older_than_ms, "older_than_ms", U64, 0)             \
     X(dead_rows,  "dead_rows",      ROWS, dead)           \
     X(auth_refused, "auth_refused", U64,  0)              \
-    X(handshakes_refused, "handshakes_refused", U64, 0)
+    X(handshakes_refused, "handshakes_refused", U64, 0) \
+    X(force,      "force",          U64,  0)
 
 /* ---- rows ----
  *
@@ -158,7 +160,8 @@
     X(K, eta_ms,           "eta_ms",           U64, REQ) \
     X(K, dead_requeued,    "dead_requeued",    U64, OPT) \
     X(K, dead_purged,      "dead_purged",      U64, OPT) \
-    X(K, dead_dropped,     "dead_dropped",     U64, OPT)
+    X(K, dead_dropped,     "dead_dropped",     U64, OPT) \
+    X(K, corrupt,          "corrupt",          U64, OPT)
 
 /* level.list: one row per level, its settings and state. */
 #define PROTO_COLS_level(X, K)                             \
@@ -287,6 +290,7 @@ typedef uint64_t proto_mask;
     X(pool_resume,    "pool.resume",    PF(pool), 0, NONE, 0)                     \
     X(pool_autoscale, "pool.autoscale", PF(pool),                                 \
       PF(enabled) | PF(min) | PF(max) | PF(target_wait_ms), NONE, 0)              \
+    X(pool_delete,    "pool.delete",    PF(pool), PF(force), NONE, 0)             \
     X(sink_set,       "sink.set",       0, PF(rate_milli) | PF(burst) | PF(max_inflight), NONE, 0) \
     X(sink_show,      "sink.show",      0, 0, FIELDS,                             \
       PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |  \
@@ -335,6 +339,7 @@ typedef enum proto_role {
     X(pool_pause,     ADMIN)      \
     X(pool_resume,    ADMIN)      \
     X(pool_autoscale, ADMIN)      \
+    X(pool_delete,    ADMIN)      \
     X(sink_set,       ADMIN)      \
     X(sink_show,      MONITOR)    \
     X(explain,        MONITOR)    \
@@ -474,6 +479,12 @@ void proto_init(proto_msg *m, proto_type type);
 
 /* proto_set_* set a field and its presence bit. Strings are borrowed, not
  * copied: they must outlive the call to proto_encode. */
+/* proto_utf8_prefix returns the length of the longest prefix of buf[0..len)
+ * that is well-formed UTF-8 (RFC 3629): len when all of it is. The decoder
+ * refuses a str value for which it is less (SL_EPROTO); a sender cuts text
+ * it did not check with it. */
+uint32_t proto_utf8_prefix(const void *buf, uint32_t len);
+
 #define proto_set(m, member, val) ((m)->present |= PF(member), (m)->member = (val))
 void proto_set_str(proto_msg *m, proto_field f, const char *ptr, size_t len);
 int proto_has(const proto_msg *m, proto_field f);

@@ -240,6 +240,7 @@ static const expect cmd_expect[] = {
     {"pool.list", R_M | R_A},   {"pool.resize", R_A},  {"pool.pause", R_A},     {"pool.resume", R_A},
     {"pool.autoscale", R_A},    {"sink.set", R_A},     {"sink.show", R_M | R_A}, {"explain", R_M | R_A},
     {"dead.list", R_M | R_A},   {"dead.peek", R_A},    {"dead.requeue", R_A},   {"dead.purge", R_A},
+    {"pool.delete", R_A},
 };
 
 static const expect *expect_find(const expect *t, size_t n, const char *what)

@@ -172,6 +172,65 @@ static int write_admin(const char *dir)
     return 0;
 }
 
+/* write_times writes publishes and a NACK whose times are past
+ * PROTO_MAX_TIME_MS (the broker refuses them with SL_EINVAL) or exactly at it. */
+static int write_times(const char *dir)
+{
+    static const struct {
+        const char *name;
+        proto_type type;
+        uint64_t ttl_ms, delay_ms;
+    } cases[] = {
+        {"time-put-ttl-max-u64.msgpack", PROTO_PUT, UINT64_MAX, 0},
+        {"time-put-delay-max-u64.msgpack", PROTO_PUT, 0, UINT64_MAX},
+        {"time-put-ttl-over-limit.msgpack", PROTO_PUT, PROTO_MAX_TIME_MS + 1, 0},
+        {"time-put-at-limit.msgpack", PROTO_PUT, PROTO_MAX_TIME_MS, PROTO_MAX_TIME_MS},
+        {"time-nack-delay-max-u64.msgpack", PROTO_NACK, 0, UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proto_msg m;
+        proto_init(&m, cases[i].type);
+        if (cases[i].type == PROTO_PUT) {
+            fill(&m, PF(seq) | PF(body) | PF(level));
+            if (cases[i].ttl_ms)
+                proto_set(&m, ttl_ms, cases[i].ttl_ms);
+        } else {
+            fill(&m, PF(seq) | PF(token));
+        }
+        if (cases[i].delay_ms)
+            proto_set(&m, delay_ms, cases[i].delay_ms);
+        if (write_msg(dir, cases[i].name, &m))
+            return -1;
+    }
+    return 0;
+}
+
+/* write_utf8 writes publishes whose tag is not UTF-8 (a lone continuation
+ * byte, a truncated sequence, an overlong '/', a surrogate, past U+10FFFF:
+ * each SL_EPROTO) and one whose tag is ("café"). */
+static int write_utf8(const char *dir)
+{
+    static const struct {
+        const char *name, *tag;
+    } cases[] = {
+        {"utf8-bad-continuation.msgpack", "a\x80" "b"},
+        {"utf8-bad-truncated.msgpack", "ab\xe2\x82"},
+        {"utf8-bad-overlong.msgpack", "\xc0\xaf"},
+        {"utf8-bad-surrogate.msgpack", "\xed\xa0\x80"},
+        {"utf8-bad-past-max.msgpack", "\xf4\x90\x80\x80"},
+        {"utf8-good-tag.msgpack", "caf\xc3\xa9"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proto_msg m;
+        proto_init(&m, PROTO_PUT);
+        fill(&m, PF(seq) | PF(body) | PF(tag));
+        m.tag = (proto_buf){cases[i].tag, (uint32_t)strlen(cases[i].tag)};
+        if (write_msg(dir, cases[i].name, &m))
+            return -1;
+    }
+    return 0;
+}
+
 /* The malformed inputs of tests/test_proto.c. */
 static int write_bad(const char *dir)
 {
@@ -261,7 +320,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: make_corpus CORPUS_DIR DICT_FILE\n");
         return 2;
     }
-    if (write_valid(argv[1]) || write_admin(argv[1]) || write_bad(argv[1]) || write_dict(argv[2]))
+    if (write_valid(argv[1]) || write_admin(argv[1]) || write_times(argv[1]) || write_utf8(argv[1]) || write_bad(argv[1]) || write_dict(argv[2]))
         return 1;
     return 0;
 }

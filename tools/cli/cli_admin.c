@@ -33,7 +33,8 @@ enum {
     OPT_MIN,
     OPT_MAX,
     OPT_TARGET_WAIT,
-    OPT_OFF
+    OPT_OFF,
+    OPT_FORCE
 };
 
 /* ---- pool ---- */
@@ -194,6 +195,48 @@ static int pool_pause(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
+static int pool_delete(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"force", no_argument, NULL, OPT_FORCE},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool force = false, json = false;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
+        case OPT_FORCE: force = true; break;
+        case 'j': json = true; break;
+        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        default: return cli_text_option_error(cmd, ch, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return argc - optind
+                   ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
+                   : cli_text_usage_error(cmd, "expected a pool name");
+    const char *name = argv[optind];
+    if (cli_core_pool_check(cmd, name) != CLI_CORE_GO_ON)
+        return CLI_TEXT_EXIT_USAGE;
+    int st = cli_core_connect(g, cmd);
+    if (st)
+        return st;
+    int rc = sl_pool_delete(g->c, name, force);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, name, NULL);
+    if (json) {
+        fputs("{\"pool\":", stdout);
+        cli_text_json_string(name);
+        printf(",\"deleted\":true,\"forced\":%s}\n", force ? "true" : "false");
+    } else {
+        printf("pool %s: deleted\n", name);
+    }
+    return cli_core_output_done(cmd);
+}
+
 static int pool_autoscale(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -266,6 +309,7 @@ int cli_admin_pool(cli_core *g, const char *cmd, int argc, char **argv)
     static const cli_core_command subs[] = {
         {"list", pool_list},    {"resize", pool_resize},       {"pause", pool_pause},
         {"resume", pool_pause}, {"autoscale", pool_autoscale},
+        {"delete", pool_delete},
     };
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

@@ -188,6 +188,12 @@ static const char help_text[] =
 "  sluice pool pause NAME\n"
 "  sluice pool resume NAME\n"
 "      Stop, or restart, deliveries to the pool's members.\n"
+"  sluice pool delete NAME [--force] [--json]\n"
+"      Delete pool NAME and its settings. A pool with members is refused\n"
+"      unless --force, which drops them as if they had said goodbye (their\n"
+"      deliveries return uncharged). A pool consumers created by naming it,\n"
+"      and nobody sized, paused or autoscaled, goes away by itself once idle\n"
+"      for --pool-reap-ms (a minute); the broker holds --pool-max pools.\n"
 "  sluice pool autoscale NAME --min A --max B --target-wait SECONDS\n"
 "  sluice pool autoscale NAME --off\n"
 "      Let the broker size the pool between A and B from its backlog, its\n"
@@ -300,8 +306,9 @@ static void stats_json(const sl_stats *st)
                l->depth, l->inflight, l->delayed, l->dead, l->oldest_ms, l->enqueued, l->dispatched,
                l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
                l->picks_guaranteed, l->throttled, l->eta_ms);
-        printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64 "}",
-               l->dead_requeued, l->dead_purged, l->dead_dropped);
+        printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64
+               ",\"corrupt\":%" PRIu64 "}",
+               l->dead_requeued, l->dead_purged, l->dead_dropped, l->corrupt);
     }
     printf("]");
     cli_coord_json(&st->coord);
