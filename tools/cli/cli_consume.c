@@ -63,7 +63,6 @@
 #include "cli_consume.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -74,10 +73,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_crew.h"
+#include "cli_exec.h"
 #include "cli_multi.h"
 #include "httpc.h"
 #include "cli_text.h"
@@ -146,60 +145,6 @@ static int levels_parse(cli_core *g, const char *cmd, const char *list, unsigned
     }
 }
 
-static bool write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return false;
-        p += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
-
-/* exec_run runs /bin/sh -c cmd with the body on its stdin and waits for it.
- * Returns 0 with *status set, or -1 with errno when it could not run it. */
-static int exec_run(const char *cmd, const sl_delivery *d, int *status)
-{
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC))
-        return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-        int err = errno;
-        close(fds[0]);
-        close(fds[1]);
-        errno = err;
-        return -1;
-    }
-    if (pid == 0) {
-        /* only async-signal-safe calls here: the parent has threads. The
-         * command gets the signals its caller would: none blocked (workers
-         * block them), SIGPIPE back to its default. */
-        struct sigaction dfl = {.sa_handler = SIG_DFL};
-        sigset_t none;
-        sigemptyset(&none);
-        sigaction(SIGPIPE, &dfl, NULL);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (dup2(fds[0], STDIN_FILENO) < 0)
-            _exit(127);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[0]);
-    write_all(fds[1], d->body, d->body_len); /* EPIPE: it did not read it all */
-    close(fds[1]);
-    while (waitpid(pid, status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return 0;
-}
-
 /* What a worker made of a delivery; the main thread settles it so. */
 enum { OUTCOME_ACK, OUTCOME_NACK, OUTCOME_THROTTLED, OUTCOME_REFUSED, OUTCOME_FAILED };
 
@@ -241,7 +186,7 @@ static unsigned consumer_window(const consumer *k)
 static int exec_outcome(const consumer *k, const sl_delivery *d)
 {
     int status;
-    if (exec_run(k->exec, d, &status)) {
+    if (cli_exec_run(k->exec, d->body, d->body_len, &status)) {
         cli_text_say(k->cmd, "cannot run the command: %s", cli_text_strerror(errno));
         return OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }
