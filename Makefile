@@ -174,7 +174,7 @@ $(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBS
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/disp.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/disp.c broker/drr.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
@@ -325,7 +325,7 @@ fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 # The pure modules: no clock, no I/O, no logging; time is a parameter.
-PURE := rl disp tmr meter breaker pool grow hist share
+PURE := rl disp tmr meter breaker pool grow hist share drr
 
 # Layering: each library belongs to one module (see README.md, "Code map"). The include
 # paths above already make a wrong project include fail to compile; these greps keep the

@@ -47,6 +47,8 @@ static void usage(FILE *f)
 "                      against a broker with --curve-secret and --auth.\n"
 "  pick rule           the broker's pick rule alone, over %d levels holding\n"
 "                      1,000,000 messages, with deadlines and aging; no broker.\n"
+"  fair pick           deficit round robin inside one level over 100,000 waiting\n"
+"                      tags (broker/drr.c), one pick in 16 held by its tag's limit.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "  raw: one flush      a 100-byte append and fdatasync; the 1 x 1 enqueue row is\n"

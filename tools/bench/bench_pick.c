@@ -30,6 +30,14 @@
  * PICK_BATCH picks, so the loop measures disp_pick and its bookkeeping, not
  * clock_gettime; it stops at the deadline, a signal or BENCH_CORE_MAX_OPS
  * picks.
+ *
+ * The fair pick row (bench_pick_drr_measure) times the pick inside one
+ * level: broker/drr.c, linked in, over BENCH_PICK_TENANTS waiting tenants
+ * with weights 1 to 4. Each step is what the dispatcher would do: drr_pick,
+ * then, as if the tenant's own limit held it one time in
+ * PICK_DRR_BLOCK_EVERY, drr_block for PICK_DRR_BLOCK_NS of the fake clock
+ * (and the pick again), else drr_charge of one unit. So the row also pays
+ * for the heap of blocked tenants coming back. Same bounds as above.
  */
 #include "bench_pick.h"
 
@@ -38,6 +46,7 @@
 
 #include "bench_core.h"
 #include "disp.h"
+#include "drr.h"
 
 #define PICK_STEP_NS       UINT64_C(1000)             /* the fake clock: 1 µs per pick */
 #define PICK_START_NS      (UINT64_C(60) * 1000000000) /* older than every head below */
@@ -123,6 +132,43 @@ void bench_pick_measure(int seconds, uint64_t *picks, int64_t *elapsed_ns)
         n += PICK_BATCH;
         t_ns = bench_core_now_ns();
     }
+    *picks = n;
+    *elapsed_ns = t_ns - start_ns;
+}
+
+#define PICK_DRR_BLOCK_EVERY 16                 /* one pick in 16 finds its tenant held */
+#define PICK_DRR_BLOCK_NS    (UINT64_C(5) * 1000000) /* for 5 ms of the fake clock */
+
+void bench_pick_drr_measure(int seconds, uint64_t *picks, int64_t *elapsed_ns)
+{
+    drr d;
+    uint64_t now_ns = PICK_START_NS, n = 0, key;
+    drr_init(&d, 1);
+    for (uint64_t i = 0; i < BENCH_PICK_TENANTS; i++)
+        if (drr_active(&d, i, (uint32_t)(1 + i % 4)) != 0) {
+            fprintf(stderr, "%s:%d: out of memory\n", __FILE__, __LINE__);
+            abort();
+        }
+    int64_t start_ns = bench_core_now_ns(), t_ns = start_ns;
+    int64_t deadline_ns = start_ns + seconds * BENCH_CORE_NS_PER_S;
+    for (uint64_t round = 0; round < BENCH_CORE_MAX_OPS / PICK_BATCH && t_ns < deadline_ns &&
+                             !bench_core_stopping();
+         round++) {
+        for (unsigned k = 0; k < PICK_BATCH; k++) {
+            if (drr_pick(&d, now_ns, &key) != 0) {
+                fprintf(stderr, "%s:%d: no tenant ready, yet most are\n", __FILE__, __LINE__);
+                abort();
+            }
+            if ((n + k) % PICK_DRR_BLOCK_EVERY == 0)
+                (void)drr_block(&d, key, now_ns + PICK_DRR_BLOCK_NS);
+            else
+                drr_charge(&d, key, 1);
+            now_ns += PICK_STEP_NS;
+        }
+        n += PICK_BATCH;
+        t_ns = bench_core_now_ns();
+    }
+    drr_fini(&d);
     *picks = n;
     *elapsed_ns = t_ns - start_ns;
 }

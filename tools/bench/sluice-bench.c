@@ -120,6 +120,7 @@
 #define SLOW_FLUSH_US            1000   /* the slow pass: each flush 1 ms longer */
 #define DRAIN_ONE_CREDIT         64
 #define TARGET_PICKS_PER_S       2000000
+#define TARGET_FAIR_PICKS_PER_S  1000000 /* the fair pick, 100,000 waiting tenants */
 
 _Static_assert(PRODUCERS <= BENCH_WORKERS_MAX && CONSUMERS <= BENCH_WORKERS_MAX,
                "BENCH_WORKERS_MAX too small");
@@ -385,6 +386,19 @@ static int row_pick(bench *b)
     return 0;
 }
 
+static int row_pick_fair(bench *b)
+{
+    char scenario[96];
+    uint64_t picks;
+    int64_t elapsed_ns;
+    snprintf(scenario, sizeof scenario, "fair pick, one level, %" PRIu64 " waiting tags",
+             BENCH_PICK_TENANTS);
+    bench_core_progress("%s (%d s)", scenario, b->seconds);
+    bench_pick_drr_measure(b->seconds, &picks, &elapsed_ns);
+    rate_add(b, scenario, picks, elapsed_ns, "picks/s", BENCH_TABLE_AT_LEAST, TARGET_FAIR_PICKS_PER_S);
+    return 0;
+}
+
 static int row_meter(bench *b) /* metering: five rows after starvation (bench_meter.c) */
 {
     return bench_meter_run(b->endpoint, &b->table);
@@ -486,7 +500,7 @@ static const row_fn durable_rows[] = {row_drain_durable};
 /* A third, on the slowed disk (--slowdisk): every flush SLOW_FLUSH_US longer. */
 static const row_fn slow_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
                                    row_latency};
-static const row_fn local_rows[] = {row_pick, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
+static const row_fn local_rows[] = {row_pick, row_pick_fair, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
                                     row_ratios};
 /* A fourth, with CURVE and auth on (bench_curve.c): what encryption and the
  * role check cost. */
