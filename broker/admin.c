@@ -74,6 +74,108 @@ static int need_pool(cmd_ctx *x, pool **out, int create)
     return SL_OK;
 }
 
+/* ---- the windows of a limit ---- */
+
+#define MAX_BURST 1000000u
+#define MAX_COUNT_MILLI UINT64_C(100000000000) /* 100,000,000 units per period */
+
+/* A limit as a request's window_rows set it: the per-second window (rate
+ * and burst, as every limit has had; rate 0 = none) and the others. */
+typedef struct limit_req {
+    uint64_t rate_milli;
+    uint32_t burst;
+    unsigned nmore;
+    rl_window more[METER_MORE_WINDOWS];
+} limit_req;
+
+/* take_windows reads the request's window rows: at most PROTO_MAX_WINDOWS,
+ * each with a count, a period of 1 ms to a day and a burst of at most
+ * MAX_BURST; the first per-second one becomes the limit's rate and burst,
+ * the others (at most METER_MORE_WINDOWS) its further windows. One window
+ * with count 0 means no limit. */
+static int take_windows(cmd_ctx *x, limit_req *out)
+{
+    const proto_rows_window *rows = &x->req->window_rows;
+    char n[24];
+    *out = (limit_req){0};
+    if (rows->n == 0)
+        return fail(x, SL_EINVAL, "%s needs at least one window (count 0 alone: no limit)", "window_rows");
+    if (rows->n > PROTO_MAX_WINDOWS) {
+        snprintf(n, sizeof n, "%d", PROTO_MAX_WINDOWS);
+        return fail(x, SL_EINVAL, "a limit takes at most %s windows", n);
+    }
+    int have_base = 0;
+    for (unsigned i = 0; i < rows->n; i++) {
+        const proto_row_window *r = &rows->v[i];
+        if (r->count_milli == 0) {
+            if (rows->n != 1)
+                return fail(x, SL_EINVAL, "%s", "a window of 0 (no limit) must be the only one");
+            return SL_OK;
+        }
+        if (r->count_milli > MAX_COUNT_MILLI)
+            return fail(x, SL_EINVAL, "%s", "a window's count must be at most 100000000 per period");
+        if (r->period_ms == 0 || r->period_ms > RL_MAX_PERIOD_MS)
+            return fail(x, SL_EINVAL, "%s", "a window's period must be from 1 ms to a day (86400000 ms)");
+        if (r->burst > MAX_BURST)
+            return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+        uint32_t burst = r->burst ? (uint32_t)r->burst : 1;
+        if (r->period_ms == 1000 && !have_base) {
+            have_base = 1;
+            out->rate_milli = r->count_milli;
+            out->burst = burst;
+        } else if (out->nmore == METER_MORE_WINDOWS) {
+            snprintf(n, sizeof n, "%d", METER_MORE_WINDOWS);
+            return fail(x, SL_EINVAL, "a limit takes at most %s windows besides its per-second one", n);
+        } else {
+            out->more[out->nmore++] = (rl_window){r->count_milli, r->period_ms, burst};
+        }
+    }
+    return SL_OK;
+}
+
+/* windows_show appends a limit's windows to rows: its per-second one (when
+ * rate_milli is set) and the others, each with the tokens it holds now. A
+ * limit with only its per-second window adds nothing (its rate and burst
+ * say it all), so replies to older clients change only once a limit has
+ * several windows. */
+static void windows_show(proto_rows_window *rows, int level, uint64_t rate_milli, uint32_t burst,
+                         const rl_bucket *base, const rl_window *more, const rl_bucket *more_b, unsigned nmore,
+                         uint64_t now_ns)
+{
+    if (!nmore)
+        return;
+    for (unsigned i = 0; i <= nmore && rows->n < PROTO_MAX_WINDOW_ROWS; i++) {
+        if (i == 0 && !rate_milli)
+            continue;
+        const rl_bucket *b = i ? &more_b[i - 1] : base;
+        uint64_t tokens = rl_tokens_milli(b, now_ns);
+        proto_row_window *r = &rows->v[rows->n++];
+        *r = (proto_row_window){
+            .present = PROTO_ROW_ALL(window),
+            .level = level < 0 ? 0 : (uint64_t)level,
+            .count_milli = i ? more[i - 1].count_milli : rate_milli,
+            .period_ms = i ? more[i - 1].period_ms : 1000,
+            .burst = i ? more[i - 1].burst : burst ? burst : 1,
+            .tokens_milli = tokens == UINT64_MAX ? 0 : tokens,
+        };
+        if (level < 0)
+            r->present &= ~(1u << PROTO_COL_window_level);
+    }
+}
+
+/* windows_text writes a limit's further windows for a log line. */
+static const char *windows_text(const rl_window *w, unsigned n, char *buf, size_t size)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < n && at < size; i++) {
+        int k = snprintf(buf + at, size - at, ", and %.3f per %llu ms (burst %u)", (double)w[i].count_milli / 1000.0,
+                         (unsigned long long)w[i].period_ms, w[i].burst);
+        at += k > 0 ? (size_t)k : 0;
+    }
+    return buf;
+}
+
 /* ---- levels ---- */
 
 static int cmd_level_list(cmd_ctx *x)
@@ -103,7 +205,11 @@ static int cmd_level_list(cmd_ctx *x)
             .tokens_milli = tokens == UINT64_MAX ? 0 : tokens,
             .eta_ms = deliver_eta_ms(b, l),
         };
+        windows_show(&x->rep->window_rows, (int)l, ml->max_rate_milli, ml->burst, &ml->ceiling, ml->more,
+                     ml->more_b, ml->nmore, b->mono_ns);
     }
+    if (x->rep->window_rows.n)
+        x->rep->present |= PF(window_rows);
     return SL_OK;
 }
 
@@ -115,6 +221,11 @@ static int cmd_level_set(cmd_ctx *x)
         return rc;
     queue_level *lv = &x->b->q.lv[level];
     meter_level *ml = &x->b->meter.lv[level];
+    limit_req lim;
+    if ((x->req->present & PF(window_rows)) && (rc = take_windows(x, &lim)) != SL_OK)
+        return rc;
+    if ((x->req->present & PF(burst)) && x->req->burst > MAX_BURST)
+        return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
     if (x->req->present & PF(deadline_ms))
         lv->deadline_ms = x->req->deadline_ms;
     if (x->req->present & PF(aging_ms))
@@ -123,16 +234,20 @@ static int cmd_level_set(cmd_ctx *x)
         ml->max_rate_milli = x->req->rate_milli;
     if (x->req->present & PF(min_rate_milli))
         ml->min_rate_milli = x->req->min_rate_milli;
-    if (x->req->present & PF(burst)) {
-        if (x->req->burst > 1000000)
-            return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+    if (x->req->present & PF(burst))
         ml->burst = (uint32_t)x->req->burst;
+    if (x->req->present & PF(window_rows)) { /* every window of the ceiling, replacing what it had */
+        ml->max_rate_milli = lim.rate_milli;
+        ml->burst = lim.burst;
+        meter_windows_set(&x->b->meter, level, lim.more, lim.nmore, x->b->mono_ns);
     }
     meter_level_apply(&x->b->meter, level, x->b->mono_ns);
     settings_save_level(x->b, level);
-    log_info("admin", "level %s: deadline %llu ms, aging step %llu ms, max rate %.3f/s, min rate %.3f/s, burst %u",
+    char more[256];
+    log_info("admin", "level %s: deadline %llu ms, aging step %llu ms, max rate %.3f/s, min rate %.3f/s, burst %u%s",
              x->b->cfg.level_names[level], (unsigned long long)lv->deadline_ms, (unsigned long long)lv->aging_ms,
-             (double)ml->max_rate_milli / 1000.0, (double)ml->min_rate_milli / 1000.0, ml->burst ? ml->burst : 1);
+             (double)ml->max_rate_milli / 1000.0, (double)ml->min_rate_milli / 1000.0, ml->burst ? ml->burst : 1,
+             windows_text(ml->more, ml->nmore, more, sizeof more));
     return SL_OK;
 }
 
@@ -251,23 +366,35 @@ static int cmd_sink_set(cmd_ctx *x)
 {
     meter_sink *s = &x->b->meter.sink;
     const proto_msg *m = x->req;
-    if ((m->present & PF(burst)) && m->burst > 1000000)
+    limit_req lim;
+    int rc;
+    if ((m->present & PF(burst)) && m->burst > MAX_BURST)
         return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
-    if ((m->present & PF(rate_milli)) && x->b->coord) { /* shared: for every broker, through Redis */
-        int rc = coord_set_limit(x->b->coord, m->rate_milli, x->text, x->text_len);
+    if ((m->present & PF(window_rows)) && (rc = take_windows(x, &lim)) != SL_OK)
+        return rc;
+    int rate_set = (m->present & (PF(rate_milli) | PF(window_rows))) != 0;
+    uint64_t rate = (m->present & PF(window_rows)) ? lim.rate_milli : m->rate_milli;
+    if (rate_set && x->b->coord) { /* shared: for every broker, through Redis */
+        rc = coord_set_limit(x->b->coord, rate, x->text, x->text_len);
         if (rc != SL_OK)
             return rc;
     }
-    if (m->present & PF(rate_milli))
-        s->rate_milli = m->rate_milli;
+    if (rate_set)
+        s->rate_milli = rate;
     if (m->present & PF(burst))
         s->burst = (uint32_t)m->burst;
+    if (m->present & PF(window_rows)) { /* every window of the sink, replacing what it had */
+        s->burst = lim.burst;
+        meter_windows_set(&x->b->meter, METER_SINK, lim.more, lim.nmore, x->b->mono_ns);
+    }
     if (m->present & PF(max_inflight))
         s->max_inflight = m->max_inflight;
     meter_sink_apply(&x->b->meter, x->b->mono_ns);
     settings_save_sink(x->b);
-    log_info("admin", "sink: rate %.3f/s, burst %u, in flight at most %llu", (double)s->rate_milli / 1000.0,
-             s->burst ? s->burst : 1, (unsigned long long)s->max_inflight);
+    char more[256];
+    log_info("admin", "sink: rate %.3f/s, burst %u, in flight at most %llu%s", (double)s->rate_milli / 1000.0,
+             s->burst ? s->burst : 1, (unsigned long long)s->max_inflight,
+             windows_text(s->more, s->nmore, more, sizeof more));
     return SL_OK;
 }
 
@@ -289,6 +416,9 @@ static int cmd_sink_show(cmd_ctx *x)
     const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
     proto_set(r, breaker_trips, b->meter.breaker.trips);
+    windows_show(&r->window_rows, -1, s->rate_milli, s->burst, &s->bucket, s->more, s->more_b, s->nmore, b->mono_ns);
+    if (r->window_rows.n)
+        r->present |= PF(window_rows);
     if (b->coord) { /* a shared sink: its lease (an optional result); the limit as Redis holds it */
         r->present |= PF(coord_rows);
         r->coord_rows.n = 1;

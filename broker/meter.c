@@ -26,13 +26,20 @@
  * rate. AIMD works below the base. A coordinated base of 0 holds everything
  * (0 is otherwise "unlimited").
  *
- * Room to grow: a tag's bucket is one more rl_bucket checked in meter_admit
- * and charged in meter_charge, as the level ceiling is; a limit with several
- * GCRA windows makes `ceiling` and `bucket` small arrays checked together; a
- * consuming process's pacing share only changes what meter_sink_apply
- * computes as the effective rate before it is handed to rl_set.
+ * Several windows: the sink's bucket and a level's ceiling are the
+ * per-second window every limit has had (the one AIMD cuts and the shared
+ * sink leases); up to METER_MORE_WINDOWS further windows ("500/min") sit in
+ * series beside it, asked and charged with it (rl_series_*), each a GCRA
+ * bucket of its own. AIMD and the shared sink leave them alone: they are
+ * quotas over longer spans, not the pace.
  *
- * Costs: O(1) per question, charge, settlement and tick.
+ * Room to grow: a tag's bucket is one more rl_bucket checked in meter_admit
+ * and charged in meter_charge, as the level ceiling is (and its windows the
+ * same series); a consuming process's pacing share only changes what
+ * meter_sink_apply computes as the effective rate before it is handed to
+ * rl_set.
+ *
+ * Costs: O(windows) per question and charge; O(1) per settlement and tick.
  */
 #include "meter.h"
 
@@ -88,23 +95,47 @@ void meter_level_apply(meter *m, unsigned level, uint64_t now_ns)
     rl_set(&lv->guarantee, lv->min_rate_milli, GUARANTEE_BURST, now_ns);
 }
 
+void meter_windows_set(meter *m, unsigned level, const rl_window *w, unsigned n, uint64_t now_ns)
+{
+    unsigned *count = level == METER_SINK ? &m->sink.nmore : &m->lv[level].nmore;
+    rl_window *more = level == METER_SINK ? m->sink.more : m->lv[level].more;
+    rl_bucket *b = level == METER_SINK ? m->sink.more_b : m->lv[level].more_b;
+    unsigned k = 0;
+    for (unsigned i = 0; i < n && k < METER_MORE_WINDOWS; i++) {
+        if (!w[i].count_milli)
+            continue;
+        if (k >= *count) /* a new window starts full, as a fresh bucket */
+            b[k] = (rl_bucket){0};
+        more[k] = w[i];
+        rl_set_window(&b[k], &more[k], now_ns);
+        k++;
+    }
+    *count = k;
+}
+
 int meter_level_limited(const meter *m, unsigned level)
 {
-    return m->lv[level].max_rate_milli || m->lv[level].min_rate_milli;
+    return m->lv[level].max_rate_milli || m->lv[level].min_rate_milli || m->lv[level].nmore;
 }
 
 int meter_wants_cost(const meter *m, unsigned level)
 {
-    return m->sink.bucket.interval_ns || meter_level_limited(m, level);
+    return m->sink.bucket.interval_ns || m->sink.nmore || meter_level_limited(m, level);
 }
 
 int meter_level_admits(const meter *m, unsigned level, uint64_t cost, uint64_t now_ns, uint64_t *retry_ns)
 {
     const meter_level *lv = &m->lv[level];
-    if (!lv->max_rate_milli || rl_allows(&lv->ceiling, cost, now_ns))
-        return 1;
-    *retry_ns = rl_next_ns(&lv->ceiling, cost, now_ns);
-    return 0;
+    uint64_t at = now_ns;
+    int ok = rl_series_allows(lv->more_b, lv->nmore, cost, now_ns, &at);
+    if (lv->max_rate_milli && !rl_allows(&lv->ceiling, cost, now_ns)) {
+        uint64_t t = rl_next_ns(&lv->ceiling, cost, now_ns);
+        at = ok || t > at ? t : at;
+        ok = 0;
+    }
+    if (!ok)
+        *retry_ns = at;
+    return ok;
 }
 
 int meter_below_min(const meter *m, unsigned level, uint64_t cost, uint64_t now_ns)
@@ -131,8 +162,15 @@ meter_verdict meter_admit(meter *m, unsigned level, uint64_t cost, uint64_t now_
         return METER_HOLD_SINK; /* a settlement will change it */
     if (s->coordinated && !base(s))
         return METER_HOLD_SINK; /* a grant will change it */
+    uint64_t at = now_ns;
+    int ok = rl_series_allows(s->more_b, s->nmore, cost, now_ns, &at);
     if (!rl_allows(&s->bucket, cost, now_ns)) {
-        *retry_ns = rl_next_ns(&s->bucket, cost, now_ns);
+        uint64_t t = rl_next_ns(&s->bucket, cost, now_ns);
+        at = ok || t > at ? t : at;
+        ok = 0;
+    }
+    if (!ok) {
+        *retry_ns = at;
         return METER_HOLD_SINK;
     }
     return METER_GO;
@@ -142,8 +180,10 @@ void meter_charge(meter *m, unsigned level, uint64_t cost, uint64_t now_ns)
 {
     meter_level *lv = &m->lv[level];
     rl_take(&m->sink.bucket, cost, now_ns);
+    rl_series_take(m->sink.more_b, m->sink.nmore, cost, now_ns);
     if (lv->max_rate_milli)
         rl_take(&lv->ceiling, cost, now_ns);
+    rl_series_take(lv->more_b, lv->nmore, cost, now_ns);
     if (lv->min_rate_milli)
         rl_take(&lv->guarantee, cost, now_ns);
     m->sink.inflight++;
@@ -214,6 +254,16 @@ uint64_t meter_eta_ms(const meter *m, unsigned level, uint64_t ready, double cos
     double units = 0;
     if (lv->max_rate_milli)
         units = (double)lv->max_rate_milli / 1000.0;
+    for (unsigned i = 0; i < lv->nmore; i++) { /* in the long run the slowest window bounds it */
+        double w = (double)rl_window_rate_milli(&lv->more[i]) / 1000.0;
+        if (w > 0 && (!units || w < units))
+            units = w;
+    }
+    for (unsigned i = 0; i < m->sink.nmore; i++) {
+        double w = (double)rl_window_rate_milli(&m->sink.more[i]) / 1000.0;
+        if (w > 0 && (!units || w < units))
+            units = w;
+    }
     if (m->sink.effective_rate_milli && (!units || (double)m->sink.effective_rate_milli / 1000.0 < units))
         units = (double)m->sink.effective_rate_milli / 1000.0;
     double cost = cost_avg > 0 ? cost_avg : 1;

@@ -21,6 +21,11 @@
 #define METER_NEVER UINT64_MAX
 #define METER_CUT_EVERY_NS NS_PER_S             /* at most one multiplicative cut per second */
 #define METER_RAISE_EVERY_NS (100 * NS_PER_MS) /* additive steps: rate_milli / 500 each 100 ms */
+/* A limit is its per-second window (the rate and burst every limit had
+ * from the start, which AIMD and the shared sink act on) and up to
+ * METER_MORE_WINDOWS further windows in series ("500/min"). */
+#define METER_MORE_WINDOWS (RL_MAX_WINDOWS - 1)
+_Static_assert(RL_MAX_WINDOWS == PROTO_MAX_WINDOWS, "a limit's windows must fit its rows on the wire");
 
 /* A level's limits: the ceiling (at most max_rate, burst) and the guarantee
  * (a level served below min_rate is picked first). Settings are persisted by
@@ -31,6 +36,9 @@ typedef struct meter_level {
     uint32_t burst;           /* the ceiling's burst (persisted) */
     rl_bucket ceiling;        /* max_rate_milli, burst */
     rl_bucket guarantee;      /* min_rate_milli, burst 2 */
+    unsigned nmore;           /* further windows of the ceiling, in series with it (persisted) */
+    rl_window more[METER_MORE_WINDOWS];
+    rl_bucket more_b[METER_MORE_WINDOWS];
 } meter_level;
 
 /* The sink: the throttled service every delivery ends up calling. */
@@ -46,6 +54,9 @@ typedef struct meter_sink {
     int coordinated;               /* shared with other brokers: the rate is reserved + granted */
     uint64_t reserved_milli;       /* coordinated: the rate this broker may always use */
     uint64_t granted_milli;        /* coordinated: the rate its leased slices add (coord.c) */
+    unsigned nmore;                /* further windows, in series with the bucket (persisted) */
+    rl_window more[METER_MORE_WINDOWS];
+    rl_bucket more_b[METER_MORE_WINDOWS];
 } meter_sink;
 
 typedef struct meter {
@@ -89,6 +100,13 @@ int meter_sink_lease(meter *m, uint64_t granted_milli, uint64_t now_ns);
 /* meter_level_apply makes level's buckets follow its settings at now_ns,
  * without a burst. */
 void meter_level_apply(meter *m, unsigned level, uint64_t now_ns);
+
+/* meter_windows_set sets the further windows of a limit (the sink's when
+ * level is METER_SINK, else level's ceiling's) to w[0..n) at now_ns (n at
+ * most METER_MORE_WINDOWS; windows with count 0 are dropped); as with every
+ * change, debt already owed carries over and no burst is let through. */
+#define METER_SINK UINT32_MAX
+void meter_windows_set(meter *m, unsigned level, const rl_window *w, unsigned n, uint64_t now_ns);
 
 /* meter_level_limited tells whether level has a ceiling or a guarantee (and
  * so needs the cost of its head). */

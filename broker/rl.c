@@ -4,7 +4,12 @@
  * All sums saturate instead of wrapping, so an absurd cost or a far-future
  * pause degrades to "not allowed for a long time" rather than to "allowed".
  * The emission interval is rounded to the nearest nanosecond; at 1,000,000/s
- * that is exact, at 3/s the error is under 1 ns per unit.
+ * that is exact, at 3/s the error is under 1 ns per unit; a window of
+ * count per period rounds the same way (500/min: exactly 120 ms a unit).
+ *
+ * Several windows on one limit are plain buckets side by side; the series
+ * helpers ask them all and charge them all, so "allowed" is the AND of the
+ * windows and the retry time their latest: O(windows) per question.
  */
 #include "rl.h"
 
@@ -20,22 +25,78 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
     return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
-void rl_set(rl_bucket *b, uint64_t rate_milli, uint32_t burst, uint64_t now_ns)
+/* mul_div returns a * b / c (c > 0) without overflow in between,
+ * saturated. Windows of minutes or days have intervals of seconds to hours,
+ * whose products overflow 64 bits. */
+static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c)
+{
+    __extension__ unsigned __int128 r = (unsigned __int128)a * b / c;
+    return r > UINT64_MAX ? UINT64_MAX : (uint64_t)r;
+}
+
+/* set_interval moves b to a new emission interval (0 = unlimited). */
+static void set_interval(rl_bucket *b, uint64_t interval, uint64_t rate_milli, uint32_t burst, uint64_t now_ns)
 {
     uint64_t old = b->interval_ns;
-    uint64_t interval = rate_milli ? (NS_PER_S_MILLI + rate_milli / 2) / rate_milli : 0;
-    if (rate_milli && interval == 0)
-        interval = 1;
     if (old && interval && b->tat_ns > now_ns) {
         /* carry the debt over at the new pace */
         uint64_t debt = b->tat_ns - now_ns;
-        b->tat_ns = sat_add(now_ns, sat_mul(debt / old, interval) + (debt % old) * interval / old);
+        b->tat_ns = sat_add(now_ns, mul_div(debt, interval, old));
     } else if (!old && interval) {
         b->tat_ns = now_ns; /* from unlimited: start full, as a fresh bucket */
     }
     b->interval_ns = interval;
     b->rate_milli = rate_milli;
     b->burst = burst ? burst : 1;
+}
+
+void rl_set(rl_bucket *b, uint64_t rate_milli, uint32_t burst, uint64_t now_ns)
+{
+    uint64_t interval = rate_milli ? (NS_PER_S_MILLI + rate_milli / 2) / rate_milli : 0;
+    if (rate_milli && interval == 0)
+        interval = 1;
+    set_interval(b, interval, rate_milli, burst, now_ns);
+}
+
+void rl_set_window(rl_bucket *b, const rl_window *w, uint64_t now_ns)
+{
+    uint64_t period = w->period_ms ? w->period_ms : 1000;
+    if (period > RL_MAX_PERIOD_MS)
+        period = RL_MAX_PERIOD_MS;
+    /* ns per unit = period_ms x 1e6 x 1000 / count_milli; period x 1e9 fits */
+    uint64_t interval = w->count_milli ? (period * 1000000000ULL + w->count_milli / 2) / w->count_milli : 0;
+    if (w->count_milli && interval == 0)
+        interval = 1;
+    set_interval(b, interval, rl_window_rate_milli(w), w->burst, now_ns);
+}
+
+uint64_t rl_window_rate_milli(const rl_window *w)
+{
+    uint64_t period = w->period_ms ? w->period_ms : 1000;
+    return w->count_milli > UINT64_MAX / 1000 ? UINT64_MAX / period : w->count_milli * 1000 / period;
+}
+
+int rl_series_allows(const rl_bucket *b, unsigned n, uint64_t cost, uint64_t now_ns, uint64_t *retry_ns)
+{
+    int ok = 1;
+    uint64_t at = now_ns;
+    for (unsigned i = 0; i < n; i++) {
+        if (rl_allows(&b[i], cost, now_ns))
+            continue;
+        ok = 0;
+        uint64_t t = rl_next_ns(&b[i], cost, now_ns);
+        if (t > at)
+            at = t;
+    }
+    if (!ok)
+        *retry_ns = at;
+    return ok;
+}
+
+void rl_series_take(rl_bucket *b, unsigned n, uint64_t cost, uint64_t now_ns)
+{
+    for (unsigned i = 0; i < n; i++)
+        rl_take(&b[i], cost, now_ns);
 }
 
 /* after returns the TAT once cost is charged at now. */
@@ -78,7 +139,7 @@ uint64_t rl_tokens_milli(const rl_bucket *b, uint64_t now_ns)
     uint64_t debt = b->tat_ns > now_ns ? b->tat_ns - now_ns : 0;
     if (debt >= full)
         return 0;
-    return (full - debt) * 1000 / b->interval_ns;
+    return mul_div(full - debt, 1000, b->interval_ns);
 }
 
 void rl_pause_until(rl_bucket *b, uint64_t until_ns)

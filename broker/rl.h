@@ -50,4 +50,37 @@ uint64_t rl_tokens_milli(const rl_bucket *b, uint64_t now_ns);
  * unit at a time: no burst on resume. */
 void rl_pause_until(rl_bucket *b, uint64_t until_ns);
 
+/* ---- several windows per limit ----
+ *
+ * A window is "count units per period, burst at once": a GCRA bucket of
+ * rate count/period and burst B, so over any span tau it lets through at
+ * most (count/period) x tau + B. A limit with several windows ("10/s and
+ * 500/min") is their buckets in series: a message goes when every window
+ * admits it, its cost is charged to every window, and the time to retry is
+ * the latest of the windows' times. */
+#define RL_MAX_WINDOWS 4
+#define RL_MAX_PERIOD_MS (UINT64_C(86400) * 1000) /* a day */
+
+typedef struct rl_window {
+    uint64_t count_milli; /* units per period x 1000; 0 = no window */
+    uint64_t period_ms;   /* 1..RL_MAX_PERIOD_MS */
+    uint32_t burst;       /* 0 is taken as 1 */
+} rl_window;
+
+/* rl_set_window makes b follow window w at now_ns, as rl_set does (a
+ * change never creates tokens). rl_set(b, r, B, now) is the window
+ * {r, 1000, B}. */
+void rl_set_window(rl_bucket *b, const rl_window *w, uint64_t now_ns);
+
+/* rl_window_rate_milli returns w's long-run rate in units per second x 1000
+ * (rounded down). */
+uint64_t rl_window_rate_milli(const rl_window *w);
+
+/* rl_series_allows tells whether every one of the n buckets lets cost go at
+ * now_ns; when not, *retry_ns is the latest of their rl_next_ns. */
+int rl_series_allows(const rl_bucket *b, unsigned n, uint64_t cost, uint64_t now_ns, uint64_t *retry_ns);
+
+/* rl_series_take charges cost to each of the n buckets. */
+void rl_series_take(rl_bucket *b, unsigned n, uint64_t cost, uint64_t now_ns);
+
 #endif /* SLUICE_RL_H */

@@ -8,15 +8,22 @@
  * open, before the first pass. Records live in the store's meta database as
  * small fixed binary records:
  *
- *   level/NN  u8 version(2) u8 flags(bit0 paused) u16 0 u32 burst
+ *   level/NN  u8 version(3) u8 flags(bit0 paused) u16 0 u32 burst
  *             u64 deadline_ms u64 aging_ms
- *             u64 max_rate_milli u64 min_rate_milli                 (40 bytes)
- *             (version 1 was the first 24 bytes, burst 0, no rates)
+ *             u64 max_rate_milli u64 min_rate_milli
+ *             u8 windows u8 0 u16 0 u32 0, then 3 windows       (120 bytes)
+ *             (version 2 was the first 40 bytes, no further windows;
+ *              version 1 the first 24, burst 0, no rates)
  *   pool/NAME u8 version(1) u8 flags(bit0 paused, bit1 autoscale) u16 0
  *             u32 levels_mask u32 size u32 min u32 max u64 target_wait_ms
  *                                                                   (28 bytes)
- *   sink      u8 version(1) u8 0 u16 0 u32 burst u64 rate_milli
- *             u64 max_inflight                                      (24 bytes)
+ *   sink      u8 version(2) u8 0 u16 0 u32 burst u64 rate_milli
+ *             u64 max_inflight
+ *             u8 windows u8 0 u16 0 u32 0, then 3 windows       (104 bytes)
+ *             (version 1 was the first 24 bytes, no further windows)
+ *   a window  u64 count_milli u64 period_ms u32 burst u32 0          (24 bytes)
+ *             (the further windows of a limit, beside its per-second
+ *              rate and burst; unused ones are zero)
  *
  * all little-endian. Change a layout: bump its version byte and read both.
  * Costs: one meta put per change; a prefix scan per kind at open.
@@ -32,20 +39,44 @@
 #include "log.h"
 
 #define LEVEL_REC_V1 24
-#define LEVEL_REC 40
+#define LEVEL_REC_V2 40
+#define WIN_REC 24
+#define WINS_REC (8 + METER_MORE_WINDOWS * WIN_REC)
+#define LEVEL_REC (LEVEL_REC_V2 + WINS_REC)
 #define POOL_REC 28
-#define SINK_REC 24
+#define SINK_REC_V1 24
+#define SINK_REC (SINK_REC_V1 + WINS_REC)
 
 static void put32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
 static void put64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
 static uint32_t get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
 static uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
 
+/* put_windows writes n windows of w (then zeros) at p. */
+static void put_windows(unsigned char *p, const rl_window *w, unsigned n)
+{
+    p[0] = (unsigned char)n;
+    for (unsigned i = 0; i < n; i++) {
+        put64(p + 8 + i * WIN_REC, w[i].count_milli);
+        put64(p + 16 + i * WIN_REC, w[i].period_ms);
+        put32(p + 24 + i * WIN_REC, w[i].burst);
+    }
+}
+
+/* get_windows reads what put_windows wrote into w; returns how many. */
+static unsigned get_windows(const unsigned char *p, rl_window *w)
+{
+    unsigned n = p[0] > METER_MORE_WINDOWS ? METER_MORE_WINDOWS : p[0];
+    for (unsigned i = 0; i < n; i++)
+        w[i] = (rl_window){get64(p + 8 + i * WIN_REC), get64(p + 16 + i * WIN_REC), get32(p + 24 + i * WIN_REC)};
+    return n;
+}
+
 /* ---- persistence ---- */
 
 void settings_save_level(bk *b, unsigned level)
 {
-    unsigned char r[LEVEL_REC] = {2};
+    unsigned char r[LEVEL_REC] = {3};
     char key[16];
     const queue_level *lv = &b->q.lv[level];
     const meter_level *ml = &b->meter.lv[level];
@@ -55,6 +86,7 @@ void settings_save_level(bk *b, unsigned level)
     put64(r + 16, lv->aging_ms);
     put64(r + 24, ml->max_rate_milli);
     put64(r + 32, ml->min_rate_milli);
+    put_windows(r + LEVEL_REC_V2, ml->more, ml->nmore);
     snprintf(key, sizeof key, "level/%02u", level);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the settings of level %u", level);
@@ -81,7 +113,8 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     const unsigned char *r = val;
     unsigned level = 0;
     if (key_len != 8 || sscanf(key + 6, "%2u", &level) != 1 ||
-        !((len == LEVEL_REC_V1 && r[0] == 1) || (len == LEVEL_REC && r[0] == 2))) {
+        !((len == LEVEL_REC_V1 && r[0] == 1) || (len == LEVEL_REC_V2 && r[0] == 2) ||
+          (len == LEVEL_REC && r[0] == 3))) {
         log_warn("settings", "ignoring an unreadable level setting (%zu bytes)", len);
         return;
     }
@@ -92,19 +125,24 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     lv->paused = r[1] & 1;
     lv->deadline_ms = get64(r + 8);
     lv->aging_ms = get64(r + 16);
-    if (r[0] == 2) {
+    if (r[0] >= 2) {
         ml->burst = get32(r + 4);
         ml->max_rate_milli = get64(r + 24);
         ml->min_rate_milli = get64(r + 32);
+    }
+    if (r[0] >= 3) { /* buckets start full, as every bucket does at open */
+        rl_window w[METER_MORE_WINDOWS];
+        meter_windows_set(&b->meter, level, w, get_windows(r + LEVEL_REC_V2, w), 0);
     }
 }
 
 void settings_save_sink(bk *b)
 {
-    unsigned char r[SINK_REC] = {1};
+    unsigned char r[SINK_REC] = {2};
     put32(r + 4, b->meter.sink.burst);
     put64(r + 8, b->meter.sink.rate_milli);
     put64(r + 16, b->meter.sink.max_inflight);
+    put_windows(r + SINK_REC_V1, b->meter.sink.more, b->meter.sink.nmore);
     if (store_meta_put(b->st, "sink", r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the sink settings");
 }
@@ -115,13 +153,17 @@ static void load_sink(void *ctx, const char *key, size_t key_len, const void *va
     const unsigned char *r = val;
     if (key_len != 4 || memcmp(key, "sink", 4) != 0)
         return; /* another key that merely starts with "sink" */
-    if (len != SINK_REC || r[0] != 1) {
+    if (!((len == SINK_REC_V1 && r[0] == 1) || (len == SINK_REC && r[0] == 2))) {
         log_warn("settings", "ignoring an unreadable sink setting (%zu bytes)", len);
         return;
     }
     b->meter.sink.burst = get32(r + 4);
     b->meter.sink.rate_milli = get64(r + 8);
     b->meter.sink.max_inflight = get64(r + 16);
+    if (r[0] == 2) {
+        rl_window w[METER_MORE_WINDOWS];
+        meter_windows_set(&b->meter, METER_SINK, w, get_windows(r + SINK_REC_V1, w), 0);
+    }
 }
 
 static void load_pool(void *ctx, const char *key, size_t key_len, const void *val, size_t len)

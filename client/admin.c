@@ -11,6 +11,11 @@
  * A request is checked against the list before it leaves (admin_call), and
  * a reply must carry every result field the list promises for its command.
  *
+ * A limit's windows travel as window rows: every window in a set (which
+ * replaces them all), and in level.list one row per window with its level,
+ * sorted into each sl_level_info here (rows naming a level the list lacks
+ * are dropped).
+ *
  * List results (level.list, pool.list) are rows, one per level or pool. The
  * decoder has already checked every row against its kind's column table
  * (proto's PROTO_COLS_ lists): no unknown, duplicate or mistyped column,
@@ -100,6 +105,46 @@ static int query(sl_client *c, const void *out, proto_cmd cmd)
     return admin_call(c, &m);
 }
 
+/* ---- windows ---- */
+
+_Static_assert(PROTO_MAX_WINDOWS == SL_MAX_WINDOWS, "a limit's windows fit sl_window arrays");
+
+/* windows_arg sets w[0..n) as m's window rows (n 0: one window of 0, no
+ * limit). */
+static int windows_arg(sl_client *c, proto_msg *m, const sl_window *w, unsigned n)
+{
+    if (n > SL_MAX_WINDOWS || (n && !w))
+        return client_fail(c, SL_EINVAL);
+    proto_rows_window *rows = &m->window_rows;
+    m->present |= PF(window_rows);
+    rows->n = n ? n : 1;
+    for (unsigned i = 0; i < rows->n; i++)
+        rows->v[i] = (proto_row_window){
+            .present = PROTO_ROW_ALL(window) & ~(1u << PROTO_COL_window_level) &
+                       ~(1u << PROTO_COL_window_tokens_milli),
+            .count_milli = n ? w[i].count_milli : 0,
+            .period_ms = n ? w[i].period_ms : 1000,
+            .burst = n ? w[i].burst : 0,
+        };
+    return SL_OK;
+}
+
+/* base_window is a limit's per-second window as the reply's rate and burst
+ * give it, when the broker sent no window rows for it (it had no other). */
+static void base_window(sl_window *w, unsigned *n, uint64_t rate_milli, uint32_t burst, uint64_t tokens_milli)
+{
+    *n = 0;
+    if (rate_milli)
+        w[(*n)++] = (sl_window){rate_milli, 1000, burst ? burst : 1, tokens_milli};
+}
+
+/* window_copy copies a reply's window row. */
+static void window_copy(sl_window *w, const proto_row_window *r)
+{
+    *w = (sl_window){.count_milli = r->count_milli, .period_ms = r->period_ms, .burst = clamp_u32(r->burst),
+                     .tokens_milli = r->tokens_milli};
+}
+
 /* ---- levels ---- */
 
 int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
@@ -128,6 +173,19 @@ int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
         l->tokens_milli = r->tokens_milli;
         l->eta_ms = r->eta_ms;
     }
+    const proto_rows_window *win = &c->reply.window_rows;
+    bool listed[SL_MAX_LEVELS] = {false};
+    for (unsigned i = 0; (c->reply.present & PF(window_rows)) && i < win->n; i++) {
+        uint64_t lv = win->v[i].level;
+        if (lv < rows->n && out[lv].nwindows < SL_MAX_WINDOWS) {
+            window_copy(&out[lv].windows[out[lv].nwindows++], &win->v[i]);
+            listed[lv] = true;
+        }
+    }
+    for (unsigned i = 0; i < rows->n; i++)
+        if (!listed[i])
+            base_window(out[i].windows, &out[i].nwindows, out[i].max_rate_milli, out[i].burst,
+                        out[i].tokens_milli);
     *n = rows->n;
     return SL_OK;
 }
@@ -168,6 +226,22 @@ int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_
         proto_set(&m, min_rate_milli, min_rate_milli);
     if (burst != SL_UNCHANGED)
         proto_set(&m, burst, burst);
+    return admin_call(c, &m);
+}
+
+int sl_level_windows(sl_client *c, unsigned level, const sl_window *w, unsigned n)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    int rc = level_check(c, level);
+    if (rc)
+        return rc;
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_level_set);
+    proto_set(&m, level, level);
+    if ((rc = windows_arg(c, &m, w, n)) != SL_OK)
+        return rc;
     return admin_call(c, &m);
 }
 
@@ -297,6 +371,19 @@ int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_
     return admin_call(c, &m);
 }
 
+int sl_sink_windows(sl_client *c, const sl_window *w, unsigned n)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_sink_set);
+    int rc = windows_arg(c, &m, w, n);
+    if (rc)
+        return rc;
+    return admin_call(c, &m);
+}
+
 int sl_sink_show(sl_client *c, sl_sink_info *out)
 {
     int rc = query(c, out, PROTO_CMD_sink_show);
@@ -316,6 +403,10 @@ int sl_sink_show(sl_client *c, sl_sink_info *out)
     };
     client_str_copy(out->breaker, sizeof out->breaker, r->breaker);
     client_coord_copy(&out->coord, r);
+    if (!(r->present & PF(window_rows)) || r->window_rows.n == 0)
+        base_window(out->windows, &out->nwindows, out->rate_milli, out->burst, out->tokens_milli);
+    for (unsigned i = 0; (r->present & PF(window_rows)) && i < r->window_rows.n && i < SL_MAX_WINDOWS; i++)
+        window_copy(&out->windows[out->nwindows++], &r->window_rows.v[i]);
     return SL_OK;
 }
 

@@ -406,6 +406,18 @@ int sl_stats_get(sl_client *c, sl_stats *out);
  * (a value out of range; sl_last_error says which).
  */
 
+/* One window of a rate limit: at most count units per period, burst of them
+ * at once (a GCRA bucket: over any span tau, at most count / period x tau +
+ * burst). A limit may have up to SL_MAX_WINDOWS, in series ("10/s and
+ * 500/min"): a message goes when every window admits it. */
+#define SL_MAX_WINDOWS 4
+typedef struct sl_window {
+    uint64_t count_milli;  /* units per period x 1000 (1500: 1.5 units) */
+    uint64_t period_ms;    /* 1 ms .. 86,400,000 (a day); 1000 for a rate per second */
+    uint32_t burst;        /* units at once; 0 is taken as 1 */
+    uint64_t tokens_milli; /* shown only: units the window would let through now, x 1000 */
+} sl_window;
+
 /* One level's scheduling settings and state. */
 typedef struct sl_level_info {
     char name[65];
@@ -419,6 +431,8 @@ typedef struct sl_level_info {
     uint32_t burst;           /* the ceiling's burst */
     uint64_t tokens_milli;    /* units the ceiling would let through now, x 1000 */
     uint64_t eta_ms;          /* expected drain time of the ready backlog */
+    unsigned nwindows;        /* the ceiling's windows: its per-second one (max_rate_milli) first */
+    sl_window windows[SL_MAX_WINDOWS];
 } sl_level_info;
 
 /* sl_level_list fills out[0..*n) (room for SL_MAX_LEVELS), one item per
@@ -439,6 +453,14 @@ int sl_level_set(sl_client *c, unsigned level, uint64_t deadline_ms, uint64_t ag
  * is; 0 switches a limit off. Takes effect within a second, without a burst. */
 int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_t min_rate_milli,
                   uint64_t burst);
+
+/* sl_level_windows sets every window of a level's ceiling, replacing those
+ * it had: w[0..n), n at most SL_MAX_WINDOWS (0: no ceiling). The first
+ * window with a period of 1000 ms becomes max_rate_milli and burst; at most
+ * SL_MAX_WINDOWS - 1 may have another period. Like every rate change it
+ * takes effect without a burst. SL_EINVAL for a count above 100,000,000 per
+ * period, a period outside 1 ms .. a day, a burst above 1,000,000. */
+int sl_level_windows(sl_client *c, unsigned level, const sl_window *w, unsigned n);
 
 /* sl_level_pause stops (paused = 1) or resumes (0) deliveries from a level.
  * Publishing to a paused level still works. */
@@ -510,6 +532,8 @@ typedef struct sl_sink_info {
     char breaker[16];              /* "closed", "open" or "half-open" */
     uint64_t breaker_trips;        /* times the breaker opened */
     sl_coord_info coord;           /* a shared sink's lease */
+    unsigned nwindows;             /* the sink's windows: its per-second one (rate_milli) first */
+    sl_window windows[SL_MAX_WINDOWS];
 } sl_sink_info;
 
 /* sl_sink_set changes the sink's rate, burst and in-flight cap
@@ -518,6 +542,12 @@ typedef struct sl_sink_info {
  * broker, set through Redis: SL_EINVAL when it is below the brokers'
  * reserved rates, SL_ESTATE when Redis is unreachable. */
 int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_inflight);
+
+/* sl_sink_windows sets every window of the sink's limit, replacing those it
+ * had, as sl_level_windows does for a level (n 0: unlimited). On a broker
+ * sharing its sink, the per-second window's rate is the limit for every
+ * broker (as in sl_sink_set); the other windows are this broker's own. */
+int sl_sink_windows(sl_client *c, const sl_window *w, unsigned n);
 
 /* sl_sink_show reads the sink's settings and state. */
 int sl_sink_show(sl_client *c, sl_sink_info *out);

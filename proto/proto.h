@@ -47,6 +47,8 @@
 #define PROTO_MAX_OBJECTS    2048       /* msgpack objects in one message */
 #define PROTO_MAX_POOLS      64
 #define PROTO_MAX_ARRAY      PROTO_MAX_POOLS  /* items in any array, rows included */
+#define PROTO_MAX_WINDOWS    4          /* windows of one rate limit ("10/s and 500/min") */
+#define PROTO_MAX_WINDOW_ROWS (PROTO_MAX_LEVELS * PROTO_MAX_WINDOWS) /* level.list: every level's */
 #define PROTO_MAX_FRAME      (PROTO_MAX_BODY + 64 * 1024)
 
 /* Field value types. */
@@ -122,7 +124,8 @@
     X(dead_rows,  "dead_rows",      ROWS, dead)           \
     X(auth_refused, "auth_refused", U64,  0)              \
     X(handshakes_refused, "handshakes_refused", U64, 0) \
-    X(force,      "force",          U64,  0)
+    X(force,      "force",          U64,  0)              \
+    X(window_rows, "window_rows",   ROWS, window)
 
 /* ---- rows ----
  *
@@ -137,7 +140,8 @@
     X(level,      PROTO_MAX_LEVELS)     \
     X(pool,       PROTO_MAX_POOLS)      \
     X(dead,       PROTO_MAX_ARRAY)      \
-    X(coord,      1)
+    X(coord,      1)                    \
+    X(window,     PROTO_MAX_WINDOW_ROWS)
 
 /* STATS_OK: one row per level, counters since the broker started. */
 #define PROTO_COLS_level_stat(X, K)                        \
@@ -216,6 +220,18 @@
     X(K, brokers,          "brokers",          U64, REQ) \
     X(K, ops,              "ops",              U64, REQ)
 
+/* The windows of rate limits (several per limit: "10/s and 500/min"): in
+ * sink.set and level.set every window of the limit, replacing what it had;
+ * in sink.show the sink's, and in level.list every level's, with its level.
+ * count_milli units (x 1000) per period_ms, burst at once. A request's
+ * window with count_milli 0 is allowed only alone: no limit at all. */
+#define PROTO_COLS_window(X, K)                            \
+    X(K, level,            "level",            U64, OPT) \
+    X(K, count_milli,      "count_milli",      U64, REQ) \
+    X(K, period_ms,        "period_ms",        U64, REQ) \
+    X(K, burst,            "burst",            U64, REQ) \
+    X(K, tokens_milli,     "tokens_milli",     U64, OPT)
+
 typedef enum proto_row_kind {
 #define PROTO_KIND_ENUM_(K, most) PROTO_ROWS_##K,
     PROTO_ROW_KINDS(PROTO_KIND_ENUM_)
@@ -279,9 +295,10 @@ typedef uint64_t proto_mask;
  * result fields). An argument absent from a request that allows it means
  * "leave it as it is". */
 #define PROTO_ADMIN_CMDS(X)                                                        \
-    X(level_list,     "level.list",     0, 0, ROWS, PF(level_rows))               \
+    X(level_list,     "level.list",     0, 0, ROWS, PF(level_rows) | PF(window_rows)) \
     X(level_set,      "level.set",      PF(level),                                \
-      PF(deadline_ms) | PF(aging_ms) | PF(rate_milli) | PF(min_rate_milli) | PF(burst), NONE, 0) \
+      PF(deadline_ms) | PF(aging_ms) | PF(rate_milli) | PF(min_rate_milli) | PF(burst) | \
+      PF(window_rows), NONE, 0) \
     X(level_pause,    "level.pause",    PF(level), 0, NONE, 0)                    \
     X(level_resume,   "level.resume",   PF(level), 0, NONE, 0)                    \
     X(pool_list,      "pool.list",      0, 0, ROWS, PF(pool_rows))                \
@@ -291,11 +308,12 @@ typedef uint64_t proto_mask;
     X(pool_autoscale, "pool.autoscale", PF(pool),                                 \
       PF(enabled) | PF(min) | PF(max) | PF(target_wait_ms), NONE, 0)              \
     X(pool_delete,    "pool.delete",    PF(pool), PF(force), NONE, 0)             \
-    X(sink_set,       "sink.set",       0, PF(rate_milli) | PF(burst) | PF(max_inflight), NONE, 0) \
+    X(sink_set,       "sink.set",       0,                                        \
+      PF(rate_milli) | PF(burst) | PF(max_inflight) | PF(window_rows), NONE, 0)   \
     X(sink_show,      "sink.show",      0, 0, FIELDS,                             \
       PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |  \
       PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips) | \
-      PF(coord_rows)) \
+      PF(coord_rows) | PF(window_rows)) \
     X(explain,        "explain",        PF(id), 0, FIELDS,                        \
       PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg))               \
     X(dead_list,      "dead.list",      PF(level), PF(after) | PF(n), ROWS, PF(dead_rows)) \
@@ -356,7 +374,7 @@ enum {
 
 /* Result fields added within version 2: optional, so a reader does not
  * require them (a broker whose sink is its own sends no coord_rows). */
-#define PROTO_RESULTS_OPTIONAL PF(coord_rows)
+#define PROTO_RESULTS_OPTIONAL (PF(coord_rows) | PF(window_rows))
 
 typedef enum proto_cmd {
 #define PROTO_CMD_ENUM_(ID, name, req, opt, res, fields) PROTO_CMD_##ID,

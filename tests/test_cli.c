@@ -2,8 +2,8 @@
  * test_cli.c - `sluice` and `sluiced` as a user types them, against a real
  * broker: ids printed in input order, bodies printed and acknowledged,
  * --exec mapping exit codes to ack, nack and throttled, stats as a table
- * and as JSON, metering settings, and clear errors with the documented exit
- * codes.
+ * and as JSON, metering settings (limits of several windows among them), and
+ * clear errors with the documented exit codes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,6 +127,75 @@ static void metering_settings_and_throttled_exec(void **state)
     assert_int_equal(th_broker_destroy(&b), 0);
 }
 
+static void several_windows_as_typed(void **state)
+{
+    (void)state;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    const char *sink_set[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--max-rate", "10/s",
+                              "--max-rate", "500/min", NULL};
+    assert_int_equal(th_run(sink_set, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "sink: rate 10/s+500/min:500\n");
+    const char *sink_show[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "show", NULL};
+    assert_int_equal(th_run(sink_show, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "rate       10/s\n"));
+    assert_non_null(strstr(out, "window     500/min:500 (tokens 500)\n"));
+    const char *sink_json[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "show", "--json", NULL};
+    assert_int_equal(th_run(sink_json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"windows\":[{\"count_milli\":10000,\"period_ms\":1000,\"burst\":1,"));
+    assert_non_null(strstr(out, "{\"count_milli\":500000,\"period_ms\":60000,\"burst\":500,"));
+    /* the old spelling: one per-second rate replaces both windows */
+    const char *sink_old[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--rate", "20", NULL};
+    assert_int_equal(th_run(sink_old, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "sink: rate 20/s\n");
+    assert_int_equal(th_run(sink_json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"windows\":[{\"count_milli\":20000,\"period_ms\":1000,\"burst\":1,"));
+    assert_null(strstr(out, "60000"));
+
+    const char *level_set[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "normal", "--max-rate", "5",
+                               "--max-rate", "8/10s", "--burst", "2", NULL};
+    assert_int_equal(th_run(level_set, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "level normal: max rate 5/s+8/10s:8, burst 2\n");
+    const char *level_list[] = {th_bin("sluice"), "-b", b->endpoint, "level", "list", NULL};
+    assert_int_equal(th_run(level_list, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, " 5/s+8/10s:8 "));
+    const char *level_json[] = {th_bin("sluice"), "-b", b->endpoint, "level", "list", "--json", NULL};
+    assert_int_equal(th_run(level_json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"max_rate_milli\":5000,"));
+    assert_non_null(strstr(out, "{\"count_milli\":8000,\"period_ms\":10000,\"burst\":8,"));
+    const char *level_burst[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low", "--max-rate",
+                                 "100/h:7", "--max-rate", "0.5/min", NULL};
+    assert_int_equal(th_run(level_burst, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "level low: max rate 100/h:7+0.5/min:1\n");
+
+    /* usage errors (exit 2) and a broker's refusal (exit 1) */
+    static const char *const bad[][2] = {{"--max-rate", "5/x"}, {"--max-rate", "5/0s"}, {"--max-rate", "5:0"},
+                                         {"--max-rate", "0/s"}, {"--max-rate", "/s"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *argv[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", bad[i][0], bad[i][1], NULL};
+        assert_int_equal(th_run(argv, NULL, out, sizeof out), 2);
+    }
+    const char *five[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--max-rate", "1", "--max-rate",
+                          "2/min", "--max-rate", "3/h", "--max-rate", "4/d", "--max-rate", "5/2s", NULL};
+    assert_int_equal(th_run(five, NULL, out, sizeof out), 2);
+    const char *off_beside[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--max-rate", "1",
+                                "--max-rate", "off", NULL};
+    assert_int_equal(th_run(off_beside, NULL, out, sizeof out), 2);
+    const char *burst_alone[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low", "--max-rate",
+                                 "500/min", "--burst", "3", NULL};
+    assert_int_equal(th_run(burst_alone, NULL, out, sizeof out), 2);
+    const char *four_long[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--max-rate", "1/min",
+                               "--max-rate", "2/h", "--max-rate", "3/d", "--max-rate", "4/2s", NULL};
+    assert_int_equal(th_run(four_long, NULL, out, sizeof out), 1);
+    const char *off[] = {th_bin("sluice"), "-b", b->endpoint, "sink", "set", "--max-rate", "off", NULL};
+    assert_int_equal(th_run(off, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "sink: rate off\n");
+    assert_int_equal(th_run(sink_json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"rate_milli\":0,"));
+    assert_non_null(strstr(out, "\"windows\":[]"));
+    assert_int_equal(th_broker_destroy(&b), 0);
+}
+
 static void errors_have_documented_exit_codes(void **state)
 {
     (void)state;
@@ -218,6 +287,7 @@ int main(void)
         cmocka_unit_test(consume_prints_bodies_and_acks),
         cmocka_unit_test(exec_acks_on_zero_and_nacks_otherwise),
         cmocka_unit_test(metering_settings_and_throttled_exec),
+        cmocka_unit_test(several_windows_as_typed),
         cmocka_unit_test(errors_have_documented_exit_codes),
         cmocka_unit_test(global_options_work_after_the_command),
         cmocka_unit_test(sluiced_rejects_bad_settings),

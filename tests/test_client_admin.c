@@ -684,6 +684,135 @@ static void test_admin_reply_after_pool_message(void **state)
     sl_close(&c);
 }
 
+/* What the fake broker saw of the window requests, in order (read after
+ * th_fake_stop, which joins its thread). */
+static struct {
+    unsigned n;
+    uint64_t level[8];
+    int has_level[8];
+    proto_rows_window rows[8];
+} windows_seen;
+
+/* answer_windows records each window request and answers sink.show with
+ * two windows, or, once a sink.set with no window came, with none; and
+ * level.list with rows for levels 1 and 7 (which the list does not have). */
+static void answer_windows(th_fake *f, const proto_msg *m)
+{
+    static int plain_sink;
+    if (m->type == PROTO_HELLO) {
+        plain_sink = 0;
+        th_fake_welcome(f, m->seq, levels_of(f));
+        return;
+    }
+    if (m->type != PROTO_ADMIN)
+        return;
+    char cmd[PROTO_MAX_NAME + 1] = "";
+    memcpy(cmd, m->cmd.ptr, m->cmd.len);
+    if (strcmp(cmd, "sink.set") == 0 || strcmp(cmd, "level.set") == 0) {
+        unsigned k = windows_seen.n++ % 8;
+        windows_seen.has_level[k] = proto_has(m, PROTO_F_level);
+        windows_seen.level[k] = m->level;
+        windows_seen.rows[k] = m->window_rows;
+        plain_sink = m->window_rows.n == 1 && m->window_rows.v[0].count_milli == 0;
+        th_fake_reply(f, PROTO_ADMIN_OK, m->seq);
+    } else if (strcmp(cmd, "sink.show") == 0) {
+        proto_msg r;
+        proto_init(&r, PROTO_ADMIN_OK);
+        proto_set(&r, seq, m->seq);
+        proto_set(&r, rate_milli, 5000);
+        proto_set(&r, effective_rate_milli, 5000);
+        proto_set(&r, burst, 2);
+        proto_set(&r, max_inflight, 0);
+        proto_set(&r, sink_inflight, 0);
+        proto_set(&r, tokens_milli, 1500);
+        proto_set(&r, paused_ms, 0);
+        proto_set_str(&r, PROTO_F_breaker, "closed", 6);
+        proto_set(&r, breaker_trips, 0);
+        if (!plain_sink) {
+            r.present |= PF(window_rows);
+            r.window_rows.n = 2;
+            r.window_rows.v[0] = (proto_row_window){.present = PROTO_ROW_ALL(window) & ~1u, .count_milli = 5000,
+                                                    .period_ms = 1000, .burst = 2, .tokens_milli = 1500};
+            r.window_rows.v[1] = (proto_row_window){.present = PROTO_ROW_ALL(window) & ~1u,
+                                                    .count_milli = 500000, .period_ms = 60000,
+                                                    .burst = UINT64_C(1) << 40, .tokens_milli = 7};
+        }
+        th_fake_send(f, &r);
+    } else if (strcmp(cmd, "level.list") == 0) {
+        proto_msg r;
+        proto_init(&r, PROTO_ADMIN_OK);
+        proto_set(&r, seq, m->seq);
+        r.present |= PF(level_rows) | PF(window_rows);
+        r.level_rows.n = 3;
+        static const uint64_t max_rate[] = {0, 10000, 3000};
+        for (uint32_t i = 0; i < 3; i++)
+            r.level_rows.v[i] = (proto_row_level){.present = PROTO_ROW_ALL(level), .name = {"l", 1},
+                                                  .max_rate_milli = max_rate[i], .burst = 1, .tokens_milli = 900};
+        r.window_rows.n = 3;
+        r.window_rows.v[0] = (proto_row_window){.present = PROTO_ROW_ALL(window), .level = 1, .count_milli = 10000,
+                                                .period_ms = 1000, .burst = 1};
+        r.window_rows.v[1] = (proto_row_window){.present = PROTO_ROW_ALL(window), .level = 1, .count_milli = 8000,
+                                                .period_ms = 10000, .burst = 8, .tokens_milli = 3000};
+        r.window_rows.v[2] = (proto_row_window){.present = PROTO_ROW_ALL(window), .level = 7, .count_milli = 1,
+                                                .period_ms = 1, .burst = 1};
+        th_fake_send(f, &r);
+    }
+}
+
+static void test_windows_travel_as_rows(void **state)
+{
+    th_fake *f = *state;
+    memset(&windows_seen, 0, sizeof windows_seen);
+    assert_int_equal(th_fake_bind(f), 0);
+    assert_int_equal(th_fake_start(f, answer_windows), 0);
+    sl_client *c = th_fake_client(f, 2000);
+    const sl_window w[3] = {{5000, 1000, 1, 99}, {8000, 10000, 8, 0}, {500000, 60000, 500, 0}};
+    assert_int_equal(sl_sink_windows(c, w, 2), SL_OK);
+    assert_int_equal(sl_level_windows(c, 1, w, 3), SL_OK);
+    sl_sink_info si;
+    assert_int_equal(sl_sink_show(c, &si), SL_OK);
+    assert_int_equal(si.nwindows, 2);
+    assert_true(si.windows[0].count_milli == 5000 && si.windows[0].period_ms == 1000 && si.windows[0].burst == 2 &&
+                si.windows[0].tokens_milli == 1500);
+    assert_true(si.windows[1].count_milli == 500000 && si.windows[1].period_ms == 60000 &&
+                si.windows[1].burst == UINT32_MAX && si.windows[1].tokens_milli == 7); /* burst clamped */
+    sl_level_info lv[SL_MAX_LEVELS];
+    unsigned n = 0;
+    assert_int_equal(sl_level_list(c, lv, &n), SL_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(lv[0].nwindows, 0);                  /* no ceiling */
+    assert_int_equal(lv[1].nwindows, 2);                  /* its rows; the row of level 7 is dropped */
+    assert_true(lv[1].windows[1].period_ms == 10000 && lv[1].windows[1].tokens_milli == 3000);
+    assert_int_equal(lv[2].nwindows, 1);                  /* no rows: its per-second rate */
+    assert_true(lv[2].windows[0].count_milli == 3000 && lv[2].windows[0].period_ms == 1000 &&
+                lv[2].windows[0].tokens_milli == 900);
+    assert_int_equal(sl_sink_windows(c, NULL, 0), SL_OK); /* no limit: one window of 0 */
+    assert_int_equal(sl_sink_show(c, &si), SL_OK);
+    assert_true(si.nwindows == 1 && si.windows[0].count_milli == 5000); /* from rate_milli and burst */
+    /* refused locally */
+    sl_window five[5] = {{1000, 1000, 1, 0}};
+    assert_int_equal(sl_sink_windows(c, five, 5), SL_EINVAL);
+    assert_int_equal(sl_sink_windows(c, NULL, 2), SL_EINVAL);
+    assert_int_equal(sl_level_windows(c, SL_MAX_LEVELS, w, 1), SL_ENOLEVEL);
+    assert_int_equal(sl_sink_windows(NULL, w, 1), SL_EINVAL);
+    sl_close(&c);
+    th_fake_stop(f);
+
+    assert_int_equal(windows_seen.n, 3);
+    const proto_rows_window *r = &windows_seen.rows[0];
+    assert_false(windows_seen.has_level[0]);
+    assert_int_equal(r->n, 2);
+    for (unsigned i = 0; i < 2; i++) {
+        assert_true(r->v[i].count_milli == w[i].count_milli && r->v[i].period_ms == w[i].period_ms &&
+                    r->v[i].burst == w[i].burst);
+        assert_int_equal(r->v[i].present, (1u << PROTO_COL_window_count_milli) |
+                                              (1u << PROTO_COL_window_period_ms) | (1u << PROTO_COL_window_burst));
+    }
+    assert_true(windows_seen.has_level[1] && windows_seen.level[1] == 1 && windows_seen.rows[1].n == 3);
+    assert_true(windows_seen.rows[1].v[2].period_ms == 60000);
+    assert_true(windows_seen.rows[2].n == 1 && windows_seen.rows[2].v[0].count_milli == 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, th_fake_setup, th_fake_teardown)
 
 int main(void)
@@ -697,6 +826,7 @@ int main(void)
         T(test_throttled_returns_credit_and_retry_after),
         T(test_pool_message_sets_share_and_is_no_reply),
         T(test_admin_reply_after_pool_message),
+        T(test_windows_travel_as_rows),
     };
     th_timeout_s = TEST_ALARM_S;
     return cmocka_run_group_tests(tests, NULL, NULL);

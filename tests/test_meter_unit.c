@@ -3,7 +3,8 @@
  * level ceiling (admit, refuse, the exact retry time), the guarantee, cost
  * charged to every bucket, the in-flight cap, the pause after THROTTLED
  * (exact resume, no burst after it), AIMD (one cut a second, the climb
- * back), the breaker gate, live changes without a burst, and the ETA.
+ * back), the breaker gate, live changes without a burst, the ETA, and
+ * limits of several windows (the sink's and a level's).
  * Every figure is exact: nothing here reads a clock.
  */
 #include <setjmp.h>
@@ -321,6 +322,77 @@ static void shared_sink_runs_at_reserved_plus_granted(void **state)
     assert_true(retry >= S + 10 * MS - 1 && retry <= S + 20 * MS);
 }
 
+/* The sink's per-second rate and a further window in series: held by
+ * whichever is tighter, retry at the latest, charged to both. */
+static void sink_windows_hold_together(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry;
+    fresh(&m);
+    set_sink(&m, 5 * 1000, 1, 0);                           /* 5/s burst 1 */
+    rl_window w = {8 * 1000, 10000, 8};                      /* 8/10s burst 8 */
+    meter_windows_set(&m, METER_SINK, &w, 1, 0);
+    assert_int_equal(m.sink.nmore, 1);
+    assert_true(meter_wants_cost(&m, 0));
+    uint64_t now = 0;
+    for (int i = 0; i < 9; i++) { /* 5/s paces the first nine */
+        assert_int_equal(meter_admit(&m, 0, 1, now, &retry), METER_GO);
+        meter_charge(&m, 0, 1, now);
+        meter_settle(&m, METER_SUCCEEDED, now);
+        assert_int_equal(meter_admit(&m, 0, 1, now, &retry), METER_HOLD_SINK);
+        now = retry;
+    }
+    /* then 8/10s holds: nine units put its TAT at 11.25 s, and one more fits
+     * within its 10 s of burst at 11.25 + 1.25 - 10 = 2.5 s */
+    assert_true(now == 2500 * MS);
+    assert_int_equal(meter_admit(&m, 0, 1, now - 1, &retry), METER_HOLD_SINK);
+    assert_true(retry == 2500 * MS);
+    /* the window's tokens: none left, a whole one at its time */
+    assert_int_equal(rl_tokens_milli(&m.sink.more_b[0], 2500 * MS), 1000);
+    /* removing the window leaves the rate alone */
+    meter_windows_set(&m, METER_SINK, NULL, 0, now);
+    assert_int_equal(m.sink.nmore, 0);
+    assert_int_equal(meter_admit(&m, 0, 1, now, &retry), METER_GO);
+}
+
+/* A level's further windows hold only that level, with the retry at the
+ * latest window; a changed window carries its debt (no burst). */
+static void level_windows_hold_only_their_level(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry;
+    fresh(&m);
+    rl_window w[2] = {{2 * 1000, 1000, 2}, {3 * 1000, 60000, 3}}; /* 2/s burst 2, 3/min burst 3 */
+    meter_windows_set(&m, 1, w, 2, 0);
+    assert_true(meter_level_limited(&m, 1));
+    assert_false(meter_level_limited(&m, 0));
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(meter_admit(&m, 1, 1, 0, &retry), METER_GO);
+        meter_charge(&m, 1, 1, 0);
+    }
+    assert_int_equal(meter_admit(&m, 1, 1, 0, &retry), METER_HOLD_LEVEL);
+    assert_true(retry == 500 * MS); /* 2/s: one more at 0.5 s; 3/min still has one */
+    assert_int_equal(meter_admit(&m, 0, 1, 0, &retry), METER_GO); /* level 0 is not held */
+    meter_charge(&m, 1, 1, 500 * MS);
+    assert_int_equal(meter_admit(&m, 1, 1, 500 * MS, &retry), METER_HOLD_LEVEL);
+    /* 3/min spent: its TAT is 60 s, so the next fits its 60 s of burst at
+     * 60 + 20 - 60 = 20 s */
+    assert_true(retry == 20000 * MS);
+    /* the window changed to 6/min: the 59.5 s of debt become 29.75 s (TAT
+     * 30.25 s), so the next fits at 30.25 + 10 - 30 = 10.25 s: no burst */
+    rl_window six[2] = {{2 * 1000, 1000, 2}, {6 * 1000, 60000, 3}};
+    meter_windows_set(&m, 1, six, 2, 500 * MS);
+    assert_int_equal(meter_admit(&m, 1, 1, 500 * MS, &retry), METER_HOLD_LEVEL);
+    assert_true(retry == 10250 * MS);
+    /* a zero window is dropped; a fourth window is not kept */
+    rl_window many[5] = {{1000, 1000, 1}, {0, 1000, 1}, {1000, 2000, 1}, {1000, 3000, 1}, {1000, 4000, 1}};
+    meter_windows_set(&m, 2, many, 5, 0);
+    assert_int_equal(m.lv[2].nmore, METER_MORE_WINDOWS);
+    assert_true(m.lv[2].more[1].period_ms == 2000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +408,8 @@ int main(void)
         cmocka_unit_test(live_changes_never_burst),
         cmocka_unit_test(eta_follows_the_binding_rate),
         cmocka_unit_test(shared_sink_runs_at_reserved_plus_granted),
+        cmocka_unit_test(sink_windows_hold_together),
+        cmocka_unit_test(level_windows_hold_only_their_level),
     };
     return cmocka_run_group_tests_name("meter", tests, NULL, NULL);
 }

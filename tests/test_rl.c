@@ -1,7 +1,8 @@
 /*
  * test_rl.c - GCRA buckets with a hand clock: spacing, bursts, the
  * conformance bound over every window, live rate changes without a burst,
- * pauses that resume without one, and costs.
+ * pauses that resume without one, and costs; windows of a count per
+ * period, and several of them in series.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -131,6 +132,90 @@ static void fractional_rates(void **state)
     assert_true(rl_next_ns(&b, 1, 0) == 2 * S);
 }
 
+/* most_in returns the most of t[0..n) (sorted) in any closed window of tau. */
+static uint64_t most_in(const uint64_t *t, size_t n, uint64_t tau)
+{
+    uint64_t best = 0;
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (t[i] - t[j] > tau)
+            j++;
+        best = i - j + 1 > best ? i - j + 1 : best;
+    }
+    return best;
+}
+
+static void a_window_is_count_per_period(void **state)
+{
+    (void)state;
+    rl_bucket b = {0};
+    rl_window w = {500 * 1000, 60000, 1}; /* 500/min: exactly 120 ms a unit */
+    rl_set_window(&b, &w, 0);
+    assert_true(b.interval_ns == 120 * MS);
+    assert_true(rl_window_rate_milli(&w) == 8333);
+    rl_window ten = {8 * 1000, 10000, 8}; /* 8/10s, burst 8 */
+    rl_set_window(&b, &ten, 0);
+    assert_true(b.interval_ns == 1250 * MS);
+    rl_window second = {7 * 1000, 1000, 3};
+    rl_bucket a = {0}, c = {0};
+    rl_set_window(&a, &second, 0);
+    rl_set(&c, 7 * 1000, 3, 0);
+    assert_true(a.interval_ns == c.interval_ns && a.burst == c.burst); /* per second: as rl_set */
+}
+
+/* A change of a long window carries its debt exactly (its intervals are
+ * hours: their products overflow 64 bits). */
+static void long_window_change_carries_debt(void **state)
+{
+    (void)state;
+    rl_bucket b = {0};
+    rl_window two = {2 * 1000, 86400000, 1}, four = {4 * 1000, 86400000, 1}; /* 2/d, then 4/d */
+    rl_set_window(&b, &two, 0);
+    rl_take(&b, 1, 0); /* 12 h of debt */
+    rl_set_window(&b, &four, S);
+    /* 43,199 s owed at 12 h a unit become 21,599.5 s at 6 h a unit */
+    assert_true(rl_next_ns(&b, 1, S) == 21600 * S + 500 * MS);
+    assert_true(rl_tokens_milli(&b, 21600 * S + 500 * MS) == 1000);
+}
+
+/* Two windows in series, 5/s burst 1 and 8/10s burst 8, a greedy sender:
+ * the exact release times, every window's bound, and neither window alone. */
+static void windows_in_series_obey_both(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    rl_window w[2] = {{5 * 1000, 1000, 1}, {8 * 1000, 10000, 8}};
+    rl_bucket b[2] = {{0}, {0}};
+    rl_set_window(&b[0], &w[0], 0);
+    rl_set_window(&b[1], &w[1], 0);
+    uint64_t t[N], now = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t retry = 0;
+        if (!rl_series_allows(b, 2, 1, now, &retry)) {
+            assert_true(retry > now);
+            /* the retry is the latest window's: all admit then, none before */
+            assert_true(rl_series_allows(b, 2, 1, retry, &retry));
+            assert_false(rl_allows(&b[0], 1, retry - 1) && rl_allows(&b[1], 1, retry - 1));
+            now = retry;
+        }
+        rl_series_take(b, 2, 1, now);
+        t[i] = now;
+    }
+    /* the 5/s window paces the first nine (the 8/10s burst lets them
+     * through), then 8/10s holds: 1.25 s apart */
+    static const uint64_t first_ms[] = {0, 200, 400, 600, 800, 1000, 1200, 1400, 1600, 2500, 3750, 5000};
+    for (size_t i = 0; i < sizeof first_ms / sizeof first_ms[0]; i++)
+        assert_true(t[i] == first_ms[i] * MS);
+    const uint64_t taus[] = {100 * MS, S, 3 * S, 10 * S, 30 * S};
+    for (size_t k = 0; k < 5; k++) {
+        uint64_t most = most_in(t, N, taus[k]);
+        uint64_t bound5 = 5 * taus[k] / S + 1, bound8 = 8 * taus[k] / (10 * S) + 8;
+        assert_true(most <= bound5 && most <= bound8);
+    }
+    /* neither alone: 8/10s alone would pass 8 in 100 ms, 5/s alone 16 in 3 s */
+    assert_true(most_in(t, N, 100 * MS) < 8 && most_in(t, N, 3 * S) < 16);
+    assert_true(most_in(t, N, 3 * S) == 10); /* and 8/10s's bound, 10.4, is met */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +226,9 @@ int main(void)
         cmocka_unit_test(pause_resumes_without_burst),
         cmocka_unit_test(cost_is_charged_in_units),
         cmocka_unit_test(fractional_rates),
+        cmocka_unit_test(a_window_is_count_per_period),
+        cmocka_unit_test(windows_in_series_obey_both),
+        cmocka_unit_test(long_window_change_carries_debt),
     };
     return cmocka_run_group_tests_name("rl", tests, NULL, NULL);
 }

@@ -1,6 +1,11 @@
 /*
- * cli_sink.c - `sluice sink set` and `sluice sink show`: the rate, burst and
- * in-flight cap of the sink, the service that consumers call.
+ * cli_sink.c - `sluice sink set` and `sluice sink show`: the rate (its
+ * windows), burst and in-flight cap of the sink, the service that consumers
+ * call.
+ *
+ * `--rate` and `--max-rate` are one option, repeatable: each gives one
+ * window of the sink's limit ("--max-rate 10/s --max-rate 500/min"; syntax
+ * in cli_window.c), and together they replace every window it had.
  *
  * Each is one request through the client library (sl_sink_set,
  * sl_sink_show). A change prints one line with what now holds; show prints
@@ -20,6 +25,7 @@
 #include <stdio.h>
 
 #include "cli_text.h"
+#include "cli_window.h"
 
 /* Long-only options get values outside the char range. */
 enum { OPT_RATE = 256, OPT_BURST, OPT_INFLIGHT };
@@ -28,22 +34,22 @@ static int sink_set(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"rate", required_argument, NULL, OPT_RATE},
+        {"max-rate", required_argument, NULL, OPT_RATE},
         {"burst", required_argument, NULL, OPT_BURST},
         {"inflight", required_argument, NULL, OPT_INFLIGHT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    uint64_t rate = SL_UNCHANGED, burst = SL_UNCHANGED, inflight = SL_UNCHANGED;
+    uint64_t burst = SL_UNCHANGED, inflight = SL_UNCHANGED;
+    cli_window_set rate = {0};
     int ch;
     optind = 0;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case OPT_RATE:
-            if (!cli_text_rate_parse(optarg, &rate))
-                return cli_text_usage_error(cmd,
-                                            "bad --rate '%s' (expected units per second, such "
-                                            "as 20000 or 0.5, at most 3 decimals; or off)",
-                                            optarg);
+            if (!cli_window_add(&rate, optarg))
+                return cli_text_usage_error(cmd, "bad --max-rate '%s' (%s; at most %d windows)", optarg,
+                                            CLI_WINDOW_SYNTAX, SL_MAX_WINDOWS);
             break;
         case OPT_BURST:
             if (!cli_text_limit_parse(optarg, UINT32_MAX, &burst))
@@ -62,19 +68,28 @@ static int sink_set(cli_core *g, const char *cmd, int argc, char **argv)
     }
     if (optind < argc)
         return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (rate == SL_UNCHANGED && burst == SL_UNCHANGED && inflight == SL_UNCHANGED)
-        return cli_text_usage_error(cmd, "nothing to change: give --rate, --burst or --inflight");
+    if (!rate.given && burst == SL_UNCHANGED && inflight == SL_UNCHANGED)
+        return cli_text_usage_error(cmd, "nothing to change: give --max-rate, --burst or --inflight");
+    if (rate.given && !cli_window_finish(&rate, burst))
+        return cli_text_usage_error(cmd, "--burst sets a per-second window's burst, and no --max-rate "
+                                         "is per second (write COUNT/PERIOD:BURST)");
     int st = cli_core_connect(g, cmd);
     if (st)
         return st;
-    int rc = sl_sink_set(g->c, rate, burst, inflight);
+    /* the windows replace every window the sink had, their bursts with them */
+    bool folded = rate.given && !rate.off;
+    int rc = SL_OK;
+    if (rate.given)
+        rc = sl_sink_windows(g->c, rate.w, rate.off ? 0 : rate.n);
+    if (rc == SL_OK && (inflight != SL_UNCHANGED || (!folded && burst != SL_UNCHANGED)))
+        rc = sl_sink_set(g->c, SL_UNCHANGED, folded ? SL_UNCHANGED : burst, inflight);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, "", NULL);
     const char *sep = "";
     printf("sink:");
-    if (rate != SL_UNCHANGED) {
-        char text[40];
-        cli_text_rate_format(rate, "off", text, sizeof text);
+    if (rate.given) {
+        char text[320];
+        cli_window_list_format(rate.w, rate.off ? 0 : rate.n, "off", text, sizeof text);
         printf(" rate %s", text);
         sep = ",";
     }
@@ -104,6 +119,7 @@ static void sink_json(const sl_sink_info *s)
            s->tokens_milli, s->paused_ms);
     cli_text_json_string(s->breaker);
     printf(",\"breaker_trips\":%" PRIu64, s->breaker_trips);
+    cli_window_json(s->windows, s->nwindows);
     cli_coord_json(&s->coord);
     printf("}\n");
 }
@@ -123,6 +139,14 @@ static void sink_print(const sl_sink_info *s)
         printf("burst      %" PRIu32 "\n", s->burst);
     else
         printf("burst      -\n");
+    for (unsigned i = 0; i < s->nwindows; i++) { /* every window beyond the per-second rate */
+        char w[80];
+        if (i == 0 && s->windows[0].period_ms == 1000 && s->rate_milli)
+            continue;
+        cli_window_format(&s->windows[i], true, w, sizeof w);
+        cli_text_milli_format(s->windows[i].tokens_milli / 100 * 100, tokens, sizeof tokens);
+        printf("window     %s (tokens %s)\n", w, tokens);
+    }
     printf("in flight  %" PRIu64, s->inflight);
     if (s->max_inflight)
         printf(" of at most %" PRIu64 "\n", s->max_inflight);

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "cli_admin.h"
+#include "cli_level.h"
 #include "cli_consume.h"
 #include "cli_dead.h"
 #include "cli_core.h"
@@ -203,16 +204,18 @@ static const char help_text[] =
 "\n"
 "  sluice level list [--json]\n"
 "      Show each level's deadline and aging step, whether it is paused, its\n"
-"      ready messages and the age of the oldest, its rate ceiling (MAX-RATE)\n"
-"      with its burst and the tokens it holds now, its guaranteed rate\n"
+"      ready messages and the age of the oldest, its rate ceiling (MAX-RATE,\n"
+"      each window joined by +) with its burst and the tokens it holds now,\n"
+"      its guaranteed rate\n"
 "      (MIN-RATE), and how long its ready messages should take to leave (ETA).\n"
 "  sluice level set LEVEL [--deadline SECONDS] [--aging-step SECONDS]\n"
-"                   [--max-rate RATE] [--min-rate RATE] [--burst N]\n"
+"                   [--max-rate WINDOW]... [--min-rate RATE] [--burst N]\n"
 "      --deadline: a message that has waited longer than this is served\n"
 "      before higher levels. --aging-step: each time a message has waited\n"
 "      this long, it counts as one level higher. --max-rate: the most units\n"
 "      per second (message costs; see send --cost) that leave the level, with\n"
-"      bursts of up to --burst units. --min-rate: units per second of the\n"
+"      bursts of up to --burst units; or, repeated, several windows that\n"
+"      all hold (see WINDOW below). --min-rate: units per second of the\n"
 "      sink's rate the level gets before lower levels; what it leaves unused\n"
 "      goes to others. SECONDS and RATE may be fractional (0.5); \"off\" or 0\n"
 "      switches a setting off; an option not given leaves its setting as it\n"
@@ -222,13 +225,20 @@ static const char help_text[] =
 "      Stop, or restart, deliveries from a level; publishing to it goes on.\n"
 "      LEVEL is a name or a number, here and in 'level set'.\n"
 "\n"
-"  sluice sink set [--rate RATE] [--burst N] [--inflight N]\n"
+"  sluice sink set [--max-rate WINDOW]... [--burst N] [--inflight N]\n"
 "      Limit the sink, the service consumers call: at most RATE units per\n"
 "      second (fractions allowed) with bursts of up to N, and at most\n"
 "      --inflight deliveries out at once. Give at least one; \"off\" or 0\n"
 "      removes a limit; an option not given leaves its limit as it is. When\n"
 "      the sink refuses a message (consume --exec exits 75), the broker pauses\n"
-"      and lowers the rate it uses, then climbs back to RATE.\n"
+"      and lowers the rate it uses, then climbs back to RATE. --rate is the\n"
+"      same option as --max-rate.\n"
+"      WINDOW, for --max-rate here and in 'level set': RATE (per second, as\n"
+"      always; its burst is --burst, default 1), or COUNT/PERIOD such as\n"
+"      500/min or 8/10s (periods ms, s, min, h, d; its burst is COUNT: that\n"
+"      many may go at once), either followed by :BURST to say its burst.\n"
+"      Repeat --max-rate for up to 4 windows, all of which hold (\"10/s and\n"
+"      500/min\"); together they replace the windows the limit had.\n"
 "  sluice sink show [--json]\n"
 "      Show the sink's limits, the rate the broker uses now, the deliveries\n"
 "      out, the tokens in its bucket, and how long dispatch stays paused.\n"
@@ -280,6 +290,7 @@ static const char help_text[] =
 "  sluice level set low --aging-step 30         low waits at most ~1 min\n"
 "  sluice level set low --min-rate 5            low is never starved below 5/s\n"
 "  sluice sink set --rate 100 --burst 20        the sink takes 100 a second\n"
+"  sluice sink set --max-rate 10/s --max-rate 500/min   10 a second, 500 a minute\n"
 "  sluice explain 42                            why is message 42 waiting?\n";
 
 /* ---- stats ---- */
@@ -436,7 +447,7 @@ int main(int argc, char **argv)
     static const cli_core_command commands[] = {
         {"keygen", cli_keygen_main},
         {"send", cli_send_main},       {"consume", cli_consume_main}, {"stats", cmd_stats},
-        {"pool", cli_admin_pool}, {"level", cli_admin_level},    {"explain", cli_admin_explain},
+        {"pool", cli_admin_pool}, {"level", cli_level_main},    {"explain", cli_admin_explain},
         {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
         {"dead", cli_dead_main},
         {"top", cli_top_main},
