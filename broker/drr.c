@@ -16,9 +16,12 @@
  * not in the heap; a BLOCKED record is out of the ring, and in the heap iff
  * its ready_ns is not DRR_NEVER; nready counts the ring.
  *
- * Credit arithmetic saturates: weights are at most DRR_MAX_WEIGHT and the
- * quantum is clamped so that quantum x weight fits comfortably in int64; a
- * cost is clamped likewise before it is taken.
+ * Credit stays bounded: weights are at most DRR_MAX_WEIGHT, the quantum at
+ * most 2^32 and a cost is clamped to that too, so a credit lies between
+ * 1 - 2^32 and 2^32 x weight (far inside int64). Since the quantum rises to
+ * the largest cost charged, a credit at or below 0 becomes positive with
+ * one turn's credit: drr_pick passes over each tenant at most once before
+ * it finds one that may send.
  */
 #include "drr.h"
 
@@ -29,7 +32,7 @@
 
 #define MIN_CAP 16u
 #define MAX_QUANTUM (UINT64_C(1) << 32)
-#define MAX_COST (INT64_C(1) << 52)
+#define MAX_COST ((int64_t)MAX_QUANTUM) /* a cost is clamped to the largest quantum */
 
 /* ---- the hash ---- */
 
@@ -322,7 +325,8 @@ int drr_pick(drr *d, uint64_t now_ns, uint64_t *key)
     }
     if (d->head == DRR_NIL)
         return SL_ENOTFOUND;
-    /* each pass adds credit, so this ends; see drr.h for the bound */
+    /* a tenant passed over gets one turn's credit, at least one message's
+     * cost: each is passed over at most once here */
     while (d->t[d->head].credit <= 0)
         pass_turn(d);
     *key = d->t[d->head].key;
@@ -335,9 +339,11 @@ void drr_charge(drr *d, uint64_t key, uint64_t cost)
     if (!find_index(d, key, &i))
         return;
     drr_tenant *t = &d->t[i];
-    t->credit -= cost > (uint64_t)MAX_COST ? MAX_COST : (int64_t)cost;
-    if (t->credit < -MAX_COST)
-        t->credit = -MAX_COST;
+    if (cost > (uint64_t)MAX_COST)
+        cost = (uint64_t)MAX_COST;
+    if (cost > d->quantum)
+        d->quantum = cost; /* so one turn's credit always covers one message */
+    t->credit -= (int64_t)cost;
     if (t->credit <= 0 && d->head == i)
         pass_turn(d);
 }

@@ -16,9 +16,11 @@
  * of credit when it enters the ring and each time its turn ends; the head of
  * the ring is served while its credit is positive; a delivery's cost is
  * taken from its tenant's credit (drr_charge), and when the credit reaches 0
- * or less the turn passes to the next tenant. Over any stretch where a set
- * of tenants stays backlogged, each gets units in proportion to its weight,
- * give or take one quantum x weight plus one message's cost.
+ * or less the turn passes to the next tenant. The quantum rises to the
+ * largest cost ever charged, as DRR needs (quantum >= the largest message)
+ * to stay O(1). Over any stretch where a set of tenants stays backlogged,
+ * each gets units in proportion to its weight, give or take one quantum x
+ * weight plus one message's cost.
  *
  * Blocked tenants (a tag's limit or in-flight cap holds them) leave the
  * ring, so they never hold up the others (no head-of-line blocking): with a
@@ -30,9 +32,9 @@
  * Costs: active, idle, block, unblock, weight change: O(1) expected (hash
  * lookup) plus O(log blocked) for the heap. drr_pick: O(1) amortised, plus
  * O(log blocked) per tenant whose time has come; a tenant whose credit is
- * used up is passed over once per turn, so a message of cost C takes at
- * most C / (quantum x weight) extra steps in all. Nothing ever scans the
- * backlog or the set of tenants.
+ * used up is passed over once per turn (one turn's credit always covers a
+ * message, since the quantum is at least the largest cost). Nothing ever
+ * scans the backlog or the set of tenants.
  *
  * Memory: one 48-byte record per known tenant in a dense array, a 4-byte
  * hash slot at a load of at most 1/2, and 4 bytes of heap while blocked.
@@ -83,7 +85,8 @@ typedef struct drr {
     uint64_t quantum;    /* units per turn per unit of weight */
 } drr;
 
-/* drr_init sets up an empty set with the given quantum (0 is taken as 1). */
+/* drr_init sets up an empty set with the given quantum (0 is taken as 1;
+ * it rises to the largest cost charged, at most 2^32). */
 void drr_init(drr *d, uint64_t quantum);
 
 /* drr_fini frees everything drr holds; d may then be drr_init'ed again. */
@@ -105,7 +108,8 @@ int drr_idle(drr *d, uint64_t key);
  * drr_charge, or finds it held and calls drr_block. */
 int drr_pick(drr *d, uint64_t now_ns, uint64_t *key);
 
-/* drr_charge takes cost units from key's credit after a delivery; when the
+/* drr_charge takes cost units (at most 2^32 are counted) from key's credit
+ * after a delivery, raising the quantum to cost if it is larger; when the
  * credit is used up the turn passes on. Unknown keys are ignored. */
 void drr_charge(drr *d, uint64_t key, uint64_t cost);
 

@@ -98,7 +98,8 @@ static void costs_are_shared_in_units(void **state)
     drr_init(&d, 1);
     assert_int_equal(drr_active(&d, 0, 1), SL_OK);
     assert_int_equal(drr_active(&d, 1, 1), SL_OK);
-    /* a's messages cost 3, b's 1: b sends three for each of a's */
+    /* a's messages cost 3, b's 1: b sends three for each of a's, once the
+     * quantum has risen to 3 (the largest cost) after a's first */
     char got[16];
     for (int i = 0; i < 12; i++) {
         uint64_t k;
@@ -107,7 +108,8 @@ static void costs_are_shared_in_units(void **state)
         got[i] = (char)('a' + k);
     }
     got[12] = '\0';
-    assert_string_equal(got, "abbbabbbabbb");
+    assert_string_equal(got, "ababbbabbbab");
+    assert_int_equal(d.quantum, 3);
     drr_fini(&d);
 }
 
@@ -208,14 +210,20 @@ static void bad_weights_are_refused(void **state)
     assert_int_equal(drr_set_weight(&d, 5, 0), SL_EINVAL);
     assert_int_equal(drr_set_weight(&d, 6, 1), SL_ENOTFOUND);
     assert_int_equal(drr_find(&d, 5)->weight, DRR_MAX_WEIGHT);
-    /* an absurd cost saturates; the tenant is still picked, later */
-    drr_charge(&d, 5, UINT64_MAX);
-    assert_int_equal(drr_active(&d, 6, 1), SL_OK);
-    uint64_t k;
-    assert_int_equal(drr_pick(&d, 0, &k), SL_OK);
-    assert_int_equal(k, 6);
     assert_int_equal(drr_idle(&d, 5), 1);
     assert_int_equal(drr_idle(&d, 5), 0);
+    /* an absurd cost is clamped and raises the quantum with it, so the
+     * tenant is passed over once, not 2^64 times, and comes back */
+    assert_int_equal(drr_active(&d, 7, 1), SL_OK);
+    assert_int_equal(drr_active(&d, 8, 1), SL_OK);
+    drr_charge(&d, 7, UINT64_MAX);
+    assert_true(d.quantum == UINT64_C(1) << 32);
+    uint64_t k;
+    assert_int_equal(drr_pick(&d, 0, &k), SL_OK);
+    assert_int_equal(k, 8);
+    drr_charge(&d, 8, 1);
+    assert_int_equal(drr_pick(&d, 0, &k), SL_OK);
+    assert_int_equal(k, 7);
     drr_fini(&d);
 }
 
