@@ -80,7 +80,8 @@ static int need_pool(cmd_ctx *x, pool **out, int create)
 #define MAX_COUNT_MILLI UINT64_C(100000000000) /* 100,000,000 units per period */
 
 /* A limit as a request's window_rows set it: the per-second window (rate
- * and burst, as every limit has had; rate 0 = none) and the others. */
+ * and burst, as every limit has had; rate 0 = none; burst 0 = keep the
+ * burst the limit has) and the others. */
 typedef struct limit_req {
     uint64_t rate_milli;
     uint32_t burst;
@@ -122,7 +123,7 @@ static int take_windows(cmd_ctx *x, limit_req *out)
         if (r->period_ms == 1000 && !have_base) {
             have_base = 1;
             out->rate_milli = r->count_milli;
-            out->burst = burst;
+            out->burst = (uint32_t)r->burst; /* 0: the limit keeps its burst */
         } else if (out->nmore == METER_MORE_WINDOWS) {
             snprintf(n, sizeof n, "%d", METER_MORE_WINDOWS);
             return fail(x, SL_EINVAL, "a limit takes at most %s windows besides its per-second one", n);
@@ -238,7 +239,8 @@ static int cmd_level_set(cmd_ctx *x)
         ml->burst = (uint32_t)x->req->burst;
     if (x->req->present & PF(window_rows)) { /* every window of the ceiling, replacing what it had */
         ml->max_rate_milli = lim.rate_milli;
-        ml->burst = lim.burst;
+        if (lim.burst)
+            ml->burst = lim.burst;
         meter_windows_set(&x->b->meter, level, lim.more, lim.nmore, x->b->mono_ns);
     }
     meter_level_apply(&x->b->meter, level, x->b->mono_ns);
@@ -384,7 +386,8 @@ static int cmd_sink_set(cmd_ctx *x)
     if (m->present & PF(burst))
         s->burst = (uint32_t)m->burst;
     if (m->present & PF(window_rows)) { /* every window of the sink, replacing what it had */
-        s->burst = lim.burst;
+        if (lim.burst)
+            s->burst = lim.burst;
         meter_windows_set(&x->b->meter, METER_SINK, lim.more, lim.nmore, x->b->mono_ns);
     }
     if (m->present & PF(max_inflight))

@@ -414,7 +414,7 @@ int sl_stats_get(sl_client *c, sl_stats *out);
 typedef struct sl_window {
     uint64_t count_milli;  /* units per period x 1000 (1500: 1.5 units) */
     uint64_t period_ms;    /* 1 ms .. 86,400,000 (a day); 1000 for a rate per second */
-    uint32_t burst;        /* units at once; 0 is taken as 1 */
+    uint32_t burst;        /* units at once; 0: a per-second window keeps the limit's burst, another takes 1 */
     uint64_t tokens_milli; /* shown only: units the window would let through now, x 1000 */
 } sl_window;
 

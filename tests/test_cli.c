@@ -163,6 +163,14 @@ static void several_windows_as_typed(void **state)
     assert_int_equal(th_run(level_json, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"max_rate_milli\":5000,"));
     assert_non_null(strstr(out, "{\"count_milli\":8000,\"period_ms\":10000,\"burst\":8,"));
+    /* one per-second rate alone replaces the windows and keeps the burst */
+    const char *level_rate[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "normal", "--max-rate", "6",
+                                NULL};
+    assert_int_equal(th_run(level_rate, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "level normal: max rate 6/s\n");
+    assert_int_equal(th_run(level_json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"max_rate_milli\":6000,\"min_rate_milli\":0,\"burst\":2,"));
+    assert_null(strstr(out, "10000"));
     const char *level_burst[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low", "--max-rate",
                                  "100/h:7", "--max-rate", "0.5/min", NULL};
     assert_int_equal(th_run(level_burst, NULL, out, sizeof out), 0);

@@ -8,8 +8,8 @@
  *   ...:BURST      any of the above with its burst
  *   off            no limit (alone)
  * COUNT is decimal with at most 3 decimals, as every rate (cli_text.c). A
- * per-second window without ":BURST" takes --burst (1 when not given), as
- * a rate always has; a window over another period takes its count as its
+ * per-second window without ":BURST" takes --burst, or keeps the burst the
+ * limit has when --burst is not given, as a rate always has; a window over another period takes its count as its
  * burst: "500/min" lets 500 go at once, then refills at 500 a minute, so
  * over any span tau it passes at most 500/min x tau + 500. What is shown
  * reads back as the same window.
@@ -98,8 +98,8 @@ bool cli_window_finish(cli_window_set *set, uint64_t burst)
         sl_window *w = &set->w[i];
         if (set->burst_given[i])
             continue;
-        if (w->period_ms == 1000) {
-            w->burst = burst == SL_UNCHANGED || burst == 0 ? 1 : (uint32_t)burst;
+        if (w->period_ms == 1000) { /* 0: the limit keeps the burst it has */
+            w->burst = burst == SL_UNCHANGED ? 0 : burst == 0 ? 1 : (uint32_t)burst;
             taken = true;
         } else {
             uint64_t b = (w->count_milli + 999) / 1000;

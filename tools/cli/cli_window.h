@@ -32,8 +32,8 @@ typedef struct cli_window_set {
 bool cli_window_add(cli_window_set *set, const char *text);
 
 /* cli_window_finish gives each window without ":BURST" its burst: burst
- * (--burst; SL_UNCHANGED when not given: 1) for a per-second window, its
- * count (rounded up) for any other period. Returns false when burst was
+ * (--burst; SL_UNCHANGED when not given: 0, the limit keeps its burst) for
+ * a per-second window, its count (rounded up) for any other period. Returns false when burst was
  * given but no window is per second and none took it. */
 bool cli_window_finish(cli_window_set *set, uint64_t burst);
 

@@ -234,7 +234,7 @@ static const char help_text[] =
 "      and lowers the rate it uses, then climbs back to RATE. --rate is the\n"
 "      same option as --max-rate.\n"
 "      WINDOW, for --max-rate here and in 'level set': RATE (per second, as\n"
-"      always; its burst is --burst, default 1), or COUNT/PERIOD such as\n"
+"      always; its burst is --burst, else the one it had), or COUNT/PERIOD as\n"
 "      500/min or 8/10s (periods ms, s, min, h, d; its burst is COUNT: that\n"
 "      many may go at once), either followed by :BURST to say its burst.\n"
 "      Repeat --max-rate for up to 4 windows, all of which hold (\"10/s and\n"
