@@ -386,6 +386,8 @@ static void level_windows_hold_only_their_level(void **state)
     meter_windows_set(&m, 1, six, 2, 500 * MS);
     assert_int_equal(meter_admit(&m, 1, 1, 500 * MS, &retry), METER_HOLD_LEVEL);
     assert_true(retry == 10250 * MS);
+    /* the ETA follows the slowest window in the long run: 6/min, 60 ready */
+    assert_true(meter_eta_ms(&m, 1, 60, 1.0, 0) == 600000);
     /* a zero window is dropped; a fourth window is not kept */
     rl_window many[5] = {{1000, 1000, 1}, {0, 1000, 1}, {1000, 2000, 1}, {1000, 3000, 1}, {1000, 4000, 1}};
     meter_windows_set(&m, 2, many, 5, 0);
