@@ -289,6 +289,8 @@ static int cmd_sink_show(cmd_ctx *x)
     const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
     proto_set(r, breaker_trips, b->meter.breaker.trips);
+    const char *why = meter_reason_name(meter_sink_reason(&b->meter, b->mono_ns)); /* why the rate is where it is */
+    proto_set_str(r, PROTO_F_state, why, strlen(why));
     if (b->coord) { /* a shared sink: its lease (an optional result); the limit as Redis holds it */
         r->present |= PF(coord_rows);
         r->coord_rows.n = 1;

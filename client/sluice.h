@@ -509,6 +509,9 @@ typedef struct sl_sink_info {
     uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
     char breaker[16];              /* "closed", "open" or "half-open" */
     uint64_t breaker_trips;        /* times the breaker opened */
+    char reason[48];               /* why the effective rate is where it is: "configured",
+                                      "cut after 429 (isolated)", "cut after repeated 429s",
+                                      "recovering", "coordinated share" */
     sl_coord_info coord;           /* a shared sink's lease */
 } sl_sink_info;
 
