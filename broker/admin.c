@@ -265,6 +265,7 @@ static int cmd_sink_set(cmd_ctx *x)
     if (m->present & PF(max_inflight))
         s->max_inflight = m->max_inflight;
     meter_sink_apply(&x->b->meter, x->b->mono_ns);
+    member_pace_shares(x->b, 1);
     settings_save_sink(x->b);
     log_info("admin", "sink: rate %.3f/s, burst %u, in flight at most %llu", (double)s->rate_milli / 1000.0,
              s->burst ? s->burst : 1, (unsigned long long)s->max_inflight);

@@ -8,7 +8,20 @@
  * promise nothing about the disk and leave at once; one that cannot be
  * queued is dropped (the next change announces again).
  *
- * Costs: O(conns) per announcement; joins are rare next to deliveries.
+ * Pacing shares. The same POOL message carries the consumer's share of the
+ * sink (rate_milli, burst): the base rate over the consumers that were sent
+ * a delivery in the last MEMBER_ACTIVE_NS, so a share left unused flows back
+ * to the others within about a second (MEMBER_ACTIVE_NS plus one look,
+ * every MEMBER_PACE_EVERY_NS). An idle consumer is told the same share as a
+ * busy one: when it wakes, the sum of the shares exceeds the base until the
+ * next look, and the broker's own bucket, which never stops metering, is
+ * the bound meanwhile. The share is of the base, not of a rate cut after
+ * THROTTLED: the cut is the broker's to apply; the consumer's pacing only
+ * takes out the jitter between the broker's dispatch and the moment its
+ * request leaves.
+ *
+ * Costs: O(conns) per announcement and per look (4 a second); joins are
+ * rare next to deliveries.
  */
 #include "member.h"
 
@@ -16,7 +29,12 @@
 
 #include "conn.h"
 #include "net.h"
+#include "meter.h"
 #include "pool.h"
+#include "units.h"
+
+#define MEMBER_ACTIVE_NS (1000 * NS_PER_MS)   /* a consumer sent nothing this long is idle */
+#define MEMBER_PACE_EVERY_NS (250 * NS_PER_MS) /* how often the shares are looked at */
 
 void member_pool_changed(bk *b, pool *p)
 {
@@ -32,6 +50,8 @@ void member_pool_changed(bk *b, pool *p)
         proto_set_str(&m, PROTO_F_pool, p->name, strlen(p->name));
         proto_set(&m, size, p->size);
         proto_set(&m, share, pool_share(p, index++));
+        proto_set(&m, rate_milli, c->pace_rate_milli);
+        proto_set(&m, burst, c->pace_burst);
         net_queue(b->net, c->rid, c->rid_len, &m, 0, NET_NOW);
     }
 }
@@ -48,6 +68,39 @@ void member_join(bk *b, conn *c, pool *p)
         p->members++;
     member_pool_changed(b, old);
     member_pool_changed(b, p);
+    b->next_pace_ns = 0; /* the shares are looked at again at the next tick */
+}
+
+void member_pace_shares(bk *b, int force)
+{
+    if (!force && b->mono_ns < b->next_pace_ns)
+        return;
+    b->next_pace_ns = b->mono_ns + MEMBER_PACE_EVERY_NS;
+    size_t active = 0;
+    for (size_t i = 0; i < b->conns.len; i++) {
+        const conn *c = b->conns.all[i];
+        active += c->consumer && c->last_sent_ns && b->mono_ns < c->last_sent_ns + MEMBER_ACTIVE_NS;
+    }
+    active = active ? active : 1;
+    uint64_t base = meter_sink_base(&b->meter), rate = base / active;
+    uint32_t burst_all = b->meter.sink.burst ? b->meter.sink.burst : 1;
+    uint32_t burst = (uint32_t)((burst_all + active - 1) / active);
+    if (base && !rate)
+        rate = 1; /* a limited sink never reads as unpaced */
+    for (unsigned i = 0; i < b->pools.n; i++) {
+        pool *p = b->pools.v[i];
+        int changed = 0;
+        for (size_t j = 0; j < b->conns.len; j++) {
+            conn *c = b->conns.all[j];
+            if (c->pool != p || !c->consumer || (c->pace_rate_milli == rate && c->pace_burst == burst))
+                continue;
+            c->pace_rate_milli = rate;
+            c->pace_burst = burst;
+            changed = 1;
+        }
+        if (changed)
+            member_pool_changed(b, p);
+    }
 }
 
 conn *member_require(bk *b, const uint8_t *rid, size_t rid_len)

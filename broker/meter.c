@@ -62,6 +62,11 @@ static uint64_t base(const meter_sink *s)
     return s->coordinated ? s->reserved_milli + s->granted_milli : s->rate_milli;
 }
 
+uint64_t meter_sink_base(const meter *m)
+{
+    return base(&m->sink);
+}
+
 void meter_sink_apply(meter *m, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;

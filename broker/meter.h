@@ -102,6 +102,11 @@ void meter_sink_apply(meter *m, uint64_t now_ns);
  * climbs to it). Returns 1 when the rate changed. */
 int meter_sink_lease(meter *m, uint64_t granted_milli, uint64_t now_ns);
 
+/* meter_sink_base returns the rate AIMD climbs back to: the configured
+ * rate, or reserved + granted when coordinated (0: unlimited, or nothing
+ * granted). */
+uint64_t meter_sink_base(const meter *m);
+
 /* meter_level_apply makes level's buckets follow its settings at now_ns,
  * without a burst. */
 void meter_level_apply(meter *m, unsigned level, uint64_t now_ns);

@@ -18,7 +18,8 @@
  *                               taken out; an ERROR is counted and kept for
  *                               the next settling call to report
  *   the awaited reply           handed to the synchronous caller
- *   POOL                        its share recorded for sl_share; it has no
+ *   POOL                        its share recorded for sl_share (and the
+ *                               sink's pacing share for sl_pace_share); it has no
  *                               seq, so it never passes for a reply
  *   PING                        answered with PONG
  *   a malformed reply           with a seq and a reply's type: read as
@@ -378,6 +379,11 @@ static int reply_route(sl_client *c, const proto_msg *m)
 static void pool_take(sl_client *c, const proto_msg *m)
 {
     c->share = m->share > UINT_MAX ? UINT_MAX : (unsigned)m->share;
+    if (m->present & PF(rate_milli)) { /* the pacing share (pacer.c) */
+        c->pace_rate_milli = m->rate_milli;
+        c->pace_burst = m->burst > UINT32_MAX ? UINT32_MAX : (uint32_t)m->burst;
+        c->pace_told = 1;
+    }
 }
 
 /* malformed_reply turns m, a reply of a known type with a seq that did not

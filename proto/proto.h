@@ -397,7 +397,7 @@ typedef enum proto_cmd {
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \
-    X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), 0)       \
+    X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), PF(rate_milli) | PF(burst)) \
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
     X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))

@@ -1,0 +1,91 @@
+/*
+ * pacer.c - sl_pacer: pace.c's bucket behind a mutex and a clock, for the
+ * threads of a consumer that send to the sink; and sl_pace_share, the share
+ * of the sink the broker gave this consumer.
+ *
+ * A worker calls sl_pacer_wait just before its request leaves: it books a
+ * slot under the lock (never sleeping there) and sleeps outside it until
+ * the slot is due, on CLOCK_MONOTONIC with an absolute deadline, so a late
+ * wake-up is not added to the next wait. The main thread, which alone uses
+ * the sl_client, reads sl_pace_share after each receive and hands a change
+ * to sl_pacer_set. Costs: one uncontended lock and at most one sleep per
+ * send.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "client.h"
+#include "pace.h"
+#include "sluice.h"
+
+struct sl_pacer {
+    pthread_mutex_t lock;
+    pace bucket;
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sl_pacer_new(sl_pacer **out)
+{
+    sl_pacer *p = calloc(1, sizeof *p);
+    *out = NULL;
+    if (!p)
+        return SL_ENOMEM;
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        return SL_ENOMEM;
+    }
+    *out = p;
+    return SL_OK;
+}
+
+void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    pace_set(&p->bucket, rate_milli, burst, mono_ns());
+    pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost)
+{
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    uint64_t now = mono_ns(), due = pace_reserve(&p->bucket, cost ? cost : 1, now);
+    pthread_mutex_unlock(&p->lock);
+    if (due <= now)
+        return 0;
+    struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+    return due - now;
+}
+
+void sl_pacer_free(sl_pacer **pp)
+{
+    if (!pp || !*pp)
+        return;
+    pthread_mutex_destroy(&(*pp)->lock);
+    free(*pp);
+    *pp = NULL;
+}
+
+int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst)
+{
+    if (!c)
+        return 0;
+    if (rate_milli)
+        *rate_milli = c->pace_rate_milli;
+    if (burst)
+        *burst = c->pace_burst;
+    return c->pace_told;
+}

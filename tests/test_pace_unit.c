@@ -1,0 +1,144 @@
+/*
+ * test_pace_unit.c - the consumer's pacing bucket (client/pace.c) on a hand
+ * clock: exact due times, the burst, debt carried over a rate change, and
+ * the window bound (never more than rate * tau + burst in any window).
+ * Also sl_pacer's thread-safe wrapper on the real clock, with generous
+ * bounds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "pace.h"
+#include "sluice.h"
+
+#define MS 1000000ull
+#define S  1000000000ull
+
+static void unpaced_goes_at_once(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < 100; i++)
+        assert_true(pace_reserve(&p, 1, 5 * S) == 5 * S);
+    pace_set(&p, 0, 3, 6 * S);
+    assert_true(pace_reserve(&p, 7, 6 * S) == 6 * S);
+}
+
+static void burst_then_one_interval_each(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    pace_set(&p, 200 * 1000, 5, S); /* one every 5 ms, 5 back to back */
+    for (int i = 0; i < 5; i++)
+        assert_true(pace_reserve(&p, 1, S) == S);
+    assert_true(pace_reserve(&p, 1, S) == S + 5 * MS);
+    assert_true(pace_reserve(&p, 1, S) == S + 10 * MS);
+    /* asked late: due at once, and the burst is refilled only by idle time */
+    assert_true(pace_reserve(&p, 1, S + 100 * MS) == S + 100 * MS);
+    /* a cost of 3 above a burst of 1 goes when idle, and what follows waits
+     * its three intervals */
+    pace_set(&p, 100 * 1000, 1, 2 * S); /* one every 10 ms */
+    assert_true(pace_reserve(&p, 3, 2 * S) == 2 * S);
+    assert_true(pace_reserve(&p, 1, 2 * S) == 2 * S + 30 * MS);
+    assert_true(pace_reserve(&p, 1, 2 * S) == 2 * S + 40 * MS);
+}
+
+static void rate_change_carries_debt(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    pace_set(&p, 10 * 1000, 1, 0); /* one every 100 ms */
+    assert_true(pace_reserve(&p, 1, 0) == 0);
+    assert_true(pace_reserve(&p, 1, 0) == 100 * MS); /* TAT now 200 ms */
+    /* at 50 ms: 150 ms owed at 100 ms a unit is 1.5 units: 15 ms at 10 ms a unit */
+    pace_set(&p, 100 * 1000, 1, 50 * MS);
+    assert_true(p.tat_ns == 65 * MS);
+    assert_true(pace_reserve(&p, 1, 50 * MS) == 65 * MS);
+    /* unpaced, then paced again: no stored burst from the unpaced time */
+    pace_set(&p, 0, 1, S);
+    pace_set(&p, 100 * 1000, 2, S);
+    assert_true(pace_reserve(&p, 1, S) == S);
+    assert_true(pace_reserve(&p, 1, S) == S);
+    assert_true(pace_reserve(&p, 1, S) == S + 10 * MS);
+}
+
+/* Bookings asked in bunches (as delayed workers would ask) never put more
+ * than rate * tau + burst due times in any window tau. */
+static void due_times_keep_the_window_bound(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    pace_set(&p, 190 * 1000, 5, 0);
+    enum { N = 2000 };
+    static uint64_t due[N];
+    uint64_t now = 0, seed = 12345;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        if ((seed >> 60) < 3)
+            now += (seed >> 33) % (40 * MS); /* a gap, then a bunch at the same time */
+        due[i] = pace_reserve(&p, 1, now);
+        assert_true(due[i] >= now);
+        if (i)
+            assert_true(due[i] >= due[i - 1]);
+    }
+    /* any 100 ms window: at most 19 + 5; any 1 s window: at most 190 + 5 */
+    for (int i = 0, j = 0; i < N; i++) {
+        while (due[i] - due[j] >= 100 * MS)
+            j++;
+        assert_true(i - j + 1 <= 19 + 5);
+    }
+    for (int i = 0, j = 0; i < N; i++) {
+        while (due[i] - due[j] >= S)
+            j++;
+        assert_true(i - j + 1 <= 190 + 5);
+    }
+}
+
+static uint64_t mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
+}
+
+/* The real-clock wrapper: 25 sends at 100/s burst 5 take at least the 20
+ * intervals after the burst (200 ms), and not absurdly long. */
+static void pacer_waits_on_the_real_clock(void **state)
+{
+    (void)state;
+    sl_pacer *p = NULL;
+    assert_int_equal(sl_pacer_new(&p), SL_OK);
+    assert_true(sl_pacer_wait(p, 1) == 0); /* unpaced */
+    sl_pacer_set(p, 100 * 1000, 5);
+    uint64_t t0 = mono();
+    for (int i = 0; i < 25; i++)
+        sl_pacer_wait(p, 1);
+    uint64_t took = mono() - t0;
+    assert_true(took >= 195 * MS);
+    assert_true(took < 5 * S);
+    sl_pacer_free(&p);
+    assert_null(p);
+    sl_pacer_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(unpaced_goes_at_once),
+        cmocka_unit_test(burst_then_one_interval_each),
+        cmocka_unit_test(rate_change_carries_debt),
+        cmocka_unit_test(due_times_keep_the_window_bound),
+        cmocka_unit_test(pacer_waits_on_the_real_clock),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
