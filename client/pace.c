@@ -11,11 +11,16 @@
  * broker gave it (member.c): what leaves it is at most share * tau + burst
  * over any window tau, whatever happened upstream.
  *
- * The bucket hands out times rather than yes/no: a worker books its slot
- * (pace_reserve) and sleeps until it is due, so slots go in the order they
- * were asked for and no worker spins. Invariant: the due times handed out
- * satisfy the GCRA; due = max(now, TAT + cost*T - burst*T), then TAT =
- * max(TAT, due) + cost*T.
+ * The token is taken at the moment of sending, not booked ahead: a worker
+ * asks when it may go (pace_next), sleeps until then, asks again, and takes
+ * the token (pace_take) only when it is due now. Booking a slot ahead and
+ * sleeping to it is not enough: a process the scheduler stalls wakes its
+ * workers late, and they would all send at once with slots from the past
+ * (the sink saw six requests in 2 ms after a 30 ms stall, with a burst of
+ * 5). Taken at the moment of sending, a late token moves the bucket's TAT
+ * as a late arrival moves the sink's. Invariant: the take times satisfy the
+ * GCRA: next = max(now, TAT + cost*T - burst*T); take sets TAT =
+ * max(TAT, now) + cost*T.
  *
  * Pure: no clock, no sleep, no lock (pacer.c). Costs: O(1) per booking.
  */
@@ -46,16 +51,21 @@ void pace_set(pace *p, uint64_t rate_milli, uint32_t burst, uint64_t now_ns)
     p->burst = burst ? burst : 1;
 }
 
-uint64_t pace_reserve(pace *p, uint32_t cost, uint64_t now_ns)
+uint64_t pace_next(const pace *p, uint32_t cost, uint64_t now_ns)
 {
-    if (!p->interval_ns)
-        return now_ns;
+    if (!p->interval_ns || p->tat_ns <= now_ns)
+        return now_ns; /* unpaced, or full: even a cost above the burst goes */
     uint32_t burst = p->burst ? p->burst : 1;
     uint64_t need = (uint64_t)cost * p->interval_ns, room = (uint64_t)burst * p->interval_ns;
-    uint64_t due = now_ns;
-    if (p->tat_ns + need > now_ns + room)
-        due = p->tat_ns + need - room;
-    uint64_t from = p->tat_ns > due ? p->tat_ns : due;
-    p->tat_ns = from + need;
-    return due;
+    if (need > room)
+        need = room; /* above the burst: waits for a full bucket */
+    return p->tat_ns + need > now_ns + room ? p->tat_ns + need - room : now_ns;
+}
+
+void pace_take(pace *p, uint32_t cost, uint64_t now_ns)
+{
+    if (!p->interval_ns)
+        return;
+    uint64_t from = p->tat_ns > now_ns ? p->tat_ns : now_ns;
+    p->tat_ns = from + (uint64_t)cost * p->interval_ns;
 }

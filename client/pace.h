@@ -20,11 +20,15 @@ typedef struct pace {
  * change never lets a burst through. A zeroed pace is unpaced. */
 void pace_set(pace *p, uint64_t rate_milli, uint32_t burst, uint64_t now_ns);
 
-/* pace_reserve books cost units asked for at now_ns and returns when they
- * may leave (>= now_ns): at once while the burst lasts, then one interval
- * per unit after the last booking. A booking is never given back: a caller
- * that gives up still spends its slot. Over any window tau, the due times
- * handed out hold at most rate * tau + burst units. */
-uint64_t pace_reserve(pace *p, uint32_t cost, uint64_t now_ns);
+/* pace_next returns the earliest time >= now_ns at which cost units may
+ * leave: now_ns while the burst lasts, else when enough has refilled. A
+ * cost above the burst may leave once the bucket is full (and what follows
+ * waits for it). Charges nothing. */
+uint64_t pace_next(const pace *p, uint32_t cost, uint64_t now_ns);
+
+/* pace_take charges cost units that leave at now_ns (call it when
+ * pace_next(p, cost, now_ns) == now_ns). The times of the takes then hold
+ * at most rate * tau + burst units in any window tau. */
+void pace_take(pace *p, uint32_t cost, uint64_t now_ns);
 
 #endif /* SLUICE_PACE_H */

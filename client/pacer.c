@@ -3,10 +3,12 @@
  * threads of a consumer that send to the sink; and sl_pace_share, the share
  * of the sink the broker gave this consumer.
  *
- * A worker calls sl_pacer_wait just before its request leaves: it books a
- * slot under the lock (never sleeping there) and sleeps outside it until
- * the slot is due, on CLOCK_MONOTONIC with an absolute deadline, so a late
- * wake-up is not added to the next wait. The main thread, which alone uses
+ * A worker calls sl_pacer_wait just before its request leaves: under the
+ * lock (never sleeping there) it takes the token when one is due now, else
+ * learns when one will be and sleeps outside the lock until then
+ * (CLOCK_MONOTONIC, absolute), and asks again; the token is taken at the
+ * moment of sending, so a worker woken late takes a late token (pace.c).
+ * Workers woken together compete; the loser sleeps again. The main thread, which alone uses
  * the sl_client, reads sl_pace_share after each receive and hands a change
  * to sl_pacer_set. Costs: one uncontended lock and at most one sleep per
  * send.
@@ -59,15 +61,21 @@ uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost)
 {
     if (!p)
         return 0;
-    pthread_mutex_lock(&p->lock);
-    uint64_t now = mono_ns(), due = pace_reserve(&p->bucket, cost ? cost : 1, now);
-    pthread_mutex_unlock(&p->lock);
-    if (due <= now)
-        return 0;
-    struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-    return due - now;
+    cost = cost ? cost : 1;
+    uint64_t start = 0;
+    for (;;) { /* each turn either takes the token or sleeps until one is due */
+        pthread_mutex_lock(&p->lock);
+        uint64_t now = mono_ns(), due = pace_next(&p->bucket, cost, now);
+        if (due <= now)
+            pace_take(&p->bucket, cost, now);
+        pthread_mutex_unlock(&p->lock);
+        start = start ? start : now;
+        if (due <= now)
+            return now - start;
+        struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
 }
 
 void sl_pacer_free(sl_pacer **pp)

@@ -506,9 +506,10 @@ unsigned sl_share(const sl_client *c);
  * 0 (the outputs are then 0). */
 int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
 
-/* An sl_pacer is safe to share between threads: sl_pacer_wait books the
- * next slot for cost units (0 reads as 1) and sleeps until it is due;
- * returns the ns it slept. sl_pacer_set changes the rate (0: unpaced) and
+/* An sl_pacer is safe to share between threads: sl_pacer_wait takes the
+ * token for cost units (0 reads as 1) at the moment it is due, sleeping
+ * until then; call it just before the request leaves. Returns the ns it
+ * waited. sl_pacer_set changes the rate (0: unpaced) and
  * burst without creating tokens. A new pacer is unpaced. sl_pacer_new
  * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL. */
 typedef struct sl_pacer sl_pacer;

@@ -1,7 +1,8 @@
 /*
  * test_pace_unit.c - the consumer's pacing bucket (client/pace.c) on a hand
- * clock: exact due times, the burst, debt carried over a rate change, and
- * the window bound (never more than rate * tau + burst in any window).
+ * clock: exact next times, tokens taken at the moment of sending, the burst,
+ * debt carried over a rate change, and the window bound (never more than
+ * rate * tau + burst in any window, however the askers bunch).
  * Also sl_pacer's thread-safe wrapper on the real clock, with generous
  * bounds.
  */
@@ -20,15 +21,25 @@
 #define MS 1000000ull
 #define S  1000000000ull
 
+/* go asks at now_ns and takes the token when it is due then; returns the
+ * time pace_next answered. */
+static uint64_t go(pace *p, uint32_t cost, uint64_t now_ns)
+{
+    uint64_t due = pace_next(p, cost, now_ns);
+    if (due == now_ns)
+        pace_take(p, cost, now_ns);
+    return due;
+}
+
 static void unpaced_goes_at_once(void **state)
 {
     (void)state;
     pace p;
     memset(&p, 0, sizeof p);
     for (int i = 0; i < 100; i++)
-        assert_true(pace_reserve(&p, 1, 5 * S) == 5 * S);
+        assert_true(go(&p, 1, 5 * S) == 5 * S);
     pace_set(&p, 0, 3, 6 * S);
-    assert_true(pace_reserve(&p, 7, 6 * S) == 6 * S);
+    assert_true(go(&p, 7, 6 * S) == 6 * S);
 }
 
 static void burst_then_one_interval_each(void **state)
@@ -38,17 +49,21 @@ static void burst_then_one_interval_each(void **state)
     memset(&p, 0, sizeof p);
     pace_set(&p, 200 * 1000, 5, S); /* one every 5 ms, 5 back to back */
     for (int i = 0; i < 5; i++)
-        assert_true(pace_reserve(&p, 1, S) == S);
-    assert_true(pace_reserve(&p, 1, S) == S + 5 * MS);
-    assert_true(pace_reserve(&p, 1, S) == S + 10 * MS);
-    /* asked late: due at once, and the burst is refilled only by idle time */
-    assert_true(pace_reserve(&p, 1, S + 100 * MS) == S + 100 * MS);
-    /* a cost of 3 above a burst of 1 goes when idle, and what follows waits
-     * its three intervals */
+        assert_true(go(&p, 1, S) == S);
+    assert_true(go(&p, 1, S) == S + 5 * MS); /* not taken: asked too early */
+    assert_true(go(&p, 1, S + 4 * MS) == S + 5 * MS);
+    assert_true(go(&p, 1, S + 5 * MS) == S + 5 * MS);
+    assert_true(go(&p, 1, S + 5 * MS) == S + 10 * MS);
+    /* late: the token is taken late, and the burst is refilled only by idle time */
+    assert_true(go(&p, 1, S + 100 * MS) == S + 100 * MS);
+    assert_true(p.tat_ns == S + 105 * MS);
+    /* a cost of 3 above a burst of 1 goes when the bucket is full, and what
+     * follows waits its three intervals */
     pace_set(&p, 100 * 1000, 1, 2 * S); /* one every 10 ms */
-    assert_true(pace_reserve(&p, 3, 2 * S) == 2 * S);
-    assert_true(pace_reserve(&p, 1, 2 * S) == 2 * S + 30 * MS);
-    assert_true(pace_reserve(&p, 1, 2 * S) == 2 * S + 40 * MS);
+    assert_true(go(&p, 3, 2 * S) == 2 * S);
+    assert_true(go(&p, 1, 2 * S) == 2 * S + 30 * MS);
+    assert_true(go(&p, 1, 2 * S + 30 * MS) == 2 * S + 30 * MS);
+    assert_true(go(&p, 3, 2 * S + 35 * MS) == 2 * S + 40 * MS); /* above the burst: a full bucket */
 }
 
 static void rate_change_carries_debt(void **state)
@@ -57,48 +72,55 @@ static void rate_change_carries_debt(void **state)
     pace p;
     memset(&p, 0, sizeof p);
     pace_set(&p, 10 * 1000, 1, 0); /* one every 100 ms */
-    assert_true(pace_reserve(&p, 1, 0) == 0);
-    assert_true(pace_reserve(&p, 1, 0) == 100 * MS); /* TAT now 200 ms */
+    pace_take(&p, 1, 0);
+    pace_take(&p, 1, 0); /* an overdraft: TAT now 200 ms */
+    assert_true(pace_next(&p, 1, 0) == 200 * MS);
     /* at 50 ms: 150 ms owed at 100 ms a unit is 1.5 units: 15 ms at 10 ms a unit */
     pace_set(&p, 100 * 1000, 1, 50 * MS);
     assert_true(p.tat_ns == 65 * MS);
-    assert_true(pace_reserve(&p, 1, 50 * MS) == 65 * MS);
+    assert_true(go(&p, 1, 50 * MS) == 65 * MS);
     /* unpaced, then paced again: no stored burst from the unpaced time */
     pace_set(&p, 0, 1, S);
     pace_set(&p, 100 * 1000, 2, S);
-    assert_true(pace_reserve(&p, 1, S) == S);
-    assert_true(pace_reserve(&p, 1, S) == S);
-    assert_true(pace_reserve(&p, 1, S) == S + 10 * MS);
+    assert_true(go(&p, 1, S) == S);
+    assert_true(go(&p, 1, S) == S);
+    assert_true(go(&p, 1, S) == S + 10 * MS);
 }
 
-/* Bookings asked in bunches (as delayed workers would ask) never put more
- * than rate * tau + burst due times in any window tau. */
-static void due_times_keep_the_window_bound(void **state)
+/* Workers asking in bunches and after stalls (as a descheduled process
+ * would) never take more than rate * tau + burst tokens in any window tau,
+ * and a stalled worker that asks late takes a late token. */
+static void takes_keep_the_window_bound(void **state)
 {
     (void)state;
     pace p;
     memset(&p, 0, sizeof p);
     pace_set(&p, 190 * 1000, 5, 0);
-    enum { N = 2000 };
-    static uint64_t due[N];
+    enum { N = 20000 };
+    static uint64_t took[N];
+    size_t n = 0;
     uint64_t now = 0, seed = 12345;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < N && n < N; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        if ((seed >> 60) < 3)
-            now += (seed >> 33) % (40 * MS); /* a gap, then a bunch at the same time */
-        due[i] = pace_reserve(&p, 1, now);
-        assert_true(due[i] >= now);
-        if (i)
-            assert_true(due[i] >= due[i - 1]);
+        if ((seed >> 60) < 4)
+            now += (seed >> 33) % (40 * MS); /* a stall, then a bunch asking at once */
+        else if ((seed >> 60) < 10)
+            now += (seed >> 33) % (2 * MS);
+        uint64_t due = pace_next(&p, 1, now);
+        assert_true(due >= now);
+        if (due == now) {
+            pace_take(&p, 1, now);
+            took[n++] = now;
+        }
     }
-    /* any 100 ms window: at most 19 + 5; any 1 s window: at most 190 + 5 */
-    for (int i = 0, j = 0; i < N; i++) {
-        while (due[i] - due[j] >= 100 * MS)
+    assert_true(n > 1000);
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (took[i] - took[j] >= 100 * MS)
             j++;
         assert_true(i - j + 1 <= 19 + 5);
     }
-    for (int i = 0, j = 0; i < N; i++) {
-        while (due[i] - due[j] >= S)
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (took[i] - took[j] >= S)
             j++;
         assert_true(i - j + 1 <= 190 + 5);
     }
@@ -137,7 +159,7 @@ int main(void)
         cmocka_unit_test(unpaced_goes_at_once),
         cmocka_unit_test(burst_then_one_interval_each),
         cmocka_unit_test(rate_change_carries_debt),
-        cmocka_unit_test(due_times_keep_the_window_bound),
+        cmocka_unit_test(takes_keep_the_window_bound),
         cmocka_unit_test(pacer_waits_on_the_real_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
