@@ -510,7 +510,9 @@ int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
  * token for cost units (0 reads as 1) at the moment it is due, sleeping
  * until then; call it just before the request leaves. Returns the ns it
  * waited. sl_pacer_set changes the rate (0: unpaced) and
- * burst without creating tokens. A new pacer is unpaced. sl_pacer_new
+ * burst without creating tokens; it keeps one unit of a burst above 1 as
+ * slack for the time between the token and the arrival at the sink. A new
+ * pacer is unpaced. sl_pacer_new
  * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL. */
 typedef struct sl_pacer sl_pacer;
 int sl_pacer_new(sl_pacer **out);
