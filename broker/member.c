@@ -36,15 +36,41 @@
 #define MEMBER_ACTIVE_NS (1000 * NS_PER_MS)   /* a consumer sent nothing this long is idle */
 #define MEMBER_PACE_EVERY_NS (250 * NS_PER_MS) /* how often the shares are looked at */
 
+/* pace_share computes a consumer's pacing share now: the base rate and the
+ * burst over the consumers sent a delivery within MEMBER_ACTIVE_NS (at
+ * least one), the burst rounded up; 0 when the sink is unlimited. */
+static void pace_share(const bk *b, uint64_t *rate, uint32_t *burst)
+{
+    size_t active = 0;
+    for (size_t i = 0; i < b->conns.len; i++) {
+        const conn *c = b->conns.all[i];
+        active += c->consumer && c->last_sent_ns && b->mono_ns < c->last_sent_ns + MEMBER_ACTIVE_NS;
+    }
+    active = active ? active : 1;
+    uint64_t base = meter_sink_base(&b->meter);
+    uint32_t burst_all = b->meter.sink.burst ? b->meter.sink.burst : 1;
+    *rate = base / active;
+    *burst = (uint32_t)((burst_all + active - 1) / active);
+    if (base && !*rate)
+        *rate = 1; /* a limited sink never reads as unpaced */
+}
+
 void member_pool_changed(bk *b, pool *p)
 {
     uint32_t index = 0;
+    uint64_t rate = 0;
+    uint32_t burst = 0;
     if (!p)
         return;
+    pace_share(b, &rate, &burst);
     for (size_t i = 0; i < b->conns.len; i++) {
         conn *c = b->conns.all[i];
         if (c->pool != p)
             continue;
+        if (!c->pace_rate_milli) { /* a newcomer: its share before its first delivery */
+            c->pace_rate_milli = rate;
+            c->pace_burst = burst;
+        }
         proto_msg m;
         proto_init(&m, PROTO_POOL);
         proto_set_str(&m, PROTO_F_pool, p->name, strlen(p->name));
@@ -76,17 +102,9 @@ void member_pace_shares(bk *b, int force)
     if (!force && b->mono_ns < b->next_pace_ns)
         return;
     b->next_pace_ns = b->mono_ns + MEMBER_PACE_EVERY_NS;
-    size_t active = 0;
-    for (size_t i = 0; i < b->conns.len; i++) {
-        const conn *c = b->conns.all[i];
-        active += c->consumer && c->last_sent_ns && b->mono_ns < c->last_sent_ns + MEMBER_ACTIVE_NS;
-    }
-    active = active ? active : 1;
-    uint64_t base = meter_sink_base(&b->meter), rate = base / active;
-    uint32_t burst_all = b->meter.sink.burst ? b->meter.sink.burst : 1;
-    uint32_t burst = (uint32_t)((burst_all + active - 1) / active);
-    if (base && !rate)
-        rate = 1; /* a limited sink never reads as unpaced */
+    uint64_t rate = 0;
+    uint32_t burst = 0;
+    pace_share(b, &rate, &burst);
     for (unsigned i = 0; i < b->pools.n; i++) {
         pool *p = b->pools.v[i];
         int changed = 0;
