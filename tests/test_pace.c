@@ -2,9 +2,10 @@
  * test_pace.c - the broker hands each consumer its share of the sink for
  * pacing (POOL rate_milli and burst, read with sl_pace_share), against a
  * real sluiced: one consumer alone gets the whole rate and burst; two that
- * are both being sent deliveries get about half each; when one leaves, the
- * other gets the whole again within a bounded time (MEMBER_ACTIVE_NS plus a
- * look; 10 s here, generous). And sink show says why the rate is where it
+ * are both being sent deliveries get their part (about half) with the
+ * headroom on top (1.5 times: between a third and nine tenths each, and
+ * together at least the whole); when one leaves, the other gets the whole
+ * again within a bounded time (10 s here, generous). And sink show says why the rate is where it
  * is. End to end: the real `sluice consume --post` with 8 workers carries a
  * backlog from a broker at 190/s burst 5 to a real sluice-sink at 200/s
  * burst 5 (the shape whose first deliveries arrived bunched before pacing
@@ -42,9 +43,10 @@ static void pump(sl_client *c, int ms)
     }
 }
 
-/* share_reaches pumps a (and b, when given) until a's share is rate and
- * burst, or WAIT_MS. Returns whether it got there. */
-static bool share_reaches(sl_client *a, sl_client *b, uint64_t rate, uint32_t burst)
+/* share_within pumps a (and b, when given) until a's share is in
+ * [lo, hi] with a burst of at least burst_lo, or WAIT_MS. Returns whether
+ * it got there. */
+static bool share_within(sl_client *a, sl_client *b, uint64_t lo, uint64_t hi, uint32_t burst_lo)
 {
     uint64_t until = th_now_ms() + WAIT_MS;
     for (int i = 0; i < 10000 && th_now_ms() < until; i++) {
@@ -53,10 +55,15 @@ static bool share_reaches(sl_client *a, sl_client *b, uint64_t rate, uint32_t bu
             pump(b, 20);
         uint64_t r = 0;
         uint32_t k = 0;
-        if (sl_pace_share(a, &r, &k) && r == rate && k == burst)
+        if (sl_pace_share(a, &r, &k) && r >= lo && r <= hi && k >= burst_lo && k <= BURST)
             return true;
     }
     return false;
+}
+
+static bool share_reaches(sl_client *a, sl_client *b, uint64_t rate, uint32_t burst)
+{
+    return share_within(a, b, rate, rate, burst);
 }
 
 static void publish(const char *endpoint, int n)
@@ -89,15 +96,19 @@ static void shares_follow_the_delivering_consumers(void **state)
     /* alone: the whole sink */
     assert_true(share_reaches(a, NULL, RATE_MILLI, BURST));
 
-    /* two consumers, both sent deliveries: half each, the burst rounded up */
+    /* two consumers, both sent deliveries: each its part with headroom */
     assert_int_equal(sl_connect(b->endpoint, NULL, &c2), SL_OK);
     assert_int_equal(sl_subscribe(c2, NULL, NULL, 0, 2), SL_OK);
     publish(b->endpoint, 600);
-    assert_true(share_reaches(a, c2, RATE_MILLI / 2, BURST / 2));
-    uint64_t r = 0;
-    uint32_t k = 0;
-    assert_int_equal(sl_pace_share(c2, &r, &k), 1);
-    assert_true(r == RATE_MILLI / 2 && k == BURST / 2);
+    assert_true(share_within(a, c2, RATE_MILLI / 3, RATE_MILLI * 9 / 10, 1));
+    uint64_t r = 0, r2 = 0;
+    uint32_t k = 0, k2 = 0;
+    assert_int_equal(sl_pace_share(a, &r, &k), 1);
+    assert_int_equal(sl_pace_share(c2, &r2, &k2), 1);
+    fprintf(stderr, "# two delivering consumers: shares %.1f/s burst %u and %.1f/s burst %u of 100/s burst 4\n",
+            r / 1000.0, k, r2 / 1000.0, k2);
+    assert_true(r2 >= RATE_MILLI / 3 && r2 <= RATE_MILLI * 9 / 10);
+    assert_true(r + r2 >= RATE_MILLI);
 
     /* one leaves: the other gets the whole again, within the bound */
     sl_close(&c2);
