@@ -497,8 +497,9 @@ unsigned sl_share(const sl_client *c);
  * dispatches, but the sink sees when each request arrives; workers the
  * scheduler delays send late, then together. A consumer that calls the sink
  * takes a token again just before each request leaves, from an sl_pacer at
- * the share of the sink the broker gives it (its base rate over the
- * consumers delivering now; re-balanced as they come, go or idle).
+ * the share of the sink the broker gives it (its part of the recent
+ * deliveries, at least an even part, times 1.5, of the sink's rate and
+ * burst; re-balanced as consumers come, go or idle).
  *
  * sl_pace_share reads that share from messages already received (call it
  * after sl_recv): *rate_milli in units per second x 1000 (0: unpaced, the
@@ -510,8 +511,9 @@ int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
  * token for cost units (0 reads as 1) at the moment it is due, sleeping
  * until then; call it just before the request leaves. Returns the ns it
  * waited. sl_pacer_set changes the rate (0: unpaced) and
- * burst without creating tokens; it keeps one unit of a burst above 1 as
- * slack for the time between the token and the arrival at the sink. A new
+ * burst without creating tokens; it keeps a quarter of a burst above 1 (at
+ * least one unit) as slack for the time between the token and the arrival
+ * at the sink. A new
  * pacer is unpaced. sl_pacer_new
  * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL. */
 typedef struct sl_pacer sl_pacer;

@@ -8,9 +8,9 @@
  * settles each one a worker hands back, so a message is settled only after
  * its output left: ack, nack, or, when the command exits with EX_TEMPFAIL
  * (75) because the sink refused it, THROTTLED, which returns it without
- * charging an attempt and makes the broker slow down. Workers print a body
- * as one whole line under a mutex, or run the command on it; they never
- * touch the client. The credit window is the number of workers, or -c if
+ * charging an attempt and makes the broker slow down. Workers (cli_work.c)
+ * print a body as one whole line under a mutex, run the command on it or
+ * POST it; they never touch the client. The credit window is the number of workers, or -c if
  * larger: the surplus waits in the crew's queue, in order.
  *
  * Without --exec or --post the main thread prints and settles each message
@@ -23,7 +23,8 @@
  * its pacing token is due and turns the answer into an outcome. Here: every
  * worker opens its connection before the subscription takes credit
  * (consume_warm), and the main thread hands the pacer the share of the sink
- * the broker tells it (cli_post_follow, after every receive).
+ * the broker tells it (cli_post_follow, after every receive). Workers added
+ * later, when the pool's share grows, open theirs on their first POST.
  *
  * Following the pool. When the broker gives this consumer a share of a
  * sized pool (sl_share), the crew is resized to the share, at most

@@ -15,10 +15,9 @@
  * scheduler delays sends late and the next one on time, so two arrive
  * together. So each worker takes a token again just before it sends, from
  * an sl_pacer at the share of the sink the broker gave this consumer
- * (sl_pace_share: the sink's rate and burst over the consumers delivering
- * now). The pacer books slots in order and the worker sleeps until its
- * slot: what leaves this process is at most share * tau + burst in any
- * window tau. The broker's bucket stays the bound above it (and applies
+ * (sl_pace_share: its part of the recent deliveries times 1.5, of the
+ * sink's rate and burst). The token is taken at the moment of sending: what
+ * leaves this process is at most share * tau + burst in any window tau. The broker's bucket stays the bound above it (and applies
  * the cut after THROTTLED).
  *
  * No bunched first burst. Before the consumer takes credit every worker
