@@ -15,9 +15,9 @@
  * (smoothed over looks, every MEMBER_PACE_EVERY_NS), at least an even part
  * of the consumers sent a delivery in the last MEMBER_ACTIVE_NS, times
  * MEMBER_PACE_HEADROOM_PCT, at most the whole. Without the headroom two
- * consumers held to exactly half each lost a fifth of the sink (each one's
- * idle moments are capacity the other may not use); with it the shares add
- * up to more than the base, and the broker's own bucket, which never stops
+ * consumers held to exactly half each would lose what one of them leaves
+ * idle (capacity the other may not use); with it the shares add up to more
+ * than the base, and the broker's own bucket, which never stops
  * metering, is the bound on the sum. What the consumer's bucket still does
  * is take out the jitter between dispatch and sending: a consumer that
  * stalled catches up at 1.5 times its part, in bursts no larger than its
