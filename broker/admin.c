@@ -393,6 +393,7 @@ static int cmd_sink_set(cmd_ctx *x)
     if (m->present & PF(max_inflight))
         s->max_inflight = m->max_inflight;
     meter_sink_apply(&x->b->meter, x->b->mono_ns);
+    member_pace_shares(x->b, 1);
     settings_save_sink(x->b);
     char more[256];
     log_info("admin", "sink: rate %.3f/s, burst %u, in flight at most %llu%s", (double)s->rate_milli / 1000.0,
@@ -422,6 +423,8 @@ static int cmd_sink_show(cmd_ctx *x)
     windows_show(&r->window_rows, -1, s->rate_milli, s->burst, &s->bucket, s->more, s->more_b, s->nmore, b->mono_ns);
     if (r->window_rows.n)
         r->present |= PF(window_rows);
+    const char *why = meter_reason_name(meter_sink_reason(&b->meter, b->mono_ns)); /* why the rate is where it is */
+    proto_set_str(r, PROTO_F_state, why, strlen(why));
     if (b->coord) { /* a shared sink: its lease (an optional result); the limit as Redis holds it */
         r->present |= PF(coord_rows);
         r->coord_rows.n = 1;

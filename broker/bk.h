@@ -56,6 +56,7 @@ typedef struct bk {
     uint64_t started_mono_ns;
     uint64_t next_hb_ns;
     uint64_t next_sweep_ns;       /* idempotency keys to forget, expired messages */
+    uint64_t next_pace_ns;        /* when member.c next looks at the consumers' pacing shares */
     uint64_t next_measure_ns;     /* when to recount the map's use */
     log_limit no_room_log;        /* "the disk has no room to grow the map": once a minute */
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */

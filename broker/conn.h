@@ -27,6 +27,11 @@ typedef struct conn {
     uint64_t credit;       /* deliveries it may still receive */
     uint32_t nleases;      /* deliveries outstanding */
     int consumer;          /* has granted credit at least once */
+    uint64_t last_sent_ns; /* when it was last sent a delivery (member.c's pacing shares) */
+    uint32_t sent_recent;  /* deliveries sent since member.c last looked */
+    uint32_t pace_part_milli; /* its part of the recent deliveries, x 1000, smoothed */
+    uint64_t pace_rate_milli; /* its share of the sink's rate, as last announced (0: unpaced) */
+    uint32_t pace_burst;   /* ... and of its burst */
     char user_id[41];      /* its principal's CURVE key (Z85) when auth is on, else "" */
     struct lease *leases;  /* list of outstanding leases */
     struct conn *hnext;    /* hash chain */

@@ -18,6 +18,7 @@
  *                    look at up to 10,000 dead letters for --dead-max-age;
  *                    delete the pools idle and unconfigured for
  *                    --pool-reap-ms (poolend.c)
+ *   every 250 ms     each consumer's pacing share of the sink (member.c)
  *   every 250 ms     sample arrival and dispatch rates per level and each
  *                    pool's load; an autoscaled pool that changes size is
  *                    told and persisted
@@ -200,6 +201,7 @@ void cron_tick(bk *b)
     dead_retain(b, sweep);
     sample(b);
     meter_tick(&b->meter, b->mono_ns);
+    member_pace_shares(b, 0);
     if (b->mono_ns >= b->next_hb_ns)
         heartbeat(b);
     notify_watchdog_tick(&b->notify, b->mono_ns);

@@ -85,6 +85,8 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     c->pool->inflight++;
     c->pool->delivered++;
     c->credit--;
+    c->last_sent_ns = b->mono_ns;
+    c->sent_recent++;
     return SL_OK;
 }
 

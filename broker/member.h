@@ -16,6 +16,15 @@ void member_join(bk *b, conn *c, pool *p);
 /* member_pool_changed tells every member of p (NULL: none) its share. */
 void member_pool_changed(bk *b, pool *p);
 
+/* member_pace_shares hands every consumer its share of the sink's rate and
+ * burst (of the base rate, not one cut after THROTTLED: the broker's bucket
+ * stays the upper bound) for the pacing it does where its requests leave:
+ * its part of the recent deliveries (at least an even part of the active
+ * consumers') times 1.5, at most the whole. A consumer whose share changed
+ * by more than an eighth (or whose burst changed) gets a POOL message. Looks
+ * at most every MEMBER_PACE_EVERY_NS unless forced (a sink change). */
+void member_pace_shares(bk *b, int force);
+
 /* member_require returns the conn for the peer rid, creating it in the
  * default pool (created too when missing). NULL when out of memory or the
  * routing id is unusable. */

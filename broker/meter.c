@@ -16,7 +16,12 @@
  *
  * Feedback: settle.c reports each delivery's end (meter_settle: in-flight
  * count, breaker) and THROTTLED (meter_throttled: pause, multiplicative cut);
- * cron.c calls meter_tick for the additive increase. Nothing here logs: the
+ * cron.c calls meter_tick for the additive increase. The cut is
+ * proportionate to how often the sink pushes back: a 429 after
+ * METER_CALM_NS without a cut keeps 90 % and climbs back at 20 %/s (one
+ * 429 in a long clean run costs its Retry-After and half a second more),
+ * a 429 within that of the last cut is the classic AIMD, 70 % and 2 %/s.
+ * meter_sink_reason names the state for stats. Nothing here logs: the
  * caller logs what the return values say (a cut, a breaker transition seen
  * as breaker.transitions changing).
  *
@@ -62,6 +67,11 @@ void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint
 static uint64_t base(const meter_sink *s)
 {
     return s->coordinated ? s->reserved_milli + s->granted_milli : s->rate_milli;
+}
+
+uint64_t meter_sink_base(const meter *m)
+{
+    return base(&m->sink);
 }
 
 void meter_sink_apply(meter *m, uint64_t now_ns)
@@ -207,10 +217,15 @@ int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
         s->paused_until_ns = until;
     /* multiplicative decrease, once per epoch; before the pause is written
      * into the bucket, since a rate change rescales what it owes */
-    if (base(s) && now_ns >= s->last_cut_ns + METER_CUT_EVERY_NS) {
-        uint64_t lower = s->effective_rate_milli * 7 / 10;
+    if (base(s) && (!s->cuts || now_ns >= s->last_cut_ns + METER_CUT_EVERY_NS)) {
+        /* how often the sink pushes back decides how hard: one 429 after a
+         * calm stretch is a small cut, another within METER_CALM_NS the full one */
+        s->cut_repeated = s->cuts && now_ns < s->last_cut_ns + METER_CALM_NS;
+        uint64_t pct = s->cut_repeated ? METER_CUT_REPEATED_PCT : METER_CUT_ISOLATED_PCT;
+        uint64_t lower = s->effective_rate_milli * pct / 100;
         s->effective_rate_milli = lower < 1000 ? 1000 : lower;
         s->last_cut_ns = now_ns;
+        s->cuts++;
         rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
         cut = 1;
     }
@@ -231,12 +246,36 @@ uint64_t meter_tick(meter *m, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;
     if (raise_due(s) <= now_ns) {
-        uint64_t top = base(s), step = top / 500 ? top / 500 : 1;
+        uint64_t top = base(s), step = top / (s->cut_repeated ? METER_STEP_REPEATED : METER_STEP_ISOLATED);
+        step = step ? step : 1;
         s->effective_rate_milli = s->effective_rate_milli + step > top ? top : s->effective_rate_milli + step;
         s->last_raise_ns = now_ns;
         rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
     }
     return raise_due(s);
+}
+
+meter_reason meter_sink_reason(const meter *m, uint64_t now_ns)
+{
+    const meter_sink *s = &m->sink;
+    if (!base(s) || s->effective_rate_milli >= base(s))
+        return s->coordinated ? METER_REASON_COORDINATED : METER_REASON_CONFIGURED;
+    uint64_t epoch_end = s->last_cut_ns + METER_CUT_EVERY_NS;
+    if (s->cuts && (now_ns < epoch_end || now_ns < s->paused_until_ns))
+        return s->cut_repeated ? METER_REASON_CUT_REPEATED : METER_REASON_CUT_ISOLATED;
+    return METER_REASON_RECOVERING;
+}
+
+const char *meter_reason_name(meter_reason r)
+{
+    switch (r) {
+    case METER_REASON_CONFIGURED: return "configured";
+    case METER_REASON_COORDINATED: return "coordinated share";
+    case METER_REASON_CUT_ISOLATED: return "cut after 429 (isolated)";
+    case METER_REASON_CUT_REPEATED: return "cut after repeated 429s";
+    case METER_REASON_RECOVERING: return "recovering";
+    }
+    return "?";
 }
 
 uint64_t meter_next_ns(const meter *m)

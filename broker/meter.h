@@ -20,7 +20,21 @@
 
 #define METER_NEVER UINT64_MAX
 #define METER_CUT_EVERY_NS NS_PER_S             /* at most one multiplicative cut per second */
-#define METER_RAISE_EVERY_NS (100 * NS_PER_MS) /* additive steps: rate_milli / 500 each 100 ms */
+#define METER_RAISE_EVERY_NS (100 * NS_PER_MS) /* additive steps each 100 ms */
+#define METER_CALM_NS (10 * NS_PER_S)          /* a 429 with no cut this long before it is isolated */
+#define METER_CUT_ISOLATED_PCT 90              /* an isolated 429 keeps 90 % of the rate */
+#define METER_CUT_REPEATED_PCT 70              /* a repeated one 70 % (full AIMD) */
+#define METER_STEP_ISOLATED 50                 /* recovery after an isolated cut: base / 50 a step (20 %/s) */
+#define METER_STEP_REPEATED 500                /* ... after a repeated one: base / 500 a step (2 %/s) */
+
+/* Why the sink's effective rate is where it is (meter_sink_reason). */
+typedef enum meter_reason {
+    METER_REASON_CONFIGURED = 0, /* at the configured rate */
+    METER_REASON_COORDINATED,    /* at reserved + granted of a shared sink */
+    METER_REASON_CUT_ISOLATED,   /* cut a little after one 429 in a calm run */
+    METER_REASON_CUT_REPEATED,   /* cut after 429s closer than METER_CALM_NS */
+    METER_REASON_RECOVERING,     /* climbing back after a cut */
+} meter_reason;
 /* A limit is its per-second window (the rate and burst every limit had
  * from the start, which AIMD and the shared sink act on) and up to
  * METER_MORE_WINDOWS further windows in series ("500/min"). */
@@ -51,6 +65,8 @@ typedef struct meter_sink {
     rl_bucket bucket;              /* effective_rate_milli, burst */
     uint64_t paused_until_ns;      /* no delivery before (THROTTLED) */
     uint64_t last_cut_ns, last_raise_ns;
+    int cut_repeated;              /* the last cut followed another within METER_CALM_NS */
+    uint64_t cuts;                 /* multiplicative cuts so far (0: last_cut_ns means nothing) */
     int coordinated;               /* shared with other brokers: the rate is reserved + granted */
     uint64_t reserved_milli;       /* coordinated: the rate this broker may always use */
     uint64_t granted_milli;        /* coordinated: the rate its leased slices add (coord.c) */
@@ -97,6 +113,11 @@ void meter_sink_apply(meter *m, uint64_t now_ns);
  * climbs to it). Returns 1 when the rate changed. */
 int meter_sink_lease(meter *m, uint64_t granted_milli, uint64_t now_ns);
 
+/* meter_sink_base returns the rate AIMD climbs back to: the configured
+ * rate, or reserved + granted when coordinated (0: unlimited, or nothing
+ * granted). */
+uint64_t meter_sink_base(const meter *m);
+
 /* meter_level_apply makes level's buckets follow its settings at now_ns,
  * without a burst. */
 void meter_level_apply(meter *m, unsigned level, uint64_t now_ns);
@@ -141,16 +162,30 @@ void meter_charge(meter *m, unsigned level, uint64_t cost, uint64_t now_ns);
 void meter_settle(meter *m, meter_outcome outcome, uint64_t now_ns);
 
 /* meter_throttled pauses the sink until now_ns + pause_ns (the later of that
- * and any pause already set) and cuts the effective rate to 70 % (never below
- * 1/s), at most once per METER_CUT_EVERY_NS. When the pause ends, the bucket
- * lets one unit at a time through: no burst. Returns 1 when it cut the rate. */
+ * and any pause already set) and cuts the effective rate, at most once per
+ * METER_CUT_EVERY_NS, never below 1/s: to METER_CUT_ISOLATED_PCT when no cut
+ * came in the METER_CALM_NS before (an isolated 429), else to
+ * METER_CUT_REPEATED_PCT (full AIMD). When the pause ends, the bucket lets
+ * one unit at a time through: no burst. Returns 1 when it cut the rate. */
 int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns);
 
 /* meter_tick is the additive increase: once METER_CUT_EVERY_NS has passed
- * since the last cut, the effective rate climbs by 2 % of the configured rate
- * per second (a step of rate_milli / 500 each METER_RAISE_EVERY_NS), up to the
- * configured rate. Returns when it next has work (METER_NEVER: none). */
+ * since the last cut, the effective rate climbs each METER_RAISE_EVERY_NS by
+ * base / METER_STEP_ISOLATED after an isolated cut (20 %/s), or by base /
+ * METER_STEP_REPEATED after a repeated one (2 %/s), up to the base (the
+ * configured rate, or reserved + granted). Returns when it next has work
+ * (METER_NEVER: none). */
 uint64_t meter_tick(meter *m, uint64_t now_ns);
+
+/* meter_sink_reason says why the effective rate is where it is at now_ns:
+ * cut (isolated or repeated) from the cut until METER_CUT_EVERY_NS after it
+ * or the end of the pause, whichever is later; recovering while below the
+ * base after that; else configured (or coordinated). */
+meter_reason meter_sink_reason(const meter *m, uint64_t now_ns);
+
+/* meter_reason_name returns the words stats show for r ("configured",
+ * "cut after 429 (isolated)", ...): a static string. */
+const char *meter_reason_name(meter_reason r);
 
 /* meter_next_ns returns when meter_tick next has work (METER_NEVER: none). */
 uint64_t meter_next_ns(const meter *m);

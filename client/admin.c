@@ -61,7 +61,7 @@ int admin_call(sl_client *c, proto_msg *m)
     if (rc)
         return rc;
     proto_cmd_def(cmd, NULL, NULL, NULL, &results);
-    results &= ~PROTO_RESULTS_OPTIONAL;
+    results &= ~(PROTO_RESULTS_OPTIONAL | PROTO_RESULTS_OPTIONAL_IN(cmd));
     if ((c->reply.present & results) != results)
         return client_fail(c, SL_EPROTO);
     return SL_OK;
@@ -402,6 +402,7 @@ int sl_sink_show(sl_client *c, sl_sink_info *out)
         .breaker_trips = r->breaker_trips,
     };
     client_str_copy(out->breaker, sizeof out->breaker, r->breaker);
+    client_str_copy(out->reason, sizeof out->reason, r->state);
     client_coord_copy(&out->coord, r);
     if (!(r->present & PF(window_rows)) || r->window_rows.n == 0)
         base_window(out->windows, &out->nwindows, out->rate_milli, out->burst, out->tokens_milli);

@@ -54,6 +54,9 @@ struct sl_client {
     char refused_msg[PROTO_MAX_STR + 64];
 
     unsigned share;  /* from the latest POOL message; 0 until one came */
+    uint64_t pace_rate_milli; /* its share of the sink (POOL rate_milli); 0: unpaced */
+    uint32_t pace_burst;      /* ... and of the sink's burst */
+    int pace_told;            /* a POOL message carried a pacing share */
 
     /* Everything below is sluice.c's. */
     uint64_t last_ticket;

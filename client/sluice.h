@@ -515,6 +515,35 @@ int sl_pool_autoscale(sl_client *c, const char *pool, uint32_t min, uint32_t max
  * so call it after sl_recv. */
 unsigned sl_share(const sl_client *c);
 
+/* Pacing at the moment a request leaves. The broker meters what it
+ * dispatches, but the sink sees when each request arrives; workers the
+ * scheduler delays send late, then together. A consumer that calls the sink
+ * takes a token again just before each request leaves, from an sl_pacer at
+ * the share of the sink the broker gives it (its part of the recent
+ * deliveries, at least an even part, times 1.5, of the sink's rate and
+ * burst; re-balanced as consumers come, go or idle).
+ *
+ * sl_pace_share reads that share from messages already received (call it
+ * after sl_recv): *rate_milli in units per second x 1000 (0: unpaced, the
+ * sink is unlimited) and *burst. Returns 1 once the broker has told one, else
+ * 0 (the outputs are then 0). */
+int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
+
+/* An sl_pacer is safe to share between threads: sl_pacer_wait takes the
+ * token for cost units (0 reads as 1) at the moment it is due, sleeping
+ * until then; call it just before the request leaves. Returns the ns it
+ * waited. sl_pacer_set changes the rate (0: unpaced) and
+ * burst without creating tokens; it keeps a quarter of a burst above 1 (at
+ * least one unit) as slack for the time between the token and the arrival
+ * at the sink. A new
+ * pacer is unpaced. sl_pacer_new
+ * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL. */
+typedef struct sl_pacer sl_pacer;
+int sl_pacer_new(sl_pacer **out);
+void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst);
+uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost);
+void sl_pacer_free(sl_pacer **p);
+
 /* sl_set_window changes the consumer's credit window (1..100000): growing
  * grants the difference at once; shrinking withholds the credit that acks
  * would return until fewer than window deliveries are outstanding. */
@@ -531,6 +560,9 @@ typedef struct sl_sink_info {
     uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
     char breaker[16];              /* "closed", "open" or "half-open" */
     uint64_t breaker_trips;        /* times the breaker opened */
+    char reason[48];               /* why the effective rate is where it is: "configured",
+                                      "cut after 429 (isolated)", "cut after repeated 429s",
+                                      "recovering", "coordinated share" */
     sl_coord_info coord;           /* a shared sink's lease */
     unsigned nwindows;             /* the sink's windows: its per-second one (rate_milli) first */
     sl_window windows[SL_MAX_WINDOWS];

@@ -8,26 +8,11 @@
  * proto_decode); the library never touches msgpack itself.
  *
  * Everything the broker sends goes through one pump, which every waiting call
- * runs until its own condition holds or its deadline passes:
- *
- *   DELIVER                     queued for sl_recv (one malloc each); its
- *                               cost, absent on the wire, reads as 1
- *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
- *     publish                   sl_send_wait, whoever happens to be pumping
- *   OK/ERROR of a settlement    matched by seq in the settles ring and
- *                               taken out; an ERROR is counted and kept for
- *                               the next settling call to report
- *   the awaited reply           handed to the synchronous caller
- *   POOL                        its share recorded for sl_share; it has no
- *                               seq, so it never passes for a reply
- *   PING                        answered with PONG
- *   a malformed reply           with a seq and a reply's type: read as
- *                               ERROR SL_EPROTO for that seq, so its
- *                               request fails at once; without: dropped
- *   anything else               dropped, including late replies to requests
- *                               that already timed out: replies are matched
- *                               by seq, so a stray never passes for the
- *                               current answer
+ * runs until its own condition holds or its deadline passes; what each frame
+ * means (a delivery, a confirmation, a settlement's answer, the awaited
+ * reply, POOL, PING, a malformed reply) is route.c's. Late replies to
+ * requests that already timed out are dropped: replies are matched by seq,
+ * so a stray never passes for the current answer.
  *
  * Requests share one seq counter starting at 1. The puts ring maps each
  * outstanding publish's seq to the ticket its caller chose. The broker
@@ -53,7 +38,7 @@
  * Errors are returned, never recorded or printed here: sluice.c keeps the
  * record. A failed confirmation carries the broker's text in its queue entry.
  *
- * Time. This is the only file that reads the clock. Every wait is bounded by
+ * Time. This file and pacer.c are the only ones that read the clock. Every wait is bounded by
  * a CLOCK_MONOTONIC deadline and every send by ZMQ_SNDTIMEO. Cost per
  * publish: one encode (a copy of the body) and one copy into ZeroMQ; per
  * delivery: one decode and one copy.
@@ -76,11 +61,6 @@
 #define LATE_FRAMES_MAX      1024     /* frames still drained once the deadline passed */
 #define MONITOR_BATCH        64       /* monitor events handled per pump pass */
 #define MONITOR_ENDPOINT     "inproc://sluice-monitor"
-
-/* An item of c->puts. */
-typedef struct pending_put {
-    uint64_t seq, ticket;
-} pending_put;
 
 typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
 
@@ -121,7 +101,7 @@ static long wait_ms_until(int64_t deadline_ns)
 
 /* msg_send encodes m and sends it as one frame. A blocking send gives up
  * after ZMQ_SNDTIMEO (the client's timeout) with SL_ETIMEDOUT. */
-static int msg_send(sl_client *c, const proto_msg *m, int flags)
+int wire_msg_send(sl_client *c, const proto_msg *m, int flags)
 {
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     proto_wbuf_reset(&c->out);
@@ -225,7 +205,7 @@ static void reconnected(sl_client *c)
     proto_msg m;
     wire_hello_init(c, &m, credit);
     proto_set(&m, seq, c->next_seq++); /* its WELCOME is dropped as a stray */
-    msg_send(c, &m, ZMQ_DONTWAIT);     /* if it fails, nothing better to do */
+    wire_msg_send(c, &m, ZMQ_DONTWAIT);     /* if it fails, nothing better to do */
 }
 
 /* monitor_drain counts completed handshakes and, unless closing, reacts to
@@ -267,168 +247,6 @@ static void monitor_drain(sl_client *c, bool closing)
     }
 }
 
-/* delivery_cost reads a DELIVER's cost: absent means 1, and so does 0,
- * which no publish can carry; wider than 32 bits is clamped. */
-static uint32_t delivery_cost(const proto_msg *m)
-{
-    if (!proto_has(m, PROTO_F_cost) || m->cost == 0)
-        return 1;
-    return m->cost > UINT32_MAX ? UINT32_MAX : (uint32_t)m->cost;
-}
-
-static int delivery_queue(sl_client *c, const proto_msg *m)
-{
-    if (m->level >= SL_MAX_LEVELS)
-        return SL_OK; /* nonsense from the broker: its lease will run out */
-    size_t tag_len = proto_has(m, PROTO_F_tag) ? m->tag.len : 0;
-    sl_delivery *d = malloc(sizeof *d + m->body.len + 1 + tag_len + 1);
-    if (!d)
-        return SL_ENOMEM;
-    char *body = (char *)(d + 1);
-    char *tag = body + m->body.len + 1;
-    if (m->body.len)
-        memcpy(body, m->body.ptr, m->body.len);
-    body[m->body.len] = '\0';
-    if (tag_len)
-        memcpy(tag, m->tag.ptr, tag_len);
-    tag[tag_len] = '\0';
-    *d = (sl_delivery){
-        .id = m->id,
-        .token = m->token,
-        .level = (unsigned)m->level,
-        .attempt = m->attempt > UINT_MAX ? UINT_MAX : (unsigned)m->attempt,
-        .lease_ms = m->lease_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)m->lease_ms,
-        .tag = tag,
-        .body = body,
-        .body_len = m->body.len,
-        .cost = delivery_cost(m),
-        .released_ns = proto_has(m, PROTO_F_released_ns) ? m->released_ns : 0,
-    };
-    if (fifo_push(&c->deliveries, &d)) {
-        free(d);
-        return SL_ENOMEM;
-    }
-    return SL_OK;
-}
-
-/* confirm_queue turns the reply to async publish number i into a queued
- * confirmation. */
-static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
-{
-    pending_put *p = fifo_at(&c->puts, i);
-    client_confirm q = {.confirm = {.ticket = p->ticket}};
-    if (m->type == PROTO_PUT_OK) {
-        q.confirm.id = m->id;
-        q.confirm.duplicate = (m->present & PF(duplicate)) && m->duplicate;
-    } else {
-        q.confirm.err = wire_code(m->code);
-        q.msg = strndup(m->msg.len ? m->msg.ptr : "", m->msg.len);
-        if (!q.msg)
-            return SL_ENOMEM;
-    }
-    if (fifo_push(&c->confirms, &q)) {
-        free(q.msg);
-        return SL_ENOMEM;
-    }
-    fifo_remove(&c->puts, i, NULL);
-    return SL_OK;
-}
-
-/* settle_refused counts a settlement the broker refused and keeps the
- * first one not yet reported, for the next settling call to return. */
-static void settle_refused(sl_client *c, const proto_msg *m)
-{
-    c->refused++;
-    if (c->refused_unreported)
-        return;
-    c->refused_unreported = true;
-    c->refused_code = wire_code(m->code);
-    snprintf(c->refused_msg, sizeof c->refused_msg, "an earlier settlement was refused: %.*s",
-             proto_has(m, PROTO_F_msg) ? (int)m->msg.len : 0, proto_has(m, PROTO_F_msg) ? m->msg.ptr : "");
-}
-
-static int reply_route(sl_client *c, const proto_msg *m)
-{
-    bool has_seq = proto_has(m, PROTO_F_seq);
-    /* An ERROR without seq answers a request the broker could not parse. It
-     * is attributed to the awaited request only when no publish could own it. */
-    bool awaited = has_seq ? m->seq == c->await_seq
-                           : m->type == PROTO_ERROR && c->puts.count == 0;
-    if (c->await_seq && !c->have_reply && awaited) {
-        c->reply = *m;
-        c->have_reply = true;
-        return SL_OK;
-    }
-    if (has_seq && (m->type == PROTO_OK || m->type == PROTO_ERROR))
-        for (size_t i = 0; i < c->settles.count; i++)
-            if (*(uint64_t *)fifo_at(&c->settles, i) == m->seq) {
-                fifo_remove(&c->settles, i, NULL);
-                if (m->type == PROTO_ERROR)
-                    settle_refused(c, m);
-                return SL_OK;
-            }
-    if (!has_seq || (m->type != PROTO_PUT_OK && m->type != PROTO_ERROR))
-        return SL_OK;
-    for (size_t i = 0; i < c->puts.count; i++)
-        if (((pending_put *)fifo_at(&c->puts, i))->seq == m->seq)
-            return confirm_queue(c, i, m);
-    return SL_OK; /* a stray */
-}
-
-static void pool_take(sl_client *c, const proto_msg *m)
-{
-    c->share = m->share > UINT_MAX ? UINT_MAX : (unsigned)m->share;
-}
-
-/* malformed_reply turns m, a reply of a known type with a seq that did not
- * decode (why says why), into an ERROR SL_EPROTO for that seq, so that the
- * request it answers fails at once instead of timing out. */
-static void malformed_reply(proto_msg *m, const char *why)
-{
-    uint64_t seq = m->seq;
-    proto_init(m, PROTO_ERROR);
-    proto_set(m, seq, seq);
-    proto_set(m, code, SL_EPROTO);
-    proto_set_str(m, PROTO_F_msg, why, strlen(why)); /* a static string */
-}
-
-static int frame_route(sl_client *c)
-{
-    proto_msg m;
-    const char *why = NULL;
-    if (proto_decode(zmq_msg_data(&c->frame), zmq_msg_size(&c->frame), &m, &why) != SL_OK) {
-        bool reply = m.type == PROTO_PUT_OK || m.type == PROTO_WELCOME || m.type == PROTO_OK ||
-                     m.type == PROTO_STATS_OK || m.type == PROTO_ADMIN_OK;
-        if (!reply || !proto_has(&m, PROTO_F_seq))
-            return SL_OK; /* undecodable and unattributable: dropped */
-        malformed_reply(&m, why ? why : "malformed reply");
-    }
-    switch (m.type) {
-    case PROTO_DELIVER:
-        return delivery_queue(c, &m);
-    case PROTO_POOL:
-        pool_take(c, &m);
-        return SL_OK;
-    case PROTO_PING: {
-        proto_msg pong;
-        proto_init(&pong, PROTO_PONG);
-        if (proto_has(&m, PROTO_F_seq))
-            proto_set(&pong, seq, m.seq);
-        msg_send(c, &pong, ZMQ_DONTWAIT); /* best effort: PONG is optional */
-        return SL_OK;
-    }
-    case PROTO_PUT_OK:
-    case PROTO_ERROR:
-    case PROTO_WELCOME:
-    case PROTO_OK:
-    case PROTO_STATS_OK:
-    case PROTO_ADMIN_OK:
-        return reply_route(c, &m);
-    default:
-        return SL_OK;
-    }
-}
-
 /* frame_take receives and routes one frame if one is ready; *got tells. */
 static int frame_take(sl_client *c, bool *got)
 {
@@ -444,7 +262,7 @@ static int frame_take(sl_client *c, bool *got)
         while (zmq_msg_more(&c->frame) && zmq_msg_recv(&c->frame, c->sock, ZMQ_DONTWAIT) >= 0)
             ;
     } else {
-        rc = frame_route(c);
+        rc = wire_route(c);
     }
     if (had_reply || !c->have_reply)
         frame_release(c); /* a new reply is read from the frame, so it stays */
@@ -513,7 +331,7 @@ int wire_request(sl_client *c, proto_msg *m)
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     uint64_t seq = c->next_seq++;
     proto_set(m, seq, seq);
-    int rc = msg_send(c, m, 0);
+    int rc = wire_msg_send(c, m, 0);
     if (rc)
         return rc;
     c->await_seq = seq;
@@ -529,7 +347,7 @@ int wire_settle(sl_client *c, proto_msg *m)
     if (fifo_push(&c->settles, &seq))
         return SL_ENOMEM;
     proto_set(m, seq, seq);
-    int rc = msg_send(c, m, 0);
+    int rc = wire_msg_send(c, m, 0);
     if (rc)
         fifo_remove(&c->settles, c->settles.count - 1, NULL);
     return rc;
@@ -543,7 +361,7 @@ int wire_wait_settled(sl_client *c, int timeout_ms)
 int wire_post(sl_client *c, proto_msg *m)
 {
     proto_set(m, seq, c->next_seq++);
-    return msg_send(c, m, 0);
+    return wire_msg_send(c, m, 0);
 }
 
 int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)
@@ -552,7 +370,7 @@ int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)
     if (fifo_push(&c->puts, &pp))
         return SL_ENOMEM;
     proto_set(m, seq, pp.seq);
-    int rc = msg_send(c, m, 0);
+    int rc = wire_msg_send(c, m, 0);
     if (rc)
         fifo_remove(&c->puts, c->puts.count - 1, NULL);
     return rc;
@@ -636,7 +454,7 @@ void wire_close(sl_client *c)
             /* leave at once, rather than when the broker's next PING fails */
             proto_msg bye;
             proto_init(&bye, PROTO_BYE);
-            msg_send(c, &bye, ZMQ_DONTWAIT);
+            wire_msg_send(c, &bye, ZMQ_DONTWAIT);
         }
         if (c->handshakes == 0 || !c->connected) { /* never reached, or gone: nobody to flush to */
             int linger_ms = 0;

@@ -13,6 +13,21 @@
 
 #include "client.h"
 
+/* An item of c->puts: an outstanding publish's seq and its caller's ticket. */
+typedef struct pending_put {
+    uint64_t seq, ticket;
+} pending_put;
+
+/* wire_msg_send encodes m and sends it as one frame (flags: ZMQ's); a
+ * blocking send gives up after the client's timeout with SL_ETIMEDOUT. */
+int wire_msg_send(sl_client *c, const proto_msg *m, int flags);
+
+/* wire_route reads the frame c->frame holds and does what it means
+ * (route.c): queues a delivery or a confirmation, matches a settlement's
+ * answer, hands over the awaited reply, records a POOL, answers a PING.
+ * Returns SL_OK or SL_ENOMEM. */
+int wire_route(sl_client *c);
+
 /* wire_open connects c, zeroed until now, to the broker at endpoint: it
  * sets up the queues, a ZeroMQ context, the DEALER socket (sends give up
  * after timeout_ms; heartbeats every heartbeat_ms) and its monitor.

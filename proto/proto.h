@@ -313,7 +313,7 @@ typedef uint64_t proto_mask;
     X(sink_show,      "sink.show",      0, 0, FIELDS,                             \
       PF(rate_milli) | PF(effective_rate_milli) | PF(burst) | PF(max_inflight) |  \
       PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips) | \
-      PF(coord_rows) | PF(window_rows)) \
+      PF(coord_rows) | PF(window_rows) | PF(state)) \
     X(explain,        "explain",        PF(id), 0, FIELDS,                        \
       PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg))               \
     X(dead_list,      "dead.list",      PF(level), PF(after) | PF(n), ROWS, PF(dead_rows)) \
@@ -373,8 +373,11 @@ enum {
 };
 
 /* Result fields added within version 2: optional, so a reader does not
- * require them (a broker whose sink is its own sends no coord_rows). */
+ * require them (a broker whose sink is its own sends no coord_rows). The
+ * second list is per command: fields optional in one command's result
+ * that another requires (sink.show's state, the reason for its rate). */
 #define PROTO_RESULTS_OPTIONAL (PF(coord_rows) | PF(window_rows))
+#define PROTO_RESULTS_OPTIONAL_IN(cmd) ((cmd) == PROTO_CMD_sink_show ? PF(state) : 0)
 
 typedef enum proto_cmd {
 #define PROTO_CMD_ENUM_(ID, name, req, opt, res, fields) PROTO_CMD_##ID,
@@ -412,7 +415,7 @@ typedef enum proto_cmd {
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \
-    X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), 0)       \
+    X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), PF(rate_milli) | PF(burst)) \
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
     X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))

@@ -100,6 +100,7 @@ static void metering_settings_and_throttled_exec(void **state)
     assert_int_equal(th_run(sink_show, NULL, out, sizeof out), 0);
     assert_non_null(strstr(out, "{\"rate_milli\":50000,"));
     assert_non_null(strstr(out, "\"burst\":5,"));
+    assert_non_null(strstr(out, "\"reason\":\"configured\"")); /* why the rate is where it is */
     const char *level_set[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low",
                                "--max-rate", "0.5", NULL};
     assert_int_equal(th_run(level_set, NULL, out, sizeof out), 0);

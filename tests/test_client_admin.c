@@ -195,6 +195,8 @@ static void reply_sink_show(th_fake *f, uint64_t seq)
     proto_set(&r, breaker_trips, 4);
     if (f->variant != VARIANT_PARTIAL)
         proto_set(&r, paused_ms, 750);
+    if (f->variant != VARIANT_PARTIAL) /* optional: a broker from before the reason sends none */
+        proto_set_str(&r, PROTO_F_state, "recovering", 10);
     th_fake_send(f, &r);
 }
 
@@ -489,6 +491,7 @@ static void test_admin_results_are_decoded(void **state)
     assert_int_equal(sink.paused_ms, 750);
     assert_string_equal(sink.breaker, "half-open");
     assert_int_equal(sink.breaker_trips, 4);
+    assert_string_equal(sink.reason, "recovering");
 
     /* the broker's refusal comes back with its code and its words */
     assert_int_equal(sl_pool_pause(c, "nope", 1), SL_ENOTFOUND);

@@ -165,16 +165,16 @@ static void throttled_pauses_exactly_and_resumes_without_burst(void **state)
     uint64_t retry = 0;
     fresh(&m);
     set_sink(&m, 100 * 1000, 10, 0);
-    assert_int_equal(meter_throttled(&m, 500 * MS, S), 1); /* cut: 100/s -> 70/s */
-    assert_true(m.sink.effective_rate_milli == 70 * 1000);
+    assert_int_equal(meter_throttled(&m, 500 * MS, S), 1); /* isolated: 100/s -> 90/s */
+    assert_true(m.sink.effective_rate_milli == 90 * 1000);
     assert_true(m.sink.paused_until_ns == S + 500 * MS);
     assert_int_equal(meter_admit(&m, 0, 1, S + 500 * MS - 1, &retry), METER_HOLD_SINK);
     assert_true(retry == S + 500 * MS);
     assert_int_equal(meter_admit(&m, 0, 1, S + 500 * MS, &retry), METER_GO);
     meter_charge(&m, 0, 1, S + 500 * MS);
-    /* a burst of 10 is not refilled by the pause: the next waits one interval at 70/s */
+    /* a burst of 10 is not refilled by the pause: the next waits one interval at 90/s */
     assert_int_equal(meter_admit(&m, 0, 1, S + 500 * MS, &retry), METER_HOLD_SINK);
-    assert_true(retry == S + 500 * MS + 14285714);
+    assert_true(retry == S + 500 * MS + 11111111);
     /* a shorter pause never shortens one already set */
     meter_throttled(&m, 100 * MS, S + 100 * MS);
     assert_true(m.sink.paused_until_ns == S + 500 * MS);
@@ -187,31 +187,76 @@ static void aimd_cuts_once_a_second_and_climbs_back(void **state)
     fresh(&m);
     set_sink(&m, 100 * 1000, 1, 0);
     assert_true(meter_tick(&m, 0) == METER_NEVER);
-    assert_int_equal(meter_throttled(&m, 0, S), 1);
-    assert_true(m.sink.effective_rate_milli == 70000);
+    assert_int_equal(meter_throttled(&m, 0, S), 1); /* the first: isolated */
+    assert_true(m.sink.effective_rate_milli == 90000);
     assert_int_equal(meter_throttled(&m, 0, S + 999 * MS), 0); /* within the second: no cut */
-    assert_true(m.sink.effective_rate_milli == 70000);
-    assert_int_equal(meter_throttled(&m, 0, 2 * S), 1);
-    assert_true(m.sink.effective_rate_milli == 49000);
-    assert_true(m.sink.bucket.rate_milli == 49000);
+    assert_true(m.sink.effective_rate_milli == 90000);
+    assert_int_equal(meter_throttled(&m, 0, 2 * S), 1); /* within 10 s of the last: full AIMD */
+    assert_true(m.sink.effective_rate_milli == 63000);
+    assert_true(m.sink.bucket.rate_milli == 63000);
+    assert_int_equal(meter_throttled(&m, 0, 3 * S), 1);
+    assert_true(m.sink.effective_rate_milli == 44100);
+    assert_int_equal(meter_sink_reason(&m, 3 * S + 500 * MS), METER_REASON_CUT_REPEATED);
     /* no increase within a second of the cut */
-    assert_true(meter_tick(&m, 2 * S + 500 * MS) == 3 * S);
-    assert_true(m.sink.effective_rate_milli == 49000);
-    assert_true(meter_next_ns(&m) == 3 * S);
+    assert_true(meter_tick(&m, 3 * S + 500 * MS) == 4 * S);
+    assert_true(m.sink.effective_rate_milli == 44100);
+    assert_true(meter_next_ns(&m) == 4 * S);
     /* then 2 % of the configured rate per second: 0.2/s each 100 ms */
-    assert_true(meter_tick(&m, 3 * S) == 3 * S + 100 * MS);
-    assert_true(m.sink.effective_rate_milli == 49200);
-    assert_true(meter_tick(&m, 3 * S + 50 * MS) == 3 * S + 100 * MS);
-    assert_true(m.sink.effective_rate_milli == 49200);
-    uint64_t now = 3 * S + 100 * MS, next;
+    assert_true(meter_tick(&m, 4 * S) == 4 * S + 100 * MS);
+    assert_true(m.sink.effective_rate_milli == 44300);
+    assert_int_equal(meter_sink_reason(&m, 4 * S), METER_REASON_RECOVERING);
+    assert_true(meter_tick(&m, 4 * S + 50 * MS) == 4 * S + 100 * MS);
+    assert_true(m.sink.effective_rate_milli == 44300);
+    uint64_t now = 4 * S + 100 * MS, next;
     while ((next = meter_tick(&m, now)) != METER_NEVER)
         now = next;
     assert_true(m.sink.effective_rate_milli == 100000);
-    assert_true(now == 3 * S + 254 * 100 * MS); /* 255 steps of 0.2/s from 49/s */
+    assert_true(now == 4 * S + 279 * 100 * MS); /* 280 steps of 0.2/s from 44.1/s */
+    assert_int_equal(meter_sink_reason(&m, now), METER_REASON_CONFIGURED);
     /* the cut never goes below 1/s */
     set_sink(&m, 1200, 1, 40 * S);
     assert_int_equal(meter_throttled(&m, 0, 40 * S), 1);
+    assert_true(m.sink.effective_rate_milli == 1080);
+    assert_int_equal(meter_throttled(&m, 0, 41 * S), 1);
     assert_true(m.sink.effective_rate_milli == 1000);
+}
+
+/* One 429 after a calm run: a 10 % cut, its Retry-After obeyed exactly,
+ * and 20 %/s back from the end of the cut's second; at 500/s the rate is
+ * whole again 1.5 s after the 429. Another 429 more than METER_CALM_NS
+ * after the last cut is isolated again. */
+static void isolated_429_costs_little(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    set_sink(&m, 500 * 1000, 5, 0);
+    uint64_t t = 60 * S; /* a minute of clean run */
+    assert_int_equal(meter_sink_reason(&m, t), METER_REASON_CONFIGURED);
+    assert_int_equal(meter_throttled(&m, S, t), 1);
+    assert_true(m.sink.effective_rate_milli == 450 * 1000);
+    assert_int_equal(meter_sink_reason(&m, t + 999 * MS), METER_REASON_CUT_ISOLATED);
+    assert_int_equal(meter_admit(&m, 0, 1, t + S - 1, &retry), METER_HOLD_SINK);
+    assert_true(retry == t + S); /* Retry-After: exactly */
+    assert_true(meter_tick(&m, t + 500 * MS) == t + S);
+    assert_true(meter_tick(&m, t + S) == t + S + 100 * MS);
+    assert_true(m.sink.effective_rate_milli == 460 * 1000); /* + 500/50 */
+    assert_int_equal(meter_sink_reason(&m, t + S), METER_REASON_RECOVERING);
+    uint64_t now = t + S + 100 * MS, next;
+    while ((next = meter_tick(&m, now)) != METER_NEVER)
+        now = next;
+    assert_true(now == t + S + 400 * MS); /* 5 steps of 10/s */
+    assert_true(m.sink.effective_rate_milli == 500 * 1000);
+    /* the next one 10 s after the last cut: isolated again */
+    assert_int_equal(meter_throttled(&m, S, t + 10 * S), 1);
+    assert_true(m.sink.effective_rate_milli == 450 * 1000);
+    /* and one 9.999 s after that: repeated */
+    assert_int_equal(meter_throttled(&m, 0, t + 20 * S - 1), 1);
+    assert_true(m.sink.effective_rate_milli == 315 * 1000);
+    assert_int_equal(meter_sink_reason(&m, t + 20 * S), METER_REASON_CUT_REPEATED);
+    assert_string_equal(meter_reason_name(METER_REASON_CUT_ISOLATED), "cut after 429 (isolated)");
+    assert_string_equal(meter_reason_name(METER_REASON_CUT_REPEATED), "cut after repeated 429s");
 }
 
 static void breaker_gate_opens_then_probes(void **state)
@@ -264,7 +309,7 @@ static void live_changes_never_burst(void **state)
     assert_true(retry == 50 * MS + 500 * 1000);
     /* a change resets a cut rate to the configured one */
     meter_throttled(&m, 0, 2 * S);
-    assert_true(m.sink.effective_rate_milli == 700 * 1000);
+    assert_true(m.sink.effective_rate_milli == 900 * 1000);
     set_sink(&m, 1000 * 1000, 1, 2 * S);
     assert_true(m.sink.effective_rate_milli == 1000 * 1000);
     /* a level's ceiling lowered while in debt */
@@ -288,9 +333,9 @@ static void eta_follows_the_binding_rate(void **state)
     assert_true(meter_eta_ms(&m, 0, 100, 0, 20) == 10000); /* cost unknown: 1 */
     set_level(&m, 0, 4 * 1000, 0, 1, 0);
     assert_true(meter_eta_ms(&m, 0, 100, 2, 20) == 50000); /* the ceiling binds */
-    meter_throttled(&m, 0, S);                              /* sink now 7/s: the ceiling still binds */
+    meter_throttled(&m, 0, S);                              /* sink now 9/s: the ceiling still binds */
     assert_true(meter_eta_ms(&m, 0, 100, 2, 20) == 50000);
-    assert_true(meter_eta_ms(&m, 1, 70, 1, 20) == 10000);   /* other levels: the cut sink */
+    assert_true(meter_eta_ms(&m, 1, 90, 1, 20) == 10000);   /* other levels: the cut sink */
 }
 
 /* A shared sink runs at reserved + granted; a shrink applies at once with no
@@ -405,6 +450,7 @@ int main(void)
         cmocka_unit_test(cost_is_charged_to_every_bucket),
         cmocka_unit_test(inflight_cap_waits_for_a_settlement),
         cmocka_unit_test(throttled_pauses_exactly_and_resumes_without_burst),
+        cmocka_unit_test(isolated_429_costs_little),
         cmocka_unit_test(aimd_cuts_once_a_second_and_climbs_back),
         cmocka_unit_test(breaker_gate_opens_then_probes),
         cmocka_unit_test(live_changes_never_burst),

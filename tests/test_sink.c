@@ -294,6 +294,34 @@ static response post(uint16_t port, const char *body, size_t body_len)
 
 static char text[1 << 16];
 
+/* PUT /_limit?inject=N answers the next N service requests 429 whatever
+ * the limit, without taking its tokens; a bad N is refused. */
+static void injected_429s_come_on_demand(void **state)
+{
+    (void)state;
+    th_sink p;
+    char dir[] = "/tmp/sluice-sink-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *extra[] = {"--rate", "1000", "--burst", "1", NULL};
+    assert_int_equal(th_sink_start(&p, dir, extra), 0);
+    assert_int_equal(http(p.port, "PUT", "/_limit?inject=0", "", 0).status, 400);
+    assert_int_equal(http(p.port, "PUT", "/_limit?inject=x", "", 0).status, 400);
+    response r = http(p.port, "PUT", "/_limit?inject=2", "", 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"rate\":1000,\"burst\":1,\"mode\":\"gcra\"}\n"); /* the limit unchanged */
+    for (int i = 0; i < 2; i++) {
+        r = post(p.port, "refused", 7);
+        assert_int_equal(r.status, 429);
+        assert_string_equal(r.retry_after, "1");
+    }
+    /* the injected ones took no token: the burst of 1 is still there */
+    assert_int_equal(post(p.port, "admitted", 8).status, 200);
+    r = http(p.port, "GET", "/_stats", "", 0);
+    assert_string_equal(r.body, "{\"ok\":1,\"throttled\":2,\"total\":3}\n");
+    assert_int_equal(th_sink_stop(&p), 0);
+    th_rmrf(dir);
+}
+
 static void sink_throttles_logs_and_follows_limit_changes(void **state)
 {
     (void)state;
@@ -476,6 +504,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(limits_out_of_range_are_refused_and_names_round_trip, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(sink_throttles_logs_and_follows_limit_changes, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(control_port_and_fixed_retry_after, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(injected_429s_come_on_demand, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(bad_options_exit_2_and_help_teaches_every_option, th_timeout_arm, th_timeout_disarm),
     };
     th_seed();

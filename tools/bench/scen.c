@@ -15,7 +15,8 @@
  * and SIGTERM (the stop flag: every loop of every scenario looks at it, and
  * the scenario then stops what it started and still reports what it has)
  * and hands over to the scenario: scen_quiz.c (throttle-quiz,
- * priorities), scen_ingest.c (ingest) or scen_shared.c (shared-sink).
+ * priorities), scen_ingest.c (ingest), scen_shared.c (shared-sink) or
+ * scen_pace.c (pace, pace-stress, pace-exact, pace-429).
  */
 #include "scen.h"
 
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "scen_ingest.h"
+#include "scen_pace.h"
 #include "scen_proc.h"
 #include "scen_quiz.h"
 #include "scen_shared.h"
@@ -75,9 +77,18 @@ static const char help_text[] =
 "                 429s, the most arrivals in 1 s and 10 s windows against\n"
 "                 rate x window + the brokers' bursts, utilisation while\n"
 "                 backlogged, Redis commands per broker per second (40 s).\n"
+"  pace           broker 190/s burst 5, sink 200/s burst 5, one consume --post\n"
+"                 with 8 workers, 1,500 messages: 429s (target 0) and the\n"
+"                 sink's utilisation (target >= 95 %), at the sink's log.\n"
+"  pace-stress    the same beside stress-ng --cpu 2 (target >= 90 %).\n"
+"  pace-exact     the broker exactly at the sink's 200/s burst 5, 10,000\n"
+"                 messages: at most 1 x 429 per 10,000.\n"
+"  pace-429       500/s; the sink answers one request 429 after 5 s: the\n"
+"                 rate is back to >= 95 % within 3 s of it.\n"
 "\n"
 "Options:\n"
-"  --scenario NAME  throttle-quiz, priorities, ingest or shared-sink\n"
+"  --scenario NAME  throttle-quiz, priorities, ingest, shared-sink, pace,\n"
+"                   pace-stress, pace-exact or pace-429\n"
 "  --out DIR        output directory, created if needed (default\n"
 "                   ./bench-out/NAME); earlier results in it are replaced\n"
 "  --seconds S      length of the load, 1 to 3600 (default 120); for\n"
@@ -180,6 +191,10 @@ static const struct {
     {"priorities", run_priorities},
     {"ingest", scen_ingest_run},
     {"shared-sink", scen_shared_run},
+    {"pace", scen_pace_run},
+    {"pace-stress", scen_pace_run},
+    {"pace-exact", scen_pace_run},
+    {"pace-429", scen_pace_run},
 };
 
 /* binaries_check makes sure the programs a scenario runs are there. */
@@ -272,12 +287,12 @@ int scen_main(int argc, char **argv)
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (!o.scenario)
-        return usage_error("--scenario is required (throttle-quiz, priorities, ingest or shared-sink)");
+        return usage_error("--scenario is required (throttle-quiz, priorities, ingest, shared-sink, pace, pace-stress, pace-exact or pace-429)");
     size_t which = 0, n = sizeof scenarios / sizeof scenarios[0];
     while (which < n && strcmp(scenarios[which].name, o.scenario) != 0)
         which++;
     if (which == n)
-        return usage_error("no scenario '%s' (throttle-quiz, priorities, ingest or shared-sink)",
+        return usage_error("no scenario '%s' (throttle-quiz, priorities, ingest, shared-sink, pace, pace-stress, pace-exact or pace-429)",
                                     o.scenario);
     int len = out ? snprintf(o.out, sizeof o.out, "%s", out)
                   : snprintf(o.out, sizeof o.out, "bench-out/%s", o.scenario);

@@ -8,9 +8,9 @@
  * settles each one a worker hands back, so a message is settled only after
  * its output left: ack, nack, or, when the command exits with EX_TEMPFAIL
  * (75) because the sink refused it, THROTTLED, which returns it without
- * charging an attempt and makes the broker slow down. Workers print a body
- * as one whole line under a mutex, or run the command on it; they never
- * touch the client. The credit window is the number of workers, or -c if
+ * charging an attempt and makes the broker slow down. Workers (cli_work.c)
+ * print a body as one whole line under a mutex, run the command on it or
+ * POST it; they never touch the client. The credit window is the number of workers, or -c if
  * larger: the surplus waits in the crew's queue, in order.
  *
  * Without --exec or --post the main thread prints and settles each message
@@ -19,14 +19,12 @@
  * broker's answer (sluice.h); before exiting, consume waits for them
  * (sl_flush), so a refused one is reported.
  *
- * HTTP delivery (--post URL). A worker POSTs the body on its own libcurl
- * handle (kept for keep-alive) and turns the answer into an outcome, with
- * the delay the settlement carries: 2xx acks; 429 and 503 are THROTTLED
- * with the Retry-After in milliseconds (0 when absent: the broker's default
- * backoff); another 5xx, no answer or the timeout nacks with a backoff that
- * doubles per attempt (httpc_backoff_ms); another 4xx is a permanent
- * failure: the message is rejected (sl_reject), a dead letter at once with
- * the status in its reason, and it is said on stderr.
+ * HTTP delivery (--post URL) is cli_post.c's: a worker POSTs the body when
+ * its pacing token is due and turns the answer into an outcome. Here: every
+ * worker opens its connection before the subscription takes credit
+ * (consume_warm), and the main thread hands the pacer the share of the sink
+ * the broker tells it (cli_post_follow, after every receive). Workers added
+ * later, when the pool's share grows, open theirs on their first POST.
  *
  * Following the pool. When the broker gives this consumer a share of a
  * sized pool (sl_share), the crew is resized to the share, at most
@@ -73,11 +71,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_crew.h"
+#include "cli_work.h"
 #include "cli_exec.h"
 #include "cli_multi.h"
+#include "cli_post.h"
 #include "httpc.h"
 #include "cli_text.h"
 
@@ -85,7 +86,6 @@
 #define MAX_WORKERS   256    /* threads, whatever the share */
 #define RECV_SLICE_MS 200    /* how often the loop looks at signals and the share */
 #define BUSY_SLICE_MS 10     /* ... and at finished work, while there is some */
-#define EXIT_TEMPFAIL 75     /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
 #define MAX_HEADERS   64     /* --header options */
 #define FLUSH_MS      5000   /* at the end, the longest wait for settlements' answers */
 
@@ -145,153 +145,23 @@ static int levels_parse(cli_core *g, const char *cmd, const char *list, unsigned
     }
 }
 
-/* What a worker made of a delivery; the main thread settles it so. */
-enum { OUTCOME_ACK, OUTCOME_NACK, OUTCOME_THROTTLED, OUTCOME_REFUSED, OUTCOME_FAILED };
-
 /* One delivery in the crew, and what its worker adds to the outcome. */
-typedef struct job {
-    sl_delivery *d;
-    uint32_t delay_ms; /* NACK: redeliver after this; THROTTLED: the pause
-                          asked for (0: the broker's default) */
-    char why[160];     /* REFUSED: the reason the dead letter records */
-} job;
-
-typedef struct consumer {
-    cli_core *g;
-    const char *cmd;           /* for messages: "consume", or "consume (ENDPOINT)" with several */
-    pthread_mutex_t *out_lock; /* a worker prints one whole line under it (shared by brokers) */
-    atomic_long *settled;      /* settled messages, over every broker's consumer */
-    bool signals_set;          /* the stop signals are already handled */
-    /* read by the workers, fixed before they start */
-    const char *exec;
-    httpc *post;
-    bool verbose;
-    unsigned nlevels;
-    char level_names[SL_MAX_LEVELS][72];
-    /* the main thread's */
-    unsigned credit;  /* the least window, from -c */
-    unsigned workers; /* the crew's size */
-    unsigned share;   /* the pool share the crew was last matched to */
-    size_t held;      /* received and not yet settled */
-    int64_t last_ms; /* when a message last arrived or was settled */
-    bool broken;     /* settling failed: settle no more */
-} consumer;
-
 static unsigned consumer_window(const consumer *k)
 {
     return k->workers > k->credit ? k->workers : k->credit;
-}
-
-/* exec_outcome runs the command on d, on a worker thread. */
-static int exec_outcome(const consumer *k, const sl_delivery *d)
-{
-    int status;
-    if (cli_exec_run(k->exec, d->body, d->body_len, &status)) {
-        cli_text_say(k->cmd, "cannot run the command: %s", cli_text_strerror(errno));
-        return OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return OUTCOME_ACK;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_TEMPFAIL) {
-        cli_text_say(k->cmd,
-                     "message %" PRIu64 ": the command exited with status %d (EX_TEMPFAIL); "
-                     "returned as throttled, without charging an attempt",
-                     d->id, EXIT_TEMPFAIL);
-        return OUTCOME_THROTTLED;
-    }
-    if (WIFEXITED(status))
-        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked",
-                     d->id, WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        /* glibc's strsignal returns constant text for every real signal */
-        cli_text_say(k->cmd,
-                     "message %" PRIu64 ": the command was killed by signal %d (%s); "
-                     "nacked",
-                     d->id, WTERMSIG(status), strsignal(WTERMSIG(status)));
-    return OUTCOME_NACK;
-}
-
-/* post_outcome POSTs d's body, on a worker thread, and sets j->delay_ms
- * for the settlement. */
-static int post_outcome(const consumer *k, job *j)
-{
-    const sl_delivery *d = j->d;
-    httpc_result r;
-    if (httpc_send(k->post, d->body, d->body_len, &r) != SL_OK) {
-        cli_text_say(k->cmd, "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
-        return OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
-    }
-    if (r.verdict == HTTPC_DELIVERED)
-        return OUTCOME_ACK;
-    if (r.verdict == HTTPC_REFUSED) {
-        snprintf(j->why, sizeof j->why, "%.159s", r.what);
-        cli_text_say(k->cmd, "message %" PRIu64 ": %s; permanent failure (attempt %u): rejected, "
-                     "now a dead letter", d->id, r.what, d->attempt);
-        return OUTCOME_REFUSED;
-    }
-    bool throttled = r.verdict == HTTPC_THROTTLED;
-    j->delay_ms = throttled ? r.retry_after_ms : httpc_backoff_ms(d->attempt);
-    char wait[32] = "the broker's default backoff";
-    if (j->delay_ms)
-        snprintf(wait, sizeof wait, "%" PRIu32 " ms", j->delay_ms);
-    if (k->verbose)
-        cli_text_say(k->cmd, "message %" PRIu64 ": %s; %s (attempt %u), %s %s", d->id, r.what,
-                     throttled ? "returned as throttled" : "nacked", d->attempt,
-                     throttled ? "the broker pauses the sink for" : "delivered again in", wait);
-    return throttled ? OUTCOME_THROTTLED : OUTCOME_NACK;
-}
-
-/* consume_work handles one job on a worker thread: runs the command on the
- * delivery, POSTs it, or prints it as one whole line under out_lock. It
- * never touches the client. Returns an outcome. */
-static int consume_work(void *ctx, void *arg)
-{
-    consumer *k = ctx;
-    job *j = arg;
-    const sl_delivery *d = j->d;
-    if (k->post)
-        return post_outcome(k, j);
-    if (k->exec)
-        return exec_outcome(k, d);
-    pthread_mutex_lock(k->out_lock);
-    if (k->verbose) {
-        char number[16];
-        snprintf(number, sizeof number, "%u", d->level);
-        printf("id=%" PRIu64 " level=%s tag=%s attempt=%u ", d->id,
-               d->level < k->nlevels ? k->level_names[d->level] : number, d->tag, d->attempt);
-        if (d->cost != 1)
-            printf("cost=%" PRIu32 " ", d->cost);
-    }
-    fwrite(d->body, 1, d->body_len, stdout);
-    putchar('\n');
-    bool failed = fflush(stdout) != 0 || ferror(stdout);
-    int err = errno;
-    pthread_mutex_unlock(k->out_lock);
-    if (failed) {
-        cli_text_say(k->cmd, "writing to standard output: %s", cli_text_strerror(err));
-        return OUTCOME_FAILED; /* not acked: it returns to the broker */
-    }
-    return OUTCOME_ACK;
-}
-
-static void job_drop(void *arg)
-{
-    job *j = arg;
-    sl_delivery_free(&j->d);
-    free(j);
 }
 
 /* consume_settle acks, nacks or reports as throttled j's delivery, as its
  * worker decided. Returns 0 or an exit status. */
 static int consume_settle(consumer *k, const job *j, int outcome)
 {
-    static const char *const verb[] = {[OUTCOME_ACK] = "ack", [OUTCOME_NACK] = "nack",
-                                       [OUTCOME_THROTTLED] = "THROTTLED",
-                                       [OUTCOME_REFUSED] = "reject"};
+    static const char *const verb[] = {[CLI_OUTCOME_ACK] = "ack", [CLI_OUTCOME_NACK] = "nack",
+                                       [CLI_OUTCOME_THROTTLED] = "THROTTLED",
+                                       [CLI_OUTCOME_REFUSED] = "reject"};
     const sl_delivery *d = j->d;
-    int rc = outcome == OUTCOME_ACK         ? sl_ack(k->g->c, d)
-             : outcome == OUTCOME_THROTTLED ? sl_throttled(k->g->c, d, j->delay_ms)
-             : outcome == OUTCOME_REFUSED   ? sl_reject(k->g->c, d, j->why)
+    int rc = outcome == CLI_OUTCOME_ACK         ? sl_ack(k->g->c, d)
+             : outcome == CLI_OUTCOME_THROTTLED ? sl_throttled(k->g->c, d, j->delay_ms)
+             : outcome == CLI_OUTCOME_REFUSED   ? sl_reject(k->g->c, d, j->why)
                                             : sl_nack(k->g->c, d, j->delay_ms);
     if (rc == SL_ESTALE) {
         /* settlements do not wait for their answer: this reports an earlier
@@ -317,7 +187,7 @@ static int consume_finish(consumer *k, cli_crew *crew)
     while (cli_crew_take(crew, &arg, &outcome)) {
         job *j = arg;
         int s = CLI_TEXT_EXIT_FAILURE;
-        if (outcome != OUTCOME_FAILED && !k->broken) {
+        if (outcome != CLI_OUTCOME_FAILED && !k->broken) {
             s = consume_settle(k, j, outcome);
             k->broken = s != 0;
             atomic_fetch_add(k->settled, s == 0);
@@ -325,7 +195,7 @@ static int consume_finish(consumer *k, cli_crew *crew)
         st = st ? st : s;
         k->held--;
         k->last_ms = cli_core_now_ms();
-        job_drop(j);
+        cli_work_drop(j);
     }
     /* settlements went without waiting: wait for their answers, so that a
      * refused one is reported and nothing is left in doubt at exit */
@@ -369,8 +239,8 @@ static int consume_follow_share(consumer *k, cli_crew *crew)
 static int consume_inline(consumer *k, sl_delivery *d)
 {
     job j = {.d = d};
-    int outcome = consume_work(k, &j), st = CLI_TEXT_EXIT_FAILURE;
-    if (outcome != OUTCOME_FAILED && !k->broken) {
+    int outcome = cli_work_run(k, &j), st = CLI_TEXT_EXIT_FAILURE;
+    if (outcome != CLI_OUTCOME_FAILED && !k->broken) {
         st = consume_settle(k, &j, outcome);
         k->broken = st != 0;
         atomic_fetch_add(k->settled, st == 0);
@@ -403,7 +273,9 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
         }
         sl_delivery *d = NULL;
         int rc = sl_recv(k->g->c, slice_ms, &d);
-        if (rc == SL_OK && !k->exec && !k->post) {
+        if (k->http)
+            cli_post_follow(&k->post, k->g->c, k->cmd, k->verbose);
+        if (rc == SL_OK && !k->exec && !k->http) {
             st = consume_inline(k, d);
             continue;
         }
@@ -428,48 +300,90 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
     return st;
 }
 
-/* consume_run subscribes, starts the crew and runs the loop; then lets the
- * workers finish what they hold, settles it, and joins them. Deliveries that
- * arrive before the crew starts wait in the client. */
+/* consume_warm has every worker open its connection (--post) before the
+ * subscription takes credit: one warm-up job each, and a worker that has
+ * done its own waits (bounded) for the others, so none takes two. Says how
+ * many did not open; the POSTs then try again on their own. */
+static void consume_warm(consumer *k, cli_crew *crew)
+{
+    unsigned n = k->workers, pushed = 0, taken = 0, failed = 0;
+    warm_gate gate = {.lock = PTHREAD_MUTEX_INITIALIZER, .all = PTHREAD_COND_INITIALIZER, .want = n};
+    job *jobs = calloc(n, sizeof *jobs);
+    if (!jobs)
+        return;
+    for (; pushed < n; pushed++) {
+        jobs[pushed].warm = &gate;
+        if (cli_crew_push(crew, &jobs[pushed]))
+            break;
+    }
+    pthread_mutex_lock(&gate.lock);
+    gate.want = pushed; /* fewer, if a push failed: no worker waits for a job that never comes */
+    pthread_cond_broadcast(&gate.all);
+    pthread_mutex_unlock(&gate.lock);
+    while (taken < pushed) {
+        void *arg;
+        int outcome;
+        if (!cli_crew_wait(crew, RECV_SLICE_MS))
+            continue;
+        while (cli_crew_take(crew, &arg, &outcome)) {
+            taken++;
+            failed += outcome == CLI_OUTCOME_FAILED;
+        }
+    }
+    if (failed)
+        cli_text_say(k->cmd, "%u of %u HTTP connections did not open before subscribing; each POST tries again",
+                     failed, pushed);
+    free(jobs);
+}
+
+/* consume_run starts the crew (and, with --post, the pacer and the
+ * connections), subscribes and runs the loop; then lets the workers finish
+ * what they hold, settles it, and joins them. */
 static int consume_run(consumer *k, const char *pool, const unsigned *levels, size_t nlevels,
                        long count, long idle_ms)
 {
-    int rc = sl_subscribe(k->g->c, pool, levels, nlevels, consumer_window(k));
-    if (rc)
-        return cli_core_broker_error(k->g, k->cmd, rc, "subscribing", NULL);
-    k->g->answered = true;
-    /* the workers read a copy of the level names: the client is this
-     * thread's alone (the subscription cached them) */
-    const char *const *names = NULL;
-    if (sl_levels(k->g->c, &k->nlevels, &names) == SL_OK)
-        for (unsigned i = 0; i < k->nlevels; i++)
-            snprintf(k->level_names[i], sizeof k->level_names[i], "%s", names[i]);
     if (!k->signals_set)
         signals_install();
-
     cli_crew *crew = NULL;
     unsigned asked = k->workers;
-    int err = cli_crew_new(consume_work, k, MAX_WORKERS, &crew);
+    int err = 0;
+    if (k->http && sl_pacer_new(&k->post.pacer) != SL_OK)
+        err = ENOMEM;
+    k->post.http = k->http;
+    if (!err)
+        err = cli_crew_new(cli_work_run, k, MAX_WORKERS, &crew);
     if (err == 0 && (k->workers = cli_crew_resize(crew, asked)) == 0)
         err = errno ? errno : EAGAIN;
     if (err) {
         cli_text_say(k->cmd, "cannot start a worker thread: %s", cli_text_strerror(err));
         cli_crew_destroy(&crew, NULL);
+        sl_pacer_free(&k->post.pacer);
         return CLI_TEXT_EXIT_FAILURE;
     }
-    int st = 0;
-    if (k->workers < asked) {
+    if (k->workers < asked)
         cli_text_say(k->cmd, "started only %u of %u workers: %s", k->workers, asked,
                      cli_text_strerror(errno));
-        if ((rc = sl_set_window(k->g->c, consumer_window(k))))
-            st = cli_core_broker_error(k->g, k->cmd, rc, "changing the credit window", NULL);
-    }
-    k->last_ms = cli_core_now_ms();
-    if (!st)
+    if (k->http)
+        consume_warm(k, crew);
+    int st = 0, rc = sl_subscribe(k->g->c, pool, levels, nlevels, consumer_window(k));
+    if (rc) {
+        st = cli_core_broker_error(k->g, k->cmd, rc, "subscribing", NULL);
+    } else {
+        k->g->answered = true;
+        /* the workers read a copy of the level names: the client is this
+         * thread's alone (the subscription cached them); no job reaches a
+         * worker before this */
+        const char *const *names = NULL;
+        if (sl_levels(k->g->c, &k->nlevels, &names) == SL_OK)
+            for (unsigned i = 0; i < k->nlevels; i++)
+                snprintf(k->level_names[i], sizeof k->level_names[i], "%s", names[i]);
+        k->last_ms = cli_core_now_ms();
         st = consume_loop(k, crew, count, idle_ms);
+    }
     cli_crew_stop(crew);
     int s = consume_finish(k, crew);
-    cli_crew_destroy(&crew, job_drop); /* unstarted: sl_close returns them */
+    cli_crew_destroy(&crew, cli_work_drop); /* unstarted: sl_close returns them */
+    sl_pacer_free(&k->post.pacer);
     return st ? st : s;
 }
 
@@ -600,7 +514,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
     k.credit = (unsigned)credit;
     k.workers = (unsigned)workers;
     if (post_url) {
-        int rc = httpc_new(post_url, headers, nheaders, http_timeout_ms, &k.post);
+        int rc = httpc_new(post_url, headers, nheaders, http_timeout_ms, &k.http);
         if (rc == SL_EINVAL)
             return cli_text_usage_error(cmd,
                                         "bad --post URL '%s' (expected http://HOST[:PORT]/PATH "
@@ -620,6 +534,6 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
     } else {
         st = consume_connect(&k, pool, level_list, count, idle_ms);
     }
-    httpc_destroy(&k.post); /* the workers have ended: their handles are freed */
+    httpc_destroy(&k.http); /* the workers have ended: their handles are freed */
     return st;
 }

@@ -118,7 +118,8 @@ static void sink_json(const sl_sink_info *s)
            s->rate_milli, s->effective_rate_milli, s->burst, s->max_inflight, s->inflight,
            s->tokens_milli, s->paused_ms);
     cli_text_json_string(s->breaker);
-    printf(",\"breaker_trips\":%" PRIu64, s->breaker_trips);
+    printf(",\"breaker_trips\":%" PRIu64 ",\"reason\":", s->breaker_trips);
+    cli_text_json_string(s->reason);
     cli_window_json(s->windows, s->nwindows);
     cli_coord_json(&s->coord);
     printf("}\n");
@@ -135,6 +136,8 @@ static void sink_print(const sl_sink_info *s)
     else if (s->effective_rate_milli != s->rate_milli)
         printf(" (now %s, after THROTTLED)", effective);
     putchar('\n');
+    if (s->reason[0])
+        printf("why        %s\n", s->reason);
     if (s->burst)
         printf("burst      %" PRIu32 "\n", s->burst);
     else

@@ -193,8 +193,8 @@ static void draw(screen *s, const char *endpoint, const sl_stats *st, const sl_s
          interval_ms / 1000.0);
     cli_text_rate_format(sink->rate_milli, "unlimited", a, sizeof a);
     cli_text_rate_format(sink->effective_rate_milli, "unlimited", b, sizeof b);
-    line(s, "sink: rate %s, in use %s  in flight %" PRIu64 "  paused %s", a, b, sink->inflight,
-         sink->paused_ms ? "yes" : "no");
+    line(s, "sink: rate %s, in use %s%s%s%s  in flight %" PRIu64 "  paused %s", a, b, sink->reason[0] ? " (" : "",
+         sink->reason, sink->reason[0] ? ")" : "", sink->inflight, sink->paused_ms ? "yes" : "no");
     line(s, "breaker %s (%" PRIu64 " trips)  bad input %" PRIu64 "  failed sends %" PRIu64,
          sink->breaker[0] ? sink->breaker : "-", sink->breaker_trips, st->rx_bad, st->tx_failed);
     line(s, "%s", "");

@@ -231,21 +231,48 @@ static httpc_verdict verdict_of(long status)
     return HTTPC_RETRY;
 }
 
+/* handle_get returns the calling thread's handle, made on first use, or
+ * NULL when memory ran out. */
+static handle *handle_get(httpc *p)
+{
+    handle *h = pthread_getspecific(p->key);
+    if (!h) {
+        if (!(h = handle_new(p)))
+            return NULL;
+        if (pthread_setspecific(p->key, h) != 0) {
+            handle_free(h);
+            return NULL;
+        }
+    }
+    return h;
+}
+
+int httpc_warm(httpc *p, long *status)
+{
+    *status = 0;
+    handle *h = handle_get(p);
+    if (!h)
+        return SL_ENOMEM;
+    h->error[0] = '\0';
+    curl_easy_setopt(h->curl, CURLOPT_NOBODY, 1L);
+    CURLcode rc = curl_easy_perform(h->curl);
+    curl_easy_setopt(h->curl, CURLOPT_NOBODY, 0L);
+    curl_easy_setopt(h->curl, CURLOPT_POST, 1L); /* NOBODY 0 made it a GET */
+    if (rc != CURLE_OK)
+        return SL_EIO;
+    curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, status);
+    return SL_OK;
+}
+
 int httpc_send(httpc *p, const void *body, size_t body_len, httpc_result *out)
 {
     out->verdict = HTTPC_RETRY;
     out->status = 0;
     out->retry_after_ms = 0;
     out->what[0] = '\0';
-    handle *h = pthread_getspecific(p->key);
-    if (!h) {
-        if (!(h = handle_new(p)))
-            return SL_ENOMEM;
-        if (pthread_setspecific(p->key, h) != 0) {
-            handle_free(h);
-            return SL_ENOMEM;
-        }
-    }
+    handle *h = handle_get(p);
+    if (!h)
+        return SL_ENOMEM;
     h->error[0] = '\0';
     curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body_len ? body : "");

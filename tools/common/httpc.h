@@ -69,6 +69,13 @@ int httpc_new(const char *url, const char *const *headers, size_t nheaders, long
  * SL_ENOMEM when no handle could be made. */
 int httpc_send(httpc *p, const void *body, size_t body_len, httpc_result *out);
 
+/* httpc_warm opens (or checks) the calling thread's connection before any
+ * message is at stake: a HEAD request to p's URL on that thread's handle,
+ * whatever its answer (a 405 still leaves the connection open for the
+ * POSTs). Returns SL_OK with *status the HTTP status, SL_EIO when no answer
+ * came (*status 0), or SL_ENOMEM. */
+int httpc_warm(httpc *p, long *status);
+
 /* httpc_destroy frees *p, the calling thread's handle, and libcurl's
  * global state, and sets *p to NULL; accepts NULL and *p == NULL. Every
  * other thread that sent must have ended first: a thread's handle is freed

@@ -6,8 +6,10 @@
  * itself is sink_limit_take's.
  *
  * Routes. A request whose path starts with "/_" is a control request:
- * GET /_limit, PUT /_limit?rate=R&burst=B&mode=M (each argument optional,
- * at least one given) and GET /_stats; other "/_" paths are 404, other
+ * GET /_limit, PUT /_limit?rate=R&burst=B&mode=M&inject=N (each argument
+ * optional, at least one given; inject=N answers the next N service
+ * requests 429 whatever the limiter says, without taking its tokens: one
+ * push-back on demand, for the bench) and GET /_stats; other "/_" paths are 404, other
  * methods on them 405. Every other path is the service: a POST is one
  * limited request, answered 200 when admitted and 429 with Retry-After when
  * not; any other method is 405. With a control port the service daemon
@@ -86,6 +88,7 @@ struct sink_http {
     pthread_mutex_t lock;
     sink_limit limit;
     int retry_after_s;
+    uint32_t inject;                /* service requests still to answer 429 on demand */
     uint64_t start_ns;
     uint64_t ok, throttled;         /* since open */
     second seconds[SECONDS_KEPT];
@@ -185,7 +188,14 @@ static enum MHD_Result serve_limited(sink_http *s, struct MHD_Connection *c, con
     uint64_t wait_ns = 0;
     pthread_mutex_lock(&s->lock);
     uint64_t now_ns = clock_ns();
-    int admitted = sink_limit_take(&s->limit, now_ns, &wait_ns);
+    int admitted;
+    if (s->inject) { /* an injected 429: the limiter is not asked */
+        s->inject--;
+        admitted = 0;
+        wait_ns = 1;
+    } else {
+        admitted = sink_limit_take(&s->limit, now_ns, &wait_ns);
+    }
     uint64_t index = (now_ns - s->start_ns) / SINK_LIMIT_WINDOW_NS;
     second *sec = &s->seconds[index % SECONDS_KEPT];
     if (sec->index != index)
@@ -230,16 +240,20 @@ static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
     sink_limit_mode mode = SINK_LIMIT_GCRA;
     int has_rate = arg_u32(c, "rate", 1, SINK_LIMIT_MAX_RATE_PER_S, &rate_per_s);
     int has_burst = arg_u32(c, "burst", 1, SINK_LIMIT_MAX_BURST, &burst);
+    uint32_t inject = 0;
+    int has_inject = arg_u32(c, "inject", 1, 1000000, &inject);
     const char *mode_arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
-    if (has_rate < 0 || has_burst < 0)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate and burst must be whole numbers from 1 to 1000000\"}\n");
+    if (has_rate < 0 || has_burst < 0 || has_inject < 0)
+        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate, burst and inject must be whole numbers from 1 to 1000000\"}\n");
     if (mode_arg && sink_limit_mode_parse(mode_arg, &mode) != SL_OK)
         return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"mode must be gcra, fixed-window or sliding-window\"}\n");
-    if (!has_rate && !has_burst && !mode_arg)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"give rate, burst or mode, e.g. PUT /_limit?rate=100&burst=10\"}\n");
+    if (!has_rate && !has_burst && !mode_arg && !has_inject)
+        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"give rate, burst, mode or inject, e.g. PUT /_limit?rate=100&burst=10\"}\n");
 
     pthread_mutex_lock(&s->lock);
     uint64_t now_ns = clock_ns();
+    if (has_inject)
+        s->inject += inject;
     rate_per_s = has_rate ? rate_per_s : s->limit.rate_per_s; /* what is not given stays */
     burst = has_burst ? burst : s->limit.burst;
     mode = mode_arg ? mode : s->limit.mode;

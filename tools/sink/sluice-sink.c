@@ -89,6 +89,8 @@ static void usage(FILE *f)
 "                          change the limit now; each argument is optional, what is\n"
 "                          not given stays. The limiter keeps what it has admitted\n"
 "                          (a new mode starts afresh). Answers the new limit\n"
+"  PUT /_limit?inject=N    answer the next N requests 429 whatever the limit\n"
+"                          (without taking its tokens): a push-back on demand\n"
 "  GET /_stats             {\"ok\":N,\"throttled\":N,\"total\":N} since start\n"
 "\n"
 "Output: every second, a line on stdout counting the POSTs decided in it:\n"

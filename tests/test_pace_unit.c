@@ -1,0 +1,166 @@
+/*
+ * test_pace_unit.c - the consumer's pacing bucket (client/pace.c) on a hand
+ * clock: exact next times, tokens taken at the moment of sending, the burst,
+ * debt carried over a rate change, and the window bound (never more than
+ * rate * tau + burst in any window, however the askers bunch).
+ * Also sl_pacer's thread-safe wrapper on the real clock, with generous
+ * bounds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "pace.h"
+#include "sluice.h"
+
+#define MS 1000000ull
+#define S  1000000000ull
+
+/* go asks at now_ns and takes the token when it is due then; returns the
+ * time pace_next answered. */
+static uint64_t go(pace *p, uint32_t cost, uint64_t now_ns)
+{
+    uint64_t due = pace_next(p, cost, now_ns);
+    if (due == now_ns)
+        pace_take(p, cost, now_ns);
+    return due;
+}
+
+static void unpaced_goes_at_once(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < 100; i++)
+        assert_true(go(&p, 1, 5 * S) == 5 * S);
+    pace_set(&p, 0, 3, 6 * S);
+    assert_true(go(&p, 7, 6 * S) == 6 * S);
+}
+
+static void burst_then_one_interval_each(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    pace_set(&p, 200 * 1000, 5, S); /* one every 5 ms, 5 back to back */
+    for (int i = 0; i < 5; i++)
+        assert_true(go(&p, 1, S) == S);
+    assert_true(go(&p, 1, S) == S + 5 * MS); /* not taken: asked too early */
+    assert_true(go(&p, 1, S + 4 * MS) == S + 5 * MS);
+    assert_true(go(&p, 1, S + 5 * MS) == S + 5 * MS);
+    assert_true(go(&p, 1, S + 5 * MS) == S + 10 * MS);
+    /* late: the token is taken late, and the burst is refilled only by idle time */
+    assert_true(go(&p, 1, S + 100 * MS) == S + 100 * MS);
+    assert_true(p.tat_ns == S + 105 * MS);
+    /* a cost of 3 above a burst of 1 goes when the bucket is full, and what
+     * follows waits its three intervals */
+    pace_set(&p, 100 * 1000, 1, 2 * S); /* one every 10 ms */
+    assert_true(go(&p, 3, 2 * S) == 2 * S);
+    assert_true(go(&p, 1, 2 * S) == 2 * S + 30 * MS);
+    assert_true(go(&p, 1, 2 * S + 30 * MS) == 2 * S + 30 * MS);
+    assert_true(go(&p, 3, 2 * S + 35 * MS) == 2 * S + 40 * MS); /* above the burst: a full bucket */
+}
+
+static void rate_change_carries_debt(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    pace_set(&p, 10 * 1000, 1, 0); /* one every 100 ms */
+    pace_take(&p, 1, 0);
+    pace_take(&p, 1, 0); /* an overdraft: TAT now 200 ms */
+    assert_true(pace_next(&p, 1, 0) == 200 * MS);
+    /* at 50 ms: 150 ms owed at 100 ms a unit is 1.5 units: 15 ms at 10 ms a unit */
+    pace_set(&p, 100 * 1000, 1, 50 * MS);
+    assert_true(p.tat_ns == 65 * MS);
+    assert_true(go(&p, 1, 50 * MS) == 65 * MS);
+    /* unpaced, then paced again: no stored burst from the unpaced time */
+    pace_set(&p, 0, 1, S);
+    pace_set(&p, 100 * 1000, 2, S);
+    assert_true(go(&p, 1, S) == S);
+    assert_true(go(&p, 1, S) == S);
+    assert_true(go(&p, 1, S) == S + 10 * MS);
+}
+
+/* Workers asking in bunches and after stalls (as a descheduled process
+ * would) never take more than rate * tau + burst tokens in any window tau,
+ * and a stalled worker that asks late takes a late token. */
+static void takes_keep_the_window_bound(void **state)
+{
+    (void)state;
+    pace p;
+    memset(&p, 0, sizeof p);
+    pace_set(&p, 190 * 1000, 5, 0);
+    enum { N = 20000 };
+    static uint64_t took[N];
+    size_t n = 0;
+    uint64_t now = 0, seed = 12345;
+    for (int i = 0; i < N && n < N; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        if ((seed >> 60) < 4)
+            now += (seed >> 33) % (40 * MS); /* a stall, then a bunch asking at once */
+        else if ((seed >> 60) < 10)
+            now += (seed >> 33) % (2 * MS);
+        uint64_t due = pace_next(&p, 1, now);
+        assert_true(due >= now);
+        if (due == now) {
+            pace_take(&p, 1, now);
+            took[n++] = now;
+        }
+    }
+    assert_true(n > 1000);
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (took[i] - took[j] >= 100 * MS)
+            j++;
+        assert_true(i - j + 1 <= 19 + 5);
+    }
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (took[i] - took[j] >= S)
+            j++;
+        assert_true(i - j + 1 <= 190 + 5);
+    }
+}
+
+static uint64_t mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
+}
+
+/* The real-clock wrapper: 25 sends at 100/s burst 5 take at least the 20
+ * intervals after the burst (200 ms), and not absurdly long. */
+static void pacer_waits_on_the_real_clock(void **state)
+{
+    (void)state;
+    sl_pacer *p = NULL;
+    assert_int_equal(sl_pacer_new(&p), SL_OK);
+    assert_true(sl_pacer_wait(p, 1) == 0); /* unpaced */
+    sl_pacer_set(p, 100 * 1000, 5);
+    uint64_t t0 = mono();
+    for (int i = 0; i < 25; i++)
+        sl_pacer_wait(p, 1);
+    uint64_t took = mono() - t0;
+    assert_true(took >= 195 * MS);
+    assert_true(took < 5 * S);
+    sl_pacer_free(&p);
+    assert_null(p);
+    sl_pacer_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(unpaced_goes_at_once),
+        cmocka_unit_test(burst_then_one_interval_each),
+        cmocka_unit_test(rate_change_carries_debt),
+        cmocka_unit_test(takes_keep_the_window_bound),
+        cmocka_unit_test(pacer_waits_on_the_real_clock),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

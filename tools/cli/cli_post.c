@@ -1,0 +1,89 @@
+/*
+ * cli_post.c - `sluice consume --post URL`: the HTTP path of one delivery.
+ *
+ * A worker POSTs the body on its own libcurl handle (kept for keep-alive)
+ * and turns the answer into an outcome, with the delay the settlement
+ * carries: 2xx acks; 429 and 503 are THROTTLED with the Retry-After in
+ * milliseconds (0 when absent: the broker's default backoff); another 5xx,
+ * no answer or the timeout nacks with a backoff that doubles per attempt
+ * (httpc_backoff_ms); another 4xx is a permanent failure: the message is
+ * rejected, a dead letter at once with the status in its reason.
+ *
+ * Pacing where the request leaves. The broker meters when it dispatches,
+ * but the sink sees when a request arrives, and between the two sit the
+ * socket, this process's main thread and the workers; a worker the
+ * scheduler delays sends late and the next one on time, so two arrive
+ * together. So each worker takes a token again just before it sends, from
+ * an sl_pacer at the share of the sink the broker gave this consumer
+ * (sl_pace_share: its part of the recent deliveries times 1.5, of the
+ * sink's rate and burst). The token is taken at the moment of sending: what
+ * leaves this process is at most share * tau + burst in any window tau. The broker's bucket stays the bound above it (and applies
+ * the cut after THROTTLED).
+ *
+ * No bunched first burst. Before the consumer takes credit every worker
+ * opens its connection (cli_post_warm, a HEAD request): otherwise the first
+ * deliveries wait for their connections while the next ones do not, and
+ * arrive together.
+ *
+ * Costs: one pacer lock and at most one sleep per message; one HEAD per
+ * worker at start.
+ */
+#include "cli_post.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cli_consume.h"
+#include "cli_text.h"
+
+int cli_post_outcome(cli_post *p, const char *cmd, bool verbose, const sl_delivery *d, uint32_t *delay_ms,
+                     char *why, size_t why_len)
+{
+    httpc_result r;
+    sl_pacer_wait(p->pacer, d->cost);
+    if (httpc_send(p->http, d->body, d->body_len, &r) != SL_OK) {
+        cli_text_say(cmd, "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
+        return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
+    }
+    if (r.verdict == HTTPC_DELIVERED)
+        return CLI_OUTCOME_ACK;
+    if (r.verdict == HTTPC_REFUSED) {
+        snprintf(why, why_len, "%s", r.what);
+        cli_text_say(cmd, "message %" PRIu64 ": %s; permanent failure (attempt %u): rejected, now a dead letter",
+                     d->id, r.what, d->attempt);
+        return CLI_OUTCOME_REFUSED;
+    }
+    bool throttled = r.verdict == HTTPC_THROTTLED;
+    *delay_ms = throttled ? r.retry_after_ms : httpc_backoff_ms(d->attempt);
+    char wait[32] = "the broker's default backoff";
+    if (*delay_ms)
+        snprintf(wait, sizeof wait, "%" PRIu32 " ms", *delay_ms);
+    if (verbose)
+        cli_text_say(cmd, "message %" PRIu64 ": %s; %s (attempt %u), %s %s", d->id, r.what,
+                     throttled ? "returned as throttled" : "nacked", d->attempt,
+                     throttled ? "the broker pauses the sink for" : "delivered again in", wait);
+    return throttled ? CLI_OUTCOME_THROTTLED : CLI_OUTCOME_NACK;
+}
+
+int cli_post_warm(cli_post *p)
+{
+    long status = 0;
+    return httpc_warm(p->http, &status) == SL_OK ? 0 : -1;
+}
+
+void cli_post_follow(cli_post *p, const sl_client *c, const char *cmd, bool verbose)
+{
+    uint64_t rate = 0;
+    uint32_t burst = 0;
+    if (!sl_pace_share(c, &rate, &burst) || (p->told && rate == p->rate_milli && burst == p->burst))
+        return;
+    p->told = true;
+    p->rate_milli = rate;
+    p->burst = burst;
+    sl_pacer_set(p->pacer, rate, burst);
+    if (verbose) {
+        char shown[40];
+        cli_text_rate_format(rate, "unpaced", shown, sizeof shown);
+        cli_text_say(cmd, "pacing: %s, burst %" PRIu32 " (this consumer's share of the sink)", shown, burst);
+    }
+}

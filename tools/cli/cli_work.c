@@ -1,0 +1,119 @@
+/*
+ * cli_work.c - the worker side of `sluice consume`: what a worker thread of
+ * the crew (cli_crew.c) does with one job. The main thread alone uses the
+ * client; a worker only reads what was fixed before it started (the
+ * command, the HTTP target and pacer, the level names) and hands back an
+ * outcome that the main thread settles.
+ *
+ *   print    the body as one whole line under the output lock (shared by
+ *            every broker's consumer), with -v its id, level, tag, attempt
+ *   --exec   the command on the body (cli_exec.c): exit 0 acks, 75
+ *            (EX_TEMPFAIL) is THROTTLED, anything else nacks
+ *   --post   cli_post.c: paced, POSTed, the answer read as an outcome
+ *   warm-up  (--post, before subscribing) open this thread's connection,
+ *            then wait at the gate until every worker has, so that each
+ *            takes exactly one; the wait is bounded (WARM_WAIT_S)
+ *
+ * Costs: nothing beyond the job itself and, for a warm-up, one HEAD.
+ */
+#include "cli_work.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "cli_consume.h"
+#include "cli_exec.h"
+#include "cli_text.h"
+
+#define EXIT_TEMPFAIL 75 /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
+#define WARM_WAIT_S   30 /* the longest a warmed worker waits for the others */
+
+/* exec_outcome runs the command on d, on a worker thread. */
+static int exec_outcome(const consumer *k, const sl_delivery *d)
+{
+    int status;
+    if (cli_exec_run(k->exec, d->body, d->body_len, &status)) {
+        cli_text_say(k->cmd, "cannot run the command: %s", cli_text_strerror(errno));
+        return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return CLI_OUTCOME_ACK;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_TEMPFAIL) {
+        cli_text_say(k->cmd,
+                     "message %" PRIu64 ": the command exited with status %d (EX_TEMPFAIL); "
+                     "returned as throttled, without charging an attempt",
+                     d->id, EXIT_TEMPFAIL);
+        return CLI_OUTCOME_THROTTLED;
+    }
+    if (WIFEXITED(status))
+        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked",
+                     d->id, WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        /* glibc's strsignal returns constant text for every real signal */
+        cli_text_say(k->cmd,
+                     "message %" PRIu64 ": the command was killed by signal %d (%s); "
+                     "nacked",
+                     d->id, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return CLI_OUTCOME_NACK;
+}
+
+/* cli_work_run handles one job on a worker thread: runs the command on the
+ * delivery, POSTs it, or prints it as one whole line under out_lock. It
+ * never touches the client. Returns an outcome. */
+int cli_work_run(void *ctx, void *arg)
+{
+    consumer *k = ctx;
+    job *j = arg;
+    const sl_delivery *d = j->d;
+    if (!d) { /* a warm-up: open this thread's connection, then wait for the others */
+        int rc = cli_post_warm(&k->post);
+        warm_gate *g = j->warm;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += WARM_WAIT_S;
+        pthread_mutex_lock(&g->lock);
+        g->arrived++;
+        pthread_cond_broadcast(&g->all);
+        while (g->arrived < g->want && pthread_cond_timedwait(&g->all, &g->lock, &until) == 0)
+            ;
+        pthread_mutex_unlock(&g->lock);
+        return rc ? CLI_OUTCOME_FAILED : CLI_OUTCOME_ACK;
+    }
+    if (k->http)
+        return cli_post_outcome(&k->post, k->cmd, k->verbose, d, &j->delay_ms, j->why, sizeof j->why);
+    if (k->exec)
+        return exec_outcome(k, d);
+    pthread_mutex_lock(k->out_lock);
+    if (k->verbose) {
+        char number[16];
+        snprintf(number, sizeof number, "%u", d->level);
+        printf("id=%" PRIu64 " level=%s tag=%s attempt=%u ", d->id,
+               d->level < k->nlevels ? k->level_names[d->level] : number, d->tag, d->attempt);
+        if (d->cost != 1)
+            printf("cost=%" PRIu32 " ", d->cost);
+    }
+    fwrite(d->body, 1, d->body_len, stdout);
+    putchar('\n');
+    bool failed = fflush(stdout) != 0 || ferror(stdout);
+    int err = errno;
+    pthread_mutex_unlock(k->out_lock);
+    if (failed) {
+        cli_text_say(k->cmd, "writing to standard output: %s", cli_text_strerror(err));
+        return CLI_OUTCOME_FAILED; /* not acked: it returns to the broker */
+    }
+    return CLI_OUTCOME_ACK;
+}
+
+void cli_work_drop(void *arg)
+{
+    job *j = arg;
+    if (!j->d)
+        return; /* a warm-up: consume_warm's */
+    sl_delivery_free(&j->d);
+    free(j);
+}

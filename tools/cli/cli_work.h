@@ -1,0 +1,66 @@
+/*
+ * cli_work.h - what one `sluice consume` worker does with a job, and the
+ * state a consumer shares with its workers.
+ */
+#ifndef SLUICE_CLI_WORK_H
+#define SLUICE_CLI_WORK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli_core.h"
+#include "cli_post.h"
+
+/* The warm-up's meeting point: a worker that has opened its connection
+ * waits until `want` have, so that each takes one warm-up job. */
+typedef struct warm_gate {
+    pthread_mutex_t lock;
+    pthread_cond_t all;
+    unsigned arrived, want;
+} warm_gate;
+
+typedef struct job {
+    sl_delivery *d;    /* NULL: a warm-up (--post), one per worker */
+    warm_gate *warm;   /* a warm-up's */
+    uint32_t delay_ms; /* NACK: redeliver after this; THROTTLED: the pause
+                          asked for (0: the broker's default) */
+    char why[160];     /* REFUSED: the reason the dead letter records */
+} job;
+
+typedef struct consumer {
+    cli_core *g;
+    const char *cmd;           /* for messages: "consume", or "consume (ENDPOINT)" with several */
+    pthread_mutex_t *out_lock; /* a worker prints one whole line under it (shared by brokers) */
+    atomic_long *settled;      /* settled messages, over every broker's consumer */
+    bool signals_set;          /* the stop signals are already handled */
+    /* read by the workers, fixed before they start */
+    const char *exec;
+    httpc *http;      /* --post: the target, shared by every broker's consumer */
+    cli_post post;    /* --post: the target and this consumer's pacer */
+    bool verbose;
+    unsigned nlevels;
+    char level_names[SL_MAX_LEVELS][72];
+    /* the main thread's */
+    unsigned credit;  /* the least window, from -c */
+    unsigned workers; /* the crew's size */
+    unsigned share;   /* the pool share the crew was last matched to */
+    size_t held;      /* received and not yet settled */
+    int64_t last_ms; /* when a message last arrived or was settled */
+    bool broken;     /* settling failed: settle no more */
+} consumer;
+
+
+/* cli_work_run handles one job on a worker thread (a cli_crew_fn; ctx is the
+ * consumer): a warm-up opens this thread's connection and waits (bounded)
+ * at the gate; a delivery is POSTed, given to the command, or printed as
+ * one whole line under out_lock. It never touches the client. Returns a
+ * CLI_OUTCOME_*. */
+int cli_work_run(void *ctx, void *arg);
+
+/* cli_work_drop frees a delivery's job (a warm-up's belongs to its maker). */
+void cli_work_drop(void *arg);
+
+#endif /* SLUICE_CLI_WORK_H */
