@@ -24,6 +24,7 @@
 #include "pool.h"
 #include "proto.h"
 #include "queue.h"
+#include "room.h"
 
 #define BK_CREDIT_CAP 100000u
 
@@ -58,6 +59,7 @@ typedef struct bk {
     uint64_t next_sweep_ns;       /* idempotency keys to forget, expired messages */
     uint64_t next_measure_ns;     /* when to recount the map's use */
     log_limit no_room_log;        /* "the disk has no room to grow the map": once a minute */
+    room_disk room;               /* the disk's free space, as admission last read it (room.c) */
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
