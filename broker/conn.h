@@ -26,6 +26,7 @@ typedef struct conn {
     uint32_t levels_mask;  /* the levels it asked for; it is served those its pool serves */
     uint64_t credit;       /* deliveries it may still receive */
     uint32_t nleases;      /* deliveries outstanding */
+    uint64_t last_rx_ns;   /* monotonic, when it last sent anything (settle_expire_leases) */
     int consumer;          /* has granted credit at least once */
     char user_id[41];      /* its principal's CURVE key (Z85) when auth is on, else "" */
     struct lease *leases;  /* list of outstanding leases */
