@@ -74,6 +74,7 @@ typedef struct bk {
     uint64_t commits;
     notify notify;                /* the service manager (systemd), when it listens */
     struct auth_table *auth;      /* the principals (auth.c); NULL when auth is off */
+    struct peers *peers;          /* each key's connection descriptors, for revocation (peers.c) */
     uint64_t auth_refused;        /* commands refused by auth_check */
 } bk;
 
