@@ -526,6 +526,9 @@ int wire_request(sl_client *c, proto_msg *m)
 
 int wire_settle(sl_client *c, proto_msg *m)
 {
+    monitor_drain(c, false);
+    if (c->auth_refused && !c->connected) /* revoked: its reconnection is refused; do not wait to send */
+        return SL_EPERM;
     uint64_t seq = c->next_seq++;
     if (fifo_push(&c->settles, &seq))
         return SL_ENOMEM;
