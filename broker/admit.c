@@ -7,9 +7,11 @@
  *   2. limits: the level exists, the body fits max_body
  *   3. idempotency: a key seen within idem_window_ms answers with the first
  *      message's id and stores nothing
- *   4. room: the store below its soft limit, the level below
- *      level_max_messages and level_max_bytes
- *   5. cost from 1 to 2^32-1
+ *   4. room: the level below level_max_messages and level_max_bytes
+ *   5. cost from 1 to 2^32-1, times within the protocol's bound
+ *   5b. the store's room for this record (room.c): the map below its soft
+ *      limit and a reserve from its end, the disk with room to grow the
+ *      file; SL_ENOSPC with a retry-after otherwise
  *   6. store it (queue): at the tail, or delayed by delay_ms; with an expiry
  *      when ttl_ms is set; and the idempotency key with it, in the same
  *      transaction, so that both commit or neither does
@@ -25,6 +27,8 @@
 #include <string.h>
 
 #include "queue.h"
+#include "rec.h"
+#include "room.h"
 #include "store.h"
 #include "units.h"
 
@@ -50,13 +54,9 @@ uint64_t admit_level(const bk *b, const proto_msg *m)
     return level;
 }
 
-/* check_room refuses a publish the store or the level has no room for. */
-static int check_room(bk *b, uint64_t level, char *text, size_t text_len)
+/* check_level refuses a publish the level has no room for. */
+static int check_level(bk *b, uint64_t level, char *text, size_t text_len)
 {
-    if (store_used_bytes(b->st) / 100 * 100 > store_map_bytes(b->st) / 100 * b->cfg.soft_limit_pct) {
-        snprintf(text, text_len, "storage is at its soft limit; retry after consumers drain");
-        return SL_ENOSPC;
-    }
     const queue_level *lv = &b->q.lv[level];
     if (b->cfg.level_max_messages && lv->count + lv->delayed >= b->cfg.level_max_messages) {
         snprintf(text, text_len, "level %s is full: %llu messages (the limit)", b->cfg.level_names[level],
@@ -96,7 +96,7 @@ int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *tex
             return rc;
         }
     }
-    if ((rc = check_room(b, level, text, text_len)) != SL_OK)
+    if ((rc = check_level(b, level, text, text_len)) != SL_OK)
         return rc;
     if ((m->present & PF(cost)) && (m->cost == 0 || m->cost > UINT32_MAX)) {
         snprintf(text, text_len, "cost must be from 1 to 4294967295");
@@ -119,6 +119,15 @@ int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *tex
         .body = m->body.ptr,
         .body_len = m->body.len,
     };
+    size_t rec_bytes = 0; /* the store's room: the record, and its key's and expiry's index entries */
+    if ((rc = rec_size(&rec, &rec_bytes)) != SL_OK) {
+        snprintf(text, text_len, "%s", proto_strerror(rc));
+        return rc;
+    }
+    size_t index_bytes = ((m->present & PF(key)) ? 64 + m->key.len : 0) + (rec.expires_ns ? 64 : 0) +
+                         ((m->present & PF(delay_ms)) && m->delay_ms ? 64 : 0);
+    if ((rc = room_check(b, rec_bytes, index_bytes, text, text_len)) != SL_OK)
+        return rc;
     rc = (m->present & PF(delay_ms)) && m->delay_ms
              ? queue_append_delayed(&b->q, &rec, units_after_ms(b->wall_ns, m->delay_ms))
              : queue_append(&b->q, &rec);

@@ -15,7 +15,8 @@
  * original's for a repeated idempotency key (then *duplicate is 1 and
  * nothing is stored). On failure text holds the reason for the ERROR reply.
  * Returns SL_OK, SL_ENOLEVEL, SL_ETOOBIG, SL_EINVAL (empty key, bad cost),
- * SL_ENOSPC (the store's soft limit), SL_EFULL (the level's limits), or the
+ * SL_ENOSPC (no room in the map or on the disk: room.c), SL_EFULL (the
+ * level's limits), or the
  * store's error. */
 int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *text, size_t text_len);
 

@@ -13,8 +13,10 @@
  * the broker never runs on half a file. On a good reload the new table
  * replaces the old between two passes, the ZAP handler gets the new key set
  * (refusing new handshakes of removed keys), and consumers whose key is gone
- * are dropped at once: their deliveries go back uncharged, and their next
- * command, like any command of a removed key, is refused.
+ * are dropped at once: their deliveries go back uncharged. The open
+ * connections of removed keys are closed (peers.c: the descriptor each
+ * key's messages came in on); one that has sent nothing yet is closed at
+ * its first command, which, like any command of a removed key, is refused.
  *
  * The decision: the connection's User-Id (set by zap.c, the client's public
  * key) names the principal; no User-Id or an unknown one is refused. The
@@ -47,6 +49,7 @@
 
 #include "admit.h"
 #include "log.h"
+#include "peers.h"
 #include "settle.h"
 #include "zap.h"
 
@@ -259,6 +262,14 @@ int auth_open(bk *b)
     return SL_OK;
 }
 
+/* still_known tells peers_drop whether a connection's key is still in the
+ * table. */
+static int still_known(void *ctx, const char *user_id)
+{
+    bk *b = ctx;
+    return auth_find(b->auth, user_id, strlen(user_id)) != NULL;
+}
+
 int auth_reload(bk *b)
 {
     char err[600];
@@ -288,13 +299,15 @@ int auth_reload(bk *b)
             c->levels_mask &= p->levels_mask;
         }
     }
-    log_info("auth", "reloaded %s: %zu principals; %u consumers of removed keys or roles dropped", b->cfg.auth_file,
-             b->auth->n, dropped);
+    unsigned closed = peers_drop(b->peers, still_known, b);
+    log_info("auth", "reloaded %s: %zu principals; %u consumers of removed keys or roles dropped; %u connections of "
+             "removed keys closed", b->cfg.auth_file, b->auth->n, dropped, closed);
     return SL_OK;
 }
 
 void auth_close(bk *b)
 {
+    peers_destroy(&b->peers);
     if (!b->auth)
         return;
     auth_table_fini(b->auth);
@@ -401,6 +414,8 @@ static int refuse(bk *b, const net_in *in, const char *text)
     conn *c = b->auth && in->sock == NET_MAIN ? conn_find(&b->conns, in->rid, in->rid_len) : NULL;
     if (c && (!in->user_id || !auth_find(b->auth, in->user_id, in->user_id_len)))
         settle_drop_conn(b, c, SETTLE_END_LEFT);
+    if (b->auth && in->user_id && !auth_find(b->auth, in->user_id, in->user_id_len)) /* a revoked key */
+        peers_drop_fd(b->peers, in->fd, in->user_id, in->user_id_len);
     return SL_EPERM;
 }
 
@@ -434,6 +449,8 @@ int auth_check(bk *b, const net_in *in, const proto_msg *m, char *text, size_t l
         return refuse(b, in, text);
     if (!b->auth)
         return SL_OK;
+    if (in->user_id && in->fd >= 0) /* which connection is whose, for revocation */
+        peers_note(&b->peers, in->fd, in->user_id, in->user_id_len);
     const auth_principal *p = in->user_id ? auth_find(b->auth, in->user_id, in->user_id_len) : NULL;
     if (!p) {
         snprintf(text, len, "%s is not permitted: %s", what,

@@ -24,6 +24,7 @@
 #include "pool.h"
 #include "proto.h"
 #include "queue.h"
+#include "room.h"
 
 #define BK_CREDIT_CAP 100000u
 
@@ -59,6 +60,7 @@ typedef struct bk {
     uint64_t next_pace_ns;        /* when member.c next looks at the consumers' pacing shares */
     uint64_t next_measure_ns;     /* when to recount the map's use */
     log_limit no_room_log;        /* "the disk has no room to grow the map": once a minute */
+    room_disk room;               /* the disk's free space, as admission last read it (room.c) */
     uint64_t dirty_since_ns;      /* when the open transaction got its first write */
     uint64_t rx[PROTO_TYPE_COUNT_];
     uint64_t rx_bad, tx_failed;
@@ -73,6 +75,7 @@ typedef struct bk {
     uint64_t commits;
     notify notify;                /* the service manager (systemd), when it listens */
     struct auth_table *auth;      /* the principals (auth.c); NULL when auth is off */
+    struct peers *peers;          /* each key's connection descriptors, for revocation (peers.c) */
     uint64_t auth_refused;        /* commands refused by auth_check */
 } bk;
 

@@ -26,6 +26,7 @@ typedef struct conn {
     uint32_t levels_mask;  /* the levels it asked for; it is served those its pool serves */
     uint64_t credit;       /* deliveries it may still receive */
     uint32_t nleases;      /* deliveries outstanding */
+    uint64_t last_rx_ns;   /* monotonic, when it last sent anything (settle_expire_leases) */
     int consumer;          /* has granted credit at least once */
     uint64_t last_sent_ns; /* when it was last sent a delivery (member.c's pacing shares) */
     uint32_t sent_recent;  /* deliveries sent since member.c last looked */

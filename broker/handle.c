@@ -322,7 +322,8 @@ static void h_PING(bk *b, const net_in *in, const proto_msg *m)
 
 static void h_PONG(bk *b, const net_in *in, const proto_msg *m)
 {
-    (void)b, (void)in, (void)m; /* liveness is the transport's business */
+    (void)b, (void)in, (void)m; /* liveness is the transport's business; that it
+                                 * came at all is noted in handle_message */
 }
 
 static void h_unexpected(bk *b, const net_in *in, const proto_msg *m)
@@ -365,6 +366,9 @@ void handle_message(bk *b, const net_in *in)
     }
     b->rx[m.type]++;
     handlers[m.type](b, in, &m);
+    conn *c = conn_find(&b->conns, in->rid, in->rid_len);
+    if (c) /* it is reading: see settle_expire_leases */
+        c->last_rx_ns = b->mono_ns;
 }
 
 void handle_refuse(bk *b, const net_in *in)

@@ -35,6 +35,7 @@ typedef enum meter_reason {
     METER_REASON_CUT_REPEATED,   /* cut after 429s closer than METER_CALM_NS */
     METER_REASON_RECOVERING,     /* climbing back after a cut */
 } meter_reason;
+
 /* A limit is its per-second window (the rate and burst every limit had
  * from the start, which AIMD and the shared sink act on) and up to
  * METER_MORE_WINDOWS further windows in series ("500/min"). */

@@ -274,6 +274,9 @@ int net_recv(net *n, net_in *in)
          * the metadata when ZMQ_EVENTS prefetched the message (libzmq 4.3). */
         in->user_id = zmq_msg_gets(&n->body, "User-Id");
         in->user_id_len = in->user_id ? strlen(in->user_id) : 0;
+        in->fd = zmq_msg_get(&n->body, ZMQ_SRCFD); /* deprecated, present in 4.3: for revocation (peers.c) */
+    } else {
+        in->fd = -1;
     }
     return 1;
 }

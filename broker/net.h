@@ -43,6 +43,7 @@ typedef struct net_in {
     net_sock sock;         /* the endpoint it came in on */
     const char *user_id;   /* the connection's User-Id (set by the ZAP handler), or NULL */
     size_t user_id_len;
+    int fd;                /* the descriptor it was read from (ZMQ_SRCFD), or -1 */
 } net_in;
 
 /* Called by net_flush for each message that could not be sent: err is

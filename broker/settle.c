@@ -12,6 +12,14 @@
  *   gone       the same: the consumer vanished with it
  *   unsent     back at its place, uncharged, the credit given back
  *   left (BYE) back at its place, uncharged
+ *   unread     the lease ran out, but its consumer has sent nothing at all
+ *              since the delivery (no settlement, no PONG, no CREDIT), though
+ *              the broker's heartbeat PING went out after it with a whole
+ *              interval to answer (the lease lasted two heartbeats): it
+ *              stopped reading its socket, so the delivery may still sit
+ *              there unread; back at its place, uncharged, no outcome for
+ *              the breaker. A consumer that read it and keeps talking is
+ *              charged as expired. A crash is charged as gone.
  *   THROTTLED  back at its place, uncharged; the sink pauses and its rate is cut
  *   REJECT     a dead letter now
  *
@@ -45,6 +53,7 @@ static const char *end_name(settle_end why)
     case SETTLE_END_GONE: return "consumer disconnected";
     case SETTLE_END_UNSENT: return "not sent";
     case SETTLE_END_LEFT: return "consumer left";
+    case SETTLE_END_UNREAD: return "consumer stopped reading";
     }
     return "?";
 }
@@ -86,7 +95,7 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
     int failed = why == SETTLE_END_EXPIRED || why == SETTLE_END_NACK;
     release(b, l, failed ? METER_FAILED : METER_NO_OUTCOME);
     queue_level *lv = &b->q.lv[level];
-    if (why == SETTLE_END_UNSENT || why == SETTLE_END_LEFT) {
+    if (why == SETTLE_END_UNSENT || why == SETTLE_END_LEFT || why == SETTLE_END_UNREAD) {
         b->picks[level][picked]--; /* as dispatched is: it never counted as a delivery */
         if (queue_untake(&b->q, level, key) != SL_OK)
             log_error("settle", "out of memory returning message %llu; it is delivered after restart",
@@ -156,8 +165,14 @@ void settle_expire_leases(bk *b, unsigned max)
 {
     lease *l;
     for (unsigned n = 0; n < max && (l = lease_expired(&b->leases, b->mono_ns)); n++) {
-        log_debug("settle", "lease of message %llu expired", (unsigned long long)l->id);
-        settle_end_lease(b, l, SETTLE_END_EXPIRED, 0);
+        /* silent since it was delivered (a message of the same pass came
+         * before the delivery), though a heartbeat PING went out after it
+         * with a whole interval to answer: it is not reading its socket */
+        int unread = l->owner && l->owner->last_rx_ns <= l->started_ns &&
+                     b->mono_ns >= l->started_ns + 2 * b->cfg.heartbeat_ms * NS_PER_MS;
+        log_debug("settle", "lease of message %llu expired%s", (unsigned long long)l->id,
+                  unread ? " unread: its consumer has sent nothing since" : "");
+        settle_end_lease(b, l, unread ? SETTLE_END_UNREAD : SETTLE_END_EXPIRED, 0);
     }
 }
 

@@ -17,6 +17,8 @@ typedef enum settle_end {
     SETTLE_END_GONE,       /* the consumer disconnected: charged */
     SETTLE_END_UNSENT,     /* the delivery never left the broker: not charged */
     SETTLE_END_LEFT,       /* the consumer said BYE before settling: not charged */
+    SETTLE_END_UNREAD,     /* the lease ran out, and the consumer has sent nothing
+                            * since it was delivered: it stopped reading, not charged */
 } settle_end;
 
 /* settle_ack settles l after an ACK: the message is deleted, the breaker
@@ -24,7 +26,7 @@ typedef enum settle_end {
 int settle_ack(bk *b, lease *l);
 
 /* settle_end_lease ends l without an ACK: requeue (the attempt charged
- * unless UNSENT or LEFT), delayed by delay_ms (NACK only; 0: at once), or a
+ * unless UNSENT, LEFT or UNREAD), delayed by delay_ms (NACK only; 0: at once), or a
  * dead letter when the attempts are used up. Failures are logged. */
 void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms);
 

@@ -477,6 +477,7 @@ int store_commit(store *s)
     s->txn = NULL;
     s->failed = SL_OK;
     s->dirty = 0;
+    s->txn_added_bytes = 0;
     return err;
 }
 
@@ -521,9 +522,12 @@ int store_measure(store *s)
     MDB_envinfo info;
     MDB_val k, v;
     uint64_t free_pages = 0;
-    if (s->txn)
-        return SL_ESTATE;
-    if (mdb_env_info(s->env, &info) != MDB_SUCCESS || mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) != MDB_SUCCESS)
+    if (mdb_env_info(s->env, &info) != MDB_SUCCESS)
+        return SL_EIO;
+    /* a read transaction (a write one may not open a cursor on the free
+     * list): it sees the last commit; what the open write transaction has
+     * appended is added (what it deleted is not yet free) */
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) != MDB_SUCCESS)
         return SL_EIO;
     if (mdb_cursor_open(rt, 0, &cur) == MDB_SUCCESS) {
         for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
@@ -534,8 +538,24 @@ int store_measure(store *s)
     }
     mdb_txn_abort(rt);
     uint64_t pages = info.me_last_pgno + 1;
-    s->used_bytes = (pages > free_pages ? pages - free_pages : 1) * (uint64_t)s->page_bytes;
+    s->used_bytes = (pages > free_pages ? pages - free_pages : 1) * (uint64_t)s->page_bytes + s->txn_added_bytes;
     return SL_OK;
+}
+
+uint64_t store_file_bytes(store *s)
+{
+    MDB_envinfo info;
+    return mdb_env_info(s->env, &info) == MDB_SUCCESS ? (info.me_last_pgno + 1) * (uint64_t)s->page_bytes : 0;
+}
+
+size_t store_page_bytes(const store *s)
+{
+    return s->page_bytes;
+}
+
+uint64_t store_txn_added_bytes(const store *s)
+{
+    return s->txn_added_bytes;
 }
 
 uint64_t store_map_bytes(store *s)

@@ -128,8 +128,24 @@ uint64_t store_next_id(store *s);
 uint64_t store_used_bytes(store *s);
 uint64_t store_map_bytes(store *s);
 
+/* store_file_bytes returns the size of the data file as the last commit left
+ * it (the pages ever used; it never shrinks), and store_page_bytes LMDB's
+ * page size. */
+uint64_t store_file_bytes(store *s);
+size_t store_page_bytes(const store *s);
+
+/* store_txn_added_bytes returns what the open transaction has appended
+ * (store_value_bytes each), 0 between transactions. */
+uint64_t store_txn_added_bytes(const store *s);
+
+/* store_value_bytes returns what a stored value of value_bytes occupies in
+ * the map with its 8-byte key: its node in a leaf page, or, past LMDB's
+ * node limit (about half a page), whole overflow pages. */
+uint64_t store_value_bytes(const store *s, size_t value_bytes);
+
 /* store_measure recounts the bytes in use: pages ever used minus the pages
- * LMDB has freed for reuse. O(free list); only between transactions. */
+ * LMDB has freed for reuse, as of the last commit, plus what the open
+ * transaction has appended. O(free list); at any time. */
 int store_measure(store *s);
 
 /* store_grow sets a larger map size; only between transactions (SL_ESTATE

@@ -58,6 +58,7 @@ struct store {
     int panic_logged;
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
+    uint64_t txn_added_bytes;             /* what the open transaction appended */
     unsigned char *scratch;               /* a record being moved or rewritten */
     size_t scratch_bytes;
 };

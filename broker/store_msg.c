@@ -41,6 +41,18 @@
 
 /* ---- messages ---- */
 
+/* LMDB's layout: a leaf node is an 8-byte header, the key and the value,
+ * plus a 2-byte slot; a node over (page - 16 header bytes) / 2 moves its
+ * value to overflow pages of its own (a 16-byte header, then the value). */
+uint64_t store_value_bytes(const store *s, size_t value_bytes)
+{
+    uint64_t node = 8 + 8 + (uint64_t)value_bytes;
+    if (node <= (s->page_bytes - 16) / 2)
+        return node + 2;
+    uint64_t pages = (value_bytes + 16 + s->page_bytes - 1) / s->page_bytes;
+    return pages * s->page_bytes + 8 + 8 + 8 + 2;
+}
+
 int store_append(store *s, const store_rec *rec, uint64_t *key)
 {
     unsigned char kb[8];
@@ -57,8 +69,8 @@ int store_append(store *s, const store_rec *rec, uint64_t *key)
         return err;
     rec_encode(rec, v.mv_data, v.mv_size);
     s->last_key[rec->level] = next;
-    if (s->used_bytes) /* until the next measure, count what is added */
-        s->used_bytes += v.mv_size + 16;
+    s->used_bytes = store_used_bytes(s) + store_value_bytes(s, v.mv_size); /* counted until the next measure */
+    s->txn_added_bytes += store_value_bytes(s, v.mv_size);
     *key = next;
     return store_ttl_note(s, rec, rec->level, next);
 }

@@ -294,8 +294,10 @@ void sl_delivery_free(sl_delivery **d);
  * same. Answers of a connection that was lost are not waited for: those
  * settlements count as refused with SL_ECONNECT (the broker may never have
  * received them; it returns the leases of a vanished consumer by itself, so
- * their messages may be delivered again). With the
- * broker's --ack-flush-ms 0, the broker answers an ACK only after its
+ * their messages may be delivered again). A settling call on a client whose
+ * key was revoked (its connection closed by the broker, its reconnection
+ * refused at the handshake) returns SL_EPERM at once, sending nothing. With
+ * the broker's --ack-flush-ms 0, the broker answers an ACK only after its
  * deletion is committed, so sl_flush returning SL_OK means every ACK sent
  * before it is durable.
  *

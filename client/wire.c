@@ -281,7 +281,8 @@ static bool waited(const sl_client *c, wait_for w)
 }
 
 /* pump routes incoming frames until w holds (SL_OK) or deadline_ns passes
- * (SL_ETIMEDOUT), or the broker refused the first handshake (SL_EPERM). Past the deadline it still drains up to LATE_FRAMES_MAX
+ * (SL_ETIMEDOUT), or the broker refused the handshake (SL_EPERM): the first,
+ * or a reconnection's (its key was revoked and its connection closed). Past the deadline it still drains up to LATE_FRAMES_MAX
  * frames that are already there, so a zero timeout sees them. */
 static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
 {
@@ -290,7 +291,7 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         monitor_drain(c, false);
         if (waited(c, w))
             return SL_OK;
-        if (c->auth_refused && c->handshakes == 0) {
+        if (c->auth_refused && (c->handshakes == 0 || !c->connected)) { /* first, or after a revocation */
             static const char why[] = "the broker refused the handshake: this client's key is not in its auth "
                                       "file, or CURVE is on at one end only (check --key and --server-key)";
             return client_fail_text(c, SL_EPERM, why, sizeof why - 1);
@@ -343,6 +344,9 @@ int wire_request(sl_client *c, proto_msg *m)
 
 int wire_settle(sl_client *c, proto_msg *m)
 {
+    monitor_drain(c, false);
+    if (c->auth_refused && !c->connected) /* revoked: its reconnection is refused; do not wait to send */
+        return SL_EPERM;
     uint64_t seq = c->next_seq++;
     if (fifo_push(&c->settles, &seq))
         return SL_ENOMEM;

@@ -2,13 +2,15 @@
  * test_cli.c - `sluice` and `sluiced` as a user types them, against a real
  * broker: ids printed in input order, bodies printed and acknowledged,
  * --exec mapping exit codes to ack, nack and throttled, stats as a table
- * and as JSON, metering settings (limits of several windows among them), and
- * clear errors with the documented exit codes.
+ * and as JSON, metering settings (limits of several windows among them),
+ * clear errors with the documented exit codes, and the global options (key
+ * files too) after the command's name.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +291,72 @@ static void config_file_sets_levels(void **state)
     th_rmrf(dir);
 }
 
+/* keygen_json runs `sluice keygen name --json` in dir and copies the public
+ * key it prints into pub (41 bytes). */
+static void keygen_json(const char *dir, const char *name, char *pub)
+{
+    char cmd[PATH_MAX + 600], bin[PATH_MAX];
+    assert_non_null(realpath(th_bin("sluice"), bin));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' keygen %s --json", dir, bin, name);
+    const char *sh[] = {"/bin/sh", "-c", cmd, NULL};
+    assert_int_equal(th_run(sh, NULL, out, sizeof out), 0);
+    const char *p = strstr(out, "\"public\":\"");
+    assert_non_null(p);
+    memcpy(pub, p + 10, 40);
+    pub[40] = '\0';
+}
+
+/* The key files are global options too: --client-key (alias --key) and
+ * --server-key work before the command or after its name, in both forms;
+ * after `send`, --key stays the idempotency key. */
+static void key_options_work_after_the_command(void **state)
+{
+    (void)state;
+    th_broker b;
+    char pub[41], srv[41], text[200], auth[400], bkey[400], bpub[400], ckey[400];
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    keygen_json(b.dir, "broker", srv);
+    keygen_json(b.dir, "cli", pub);
+    snprintf(auth, sizeof auth, "%s/auth", b.dir);
+    snprintf(bkey, sizeof bkey, "%s/broker.key", b.dir);
+    snprintf(bpub, sizeof bpub, "%s/broker.pub", b.dir);
+    snprintf(ckey, sizeof ckey, "%s/cli.key", b.dir);
+    FILE *f = fopen(auth, "w");
+    assert_non_null(f);
+    snprintf(text, sizeof text, "cli admin %s\n", pub);
+    fputs(text, f);
+    fclose(f);
+    const char *extra[] = {"--curve-secret", bkey, "--auth", auth, NULL};
+    for (int i = 0; extra[i]; i++)
+        b.extra[i] = extra[i];
+    assert_int_equal(th_broker_start(&b), 0);
+
+    const char *after[] = {th_bin("sluice"), "-b", b.endpoint, "stats", "--json", "--key", ckey,
+                           "--server-key", bpub, NULL};
+    assert_int_equal(th_run(after, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"auth_refused\":0"));
+    char ck[420], sk[420];
+    snprintf(ck, sizeof ck, "--client-key=%s", ckey);
+    snprintf(sk, sizeof sk, "--server-key=%s", bpub);
+    const char *send[] = {th_bin("sluice"), "-b", b.endpoint, "send", ck, sk, "--key", "order-1", "x", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0); /* the same idempotency key: stored once */
+    const char *before[] = {th_bin("sluice"), "--client-key", ckey, "-b", b.endpoint, "level", "list", "--json",
+                            sk, NULL};
+    assert_int_equal(th_run(before, NULL, out, sizeof out), 0);
+    assert_int_equal(th_run(after, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"enqueued\":1"));
+    /* without a key the CURVE broker never answers */
+    const char *none[] = {th_bin("sluice"), "-b", b.endpoint, "--timeout", "500", "stats", NULL};
+    assert_int_equal(th_run(none, NULL, out, sizeof out), 1);
+    /* after send, --key is not a key file: --server-key alone is a usage error */
+    const char *half[] = {th_bin("sluice"), "-b", b.endpoint, "send", "--key", ckey, "--server-key", bpub, "y",
+                          NULL};
+    assert_int_equal(th_run(half, NULL, out, sizeof out), 2);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +369,7 @@ int main(void)
         cmocka_unit_test(global_options_work_after_the_command),
         cmocka_unit_test(sluiced_rejects_bad_settings),
         cmocka_unit_test(config_file_sets_levels),
+        cmocka_unit_test(key_options_work_after_the_command),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -1,9 +1,9 @@
 /*
  * test_transport.c - the transport against the real sluiced, with raw
  * ZeroMQ sockets where a client library would be too polite: a consumer
- * that stops reading neither blocks the loop nor loses what it held, and a
- * second peer claiming a connected peer's routing id neither black-holes
- * nor hijacks it.
+ * that stops reading neither blocks the loop nor loses what it held (nor is
+ * charged attempts for what it could not read), and a second peer claiming
+ * a connected peer's routing id neither black-holes nor hijacks it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -126,11 +126,90 @@ static void duplicate_routing_id_neither_hijacks_nor_blackholes(void **state)
     th_broker_fini(&b);
 }
 
+/* wait_level waits (up to timeout_ms) until level 1 has inflight
+ * deliveries out and depth ready; 1 when it did. */
+static int wait_level(sl_client *c, uint64_t inflight, uint64_t depth, int timeout_ms)
+{
+    uint64_t end = th_now_ms() + (uint64_t)timeout_ms;
+    sl_stats st;
+    while (th_now_ms() < end) {
+        if (sl_stats_get(c, &st) == SL_OK && st.level[1].inflight == inflight && st.level[1].depth == depth)
+            return 1;
+        usleep(20 * 1000);
+    }
+    return 0;
+}
+
+/* A consumer that stops reading its socket (it subscribed with a window of
+ * 5 and never calls sl_recv, so it sends nothing at all) is not charged for
+ * the deliveries it could not read: when their leases run out they go back
+ * with their attempt unchanged. A consumer that read its delivery and kept
+ * talking (its library answers the broker's PINGs while it waits in sl_recv)
+ * is charged when it lets the lease run out. */
+static void a_consumer_that_stops_reading_is_not_charged(void **state)
+{
+    (void)state;
+    th_broker b;
+    const char *extra[] = {"--lease-ms", "1500", "--heartbeat-ms", "200", NULL};
+    assert_int_equal(th_broker_init(&b, extra), 0);
+    assert_int_equal(th_broker_start(&b), 0);
+    sl_client *p = th_client(&b, 5000);
+    assert_int_equal(th_put_many(p, 1, 5, 1), SL_OK);
+    sl_client *stopped = th_client(&b, 5000);
+    assert_int_equal(sl_subscribe(stopped, NULL, NULL, 0, 5), SL_OK);
+    assert_true(wait_level(p, 5, 0, 5000)); /* all five sent to it */
+    assert_true(wait_level(p, 0, 5, 10000)); /* and back when their leases ran out */
+    sl_stats st;
+    assert_int_equal(sl_stats_get(p, &st), SL_OK);
+    assert_int_equal(st.level[1].expired, 0); /* none counted as an expiry */
+
+    /* the read one: taken, never settled, the lease let run out while the
+     * consumer goes on waiting in sl_recv */
+    sl_client *slow = th_client(&b, 5000);
+    assert_int_equal(sl_subscribe(slow, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *held = NULL;
+    assert_int_equal(sl_recv(slow, 5000, &held), SL_OK);
+    assert_int_equal(held->attempt, 1); /* the stopped consumer's five came back uncharged */
+    uint64_t held_id = held->id;
+    uint64_t end = th_now_ms() + 3000;
+    while (th_now_ms() < end) { /* reading: a window of 1 gets nothing more */
+        sl_delivery *d = NULL;
+        if (sl_recv(slow, 100, &d) == SL_OK) {
+            assert_true(d->id == held_id); /* its own delivery again, after the expiry */
+            assert_int_equal(d->attempt, 2);
+            sl_delivery_free(&d);
+        }
+    }
+    assert_int_equal(sl_stats_get(p, &st), SL_OK);
+    assert_int_equal(st.level[1].expired, 1); /* charged */
+    sl_delivery_free(&held);
+    sl_close(&slow);
+    sl_close(&stopped);
+
+    /* everything drains; only the held one used a second attempt */
+    sl_client *c = th_client(&b, 5000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 10), SL_OK);
+    unsigned got = 0;
+    sl_delivery *d = NULL;
+    while (got < 5 && sl_recv(c, 5000, &d) == SL_OK) {
+        assert_int_equal(d->attempt, d->id == held_id ? 2u : 1u);
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+        got++;
+    }
+    assert_int_equal(got, 5);
+    sl_close(&c);
+    sl_close(&p);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stuck_consumer_blocks_nothing_and_loses_nothing),
         cmocka_unit_test(duplicate_routing_id_neither_hijacks_nor_blackholes),
+        cmocka_unit_test(a_consumer_that_stops_reading_is_not_charged),
     };
     th_seed();
     return cmocka_run_group_tests_name("transport", tests, NULL, NULL);

@@ -7,10 +7,12 @@
  * broker has answered anything is reported as "cannot reach", since that is
  * nearly always what it means.
  *
- * The global options (-b, --timeout, --key, --server-key) are applied here, whether they come
- * before the command or after its name: cli_core_globals_take lifts them out
- * of the command's argv before the command's own getopt sees it. A value of
- * another option that reads like a global option must follow "--".
+ * The global options (-b, --timeout, --client-key, --key, --server-key) are
+ * applied here, whether they come before the command or after its name:
+ * cli_core_globals_take lifts them out of the command's argv before the
+ * command's own getopt sees it. A value of another option that reads like a
+ * global option must follow "--". One clash: `send --key` (and -k) is the
+ * idempotency key, so after `send` only --client-key names the key file.
  */
 #include "cli_core.h"
 
@@ -63,14 +65,24 @@ int cli_core_global_set(cli_core *g, const char *name, const char *value)
 int cli_core_globals_take(cli_core *g, int argc, char **argv)
 {
     int out = 1, i = 1;
+    /* `send --key KEY` is the message's idempotency key, not a key file */
+    const bool send_cmd = argc > 0 && strcmp(argv[0], "send") == 0;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *a = argv[i], *name = NULL, *value = NULL;
         if (strcmp(a, "-b") == 0 || strcmp(a, "--broker") == 0)
             name = "broker";
         else if (strcmp(a, "--timeout") == 0)
             name = "timeout";
-        else if (strcmp(a, "--server-key") == 0) /* not --key: `send --key` is an idempotency key */
+        else if (strcmp(a, "--server-key") == 0)
             name = "server-key";
+        else if (strcmp(a, "--client-key") == 0 || (strcmp(a, "--key") == 0 && !send_cmd))
+            name = "key";
+        else if (strncmp(a, "--server-key=", 13) == 0)
+            name = "server-key", value = a + 13;
+        else if (strncmp(a, "--client-key=", 13) == 0)
+            name = "key", value = a + 13;
+        else if (strncmp(a, "--key=", 6) == 0 && !send_cmd)
+            name = "key", value = a + 6;
         else if (strncmp(a, "-b", 2) == 0 && a[2] != '\0')
             name = "broker", value = a + 2;
         else if (strncmp(a, "--broker=", 9) == 0)
@@ -103,12 +115,13 @@ static int keys_read(cli_core *g, const char *cmd, sl_options *o, char *pub, cha
     if (!g->key_file && !g->server_key_file)
         return CLI_CORE_GO_ON;
     if (!g->key_file || !g->server_key_file)
-        return cli_text_usage_error(cmd, "%s needs %s too (or $%s)", g->key_file ? "--key" : "--server-key",
-                                    g->key_file ? "--server-key" : "--key",
+        return cli_text_usage_error(cmd, "%s needs %s too (or $%s)",
+                                    g->key_file ? "--client-key" : "--server-key",
+                                    g->key_file ? "--server-key" : "--client-key",
                                     g->key_file ? "SLUICE_SERVER_KEY" : "SLUICE_KEY");
     int rc = sl_key_read(g->key_file, pub, sec);
     if (rc || !pub[0] || !sec[0])
-        return cli_text_usage_error(cmd, "--key %s: %s", g->key_file,
+        return cli_text_usage_error(cmd, "--client-key %s: %s", g->key_file,
                                     rc == SL_ENOTFOUND ? "cannot read it"
                                                        : "not a .key file from `sluice keygen` (public and secret keys)");
     rc = sl_key_read(g->server_key_file, server, NULL);

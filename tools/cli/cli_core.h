@@ -51,7 +51,8 @@ int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, 
 int cli_core_global_set(cli_core *g, const char *name, const char *value);
 
 /* cli_core_globals_take takes the global options (-b, --broker, --timeout,
- * in their -bEP and --name=value forms too) that follow the command's name
+ * --client-key, --server-key, and --key except after `send`, whose --key is
+ * the idempotency key; in their -bEP and --name=value forms too) that follow the command's name
  * out of argv[1..argc-1], up to a "--", applies them and closes the gap, so
  * that `sluice stats -b EP` means `sluice -b EP stats` for every command.
  * argv[0] is the command's name. Returns the new argc (argv stays

@@ -18,9 +18,11 @@
  *   bench    runs sluice-bench from the same directory (the benchmark and
  *            its load scenarios live there).
  *
- * The global options -b and --timeout are also taken after the command's
- * name (cli_core_globals_take), so `sluice stats -b EP` works for every
- * command.
+ * The global options -b, --timeout, --client-key (alias --key) and
+ * --server-key are also taken after the command's name
+ * (cli_core_globals_take), so `sluice stats -b EP` works for every command;
+ * after `send`, --key is the idempotency key and only --client-key names the
+ * key file.
  *
  * What the commands share is cli_core.c's; text in and out is cli_text.c's
  * and cli_table.c's. Exit status: 0 success, 1 a failure reported by or
@@ -68,16 +70,15 @@ static const char help_text[] =
 "\n"
 "Publish to, consume from, inspect and administer a Sluice broker (sluiced).\n"
 "\n"
-"Global options (before or after the command; -b and --timeout also after\n"
-"its name, up to a \"--\"):\n"
+"Global options (before the command or after its name, up to a \"--\"):\n"
 "  -b, --broker ENDPOINT  the broker's ZeroMQ endpoint, tcp://HOST:PORT or\n"
 "                         ipc://PATH (default: $SLUICE_BROKER, else\n"
 "                         " SL_DEFAULT_ENDPOINT ")\n"
 "      --timeout MS       how long to wait for each broker reply (default 5000)\n"
-"      --key FILE         this client's CURVE key pair, a .key file from\n"
-"                         `sluice keygen` (default: $SLUICE_KEY); for a broker\n"
-"                         started with --auth, with --server-key. Before the\n"
-"                         command only (`send --key` is an idempotency key)\n"
+"      --client-key FILE  this client's CURVE key pair, a .key file from\n"
+"      --key FILE         `sluice keygen` (default: $SLUICE_KEY); for a broker\n"
+"                         started with --auth, with --server-key. After `send`\n"
+"                         only --client-key (`send --key` is an idempotency key)\n"
 "      --server-key FILE  the broker's public key, its .pub file (default:\n"
 "                         $SLUICE_SERVER_KEY)\n"
 "  -h, --help             show this help and exit\n"
@@ -441,6 +442,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"key", required_argument, NULL, OPT_KEY},
+        {"client-key", required_argument, NULL, OPT_KEY},
         {"server-key", required_argument, NULL, OPT_SERVER_KEY},
         {NULL, 0, NULL, 0},
     };

@@ -1,0 +1,111 @@
+/*
+ * room.c - the store's room for one more message, as admission asks it
+ * before every PUT.
+ *
+ * Three figures, in bytes:
+ *
+ *   used   the map's pages holding data: measured now and then (the pages
+ *          ever used minus LMDB's free list, store_measure) and counted up
+ *          by every append since, with LMDB's real footprint (a node in a
+ *          leaf, or whole overflow pages for a large body)
+ *   file   the data file: the pages ever used; it never shrinks, and its
+ *          freed pages are reused before it grows
+ *   disk   free space on the data directory's file system (statvfs), read
+ *          at most every ROOM_DISK_EVERY_NS and lowered by the file's growth
+ *          since
+ *
+ * A message of need bytes is admitted when
+ *
+ *   used + need <= map * soft_limit_pct / 100
+ *   used + need + reserve <= map                      (a tiny map)
+ *   pass + need + reserve <= disk                     (a small disk)
+ *   pass + need + 2 * reserve <= disk                 (the same, when the
+ *                                                      file must grow:
+ *                                                      used + need + reserve
+ *                                                      > file)
+ *
+ * where reserve is ROOM_RESERVE_PAGES pages and pass what the open
+ * transaction has appended. A commit copies the pages it changes before the
+ * old ones are free, and the pages the last commit freed are not reused by
+ * the next one, so a store filled to the last page would fail its next
+ * commit (LMDB's MAP_FULL, or the disk's ENOSPC) and could not even take the
+ * acknowledgements that drain it. Freed pages count as room in the map; on
+ * the disk they count only so far: a large body needs a run of contiguous
+ * free pages, and when the free list is fragmented LMDB puts it at the end
+ * of the file, so the disk must hold the whole pass even when the file has
+ * free pages. Growth the accounting foresees stops a reserve earlier than a
+ * pass into the file's free pages does, so that once consumers drain, publishing resumes by itself
+ * though the file never shrinks: in passes no larger than the disk's free
+ * space less the reserve (until fragmentation has grown the file into it).
+ *
+ * The measure is cron's, every 100 ms; a refusal measures first (at most
+ * every ROOM_MEASURE_EVERY_NS), so that a publish right after a drain is not
+ * refused on a stale figure.
+ *
+ * Costs: O(1) per PUT; one statvfs per ROOM_DISK_EVERY_NS; O(free list) per
+ * refusal, rate-limited.
+ */
+#include "room.h"
+
+#include <stdio.h>
+#include <sys/statvfs.h>
+
+#include "bk.h"
+#include "store.h"
+#include "units.h"
+
+#define ROOM_DISK_EVERY_NS    (10 * NS_PER_MS)
+#define ROOM_MEASURE_EVERY_NS (10 * NS_PER_MS)
+
+/* disk_free returns the disk's free bytes now: as last read, less the file's
+ * growth since; read again when older than ROOM_DISK_EVERY_NS. */
+static uint64_t disk_free(bk *b, uint64_t file)
+{
+    room_disk *d = &b->room;
+    if (!d->read_ns || b->mono_ns >= d->read_ns + ROOM_DISK_EVERY_NS) {
+        struct statvfs fs;
+        if (statvfs(b->cfg.data_dir, &fs) != 0)
+            return UINT64_MAX; /* cannot tell: the commit's own ENOSPC is the guard */
+        d->free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize;
+        d->file_bytes = file;
+        d->read_ns = b->mono_ns ? b->mono_ns : 1;
+    }
+    uint64_t grown = file > d->file_bytes ? file - d->file_bytes : 0;
+    return d->free_bytes > grown ? d->free_bytes - grown : 0;
+}
+
+/* fits applies the three rules with the figures as they are. */
+static int fits(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t text_len)
+{
+    uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
+    uint64_t reserve = (uint64_t)ROOM_RESERVE_PAGES * store_page_bytes(b->st);
+    uint64_t need = store_value_bytes(b->st, rec_bytes) + index_bytes;
+    if (used + need > map / 100 * b->cfg.soft_limit_pct || used + need + reserve > map) {
+        snprintf(text, text_len, "storage is at its soft limit (%llu of %llu KiB used); retry after consumers drain",
+                 (unsigned long long)(used >> 10), (unsigned long long)(map >> 10));
+        return SL_ENOSPC;
+    }
+    uint64_t file = store_file_bytes(b->st);
+    uint64_t pass = store_txn_added_bytes(b->st) + need;
+    uint64_t keep = used + need + reserve > file ? 2 * reserve : reserve; /* the file must grow: stop earlier */
+    uint64_t free = disk_free(b, file);
+    if (free != UINT64_MAX && pass + keep > free) {
+        snprintf(text, text_len, "the disk holding the data directory is full (%llu KiB free); retry after "
+                 "consumers drain or space is freed", (unsigned long long)(free >> 10));
+        return SL_ENOSPC;
+    }
+    return SL_OK;
+}
+
+int room_check(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t text_len)
+{
+    int rc = fits(b, rec_bytes, index_bytes, text, text_len);
+    if (rc == SL_OK || (b->room.measured_ns && b->mono_ns < b->room.measured_ns + ROOM_MEASURE_EVERY_NS))
+        return rc;
+    /* before refusing, count what consumers freed since the last measure */
+    b->room.measured_ns = b->mono_ns ? b->mono_ns : 1;
+    if (store_measure(b->st) != SL_OK)
+        return rc;
+    b->room.read_ns = 0;
+    return fits(b, rec_bytes, index_bytes, text, text_len);
+}

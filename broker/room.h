@@ -1,0 +1,37 @@
+/*
+ * room.h - whether the store has room for one more message: the map's room
+ * and the disk's, with a reserve for what commits and acknowledgements need.
+ */
+#ifndef SLUICE_ROOM_H
+#define SLUICE_ROOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bk;
+
+/* The disk's free space as last read (statvfs of the data directory), and
+ * the data file's size then, so that growth since is subtracted. */
+typedef struct room_disk {
+    uint64_t free_bytes;
+    uint64_t file_bytes;
+    uint64_t read_ns;       /* 0: never read */
+    uint64_t measured_ns;   /* when a refusal last measured the map's use */
+} room_disk;
+
+/* ROOM_RESERVE_PAGES is what admission keeps free below the map's end and on
+ * the disk for the next commits: the pages a commit copies before it frees
+ * (the B-tree paths it touches, the free list, the meta), and the
+ * acknowledgements that let consumers drain a full store. */
+#define ROOM_RESERVE_PAGES 64
+
+/* room_check tells whether a message whose record is rec_bytes (plus
+ * index_bytes for its idempotency key and expiry entries) fits: the map
+ * below its soft limit and ROOM_RESERVE_PAGES from its end, and the disk
+ * with room for the data file's growth. Freed pages in the file count as
+ * room (LMDB reuses them); the disk only for growth. Returns SL_OK, or
+ * SL_ENOSPC with the reason in text. Reads the disk's free space at most
+ * every few milliseconds. */
+int room_check(struct bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t text_len);
+
+#endif /* SLUICE_ROOM_H */
