@@ -38,6 +38,7 @@
 #include "handle.h"
 #include "hist.h"
 #include "net.h"
+#include "queue.h"
 #include "reload.h"
 #include "settle.h"
 #include "store.h"
@@ -76,7 +77,7 @@ static void set_clock(bk *b)
 /* wait_ns returns how long the next poll may sleep. */
 static uint64_t wait_ns(bk *b)
 {
-    if (net_queued(b->net, NET_NOW) || net_queued(b->net, NET_AFTER_COMMIT))
+    if (net_queued(b->net, NET_NOW) || (!store_committing(b->st) && net_queued(b->net, NET_AFTER_COMMIT)))
         return 0;
     uint64_t wake = cron_next_wake(b);
     if (wake <= b->mono_ns)
@@ -85,19 +86,22 @@ static uint64_t wait_ns(bk *b)
     return ns > MAX_WAIT_NS ? MAX_WAIT_NS : ns;
 }
 
-/* wait_input sleeps until the socket may have input or timeout_ns passes.
+/* wait_input sleeps until the socket may have input, the writer's commit
+ * ends (commit_fd, when >= 0) or timeout_ns passes.
  * zmq_poll counts in whole milliseconds, which would make a bucket at 200
  * messages a second, one every 5 ms, wait 6 ms each; so the wait is ppoll on
  * ZMQ_FD, to the nanosecond. ZMQ_FD only signals that the socket's state may
  * have changed: ZMQ_EVENTS is read first, and the caller drains the socket
  * until it would block, which re-arms the signal. With an admin endpoint
  * there are two sockets, and the wait is on both. Redis's socket (coord.c)
- * joins the same wait while a request is out; cron_tick does its I/O. */
-static int wait_input(net *n, struct coord *co, uint64_t timeout_ns)
+ * joins the same wait while a request is out; cron_tick does its I/O. While
+ * a commit is out the sockets are left alone (requests wait in ZeroMQ's
+ * queue and form the next batch): the wait is on the commit's end. */
+static int wait_input(net *n, struct coord *co, int commit_fd, uint64_t timeout_ns)
 {
-    struct pollfd pfd[NET_SOCKETS + 1];
+    struct pollfd pfd[NET_SOCKETS + 2];
     nfds_t nfds = 0;
-    for (int i = 0; i < NET_SOCKETS; i++) {
+    for (int i = 0; i < NET_SOCKETS && commit_fd < 0; i++) {
         void *sock = net_socket(n, (net_sock)i);
         int fd, events = 0;
         size_t fd_len = sizeof fd, ev_len = sizeof events;
@@ -114,6 +118,8 @@ static int wait_input(net *n, struct coord *co, uint64_t timeout_ns)
             return 0;
         pfd[nfds++] = (struct pollfd){.fd = fd, .events = POLLIN};
     }
+    if (commit_fd >= 0)
+        pfd[nfds++] = (struct pollfd){.fd = commit_fd, .events = POLLIN};
     if (timeout_ns == 0)
         return 0;
     short co_events = 0;
@@ -128,22 +134,51 @@ static int wait_input(net *n, struct coord *co, uint64_t timeout_ns)
     return 0;
 }
 
-/* end_pass sends what need not wait, commits when a reply waits for it or
- * the oldest write is due (always when force), then sends the rest. Returns
- * SL_OK or the commit's error. */
-static int end_pass(bk *b, int force)
+/* While a commit is out, a send that fails is held here and handed to
+ * settle_send_failed after the commit's end: ending a consumer's leases
+ * charges attempts, which writes the store. */
+#define HELD_FAILS 256
+typedef struct held_fail {
+    uint8_t rid[256];
+    size_t rid_len;
+    uint64_t token;
+    int err;
+} held_fail;
+static held_fail held[HELD_FAILS];
+static unsigned nheld;
+
+static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
 {
-    net_flush(b->net, NET_NOW, settle_send_failed, b);
-    if (!force && !cron_commit_due(b))
-        return SL_OK;
-    int wrote = store_dirty(b->st);
-    uint64_t t0_ns = wrote ? loop_now_mono() : 0;
-    int rc = store_commit(b->st);
+    if (nheld == HELD_FAILS || rid_len > sizeof held[0].rid) {
+        if (token) /* returns the delivery uncharged: writes nothing */
+            settle_send_failed(ctx, rid, rid_len, token, SL_EFULL);
+        return;
+    }
+    held_fail *h = &held[nheld++];
+    memcpy(h->rid, rid, rid_len);
+    h->rid_len = rid_len;
+    h->token = token;
+    h->err = err;
+}
+
+static void flush_now(bk *b)
+{
+    net_flush(b->net, NET_NOW, store_committing(b->st) ? hold_send_failed : settle_send_failed, b);
+}
+
+/* commit_ended finishes a commit, the writer's or one made at once: the
+ * histogram, and the pass's confirmations sent, or all turned into errors.
+ * Returns SL_OK or the commit's error. */
+static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
+{
+    queue_commit_ended(&b->q);
     if (wrote && rc == SL_OK) {
         hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
         b->commits++;
     }
-    b->dirty_since_ns = 0;
+    for (unsigned i = 0; i < nheld; i++)
+        settle_send_failed(b, held[i].rid, held[i].rid_len, held[i].token, held[i].err);
+    nheld = 0;
     if (rc != SL_OK) {
         log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
                   proto_strerror(rc));
@@ -158,6 +193,45 @@ static int end_pass(bk *b, int force)
     return SL_OK;
 }
 
+static int commit_wrote;
+static uint64_t commit_t0_ns;
+
+/* end_pass sends what need not wait, and hands the pass's transaction to the
+ * writer when a reply waits for it or the oldest write is due (always when
+ * force), unless a commit is still out. Returns SL_OK or a commit's error. */
+static int end_pass(bk *b, int force)
+{
+    flush_now(b);
+    if (store_committing(b->st))
+        return SL_OK; /* the next batch goes on growing */
+    if (!force && !cron_commit_due(b))
+        return SL_OK;
+    int started = 0;
+    commit_wrote = store_dirty(b->st);
+    commit_t0_ns = commit_wrote ? loop_now_mono() : 0;
+    b->dirty_since_ns = 0;
+    queue_commit_started(&b->q);
+    int rc = store_commit_start(b->st, &started);
+    return started ? SL_OK : commit_ended(b, rc, commit_wrote, commit_t0_ns);
+}
+
+/* commit_poll finishes the writer's commit if it has ended (wait: block
+ * until it has). Returns SL_OK or the commit's error. */
+static int commit_poll(bk *b, int wait)
+{
+    int rc = SL_OK;
+    if (!store_committing(b->st))
+        return SL_OK;
+    if (wait) {
+        store_commit_wait(b->st, &rc);
+        return commit_ended(b, rc, commit_wrote, commit_t0_ns);
+    }
+    if (!store_commit_poll(b->st, &rc))
+        return SL_OK;
+    set_clock(b);
+    return commit_ended(b, rc, commit_wrote, commit_t0_ns);
+}
+
 int loop_run(bk *b, volatile sig_atomic_t *stop)
 {
     net_in in;
@@ -167,23 +241,32 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     while (!*stop) {
         set_clock(b);
-        if (wait_input(b->net, b->coord, wait_ns(b)) != 0)
+        int commit_fd = store_committing(b->st) ? store_commit_fd(b->st) : -1;
+        if (wait_input(b->net, b->coord, commit_fd, wait_ns(b)) != 0)
             return SL_EIO;
         set_clock(b);
-        for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
-            handle_message(b, &in);
+        if ((rc = commit_poll(b, 0)) != SL_OK)
+            return rc;
+        if (!store_committing(b->st)) /* handlers write: only with no commit out */
+            for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
+                handle_message(b, &in);
         cron_tick(b);
         deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
-        if (reload_pending()) /* SIGHUP: between passes, no transaction open */
+        if (reload_pending() && !store_committing(b->st)) /* SIGHUP: between passes, no commit out */
             reload_run(b);
     }
-    /* Shutdown: what arrived after the last pass is refused, not dropped. */
+    /* Shutdown: the commit that is out ends and is confirmed; what arrived
+     * after the last pass is refused, not dropped. */
+    if ((rc = commit_poll(b, 1)) != SL_OK)
+        return rc;
     unsigned refused = 0;
     for (int i = 0; i < 100000 && net_recv(b->net, &in) == 1; i++, refused++)
         handle_refuse(b, &in);
     if (refused)
         log_info("loop", "refused %u requests that arrived during shutdown", refused);
-    return end_pass(b, 1);
+    if ((rc = end_pass(b, 1)) != SL_OK)
+        return rc;
+    return commit_poll(b, 1);
 }

@@ -74,6 +74,7 @@ int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
 #define QUEUE_CORRUPT_SKIP 64
 
 static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
+static int make_ready(queue *q, unsigned level, uint64_t key);
 
 /* quarantine moves the ready record at key, which failed its check, to the
  * level's dead letters (store_quarantine), so the level goes on with the
@@ -89,11 +90,34 @@ static int quarantine(queue *q, unsigned level, uint64_t key)
     lv->dead++;
     lv->corrupt++;
     lv->head_known = 0;
+    q->unsafe = 1;
     return SL_OK;
+}
+
+/* take_frozen is queue_take while a commit is out: reads only (see queue.h). */
+static int take_frozen(queue *q, unsigned level, uint64_t *key, store_rec *rec)
+{
+    queue_level *lv = &q->lv[level];
+    if (q->frozen_unsafe || lv->hold)
+        return SL_ENOTFOUND;
+    int rc = take(q, level, key, rec);
+    if (rc == SL_ECORRUPT || (rc == SL_OK && rec->expires_ns && rec->expires_ns <= q->now_wall_ns)) {
+        if (rc == SL_OK) {
+            lv->leased--;
+            lv->dispatched--;
+        }
+        make_ready(q, level, *key); /* below the cursor now: first out of returned */
+        rc = SL_ENOTFOUND;
+    }
+    if (rc != SL_OK)
+        lv->hold = 1;
+    return rc;
 }
 
 int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 {
+    if (store_committing(q->st))
+        return take_frozen(q, level, key, rec);
     for (int tries = 0; tries < QUEUE_CORRUPT_SKIP; tries++) {
         int rc = take(q, level, key, rec);
         if (rc != SL_ECORRUPT)
@@ -117,6 +141,10 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     int found = 0;
     while (!found && tmr_pop(&lv->returned, TMR_NEVER, &e)) {
         rc = store_get(q->st, level, e.id, rec);
+        if (rc == SL_ENOTFOUND && store_committing(q->st)) {
+            tmr_push(&lv->returned, e.at, e.id); /* perhaps not committed yet: after the commit */
+            return rc;
+        }
         if (rc == SL_ENOTFOUND)
             continue; /* its time to live ran out while it waited here */
         if (rc == SL_ECORRUPT) {
@@ -132,6 +160,8 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     }
     if (!found) {
         rc = store_seek(q->st, level, lv->cursor, key, rec);
+        if (rc == SL_ENOTFOUND && store_committing(q->st))
+            return rc; /* the rest is in the commit that is out */
         if (rc == SL_ENOTFOUND) {
             log_error("queue", "level %u counts %llu ready but none is stored past its cursor",
                       level, (unsigned long long)queue_ready(q, level));
@@ -206,6 +236,7 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
         rc = make_ready(q, level, key);
         if (rc != SL_OK)
             return rc;
+        q->unsafe = 1; /* ready again, with an attempt count the snapshot lacks */
     }
     lv->leased--;
     return SL_OK;
@@ -224,6 +255,7 @@ int queue_expire(queue *q, unsigned level, uint64_t key, uint64_t id, const char
         q->lv[level].dead++;
         q->lv[level].buried++;
         q->lv[level].head_known = 0;
+        q->unsafe = 1; /* a ready record gone that the snapshot still holds */
     }
     return rc;
 }
@@ -248,6 +280,19 @@ int queue_ttl_next(queue *q, uint64_t now_ns, queue_ttl_item *out)
 uint64_t queue_next_id(queue *q)
 {
     return store_next_id(q->st);
+}
+
+void queue_commit_started(queue *q)
+{
+    q->frozen_unsafe = q->unsafe;
+    q->unsafe = 0;
+}
+
+void queue_commit_ended(queue *q)
+{
+    q->frozen_unsafe = 0;
+    for (unsigned l = 0; l < q->nlevels; l++)
+        q->lv[l].hold = 0;
 }
 
 int queue_committed(const queue *q, unsigned level, uint64_t key)
@@ -310,6 +355,7 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
         if (make_ready(q, level, key) != SL_OK)
             log_error("queue", "out of memory returning a delayed message; it is delivered after restart");
         moved++;
+        q->unsafe = 1; /* a ready record the snapshot does not hold yet */
     }
     if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
         q->next_due_ns = TMR_NEVER;
@@ -321,6 +367,8 @@ int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
     queue_level *lv = &q->lv[level];
     if (queue_ready(q, level) == 0)
         return 0;
+    if (!lv->head_known && store_committing(q->st) && (q->frozen_unsafe || lv->hold))
+        return 0;
     if (!lv->head_known) {
         store_rec rec;
         uint64_t key;
@@ -329,6 +377,8 @@ int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
             key = lv->returned.len ? lv->returned.v[0].id : 0;
             rc = lv->returned.len ? store_get(q->st, level, key, &rec)
                                   : store_seek(q->st, level, lv->cursor, &key, &rec);
+            if (rc == SL_ECORRUPT && store_committing(q->st))
+                return 0; /* moved out of the way after the commit */
             if (rc == SL_ECORRUPT) { /* out of the way, or it would hide the level from the pick */
                 if (lv->returned.len) {
                     tmr_entry e;
