@@ -48,6 +48,7 @@
 #define RECV_BATCH 4096
 #define DISPATCH_BATCH 4096
 #define MAX_WAIT_NS NS_PER_S
+#define LOOP_NOSPACE_RETRY_MS 1000 /* the retry-after of a publish whose commit found no space */
 
 
 static uint64_t read_clock(clockid_t id)
@@ -171,7 +172,7 @@ static void flush_now(bk *b)
  * Returns SL_OK or the commit's error. */
 static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
 {
-    queue_commit_ended(&b->q);
+    queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
     if (wrote && rc == SL_OK) {
         hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
         b->commits++;
@@ -179,12 +180,26 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
     for (unsigned i = 0; i < nheld; i++)
         settle_send_failed(b, held[i].rid, held[i].rid_len, held[i].token, held[i].err);
     nheld = 0;
+    if (rc == SL_ENOSPC) { /* LMDB's previous state is intact: refuse the batch, keep serving */
+        uint64_t held_back = 0;
+        b->commits_nospace++;
+        if (log_limit_pass(&b->nospace_log, b->mono_ns, 10 * NS_PER_S, &held_back))
+            log_warn("loop", "commit failed: no space left (the disk or the map); this batch's publishes are "
+                     "refused with SL_ENOSPC and the broker goes on (%llu such failures held back)",
+                     (unsigned long long)held_back);
+        net_fail_queued(b->net, SL_ENOSPC,
+                        "the broker's storage is full: this batch was not committed (nothing of it is stored); "
+                        "retry after consumers drain", LOOP_NOSPACE_RETRY_MS);
+        cron_between_commits(b); /* measure again; grow the map if the disk has room */
+        net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
+        return SL_OK;
+    }
     if (rc != SL_OK) {
         log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
                   proto_strerror(rc));
         net_fail_queued(b->net, SL_EIO,
                         "the broker failed to commit this batch and stopped: the request is not confirmed, and "
-                        "whether it reached the disk is unknown; retry it");
+                        "whether it reached the disk is unknown; retry it", 0);
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }

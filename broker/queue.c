@@ -9,9 +9,35 @@
  */
 #include "queue.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+
+struct queue_undo {
+    unsigned level;
+    uint64_t key;
+};
+
+/* unleased notes that the leased record at key left its lease through a
+ * write of the open transaction (settled, buried, delayed), or through one
+ * that failed: if the commit fails, the record is still stored and is made
+ * ready again. */
+static void unleased(queue *q, unsigned level, uint64_t key)
+{
+    if (q->nundo == q->capundo) {
+        size_t cap = q->capundo ? q->capundo * 2 : 256;
+        struct queue_undo *u = realloc(q->undo, cap * sizeof *u);
+        if (!u) {
+            log_error("queue", "out of memory noting a settlement; if its commit fails, message at key %llu of "
+                      "level %u is delivered again only after a restart", (unsigned long long)key, level);
+            return;
+        }
+        q->undo = u;
+        q->capundo = cap;
+    }
+    q->undo[q->nundo++] = (struct queue_undo){level, key};
+}
 
 int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *info)
 {
@@ -33,6 +59,8 @@ int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *in
 
 void queue_close(queue *q)
 {
+    free(q->undo);
+    q->undo = NULL;
     for (unsigned l = 0; l < q->nlevels; l++)
         tmr_fini(&q->lv[l].returned);
 }
@@ -172,6 +200,8 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
             lv->cursor = *key + 1;
         if (rc != SL_OK)
             return rc;
+        if (!store_key_committed(q->st, level, *key))
+            return SL_ENOTFOUND; /* appended by the open transaction: taken once it commits */
         lv->cursor = *key + 1;
     }
     lv->leased++;
@@ -210,11 +240,13 @@ int queue_requeue(queue *q, unsigned level, uint64_t key)
 int queue_settle(queue *q, unsigned level, uint64_t key)
 {
     int rc = store_del(q->st, level, key);
+    q->lv[level].leased--;
     if (rc == SL_OK || rc == SL_ENOTFOUND) {
         q->lv[level].count--;
-        q->lv[level].leased--;
         q->lv[level].acked++;
     }
+    if (rc != SL_ENOTFOUND)
+        unleased(q, level, key);
     return rc;
 }
 
@@ -222,22 +254,25 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
 {
     queue_level *lv = &q->lv[level];
     int rc = store_set_attempt(q->st, level, key, attempt);
+    if (rc == SL_OK && due_ns)
+        rc = store_delay(q->st, level, key, due_ns);
+    if (rc != SL_OK || due_ns) {
+        lv->leased--;
+        unleased(q, level, key);
+    }
     if (rc != SL_OK)
         return rc;
     if (due_ns) {
-        rc = store_delay(q->st, level, key, due_ns);
-        if (rc != SL_OK)
-            return rc;
         lv->count--;
         lv->delayed++;
         if (due_ns < q->next_due_ns)
             q->next_due_ns = due_ns;
-    } else {
-        rc = make_ready(q, level, key);
-        if (rc != SL_OK)
-            return rc;
-        q->unsafe = 1; /* ready again, with an attempt count the snapshot lacks */
+        return SL_OK;
     }
+    rc = make_ready(q, level, key);
+    if (rc != SL_OK)
+        return rc;
+    q->unsafe = 1; /* ready again, with an attempt count the snapshot lacks */
     lv->leased--;
     return SL_OK;
 }
@@ -288,11 +323,28 @@ void queue_commit_started(queue *q)
     q->unsafe = 0;
 }
 
-void queue_commit_ended(queue *q)
+void queue_commit_ended(queue *q, int rc)
 {
     q->frozen_unsafe = 0;
     for (unsigned l = 0; l < q->nlevels; l++)
         q->lv[l].hold = 0;
+    if (rc != SL_OK) {
+        uint64_t delayed[PROTO_MAX_LEVELS] = {0};
+        for (size_t i = q->nundo; i-- > 0;)
+            if (make_ready(q, q->undo[i].level, q->undo[i].key) != SL_OK)
+                log_error("queue", "out of memory putting back a settlement whose commit failed; message at key "
+                          "%llu is delivered again after a restart", (unsigned long long)q->undo[i].key);
+        store_delayed_counts(q->st, delayed);
+        for (unsigned l = 0; l < q->nlevels; l++) {
+            q->lv[l].count = store_level_count(q->st, l);
+            q->lv[l].dead = store_dead_count(q->st, l);
+            q->lv[l].delayed = delayed[l];
+            q->lv[l].head_known = 0;
+        }
+        if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
+            q->next_due_ns = TMR_NEVER;
+    }
+    q->nundo = 0;
 }
 
 int queue_committed(const queue *q, unsigned level, uint64_t key)
@@ -325,9 +377,10 @@ int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const c
     int rc = store_set_attempt(q->st, level, key, attempt); /* what the dead letter shows */
     if (rc == SL_OK)
         rc = store_bury(q->st, level, key, reason, now_ns);
+    q->lv[level].leased--;
+    unleased(q, level, key);
     if (rc == SL_OK) {
         q->lv[level].count--;
-        q->lv[level].leased--;
         q->lv[level].dead++;
         q->lv[level].buried++;
     }

@@ -53,6 +53,8 @@ typedef struct queue {
     uint64_t now_wall_ns; /* the pass's wall clock, set by the loop: dates quarantined records */
     int unsafe;           /* the open transaction made a record ready that the snapshot shows otherwise */
     int frozen_unsafe;    /* the transaction being committed did: no dispatch until it ends */
+    struct queue_undo *undo; /* leased records the open transaction settled: ready again if it fails */
+    size_t nundo, capundo;
     queue_level lv[PROTO_MAX_LEVELS];
 } queue;
 
@@ -123,7 +125,12 @@ uint64_t queue_next_id(queue *q);
  * come due, an expiry), nothing is taken at all. queue_commit_started and
  * queue_commit_ended bracket the commit (loop.c). */
 void queue_commit_started(queue *q);
-void queue_commit_ended(queue *q);
+
+/* queue_commit_ended ends the commit with its result rc. When it failed
+ * (the store's previous state is intact), the view is put back: each leased
+ * record the transaction deleted, buried or delayed is ready again at its
+ * place, and the counts are read again from the store. */
+void queue_commit_ended(queue *q, int rc);
 
 /* queue_committed tells whether the record at key of level is durable (a
  * DELIVER of it may leave before the pass's commit). */

@@ -462,14 +462,6 @@ void store_close(store **sp)
 
 /* ---- the pass ---- */
 
-int store_commit(store *s)
-{
-    int rc = SL_OK;
-    if (s->frozen)
-        store_commit_wait(s, &rc);
-    return rc != SL_OK ? rc : store_commit_sync(s);
-}
-
 int store_commit_sync(store *s)
 {
     uint64_t next_id = s->next_id;

@@ -292,6 +292,9 @@ int store_idem_put(store *s, const void *key, size_t len, uint64_t id, uint64_t 
  * returns how many. */
 unsigned store_idem_expire(store *s, uint64_t now_ns, unsigned max);
 
+/* store_level_count returns the records in q.<level>. O(1). */
+uint64_t store_level_count(store *s, unsigned level);
+
 /* store_level_bytes returns the bytes of pages q.<level> occupies. O(1). */
 uint64_t store_level_bytes(store *s, unsigned level);
 

@@ -187,6 +187,14 @@ int store_commit_wait(store *s, int *result)
     return SL_OK;
 }
 
+int store_commit(store *s)
+{
+    int rc = SL_OK;
+    if (s->frozen)
+        store_commit_wait(s, &rc);
+    return rc != SL_OK ? rc : store_commit_sync(s);
+}
+
 void store_writer_close(store *s)
 {
     struct store_writer *w = s->writer;
