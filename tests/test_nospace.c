@@ -155,10 +155,78 @@ static void full_disk_refuses_then_resumes(void **state)
     th_broker_fini(&b);
 }
 
+/* A map too small for the batch: LMDB says MDB_MAP_FULL while the pass
+ * writes, the batch is refused SL_ENOSPC, and the broker goes on; once
+ * consumers drain, publishing resumes (LMDB reuses the freed pages). */
+static void full_map_refuses_then_resumes(void **state)
+{
+    (void)state;
+    enum { BODY = 60000, N = 60 };
+    const char *extra[] = {"--map-size-mb", "1", "--map-max-mb", "1", NULL};
+    th_fixture *f;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
+    char *body = malloc(BODY);
+    assert_non_null(body);
+    uint64_t ticket, ids[N];
+    int ok = 0, nospace = 0, confirmed[N];
+    for (int i = 0; i < N; i++) {
+        memset(body, 'a' + i % 26, BODY);
+        sl_put m = {.body = body, .body_len = BODY, .level = 0};
+        assert_int_equal(sl_send_async(f->c, &m, &ticket), SL_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        sl_confirm cf;
+        assert_int_equal(sl_send_wait(f->c, 10000, &cf), SL_OK);
+        confirmed[i] = cf.err == SL_OK;
+        ids[i] = cf.id;
+        ok += cf.err == SL_OK;
+        nospace += cf.err == SL_ENOSPC;
+        if (cf.err != SL_OK && cf.err != SL_ENOSPC)
+            fail_msg("publish %d: unexpected %s", i, sl_strerror(cf.err));
+    }
+    fprintf(stderr, "# 1 MiB map: %d confirmed, %d refused with SL_ENOSPC\n", ok, nospace);
+    assert_true(ok > 0 && nospace > 0);
+    assert_int_equal(th_broker_wait(&f->b, 0), -1); /* still running */
+
+    sl_client *c = th_client(&f->b, 10000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 4), SL_OK);
+    sl_delivery *d = NULL;
+    int got = 0;
+    for (int guard = 0; got < ok && guard < 4 * N; guard++) {
+        assert_int_equal(sl_recv(c, 10000, &d), SL_OK);
+        for (int i = 0; i < N; i++)
+            if (confirmed[i] && ids[i] == d->id) {
+                confirmed[i] = 0;
+                got++;
+            }
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+    assert_int_equal(got, ok); /* every confirmed message, once each at least */
+    assert_int_equal(sl_flush(c, 10000), SL_OK);
+    sl_close(&c);
+
+    int resumed = 0; /* the drained pages are reused: a publish fits again */
+    for (int tries = 0; tries < 50 && !resumed; tries++) {
+        sl_put m = {.body = body, .body_len = BODY, .level = 0};
+        int rc = sl_send(f->c, &m, NULL);
+        if (rc == SL_OK)
+            resumed = 1;
+        else if (rc == SL_ENOSPC)
+            usleep(200 * 1000);
+        else
+            fail_msg("publish after the drain: %s", sl_strerror(rc));
+    }
+    assert_true(resumed);
+    free(body);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_disk_refuses_then_resumes),
+        cmocka_unit_test(full_map_refuses_then_resumes),
     };
     th_seed();
     return cmocka_run_group_tests_name("nospace", tests, NULL, NULL);
