@@ -1,27 +1,37 @@
 /*
- * loop.c - one thread, one pass at a time.
+ * loop.c - one thread, one pass at a time; the disk's waits on another.
  *
  * A pass: compute the timeout to the next timer (cron_next_wake); wait for
- * input; receive up to RECV_BATCH messages without blocking and handle each
- * (handlers only change memory and the open write transaction); run due
- * timers (cron_tick); dispatch (deliver_dispatch); commit the write
- * transaction once (group commit: every publish of the pass shares one
- * fsync); and only then send the confirmations the pass produced.
- * While a commit is running, new requests wait in ZeroMQ's queue and form
- * the next batch, so batches grow with load by themselves.
+ * input, or for the writer's commit to end; finish that commit if it has
+ * (its confirmations leave now, or its errors); receive up to RECV_BATCH
+ * messages without blocking and handle each (handlers only change memory
+ * and the pass's write transaction, which only LMDB's memory holds until
+ * the commit); run due timers (cron_tick); dispatch (deliver_dispatch); and
+ * hand the transaction to the writer thread (store_commit_start: group
+ * commit, every publish of the batch shares its flushes).
  *
- * Replies that promise nothing about the disk (deliveries of messages already
- * durable, OK to ACK/NACK/TOUCH, stats) leave before the commit. A pass that
- * only acknowledged messages does not commit at all until its oldest write is
+ * While a commit is out (the store is frozen, store.h) the loop does not
+ * receive: requests wait in ZeroMQ's queue and form the next batch, handed
+ * over as soon as the commit ends. It goes on dispatching committed
+ * messages, metering, pinging and sending; cron leaves what writes for
+ * later. At most one commit is out; its confirmations wait in net's
+ * NET_AFTER_COMMIT queue, which nothing else fills while it is out.
+ *
+ * Replies that promise nothing about the disk (deliveries, OK to ACK/NACK/
+ * TOUCH, stats) leave at the end of their pass. A pass that only
+ * acknowledged messages does not commit at all until its oldest write is
  * ack_flush_ms old (or a publish needs a commit sooner): acknowledgements are
  * made durable in batches, and a crash in that window only means the message
  * is delivered again, which at-least-once delivery allows.
  *
- * A failed commit is loud: every reply of the pass becomes an SL_EIO error,
- * and the broker stops rather than guess what reached the disk (fsync errors
- * are not reliably retryable). Signals only set a flag; the loop notices it
- * at the end of a pass, so the pass in progress completes and is confirmed;
- * SIGHUP's reload (reload.c) runs there too.
+ * A failed commit: for want of space (ENOSPC, MDB_MAP_FULL) the batch's
+ * replies become SL_ENOSPC with a retry-after, the queue puts its view back
+ * (queue_commit_ended) and the broker goes on; any other failure turns every
+ * reply of the batch into SL_EIO and the broker stops rather than guess what
+ * reached the disk (fsync errors are not reliably retryable). Signals only
+ * set a flag; the loop notices it at the end of a pass and lets the commit
+ * that is out end and be confirmed; SIGHUP's reload (reload.c) runs between
+ * passes with no commit out.
  */
 #include "loop.h"
 

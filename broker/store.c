@@ -9,8 +9,10 @@
  * file owns one environment, its named databases (listed in store.h) and at
  * most one write transaction, which the first operation of a loop pass
  * begins (reads too, so that they see the pass's own writes) and
- * store_commit ends. Nothing is durable before that commit; the environment
- * uses LMDB's default, fully synchronous flags.
+ * store_commit ends, or the writer thread (store_writer.c) commits. Nothing
+ * is durable before that commit; the environment uses LMDB's fully
+ * synchronous flags, with MDB_NOLOCK and MDB_NOTLS so that a transaction
+ * may be committed by another thread than the one that built it.
  *
  * Invariants:
  *   - next_id only grows in memory, even across an aborted pass; meta

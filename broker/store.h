@@ -118,6 +118,10 @@ int store_commit_fd(const store *s);
 int store_commit_poll(store *s, int *result);
 int store_commit_wait(store *s, int *result);
 
+/* store_txn_release ends the open write transaction if it has only read
+ * (so that the map may be measured and grown between commits). */
+void store_txn_release(store *s);
+
 /* store_dirty tells whether store_commit has work to do: the open
  * transaction holds writes (a new next_id counts), or an operation of this
  * pass failed and store_commit must abort and report it. */

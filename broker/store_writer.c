@@ -187,6 +187,14 @@ int store_commit_wait(store *s, int *result)
     return SL_OK;
 }
 
+void store_txn_release(store *s)
+{
+    if (s->frozen || !s->txn || s->dirty || s->failed != SL_OK || s->next_id != s->next_id_saved)
+        return;
+    mdb_txn_abort(s->txn); /* it only read: nothing to lose */
+    s->txn = NULL;
+}
+
 int store_commit(store *s)
 {
     int rc = SL_OK;
