@@ -27,7 +27,9 @@
  *   every 250 ms     publish the /metrics snapshot (with --metrics), riding
  *                    on the other wakes: at most a heartbeat old when idle
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
- *                    (after the writer's commit ended, none being out)
+ *                    (after the writer's commit ended, none being out); after
+ *                    a commit refused for want of space, recount and double
+ *                    the map at once (up to --map-max-mb, if the disk has room)
  *   while a commit is out (store_committing): only what writes nothing runs
  *                    (the meter, heartbeats, the watchdog, /metrics, coord);
  *                    lease expiry, delayed releases and the sweeps wait for
@@ -218,15 +220,15 @@ void cron_tick(bk *b)
     }
 }
 
-void cron_between_commits(bk *b)
+void cron_between_commits(bk *b, int nospace)
 {
-    if (b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
+    if (nospace || b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
         b->next_measure_ns = b->mono_ns + MEASURE_EVERY_NS;
-        store_measure(b->st);
+        store_measure(b->st); /* after a refusal: forgets what the refused appends added */
     }
     uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
-    if (used < map / 4 * 3)
-        return; /* under 75 % */
+    if (!nospace && used < map / 4 * 3)
+        return; /* under 75 %; a refused batch did not fit in what is free, whatever the use */
     if (map >= b->cfg.map_max_bytes)
         return;
     uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;

@@ -183,6 +183,8 @@ static void flush_now(bk *b)
 static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
 {
     queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
+    if (rc == SL_OK || rc == SL_ENOSPC) /* no transaction is open yet: measure, grow (at once after ENOSPC) */
+        cron_between_commits(b, rc == SL_ENOSPC);
     if (wrote && rc == SL_OK) {
         hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
         b->commits++;
@@ -199,8 +201,8 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
                      (unsigned long long)held_back);
         net_fail_queued(b->net, SL_ENOSPC,
                         "the broker's storage is full: this batch was not committed (nothing of it is stored); "
-                        "retry after consumers drain", LOOP_NOSPACE_RETRY_MS);
-        cron_between_commits(b); /* measure again; grow the map if the disk has room */
+                        "retry later (the map grows if the disk has room, or consumers drain it)",
+                        LOOP_NOSPACE_RETRY_MS);
         net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
         return SL_OK;
     }
@@ -213,7 +215,6 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }
-    cron_between_commits(b); /* no transaction is open now */
     net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     return SL_OK;
 }

@@ -189,9 +189,11 @@ int store_commit_wait(store *s, int *result)
 
 void store_txn_release(store *s)
 {
-    if (s->frozen || !s->txn || s->dirty || s->failed != SL_OK || s->next_id != s->next_id_saved)
+    if (s->frozen || !s->txn || s->dirty || s->failed != SL_OK)
         return;
-    mdb_txn_abort(s->txn); /* it only read: nothing to lose */
+    /* it only read: nothing to lose. An unsaved next_id is not lost either:
+     * store_dirty stays true and the next commit writes it. */
+    mdb_txn_abort(s->txn);
     s->txn = NULL;
 }
 

@@ -222,11 +222,53 @@ static void full_map_refuses_then_resumes(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* A batch larger than what the map has free, in a map that may grow: the
+ * refusal grows the map at once (it is not 75 % used, and there is nothing
+ * for consumers to drain), so a retry is confirmed. */
+static void full_map_grows_for_a_large_batch(void **state)
+{
+    (void)state;
+    enum { SMALL = 1500000, LARGE = 3000000 };
+    const char *extra[] = {"--map-size-mb", "4", "--map-max-mb", "64", "--max-body", "4000000", NULL};
+    th_fixture *f;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
+    char *body = malloc(LARGE);
+    assert_non_null(body);
+    memset(body, 's', LARGE);
+    sl_put m = {.body = body, .body_len = SMALL, .level = 0};
+    assert_int_equal(sl_send(f->c, &m, NULL), SL_OK);
+    m.body_len = LARGE;
+    int rc = SL_ENOSPC, tries = 0, refused = 0;
+    for (; tries < 8 && rc == SL_ENOSPC; tries++) {
+        rc = sl_send(f->c, &m, NULL);
+        refused += rc == SL_ENOSPC;
+        if (rc == SL_ENOSPC)
+            usleep(100 * 1000);
+    }
+    fprintf(stderr, "# 3 MB into a 4 MiB map holding 1.5 MB: %d refusals before %s\n", refused, sl_strerror(rc));
+    assert_int_equal(rc, SL_OK);
+    assert_true(refused <= 2); /* each refusal doubles the map: 8 MiB holds both */
+    sl_client *c = th_client(&f->b, 10000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 4), SL_OK);
+    for (int i = 0; i < 2; i++) {
+        sl_delivery *d = NULL;
+        assert_int_equal(sl_recv(c, 10000, &d), SL_OK);
+        assert_int_equal(d->body_len, i == 0 ? SMALL : LARGE);
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+    assert_int_equal(sl_flush(c, 10000), SL_OK);
+    sl_close(&c);
+    free(body);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_disk_refuses_then_resumes),
         cmocka_unit_test(full_map_refuses_then_resumes),
+        cmocka_unit_test(full_map_grows_for_a_large_batch),
     };
     th_seed();
     return cmocka_run_group_tests_name("nospace", tests, NULL, NULL);
