@@ -19,7 +19,11 @@
  *     "next_id" commits with the records that use the ids, so no id that
  *     reached the disk is ever handed out again.
  *   - committed_key[L] is last_key[L] as of the last successful commit: tail
- *     keys up to it belong to records that reached the disk.
+ *     keys up to it belong to records that reached the disk. Head keys the
+ *     open transaction put (a delayed message come due) lie below every
+ *     committed key of their level; head_hi[L] is the largest of them, and
+ *     keys up to it are not durable until the transaction commits (a refused
+ *     commit drops them, and the key may be handed out again).
  *   - After a failed mdb_* call LMDB refuses more work in that transaction:
  *     `failed` keeps the mapped error, every operation returns it, and
  *     store_commit aborts and reports it. Each failure is logged once, by
@@ -484,6 +488,7 @@ int store_commit_sync(store *s)
     s->txn = NULL;
     s->failed = SL_OK;
     s->dirty = 0;
+    memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
     return err;
 }
 
@@ -494,7 +499,8 @@ int store_dirty(const store *s)
 
 int store_key_committed(const store *s, unsigned level, uint64_t key)
 {
-    return level < s->levels && key <= s->committed_key[level];
+    return level < s->levels && key <= s->committed_key[level] &&
+           !(s->head_open[level] && key <= s->head_hi[level]);
 }
 
 int store_failed(const store *s)

@@ -132,10 +132,12 @@ int store_dirty(const store *s);
  * returns it until store_commit aborts the transaction and clears it. */
 int store_failed(const store *s);
 
-/* store_key_committed tells whether the record at key in level was
- * appended by a committed transaction (records put at the head always were:
- * they are moves of committed records). Deliveries of uncommitted appends
- * wait for the commit, so that nobody consumes what was never confirmed. */
+/* store_key_committed tells whether the record at key in level was put by a
+ * committed transaction: not a tail key appended since the last commit, nor
+ * a head key put since (a delayed message come due, whose move a refused
+ * commit undoes). Deliveries of such records wait for the commit, so that
+ * nobody consumes what was never confirmed and no lease names a key that a
+ * refused commit frees. */
 int store_key_committed(const store *s, unsigned level, uint64_t key);
 
 /* store_next_id returns a new message id and advances the persisted counter

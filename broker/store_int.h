@@ -51,6 +51,8 @@ struct store {
     unsigned levels;
     uint64_t last_key[PROTO_MAX_LEVELS];  /* largest order key handed out */
     uint64_t committed_key[PROTO_MAX_LEVELS]; /* largest tail key known durable */
+    uint64_t head_hi[PROTO_MAX_LEVELS];   /* largest head key the open transaction put */
+    unsigned char head_open[PROTO_MAX_LEVELS]; /* head_hi is set: keys up to it are not durable */
     uint64_t next_id;                     /* next message id to hand out */
     uint64_t next_id_saved;               /* meta "next_id" as last committed */
     int dirty;                            /* the transaction holds writes */

@@ -165,6 +165,7 @@ int store_commit_poll(store *s, int *result)
     s->frozen = 0;
     s->failed = SL_OK;
     s->dirty = 0;
+    memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
     if (rc == MDB_SUCCESS) {
         s->next_id_saved = s->commit_next_id;
         memcpy(s->committed_key, s->last_key, sizeof s->committed_key); /* no appends while frozen */
