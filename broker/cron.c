@@ -23,7 +23,10 @@
  *                    told and persisted
  *   heartbeat_ms     PING every connection
  *   WATCHDOG_USEC/2  WATCHDOG=1 to the service manager (notify.c), with a
- *                    wake of its own; every 5 s a STATUS line
+ *                    wake of its own; every 5 s a STATUS line. Not while a
+ *                    commit has been out longer than WATCHDOG_USEC/2: a
+ *                    writer stuck in a flush confirms nothing, so the
+ *                    manager is left to restart the broker
  *   every 250 ms     publish the /metrics snapshot (with --metrics), riding
  *                    on the other wakes: at most a heartbeat old when idle
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
@@ -187,6 +190,24 @@ static uint32_t coord_want(const bk *b)
     return n >= all ? all : (uint32_t)n;
 }
 
+/* commit_stalled tells whether the commit that is out has been out longer
+ * than half the watchdog period: the writer may be stuck in a flush, and no
+ * publish is confirmed meanwhile, so the watchdog is no longer fed (the
+ * service manager restarts a broker that cannot commit). Counted and logged
+ * once per commit. */
+static int commit_stalled(bk *b)
+{
+    if (!b->commit_out_ns || !b->notify.watchdog_ns || b->mono_ns < b->commit_out_ns + b->notify.watchdog_ns / 2)
+        return 0;
+    if (!b->commit_stall_noted) {
+        b->commit_stall_noted = 1;
+        b->commit_stalls++;
+        log_error("cron", "a commit has been out for %llu ms (the disk does not finish its flush): watchdog pings "
+                  "stop until it ends", (unsigned long long)((b->mono_ns - b->commit_out_ns) / NS_PER_MS));
+    }
+    return 1;
+}
+
 void cron_tick(bk *b)
 {
     if (b->coord) {
@@ -211,7 +232,8 @@ void cron_tick(bk *b)
     meter_tick(&b->meter, b->mono_ns);
     if (b->mono_ns >= b->next_hb_ns)
         heartbeat(b);
-    notify_watchdog_tick(&b->notify, b->mono_ns);
+    if (!commit_stalled(b))
+        notify_watchdog_tick(&b->notify, b->mono_ns);
     if (b->mono_ns >= b->notify.next_status_ns)
         notify_status(b);
     if (b->metrics && b->mono_ns >= b->next_metrics_ns) {
@@ -265,8 +287,10 @@ uint64_t cron_next_wake(bk *b)
     if (meter_ns < wake)
         wake = meter_ns;
     if (store_committing(b->st)) { /* the rest waits for the commit's end, which wakes the loop */
-        if (b->notify.next_ping_ns < wake)
-            wake = b->notify.next_ping_ns;
+        uint64_t stall = b->commit_out_ns && b->notify.watchdog_ns ? b->commit_out_ns + b->notify.watchdog_ns / 2
+                                                                    : UINT64_MAX;
+        if (b->notify.next_ping_ns < wake && b->notify.next_ping_ns < stall && b->mono_ns < stall)
+            wake = b->notify.next_ping_ns; /* a ping past the stall is withheld: no wake for it */
         return wake;
     }
     if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)

@@ -182,6 +182,11 @@ static void flush_now(bk *b)
  * Returns SL_OK or the commit's error. */
 static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
 {
+    if (b->commit_stall_noted)
+        log_warn("loop", "the stalled commit ended after %llu ms; watchdog pings resume",
+                 (unsigned long long)((loop_now_mono() - b->commit_out_ns) / NS_PER_MS));
+    b->commit_out_ns = 0;
+    b->commit_stall_noted = 0;
     queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
     if (rc == SL_OK || rc == SL_ENOSPC) /* no transaction is open yet: measure, grow (at once after ENOSPC) */
         cron_between_commits(b, rc == SL_ENOSPC);
@@ -238,6 +243,8 @@ static int end_pass(bk *b, int force)
     b->dirty_since_ns = 0;
     queue_commit_started(&b->q);
     int rc = store_commit_start(b->st, &started);
+    if (started)
+        b->commit_out_ns = loop_now_mono();
     return started ? SL_OK : commit_ended(b, rc, commit_wrote, commit_t0_ns);
 }
 
