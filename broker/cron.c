@@ -38,7 +38,10 @@
  *                    lease expiry, delayed releases and the sweeps wait for
  *                    the commit's end, which wakes the loop
  *   ack_flush_ms     after the oldest uncommitted write, a commit is due
- *                    (cron_commit_due), even if no reply waits for it
+ *                    (cron_commit_due), even if no reply waits for it; after
+ *                    a commit refused for want of space that no reply
+ *                    waited for, not before a back-off (doubling per such
+ *                    refusal up to 1 s; only a waiting reply makes one due)
  *
  * cron_next_wake is the earliest of: the next heartbeat, the watchdog ping, the meter's
  * (dispatch held back by a bucket, a pause, a breaker; the additive
@@ -266,14 +269,24 @@ void cron_between_commits(bk *b, int nospace)
     store_grow(b->st, grown);
 }
 
+/* flush_at is when the open transaction's writes are due for a commit
+ * although no reply waits for it: ack_flush_ms after the first, and not
+ * before the back-off that follows a commit refused for want of space (a
+ * refused batch of timers' writes would otherwise be tried again every
+ * ack_flush_ms, each refusal logging and recounting). */
+static uint64_t flush_at(const bk *b)
+{
+    uint64_t at = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    return at < b->nospace_until_ns ? b->nospace_until_ns : at;
+}
+
 int cron_commit_due(bk *b)
 {
     if (!store_dirty(b->st))
         return net_queued(b->net, NET_AFTER_COMMIT) > 0;
     if (!b->dirty_since_ns)
         b->dirty_since_ns = b->mono_ns;
-    return net_queued(b->net, NET_AFTER_COMMIT) > 0 ||
-           b->mono_ns >= b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    return net_queued(b->net, NET_AFTER_COMMIT) > 0 || b->mono_ns >= flush_at(b);
 }
 
 uint64_t cron_next_wake(bk *b)
@@ -293,8 +306,8 @@ uint64_t cron_next_wake(bk *b)
             wake = b->notify.next_ping_ns; /* a ping past the stall is withheld: no wake for it */
         return wake;
     }
-    if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
-        wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    if (b->dirty_since_ns && flush_at(b) < wake)
+        wake = flush_at(b);
     if (dead_pending(b))
         wake = b->mono_ns; /* retention has more to drop */
     if (b->notify.next_ping_ns < wake)

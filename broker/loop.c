@@ -200,6 +200,12 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
     if (rc == SL_ENOSPC) { /* LMDB's previous state is intact: refuse the batch, keep serving */
         uint64_t held_back = 0;
         b->commits_nospace++;
+        if (!net_queued(b->net, NET_AFTER_COMMIT)) { /* no publisher asked: back off (cron_commit_due) */
+            uint64_t ns = b->nospace_backoff_ns * 2, floor = b->cfg.ack_flush_ms * NS_PER_MS + NS_PER_MS;
+            ns = ns < floor ? floor : ns > LOOP_NOSPACE_RETRY_MS * NS_PER_MS ? LOOP_NOSPACE_RETRY_MS * NS_PER_MS : ns;
+            b->nospace_backoff_ns = ns;
+            b->nospace_until_ns = b->mono_ns + ns;
+        }
         if (log_limit_pass(&b->nospace_log, b->mono_ns, 10 * NS_PER_S, &held_back))
             log_warn("loop", "commit failed: no space left (the disk or the map); this batch's publishes are "
                      "refused with SL_ENOSPC and the broker goes on (%llu such failures held back)",
@@ -220,6 +226,7 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }
+    b->nospace_until_ns = b->nospace_backoff_ns = 0;
     net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     return SL_OK;
 }

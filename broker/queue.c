@@ -18,7 +18,8 @@
  * queue_commit_started in queue.h for what taking does then.
  *
  * Costs: an undo entry (16 bytes) per settlement of the open transaction;
- * a failed commit recounts in O(levels + delayed).
+ * a failed commit recounts in O(levels) (the delayed counts as of the last
+ * commit are kept, not scanned).
  */
 #include "queue.h"
 
@@ -64,7 +65,7 @@ int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *in
     for (unsigned l = 0; l < nlevels; l++) {
         q->lv[l].count = info[l].count;
         q->lv[l].dead = info[l].dead;
-        q->lv[l].delayed = delayed[l];
+        q->lv[l].delayed = q->delayed_committed[l] = delayed[l];
         tmr_init(&q->lv[l].returned);
     }
     if (store_delayed_first(st, &q->next_due_ns) != SL_OK)
@@ -363,6 +364,8 @@ void queue_commit_started(queue *q)
 {
     q->frozen_unsafe = q->unsafe;
     q->unsafe = 0;
+    for (unsigned l = 0; l < q->nlevels; l++)
+        q->delayed_sent[l] = q->lv[l].delayed;
 }
 
 void queue_commit_ended(queue *q, int rc)
@@ -370,17 +373,17 @@ void queue_commit_ended(queue *q, int rc)
     q->frozen_unsafe = 0;
     for (unsigned l = 0; l < q->nlevels; l++)
         q->lv[l].hold = 0;
+    if (rc == SL_OK)
+        memcpy(q->delayed_committed, q->delayed_sent, sizeof q->delayed_committed);
     if (rc != SL_OK) {
-        uint64_t delayed[PROTO_MAX_LEVELS] = {0};
         for (size_t i = q->nundo; i-- > 0;)
             if (make_ready(q, q->undo[i].level, q->undo[i].key) != SL_OK)
                 log_error("queue", "out of memory putting back a settlement whose commit failed; message at key "
                           "%llu is delivered again after a restart", (unsigned long long)q->undo[i].key);
-        store_delayed_counts(q->st, delayed);
         for (unsigned l = 0; l < q->nlevels; l++) {
             q->lv[l].count = store_level_count(q->st, l);
             q->lv[l].dead = store_dead_count(q->st, l);
-            q->lv[l].delayed = delayed[l];
+            q->lv[l].delayed = q->delayed_committed[l]; /* kept, not counted: O(levels) */
             q->lv[l].head_known = 0;
         }
         if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)

@@ -87,12 +87,16 @@ int store_fail(store *s, int rc, const char *fmt, ...)
         log_error("store", "cannot %s while a commit is in progress: %s", what, mdb_strerror(rc));
         return rc == EACCES ? SL_ESTATE : err_from_mdb(rc);
     }
-    if (rc != MDB_PANIC)
+    int nospace = err_from_mdb(rc) == SL_ENOSPC;
+    if (nospace && s->nospace_logged)
+        ; /* once until a commit succeeds: the loop counts the refusals in a rate-limited line */
+    else if (rc != MDB_PANIC)
         log_error("store", "%s: %s", what, mdb_strerror(rc));
     else if (!s->panic_logged)
         log_error("store", "%s: %s: the LMDB environment is unusable; restart the broker",
                   what, mdb_strerror(rc));
     s->panic_logged |= rc == MDB_PANIC;
+    s->nospace_logged |= nospace;
     if (s->failed == SL_OK)
         s->failed = err_from_mdb(rc);
     return err_from_mdb(rc);
@@ -480,6 +484,7 @@ int store_commit_sync(store *s)
         if (rc == MDB_SUCCESS) {
             s->next_id_saved = next_id;
             memcpy(s->committed_key, s->last_key, sizeof s->committed_key);
+            s->nospace_logged = 0;
         } else
             err = store_fail(s, rc, "commit");
     }

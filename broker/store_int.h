@@ -58,6 +58,7 @@ struct store {
     int dirty;                            /* the transaction holds writes */
     int failed;                           /* sl_err that poisoned the transaction */
     int panic_logged;
+    int nospace_logged;                   /* a no-space failure was logged; again after a commit */
     /* the writer (store_writer.c): while a commit is out, wtxn is the
      * transaction being committed on the writer thread and txn is rtxn, a
      * read-only snapshot of the last committed state (frozen = 1) */

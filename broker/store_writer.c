@@ -169,6 +169,7 @@ int store_commit_poll(store *s, int *result)
     if (rc == MDB_SUCCESS) {
         s->next_id_saved = s->commit_next_id;
         memcpy(s->committed_key, s->last_key, sizeof s->committed_key); /* no appends while frozen */
+        s->nospace_logged = 0;
         *result = SL_OK;
     } else {
         *result = store_fail(s, rc, "commit");

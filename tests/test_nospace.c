@@ -163,12 +163,26 @@ static void full_disk_refuses_then_resumes(void **state)
     th_broker_fini(&b);
 }
 
+/* log_lines counts the lines of the broker's log at path that hold what. */
+static unsigned log_lines(const char *path, const char *what)
+{
+    char line[2048];
+    unsigned n = 0;
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    fclose(f);
+    return n;
+}
+
 /* A delayed message that comes due while the disk is full moves to the
  * head of its level in a transaction that is refused: it is not delivered
  * before that move commits (its lease would name a key the refusal frees),
  * the level's ready count never goes below zero, and once space is freed it
  * is delivered. X, stored and leased, puts D's head key below the level's
- * committed keys. */
+ * committed keys. The refused move is tried again only after a back-off,
+ * and the failure is logged once. */
 static void due_message_waits_for_its_commit(void **state)
 {
     (void)state;
@@ -198,6 +212,12 @@ static void due_message_waits_for_its_commit(void **state)
             (unsigned long long)st.level[0].delayed);
     assert_true(st.level[0].depth <= 1);
     assert_int_equal(st.level[0].inflight, 1);
+    /* D's move is refused again and again while the disk is full: backed
+     * off (1 s), and logged once, not every ack_flush_ms */
+    unsigned lines = log_lines(b.log, "No space left"), refusals = log_lines(b.log, "commit failed: no space");
+    fprintf(stderr, "# 3.5 s of a full disk: %u lines naming ENOSPC, %u refusal warnings\n", lines, refusals);
+    assert_true(lines >= 1 && lines <= 3);
+    assert_true(refusals >= 1 && refusals <= 2);
     flag_set(flag, 0); /* space freed: D's move commits, and D is delivered */
     assert_int_equal(sl_recv(c, 10000, &d), SL_OK);
     assert_memory_equal(d->body, "D", 1);
