@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -180,10 +181,15 @@ int store_commit_poll(store *s, int *result)
 
 int store_commit_wait(store *s, int *result)
 {
-    while (s->frozen) {
+    int logged = 0;
+    while (s->frozen) { /* until the commit ends: its result decides what the loop sends */
         struct pollfd p = {.fd = s->writer->efd, .events = POLLIN};
-        if (poll(&p, 1, 1000) < 0 && errno != EINTR)
-            return SL_EIO;
+        if (poll(&p, 1, 1000) < 0 && errno != EINTR) {
+            if (!logged++)
+                log_error("store", "cannot wait for the writer's commit (%s): checking every millisecond",
+                          strerror(errno));
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
         store_commit_poll(s, result);
     }
     return SL_OK;
@@ -224,6 +230,8 @@ void store_writer_close(store *s)
     pthread_mutex_destroy(&w->mu);
     free(w);
     s->writer = NULL;
+    if (s->txn == s->rtxn)
+        s->txn = NULL; /* store_close aborts s->txn: not the snapshot twice */
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
     s->rtxn = NULL;
