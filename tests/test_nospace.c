@@ -130,6 +130,20 @@ static void full_disk_refuses_then_resumes(void **state)
     sl_close(&c);
     publish(p, "refused-again", 3, &ok, &nospace);
     assert_int_equal(nospace, 3);
+    /* A read-only admin command in a refused batch promises nothing about
+     * the disk: it is answered, not refused */
+    for (int i = 0; i < 3; i++) {
+        uint64_t ticket;
+        sl_put m = {.body = "refused-list", .body_len = 12, .level = 0};
+        assert_int_equal(sl_send_async(p, &m, &ticket), SL_OK);
+        sl_level_info li[SL_MAX_LEVELS];
+        unsigned nl = SL_MAX_LEVELS;
+        assert_int_equal(sl_level_list(p, li, &nl), SL_OK);
+        assert_int_equal(nl, 2);
+        sl_confirm cf;
+        assert_int_equal(sl_send_wait(p, 10000, &cf), SL_OK);
+        assert_int_equal(cf.err, SL_ENOSPC);
+    }
 
     flag_set(flag, 0); /* space freed: publishing resumes by itself */
     publish(p, "after", AFTER, &ok, &nospace);
