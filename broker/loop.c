@@ -30,13 +30,14 @@
  * reply of the batch into SL_EIO and the broker stops rather than guess what
  * reached the disk (fsync errors are not reliably retryable). Signals only
  * set a flag; the loop notices it at the end of a pass and lets the commit
- * that is out end and be confirmed; SIGHUP's reload (reload.c) runs between
- * passes with no commit out.
+ * that is out end and be confirmed; SIGHUP's reload (reload.c) runs with no
+ * commit out: right after a commit ends, or between passes.
  */
 #include "loop.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <string.h>
 #include <time.h>
@@ -148,19 +149,28 @@ static int wait_input(net *n, struct coord *co, int commit_fd, uint64_t timeout_
 /* While a commit is out, a send that fails is held here and handed to
  * settle_send_failed after the commit's end: ending a consumer's leases
  * charges attempts, which writes the store. */
-#define HELD_FAILS 256
 typedef struct held_fail {
     uint8_t rid[256];
     size_t rid_len;
     uint64_t token;
     int err;
 } held_fail;
-static held_fail held[HELD_FAILS];
-static unsigned nheld;
+static held_fail *held; /* grows as needed; freed never (one array per process) */
+static unsigned nheld, capheld;
 
 static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
 {
-    if (nheld == HELD_FAILS || rid_len > sizeof held[0].rid) {
+    if (nheld == capheld && rid_len <= sizeof held[0].rid) {
+        unsigned cap = capheld ? capheld * 2 : 256;
+        held_fail *v = realloc(held, cap * sizeof *v);
+        if (v) {
+            held = v;
+            capheld = cap;
+        }
+    }
+    if (nheld == capheld || rid_len > sizeof held[0].rid) {
+        log_warn("loop", "cannot hold a failed send until the commit ends (out of memory, or a %zu-byte "
+                 "routing id): its delivery is returned uncharged", rid_len);
         if (token) /* returns the delivery uncharged: writes nothing */
             settle_send_failed(ctx, rid, rid_len, token, SL_EFULL);
         return;
@@ -287,6 +297,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
+        if (reload_pending() && !store_committing(b->st)) /* SIGHUP: as soon as no commit is out */
+            reload_run(b);
         if (!store_committing(b->st)) /* handlers write: only with no commit out */
             for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
                 handle_message(b, &in);

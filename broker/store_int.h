@@ -68,6 +68,7 @@ struct store {
     int commit_err;                       /* the finished commit's mapped result */
     uint64_t commit_next_id;              /* next_id written with the commit that is out */
     struct store_writer *writer;          /* NULL until the first asynchronous commit */
+    int writer_failed;                    /* the thread could not start: commits stay on the loop */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
     unsigned char *scratch;               /* a record being moved or rewritten */

@@ -25,7 +25,10 @@
  * write while frozen). The snapshot is safe without reader slots: the
  * committing transaction n only reuses pages freed by transactions before
  * n-1, and the snapshot is n-1's. A new snapshot is begun only when no
- * commit is out, so it never reads a meta page being written.
+ * commit is out, so it never reads a meta page being written. (The map's
+ * size and high-water mark for /metrics come from mdb_env_info, which may
+ * read a meta page the writer is writing: those figures are only reported,
+ * never used to find data.)
  *
  * Costs: one thread; per commit a mutex hand-over and an eventfd write and
  * read, against the two flushes the loop no longer waits for.
@@ -33,6 +36,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -88,8 +92,13 @@ static int writer_start(store *s)
     }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (pthread_create(&w->th, NULL, writer_main, w) != 0) {
-        log_error("store", "cannot start the writer thread");
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* signals go to the loop's thread, never the writer */
+    int made = pthread_create(&w->th, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (made != 0) {
+        log_error("store", "cannot start the writer thread: commits are made on the loop's thread");
         close(w->efd);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
@@ -105,8 +114,8 @@ int store_commit_start(store *s, int *started)
     *started = 0;
     if (s->frozen)
         return SL_ESTATE;
-    if (!s->writer && writer_start(s) != SL_OK)
-        return store_commit_sync(s); /* no thread: commit here, as before */
+    if (!s->writer && (s->writer_failed || (s->writer_failed = writer_start(s) != SL_OK)))
+        return store_commit_sync(s); /* no thread (tried once, logged): commit here, as before */
     int err = s->failed;
     if (err == SL_OK && s->next_id != s->next_id_saved) {
         unsigned char v[8];
