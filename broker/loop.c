@@ -51,6 +51,7 @@
 #include "net.h"
 #include "queue.h"
 #include "reload.h"
+#include "settings.h"
 #include "settle.h"
 #include "store.h"
 #include "units.h"
@@ -198,6 +199,7 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
     b->commit_out_ns = 0;
     b->commit_stall_noted = 0;
     queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
+    settings_commit_ended(b, rc);  /* and the settings it changed */
     if (rc == SL_OK || rc == SL_ENOSPC) /* no transaction is open yet: measure, grow (at once after ENOSPC) */
         cron_between_commits(b, rc == SL_ENOSPC);
     if (wrote && rc == SL_OK) {

@@ -19,7 +19,11 @@
  *             u64 max_inflight                                      (24 bytes)
  *
  * all little-endian. Change a layout: bump its version byte and read both.
- * Costs: one meta put per change; a prefix scan per kind at open.
+ * A change whose commit is refused for want of space is undone by reading
+ * the stored settings back (settings_commit_ended).
+ *
+ * Costs: one meta put per change; a prefix scan per kind at open (and after
+ * a refused commit that held a change).
  */
 #include "settings.h"
 
@@ -28,6 +32,8 @@
 #include <string.h>
 
 #include "bk.h"
+#include "member.h"
+#include "meter.h"
 #include "store.h"
 #include "log.h"
 
@@ -40,6 +46,22 @@ static void put32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 
 static void put64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
 static uint32_t get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
 static uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
+
+/* The level and sink settings as of the last commit that succeeded: what a
+ * refused one puts back (pools are read back from the store, where every
+ * pool is saved when made). One broker per process. */
+static struct {
+    int valid;
+    struct {
+        int paused;
+        uint64_t deadline_ms, aging_ms, max_rate_milli, min_rate_milli;
+        uint32_t burst;
+    } lv[PROTO_MAX_LEVELS];
+    uint32_t sink_burst;
+    uint64_t sink_rate_milli, sink_max_inflight;
+} committed;
+
+static void snapshot(const bk *b);
 
 /* ---- persistence ---- */
 
@@ -58,6 +80,7 @@ void settings_save_level(bk *b, unsigned level)
     snprintf(key, sizeof key, "level/%02u", level);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the settings of level %u", level);
+    b->settings_unsaved = 1;
 }
 
 void settings_save_pool(bk *b, const pool *p)
@@ -73,6 +96,7 @@ void settings_save_pool(bk *b, const pool *p)
     snprintf(key, sizeof key, "pool/%s", p->name);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the settings of pool %s", p->name);
+    b->settings_unsaved = 1;
 }
 
 static void load_level(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
@@ -107,6 +131,7 @@ void settings_save_sink(bk *b)
     put64(r + 16, b->meter.sink.max_inflight);
     if (store_meta_put(b->st, "sink", r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the sink settings");
+    b->settings_unsaved = 1;
 }
 
 static void load_sink(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
@@ -151,7 +176,67 @@ int settings_load(bk *b)
         rc = store_meta_scan(b->st, "pool/", load_pool, b);
     if (rc == SL_OK)
         rc = store_meta_scan(b->st, "sink", load_sink, b);
-    if (rc == SL_OK && b->pools.n)
+    if (rc == SL_OK && b->pools.n && !committed.valid)
         log_info("settings", "%u pools restored", b->pools.n);
+    if (rc == SL_OK && !committed.valid)
+        snapshot(b); /* at open: what the store holds */
     return rc;
+}
+
+static void snapshot(const bk *b)
+{
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        const queue_level *lv = &b->q.lv[l];
+        const meter_level *ml = &b->meter.lv[l];
+        committed.lv[l].paused = lv->paused;
+        committed.lv[l].deadline_ms = lv->deadline_ms;
+        committed.lv[l].aging_ms = lv->aging_ms;
+        committed.lv[l].max_rate_milli = ml->max_rate_milli;
+        committed.lv[l].min_rate_milli = ml->min_rate_milli;
+        committed.lv[l].burst = ml->burst;
+    }
+    committed.sink_burst = b->meter.sink.burst;
+    committed.sink_rate_milli = b->meter.sink.rate_milli;
+    committed.sink_max_inflight = b->meter.sink.max_inflight;
+    committed.valid = 1;
+}
+
+static void restore(bk *b)
+{
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        queue_level *lv = &b->q.lv[l];
+        meter_level *ml = &b->meter.lv[l];
+        lv->paused = committed.lv[l].paused;
+        lv->deadline_ms = committed.lv[l].deadline_ms;
+        lv->aging_ms = committed.lv[l].aging_ms;
+        ml->max_rate_milli = committed.lv[l].max_rate_milli;
+        ml->min_rate_milli = committed.lv[l].min_rate_milli;
+        ml->burst = committed.lv[l].burst;
+    }
+    b->meter.sink.burst = committed.sink_burst;
+    b->meter.sink.rate_milli = committed.sink_rate_milli;
+    b->meter.sink.max_inflight = committed.sink_max_inflight;
+}
+
+void settings_commit_ended(bk *b, int rc)
+{
+    int unsaved = b->settings_unsaved;
+    b->settings_unsaved = 0;
+    if (rc == SL_OK && (unsaved || !committed.valid))
+        snapshot(b);
+    if (rc != SL_ENOSPC || !unsaved)
+        return;
+    if (committed.valid)
+        restore(b);
+    if (settings_load(b) != SL_OK || !committed.valid)
+        log_error("settings", "cannot put back every setting after a refused commit: a refused change may stay "
+                  "live until a restart");
+    for (unsigned l = 0; l < b->cfg.levels; l++)
+        meter_level_apply(&b->meter, l, b->mono_ns);
+    meter_sink_apply(&b->meter, b->mono_ns);
+    for (unsigned i = 0; i < b->pools.n; i++)
+        member_pool_changed(b, b->pools.v[i]);
+    store_txn_release(b->st); /* the scan only read */
+    log_warn("settings", "a settings change was in a commit refused for want of space: the stored settings are "
+             "back in force");
 }

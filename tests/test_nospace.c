@@ -130,6 +130,14 @@ static void full_disk_refuses_then_resumes(void **state)
     sl_close(&c);
     publish(p, "refused-again", 3, &ok, &nospace);
     assert_int_equal(nospace, 3);
+    /* A settings change in a refused batch is not stored, nor left live */
+    assert_int_equal(sl_level_pause(p, 1, 1), SL_ENOSPC);
+    {
+        sl_level_info li[SL_MAX_LEVELS];
+        unsigned nl = SL_MAX_LEVELS;
+        assert_int_equal(sl_level_list(p, li, &nl), SL_OK);
+        assert_int_equal(li[1].paused, 0);
+    }
     /* A read-only admin command in a refused batch promises nothing about
      * the disk: it is answered, not refused */
     for (int i = 0; i < 3; i++) {
