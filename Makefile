@@ -192,6 +192,8 @@ $(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,te
 
 # test_slowdisk preloads the slow-disk shim into the broker (order-only: not linked in).
 $(BUILD)/tests/test_slowdisk: | $(BUILD)/slowdisk.so
+# test_notify too, for a commit stuck in its flush.
+$(BUILD)/tests/test_notify: | $(BUILD)/slowdisk.so
 # test_nospace preloads the full-disk shim likewise.
 $(BUILD)/tests/test_nospace: | $(BUILD)/tests/nospace_shim.so
 # The shared-sink tests also link their own redis-server's helper.

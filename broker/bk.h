@@ -75,6 +75,12 @@ typedef struct bk {
     uint64_t commits;
     uint64_t commits_nospace;     /* commits that failed for want of space (their batch refused) */
     log_limit nospace_log;        /* "commit failed: no space left": once every 10 s */
+    uint64_t nospace_until_ns;    /* after a refused commit of only acks and timers' writes: no such commit before */
+    uint64_t nospace_backoff_ns;  /* its back-off, doubling per refusal from --ack-flush-ms to 1 s */
+    int settings_unsaved;         /* the open transaction holds a settings change (settings.c) */
+    uint64_t commit_out_ns;       /* when the commit that is out was handed to the writer; 0: none */
+    uint64_t commit_stalls;       /* commits out past half the watchdog period (pings withheld) */
+    int commit_stall_noted;       /* the commit that is out was counted and logged as stalled */
     notify notify;                /* the service manager (systemd), when it listens */
     struct auth_table *auth;      /* the principals (auth.c); NULL when auth is off */
     struct peers *peers;          /* each key's connection descriptors, for revocation (peers.c) */

@@ -24,17 +24,25 @@
  *                    told and persisted
  *   heartbeat_ms     PING every connection
  *   WATCHDOG_USEC/2  WATCHDOG=1 to the service manager (notify.c), with a
- *                    wake of its own; every 5 s a STATUS line
+ *                    wake of its own; every 5 s a STATUS line. Not while a
+ *                    commit has been out longer than WATCHDOG_USEC/2: a
+ *                    writer stuck in a flush confirms nothing, so the
+ *                    manager is left to restart the broker
  *   every 250 ms     publish the /metrics snapshot (with --metrics), riding
  *                    on the other wakes: at most a heartbeat old when idle
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
- *                    (after the writer's commit ended, none being out)
+ *                    (after the writer's commit ended, none being out); after
+ *                    a commit refused for want of space, recount and double
+ *                    the map at once (up to --map-max-mb, if the disk has room)
  *   while a commit is out (store_committing): only what writes nothing runs
  *                    (the meter, heartbeats, the watchdog, /metrics, coord);
  *                    lease expiry, delayed releases and the sweeps wait for
  *                    the commit's end, which wakes the loop
  *   ack_flush_ms     after the oldest uncommitted write, a commit is due
- *                    (cron_commit_due), even if no reply waits for it
+ *                    (cron_commit_due), even if no reply waits for it; after
+ *                    a commit refused for want of space that no reply
+ *                    waited for, not before a back-off (doubling per such
+ *                    refusal up to 1 s; only a waiting reply makes one due)
  *
  * cron_next_wake is the earliest of: the next heartbeat, the watchdog ping, the meter's
  * (dispatch held back by a bucket, a pause, a breaker; the additive
@@ -186,6 +194,24 @@ static uint32_t coord_want(const bk *b)
     return n >= all ? all : (uint32_t)n;
 }
 
+/* commit_stalled tells whether the commit that is out has been out longer
+ * than half the watchdog period: the writer may be stuck in a flush, and no
+ * publish is confirmed meanwhile, so the watchdog is no longer fed (the
+ * service manager restarts a broker that cannot commit). Counted and logged
+ * once per commit. */
+static int commit_stalled(bk *b)
+{
+    if (!b->commit_out_ns || !b->notify.watchdog_ns || b->mono_ns < b->commit_out_ns + b->notify.watchdog_ns / 2)
+        return 0;
+    if (!b->commit_stall_noted) {
+        b->commit_stall_noted = 1;
+        b->commit_stalls++;
+        log_error("cron", "a commit has been out for %llu ms (the disk does not finish its flush): watchdog pings "
+                  "stop until it ends", (unsigned long long)((b->mono_ns - b->commit_out_ns) / NS_PER_MS));
+    }
+    return 1;
+}
+
 void cron_tick(bk *b)
 {
     if (b->coord) {
@@ -211,7 +237,8 @@ void cron_tick(bk *b)
     member_pace_shares(b, 0);
     if (b->mono_ns >= b->next_hb_ns)
         heartbeat(b);
-    notify_watchdog_tick(&b->notify, b->mono_ns);
+    if (!commit_stalled(b))
+        notify_watchdog_tick(&b->notify, b->mono_ns);
     if (b->mono_ns >= b->notify.next_status_ns)
         notify_status(b);
     if (b->metrics && b->mono_ns >= b->next_metrics_ns) {
@@ -220,15 +247,15 @@ void cron_tick(bk *b)
     }
 }
 
-void cron_between_commits(bk *b)
+void cron_between_commits(bk *b, int nospace)
 {
-    if (b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
+    if (nospace || b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
         b->next_measure_ns = b->mono_ns + MEASURE_EVERY_NS;
-        store_measure(b->st);
+        store_measure(b->st); /* after a refusal: forgets what the refused appends added */
     }
     uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
-    if (used < map / 4 * 3)
-        return; /* under 75 % */
+    if (!nospace && used < map / 4 * 3)
+        return; /* under 75 %; a refused batch did not fit in what is free, whatever the use */
     if (map >= b->cfg.map_max_bytes)
         return;
     uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;
@@ -244,14 +271,24 @@ void cron_between_commits(bk *b)
     store_grow(b->st, grown);
 }
 
+/* flush_at is when the open transaction's writes are due for a commit
+ * although no reply waits for it: ack_flush_ms after the first, and not
+ * before the back-off that follows a commit refused for want of space (a
+ * refused batch of timers' writes would otherwise be tried again every
+ * ack_flush_ms, each refusal logging and recounting). */
+static uint64_t flush_at(const bk *b)
+{
+    uint64_t at = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    return at < b->nospace_until_ns ? b->nospace_until_ns : at;
+}
+
 int cron_commit_due(bk *b)
 {
     if (!store_dirty(b->st))
         return net_queued(b->net, NET_AFTER_COMMIT) > 0;
     if (!b->dirty_since_ns)
         b->dirty_since_ns = b->mono_ns;
-    return net_queued(b->net, NET_AFTER_COMMIT) > 0 ||
-           b->mono_ns >= b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    return net_queued(b->net, NET_AFTER_COMMIT) > 0 || b->mono_ns >= flush_at(b);
 }
 
 uint64_t cron_next_wake(bk *b)
@@ -265,12 +302,14 @@ uint64_t cron_next_wake(bk *b)
     if (meter_ns < wake)
         wake = meter_ns;
     if (store_committing(b->st)) { /* the rest waits for the commit's end, which wakes the loop */
-        if (b->notify.next_ping_ns < wake)
-            wake = b->notify.next_ping_ns;
+        uint64_t stall = b->commit_out_ns && b->notify.watchdog_ns ? b->commit_out_ns + b->notify.watchdog_ns / 2
+                                                                    : UINT64_MAX;
+        if (b->notify.next_ping_ns < wake && b->notify.next_ping_ns < stall && b->mono_ns < stall)
+            wake = b->notify.next_ping_ns; /* a ping past the stall is withheld: no wake for it */
         return wake;
     }
-    if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
-        wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
+    if (b->dirty_since_ns && flush_at(b) < wake)
+        wake = flush_at(b);
     if (dead_pending(b))
         wake = b->mono_ns; /* retention has more to drop */
     if (b->notify.next_ping_ns < wake)

@@ -16,8 +16,11 @@
 void cron_tick(bk *b);
 
 /* cron_between_commits runs what needs no open transaction: recounting the
- * map's use and growing it when it is filling and the disk has room. */
-void cron_between_commits(bk *b);
+ * map's use and growing it when it is filling and the disk has room. After a
+ * commit refused for want of space (nospace) it recounts at once and grows
+ * the map whatever its use (doubling it, up to --map-max-mb), so that a
+ * batch larger than the free part of the map fits on a retry. */
+void cron_between_commits(bk *b, int nospace);
 
 /* cron_commit_due tells whether the loop must commit this pass: a reply
  * waits for it, or the oldest uncommitted write is ack_flush_ms old. */

@@ -45,13 +45,19 @@ static void log_bad(bk *b, const char *what, const char *why)
 }
 
 /* Replies to PUT, success or not, leave after the commit, so that one
- * producer's replies keep the order of its publishes. ADMIN replies wait for
- * the commit too: a setting is reported changed once it is stored. ACK's OK
- * waits for the commit only when ack_flush_ms is 0; everything else leaves at
- * once. */
+ * producer's replies keep the order of its publishes. ADMIN replies to a
+ * command that changes something wait for the commit too: a setting is
+ * reported changed once it is stored. Those that only read (the MONITOR
+ * role's) promise nothing about the disk and leave at once, so a commit
+ * refused for want of space does not fail them. ACK's OK waits for the
+ * commit only when ack_flush_ms is 0; everything else leaves at once. */
 static net_when when_for(const bk *b, const proto_msg *m)
 {
-    if (m->type == PROTO_PUT || m->type == PROTO_ADMIN || (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0))
+    if (m->type == PROTO_ADMIN) {
+        int c = proto_cmd_of(m->cmd.ptr, m->cmd.len);
+        return c >= 0 && proto_cmd_role((proto_cmd)c) == PROTO_ROLE_MONITOR ? NET_NOW : NET_AFTER_COMMIT;
+    }
+    if (m->type == PROTO_PUT || (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0))
         return NET_AFTER_COMMIT;
     return NET_NOW;
 }

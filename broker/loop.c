@@ -30,13 +30,14 @@
  * reply of the batch into SL_EIO and the broker stops rather than guess what
  * reached the disk (fsync errors are not reliably retryable). Signals only
  * set a flag; the loop notices it at the end of a pass and lets the commit
- * that is out end and be confirmed; SIGHUP's reload (reload.c) runs between
- * passes with no commit out.
+ * that is out end and be confirmed; SIGHUP's reload (reload.c) runs with no
+ * commit out: right after a commit ends, or between passes.
  */
 #include "loop.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +51,7 @@
 #include "net.h"
 #include "queue.h"
 #include "reload.h"
+#include "settings.h"
 #include "settle.h"
 #include "store.h"
 #include "units.h"
@@ -148,19 +150,28 @@ static int wait_input(net *n, struct coord *co, int commit_fd, uint64_t timeout_
 /* While a commit is out, a send that fails is held here and handed to
  * settle_send_failed after the commit's end: ending a consumer's leases
  * charges attempts, which writes the store. */
-#define HELD_FAILS 256
 typedef struct held_fail {
     uint8_t rid[256];
     size_t rid_len;
     uint64_t token;
     int err;
 } held_fail;
-static held_fail held[HELD_FAILS];
-static unsigned nheld;
+static held_fail *held; /* grows as needed; freed never (one array per process) */
+static unsigned nheld, capheld;
 
 static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
 {
-    if (nheld == HELD_FAILS || rid_len > sizeof held[0].rid) {
+    if (nheld == capheld && rid_len <= sizeof held[0].rid) {
+        unsigned cap = capheld ? capheld * 2 : 256;
+        held_fail *v = realloc(held, cap * sizeof *v);
+        if (v) {
+            held = v;
+            capheld = cap;
+        }
+    }
+    if (nheld == capheld || rid_len > sizeof held[0].rid) {
+        log_warn("loop", "cannot hold a failed send until the commit ends (out of memory, or a %zu-byte "
+                 "routing id): its delivery is returned uncharged", rid_len);
         if (token) /* returns the delivery uncharged: writes nothing */
             settle_send_failed(ctx, rid, rid_len, token, SL_EFULL);
         return;
@@ -182,7 +193,15 @@ static void flush_now(bk *b)
  * Returns SL_OK or the commit's error. */
 static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
 {
+    if (b->commit_stall_noted)
+        log_warn("loop", "the stalled commit ended after %llu ms; watchdog pings resume",
+                 (unsigned long long)((loop_now_mono() - b->commit_out_ns) / NS_PER_MS));
+    b->commit_out_ns = 0;
+    b->commit_stall_noted = 0;
     queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
+    settings_commit_ended(b, rc);  /* and the settings it changed */
+    if (rc == SL_OK || rc == SL_ENOSPC) /* no transaction is open yet: measure, grow (at once after ENOSPC) */
+        cron_between_commits(b, rc == SL_ENOSPC);
     if (wrote && rc == SL_OK) {
         hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
         b->commits++;
@@ -193,14 +212,20 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
     if (rc == SL_ENOSPC) { /* LMDB's previous state is intact: refuse the batch, keep serving */
         uint64_t held_back = 0;
         b->commits_nospace++;
+        if (!net_queued(b->net, NET_AFTER_COMMIT)) { /* no publisher asked: back off (cron_commit_due) */
+            uint64_t ns = b->nospace_backoff_ns * 2, floor = b->cfg.ack_flush_ms * NS_PER_MS + NS_PER_MS;
+            ns = ns < floor ? floor : ns > LOOP_NOSPACE_RETRY_MS * NS_PER_MS ? LOOP_NOSPACE_RETRY_MS * NS_PER_MS : ns;
+            b->nospace_backoff_ns = ns;
+            b->nospace_until_ns = b->mono_ns + ns;
+        }
         if (log_limit_pass(&b->nospace_log, b->mono_ns, 10 * NS_PER_S, &held_back))
             log_warn("loop", "commit failed: no space left (the disk or the map); this batch's publishes are "
                      "refused with SL_ENOSPC and the broker goes on (%llu such failures held back)",
                      (unsigned long long)held_back);
         net_fail_queued(b->net, SL_ENOSPC,
                         "the broker's storage is full: this batch was not committed (nothing of it is stored); "
-                        "retry after consumers drain", LOOP_NOSPACE_RETRY_MS);
-        cron_between_commits(b); /* measure again; grow the map if the disk has room */
+                        "retry later (the map grows if the disk has room, or consumers drain it)",
+                        LOOP_NOSPACE_RETRY_MS);
         net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
         return SL_OK;
     }
@@ -213,7 +238,7 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
         net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
         return rc;
     }
-    cron_between_commits(b); /* no transaction is open now */
+    b->nospace_until_ns = b->nospace_backoff_ns = 0;
     net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     return SL_OK;
 }
@@ -237,6 +262,8 @@ static int end_pass(bk *b, int force)
     b->dirty_since_ns = 0;
     queue_commit_started(&b->q);
     int rc = store_commit_start(b->st, &started);
+    if (started)
+        b->commit_out_ns = loop_now_mono();
     return started ? SL_OK : commit_ended(b, rc, commit_wrote, commit_t0_ns);
 }
 
@@ -272,6 +299,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
+        if (reload_pending() && !store_committing(b->st)) /* SIGHUP: as soon as no commit is out */
+            reload_run(b);
         if (!store_committing(b->st)) /* handlers write: only with no commit out */
             for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
                 handle_message(b, &in);

@@ -64,7 +64,7 @@ typedef struct snap {
     uint64_t sink_inflight, sink_max_inflight, sink_pause_ns;
     int breaker_state;
     uint64_t breaker_trips;
-    uint64_t commits;
+    uint64_t commits, commit_stalls;
     hist commit;
     uint64_t map_used, map_size, map_max;
     uint64_t connections, consumers, rx_bad, tx_failed, uptime_ns;
@@ -130,6 +130,7 @@ void metrics_publish(metrics *m, bk *b)
     s->breaker_state = (int)b->meter.breaker.state;
     s->breaker_trips = b->meter.breaker.trips;
     s->commits = b->commits;
+    s->commit_stalls = b->commit_stalls;
     s->commit = b->commit_hist;
     s->map_used = store_used_bytes(b->st);
     s->map_size = store_map_bytes(b->st);
@@ -325,6 +326,9 @@ static void render(FILE *f, const snap *s)
     hist_series(f, "sluice_store_commit_seconds", NULL, NULL, &s->commit, HIST_COMMIT);
     head(f, "sluice_store_commits_total", "counter", "Write transactions committed (group commits).");
     fprintf(f, "sluice_store_commits_total %llu\n", (unsigned long long)s->commits);
+    head(f, "sluice_store_commit_stalls_total", "counter",
+         "Commits out longer than half the watchdog period (watchdog pings withheld meanwhile).");
+    fprintf(f, "sluice_store_commit_stalls_total %llu\n", (unsigned long long)s->commit_stalls);
     head(f, "sluice_store_fsyncs_total", "counter",
          "Syncs to disk: each commit syncs the data, then the meta page (LMDB, durable flags).");
     fprintf(f, "sluice_store_fsyncs_total %llu\n", (unsigned long long)s->commits * 2);

@@ -8,15 +8,18 @@
  * is undone by queue_commit_ended: the leased records the transaction
  * settled, buried or delayed (noted in `undo` as they lose their lease) are
  * made ready again, and the counts are read again from the store, which
- * holds its previous state. Records appended by the open transaction are
- * never taken before it commits (store_key_committed), so no lease points
- * at a record a failed commit did not store.
+ * holds its previous state. Records the open transaction put in a level
+ * (appended at the tail, or a delayed message come due at the head) are
+ * never taken before it commits (store_key_committed; take steps over such
+ * keys in `returned`), so no lease points at a record a failed commit did
+ * not store.
  *
  * While a commit is out, reads see the last committed snapshot: see
  * queue_commit_started in queue.h for what taking does then.
  *
  * Costs: an undo entry (16 bytes) per settlement of the open transaction;
- * a failed commit recounts in O(levels + delayed).
+ * a failed commit recounts in O(levels) (the delayed counts as of the last
+ * commit are kept, not scanned).
  */
 #include "queue.h"
 
@@ -24,6 +27,8 @@
 #include <string.h>
 
 #include "log.h"
+
+#define TAKE_LATER 64 /* uncommitted returned keys one take steps over */
 
 struct queue_undo {
     unsigned level;
@@ -60,7 +65,7 @@ int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *in
     for (unsigned l = 0; l < nlevels; l++) {
         q->lv[l].count = info[l].count;
         q->lv[l].dead = info[l].dead;
-        q->lv[l].delayed = delayed[l];
+        q->lv[l].delayed = q->delayed_committed[l] = delayed[l];
         tmr_init(&q->lv[l].returned);
     }
     if (store_delayed_first(st, &q->next_due_ns) != SL_OK)
@@ -78,7 +83,8 @@ void queue_close(queue *q)
 
 uint64_t queue_ready(const queue *q, unsigned level)
 {
-    return q->lv[level].count - q->lv[level].leased;
+    const queue_level *lv = &q->lv[level];
+    return lv->count > lv->leased ? lv->count - lv->leased : 0;
 }
 
 int queue_append(queue *q, const store_rec *rec)
@@ -170,7 +176,8 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 /* take reads the next ready record of level; SL_ECORRUPT with *key naming a
  * record that failed its check (popped from returned, or the cursor moved
  * past it). */
-static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
+static int take_from(queue *q, unsigned level, uint64_t *key, store_rec *rec, tmr_entry *later,
+                     unsigned *nlaterp)
 {
     queue_level *lv = &q->lv[level];
     tmr_entry e;
@@ -178,7 +185,13 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     if (queue_ready(q, level) == 0)
         return SL_ENOTFOUND;
     int found = 0;
-    while (!found && tmr_pop(&lv->returned, TMR_NEVER, &e)) {
+    unsigned nlater = 0;
+    while (!found && nlater < TAKE_LATER && tmr_pop(&lv->returned, TMR_NEVER, &e)) {
+        if (!store_key_committed(q->st, level, e.id)) {
+            later[nlater++] = e;
+            *nlaterp = nlater;
+            continue;
+        }
         rc = store_get(q->st, level, e.id, rec);
         if (rc == SL_ENOTFOUND && store_committing(q->st)) {
             tmr_push(&lv->returned, e.at, e.id); /* perhaps not committed yet: after the commit */
@@ -196,11 +209,16 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         }
         *key = e.id;
         found = 1;
+        /* a key can be in the heap twice (a refused commit's head key, put
+         * again by a later move, or made ready by its undo too): once out */
+        tmr_entry dup;
+        while (lv->returned.len && lv->returned.v[0].id == e.id && tmr_pop(&lv->returned, TMR_NEVER, &dup))
+            ;
     }
     if (!found) {
         rc = store_seek(q->st, level, lv->cursor, key, rec);
-        if (rc == SL_ENOTFOUND && store_committing(q->st))
-            return rc; /* the rest is in the commit that is out */
+        if (rc == SL_ENOTFOUND && (store_committing(q->st) || nlater))
+            return rc; /* the rest is in the commit that is out, or the open transaction put it */
         if (rc == SL_ENOTFOUND) {
             log_error("queue", "level %u counts %llu ready but none is stored past its cursor",
                       level, (unsigned long long)queue_ready(q, level));
@@ -219,6 +237,20 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     lv->dispatched++;
     lv->head_known = 0;
     return SL_OK;
+}
+
+/* take is take_from, with the returned keys that wait for the open
+ * transaction's commit (a delayed message come due: store_key_committed)
+ * stepped over and put back: nothing is leased that a refused commit would
+ * not have stored. */
+static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
+{
+    tmr_entry later[TAKE_LATER];
+    unsigned nlater = 0;
+    int rc = take_from(q, level, key, rec, later, &nlater);
+    for (unsigned i = 0; i < nlater; i++)
+        tmr_push(&q->lv[level].returned, later[i].at, later[i].id); /* popped: room is there */
+    return rc;
 }
 
 static int make_ready(queue *q, unsigned level, uint64_t key)
@@ -332,6 +364,8 @@ void queue_commit_started(queue *q)
 {
     q->frozen_unsafe = q->unsafe;
     q->unsafe = 0;
+    for (unsigned l = 0; l < q->nlevels; l++)
+        q->delayed_sent[l] = q->lv[l].delayed;
 }
 
 void queue_commit_ended(queue *q, int rc)
@@ -339,17 +373,17 @@ void queue_commit_ended(queue *q, int rc)
     q->frozen_unsafe = 0;
     for (unsigned l = 0; l < q->nlevels; l++)
         q->lv[l].hold = 0;
+    if (rc == SL_OK)
+        memcpy(q->delayed_committed, q->delayed_sent, sizeof q->delayed_committed);
     if (rc != SL_OK) {
-        uint64_t delayed[PROTO_MAX_LEVELS] = {0};
         for (size_t i = q->nundo; i-- > 0;)
             if (make_ready(q, q->undo[i].level, q->undo[i].key) != SL_OK)
                 log_error("queue", "out of memory putting back a settlement whose commit failed; message at key "
                           "%llu is delivered again after a restart", (unsigned long long)q->undo[i].key);
-        store_delayed_counts(q->st, delayed);
         for (unsigned l = 0; l < q->nlevels; l++) {
             q->lv[l].count = store_level_count(q->st, l);
             q->lv[l].dead = store_dead_count(q->st, l);
-            q->lv[l].delayed = delayed[l];
+            q->lv[l].delayed = q->delayed_committed[l]; /* kept, not counted: O(levels) */
             q->lv[l].head_known = 0;
         }
         if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)

@@ -54,6 +54,8 @@ typedef struct queue {
     int unsafe;           /* the open transaction made a record ready that the snapshot shows otherwise */
     int frozen_unsafe;    /* the transaction being committed did: no dispatch until it ends */
     struct queue_undo *undo; /* leased records the open transaction settled: ready again if it fails */
+    uint64_t delayed_committed[PROTO_MAX_LEVELS]; /* lv[].delayed as last committed */
+    uint64_t delayed_sent[PROTO_MAX_LEVELS];      /* lv[].delayed as of the commit out */
     size_t nundo, capundo;
     queue_level lv[PROTO_MAX_LEVELS];
 } queue;

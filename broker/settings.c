@@ -26,7 +26,11 @@
  *              rate and burst; unused ones are zero)
  *
  * all little-endian. Change a layout: bump its version byte and read both.
- * Costs: one meta put per change; a prefix scan per kind at open.
+ * A change whose commit is refused for want of space is undone by reading
+ * the stored settings back (settings_commit_ended).
+ *
+ * Costs: one meta put per change; a prefix scan per kind at open (and after
+ * a refused commit that held a change).
  */
 #include "settings.h"
 
@@ -35,6 +39,8 @@
 #include <string.h>
 
 #include "bk.h"
+#include "member.h"
+#include "meter.h"
 #include "store.h"
 #include "log.h"
 
@@ -72,6 +78,26 @@ static unsigned get_windows(const unsigned char *p, rl_window *w)
     return n;
 }
 
+/* The level and sink settings as of the last commit that succeeded: what a
+ * refused one puts back (pools are read back from the store, where every
+ * pool is saved when made). One broker per process. */
+static struct {
+    int valid;
+    struct {
+        int paused;
+        uint64_t deadline_ms, aging_ms, max_rate_milli, min_rate_milli;
+        uint32_t burst;
+        unsigned nmore;
+        rl_window more[METER_MORE_WINDOWS];
+    } lv[PROTO_MAX_LEVELS];
+    uint32_t sink_burst;
+    uint64_t sink_rate_milli, sink_max_inflight;
+    unsigned sink_nmore;
+    rl_window sink_more[METER_MORE_WINDOWS];
+} committed;
+
+static void snapshot(const bk *b);
+
 /* ---- persistence ---- */
 
 void settings_save_level(bk *b, unsigned level)
@@ -90,6 +116,7 @@ void settings_save_level(bk *b, unsigned level)
     snprintf(key, sizeof key, "level/%02u", level);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the settings of level %u", level);
+    b->settings_unsaved = 1;
 }
 
 void settings_save_pool(bk *b, const pool *p)
@@ -105,6 +132,7 @@ void settings_save_pool(bk *b, const pool *p)
     snprintf(key, sizeof key, "pool/%s", p->name);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the settings of pool %s", p->name);
+    b->settings_unsaved = 1;
 }
 
 static void load_level(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
@@ -145,6 +173,7 @@ void settings_save_sink(bk *b)
     put_windows(r + SINK_REC_V1, b->meter.sink.more, b->meter.sink.nmore);
     if (store_meta_put(b->st, "sink", r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the sink settings");
+    b->settings_unsaved = 1;
 }
 
 static void load_sink(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
@@ -193,7 +222,75 @@ int settings_load(bk *b)
         rc = store_meta_scan(b->st, "pool/", load_pool, b);
     if (rc == SL_OK)
         rc = store_meta_scan(b->st, "sink", load_sink, b);
-    if (rc == SL_OK && b->pools.n)
+    if (rc == SL_OK && b->pools.n && !committed.valid)
         log_info("settings", "%u pools restored", b->pools.n);
+    if (rc == SL_OK && !committed.valid)
+        snapshot(b); /* at open: what the store holds */
     return rc;
+}
+
+static void snapshot(const bk *b)
+{
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        const queue_level *lv = &b->q.lv[l];
+        const meter_level *ml = &b->meter.lv[l];
+        committed.lv[l].paused = lv->paused;
+        committed.lv[l].deadline_ms = lv->deadline_ms;
+        committed.lv[l].aging_ms = lv->aging_ms;
+        committed.lv[l].max_rate_milli = ml->max_rate_milli;
+        committed.lv[l].min_rate_milli = ml->min_rate_milli;
+        committed.lv[l].burst = ml->burst;
+        committed.lv[l].nmore = ml->nmore;
+        memcpy(committed.lv[l].more, ml->more, sizeof ml->more);
+    }
+    committed.sink_burst = b->meter.sink.burst;
+    committed.sink_rate_milli = b->meter.sink.rate_milli;
+    committed.sink_max_inflight = b->meter.sink.max_inflight;
+    committed.sink_nmore = b->meter.sink.nmore;
+    memcpy(committed.sink_more, b->meter.sink.more, sizeof committed.sink_more);
+    committed.valid = 1;
+}
+
+static void restore(bk *b)
+{
+    for (unsigned l = 0; l < b->cfg.levels; l++) {
+        queue_level *lv = &b->q.lv[l];
+        meter_level *ml = &b->meter.lv[l];
+        lv->paused = committed.lv[l].paused;
+        lv->deadline_ms = committed.lv[l].deadline_ms;
+        lv->aging_ms = committed.lv[l].aging_ms;
+        ml->max_rate_milli = committed.lv[l].max_rate_milli;
+        ml->min_rate_milli = committed.lv[l].min_rate_milli;
+        ml->burst = committed.lv[l].burst;
+        ml->nmore = committed.lv[l].nmore;
+        memcpy(ml->more, committed.lv[l].more, sizeof ml->more);
+    }
+    b->meter.sink.burst = committed.sink_burst;
+    b->meter.sink.rate_milli = committed.sink_rate_milli;
+    b->meter.sink.max_inflight = committed.sink_max_inflight;
+    b->meter.sink.nmore = committed.sink_nmore;
+    memcpy(b->meter.sink.more, committed.sink_more, sizeof committed.sink_more);
+}
+
+void settings_commit_ended(bk *b, int rc)
+{
+    int unsaved = b->settings_unsaved;
+    b->settings_unsaved = 0;
+    if (rc == SL_OK && (unsaved || !committed.valid))
+        snapshot(b);
+    if (rc != SL_ENOSPC || !unsaved)
+        return;
+    if (committed.valid)
+        restore(b);
+    if (settings_load(b) != SL_OK || !committed.valid)
+        log_error("settings", "cannot put back every setting after a refused commit: a refused change may stay "
+                  "live until a restart");
+    for (unsigned l = 0; l < b->cfg.levels; l++)
+        meter_level_apply(&b->meter, l, b->mono_ns);
+    meter_sink_apply(&b->meter, b->mono_ns);
+    for (unsigned i = 0; i < b->pools.n; i++)
+        member_pool_changed(b, b->pools.v[i]);
+    store_txn_release(b->st); /* the scan only read */
+    log_warn("settings", "a settings change was in a commit refused for want of space: the stored settings are "
+             "back in force");
 }

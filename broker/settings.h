@@ -18,4 +18,12 @@ void settings_save_pool(struct bk *b, const struct pool *p);
 void settings_save_level(struct bk *b, unsigned level);
 void settings_save_sink(struct bk *b);
 
+/* settings_commit_ended ends a commit with result rc: when it was refused
+ * and held a settings change, the levels', pools' and sink's settings are
+ * read back from the store (the committed ones) and applied, so that the
+ * change the operator was told is not stored is not live either. A pool a
+ * refused batch created stays (the idle reaper removes it); one it deleted
+ * comes back without members. */
+void settings_commit_ended(struct bk *b, int rc);
+
 #endif /* SLUICE_SETTINGS_H */

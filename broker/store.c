@@ -19,7 +19,11 @@
  *     "next_id" commits with the records that use the ids, so no id that
  *     reached the disk is ever handed out again.
  *   - committed_key[L] is last_key[L] as of the last successful commit: tail
- *     keys up to it belong to records that reached the disk.
+ *     keys up to it belong to records that reached the disk. Head keys the
+ *     open transaction put (a delayed message come due) lie below every
+ *     committed key of their level; head_hi[L] is the largest of them, and
+ *     keys up to it are not durable until the transaction commits (a refused
+ *     commit drops them, and the key may be handed out again).
  *   - After a failed mdb_* call LMDB refuses more work in that transaction:
  *     `failed` keeps the mapped error, every operation returns it, and
  *     store_commit aborts and reports it. Each failure is logged once, by
@@ -83,12 +87,16 @@ int store_fail(store *s, int rc, const char *fmt, ...)
         log_error("store", "cannot %s while a commit is in progress: %s", what, mdb_strerror(rc));
         return rc == EACCES ? SL_ESTATE : err_from_mdb(rc);
     }
-    if (rc != MDB_PANIC)
+    int nospace = err_from_mdb(rc) == SL_ENOSPC;
+    if (nospace && s->nospace_logged)
+        ; /* once until a commit succeeds: the loop counts the refusals in a rate-limited line */
+    else if (rc != MDB_PANIC)
         log_error("store", "%s: %s", what, mdb_strerror(rc));
     else if (!s->panic_logged)
         log_error("store", "%s: %s: the LMDB environment is unusable; restart the broker",
                   what, mdb_strerror(rc));
     s->panic_logged |= rc == MDB_PANIC;
+    s->nospace_logged |= nospace;
     if (s->failed == SL_OK)
         s->failed = err_from_mdb(rc);
     return err_from_mdb(rc);
@@ -476,6 +484,7 @@ int store_commit_sync(store *s)
         if (rc == MDB_SUCCESS) {
             s->next_id_saved = next_id;
             memcpy(s->committed_key, s->last_key, sizeof s->committed_key);
+            s->nospace_logged = 0;
         } else
             err = store_fail(s, rc, "commit");
     }
@@ -485,6 +494,7 @@ int store_commit_sync(store *s)
     s->failed = SL_OK;
     s->dirty = 0;
     s->txn_added_bytes = 0;
+    memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
     return err;
 }
 
@@ -495,7 +505,8 @@ int store_dirty(const store *s)
 
 int store_key_committed(const store *s, unsigned level, uint64_t key)
 {
-    return level < s->levels && key <= s->committed_key[level];
+    return level < s->levels && key <= s->committed_key[level] &&
+           !(s->head_open[level] && key <= s->head_hi[level]);
 }
 
 int store_failed(const store *s)

@@ -111,7 +111,8 @@ int store_commit(store *s);
  * commit left LMDB's previous state as it was). With nothing to commit, a
  * poisoned transaction, or no thread, it commits (or aborts) at once, as
  * store_commit, and *started = 0. store_commit_wait blocks until the commit
- * that is out has finished. */
+ * that is out has finished (whatever poll does: it never returns with the
+ * commit still out) and sets *result as store_commit_poll does. */
 int store_commit_start(store *s, int *started);
 int store_committing(const store *s);
 int store_commit_fd(const store *s);
@@ -119,7 +120,8 @@ int store_commit_poll(store *s, int *result);
 int store_commit_wait(store *s, int *result);
 
 /* store_txn_release ends the open write transaction if it has only read
- * (so that the map may be measured and grown between commits). */
+ * (so that the map may be measured and grown between commits), even when
+ * next_id has moved: the next commit writes it. */
 void store_txn_release(store *s);
 
 /* store_dirty tells whether store_commit has work to do: the open
@@ -132,10 +134,12 @@ int store_dirty(const store *s);
  * returns it until store_commit aborts the transaction and clears it. */
 int store_failed(const store *s);
 
-/* store_key_committed tells whether the record at key in level was
- * appended by a committed transaction (records put at the head always were:
- * they are moves of committed records). Deliveries of uncommitted appends
- * wait for the commit, so that nobody consumes what was never confirmed. */
+/* store_key_committed tells whether the record at key in level was put by a
+ * committed transaction: not a tail key appended since the last commit, nor
+ * a head key put since (a delayed message come due, whose move a refused
+ * commit undoes). Deliveries of such records wait for the commit, so that
+ * nobody consumes what was never confirmed and no lease names a key that a
+ * refused commit frees. */
 int store_key_committed(const store *s, unsigned level, uint64_t key);
 
 /* store_next_id returns a new message id and advances the persisted counter

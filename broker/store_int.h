@@ -51,11 +51,14 @@ struct store {
     unsigned levels;
     uint64_t last_key[PROTO_MAX_LEVELS];  /* largest order key handed out */
     uint64_t committed_key[PROTO_MAX_LEVELS]; /* largest tail key known durable */
+    uint64_t head_hi[PROTO_MAX_LEVELS];   /* largest head key the open transaction put */
+    unsigned char head_open[PROTO_MAX_LEVELS]; /* head_hi is set: keys up to it are not durable */
     uint64_t next_id;                     /* next message id to hand out */
     uint64_t next_id_saved;               /* meta "next_id" as last committed */
     int dirty;                            /* the transaction holds writes */
     int failed;                           /* sl_err that poisoned the transaction */
     int panic_logged;
+    int nospace_logged;                   /* a no-space failure was logged; again after a commit */
     /* the writer (store_writer.c): while a commit is out, wtxn is the
      * transaction being committed on the writer thread and txn is rtxn, a
      * read-only snapshot of the last committed state (frozen = 1) */
@@ -65,6 +68,7 @@ struct store {
     int commit_err;                       /* the finished commit's mapped result */
     uint64_t commit_next_id;              /* next_id written with the commit that is out */
     struct store_writer *writer;          /* NULL until the first asynchronous commit */
+    int writer_failed;                    /* the thread could not start: commits stay on the loop */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
     uint64_t txn_added_bytes;             /* what the open transaction appended */

@@ -224,6 +224,10 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
         goto cursor_close;
     key_u64(&k, kb, key);
     err = store_mdb_put(s, s->q[rec.level], &k, &copy, MDB_NOOVERWRITE);
+    if (err == SL_OK && (!s->head_open[rec.level] || key > s->head_hi[rec.level])) {
+        s->head_open[rec.level] = 1; /* below every committed key: not durable until the commit */
+        s->head_hi[rec.level] = key;
+    }
     if (err == SL_OK)
         err = store_ttl_note(s, &rec, rec.level, key);
     if (err == SL_OK) {

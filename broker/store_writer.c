@@ -25,7 +25,10 @@
  * write while frozen). The snapshot is safe without reader slots: the
  * committing transaction n only reuses pages freed by transactions before
  * n-1, and the snapshot is n-1's. A new snapshot is begun only when no
- * commit is out, so it never reads a meta page being written.
+ * commit is out, so it never reads a meta page being written. (The map's
+ * size and high-water mark for /metrics come from mdb_env_info, which may
+ * read a meta page the writer is writing: those figures are only reported,
+ * never used to find data.)
  *
  * Costs: one thread; per commit a mutex hand-over and an eventfd write and
  * read, against the two flushes the loop no longer waits for.
@@ -33,9 +36,11 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -87,8 +92,13 @@ static int writer_start(store *s)
     }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (pthread_create(&w->th, NULL, writer_main, w) != 0) {
-        log_error("store", "cannot start the writer thread");
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* signals go to the loop's thread, never the writer */
+    int made = pthread_create(&w->th, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (made != 0) {
+        log_error("store", "cannot start the writer thread: commits are made on the loop's thread");
         close(w->efd);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
@@ -104,8 +114,8 @@ int store_commit_start(store *s, int *started)
     *started = 0;
     if (s->frozen)
         return SL_ESTATE;
-    if (!s->writer && writer_start(s) != SL_OK)
-        return store_commit_sync(s); /* no thread: commit here, as before */
+    if (!s->writer && (s->writer_failed || (s->writer_failed = writer_start(s) != SL_OK)))
+        return store_commit_sync(s); /* no thread (tried once, logged): commit here, as before */
     int err = s->failed;
     if (err == SL_OK && s->next_id != s->next_id_saved) {
         unsigned char v[8];
@@ -165,9 +175,11 @@ int store_commit_poll(store *s, int *result)
     s->frozen = 0;
     s->failed = SL_OK;
     s->dirty = 0;
+    memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
     if (rc == MDB_SUCCESS) {
         s->next_id_saved = s->commit_next_id;
         memcpy(s->committed_key, s->last_key, sizeof s->committed_key); /* no appends while frozen */
+        s->nospace_logged = 0;
         *result = SL_OK;
     } else {
         *result = store_fail(s, rc, "commit");
@@ -178,10 +190,15 @@ int store_commit_poll(store *s, int *result)
 
 int store_commit_wait(store *s, int *result)
 {
-    while (s->frozen) {
+    int logged = 0;
+    while (s->frozen) { /* until the commit ends: its result decides what the loop sends */
         struct pollfd p = {.fd = s->writer->efd, .events = POLLIN};
-        if (poll(&p, 1, 1000) < 0 && errno != EINTR)
-            return SL_EIO;
+        if (poll(&p, 1, 1000) < 0 && errno != EINTR) {
+            if (!logged++)
+                log_error("store", "cannot wait for the writer's commit (%s): checking every millisecond",
+                          strerror(errno));
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
         store_commit_poll(s, result);
     }
     return SL_OK;
@@ -189,9 +206,11 @@ int store_commit_wait(store *s, int *result)
 
 void store_txn_release(store *s)
 {
-    if (s->frozen || !s->txn || s->dirty || s->failed != SL_OK || s->next_id != s->next_id_saved)
+    if (s->frozen || !s->txn || s->dirty || s->failed != SL_OK)
         return;
-    mdb_txn_abort(s->txn); /* it only read: nothing to lose */
+    /* it only read: nothing to lose. An unsaved next_id is not lost either:
+     * store_dirty stays true and the next commit writes it. */
+    mdb_txn_abort(s->txn);
     s->txn = NULL;
 }
 
@@ -220,6 +239,8 @@ void store_writer_close(store *s)
     pthread_mutex_destroy(&w->mu);
     free(w);
     s->writer = NULL;
+    if (s->txn == s->rtxn)
+        s->txn = NULL; /* store_close aborts s->txn: not the snapshot twice */
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
     s->rtxn = NULL;

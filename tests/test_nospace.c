@@ -79,23 +79,31 @@ static void publish(sl_client *c, const char *prefix, int n, int *ok, int *nospa
     }
 }
 
-static void full_disk_refuses_then_resumes(void **state)
+/* shimmed_start starts b (initialised) under the full-disk shim, whose flag
+ * file is named into flag. */
+static void shimmed_start(th_broker *b, char flag[400])
 {
-    (void)state;
-    char shim[PATH_MAX + 32], preload[PATH_MAX + 48], flag[400], flag_env[440], asan[600];
-    th_broker b;
-    const char *extra[] = {"--levels", "2", NULL};
-    assert_int_equal(th_broker_init(&b, extra), 0);
+    static char shim[PATH_MAX + 32], preload[PATH_MAX + 48], flag_env[440], asan[600];
     shim_path(shim, sizeof shim);
     snprintf(preload, sizeof preload, "LD_PRELOAD=%s", shim);
-    snprintf(flag, sizeof flag, "%s/disk-full", b.dir);
+    snprintf(flag, 400, "%s/disk-full", b->dir);
     snprintf(flag_env, sizeof flag_env, "SLUICE_NOSPACE_FLAG=%s", flag);
     const char *old = getenv("ASAN_OPTIONS");
     snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "", old ? ":" : "");
     const char *wrap[] = {"env", preload, flag_env, asan, NULL};
     for (int i = 0; wrap[i]; i++)
-        b.wrap[i] = wrap[i];
-    assert_int_equal(th_broker_start(&b), 0);
+        b->wrap[i] = wrap[i];
+    assert_int_equal(th_broker_start(b), 0);
+}
+
+static void full_disk_refuses_then_resumes(void **state)
+{
+    (void)state;
+    char flag[400];
+    th_broker b;
+    const char *extra[] = {"--levels", "2", NULL};
+    assert_int_equal(th_broker_init(&b, extra), 0);
+    shimmed_start(&b, flag);
     sl_client *p = th_client(&b, 10000);
     int ok, nospace;
 
@@ -122,6 +130,28 @@ static void full_disk_refuses_then_resumes(void **state)
     sl_close(&c);
     publish(p, "refused-again", 3, &ok, &nospace);
     assert_int_equal(nospace, 3);
+    /* A settings change in a refused batch is not stored, nor left live */
+    assert_int_equal(sl_level_pause(p, 1, 1), SL_ENOSPC);
+    {
+        sl_level_info li[SL_MAX_LEVELS];
+        unsigned nl = SL_MAX_LEVELS;
+        assert_int_equal(sl_level_list(p, li, &nl), SL_OK);
+        assert_int_equal(li[1].paused, 0);
+    }
+    /* A read-only admin command in a refused batch promises nothing about
+     * the disk: it is answered, not refused */
+    for (int i = 0; i < 3; i++) {
+        uint64_t ticket;
+        sl_put m = {.body = "refused-list", .body_len = 12, .level = 0};
+        assert_int_equal(sl_send_async(p, &m, &ticket), SL_OK);
+        sl_level_info li[SL_MAX_LEVELS];
+        unsigned nl = SL_MAX_LEVELS;
+        assert_int_equal(sl_level_list(p, li, &nl), SL_OK);
+        assert_int_equal(nl, 2);
+        sl_confirm cf;
+        assert_int_equal(sl_send_wait(p, 10000, &cf), SL_OK);
+        assert_int_equal(cf.err, SL_ENOSPC);
+    }
 
     flag_set(flag, 0); /* space freed: publishing resumes by itself */
     publish(p, "after", AFTER, &ok, &nospace);
@@ -151,6 +181,76 @@ static void full_disk_refuses_then_resumes(void **state)
     assert_int_equal(sl_flush(c, 10000), SL_OK);
     assert_int_equal(sl_recv(c, 500, &d), SL_ETIMEDOUT); /* nothing more: no refused message was stored */
     sl_close(&c);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
+/* log_lines counts the lines of the broker's log at path that hold what. */
+static unsigned log_lines(const char *path, const char *what)
+{
+    char line[2048];
+    unsigned n = 0;
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* A delayed message that comes due while the disk is full moves to the
+ * head of its level in a transaction that is refused: it is not delivered
+ * before that move commits (its lease would name a key the refusal frees),
+ * the level's ready count never goes below zero, and once space is freed it
+ * is delivered. X, stored and leased, puts D's head key below the level's
+ * committed keys. The refused move is tried again only after a back-off,
+ * and the failure is logged once. */
+static void due_message_waits_for_its_commit(void **state)
+{
+    (void)state;
+    char flag[400];
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    shimmed_start(&b, flag);
+    sl_client *p = th_client(&b, 10000), *c = th_client(&b, 10000);
+    sl_put x = {.body = "X", .body_len = 1, .level = 0};
+    assert_int_equal(sl_send(p, &x, NULL), SL_OK);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 8), SL_OK);
+    sl_delivery *dx = NULL, *d = NULL;
+    assert_int_equal(sl_recv(c, 10000, &dx), SL_OK); /* X: leased, kept */
+    assert_memory_equal(dx->body, "X", 1);
+    sl_put dm = {.body = "D", .body_len = 1, .level = 0, .delay_ms = 1500};
+    assert_int_equal(sl_send(p, &dm, NULL), SL_OK);
+    flag_set(flag, 1); /* the disk is full: D's move to the head cannot commit */
+    int rc = sl_recv(c, 3500, &d);
+    if (rc == SL_OK)
+        fail_msg("delivered %.*s while its move to the head was never committed", (int)d->body_len,
+                 (const char *)d->body);
+    assert_int_equal(rc, SL_ETIMEDOUT);
+    sl_stats st;
+    assert_int_equal(sl_stats_get(p, &st), SL_OK);
+    fprintf(stderr, "# disk full, D due: depth %llu, in flight %llu, delayed %llu\n",
+            (unsigned long long)st.level[0].depth, (unsigned long long)st.level[0].inflight,
+            (unsigned long long)st.level[0].delayed);
+    assert_true(st.level[0].depth <= 1);
+    assert_int_equal(st.level[0].inflight, 1);
+    /* D's move is refused again and again while the disk is full: backed
+     * off (1 s), and logged once, not every ack_flush_ms */
+    unsigned lines = log_lines(b.log, "No space left"), refusals = log_lines(b.log, "commit failed: no space");
+    fprintf(stderr, "# 3.5 s of a full disk: %u lines naming ENOSPC, %u refusal warnings\n", lines, refusals);
+    assert_true(lines >= 1 && lines <= 3);
+    assert_true(refusals >= 1 && refusals <= 2);
+    flag_set(flag, 0); /* space freed: D's move commits, and D is delivered */
+    assert_int_equal(sl_recv(c, 10000, &d), SL_OK);
+    assert_memory_equal(d->body, "D", 1);
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    assert_int_equal(sl_ack(c, dx), SL_OK);
+    sl_delivery_free(&d);
+    sl_delivery_free(&dx);
+    assert_int_equal(sl_flush(c, 10000), SL_OK);
+    assert_int_equal(sl_recv(c, 1000, &d), SL_ETIMEDOUT); /* once each */
+    sl_close(&c);
+    sl_close(&p);
     assert_int_equal(th_broker_stop(&b), 0);
     th_broker_fini(&b);
 }
@@ -222,11 +322,54 @@ static void full_map_refuses_then_resumes(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* A batch larger than what the map has free, in a map that may grow: the
+ * refusal grows the map at once (it is not 75 % used, and there is nothing
+ * for consumers to drain), so a retry is confirmed. */
+static void full_map_grows_for_a_large_batch(void **state)
+{
+    (void)state;
+    enum { SMALL = 1500000, LARGE = 3000000 };
+    const char *extra[] = {"--map-size-mb", "4", "--map-max-mb", "64", "--max-body", "4000000", NULL};
+    th_fixture *f;
+    assert_int_equal(th_fixture_start(extra, &f), 0);
+    char *body = malloc(LARGE);
+    assert_non_null(body);
+    memset(body, 's', LARGE);
+    sl_put m = {.body = body, .body_len = SMALL, .level = 0};
+    assert_int_equal(sl_send(f->c, &m, NULL), SL_OK);
+    m.body_len = LARGE;
+    int rc = SL_ENOSPC, tries = 0, refused = 0;
+    for (; tries < 8 && rc == SL_ENOSPC; tries++) {
+        rc = sl_send(f->c, &m, NULL);
+        refused += rc == SL_ENOSPC;
+        if (rc == SL_ENOSPC)
+            usleep(100 * 1000);
+    }
+    fprintf(stderr, "# 3 MB into a 4 MiB map holding 1.5 MB: %d refusals before %s\n", refused, sl_strerror(rc));
+    assert_int_equal(rc, SL_OK);
+    assert_true(refused <= 2); /* each refusal doubles the map: 8 MiB holds both */
+    sl_client *c = th_client(&f->b, 10000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 4), SL_OK);
+    for (int i = 0; i < 2; i++) {
+        sl_delivery *d = NULL;
+        assert_int_equal(sl_recv(c, 10000, &d), SL_OK);
+        assert_int_equal(d->body_len, i == 0 ? SMALL : LARGE);
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+    assert_int_equal(sl_flush(c, 10000), SL_OK);
+    sl_close(&c);
+    free(body);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_disk_refuses_then_resumes),
+        cmocka_unit_test(due_message_waits_for_its_commit),
         cmocka_unit_test(full_map_refuses_then_resumes),
+        cmocka_unit_test(full_map_grows_for_a_large_batch),
     };
     th_seed();
     return cmocka_run_group_tests_name("nospace", tests, NULL, NULL);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +108,69 @@ static void ready_watchdog_and_stopping_reach_the_manager(void **state)
     th_broker_fini(&b);
 }
 
+/* A commit stuck in its flush (the slow-disk shim makes each flush take a
+ * second; a commit has two) confirms nothing, so the watchdog must not be
+ * fed while it is out: the pings stop once it has been out for half the
+ * period, and come back when it ends. */
+static void no_pings_while_a_commit_is_stuck(void **state)
+{
+    (void)state;
+    char exe[PATH_MAX], shim[PATH_MAX + 32], preload[PATH_MAX + 48], asan[600];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    assert_non_null(slash);
+    *slash = '\0';
+    slash = strrchr(exe, '/');
+    assert_non_null(slash);
+    *slash = '\0'; /* $(BUILD) */
+    snprintf(shim, sizeof shim, "%s/slowdisk.so", exe);
+    assert_int_equal(access(shim, R_OK), 0);
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", shim);
+    const char *old = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "", old ? ":" : "");
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    const char *wrap[] = {"env", preload, "SLUICE_SLOW_FLUSH_US=1000000", asan, NULL};
+    for (int i = 0; wrap[i]; i++)
+        b.wrap[i] = wrap[i];
+    char path[400];
+    snprintf(path, sizeof path, "%s/notify.sock", b.dir);
+    int fd = manager(path);
+    setenv("NOTIFY_SOCKET", path, 1);
+    setenv("WATCHDOG_USEC", "200000", 1); /* a ping every 100 ms; a stall past 100 ms */
+    int started = th_broker_start(&b);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+    assert_int_equal(started, 0);
+    static char log[65536];
+    log[0] = '\0';
+    collect(fd, log, sizeof log, 500); /* READY and the first pings */
+    sl_client *c = th_client(&b, 15000);
+    uint64_t ticket;
+    sl_put m = {.body = "x", .body_len = 1, .level = 0};
+    assert_int_equal(sl_send_async(c, &m, &ticket), SL_OK); /* its commit: about 2 s of flushes */
+    log[0] = '\0';
+    collect(fd, log, sizeof log, 1500);
+    unsigned stuck = occurrences(log, "[WATCHDOG=1]");
+    sl_confirm cf;
+    assert_int_equal(sl_send_wait(c, 15000, &cf), SL_OK);
+    assert_int_equal(cf.err, SL_OK);
+    log[0] = '\0';
+    collect(fd, log, sizeof log, 1000);
+    unsigned after = occurrences(log, "[WATCHDOG=1]");
+    printf("# %u watchdog pings in 1.5 s of a stuck commit, %u in the second after it\n", stuck, after);
+    if (stuck > 3) /* 15 are due in 1.5 s; only those before the stall (100 ms) may go */
+        fail_msg("%u watchdog pings while a commit was stuck", stuck);
+    if (after < 3)
+        fail_msg("only %u watchdog pings in the second after the commit ended", after);
+    sl_close(&c);
+    assert_int_equal(th_broker_stop(&b), 0);
+    close(fd);
+    th_broker_fini(&b);
+}
+
 static void abstract_socket_and_no_watchdog(void **state)
 {
     (void)state;
@@ -155,6 +219,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(ready_watchdog_and_stopping_reach_the_manager, th_timeout_arm,
                                         th_timeout_disarm),
         cmocka_unit_test_setup_teardown(abstract_socket_and_no_watchdog, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(no_pings_while_a_commit_is_stuck, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(a_manager_that_is_gone_does_not_stop_the_broker, th_timeout_arm,
                                         th_timeout_disarm),
     };
