@@ -192,6 +192,8 @@ $(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,te
 
 # test_slowdisk preloads the slow-disk shim into the broker (order-only: not linked in).
 $(BUILD)/tests/test_slowdisk: | $(BUILD)/slowdisk.so
+# test_nospace preloads the full-disk shim likewise.
+$(BUILD)/tests/test_nospace: | $(BUILD)/tests/nospace_shim.so
 # The shared-sink tests also link their own redis-server's helper.
 $(BUILD)/tests/test_share $(BUILD)/tests/test_coord: $(call obj,tests/th_redis.c)
 
@@ -206,6 +208,11 @@ $(BUILD)/tests/campaign_%: $(call obj,tests/campaign_%.c $(CAMPAIGN_SRC)) $(LIBS
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 # Loaded into an uninstrumented sluiced, so never built with sanitizers.
+$(BUILD)/tests/nospace_shim.so: tests/nospace_shim.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
+
 $(BUILD)/tests/powerloss_shim.so: tests/powerloss_shim.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")

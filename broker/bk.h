@@ -70,6 +70,8 @@ typedef struct bk {
     hist wait_hist[PROTO_MAX_LEVELS]; /* publish to first delivery (deliver) */
     hist commit_hist;             /* durable commits (loop) */
     uint64_t commits;
+    uint64_t commits_nospace;     /* commits that failed for want of space (their batch refused) */
+    log_limit nospace_log;        /* "commit failed: no space left": once every 10 s */
     notify notify;                /* the service manager (systemd), when it listens */
     struct auth_table *auth;      /* the principals (auth.c); NULL when auth is off */
     uint64_t auth_refused;        /* commands refused by auth_check */

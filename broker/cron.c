@@ -27,6 +27,11 @@
  *   every 250 ms     publish the /metrics snapshot (with --metrics), riding
  *                    on the other wakes: at most a heartbeat old when idle
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
+ *                    (after the writer's commit ended, none being out)
+ *   while a commit is out (store_committing): only what writes nothing runs
+ *                    (the meter, heartbeats, the watchdog, /metrics, coord);
+ *                    lease expiry, delayed releases and the sweeps wait for
+ *                    the commit's end, which wakes the loop
  *   ack_flush_ms     after the oldest uncommitted write, a commit is due
  *                    (cron_commit_due), even if no reply waits for it
  *
@@ -188,17 +193,19 @@ void cron_tick(bk *b)
             log_debug("cron", "shared sink: now %llu.%03llu/s", (unsigned long long)b->meter.sink.effective_rate_milli / 1000,
                       (unsigned long long)b->meter.sink.effective_rate_milli % 1000);
     }
-    settle_expire_leases(b, 10000);
-    queue_release_due(&b->q, b->wall_ns, 10000);
-    int sweep = b->mono_ns >= b->next_sweep_ns;
-    if (sweep) {
-        queue_idem_forget(&b->q, b->wall_ns, 1000);
-        expire_due(b);
-        poolend_reap(b);
-        b->next_sweep_ns = b->mono_ns + SWEEP_EVERY_NS;
+    if (!store_committing(b->st)) { /* what writes the store waits for the writer */
+        settle_expire_leases(b, 10000);
+        queue_release_due(&b->q, b->wall_ns, 10000);
+        int sweep = b->mono_ns >= b->next_sweep_ns;
+        if (sweep) {
+            queue_idem_forget(&b->q, b->wall_ns, 1000);
+            expire_due(b);
+            poolend_reap(b);
+            b->next_sweep_ns = b->mono_ns + SWEEP_EVERY_NS;
+        }
+        dead_retain(b, sweep);
+        sample(b);
     }
-    dead_retain(b, sweep);
-    sample(b);
     meter_tick(&b->meter, b->mono_ns);
     if (b->mono_ns >= b->next_hb_ns)
         heartbeat(b);
@@ -255,6 +262,11 @@ uint64_t cron_next_wake(bk *b)
         wake = b->coord_wake_ns;
     if (meter_ns < wake)
         wake = meter_ns;
+    if (store_committing(b->st)) { /* the rest waits for the commit's end, which wakes the loop */
+        if (b->notify.next_ping_ns < wake)
+            wake = b->notify.next_ping_ns;
+        return wake;
+    }
     if (b->dirty_since_ns && b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS < wake)
         wake = b->dirty_since_ns + b->cfg.ack_flush_ms * NS_PER_MS;
     if (dead_pending(b))

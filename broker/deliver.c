@@ -173,6 +173,8 @@ unsigned deliver_dispatch(bk *b, unsigned max)
                 progress = 1;
                 continue;
             }
+            if (rc == SL_ENOTFOUND) /* its ready ones wait for a commit: the next consumer may serve another level */
+                continue;
             if (rc != SL_OK)
                 return made;
             meter_charge(&b->meter, (unsigned)level, cost, b->mono_ns);

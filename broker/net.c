@@ -349,7 +349,7 @@ void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
     proto_wbuf_reset(&q->arena);
 }
 
-void net_fail_queued(net *n, int code, const char *msg)
+void net_fail_queued(net *n, int code, const char *msg, uint64_t retry_ms)
 {
     outq old = n->q[1];
     memset(&n->q[1], 0, sizeof n->q[1]);
@@ -361,6 +361,8 @@ void net_fail_queued(net *n, int code, const char *msg)
         proto_set(&m, seq, old.recs[i].seq);
         proto_set(&m, code, (uint64_t)code);
         proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
+        if (retry_ms)
+            proto_set(&m, retry_ms, retry_ms);
         net_queue_via(n, old.recs[i].sock, (const uint8_t *)old.arena.data + old.recs[i].off, old.recs[i].rid_len,
                       &m, 0, NET_AFTER_COMMIT);
     }

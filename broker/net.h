@@ -94,8 +94,8 @@ size_t net_queued(const net *n, net_when when);
 void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx);
 
 /* net_fail_queued turns every reply waiting for the commit that carries a
- * seq into ERROR {seq, code, msg} and drops the deliveries waiting with them:
- * used when a commit failed. */
-void net_fail_queued(net *n, int code, const char *msg);
+ * seq into ERROR {seq, code, msg, retry_after_ms when retry_ms > 0} and
+ * drops the deliveries waiting with them: used when a commit failed. */
+void net_fail_queued(net *n, int code, const char *msg, uint64_t retry_ms);
 
 #endif /* SLUICE_NET_H */

@@ -4,14 +4,51 @@
  * See queue.h for the invariant that keeps taking O(log n). Every function
  * that changes a record does so inside the store's open write transaction;
  * nothing here commits. Counters are updated only after the store call
- * succeeded, so a failed write leaves the view as it was (and the loop then
- * refuses to confirm anything from the pass).
+ * succeeded. A failed commit (or a failed write, which fails the commit)
+ * is undone by queue_commit_ended: the leased records the transaction
+ * settled, buried or delayed (noted in `undo` as they lose their lease) are
+ * made ready again, and the counts are read again from the store, which
+ * holds its previous state. Records appended by the open transaction are
+ * never taken before it commits (store_key_committed), so no lease points
+ * at a record a failed commit did not store.
+ *
+ * While a commit is out, reads see the last committed snapshot: see
+ * queue_commit_started in queue.h for what taking does then.
+ *
+ * Costs: an undo entry (16 bytes) per settlement of the open transaction;
+ * a failed commit recounts in O(levels + delayed).
  */
 #include "queue.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+
+struct queue_undo {
+    unsigned level;
+    uint64_t key;
+};
+
+/* unleased notes that the leased record at key left its lease through a
+ * write of the open transaction (settled, buried, delayed), or through one
+ * that failed: if the commit fails, the record is still stored and is made
+ * ready again. */
+static void unleased(queue *q, unsigned level, uint64_t key)
+{
+    if (q->nundo == q->capundo) {
+        size_t cap = q->capundo ? q->capundo * 2 : 256;
+        struct queue_undo *u = realloc(q->undo, cap * sizeof *u);
+        if (!u) {
+            log_error("queue", "out of memory noting a settlement; if its commit fails, message at key %llu of "
+                      "level %u is delivered again only after a restart", (unsigned long long)key, level);
+            return;
+        }
+        q->undo = u;
+        q->capundo = cap;
+    }
+    q->undo[q->nundo++] = (struct queue_undo){level, key};
+}
 
 int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *info)
 {
@@ -33,6 +70,8 @@ int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *in
 
 void queue_close(queue *q)
 {
+    free(q->undo);
+    q->undo = NULL;
     for (unsigned l = 0; l < q->nlevels; l++)
         tmr_fini(&q->lv[l].returned);
 }
@@ -74,6 +113,7 @@ int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
 #define QUEUE_CORRUPT_SKIP 64
 
 static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
+static int make_ready(queue *q, unsigned level, uint64_t key);
 
 /* quarantine moves the ready record at key, which failed its check, to the
  * level's dead letters (store_quarantine), so the level goes on with the
@@ -89,11 +129,34 @@ static int quarantine(queue *q, unsigned level, uint64_t key)
     lv->dead++;
     lv->corrupt++;
     lv->head_known = 0;
+    q->unsafe = 1;
     return SL_OK;
+}
+
+/* take_frozen is queue_take while a commit is out: reads only (see queue.h). */
+static int take_frozen(queue *q, unsigned level, uint64_t *key, store_rec *rec)
+{
+    queue_level *lv = &q->lv[level];
+    if (q->frozen_unsafe || lv->hold)
+        return SL_ENOTFOUND;
+    int rc = take(q, level, key, rec);
+    if (rc == SL_ECORRUPT || (rc == SL_OK && rec->expires_ns && rec->expires_ns <= q->now_wall_ns)) {
+        if (rc == SL_OK) {
+            lv->leased--;
+            lv->dispatched--;
+        }
+        make_ready(q, level, *key); /* below the cursor now: first out of returned */
+        rc = SL_ENOTFOUND;
+    }
+    if (rc != SL_OK)
+        lv->hold = 1;
+    return rc;
 }
 
 int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 {
+    if (store_committing(q->st))
+        return take_frozen(q, level, key, rec);
     for (int tries = 0; tries < QUEUE_CORRUPT_SKIP; tries++) {
         int rc = take(q, level, key, rec);
         if (rc != SL_ECORRUPT)
@@ -117,6 +180,10 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     int found = 0;
     while (!found && tmr_pop(&lv->returned, TMR_NEVER, &e)) {
         rc = store_get(q->st, level, e.id, rec);
+        if (rc == SL_ENOTFOUND && store_committing(q->st)) {
+            tmr_push(&lv->returned, e.at, e.id); /* perhaps not committed yet: after the commit */
+            return rc;
+        }
         if (rc == SL_ENOTFOUND)
             continue; /* its time to live ran out while it waited here */
         if (rc == SL_ECORRUPT) {
@@ -132,6 +199,8 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     }
     if (!found) {
         rc = store_seek(q->st, level, lv->cursor, key, rec);
+        if (rc == SL_ENOTFOUND && store_committing(q->st))
+            return rc; /* the rest is in the commit that is out */
         if (rc == SL_ENOTFOUND) {
             log_error("queue", "level %u counts %llu ready but none is stored past its cursor",
                       level, (unsigned long long)queue_ready(q, level));
@@ -142,6 +211,8 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
             lv->cursor = *key + 1;
         if (rc != SL_OK)
             return rc;
+        if (!store_key_committed(q->st, level, *key))
+            return SL_ENOTFOUND; /* appended by the open transaction: taken once it commits */
         lv->cursor = *key + 1;
     }
     lv->leased++;
@@ -180,11 +251,13 @@ int queue_requeue(queue *q, unsigned level, uint64_t key)
 int queue_settle(queue *q, unsigned level, uint64_t key)
 {
     int rc = store_del(q->st, level, key);
+    q->lv[level].leased--;
     if (rc == SL_OK || rc == SL_ENOTFOUND) {
         q->lv[level].count--;
-        q->lv[level].leased--;
         q->lv[level].acked++;
     }
+    if (rc != SL_ENOTFOUND)
+        unleased(q, level, key);
     return rc;
 }
 
@@ -192,21 +265,25 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
 {
     queue_level *lv = &q->lv[level];
     int rc = store_set_attempt(q->st, level, key, attempt);
+    if (rc == SL_OK && due_ns)
+        rc = store_delay(q->st, level, key, due_ns);
+    if (rc != SL_OK || due_ns) {
+        lv->leased--;
+        unleased(q, level, key);
+    }
     if (rc != SL_OK)
         return rc;
     if (due_ns) {
-        rc = store_delay(q->st, level, key, due_ns);
-        if (rc != SL_OK)
-            return rc;
         lv->count--;
         lv->delayed++;
         if (due_ns < q->next_due_ns)
             q->next_due_ns = due_ns;
-    } else {
-        rc = make_ready(q, level, key);
-        if (rc != SL_OK)
-            return rc;
+        return SL_OK;
     }
+    rc = make_ready(q, level, key);
+    if (rc != SL_OK)
+        return rc;
+    q->unsafe = 1; /* ready again, with an attempt count the snapshot lacks */
     lv->leased--;
     return SL_OK;
 }
@@ -224,6 +301,7 @@ int queue_expire(queue *q, unsigned level, uint64_t key, uint64_t id, const char
         q->lv[level].dead++;
         q->lv[level].buried++;
         q->lv[level].head_known = 0;
+        q->unsafe = 1; /* a ready record gone that the snapshot still holds */
     }
     return rc;
 }
@@ -248,6 +326,37 @@ int queue_ttl_next(queue *q, uint64_t now_ns, queue_ttl_item *out)
 uint64_t queue_next_id(queue *q)
 {
     return store_next_id(q->st);
+}
+
+void queue_commit_started(queue *q)
+{
+    q->frozen_unsafe = q->unsafe;
+    q->unsafe = 0;
+}
+
+void queue_commit_ended(queue *q, int rc)
+{
+    q->frozen_unsafe = 0;
+    for (unsigned l = 0; l < q->nlevels; l++)
+        q->lv[l].hold = 0;
+    if (rc != SL_OK) {
+        uint64_t delayed[PROTO_MAX_LEVELS] = {0};
+        for (size_t i = q->nundo; i-- > 0;)
+            if (make_ready(q, q->undo[i].level, q->undo[i].key) != SL_OK)
+                log_error("queue", "out of memory putting back a settlement whose commit failed; message at key "
+                          "%llu is delivered again after a restart", (unsigned long long)q->undo[i].key);
+        store_delayed_counts(q->st, delayed);
+        for (unsigned l = 0; l < q->nlevels; l++) {
+            q->lv[l].count = store_level_count(q->st, l);
+            q->lv[l].dead = store_dead_count(q->st, l);
+            q->lv[l].delayed = delayed[l];
+            q->lv[l].head_known = 0;
+        }
+        if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
+            q->next_due_ns = TMR_NEVER;
+        store_txn_release(q->st); /* the counts only read */
+    }
+    q->nundo = 0;
 }
 
 int queue_committed(const queue *q, unsigned level, uint64_t key)
@@ -280,9 +389,10 @@ int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const c
     int rc = store_set_attempt(q->st, level, key, attempt); /* what the dead letter shows */
     if (rc == SL_OK)
         rc = store_bury(q->st, level, key, reason, now_ns);
+    q->lv[level].leased--;
+    unleased(q, level, key);
     if (rc == SL_OK) {
         q->lv[level].count--;
-        q->lv[level].leased--;
         q->lv[level].dead++;
         q->lv[level].buried++;
     }
@@ -310,6 +420,7 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
         if (make_ready(q, level, key) != SL_OK)
             log_error("queue", "out of memory returning a delayed message; it is delivered after restart");
         moved++;
+        q->unsafe = 1; /* a ready record the snapshot does not hold yet */
     }
     if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
         q->next_due_ns = TMR_NEVER;
@@ -321,6 +432,8 @@ int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
     queue_level *lv = &q->lv[level];
     if (queue_ready(q, level) == 0)
         return 0;
+    if (!lv->head_known && store_committing(q->st) && (q->frozen_unsafe || lv->hold))
+        return 0;
     if (!lv->head_known) {
         store_rec rec;
         uint64_t key;
@@ -329,6 +442,8 @@ int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
             key = lv->returned.len ? lv->returned.v[0].id : 0;
             rc = lv->returned.len ? store_get(q->st, level, key, &rec)
                                   : store_seek(q->st, level, lv->cursor, &key, &rec);
+            if (rc == SL_ECORRUPT && store_committing(q->st))
+                return 0; /* moved out of the way after the commit */
             if (rc == SL_ECORRUPT) { /* out of the way, or it would hide the level from the pick */
                 if (lv->returned.len) {
                     tmr_entry e;

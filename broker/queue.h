@@ -43,6 +43,7 @@ typedef struct queue_level {
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
     uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
     uint64_t corrupt;   /* records that failed their check, moved to dead letters */
+    int hold;           /* frozen: nothing more from this level until the commit ends */
 } queue_level;
 
 typedef struct queue {
@@ -50,6 +51,10 @@ typedef struct queue {
     unsigned nlevels;
     uint64_t next_due_ns; /* earliest delayed record (wall clock) or TMR_NEVER */
     uint64_t now_wall_ns; /* the pass's wall clock, set by the loop: dates quarantined records */
+    int unsafe;           /* the open transaction made a record ready that the snapshot shows otherwise */
+    int frozen_unsafe;    /* the transaction being committed did: no dispatch until it ends */
+    struct queue_undo *undo; /* leased records the open transaction settled: ready again if it fails */
+    size_t nundo, capundo;
     queue_level lv[PROTO_MAX_LEVELS];
 } queue;
 
@@ -109,6 +114,23 @@ int queue_ttl_next(queue *q, uint64_t now_ns, queue_ttl_item *out);
 
 /* queue_next_id returns a new message id (persisted with the pass). */
 uint64_t queue_next_id(queue *q);
+
+/* While a commit is out (store_committing), reads see the last committed
+ * snapshot, which can lag the view: records appended or moved by the
+ * transaction being committed are missing from it. queue_take then never
+ * writes: a record that would need a write (expired, corrupt), or one
+ * missing from the snapshot, is put back and its level held until the
+ * commit ends; and when the transaction made records ready through writes
+ * the snapshot cannot show (a NACK's new attempt count, a delayed message
+ * come due, an expiry), nothing is taken at all. queue_commit_started and
+ * queue_commit_ended bracket the commit (loop.c). */
+void queue_commit_started(queue *q);
+
+/* queue_commit_ended ends the commit with its result rc. When it failed
+ * (the store's previous state is intact), the view is put back: each leased
+ * record the transaction deleted, buried or delayed is ready again at its
+ * place, and the counts are read again from the store. */
+void queue_commit_ended(queue *q, int rc);
 
 /* queue_committed tells whether the record at key of level is durable (a
  * DELIVER of it may leave before the pass's commit). */

@@ -9,8 +9,10 @@
  * file owns one environment, its named databases (listed in store.h) and at
  * most one write transaction, which the first operation of a loop pass
  * begins (reads too, so that they see the pass's own writes) and
- * store_commit ends. Nothing is durable before that commit; the environment
- * uses LMDB's default, fully synchronous flags.
+ * store_commit ends, or the writer thread (store_writer.c) commits. Nothing
+ * is durable before that commit; the environment uses LMDB's fully
+ * synchronous flags, with MDB_NOLOCK and MDB_NOTLS so that a transaction
+ * may be committed by another thread than the one that built it.
  *
  * Invariants:
  *   - next_id only grows in memory, even across an aborted pass; meta
@@ -77,6 +79,10 @@ int store_fail(store *s, int rc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    if (s->frozen) { /* a write while the commit is out: a bug, refused; the snapshot stays usable */
+        log_error("store", "cannot %s while a commit is in progress: %s", what, mdb_strerror(rc));
+        return rc == EACCES ? SL_ESTATE : err_from_mdb(rc);
+    }
     if (rc != MDB_PANIC)
         log_error("store", "%s: %s", what, mdb_strerror(rc));
     else if (!s->panic_logged)
@@ -299,7 +305,7 @@ static int env_open(store *s, const store_cfg *cfg)
     if (rc == MDB_SUCCESS)
         rc = mdb_env_set_mapsize(s->env, (size_t)cfg->map_bytes);
     if (rc == MDB_SUCCESS)
-        rc = mdb_env_open(s->env, cfg->dir, 0, STORE_FILE_MODE);
+        rc = mdb_env_open(s->env, cfg->dir, MDB_NOLOCK | MDB_NOTLS, STORE_FILE_MODE); /* see store_writer.c */
     if (rc == MDB_SUCCESS)
         rc = mdb_env_stat(s->env, &st);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED) {
@@ -446,6 +452,7 @@ void store_close(store **sp)
     store *s = sp ? *sp : NULL;
     if (!s)
         return;
+    store_writer_close(s); /* waits for a commit that is out */
     if (s->txn)
         mdb_txn_abort(s->txn);
     if (s->env)
@@ -457,7 +464,7 @@ void store_close(store **sp)
 
 /* ---- the pass ---- */
 
-int store_commit(store *s)
+int store_commit_sync(store *s)
 {
     uint64_t next_id = s->next_id;
     int err = s->failed;

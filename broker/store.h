@@ -20,8 +20,10 @@
  *
  * Transactions: the store keeps at most one write transaction open. Every
  * operation below runs inside it, beginning it lazily; store_commit commits
- * it. Reads see the transaction's own writes. The loop commits once per pass
- * (group commit). Pointers in a store_rec returned by a read are valid only
+ * it on the calling thread, store_commit_start on the writer thread (reads
+ * then see the last committed snapshot, and writes wait for the commit's
+ * end). Reads see the transaction's own writes. The loop commits once per
+ * pass (group commit). Pointers in a store_rec returned by a read are valid only
  * until the next write or commit: copy what you keep.
  *
  * Every record value starts with a CRC32C of the rest of the record; reads
@@ -99,6 +101,26 @@ void store_close(store **s);
  * SL_OK (also when nothing was open), or SL_EIO/SL_ENOSPC: then nothing of the
  * pass reached the disk. */
 int store_commit(store *s);
+
+/* The writer thread (store_writer.c). store_commit_start hands the open
+ * transaction (with next_id) to the writer thread and returns SL_OK with
+ * *started = 1; the store is then frozen: reads see a snapshot of the last
+ * committed state and writes are refused (SL_ESTATE, logged) until
+ * store_commit_poll, called when store_commit_fd is readable, reports the
+ * commit's result (returns 1, *result SL_OK, SL_ENOSPC or SL_EIO; a failed
+ * commit left LMDB's previous state as it was). With nothing to commit, a
+ * poisoned transaction, or no thread, it commits (or aborts) at once, as
+ * store_commit, and *started = 0. store_commit_wait blocks until the commit
+ * that is out has finished. */
+int store_commit_start(store *s, int *started);
+int store_committing(const store *s);
+int store_commit_fd(const store *s);
+int store_commit_poll(store *s, int *result);
+int store_commit_wait(store *s, int *result);
+
+/* store_txn_release ends the open write transaction if it has only read
+ * (so that the map may be measured and grown between commits). */
+void store_txn_release(store *s);
 
 /* store_dirty tells whether store_commit has work to do: the open
  * transaction holds writes (a new next_id counts), or an operation of this
@@ -273,6 +295,9 @@ int store_idem_put(store *s, const void *key, size_t len, uint64_t id, uint64_t 
 /* store_idem_expire forgets at most max keys whose window ended by now_ns;
  * returns how many. */
 unsigned store_idem_expire(store *s, uint64_t now_ns, unsigned max);
+
+/* store_level_count returns the records in q.<level>. O(1). */
+uint64_t store_level_count(store *s, unsigned level);
 
 /* store_level_bytes returns the bytes of pages q.<level> occupies. O(1). */
 uint64_t store_level_bytes(store *s, unsigned level);

@@ -56,6 +56,15 @@ struct store {
     int dirty;                            /* the transaction holds writes */
     int failed;                           /* sl_err that poisoned the transaction */
     int panic_logged;
+    /* the writer (store_writer.c): while a commit is out, wtxn is the
+     * transaction being committed on the writer thread and txn is rtxn, a
+     * read-only snapshot of the last committed state (frozen = 1) */
+    MDB_txn *rtxn;
+    MDB_txn *wtxn;
+    int frozen;
+    int commit_err;                       /* the finished commit's mapped result */
+    uint64_t commit_next_id;              /* next_id written with the commit that is out */
+    struct store_writer *writer;          /* NULL until the first asynchronous commit */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
     unsigned char *scratch;               /* a record being moved or rewritten */
@@ -98,6 +107,13 @@ static inline void key_u64(MDB_val *k, unsigned char buf[8], uint64_t key)
  * per store. */
 __attribute__((format(printf, 3, 4)))
 int store_fail(store *s, int rc, const char *fmt, ...);
+
+/* store_commit_sync commits the open transaction on the calling thread
+ * (store_open, shutdown, tests): store_commit's old body. */
+int store_commit_sync(store *s);
+
+/* store_writer_close stops the writer thread, if any (store_close). */
+void store_writer_close(store *s);
 
 /* store_txn_need makes sure the pass's write transaction is open. Returns
  * SL_OK, the error that poisoned the transaction, or store_fail's. */

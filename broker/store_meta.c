@@ -119,3 +119,11 @@ uint64_t store_level_bytes(store *s, unsigned level)
         return 0;
     return (uint64_t)(st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * st.ms_psize;
 }
+
+uint64_t store_level_count(store *s, unsigned level)
+{
+    uint64_t n = 0;
+    if (store_txn_level(s, level) == SL_OK)
+        store_entries(s, s->q[level], &n);
+    return n;
+}

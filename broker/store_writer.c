@@ -1,0 +1,226 @@
+/*
+ * store_writer.c - the writer thread: it makes the loop's transaction
+ * durable while the loop goes on.
+ *
+ * A commit is where the broker waits for the disk: LMDB writes the dirty
+ * pages, fdatasyncs the data file, then writes the meta page through its
+ * O_DSYNC handle (two device flushes). The loop builds each pass's write
+ * transaction in memory as before (LMDB's writes touch only malloc'd dirty
+ * pages until the commit), and store_commit_start hands that transaction to
+ * one writer thread, which calls mdb_txn_commit and posts the result on an
+ * eventfd (store_commit_fd) that the loop polls beside its sockets;
+ * store_commit_poll then finishes the commit on the loop thread.
+ *
+ * Why a transaction can change threads: LMDB binds a write transaction to a
+ * thread only through its writer mutex and its reader slots in lock.mdb.
+ * The environment is opened with MDB_NOLOCK (one process owns the data
+ * directory: bk.c holds an flock on sluiced.lock) and MDB_NOTLS, so neither
+ * exists; the loop and the writer hand the transaction over under a mutex,
+ * never using it at the same time.
+ *
+ * While a commit is out (frozen), the store's transaction pointer is a
+ * read-only snapshot of the last committed state (rtxn), begun on the loop
+ * before the hand-over: every read of the store sees committed data only,
+ * and a write is refused (store_fail, SL_ESTATE, logged: the loop does not
+ * write while frozen). The snapshot is safe without reader slots: the
+ * committing transaction n only reuses pages freed by transactions before
+ * n-1, and the snapshot is n-1's. A new snapshot is begun only when no
+ * commit is out, so it never reads a meta page being written.
+ *
+ * Costs: one thread; per commit a mutex hand-over and an eventfd write and
+ * read, against the two flushes the loop no longer waits for.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "store_int.h"
+
+struct store_writer {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    MDB_txn *job;   /* the transaction to commit, or NULL */
+    int rc;         /* mdb_txn_commit's result for the last job */
+    int stop;
+    int efd;        /* written once per finished commit */
+};
+
+static void *writer_main(void *arg)
+{
+    struct store_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->job && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->job)
+            break;
+        MDB_txn *txn = w->job;
+        pthread_mutex_unlock(&w->mu);
+        int rc = mdb_txn_commit(txn); /* the flushes happen here, off the loop */
+        uint64_t one = 1;
+        pthread_mutex_lock(&w->mu);
+        w->rc = rc;
+        w->job = NULL;
+        while (write(w->efd, &one, sizeof one) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static int writer_start(store *s)
+{
+    struct store_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return SL_ENOMEM;
+    w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->efd < 0) {
+        log_error("store", "cannot create the writer's eventfd: %s", strerror(errno));
+        free(w);
+        return SL_EIO;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->th, NULL, writer_main, w) != 0) {
+        log_error("store", "cannot start the writer thread");
+        close(w->efd);
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return SL_ENOMEM;
+    }
+    s->writer = w;
+    return SL_OK;
+}
+
+int store_commit_start(store *s, int *started)
+{
+    *started = 0;
+    if (s->frozen)
+        return SL_ESTATE;
+    if (!s->writer && writer_start(s) != SL_OK)
+        return store_commit_sync(s); /* no thread: commit here, as before */
+    int err = s->failed;
+    if (err == SL_OK && s->next_id != s->next_id_saved) {
+        unsigned char v[8];
+        put_le64(v, s->next_id);
+        MDB_val k = {.mv_size = 7, .mv_data = "next_id"}, val = {.mv_size = 8, .mv_data = v};
+        if ((err = store_txn_need(s)) == SL_OK)
+            err = store_mdb_put(s, s->meta, &k, &val, 0);
+    }
+    if (err != SL_OK || !s->txn)
+        return store_commit_sync(s); /* a poisoned pass aborts at once; an empty one has nothing to flush */
+    int rc = s->rtxn ? mdb_txn_renew(s->rtxn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->rtxn);
+    if (rc != MDB_SUCCESS) {
+        log_error("store", "cannot begin a read snapshot (%s): committing on the loop", mdb_strerror(rc));
+        if (s->rtxn)
+            mdb_txn_abort(s->rtxn);
+        s->rtxn = NULL;
+        return store_commit_sync(s);
+    }
+    struct store_writer *w = s->writer;
+    s->commit_next_id = s->next_id;
+    s->wtxn = s->txn;
+    s->txn = s->rtxn;
+    s->frozen = 1;
+    s->dirty = 0;
+    pthread_mutex_lock(&w->mu);
+    w->job = s->wtxn;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    *started = 1;
+    return SL_OK;
+}
+
+int store_committing(const store *s)
+{
+    return s->frozen;
+}
+
+int store_commit_fd(const store *s)
+{
+    return s->writer ? s->writer->efd : -1;
+}
+
+int store_commit_poll(store *s, int *result)
+{
+    struct store_writer *w = s->writer;
+    uint64_t n;
+    if (!s->frozen)
+        return 0;
+    if (read(w->efd, &n, sizeof n) != (ssize_t)sizeof n)
+        return 0; /* EAGAIN: still flushing */
+    pthread_mutex_lock(&w->mu);
+    int rc = w->rc;
+    pthread_mutex_unlock(&w->mu);
+    mdb_txn_reset(s->rtxn); /* pointers read from the snapshot end here */
+    s->txn = NULL;
+    s->wtxn = NULL; /* LMDB freed it, committed or not */
+    s->frozen = 0;
+    s->failed = SL_OK;
+    s->dirty = 0;
+    if (rc == MDB_SUCCESS) {
+        s->next_id_saved = s->commit_next_id;
+        memcpy(s->committed_key, s->last_key, sizeof s->committed_key); /* no appends while frozen */
+        *result = SL_OK;
+    } else {
+        *result = store_fail(s, rc, "commit");
+        s->failed = SL_OK; /* the transaction is gone; the next one starts clean */
+    }
+    return 1;
+}
+
+int store_commit_wait(store *s, int *result)
+{
+    while (s->frozen) {
+        struct pollfd p = {.fd = s->writer->efd, .events = POLLIN};
+        if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+            return SL_EIO;
+        store_commit_poll(s, result);
+    }
+    return SL_OK;
+}
+
+void store_txn_release(store *s)
+{
+    if (s->frozen || !s->txn || s->dirty || s->failed != SL_OK || s->next_id != s->next_id_saved)
+        return;
+    mdb_txn_abort(s->txn); /* it only read: nothing to lose */
+    s->txn = NULL;
+}
+
+int store_commit(store *s)
+{
+    int rc = SL_OK;
+    if (s->frozen)
+        store_commit_wait(s, &rc);
+    return rc != SL_OK ? rc : store_commit_sync(s);
+}
+
+void store_writer_close(store *s)
+{
+    struct store_writer *w = s->writer;
+    int rc;
+    if (!w)
+        return;
+    store_commit_wait(s, &rc);
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    close(w->efd);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    s->writer = NULL;
+    if (s->rtxn)
+        mdb_txn_abort(s->rtxn);
+    s->rtxn = NULL;
+}
