@@ -24,10 +24,10 @@
  * before a shrink) while it waits, plus 16 bytes per returned key. A tenant
  * with nothing ready or leased is forgotten.
  *
- * Known limits: a delayed message coming due in a fair level, or a dead
- * letter requeued into one, joins the run of the level's first tag or the
- * untagged one (the store puts it at the level's head or tail key), not its
- * own tag's run.
+ * A delayed message coming due goes back to the head of its own tag's run,
+ * a dead letter requeued into a fair level to its tail (store_tag_key);
+ * queue_fair_ready then puts it among the tenant's returned keys or past
+ * its cursor, like any record made ready.
  */
 #include "queue.h"
 

@@ -166,10 +166,39 @@ int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint6
     return SL_OK;
 }
 
+int store_tag_key(store *s, unsigned level, const store_rec *rec, int head, uint64_t *key)
+{
+    unsigned char kb[8];
+    MDB_val k, v;
+    uint32_t id;
+    int err = store_tag_intern(s, rec->tag, rec->tag_len, &id);
+    if (err != SL_OK)
+        return err;
+    uint64_t run = (uint64_t)id << STORE_TAG_SHIFT;
+    if (head) {
+        key_u64(&k, kb, run);
+        err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, NULL);
+        if (err == SL_OK && (get_be64(k.mv_data) >> STORE_TAG_SHIFT) == id &&
+            (get_be64(k.mv_data) & STORE_SEQ_MASK) > 1) {
+            *key = get_be64(k.mv_data) - 1;
+            return SL_OK;
+        }
+        if (err != SL_OK && err != SL_ENOTFOUND)
+            return err;
+    }
+    uint64_t seq = (s->last_key[level] & STORE_SEQ_MASK) + 1;
+    if (seq > STORE_SEQ_MASK)
+        return SL_ENOSPC;
+    s->last_key[level] = seq;
+    *key = run | seq;
+    return SL_OK;
+}
+
 void store_fair_keys(store *s, unsigned level, int fair, uint64_t max_seq)
 {
     if (level >= s->levels)
         return;
+    s->fair_mask = fair ? s->fair_mask | 1u << level : s->fair_mask & ~(1u << level);
     if (fair) {
         uint64_t seq = s->last_key[level] & STORE_SEQ_MASK;
         s->last_key[level] = max_seq > seq ? max_seq : seq;

@@ -3,11 +3,14 @@
  * deficit round robin's exact order across tags (FIFO within each, the
  * untagged messages one tenant of their own), strict precedence of levels
  * kept with a fair level below a FIFO one, a returned message going back to
- * the head of its own tag, the layout change refused while a level holds
- * messages, and the fair setting and each tag's order across a restart.
+ * the head of its own tag, a delayed return back at the head of its own tag
+ * and a requeued dead letter at the tail of its own, the layout change
+ * refused while a level holds messages, and the fair setting and each tag's
+ * order across a restart.
  *
- * The consumer has credit for the whole backlog, so the broker releases in
- * the order it picks; every assert is on that order, none on timing.
+ * The consumer has credit for the whole backlog (or takes one at a time),
+ * so the broker releases in the order it picks; every assert is on that
+ * order. The one wait: a delayed return due in 100 ms is given 2 s.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,6 +149,69 @@ static void returned_goes_back_to_its_tag(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* recv1 waits (generously) for one delivery and checks its body. */
+static sl_delivery *recv1(sl_client *c, const char *body)
+{
+    sl_delivery *d = NULL;
+    uint64_t end = th_now_ms() + 20000;
+    while (!d && th_now_ms() < end)
+        sl_recv(c, 100, &d);
+    assert_non_null(d);
+    fprintf(stderr, "# got %s (tag '%s')\n", (const char *)d->body, d->tag);
+    assert_string_equal((const char *)d->body, body);
+    return d;
+}
+
+static void delayed_and_requeued_find_their_tag(void **state)
+{
+    (void)state;
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    assert_int_equal(sl_level_fair(f->c, 1, 1), SL_OK);
+    put(f->c, 1, "acme", "a0");
+    put(f->c, 1, "acme", "a1");
+    put(f->c, 1, "acme", "a2");
+    put(f->c, 1, "bolt", "b0");
+    sl_client *c = th_client(&f->b, 5000);
+    unsigned one = 1;
+    assert_int_equal(sl_subscribe(c, NULL, &one, 1, 1), SL_OK);
+    sl_delivery *d = recv1(c, "a0");
+    assert_int_equal(sl_nack(c, d, 100), SL_OK); /* back in 100 ms, at the head of acme */
+    sl_delivery_free(&d);
+    d = recv1(c, "b0");
+    assert_int_equal(sl_reject(c, d, "test"), SL_OK); /* a dead letter */
+    sl_delivery_free(&d);
+    d = recv1(c, "a1");
+    uint64_t until = th_now_ms() + 2000; /* hold a1 until a0 has surely come due */
+    while (th_now_ms() < until) {
+        sl_delivery *none = NULL;
+        assert_int_not_equal(sl_recv(c, 100, &none), SL_OK); /* credit 1: nothing more meanwhile */
+    }
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    d = recv1(c, "a0"); /* before a2: the head of its own tag */
+    assert_string_equal(d->tag, "acme");
+    assert_true(d->attempt == 2);
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    d = recv1(c, "a2");
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    uint64_t moved = 0, after = 0;
+    assert_int_equal(sl_dead_requeue(f->c, 1, SL_SAME_LEVEL, 10, &moved, &after), SL_OK);
+    assert_int_equal(moved, 1);
+    d = recv1(c, "b0");
+    assert_string_equal(d->tag, "bolt");
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    put(f->c, 1, "bolt", "b1"); /* the broker serves on */
+    d = recv1(c, "b1");
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    sl_close(&c);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 static void layout_changes_only_when_empty(void **state)
 {
     (void)state;
@@ -226,6 +292,7 @@ int main(void)
         cmocka_unit_test(round_robin_across_tags),
         cmocka_unit_test(levels_keep_precedence),
         cmocka_unit_test(returned_goes_back_to_its_tag),
+        cmocka_unit_test(delayed_and_requeued_find_their_tag),
         cmocka_unit_test(layout_changes_only_when_empty),
         cmocka_unit_test(restart_keeps_fair_order),
     };
