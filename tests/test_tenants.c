@@ -70,12 +70,21 @@ static void round_robin_across_tags(void **state)
         snprintf(body, sizeof body, "a%d", i);
         put(f->c, 1, "acme", body);
     }
+    uint64_t b2 = 0;
     for (int i = 0; i < 3; i++) {
         snprintf(body, sizeof body, "b%d", i);
-        put(f->c, 1, "bolt", body);
+        sl_put m = {.body = body, .body_len = strlen(body), .level = 1, .tag = "bolt"};
+        assert_int_equal(sl_send(f->c, &m, &b2), SL_OK);
         snprintf(body, sizeof body, "u%d", i);
         put(f->c, 1, NULL, body);
     }
+    /* explain: its place is in its tag's queue (2 of bolt ahead), not behind acme's 20 */
+    sl_explain_info ex;
+    assert_int_equal(sl_explain(f->c, b2, &ex), SL_OK);
+    fprintf(stderr, "# explain: %s, position %llu: %s\n", ex.state, (unsigned long long)ex.position, ex.why);
+    assert_string_equal(ex.state, "ready");
+    assert_int_equal(ex.position, 2);
+    assert_non_null(strstr(ex.why, "tag 'bolt'"));
     sl_client *c = th_client(&f->b, 5000);
     unsigned one = 1;
     assert_int_equal(sl_subscribe(c, NULL, &one, 1, 26), SL_OK);
