@@ -31,7 +31,7 @@
 
 int store_tag_intern(store *s, const char *tag, size_t len, uint32_t *id)
 {
-    unsigned char kb[sizeof TAGID_PREFIX + PROTO_MAX_TAG], nb[sizeof TAGNAME_PREFIX + 4], ib[4];
+    unsigned char kb[sizeof TAGID_PREFIX + PROTO_MAX_TAG], nb[sizeof TAGNAME_PREFIX - 1 + 4], ib[4];
     MDB_val k = {sizeof TAGID_PREFIX - 1 + len, kb}, v;
     if (len == 0) {
         *id = 0;
@@ -81,7 +81,7 @@ int store_tag_intern(store *s, const char *tag, size_t len, uint32_t *id)
 
 int store_tag_name(store *s, uint32_t id, char *buf, size_t cap)
 {
-    unsigned char nb[sizeof TAGNAME_PREFIX + 4], b8[8];
+    unsigned char nb[sizeof TAGNAME_PREFIX - 1 + 4], b8[8];
     MDB_val k = {sizeof nb, nb}, v;
     if (cap == 0)
         return SL_EINVAL;

@@ -21,8 +21,13 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <time.h>
+#include <unistd.h>
+
 #include "harness.h"
+#include "queue.h"
 #include "sluice.h"
+#include "store.h"
 
 #define MAX_GOT 128
 
@@ -295,6 +300,78 @@ static void restart_keeps_fair_order(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+#define MANY_TAGS 100000u
+
+static double secs(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* fair_open opens the store in dir and the queue over it, level 0 fair. */
+static void fair_open(const char *dir, store **st, queue *q)
+{
+    store_cfg cfg = {.dir = dir, .levels = 1, .map_bytes = 512ull << 20};
+    store_level_info info[PROTO_MAX_LEVELS];
+    assert_int_equal(store_open(&cfg, st, info), SL_OK);
+    assert_int_equal(queue_open(q, *st, 1, info), SL_OK);
+    q->now_wall_ns = 1;
+}
+
+/* The broker's own structures, without a broker: 100,000 tags with one
+ * message each waiting in one fair level, their memory, and the rebuild at
+ * open (two seeks per tag) with its time printed. */
+static void memory_per_waiting_tag(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/sluice-tenants-XXXXXX", dir[64], tag[16], body[16];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(dir, sizeof dir, "%s/data", tmp);
+    store *st = NULL;
+    queue q;
+    fair_open(dir, &st, &q);
+    assert_int_equal(queue_fair_set(&q, 0, 1, 0), SL_OK);
+    double t0 = secs();
+    for (unsigned i = 0; i < MANY_TAGS; i++) {
+        snprintf(tag, sizeof tag, "t%06u", i);
+        snprintf(body, sizeof body, "m%u", i);
+        store_rec rec = {.id = queue_next_id(&q), .enq_ns = 1000 + i, .cost = 1, .tag = tag,
+                         .tag_len = (uint32_t)strlen(tag), .body = body, .body_len = (uint32_t)strlen(body)};
+        assert_int_equal(queue_append(&q, &rec), SL_OK);
+        if (i % 10000 == 9999)
+            assert_int_equal(store_commit(st), SL_OK);
+    }
+    uint32_t tenants = 0;
+    size_t bytes = queue_fair_bytes(&q, 0, &tenants);
+    fprintf(stderr, "# %u waiting tags appended in %.2f s: %zu bytes, %.1f per tag (bound 256)\n", tenants,
+            secs() - t0, bytes, (double)bytes / tenants);
+    assert_int_equal(tenants, MANY_TAGS);
+    assert_true(bytes <= 256ull * tenants);
+    queue_close(&q);
+    store_close(&st);
+    t0 = secs();
+    fair_open(dir, &st, &q);
+    assert_int_equal(queue_fair_set(&q, 0, 1, 1), SL_OK); /* as settings_load does */
+    double rebuild = secs() - t0;
+    bytes = queue_fair_bytes(&q, 0, &tenants);
+    fprintf(stderr, "# reopened: %u waiting tags rebuilt in %.2f s: %zu bytes, %.1f per tag\n", tenants, rebuild,
+            bytes, (double)bytes / tenants);
+    assert_int_equal(tenants, MANY_TAGS);
+    assert_true(bytes <= 256ull * tenants);
+    for (unsigned i = 0; i < 3; i++) { /* one turn each, in tag order */
+        uint64_t key;
+        store_rec rec;
+        assert_int_equal(queue_take(&q, 0, &key, &rec), SL_OK);
+        snprintf(body, sizeof body, "m%u", i);
+        assert_int_equal(rec.body_len, strlen(body));
+        assert_memory_equal(rec.body, body, rec.body_len);
+    }
+    queue_close(&q);
+    store_close(&st);
+    th_rmrf(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +381,7 @@ int main(void)
         cmocka_unit_test(delayed_and_requeued_find_their_tag),
         cmocka_unit_test(layout_changes_only_when_empty),
         cmocka_unit_test(restart_keeps_fair_order),
+        cmocka_unit_test(memory_per_waiting_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
