@@ -358,8 +358,11 @@ void queue_commit_started(queue *q)
 void queue_commit_ended(queue *q, int rc)
 {
     q->frozen_unsafe = 0;
-    for (unsigned l = 0; l < q->nlevels; l++)
+    for (unsigned l = 0; l < q->nlevels; l++) {
         q->lv[l].hold = 0;
+        if (q->lv[l].fair)
+            queue_fair_commit_ended(q, l);
+    }
     if (rc != SL_OK) {
         uint64_t delayed[PROTO_MAX_LEVELS] = {0};
         for (size_t i = q->nundo; i-- > 0;)

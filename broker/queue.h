@@ -218,5 +218,6 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key);
 void queue_fair_unlease(queue *q, unsigned level, uint64_t key);
 int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
 void queue_fair_close(queue *q, unsigned level);
+void queue_fair_commit_ended(queue *q, unsigned level);
 
 #endif /* SLUICE_QUEUE_H */

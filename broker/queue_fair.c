@@ -14,7 +14,8 @@
  * return, a delayed message coming due) and forgets it when a take finds
  * nothing left in its run (so nothing has to count a tag's records, and a
  * restart needs no count either). A tenant whose head is not committed yet
- * is blocked until the next pass, so it holds up no one.
+ * (or, while a commit is out, missing from the snapshot) is blocked until
+ * the next commit ends, so it holds up no one and no clock is involved.
  *
  * Restart (queue_fair_set while loading): one store_tag_span per tag that
  * has records: two seeks each, O(tags log n), never reading every message.
@@ -50,6 +51,8 @@ struct queue_fair {
     uint32_t n, cap;
     uint32_t *slots; /* index + 1, 0 empty; linear probing */
     uint32_t nslots;
+    uint32_t *held;  /* tags blocked until the next commit ends (head not committed) */
+    uint32_t nheld, heldcap;
 };
 
 static uint32_t hash32(uint32_t x)
@@ -160,6 +163,7 @@ static void fair_free(struct queue_fair *f)
         tmr_fini(&f->t[i].returned);
     free(f->t);
     free(f->slots);
+    free(f->held);
     drr_fini(&f->d);
     free(f);
 }
@@ -296,7 +300,7 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
     struct queue_fair *f = q->lv[level].fair;
     for (int tries = 0; tries < FAIR_TRIES; tries++) {
         uint64_t t;
-        if (drr_pick(&f->d, q->now_wall_ns, &t) != SL_OK)
+        if (drr_pick(&f->d, 0, &t) != SL_OK) /* no tenant is blocked with a time */
             return SL_ENOTFOUND;
         tenant *tn = get(f, (uint32_t)t);
         if (!tn)
@@ -307,8 +311,18 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
             forget(f, tn);
             continue;
         }
-        if (rc == NOT_YET) {
-            drr_block(&f->d, t, q->now_wall_ns + 1);
+        if (rc == NOT_YET) { /* out of the ring until a commit ends (queue_fair_commit_ended) */
+            if (f->nheld == f->heldcap) {
+                uint32_t cap = f->heldcap ? f->heldcap * 2 : 16;
+                uint32_t *h = realloc(f->held, cap * sizeof *h);
+                if (!h)
+                    return SL_ENOTFOUND; /* the level waits for the next pass */
+                f->held = h;
+                f->heldcap = cap;
+            }
+            if (drr_block(&f->d, t, DRR_NEVER) != SL_OK)
+                return SL_ENOTFOUND;
+            f->held[f->nheld++] = (uint32_t)t;
             continue;
         }
         *out = tn;
@@ -356,6 +370,14 @@ int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
     *enq_ns = rec.enq_ns;
     *cost = rec.cost ? rec.cost : 1;
     return 1;
+}
+
+void queue_fair_commit_ended(queue *q, unsigned level)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    for (uint32_t i = 0; i < f->nheld; i++)
+        drr_unblock(&f->d, f->held[i]);
+    f->nheld = 0;
 }
 
 size_t queue_fair_bytes(const queue *q, unsigned level, uint32_t *tenants)
