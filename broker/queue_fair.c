@@ -11,9 +11,10 @@
  *
  * Which tenant: the drr set holds the tenants that may have something
  * ready. It learns of a tenant when a record of it becomes ready (append,
- * return, a delayed message coming due) and forgets it when a take finds
- * nothing left in its run (so nothing has to count a tag's records, and a
- * restart needs no count either). A tenant whose head is not committed yet
+ * return, a delayed message coming due) and forgets it when a take leaves
+ * nothing after it in its run (one more seek per take), or when a pick
+ * finds its run empty (its records expired while they waited): so nothing
+ * has to count a tag's records, and a restart needs no count either. A tenant whose head is not committed yet
  * (or, while a commit is out, missing from the snapshot) is blocked until
  * the next commit ends, so it holds up no one and no clock is involved.
  *
@@ -124,8 +125,25 @@ static void forget(struct queue_fair *f, tenant *tn)
     if (tn->leased || tn->returned.len || drr_find(&f->d, tn->tag))
         return;
     tmr_fini(&tn->returned);
-    uint32_t i = (uint32_t)(tn - f->t);
-    f->t[i] = f->t[--f->n];
+    /* out of the hash table: empty its slot, then move back each entry of
+     * the probe run after it whose home is not between (backward shift) */
+    uint32_t mask = f->nslots - 1, i = (uint32_t)(slot_of(f, tn->tag) - f->slots);
+    f->slots[i] = 0;
+    for (uint32_t j = (i + 1) & mask; f->slots[j]; j = (j + 1) & mask) {
+        uint32_t home = hash32(f->t[f->slots[j] - 1].tag) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* its home is at or before the hole */
+            f->slots[i] = f->slots[j];
+            f->slots[j] = 0;
+            i = j;
+        }
+    }
+    /* out of the dense array: the last tenant takes its place */
+    uint32_t at = (uint32_t)(tn - f->t), last = f->n - 1;
+    if (at != last) {
+        *slot_of(f, f->t[last].tag) = at + 1;
+        f->t[at] = f->t[last];
+    }
+    f->n--;
     if (f->n > 64 && f->n * 4 < f->cap) {
         tenant *t = realloc(f->t, (f->cap / 2) * sizeof *t);
         if (t) {
@@ -133,11 +151,8 @@ static void forget(struct queue_fair *f, tenant *tn)
             f->cap /= 2;
         }
     }
-    uint32_t ns = f->nslots;
-    while (ns > 32 && f->n * 8 < ns)
-        ns /= 2;
-    if (rehash(f, ns) != SL_OK) /* cannot fail for a smaller table... */
-        rehash(f, f->nslots);   /* ...and if it does, the old size again */
+    if (f->nslots > 32 && f->n * 8 < f->nslots)
+        rehash(f, f->nslots / 2); /* when it fails, the table as it is stays right */
 }
 
 static int activate(struct queue_fair *f, uint32_t tag)
@@ -354,6 +369,16 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     lv->dispatched++;
     lv->head_known = 0;
     drr_charge(&lv->fair->d, tn->tag, rec->cost ? rec->cost : 1);
+    if (!tn->returned.len && !store_committing(q->st)) {
+        /* its last ready one? then out of the turns now, and forgotten when
+         * settled, so the ring holds no empty tenants for picks to pass by
+         * (not while a commit is out: the snapshot may lack some of its run) */
+        uint64_t next;
+        store_rec more;
+        int mrc = store_seek(q->st, level, tn->cursor, &next, &more);
+        if (mrc == SL_ENOTFOUND || (mrc == SL_OK && (next >> STORE_TAG_SHIFT) != tn->tag))
+            drr_idle(&lv->fair->d, tn->tag);
+    }
     return SL_OK;
 }
 
