@@ -45,6 +45,11 @@ static int fail(cmd_ctx *x, int code, const char *fmt, const char *arg)
     return code;
 }
 
+static int str_is(proto_buf b, const char *s)
+{
+    return b.len == strlen(s) && memcmp(b.ptr, s, b.len) == 0;
+}
+
 static int need_level(cmd_ctx *x, unsigned *level)
 {
     char n[24];
@@ -206,6 +211,11 @@ static int cmd_level_list(cmd_ctx *x)
             .tokens_milli = tokens == UINT64_MAX ? 0 : tokens,
             .eta_ms = deliver_eta_ms(b, l),
         };
+        if (lv->fair) { /* fair by tag: how many tags it knows (waiting or leased) */
+            uint32_t tenants;
+            queue_fair_bytes(&b->q, l, &tenants);
+            r->fair_tenants = tenants + 1; /* 0: FIFO */
+        }
         windows_show(&x->rep->window_rows, (int)l, ml->max_rate_milli, ml->burst, &ml->ceiling, ml->more,
                      ml->more_b, ml->nmore, b->mono_ns);
     }
@@ -227,6 +237,17 @@ static int cmd_level_set(cmd_ctx *x)
         return rc;
     if ((x->req->present & PF(burst)) && x->req->burst > MAX_BURST)
         return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+    if (x->req->present & PF(state)) { /* how the level is served: "tag" (fair by tag) or "fifo" */
+        int fair = str_is(x->req->state, "tag");
+        if (!fair && !str_is(x->req->state, "fifo"))
+            return fail(x, SL_EINVAL, "a level is served fair by %s", "\"tag\" or \"fifo\" (in order)");
+        rc = queue_fair_set(&x->b->q, level, fair, 0);
+        if (rc == SL_ESTATE)
+            return fail(x, rc, "level %s holds messages: a level changes how it is served only while it is empty",
+                        x->b->cfg.level_names[level]);
+        if (rc != SL_OK)
+            return fail(x, rc, "level %s: out of memory for its tags", x->b->cfg.level_names[level]);
+    }
     if (x->req->present & PF(deadline_ms))
         lv->deadline_ms = x->req->deadline_ms;
     if (x->req->present & PF(aging_ms))
@@ -246,8 +267,8 @@ static int cmd_level_set(cmd_ctx *x)
     meter_level_apply(&x->b->meter, level, x->b->mono_ns);
     settings_save_level(x->b, level);
     char more[256];
-    log_info("admin", "level %s: deadline %llu ms, aging step %llu ms, max rate %.3f/s, min rate %.3f/s, burst %u%s",
-             x->b->cfg.level_names[level], (unsigned long long)lv->deadline_ms, (unsigned long long)lv->aging_ms,
+    log_info("admin", "level %s (%s): deadline %llu ms, aging step %llu ms, max rate %.3f/s, min rate %.3f/s, burst %u%s",
+             x->b->cfg.level_names[level], lv->fair ? "fair by tag" : "fifo", (unsigned long long)lv->deadline_ms, (unsigned long long)lv->aging_ms,
              (double)ml->max_rate_milli / 1000.0, (double)ml->min_rate_milli / 1000.0, ml->burst ? ml->burst : 1,
              windows_text(ml->more, ml->nmore, more, sizeof more));
     return SL_OK;

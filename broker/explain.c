@@ -4,8 +4,9 @@
  * explain_message looks through the leases (O(leases)), then each level from
  * its head (O(position), capped at FIND_LIMIT records), the delayed set and
  * the dead letters. It answers with a state (leased, ready, delayed, dead,
- * gone), the level, the position among the ready messages, and a sentence
- * naming what holds the message back. An operator's question, not a hot path:
+ * gone), the level, the position among the ready messages (in a level
+ * served fair by tag: among its tag's, O(that position) seeks), and a
+ * sentence naming what holds the message back. An operator's question, not a hot path:
  * nothing here runs during dispatch.
  */
 #include "explain.h"
@@ -91,7 +92,23 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
         r->state = (proto_buf){"ready", 5};
         r->level = level;
         r->position = rank - leased_before;
-        why_waiting(b, level, r->position, text, text_len);
+        uint32_t tag_id;
+        uint64_t ahead;
+        if (queue_fair_place(&b->q, level, key, &tag_id, &ahead, FIND_LIMIT) == SL_OK) {
+            /* fair by tag: its place is in its tag's queue, which takes turns with the others */
+            char tag[PROTO_MAX_TAG + 1];
+            size_t n;
+            r->position = ahead;
+            if (store_tag_name(b->st, tag_id, tag, sizeof tag) != SL_OK)
+                snprintf(tag, sizeof tag, "#%u", tag_id);
+            why_waiting(b, level, 0, text, text_len);
+            n = strlen(text);
+            snprintf(text + n, text_len - n, "; level %s is served fair by tag: %s%s%s, %llu ahead of it in its tag",
+                     b->cfg.level_names[level], tag_id ? "tag '" : "untagged", tag, tag_id ? "'" : "",
+                     (unsigned long long)ahead);
+        } else {
+            why_waiting(b, level, r->position, text, text_len);
+        }
         r->msg = (proto_buf){text, (uint32_t)strlen(text)};
         return SL_OK;
     }

@@ -55,6 +55,14 @@ static void unleased(queue *q, unsigned level, uint64_t key)
     q->undo[q->nundo++] = (struct queue_undo){level, key};
 }
 
+/* unlease tells a fair level's tenant that its record at key left its
+ * lease (before the record is made ready again, if it is). */
+static void unlease(queue *q, unsigned level, uint64_t key)
+{
+    if (q->lv[level].fair)
+        queue_fair_unlease(q, level, key);
+}
+
 int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *info)
 {
     uint64_t delayed[PROTO_MAX_LEVELS] = {0};
@@ -77,8 +85,10 @@ void queue_close(queue *q)
 {
     free(q->undo);
     q->undo = NULL;
-    for (unsigned l = 0; l < q->nlevels; l++)
+    for (unsigned l = 0; l < q->nlevels; l++) {
         tmr_fini(&q->lv[l].returned);
+        queue_fair_close(q, l);
+    }
 }
 
 uint64_t queue_ready(const queue *q, unsigned level)
@@ -90,6 +100,8 @@ uint64_t queue_ready(const queue *q, unsigned level)
 int queue_append(queue *q, const store_rec *rec)
 {
     uint64_t key;
+    if (q->lv[rec->level].fair)
+        return queue_fair_append(q, rec);
     int rc = store_append(q->st, rec, &key);
     if (rc == SL_OK) {
         queue_level *lv = &q->lv[rec->level];
@@ -150,6 +162,7 @@ static int take_frozen(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         if (rc == SL_OK) {
             lv->leased--;
             lv->dispatched--;
+            unlease(q, level, *key);
         }
         make_ready(q, level, *key); /* below the cursor now: first out of returned */
         rc = SL_ENOTFOUND;
@@ -182,6 +195,8 @@ static int take_from(queue *q, unsigned level, uint64_t *key, store_rec *rec, tm
     queue_level *lv = &q->lv[level];
     tmr_entry e;
     int rc;
+    if (lv->fair)
+        return queue_fair_take(q, level, key, rec);
     if (queue_ready(q, level) == 0)
         return SL_ENOTFOUND;
     int found = 0;
@@ -257,6 +272,8 @@ static int make_ready(queue *q, unsigned level, uint64_t key)
 {
     queue_level *lv = &q->lv[level];
     lv->head_known = 0;
+    if (lv->fair)
+        return queue_fair_ready(q, level, key);
     if (key >= lv->cursor)
         return SL_OK; /* the seek will find it */
     return tmr_push(&lv->returned, key, key);
@@ -264,6 +281,7 @@ static int make_ready(queue *q, unsigned level, uint64_t key)
 
 int queue_untake(queue *q, unsigned level, uint64_t key)
 {
+    unlease(q, level, key);
     int rc = make_ready(q, level, key);
     if (rc == SL_OK) {
         q->lv[level].leased--;
@@ -274,6 +292,7 @@ int queue_untake(queue *q, unsigned level, uint64_t key)
 
 int queue_requeue(queue *q, unsigned level, uint64_t key)
 {
+    unlease(q, level, key);
     int rc = make_ready(q, level, key);
     if (rc == SL_OK)
         q->lv[level].leased--;
@@ -284,6 +303,7 @@ int queue_settle(queue *q, unsigned level, uint64_t key)
 {
     int rc = store_del(q->st, level, key);
     q->lv[level].leased--;
+    unlease(q, level, key);
     if (rc == SL_OK || rc == SL_ENOTFOUND) {
         q->lv[level].count--;
         q->lv[level].acked++;
@@ -303,6 +323,7 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
         lv->leased--;
         unleased(q, level, key);
     }
+    unlease(q, level, key);
     if (rc != SL_OK)
         return rc;
     if (due_ns) {
@@ -371,8 +392,11 @@ void queue_commit_started(queue *q)
 void queue_commit_ended(queue *q, int rc)
 {
     q->frozen_unsafe = 0;
-    for (unsigned l = 0; l < q->nlevels; l++)
+    for (unsigned l = 0; l < q->nlevels; l++) {
         q->lv[l].hold = 0;
+        if (q->lv[l].fair)
+            queue_fair_commit_ended(q, l);
+    }
     if (rc == SL_OK)
         memcpy(q->delayed_committed, q->delayed_sent, sizeof q->delayed_committed);
     if (rc != SL_OK) {
@@ -395,6 +419,8 @@ void queue_commit_ended(queue *q, int rc)
 
 int queue_committed(const queue *q, unsigned level, uint64_t key)
 {
+    if (q->lv[level].fair)
+        return store_key_committed_fair(q->st, level, key);
     return store_key_committed(q->st, level, key);
 }
 
@@ -424,6 +450,7 @@ int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const c
     if (rc == SL_OK)
         rc = store_bury(q->st, level, key, reason, now_ns);
     q->lv[level].leased--;
+    unlease(q, level, key);
     unleased(q, level, key);
     if (rc == SL_OK) {
         q->lv[level].count--;
@@ -464,6 +491,8 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
 int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
 {
     queue_level *lv = &q->lv[level];
+    if (lv->fair)
+        return queue_fair_head(q, level, enq_ns, cost);
     if (queue_ready(q, level) == 0)
         return 0;
     if (!lv->head_known && store_committing(q->st) && (q->frozen_unsafe || lv->hold))
@@ -505,8 +534,11 @@ uint64_t queue_oldest_ns(queue *q, unsigned level)
     queue_level *lv = &q->lv[level];
     uint64_t oldest = 0, key;
     store_rec rec;
+    uint32_t cost;
     if (queue_ready(q, level) == 0)
         return 0;
+    if (lv->fair) /* the head of the tag whose turn it is */
+        return queue_fair_head(q, level, &oldest, &cost) ? oldest : 0;
     if (lv->returned.len && store_get(q->st, level, lv->returned.v[0].id, &rec) == SL_OK)
         oldest = rec.enq_ns;
     if (store_seek(q->st, level, lv->cursor, &key, &rec) == SL_OK && (!oldest || rec.enq_ns < oldest))
@@ -535,6 +567,8 @@ int queue_dead_requeue(queue *q, unsigned level, uint64_t id, unsigned to_level)
         if (queue_ready(q, to_level) == 0)
             to->head_known = 0;
         to->count++;
+        if (to->fair && queue_fair_ready(q, to_level, key) != SL_OK)
+            log_error("queue", "out of memory noting a requeued message; it is delivered after a restart");
         q->lv[level].dead--;
         q->lv[level].dead_requeued++;
     }

@@ -44,6 +44,7 @@ typedef struct queue_level {
     uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
     uint64_t corrupt;   /* records that failed their check, moved to dead letters */
     int hold;           /* frozen: nothing more from this level until the commit ends */
+    struct queue_fair *fair; /* served fair by tag (queue_fair.c); NULL: FIFO */
 } queue_level;
 
 typedef struct queue {
@@ -187,5 +188,38 @@ int queue_dead_requeue(queue *q, unsigned level, uint64_t id, unsigned to_level)
  * or dropped by retention (counted apart). */
 typedef enum queue_drop { QUEUE_DROP_PURGE, QUEUE_DROP_RETENTION } queue_drop;
 int queue_dead_drop(queue *q, unsigned level, uint64_t id, queue_drop why);
+
+/* ---- levels served fair by tag (queue_fair.c) ----
+ *
+ * A fair level keeps its records under tag-led keys (store.h) and, in
+ * memory, one tenant per tag with something ready or leased: a cursor (the
+ * tag's invariant is the level's, above, within its run of keys), its
+ * returned keys, and its leased count. Taking asks the deficit round robin
+ * (drr.h) whose turn it is and takes that tag's head, so one tag's backlog
+ * never delays the others. The hooks below are called by queue.c where the
+ * FIFO code changes its own cursor and counts. */
+
+/* queue_fair_set makes level fair (fair != 0) or FIFO. SL_ESTATE unless the
+ * level holds nothing (ready, leased or delayed) when its layout changes;
+ * SL_ENOMEM. Enabling on a level with records rebuilds the waiting tags by
+ * jumping from tag to tag (only at load: settings_load). */
+int queue_fair_set(queue *q, unsigned level, int fair, int loading);
+
+/* queue_fair_bytes returns the bytes level's tenants hold in memory, and
+ * their number in *tenants. */
+size_t queue_fair_bytes(const queue *q, unsigned level, uint32_t *tenants);
+
+/* queue_fair_place tells, for the ready record at key of fair level, its
+ * tag's id and how many of that tag's ready records are ahead of it
+ * (counted up to max, then max). SL_ENOTFOUND when the level is FIFO. */
+int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint64_t *ahead, uint64_t max);
+
+int queue_fair_append(queue *q, const store_rec *rec);
+int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
+int queue_fair_ready(queue *q, unsigned level, uint64_t key);
+void queue_fair_unlease(queue *q, unsigned level, uint64_t key);
+int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
+void queue_fair_close(queue *q, unsigned level);
+void queue_fair_commit_ended(queue *q, unsigned level);
 
 #endif /* SLUICE_QUEUE_H */

@@ -8,7 +8,7 @@
  * open, before the first pass. Records live in the store's meta database as
  * small fixed binary records:
  *
- *   level/NN  u8 version(3) u8 flags(bit0 paused) u16 0 u32 burst
+ *   level/NN  u8 version(3) u8 flags(bit0 paused, bit1 fair by tag) u16 0 u32 burst
  *             u64 deadline_ms u64 aging_ms
  *             u64 max_rate_milli u64 min_rate_milli
  *             u8 windows u8 0 u16 0 u32 0, then 3 windows       (120 bytes)
@@ -106,7 +106,7 @@ void settings_save_level(bk *b, unsigned level)
     char key[16];
     const queue_level *lv = &b->q.lv[level];
     const meter_level *ml = &b->meter.lv[level];
-    r[1] = lv->paused ? 1 : 0;
+    r[1] = (lv->paused ? 1 : 0) | (lv->fair ? 2 : 0);
     put32(r + 4, ml->burst);
     put64(r + 8, lv->deadline_ms);
     put64(r + 16, lv->aging_ms);
@@ -151,6 +151,8 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     queue_level *lv = &b->q.lv[level];
     meter_level *ml = &b->meter.lv[level];
     lv->paused = r[1] & 1;
+    if ((r[1] & 2) && queue_fair_set(&b->q, level, 1, 1) != SL_OK)
+        log_error("settings", "cannot rebuild the tags of level %u, served fair by tag", level);
     lv->deadline_ms = get64(r + 8);
     lv->aging_ms = get64(r + 16);
     if (r[0] >= 2) {

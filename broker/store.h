@@ -323,3 +323,40 @@ uint64_t store_level_count(store *s, unsigned level);
 uint64_t store_level_bytes(store *s, unsigned level);
 
 #endif /* SLUICE_STORE_H */
+
+/* ---- tags (store_tag.c): interned tag ids and the keys of fair levels ----
+ *
+ * A level served fair by tag keeps its records under order keys
+ * tag_id << STORE_TAG_SHIFT | seq, so each tag's messages are one contiguous
+ * run in FIFO order (seq grows per level) and a tag's head is one seek. Tag
+ * ids are interned in meta ("tagid/<tag>" -> u32, "tagname/<be32 id>" ->
+ * the tag); 0 is the untagged tenant. Such keys stay below 2^63, so they
+ * never meet a FIFO level's keys (which start at STORE_KEY_MID); a level
+ * changes layout only while it is empty. */
+#define STORE_TAG_SHIFT 40
+#define STORE_SEQ_MASK ((UINT64_C(1) << STORE_TAG_SHIFT) - 1)
+#define STORE_TAG_MAX ((UINT32_C(1) << 23) - 1) /* tag ids 1..this */
+
+/* store_tag_intern returns tag's id in *id, giving it a new one (in the
+ * open transaction) when it has none. An empty tag is 0. SL_ENOSPC when
+ * every id is taken. */
+int store_tag_intern(store *s, const char *tag, size_t len, uint32_t *id);
+
+/* store_tag_name copies tag id's name to buf (at most cap - 1 bytes, NUL
+ * ended). SL_ENOTFOUND for an id never handed out. */
+int store_tag_name(store *s, uint32_t id, char *buf, size_t cap);
+
+/* store_append_tagged stores rec at the tail of tag id's run in the fair
+ * level rec->level and returns its key. */
+int store_append_tagged(store *s, const store_rec *rec, uint32_t id, uint64_t *key);
+
+/* store_tag_span finds the first tag id >= from with records in q.<level>,
+ * and the largest key of its run. SL_ENOTFOUND when none. */
+int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint64_t *last_key);
+
+/* store_fair_keys sets level's key counter for a fair (fair != 0, from the
+ * largest seq stored, max_seq) or a FIFO layout (an empty level only). */
+void store_fair_keys(store *s, unsigned level, int fair, uint64_t max_seq);
+
+/* store_key_committed_fair is store_key_committed for a fair level. */
+int store_key_committed_fair(const store *s, unsigned level, uint64_t key);

@@ -66,13 +66,17 @@ int store_dead_requeue(store *s, unsigned level, uint64_t id, unsigned to_level,
         err = store_mdb_del(s, s->dead[level], id);
     if (err != SL_OK)
         return err;
-    copy.mv_size = rec_revive(copy.mv_data, copy.mv_size, to_level);
     uint64_t next = s->last_key[to_level] + 1;
+    int fair = (s->fair_mask >> to_level) & 1; /* a tag-led key, at its tag's tail (store_tag.c) */
+    if (fair && (err = store_tag_key(s, to_level, &rec, 0, &next)) != SL_OK)
+        return err;
+    copy.mv_size = rec_revive(copy.mv_data, copy.mv_size, to_level);
     key_u64(&k, kb, next);
-    err = store_mdb_put(s, s->q[to_level], &k, &copy, MDB_APPEND);
+    err = store_mdb_put(s, s->q[to_level], &k, &copy, fair ? MDB_NOOVERWRITE : MDB_APPEND);
     if (err != SL_OK)
         return err;
-    s->last_key[to_level] = next;
+    if (!fair)
+        s->last_key[to_level] = next;
     *key = next;
     return SL_OK;
 }

@@ -53,6 +53,7 @@ struct store {
     uint64_t committed_key[PROTO_MAX_LEVELS]; /* largest tail key known durable */
     uint64_t head_hi[PROTO_MAX_LEVELS];   /* largest head key the open transaction put */
     unsigned char head_open[PROTO_MAX_LEVELS]; /* head_hi is set: keys up to it are not durable */
+    uint32_t fair_mask;                   /* levels with tag-led keys (store_tag.c) */
     uint64_t next_id;                     /* next message id to hand out */
     uint64_t next_id_saved;               /* meta "next_id" as last committed */
     int dirty;                            /* the transaction holds writes */
@@ -165,6 +166,11 @@ int store_cursor_at(store *s, MDB_dbi dbi, MDB_cursor_op op, MDB_val *k, MDB_val
 /* store_edge_key reads the first or last (op) order key of q.<level>.
  * SL_ENOTFOUND when the level is empty. */
 int store_edge_key(store *s, unsigned level, MDB_cursor_op op, uint64_t *key);
+
+/* store_tag_key chooses the key of a record of rec's tag moved into fair
+ * level (store_tag.c): just before its tag's first key (head != 0, when
+ * that key's seq leaves room) or after everything (a new seq). */
+int store_tag_key(store *s, unsigned level, const store_rec *rec, int head, uint64_t *key);
 
 /* store_entries counts the records in dbi into *n. */
 int store_entries(store *s, MDB_dbi dbi, uint64_t *n);

@@ -211,9 +211,11 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
         goto cursor_close;
     }
     s->dirty = 1;
-    /* Back at the head: before the first key, or past the last if empty. */
-    err = store_edge_key(s, rec.level, MDB_FIRST, &key);
-    if (err == SL_OK) {
+    /* Back at the head: before the first key, or past the last if empty
+     * (of its tag's run, in a level served fair by tag). */
+    int fair = (s->fair_mask >> rec.level) & 1;
+    err = fair ? store_tag_key(s, rec.level, &rec, 1, &key) : store_edge_key(s, rec.level, MDB_FIRST, &key);
+    if (err == SL_OK && !fair) {
         SL_ASSERT(key > 0); /* would take 2^63 head inserts */
         key--;
     } else if (err == SL_ENOTFOUND) {

@@ -436,3 +436,19 @@ int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out)
     client_str_copy(out->why, sizeof out->why, r->msg);
     return SL_OK;
 }
+
+int sl_level_fair(sl_client *c, unsigned level, int fair)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    int rc = level_check(c, level);
+    if (rc)
+        return rc;
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_level_set);
+    proto_set(&m, level, level);
+    const char *how = fair ? "tag" : "fifo";
+    proto_set_str(&m, PROTO_F_state, how, (uint32_t)strlen(how));
+    return admin_call(c, &m);
+}

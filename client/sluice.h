@@ -670,6 +670,13 @@ int sl_dead_requeue_id(sl_client *c, uint64_t id, unsigned to_level);
 int sl_dead_purge(sl_client *c, unsigned level, uint64_t older_than_ms, uint64_t max, uint64_t *after,
                   uint64_t *purged);
 
+/* sl_level_fair serves level fair by tag (fair != 0: deficit round robin
+ * over the tags with messages waiting, FIFO within a tag, untagged messages
+ * one tenant of their own) or FIFO (0, the default). Persisted. SL_ESTATE
+ * when the level holds messages (ready, in flight or delayed): a level
+ * changes how it is served only while it is empty. */
+int sl_level_fair(sl_client *c, unsigned level, int fair);
+
 #ifdef __cplusplus
 }
 #endif

@@ -179,7 +179,8 @@
     X(K, min_rate_milli,   "min_rate_milli",   U64, REQ) \
     X(K, burst,            "burst",            U64, REQ) \
     X(K, tokens_milli,     "tokens_milli",     U64, REQ) \
-    X(K, eta_ms,           "eta_ms",           U64, REQ)
+    X(K, eta_ms,           "eta_ms",           U64, REQ) \
+    X(K, fair_tenants,     "fair_tenants",     U64, OPT)
 
 /* pool.list: one row per pool. */
 #define PROTO_COLS_pool(X, K)                              \
@@ -298,7 +299,7 @@ typedef uint64_t proto_mask;
     X(level_list,     "level.list",     0, 0, ROWS, PF(level_rows) | PF(window_rows)) \
     X(level_set,      "level.set",      PF(level),                                \
       PF(deadline_ms) | PF(aging_ms) | PF(rate_milli) | PF(min_rate_milli) | PF(burst) | \
-      PF(window_rows), NONE, 0) \
+      PF(window_rows) | PF(state), NONE, 0) \
     X(level_pause,    "level.pause",    PF(level), 0, NONE, 0)                    \
     X(level_resume,   "level.resume",   PF(level), 0, NONE, 0)                    \
     X(pool_list,      "pool.list",      0, 0, ROWS, PF(pool_rows))                \

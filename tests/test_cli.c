@@ -229,6 +229,31 @@ static void errors_have_documented_exit_codes(void **state)
     assert_true(th_now_ms() - t0 < 10000);
 }
 
+/* level set --fair: a level served fair by tag as typed, a bad value a
+ * usage error (exit 2), a level holding messages refused by the broker
+ * (exit 1) with nothing changed. */
+static void level_set_fair_as_typed(void **state)
+{
+    (void)state;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    const char *fair[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low", "--fair", "tag", NULL};
+    assert_int_equal(th_run(fair, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "level low: served fair by tag\n");
+    const char *bogus[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low", "--fair", "round", NULL};
+    assert_int_equal(th_run(bogus, NULL, out, sizeof out), 2);
+    const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "normal", "x", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    const char *busy[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "normal", "--fair", "tag",
+                          "--max-rate", "5", NULL};
+    assert_int_equal(th_run(busy, NULL, out, sizeof out), 1);
+    const char *list[] = {th_bin("sluice"), "-b", b->endpoint, "level", "list", "--json", NULL};
+    assert_int_equal(th_run(list, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"name\":\"normal\""));
+    assert_null(strstr(out, "\"max_rate_milli\":5000")); /* nothing else was applied */
+    assert_int_equal(th_broker_destroy(&b), 0);
+}
+
 static void global_options_work_after_the_command(void **state)
 {
     (void)state;
@@ -366,6 +391,7 @@ int main(void)
         cmocka_unit_test(metering_settings_and_throttled_exec),
         cmocka_unit_test(several_windows_as_typed),
         cmocka_unit_test(errors_have_documented_exit_codes),
+        cmocka_unit_test(level_set_fair_as_typed),
         cmocka_unit_test(global_options_work_after_the_command),
         cmocka_unit_test(sluiced_rejects_bad_settings),
         cmocka_unit_test(config_file_sets_levels),

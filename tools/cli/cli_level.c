@@ -189,13 +189,14 @@ static int level_set(cli_core *g, const char *cmd, int argc, char **argv)
         {"max-rate", required_argument, NULL, OPT_MAX_RATE},
         {"min-rate", required_argument, NULL, OPT_MIN_RATE},
         {"burst", required_argument, NULL, OPT_BURST},
+        {"fair", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     uint64_t v[SET_COUNT] = {SL_UNCHANGED, SL_UNCHANGED, SL_UNCHANGED, SL_UNCHANGED,
                              SL_UNCHANGED};
     cli_window_set max = {0};
-    int ch, st;
+    int ch, st, fair = -1;
     optind = 0;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
@@ -206,6 +207,11 @@ static int level_set(cli_core *g, const char *cmd, int argc, char **argv)
         case OPT_BURST:
             if ((st = level_setting_read(cmd, ch, optarg, v, &max)))
                 return st;
+            break;
+        case 'f':
+            if (strcmp(optarg, "tag") && strcmp(optarg, "fifo"))
+                return cli_text_usage_error(cmd, "bad --fair '%s' (expected tag or fifo)", optarg);
+            fair = strcmp(optarg, "tag") == 0;
             break;
         case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
         default: return cli_text_option_error(cmd, ch, argv);
@@ -221,13 +227,23 @@ static int level_set(cli_core *g, const char *cmd, int argc, char **argv)
     bool scheduling = v[SET_DEADLINE] != SL_UNCHANGED || v[SET_AGING] != SL_UNCHANGED;
     bool rates = v[SET_MAX_RATE] != SL_UNCHANGED || v[SET_MIN_RATE] != SL_UNCHANGED ||
                  v[SET_BURST] != SL_UNCHANGED;
-    if (!scheduling && !rates)
+    if (!scheduling && !rates && fair < 0)
         return cli_text_usage_error(cmd, "nothing to change: give --deadline, --aging-step, "
-                                         "--max-rate, --min-rate or --burst");
+                                         "--max-rate, --min-rate, --burst or --fair");
     unsigned level;
     if ((st = cli_core_connect(g, cmd)) ||
         (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
         return st;
+    if (fair >= 0) { /* first: refused while the level holds messages, and then nothing else changed */
+        int frc = sl_level_fair(g->c, level, fair);
+        if (frc)
+            return cli_core_broker_error(g, cmd, frc, argv[optind], NULL);
+        char number[16];
+        printf("level %s: served %s\n", cli_core_level_name(g, level, number, sizeof number),
+               fair ? "fair by tag" : "fifo");
+        if (!scheduling && !rates)
+            return cli_core_output_done(cmd);
+    }
     /* two requests: the scheduling settings, then the rates */
     int rc = scheduling ? sl_level_set(g->c, level, v[SET_DEADLINE], v[SET_AGING]) : SL_OK;
     if (rc)

@@ -1,0 +1,443 @@
+/*
+ * queue_fair.c - levels served fair by tag: one FIFO per tag inside a
+ * level, and a deficit round robin (drr.c) choosing among them.
+ *
+ * A fair level's records sit under keys tag_id << 40 | seq (store.h), so a
+ * tag's messages are one run of keys in publish order. Each tenant (a tag
+ * with something ready or leased) has, like a FIFO level, a cursor and a
+ * heap of returned keys: every record of its run at or above the cursor is
+ * ready, the ready ones below it are exactly those in `returned`, the rest
+ * below it are leased. Taking from a tenant is one heap pop or one seek.
+ *
+ * Which tenant: the drr set holds the tenants that may have something
+ * ready. It learns of a tenant when a record of it becomes ready (append,
+ * return, a delayed message coming due) and forgets it when a take leaves
+ * nothing after it in its run (one more seek per take), or when a pick
+ * finds its run empty (its records expired while they waited): so nothing
+ * has to count a tag's records, and a restart needs no count either. A tenant whose head is not committed yet
+ * (or, while a commit is out, missing from the snapshot) is blocked until
+ * the next commit ends, so it holds up no one and no clock is involved.
+ *
+ * Restart (queue_fair_set while loading): one store_tag_span per tag that
+ * has records: two seeks each, O(tags log n), never reading every message.
+ *
+ * Memory: a tenant is 40 bytes in a dense array plus a 4-byte hash slot at
+ * a load of at most 1/2, plus its drr record (drr.h, at most 240 bytes
+ * before a shrink) while it waits, plus 16 bytes per returned key. A tenant
+ * with nothing ready or leased is forgotten.
+ *
+ * A delayed message coming due goes back to the head of its own tag's run,
+ * a dead letter requeued into a fair level to its tail (store_tag_key);
+ * queue_fair_ready then puts it among the tenant's returned keys or past
+ * its cursor, like any record made ready.
+ */
+#include "queue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "drr.h"
+#include "log.h"
+
+typedef struct tenant {
+    uint32_t tag;
+    uint32_t leased;
+    uint64_t cursor; /* next key of its run to seek from */
+    tmr returned;
+} tenant;
+
+struct queue_fair {
+    drr d;
+    tenant *t;
+    uint32_t n, cap;
+    uint32_t *slots; /* index + 1, 0 empty; linear probing */
+    uint32_t nslots;
+    uint32_t *held;  /* tags blocked until the next commit ends (head not committed) */
+    uint32_t nheld, heldcap;
+};
+
+static uint32_t hash32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+static uint32_t *slot_of(const struct queue_fair *f, uint32_t tag)
+{
+    if (!f->nslots)
+        return NULL;
+    for (uint32_t i = hash32(tag) & (f->nslots - 1);; i = (i + 1) & (f->nslots - 1)) {
+        if (f->slots[i] == 0 || f->t[f->slots[i] - 1].tag == tag)
+            return &f->slots[i];
+    }
+}
+
+static int rehash(struct queue_fair *f, uint32_t nslots)
+{
+    uint32_t *s = calloc(nslots, sizeof *s);
+    if (!s)
+        return SL_ENOMEM;
+    free(f->slots);
+    f->slots = s;
+    f->nslots = nslots;
+    for (uint32_t i = 0; i < f->n; i++)
+        *slot_of(f, f->t[i].tag) = i + 1;
+    return SL_OK;
+}
+
+static tenant *find(const struct queue_fair *f, uint32_t tag)
+{
+    uint32_t *s = slot_of(f, tag);
+    return s && *s ? &f->t[*s - 1] : NULL;
+}
+
+static tenant *get(struct queue_fair *f, uint32_t tag)
+{
+    tenant *tn = find(f, tag);
+    if (tn)
+        return tn;
+    if (f->n == f->cap) {
+        uint32_t cap = f->cap ? f->cap * 2 : 16;
+        tenant *t = realloc(f->t, cap * sizeof *t);
+        if (!t)
+            return NULL;
+        f->t = t;
+        f->cap = cap;
+    }
+    if ((f->n + 1) * 2 > f->nslots && rehash(f, f->nslots ? f->nslots * 2 : 32) != SL_OK)
+        return NULL;
+    tn = &f->t[f->n];
+    memset(tn, 0, sizeof *tn);
+    tn->tag = tag;
+    tn->cursor = (uint64_t)tag << STORE_TAG_SHIFT;
+    tmr_init(&tn->returned);
+    *slot_of(f, tag) = ++f->n;
+    return tn;
+}
+
+/* forget drops tn when nothing of it is ready or leased any more. */
+static void forget(struct queue_fair *f, tenant *tn)
+{
+    if (tn->leased || tn->returned.len || drr_find(&f->d, tn->tag))
+        return;
+    tmr_fini(&tn->returned);
+    /* out of the hash table: empty its slot, then move back each entry of
+     * the probe run after it whose home is not between (backward shift) */
+    uint32_t mask = f->nslots - 1, i = (uint32_t)(slot_of(f, tn->tag) - f->slots);
+    f->slots[i] = 0;
+    for (uint32_t j = (i + 1) & mask; f->slots[j]; j = (j + 1) & mask) {
+        uint32_t home = hash32(f->t[f->slots[j] - 1].tag) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* its home is at or before the hole */
+            f->slots[i] = f->slots[j];
+            f->slots[j] = 0;
+            i = j;
+        }
+    }
+    /* out of the dense array: the last tenant takes its place */
+    uint32_t at = (uint32_t)(tn - f->t), last = f->n - 1;
+    if (at != last) {
+        *slot_of(f, f->t[last].tag) = at + 1;
+        f->t[at] = f->t[last];
+    }
+    f->n--;
+    if (f->n > 64 && f->n * 4 < f->cap) {
+        tenant *t = realloc(f->t, (f->cap / 2) * sizeof *t);
+        if (t) {
+            f->t = t;
+            f->cap /= 2;
+        }
+    }
+    if (f->nslots > 32 && f->n * 8 < f->nslots)
+        rehash(f, f->nslots / 2); /* when it fails, the table as it is stays right */
+}
+
+static int activate(struct queue_fair *f, uint32_t tag)
+{
+    if (drr_find(&f->d, tag))
+        return SL_OK;
+    return drr_active(&f->d, tag, 1);
+}
+
+static struct queue_fair *fair_new(void)
+{
+    struct queue_fair *f = calloc(1, sizeof *f);
+    if (f)
+        drr_init(&f->d, 1);
+    return f;
+}
+
+static void fair_free(struct queue_fair *f)
+{
+    if (!f)
+        return;
+    for (uint32_t i = 0; i < f->n; i++)
+        tmr_fini(&f->t[i].returned);
+    free(f->t);
+    free(f->slots);
+    free(f->held);
+    drr_fini(&f->d);
+    free(f);
+}
+
+void queue_fair_close(queue *q, unsigned level)
+{
+    fair_free(q->lv[level].fair);
+    q->lv[level].fair = NULL;
+}
+
+int queue_fair_set(queue *q, unsigned level, int fair, int loading)
+{
+    queue_level *lv = &q->lv[level];
+    if (!!fair == !!lv->fair)
+        return SL_OK;
+    if (!loading && (lv->count || lv->leased || lv->delayed))
+        return SL_ESTATE;
+    if (!fair) {
+        queue_fair_close(q, level);
+        store_fair_keys(q->st, level, 0, 0);
+        return SL_OK;
+    }
+    struct queue_fair *f = fair_new();
+    if (!f)
+        return SL_ENOMEM;
+    uint64_t max_seq = 0, last;
+    uint32_t tag, from = 0;
+    int rc = SL_OK;
+    while (from <= STORE_TAG_MAX && (rc = store_tag_span(q->st, level, from, &tag, &last)) == SL_OK) {
+        if (!get(f, tag) || activate(f, tag) != SL_OK) {
+            rc = SL_ENOMEM;
+            break;
+        }
+        if ((last & STORE_SEQ_MASK) > max_seq)
+            max_seq = last & STORE_SEQ_MASK;
+        from = tag + 1;
+    }
+    if (rc != SL_OK && rc != SL_ENOTFOUND) {
+        fair_free(f);
+        return rc;
+    }
+    lv->fair = f;
+    lv->head_known = 0;
+    store_fair_keys(q->st, level, 1, max_seq);
+    return SL_OK;
+}
+
+int queue_fair_append(queue *q, const store_rec *rec)
+{
+    queue_level *lv = &q->lv[rec->level];
+    uint32_t tag;
+    uint64_t key;
+    int rc = store_tag_intern(q->st, rec->tag, rec->tag_len, &tag);
+    if (rc == SL_OK)
+        rc = store_append_tagged(q->st, rec, tag, &key);
+    if (rc != SL_OK)
+        return rc;
+    lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
+    lv->count++;
+    lv->enqueued++;
+    if (!get(lv->fair, tag) || activate(lv->fair, tag) != SL_OK)
+        log_error("queue", "out of memory noting tag %u of level %u; its messages wait for a restart",
+                  tag, rec->level);
+    return SL_OK;
+}
+
+int queue_fair_ready(queue *q, unsigned level, uint64_t key)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    uint32_t tag = (uint32_t)(key >> STORE_TAG_SHIFT);
+    tenant *tn = get(f, tag);
+    if (!tn)
+        return SL_ENOMEM;
+    if (key < tn->cursor) {
+        int rc = tmr_push(&tn->returned, key, key);
+        if (rc != SL_OK)
+            return rc;
+    }
+    drr_unblock(&f->d, tag);
+    return activate(f, tag);
+}
+
+void queue_fair_unlease(queue *q, unsigned level, uint64_t key)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    tenant *tn = find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
+    if (tn && tn->leased) {
+        tn->leased--;
+        forget(f, tn);
+    }
+}
+
+/* Tenants looked at by one take or head look before it gives up for the
+ * pass (each one either has its head or is found empty and forgotten, one
+ * seek each). Empty tenants stay in the turns only when their last take
+ * came while a commit was out, or their messages expired: up to 1024 of
+ * them cost about a millisecond, and the next pass goes on. */
+#define FAIR_TRIES 1024
+
+/* head's answer for a head that is not committed yet (or may be in the
+ * commit that is out): try that tenant again next pass. */
+#define NOT_YET (-1)
+
+/* head finds the next ready record of tenant tn without taking it: from
+ * returned (*from_returned = 1) or the run past its cursor. SL_ENOTFOUND
+ * when its run is empty; SL_ECORRUPT with *key naming a bad record. */
+static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *rec, int *from_returned)
+{
+    int rc;
+    while (tn->returned.len) {
+        *key = tn->returned.v[0].id;
+        rc = store_get(q->st, level, *key, rec);
+        if (rc == SL_ENOTFOUND && store_committing(q->st))
+            return NOT_YET;
+        if (rc != SL_ENOTFOUND) {
+            *from_returned = 1;
+            return rc;
+        }
+        tmr_entry e; /* gone while it waited (expired): drop it */
+        tmr_pop(&tn->returned, TMR_NEVER, &e);
+    }
+    *from_returned = 0;
+    rc = store_seek(q->st, level, tn->cursor, key, rec);
+    if (rc == SL_OK && (*key >> STORE_TAG_SHIFT) != tn->tag)
+        rc = SL_ENOTFOUND;
+    if (rc == SL_ENOTFOUND && store_committing(q->st))
+        return NOT_YET; /* perhaps in the commit that is out */
+    if (rc == SL_OK && !store_key_committed_fair(q->st, level, *key))
+        return NOT_YET;
+    return rc;
+}
+
+/* pick_head chooses a tenant (drr) and finds its head; empty tenants are
+ * forgotten, uncommitted ones wait for the next pass. */
+static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, store_rec *rec, int *from_returned)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    for (int tries = 0; tries < FAIR_TRIES; tries++) {
+        uint64_t t;
+        if (drr_pick(&f->d, 0, &t) != SL_OK) /* no tenant is blocked with a time */
+            return SL_ENOTFOUND;
+        tenant *tn = get(f, (uint32_t)t);
+        if (!tn)
+            return SL_ENOMEM;
+        int rc = head(q, level, tn, key, rec, from_returned);
+        if (rc == SL_ENOTFOUND) {
+            drr_idle(&f->d, t);
+            forget(f, tn);
+            continue;
+        }
+        if (rc == NOT_YET) { /* out of the ring until a commit ends (queue_fair_commit_ended) */
+            if (f->nheld == f->heldcap) {
+                uint32_t cap = f->heldcap ? f->heldcap * 2 : 16;
+                uint32_t *h = realloc(f->held, cap * sizeof *h);
+                if (!h)
+                    return SL_ENOTFOUND; /* the level waits for the next pass */
+                f->held = h;
+                f->heldcap = cap;
+            }
+            if (drr_block(&f->d, t, DRR_NEVER) != SL_OK)
+                return SL_ENOTFOUND;
+            f->held[f->nheld++] = (uint32_t)t;
+            continue;
+        }
+        *out = tn;
+        return rc;
+    }
+    return SL_ENOTFOUND;
+}
+
+int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
+{
+    queue_level *lv = &q->lv[level];
+    tenant *tn;
+    int from_returned;
+    if (queue_ready(q, level) == 0)
+        return SL_ENOTFOUND;
+    int rc = pick_head(q, level, &tn, key, rec, &from_returned);
+    if (rc != SL_OK && rc != SL_ECORRUPT)
+        return rc;
+    if (from_returned) {
+        tmr_entry e;
+        tmr_pop(&tn->returned, TMR_NEVER, &e);
+    } else {
+        tn->cursor = *key + 1;
+    }
+    if (rc == SL_ECORRUPT)
+        return rc; /* out of the way; queue.c quarantines it */
+    tn->leased++;
+    lv->leased++;
+    lv->dispatched++;
+    lv->head_known = 0;
+    drr_charge(&lv->fair->d, tn->tag, rec->cost ? rec->cost : 1);
+    if (!tn->returned.len && !store_committing(q->st)) {
+        /* its last ready one? then out of the turns now, and forgotten when
+         * settled, so the ring holds no empty tenants for picks to pass by
+         * (not while a commit is out: the snapshot may lack some of its run) */
+        uint64_t next;
+        store_rec more;
+        int mrc = store_seek(q->st, level, tn->cursor, &next, &more);
+        if (mrc == SL_ENOTFOUND || (mrc == SL_OK && (next >> STORE_TAG_SHIFT) != tn->tag))
+            drr_idle(&lv->fair->d, tn->tag);
+    }
+    return SL_OK;
+}
+
+int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
+{
+    tenant *tn;
+    uint64_t key;
+    store_rec rec;
+    int from_returned;
+    if (queue_ready(q, level) == 0)
+        return 0;
+    if (pick_head(q, level, &tn, &key, &rec, &from_returned) != SL_OK)
+        return 0;
+    *enq_ns = rec.enq_ns;
+    *cost = rec.cost ? rec.cost : 1;
+    return 1;
+}
+
+void queue_fair_commit_ended(queue *q, unsigned level)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    for (uint32_t i = 0; i < f->nheld; i++)
+        drr_unblock(&f->d, f->held[i]);
+    f->nheld = 0;
+}
+
+size_t queue_fair_bytes(const queue *q, unsigned level, uint32_t *tenants)
+{
+    const struct queue_fair *f = q->lv[level].fair;
+    if (!f) {
+        *tenants = 0;
+        return 0;
+    }
+    size_t b = sizeof *f + f->cap * sizeof *f->t + f->nslots * sizeof *f->slots + drr_bytes(&f->d);
+    for (uint32_t i = 0; i < f->n; i++)
+        b += f->t[i].returned.cap * sizeof(tmr_entry);
+    *tenants = f->n;
+    return b;
+}
+
+int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint64_t *ahead, uint64_t max)
+{
+    const struct queue_fair *f = q->lv[level].fair;
+    if (!f)
+        return SL_ENOTFOUND;
+    *tag = (uint32_t)(key >> STORE_TAG_SHIFT);
+    *ahead = 0;
+    const tenant *tn = find(f, *tag);
+    uint64_t from = tn ? tn->cursor : (uint64_t)*tag << STORE_TAG_SHIFT, k;
+    store_rec rec;
+    if (tn)
+        for (size_t i = 0; i < tn->returned.len; i++)
+            *ahead += tn->returned.v[i].id < key;
+    while (*ahead < max && from < key && store_seek(q->st, level, from, &k, &rec) == SL_OK && k < key) {
+        (*ahead)++;
+        from = k + 1;
+    }
+    return SL_OK;
+}

@@ -1,0 +1,214 @@
+/*
+ * store_tag.c - interned tag ids, and the order keys of levels served fair
+ * by tag (see store.h for the layout).
+ *
+ * Invariants:
+ *   - meta "tagid/<tag>" and "tagname/<be32 id>" name each other, and meta
+ *     "tag_next" is above every id handed out; all three are written in the
+ *     same transaction as the record that first used the id, so an aborted
+ *     pass hands the id out again.
+ *   - For a fair level, last_key[L] holds the largest seq handed out (not a
+ *     key): every new record of the level takes the next seq, so within one
+ *     tag's run keys grow in publish order, and "committed" compares seqs.
+ *
+ * Costs: interning is one meta read per publish (plus three puts the first
+ * time a tag is seen); a tagged append is one B-tree insert (not at the
+ * tree's tail, so no MDB_APPEND); store_tag_span is two cursor seeks.
+ */
+#include "store.h"
+
+#include <inttypes.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "rec.h"
+#include "store_int.h"
+
+#define TAGID_PREFIX "tagid/"
+#define TAGNAME_PREFIX "tagname/"
+
+int store_tag_intern(store *s, const char *tag, size_t len, uint32_t *id)
+{
+    unsigned char kb[sizeof TAGID_PREFIX + PROTO_MAX_TAG], nb[sizeof TAGNAME_PREFIX - 1 + 4], ib[4];
+    MDB_val k = {sizeof TAGID_PREFIX - 1 + len, kb}, v;
+    if (len == 0) {
+        *id = 0;
+        return SL_OK;
+    }
+    if (len > PROTO_MAX_TAG)
+        return SL_EINVAL;
+    int err = store_txn_need(s);
+    if (err != SL_OK)
+        return err;
+    memcpy(kb, TAGID_PREFIX, sizeof TAGID_PREFIX - 1);
+    memcpy(kb + sizeof TAGID_PREFIX - 1, tag, len);
+    int rc = mdb_get(s->txn, s->meta, &k, &v);
+    if (rc == MDB_SUCCESS && v.mv_size == 4) {
+        *id = get_le32(v.mv_data);
+        return SL_OK;
+    }
+    if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS)
+        return store_fail(s, rc, "read a tag id");
+    MDB_val nk = {sizeof "tag_next" - 1, (void *)"tag_next"}, nv;
+    uint32_t next = 1;
+    rc = mdb_get(s->txn, s->meta, &nk, &nv);
+    if (rc == MDB_SUCCESS && nv.mv_size == 4)
+        next = get_le32(nv.mv_data);
+    else if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS)
+        return store_fail(s, rc, "read meta tag_next");
+    if (next == 0 || next > STORE_TAG_MAX)
+        return SL_ENOSPC;
+    put_le32(ib, next);
+    v = (MDB_val){4, ib};
+    err = store_mdb_put(s, s->meta, &k, &v, 0);
+    memcpy(nb, TAGNAME_PREFIX, sizeof TAGNAME_PREFIX - 1);
+    put_be64(kb, next); /* kb is free again: borrow 4 bytes of a be64 */
+    memcpy(nb + sizeof TAGNAME_PREFIX - 1, kb + 4, 4);
+    MDB_val namek = {sizeof nb, nb}, namev = {len, (void *)tag};
+    if (err == SL_OK)
+        err = store_mdb_put(s, s->meta, &namek, &namev, 0);
+    unsigned char xb[4];
+    put_le32(xb, next + 1);
+    MDB_val xv = {4, xb};
+    if (err == SL_OK)
+        err = store_mdb_put(s, s->meta, &nk, &xv, 0);
+    if (err == SL_OK)
+        *id = next;
+    return err;
+}
+
+int store_tag_name(store *s, uint32_t id, char *buf, size_t cap)
+{
+    unsigned char nb[sizeof TAGNAME_PREFIX - 1 + 4], b8[8];
+    MDB_val k = {sizeof nb, nb}, v;
+    if (cap == 0)
+        return SL_EINVAL;
+    buf[0] = 0;
+    if (id == 0)
+        return SL_OK;
+    int err = store_txn_need(s);
+    if (err != SL_OK)
+        return err;
+    memcpy(nb, TAGNAME_PREFIX, sizeof TAGNAME_PREFIX - 1);
+    put_be64(b8, id);
+    memcpy(nb + sizeof TAGNAME_PREFIX - 1, b8 + 4, 4);
+    int rc = mdb_get(s->txn, s->meta, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return SL_ENOTFOUND;
+    if (rc != MDB_SUCCESS)
+        return store_fail(s, rc, "read a tag name");
+    size_t n = v.mv_size < cap - 1 ? v.mv_size : cap - 1;
+    memcpy(buf, v.mv_data, n);
+    buf[n] = 0;
+    return SL_OK;
+}
+
+int store_append_tagged(store *s, const store_rec *rec, uint32_t id, uint64_t *key)
+{
+    unsigned char kb[8];
+    MDB_val k, v = {0, NULL};
+    int err = rec_size(rec, &v.mv_size);
+    if (err == SL_OK)
+        err = store_txn_level(s, rec->level);
+    if (err != SL_OK)
+        return err;
+    uint64_t seq = (s->last_key[rec->level] & STORE_SEQ_MASK) + 1;
+    if (seq > STORE_SEQ_MASK || id > STORE_TAG_MAX)
+        return SL_ENOSPC;
+    uint64_t next = (uint64_t)id << STORE_TAG_SHIFT | seq;
+    key_u64(&k, kb, next);
+    err = store_mdb_put(s, s->q[rec->level], &k, &v, MDB_NOOVERWRITE | MDB_RESERVE);
+    if (err != SL_OK)
+        return err;
+    rec_encode(rec, v.mv_data, v.mv_size);
+    s->last_key[rec->level] = seq;
+    if (s->used_bytes)
+        s->used_bytes += v.mv_size + 16;
+    *key = next;
+    return store_ttl_note(s, rec, rec->level, next);
+}
+
+int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint64_t *last_key)
+{
+    unsigned char kb[8];
+    MDB_val k, v;
+    MDB_cursor *cur = NULL;
+    int err = store_txn_level(s, level);
+    if (err != SL_OK)
+        return err;
+    key_u64(&k, kb, (uint64_t)from << STORE_TAG_SHIFT);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, NULL);
+    if (err != SL_OK)
+        return err;
+    uint64_t first = get_be64(k.mv_data);
+    if (first >= STORE_KEY_MID)
+        return SL_ENOTFOUND; /* FIFO keys: none of a fair layout */
+    uint32_t t = (uint32_t)(first >> STORE_TAG_SHIFT);
+    key_u64(&k, kb, (uint64_t)(t + 1) << STORE_TAG_SHIFT);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, &cur);
+    int rc;
+    if (err == SL_OK) {
+        rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
+        mdb_cursor_close(cur);
+        if (rc != MDB_SUCCESS)
+            return store_fail(s, rc, "step back a cursor on q.%u", level);
+        *last_key = get_be64(k.mv_data);
+    } else if (err == SL_ENOTFOUND) {
+        err = store_edge_key(s, level, MDB_LAST, last_key);
+        if (err != SL_OK)
+            return err;
+    } else {
+        return err;
+    }
+    *tag = t;
+    return SL_OK;
+}
+
+int store_tag_key(store *s, unsigned level, const store_rec *rec, int head, uint64_t *key)
+{
+    unsigned char kb[8];
+    MDB_val k, v;
+    uint32_t id;
+    int err = store_tag_intern(s, rec->tag, rec->tag_len, &id);
+    if (err != SL_OK)
+        return err;
+    uint64_t run = (uint64_t)id << STORE_TAG_SHIFT;
+    if (head) {
+        key_u64(&k, kb, run);
+        err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, NULL);
+        if (err == SL_OK && (get_be64(k.mv_data) >> STORE_TAG_SHIFT) == id &&
+            (get_be64(k.mv_data) & STORE_SEQ_MASK) > 1) {
+            *key = get_be64(k.mv_data) - 1;
+            return SL_OK;
+        }
+        if (err != SL_OK && err != SL_ENOTFOUND)
+            return err;
+    }
+    uint64_t seq = (s->last_key[level] & STORE_SEQ_MASK) + 1;
+    if (seq > STORE_SEQ_MASK)
+        return SL_ENOSPC;
+    s->last_key[level] = seq;
+    *key = run | seq;
+    return SL_OK;
+}
+
+void store_fair_keys(store *s, unsigned level, int fair, uint64_t max_seq)
+{
+    if (level >= s->levels)
+        return;
+    s->fair_mask = fair ? s->fair_mask | 1u << level : s->fair_mask & ~(1u << level);
+    if (fair) {
+        uint64_t seq = s->last_key[level] & STORE_SEQ_MASK;
+        s->last_key[level] = max_seq > seq ? max_seq : seq;
+    } else {
+        s->last_key[level] = STORE_KEY_MID;
+    }
+    s->committed_key[level] = s->last_key[level];
+}
+
+int store_key_committed_fair(const store *s, unsigned level, uint64_t key)
+{
+    return level < s->levels && (key & STORE_SEQ_MASK) <= (s->committed_key[level] & STORE_SEQ_MASK);
+}
