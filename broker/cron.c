@@ -254,8 +254,10 @@ void cron_between_commits(bk *b, int nospace)
         store_measure(b->st); /* after a refusal: forgets what the refused appends added */
     }
     uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
-    if (!nospace && used < map / 4 * 3)
-        return; /* under 75 %; a refused batch did not fit in what is free, whatever the use */
+    int wanted = b->room.grow_wanted; /* admission refused a publish the map could hold once grown */
+    b->room.grow_wanted = 0;
+    if (!nospace && !wanted && used < map / 4 * 3)
+        return; /* under 75 %; a refused batch or publish did not fit in what is free, whatever the use */
     if (map >= b->cfg.map_max_bytes)
         return;
     uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;

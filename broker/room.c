@@ -38,6 +38,11 @@
  * though the file never shrinks: in passes no larger than the disk's free
  * space less the reserve (until fragmentation has grown the file into it).
  *
+ * A publish that does not fit in a map that may still grow is refused and
+ * asks cron to grow the map between the next commits (room.grow_wanted), at
+ * once rather than at 75 % measured use: a body larger than a quarter of
+ * the map would otherwise never fit.
+ *
  * The measure is cron's, every 100 ms; a refusal measures first (at most
  * every ROOM_MEASURE_EVERY_NS), so that a publish right after a drain is not
  * refused on a stale figure.
@@ -81,8 +86,14 @@ static int fits(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t 
     uint64_t reserve = (uint64_t)ROOM_RESERVE_PAGES * store_page_bytes(b->st);
     uint64_t need = store_value_bytes(b->st, rec_bytes) + index_bytes;
     if (used + need > map / 100 * b->cfg.soft_limit_pct || used + need + reserve > map) {
-        snprintf(text, text_len, "storage is at its soft limit (%llu of %llu KiB used); retry after consumers drain",
-                 (unsigned long long)(used >> 10), (unsigned long long)(map >> 10));
+        if (map < b->cfg.map_max_bytes) { /* it may grow: cron grows it between commits, if the disk has room */
+            b->room.grow_wanted = 1;
+            snprintf(text, text_len, "storage is at its soft limit (%llu of %llu KiB used); the map grows if the "
+                     "disk has room: retry", (unsigned long long)(used >> 10), (unsigned long long)(map >> 10));
+        } else {
+            snprintf(text, text_len, "storage is at its soft limit (%llu of %llu KiB used); retry after consumers "
+                     "drain", (unsigned long long)(used >> 10), (unsigned long long)(map >> 10));
+        }
         return SL_ENOSPC;
     }
     uint64_t file = store_file_bytes(b->st);

@@ -17,6 +17,7 @@ typedef struct room_disk {
     uint64_t file_bytes;
     uint64_t read_ns;       /* 0: never read */
     uint64_t measured_ns;   /* when a refusal last measured the map's use */
+    int grow_wanted;        /* a publish did not fit in the map, which may grow: grow it at the next chance */
 } room_disk;
 
 /* ROOM_RESERVE_PAGES is what admission keeps free below the map's end and on

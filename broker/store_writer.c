@@ -175,6 +175,7 @@ int store_commit_poll(store *s, int *result)
     s->frozen = 0;
     s->failed = SL_OK;
     s->dirty = 0;
+    s->txn_added_bytes = 0; /* now in the measure, or gone with the transaction */
     memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
     if (rc == MDB_SUCCESS) {
         s->next_id_saved = s->commit_next_id;
