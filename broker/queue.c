@@ -5,21 +5,21 @@
  * that changes a record does so inside the store's open write transaction;
  * nothing here commits. Counters are updated only after the store call
  * succeeded. A failed commit (or a failed write, which fails the commit)
- * is undone by queue_commit_ended: the leased records the transaction
- * settled, buried or delayed (noted in `undo` as they lose their lease) are
- * made ready again, and the counts are read again from the store, which
- * holds its previous state. Records the open transaction put in a level
- * (appended at the tail, or a delayed message come due at the head) are
- * never taken before it commits (store_key_committed; take steps over such
- * keys in `returned`), so no lease points at a record a failed commit did
- * not store.
+ * is undone by queue_commit_ended (queue_commit.c): the leased records the
+ * transaction settled, buried or delayed (noted with queue_unleased as they
+ * lose their lease) are made ready again, and the counts are read again
+ * from the store, which holds its previous state. Records the open
+ * transaction put in a level (appended at the tail, or a delayed message
+ * come due at the head) are never taken before it commits
+ * (store_key_committed; take steps over such keys in `returned`), so no
+ * lease points at a record a failed commit did not store.
  *
  * While a commit is out, reads see the last committed snapshot: see
  * queue_commit_started in queue.h for what taking does then.
  *
- * Costs: an undo entry (16 bytes) per settlement of the open transaction;
- * a failed commit recounts in O(levels) (the delayed counts as of the last
- * commit are kept, not scanned).
+ * Costs: taking's are in queue.h; the undo list's (16 bytes per
+ * settlement of the open transaction) and a failed commit's recount are in
+ * queue_commit.c.
  */
 #include "queue.h"
 
@@ -29,31 +29,6 @@
 #include "log.h"
 
 #define TAKE_LATER 64 /* uncommitted returned keys one take steps over */
-
-struct queue_undo {
-    unsigned level;
-    uint64_t key;
-};
-
-/* unleased notes that the leased record at key left its lease through a
- * write of the open transaction (settled, buried, delayed), or through one
- * that failed: if the commit fails, the record is still stored and is made
- * ready again. */
-static void unleased(queue *q, unsigned level, uint64_t key)
-{
-    if (q->nundo == q->capundo) {
-        size_t cap = q->capundo ? q->capundo * 2 : 256;
-        struct queue_undo *u = realloc(q->undo, cap * sizeof *u);
-        if (!u) {
-            log_error("queue", "out of memory noting a settlement; if its commit fails, message at key %llu of "
-                      "level %u is delivered again only after a restart", (unsigned long long)key, level);
-            return;
-        }
-        q->undo = u;
-        q->capundo = cap;
-    }
-    q->undo[q->nundo++] = (struct queue_undo){level, key};
-}
 
 /* unlease tells a fair level's tenant that its record at key left its
  * lease (before the record is made ready again, if it is). */
@@ -131,7 +106,6 @@ int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
 #define QUEUE_CORRUPT_SKIP 64
 
 static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
-static int make_ready(queue *q, unsigned level, uint64_t key);
 
 /* quarantine moves the ready record at key, which failed its check, to the
  * level's dead letters (store_quarantine), so the level goes on with the
@@ -164,7 +138,7 @@ static int take_frozen(queue *q, unsigned level, uint64_t *key, store_rec *rec)
             lv->dispatched--;
             unlease(q, level, *key);
         }
-        make_ready(q, level, *key); /* below the cursor now: first out of returned */
+        queue_make_ready(q, level, *key); /* below the cursor now: first out of returned */
         rc = SL_ENOTFOUND;
     }
     if (rc != SL_OK)
@@ -268,7 +242,7 @@ static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     return rc;
 }
 
-static int make_ready(queue *q, unsigned level, uint64_t key)
+int queue_make_ready(queue *q, unsigned level, uint64_t key)
 {
     queue_level *lv = &q->lv[level];
     lv->head_known = 0;
@@ -282,7 +256,7 @@ static int make_ready(queue *q, unsigned level, uint64_t key)
 int queue_untake(queue *q, unsigned level, uint64_t key)
 {
     unlease(q, level, key);
-    int rc = make_ready(q, level, key);
+    int rc = queue_make_ready(q, level, key);
     if (rc == SL_OK) {
         q->lv[level].leased--;
         q->lv[level].dispatched--;
@@ -293,7 +267,7 @@ int queue_untake(queue *q, unsigned level, uint64_t key)
 int queue_requeue(queue *q, unsigned level, uint64_t key)
 {
     unlease(q, level, key);
-    int rc = make_ready(q, level, key);
+    int rc = queue_make_ready(q, level, key);
     if (rc == SL_OK)
         q->lv[level].leased--;
     return rc;
@@ -309,7 +283,7 @@ int queue_settle(queue *q, unsigned level, uint64_t key)
         q->lv[level].acked++;
     }
     if (rc != SL_ENOTFOUND)
-        unleased(q, level, key);
+        queue_unleased(q, level, key);
     return rc;
 }
 
@@ -321,7 +295,7 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
         rc = store_delay(q->st, level, key, due_ns);
     if (rc != SL_OK || due_ns) {
         lv->leased--;
-        unleased(q, level, key);
+        queue_unleased(q, level, key);
     }
     unlease(q, level, key);
     if (rc != SL_OK)
@@ -333,7 +307,7 @@ int queue_return(queue *q, unsigned level, uint64_t key, uint32_t attempt, uint6
             q->next_due_ns = due_ns;
         return SL_OK;
     }
-    rc = make_ready(q, level, key);
+    rc = queue_make_ready(q, level, key);
     if (rc != SL_OK)
         return rc;
     q->unsafe = 1; /* ready again, with an attempt count the snapshot lacks */
@@ -381,49 +355,6 @@ uint64_t queue_next_id(queue *q)
     return store_next_id(q->st);
 }
 
-void queue_commit_started(queue *q)
-{
-    q->frozen_unsafe = q->unsafe;
-    q->unsafe = 0;
-    for (unsigned l = 0; l < q->nlevels; l++)
-        q->delayed_sent[l] = q->lv[l].delayed;
-}
-
-void queue_commit_ended(queue *q, int rc)
-{
-    q->frozen_unsafe = 0;
-    for (unsigned l = 0; l < q->nlevels; l++) {
-        q->lv[l].hold = 0;
-        if (q->lv[l].fair)
-            queue_fair_commit_ended(q, l);
-    }
-    if (rc == SL_OK)
-        memcpy(q->delayed_committed, q->delayed_sent, sizeof q->delayed_committed);
-    if (rc != SL_OK) {
-        for (size_t i = q->nundo; i-- > 0;)
-            if (make_ready(q, q->undo[i].level, q->undo[i].key) != SL_OK)
-                log_error("queue", "out of memory putting back a settlement whose commit failed; message at key "
-                          "%llu is delivered again after a restart", (unsigned long long)q->undo[i].key);
-        for (unsigned l = 0; l < q->nlevels; l++) {
-            q->lv[l].count = store_level_count(q->st, l);
-            q->lv[l].dead = store_dead_count(q->st, l);
-            q->lv[l].delayed = q->delayed_committed[l]; /* kept, not counted: O(levels) */
-            q->lv[l].head_known = 0;
-        }
-        if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
-            q->next_due_ns = TMR_NEVER;
-        store_txn_release(q->st); /* the counts only read */
-    }
-    q->nundo = 0;
-}
-
-int queue_committed(const queue *q, unsigned level, uint64_t key)
-{
-    if (q->lv[level].fair)
-        return store_key_committed_fair(q->st, level, key);
-    return store_key_committed(q->st, level, key);
-}
-
 uint64_t queue_level_bytes(queue *q, unsigned level)
 {
     return store_level_bytes(q->st, level);
@@ -451,7 +382,7 @@ int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const c
         rc = store_bury(q->st, level, key, reason, now_ns);
     q->lv[level].leased--;
     unlease(q, level, key);
-    unleased(q, level, key);
+    queue_unleased(q, level, key);
     if (rc == SL_OK) {
         q->lv[level].count--;
         q->lv[level].dead++;
@@ -478,7 +409,7 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
         }
         q->lv[level].delayed--;
         q->lv[level].count++;
-        if (make_ready(q, level, key) != SL_OK)
+        if (queue_make_ready(q, level, key) != SL_OK)
             log_error("queue", "out of memory returning a delayed message; it is delivered after restart");
         moved++;
         q->unsafe = 1; /* a ready record the snapshot does not hold yet */

@@ -222,4 +222,13 @@ int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
 void queue_fair_close(queue *q, unsigned level);
 void queue_fair_commit_ended(queue *q, unsigned level);
 
+/* ---- between queue.c and queue_commit.c ----
+ *
+ * queue_make_ready makes the record at key of level ready again (into the
+ * level's returned keys, or its fair tenant's). queue_unleased notes a
+ * leased record that a write of the open transaction took out of its lease,
+ * to be made ready again if the commit fails (queue_commit_ended). */
+int queue_make_ready(queue *q, unsigned level, uint64_t key);
+void queue_unleased(queue *q, unsigned level, uint64_t key);
+
 #endif /* SLUICE_QUEUE_H */

@@ -36,12 +36,11 @@
  * Lifecycle: store_open creates the databases, checks the format and the
  * level count (refusing to drop a level that still holds messages) and
  * commits; the loop then runs passes, each ending in store_commit. Between
- * passes the broker measures the space in use (store_measure) and grows the
- * map as it fills (store_grow).
+ * passes the broker measures the space in use and grows the map as it
+ * fills: store_map.c.
  *
- * Costs: a read is one lookup plus a CRC. store_measure walks LMDB's free
- * list; the open-time check when levels are dropped walks the whole delayed
- * database.
+ * Costs: a read is one lookup plus a CRC. The open-time check when levels
+ * are dropped walks the whole delayed database.
  */
 #include "store.h"
 
@@ -517,78 +516,4 @@ int store_failed(const store *s)
 uint64_t store_next_id(store *s)
 {
     return s->next_id++;
-}
-
-/* ---- space ---- */
-
-uint64_t store_used_bytes(store *s)
-{
-    if (s->used_bytes)
-        return s->used_bytes;
-    MDB_envinfo info; /* before the first measure: the high-water mark */
-    return mdb_env_info(s->env, &info) == MDB_SUCCESS ? (info.me_last_pgno + 1) * (uint64_t)s->page_bytes : 0;
-}
-
-/* LMDB keeps freed pages in its free database (dbi 0): each record is a list
- * of page numbers whose first word is its length. The high-water mark minus
- * those pages is what the data really occupies; deletions lower it, so
- * admission resumes as consumers drain. */
-int store_measure(store *s)
-{
-    MDB_txn *rt;
-    MDB_cursor *cur;
-    MDB_envinfo info;
-    MDB_val k, v;
-    uint64_t free_pages = 0;
-    if (mdb_env_info(s->env, &info) != MDB_SUCCESS)
-        return SL_EIO;
-    /* a read transaction (a write one may not open a cursor on the free
-     * list): it sees the last commit; what the open write transaction has
-     * appended is added (what it deleted is not yet free) */
-    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &rt) != MDB_SUCCESS)
-        return SL_EIO;
-    if (mdb_cursor_open(rt, 0, &cur) == MDB_SUCCESS) {
-        for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
-             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-            if (v.mv_size >= sizeof(size_t))
-                free_pages += *(const size_t *)v.mv_data;
-        mdb_cursor_close(cur);
-    }
-    mdb_txn_abort(rt);
-    uint64_t pages = info.me_last_pgno + 1;
-    s->used_bytes = (pages > free_pages ? pages - free_pages : 1) * (uint64_t)s->page_bytes + s->txn_added_bytes;
-    return SL_OK;
-}
-
-uint64_t store_file_bytes(store *s)
-{
-    MDB_envinfo info;
-    return mdb_env_info(s->env, &info) == MDB_SUCCESS ? (info.me_last_pgno + 1) * (uint64_t)s->page_bytes : 0;
-}
-
-size_t store_page_bytes(const store *s)
-{
-    return s->page_bytes;
-}
-
-uint64_t store_txn_added_bytes(const store *s)
-{
-    return s->txn_added_bytes;
-}
-
-uint64_t store_map_bytes(store *s)
-{
-    MDB_envinfo info;
-    return mdb_env_info(s->env, &info) == MDB_SUCCESS ? info.me_mapsize : 0;
-}
-
-int store_grow(store *s, uint64_t map_bytes)
-{
-    if (s->txn)
-        return SL_ESTATE; /* only between transactions */
-    int rc = mdb_env_set_mapsize(s->env, map_bytes);
-    if (rc != MDB_SUCCESS)
-        return store_fail(s, rc, "grow the map to %" PRIu64 " bytes", map_bytes);
-    log_info("store", "map grown to %" PRIu64 " MiB", map_bytes >> 20);
-    return SL_OK;
 }

@@ -146,7 +146,7 @@ int store_key_committed(const store *s, unsigned level, uint64_t key);
  * (written at commit). */
 uint64_t store_next_id(store *s);
 
-/* ---- space ---- */
+/* ---- space (store_map.c; store_value_bytes in store_msg.c) ---- */
 
 /* store_used_bytes returns the bytes of the map holding data, as of the
  * last store_measure (the high-water mark before the first), and
