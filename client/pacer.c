@@ -8,7 +8,11 @@
  * learns when one will be and sleeps outside the lock until then
  * (CLOCK_MONOTONIC, absolute), and asks again; the token is taken at the
  * moment of sending, so a worker woken late takes a late token (pace.c).
- * Workers woken together compete; the loser sleeps again. The pacer keeps
+ * Workers take tokens in the order they asked (a ticket each; only the
+ * oldest asker sleeps for the token, the others wait their turn on a
+ * condition variable), so a request handed out first is not overtaken by
+ * later ones that happened to wake first: the broker's priority order
+ * survives the pacer, up to the scheduler's order of the asks. The pacer keeps
  * a quarter of its burst (at least one unit of a burst above 1) as slack
  * for the transit after the token (pacer_slack): paced exactly at a sink's
  * rate and burst, a request that reaches the sink faster than the one
@@ -29,6 +33,8 @@
 
 struct sl_pacer {
     pthread_mutex_t lock;
+    pthread_cond_t turn; /* signalled when the oldest asker took its token */
+    uint64_t next_ticket, serving;
     pace bucket;
 };
 
@@ -60,6 +66,11 @@ int sl_pacer_new(sl_pacer **out)
         free(p);
         return SL_ENOMEM;
     }
+    if (pthread_cond_init(&p->turn, NULL) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return SL_ENOMEM;
+    }
     *out = p;
     return SL_OK;
 }
@@ -78,26 +89,35 @@ uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost)
     if (!p)
         return 0;
     cost = cost ? cost : 1;
-    uint64_t start = 0;
-    for (;;) { /* each turn either takes the token or sleeps until one is due */
-        pthread_mutex_lock(&p->lock);
-        uint64_t now = mono_ns(), due = pace_next(&p->bucket, cost, now);
+    pthread_mutex_lock(&p->lock);
+    uint64_t start = mono_ns(), now = start, ticket = p->next_ticket++;
+    int waited = 0;
+    for (; ticket != p->serving; waited = 1) /* first asked, first served */
+        pthread_cond_wait(&p->turn, &p->lock);
+    for (;;) { /* the oldest asker: take the token, or sleep (unlocked) until one is due */
+        now = mono_ns();
+        uint64_t due = pace_next(&p->bucket, cost, now);
         if (due <= now)
-            pace_take(&p->bucket, cost, now);
+            break;
+        waited = 1;
         pthread_mutex_unlock(&p->lock);
-        start = start ? start : now;
-        if (due <= now)
-            return now - start;
         struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
+        pthread_mutex_lock(&p->lock);
     }
+    pace_take(&p->bucket, cost, now);
+    p->serving++;
+    pthread_cond_broadcast(&p->turn);
+    pthread_mutex_unlock(&p->lock);
+    return waited ? now - start : 0;
 }
 
 void sl_pacer_free(sl_pacer **pp)
 {
     if (!pp || !*pp)
         return;
+    pthread_cond_destroy(&(*pp)->turn);
     pthread_mutex_destroy(&(*pp)->lock);
     free(*pp);
     *pp = NULL;

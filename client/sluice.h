@@ -533,7 +533,8 @@ int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
 
 /* An sl_pacer is safe to share between threads: sl_pacer_wait takes the
  * token for cost units (0 reads as 1) at the moment it is due, sleeping
- * until then; call it just before the request leaves. Returns the ns it
+ * until then; call it just before the request leaves. Callers are served
+ * in the order they asked (first come, first served). Returns the ns it
  * waited. sl_pacer_set changes the rate (0: unpaced) and
  * burst without creating tokens; it keeps a quarter of a burst above 1 (at
  * least one unit) as slack for the time between the token and the arrival
