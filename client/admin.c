@@ -76,6 +76,21 @@ static int level_check(sl_client *c, unsigned level)
     return SL_OK;
 }
 
+/* level_msg starts a request for cmd about one level: clears the last
+ * error, checks the level and makes m a cmd request naming it. */
+static int level_msg(sl_client *c, proto_msg *m, proto_cmd cmd, unsigned level)
+{
+    if (!c)
+        return SL_EINVAL;
+    client_err_clear(c);
+    int rc = level_check(c, level);
+    if (rc)
+        return rc;
+    admin_init(m, cmd);
+    proto_set(m, level, level);
+    return SL_OK;
+}
+
 /* pool_arg checks a pool name and sets it as m's pool. m borrows it. */
 static int pool_arg(sl_client *c, proto_msg *m, const char *pool)
 {
@@ -192,15 +207,10 @@ int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
 
 int sl_level_set(sl_client *c, unsigned level, uint64_t deadline_ms, uint64_t aging_ms)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    int rc = level_check(c, level);
+    proto_msg m;
+    int rc = level_msg(c, &m, PROTO_CMD_level_set, level);
     if (rc)
         return rc;
-    proto_msg m;
-    admin_init(&m, PROTO_CMD_level_set);
-    proto_set(&m, level, level);
     if (deadline_ms != SL_UNCHANGED)
         proto_set(&m, deadline_ms, deadline_ms);
     if (aging_ms != SL_UNCHANGED)
@@ -211,15 +221,10 @@ int sl_level_set(sl_client *c, unsigned level, uint64_t deadline_ms, uint64_t ag
 int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_t min_rate_milli,
                   uint64_t burst)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    int rc = level_check(c, level);
+    proto_msg m;
+    int rc = level_msg(c, &m, PROTO_CMD_level_set, level);
     if (rc)
         return rc;
-    proto_msg m;
-    admin_init(&m, PROTO_CMD_level_set);
-    proto_set(&m, level, level);
     if (max_rate_milli != SL_UNCHANGED)
         proto_set(&m, rate_milli, max_rate_milli);
     if (min_rate_milli != SL_UNCHANGED)
@@ -231,15 +236,10 @@ int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_
 
 int sl_level_windows(sl_client *c, unsigned level, const sl_window *w, unsigned n)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    int rc = level_check(c, level);
+    proto_msg m;
+    int rc = level_msg(c, &m, PROTO_CMD_level_set, level);
     if (rc)
         return rc;
-    proto_msg m;
-    admin_init(&m, PROTO_CMD_level_set);
-    proto_set(&m, level, level);
     if ((rc = windows_arg(c, &m, w, n)) != SL_OK)
         return rc;
     return admin_call(c, &m);
@@ -247,15 +247,10 @@ int sl_level_windows(sl_client *c, unsigned level, const sl_window *w, unsigned 
 
 int sl_level_pause(sl_client *c, unsigned level, int paused)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    int rc = level_check(c, level);
+    proto_msg m;
+    int rc = level_msg(c, &m, paused ? PROTO_CMD_level_pause : PROTO_CMD_level_resume, level);
     if (rc)
         return rc;
-    proto_msg m;
-    admin_init(&m, paused ? PROTO_CMD_level_pause : PROTO_CMD_level_resume);
-    proto_set(&m, level, level);
     return admin_call(c, &m);
 }
 
@@ -439,15 +434,10 @@ int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out)
 
 int sl_level_fair(sl_client *c, unsigned level, int fair)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    int rc = level_check(c, level);
+    proto_msg m;
+    int rc = level_msg(c, &m, PROTO_CMD_level_set, level);
     if (rc)
         return rc;
-    proto_msg m;
-    admin_init(&m, PROTO_CMD_level_set);
-    proto_set(&m, level, level);
     const char *how = fair ? "tag" : "fifo";
     proto_set_str(&m, PROTO_F_state, how, (uint32_t)strlen(how));
     return admin_call(c, &m);
