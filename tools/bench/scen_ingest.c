@@ -55,7 +55,6 @@
 #define DEFAULT_LIMIT_S  60
 #define BIN_NS           (200 * SCEN_NS_PER_MS)
 #define POLL_NS          (50 * SCEN_NS_PER_MS)
-#define SEND_WINDOW      256
 #define TOLERANCE        0.10 /* of the expected time */
 #define MAX_TRIES        1000000 /* sends of one record by the retry loop */
 #define HTTP_TIMEOUT_MS  5000 /* for each request to the sink */
@@ -82,30 +81,6 @@ typedef struct baseline {
     atomic_uint next;
     atomic_uint_fast64_t requests, errors;
 } baseline;
-
-/* publish_all publishes every record with cost COST, SEND_WINDOW in flight.
- * Returns how many were confirmed. */
-static uint64_t publish_all(sl_client *c)
-{
-    char body[SCEN_LOG_BODY_BYTES];
-    uint64_t sent = 0, settled = 0, confirmed = 0;
-    sl_confirm k;
-    for (int step = 0; step < 4 * RECORDS && settled < RECORDS && !scen_stopping(); step++) {
-        if (sent < RECORDS && sent - settled < SEND_WINDOW) {
-            sl_put m = {.body = body, .level = LEVEL, .cost = COST};
-            m.body_len = scen_log_body(body, sent, scen_now_ns(), LEVEL);
-            if (sl_send_async(c, &m, NULL) != SL_OK)
-                break;
-            sent++;
-            continue;
-        }
-        if (sl_send_wait(c, 5000, &k) != SL_OK)
-            break;
-        settled++;
-        confirmed += k.err == SL_OK;
-    }
-    return confirmed;
-}
 
 /* run_wait polls the sink's log until every record has its 200, the limit,
  * or a signal; with a rig, it also samples the broker's depth at the end of
@@ -157,7 +132,7 @@ static int metered(const ingest *g, run *r, uint64_t *eta_ms, uint64_t *throttle
     scen_note("ingest: starting sluiced and sluice-sink; output in %s", o->out);
     if (scen_rig_open(&rig, o, &cfg) != 0)
         return -1;
-    uint64_t confirmed = publish_all(rig.admin);
+    uint64_t confirmed = scen_rig_publish(&rig, RECORDS, LEVEL, COST);
     if (confirmed != RECORDS) {
         failed = scen_fail("only %" PRIu64 " of %d records were confirmed", confirmed, RECORDS);
         goto close;

@@ -43,7 +43,6 @@
 #define LEVEL        1
 #define BIN_NS       (100 * SCEN_NS_PER_MS)
 #define POLL_NS      (50 * SCEN_NS_PER_MS)
-#define SEND_WINDOW  256
 #define RECOVER_WINDOW_NS (500 * SCEN_NS_PER_MS)
 
 typedef struct pace_case {
@@ -66,30 +65,6 @@ static const pace_case cases[] = {
     {"pace-429", "one 429 injected by the sink into a clean run at 500/s", 500, 5, 500, 10, 6000, false, 5, 0, 0,
      60},
 };
-
-/* publish_all publishes n messages, SEND_WINDOW in flight. Returns how
- * many were confirmed. */
-static uint64_t publish_all(sl_client *c, unsigned n)
-{
-    char body[SCEN_LOG_BODY_BYTES];
-    uint64_t sent = 0, settled = 0, confirmed = 0;
-    sl_confirm k;
-    for (uint64_t step = 0; step < 4ull * n && settled < n && !scen_stopping(); step++) {
-        if (sent < n && sent - settled < SEND_WINDOW) {
-            sl_put m = {.body = body, .level = LEVEL};
-            m.body_len = scen_log_body(body, sent, scen_now_ns(), LEVEL);
-            if (sl_send_async(c, &m, NULL) != SL_OK)
-                break;
-            sent++;
-            continue;
-        }
-        if (sl_send_wait(c, 5000, &k) != SL_OK)
-            break;
-        settled++;
-        confirmed += k.err == SL_OK;
-    }
-    return confirmed;
-}
 
 /* inject asks the sink on 127.0.0.1:port to answer its next request 429.
  * Returns 0, or -1, reported. */
@@ -130,7 +105,7 @@ static int drain(const scen_opts *o, const pace_case *pc, pace_run *r, uint64_t 
     scen_note("%s: starting sluiced and sluice-sink; output in %s", pc->name, o->out);
     if (scen_rig_open(&rig, o, &cfg) != 0)
         return -1;
-    uint64_t confirmed = publish_all(rig.admin, pc->messages);
+    uint64_t confirmed = scen_rig_publish(&rig, pc->messages, LEVEL, 0);
     if (confirmed != pc->messages) {
         failed = scen_fail("only %" PRIu64 " of %u messages were confirmed", confirmed, pc->messages);
         goto close;

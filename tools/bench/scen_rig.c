@@ -20,6 +20,7 @@
  * SIGKILL), CONSUMERS_MS for the consumers to connect.
  */
 #include "scen_rig.h"
+#include "scen_log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -246,6 +247,28 @@ int scen_rig_consumers_stop(scen_rig *r)
     r->threads = 0;
     httpc_destroy(&r->http); /* the threads have ended: their handles are freed */
     return rc;
+}
+
+uint64_t scen_rig_publish(scen_rig *r, uint64_t n, unsigned level, uint32_t cost)
+{
+    char body[SCEN_LOG_BODY_BYTES];
+    uint64_t sent = 0, settled = 0, confirmed = 0;
+    sl_confirm k;
+    for (uint64_t step = 0; step < 4 * n && settled < n && !scen_stopping(); step++) {
+        if (sent < n && sent - settled < SCEN_RIG_SEND_WINDOW) {
+            sl_put m = {.body = body, .level = (int)level, .cost = cost};
+            m.body_len = scen_log_body(body, sent, scen_now_ns(), level);
+            if (sl_send_async(r->admin, &m, NULL) != SL_OK)
+                break;
+            sent++;
+            continue;
+        }
+        if (sl_send_wait(r->admin, 5000, &k) != SL_OK)
+            break;
+        settled++;
+        confirmed += k.err == SL_OK;
+    }
+    return confirmed;
 }
 
 int scen_rig_stats(scen_rig *r, sl_stats *out)

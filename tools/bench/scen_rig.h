@@ -26,6 +26,7 @@
 #include "sluice.h"
 
 #define SCEN_RIG_MAX_CONSUMERS 64 /* processes, or threads when in process */
+#define SCEN_RIG_SEND_WINDOW   256 /* publishes in flight in scen_rig_publish */
 
 typedef struct scen_rig_cfg {
     uint32_t sink_rate_per_s, sink_burst; /* the simulator: gcra, requests */
@@ -81,6 +82,12 @@ bool scen_rig_consumers_alive(scen_rig *r);
 /* scen_rig_stats reads the broker's statistics on the rig's
  * connection. Returns 0 or -1, reported. */
 int scen_rig_stats(scen_rig *r, sl_stats *out);
+
+/* scen_rig_publish publishes n messages to level on the rig's connection,
+ * each of cost (0: the default, 1) with a scen_log_body body, at most
+ * SCEN_RIG_SEND_WINDOW in flight. Stops at a failed send or wait, or a
+ * signal. Returns how many the broker confirmed. */
+uint64_t scen_rig_publish(scen_rig *r, uint64_t n, unsigned level, uint32_t cost);
 
 /* scen_rig_sink_stop stops the sink, which flushes and closes its log.
  * Returns 0, or -1 when it did not stop cleanly. */
