@@ -180,6 +180,15 @@ int store_entries(store *s, MDB_dbi dbi, uint64_t *n);
  * O(delayed). */
 int store_delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS]);
 
+/* ---- store_msg.c: appends ---- */
+
+/* store_rec_put puts rec into q.<L> of its level: with tag_id NULL past
+ * the tail (last_key[L] + 1, MDB_APPEND, and last_key[L] becomes the key);
+ * else in tag *tag_id's run with the level's next seq (MDB_NOOVERWRITE, and
+ * last_key[L] becomes the seq; SL_ENOSPC when seqs or ids ran out). Sets
+ * *key and *bytes (the value's size); the caller counts the bytes. */
+int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64_t *key, size_t *bytes);
+
 /* ---- store_ttl.c: the time-to-live index ---- */
 
 /* store_ttl_note records where rec, if it has a time to live, now is:

@@ -53,7 +53,7 @@ uint64_t store_value_bytes(const store *s, size_t value_bytes)
     return pages * s->page_bytes + 8 + 8 + 8 + 2;
 }
 
-int store_append(store *s, const store_rec *rec, uint64_t *key)
+int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64_t *key, size_t *bytes)
 {
     unsigned char kb[8];
     MDB_val k, v = {0, NULL};
@@ -62,17 +62,35 @@ int store_append(store *s, const store_rec *rec, uint64_t *key)
         err = store_txn_level(s, rec->level);
     if (err != SL_OK)
         return err;
-    uint64_t next = s->last_key[rec->level] + 1;
+    uint64_t last = s->last_key[rec->level] + 1, next = last;
+    unsigned flags = MDB_APPEND;
+    if (tag_id) {
+        last = (s->last_key[rec->level] & STORE_SEQ_MASK) + 1;
+        if (last > STORE_SEQ_MASK || *tag_id > STORE_TAG_MAX)
+            return SL_ENOSPC;
+        next = (uint64_t)*tag_id << STORE_TAG_SHIFT | last;
+        flags = MDB_NOOVERWRITE;
+    }
     key_u64(&k, kb, next);
-    err = store_mdb_put(s, s->q[rec->level], &k, &v, MDB_APPEND | MDB_RESERVE);
+    err = store_mdb_put(s, s->q[rec->level], &k, &v, flags | MDB_RESERVE);
     if (err != SL_OK)
         return err;
     rec_encode(rec, v.mv_data, v.mv_size);
-    s->last_key[rec->level] = next;
-    s->used_bytes = store_used_bytes(s) + store_value_bytes(s, v.mv_size); /* counted until the next measure */
-    s->txn_added_bytes += store_value_bytes(s, v.mv_size);
+    s->last_key[rec->level] = last;
     *key = next;
-    return store_ttl_note(s, rec, rec->level, next);
+    *bytes = v.mv_size;
+    return SL_OK;
+}
+
+int store_append(store *s, const store_rec *rec, uint64_t *key)
+{
+    size_t bytes;
+    int err = store_rec_put(s, rec, NULL, key, &bytes);
+    if (err != SL_OK)
+        return err;
+    s->used_bytes = store_used_bytes(s) + store_value_bytes(s, bytes); /* counted until the next measure */
+    s->txn_added_bytes += store_value_bytes(s, bytes);
+    return store_ttl_note(s, rec, rec->level, *key);
 }
 
 int store_get(store *s, unsigned level, uint64_t key, store_rec *out)

@@ -107,27 +107,13 @@ int store_tag_name(store *s, uint32_t id, char *buf, size_t cap)
 
 int store_append_tagged(store *s, const store_rec *rec, uint32_t id, uint64_t *key)
 {
-    unsigned char kb[8];
-    MDB_val k, v = {0, NULL};
-    int err = rec_size(rec, &v.mv_size);
-    if (err == SL_OK)
-        err = store_txn_level(s, rec->level);
+    size_t bytes;
+    int err = store_rec_put(s, rec, &id, key, &bytes);
     if (err != SL_OK)
         return err;
-    uint64_t seq = (s->last_key[rec->level] & STORE_SEQ_MASK) + 1;
-    if (seq > STORE_SEQ_MASK || id > STORE_TAG_MAX)
-        return SL_ENOSPC;
-    uint64_t next = (uint64_t)id << STORE_TAG_SHIFT | seq;
-    key_u64(&k, kb, next);
-    err = store_mdb_put(s, s->q[rec->level], &k, &v, MDB_NOOVERWRITE | MDB_RESERVE);
-    if (err != SL_OK)
-        return err;
-    rec_encode(rec, v.mv_data, v.mv_size);
-    s->last_key[rec->level] = seq;
     if (s->used_bytes)
-        s->used_bytes += v.mv_size + 16;
-    *key = next;
-    return store_ttl_note(s, rec, rec->level, next);
+        s->used_bytes += bytes + 16;
+    return store_ttl_note(s, rec, rec->level, *key);
 }
 
 int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint64_t *last_key)
