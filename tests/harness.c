@@ -264,6 +264,36 @@ static int broker_up(th_broker *b, const char *const *extra)
     return 0;
 }
 
+void th_broker_preload(th_broker *b, const char *shim, const char *const *env)
+{
+    char exe[sizeof b->preload];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        th_fatal("readlink /proc/self/exe: %s", strerror(errno));
+    exe[n] = '\0';
+    for (int up = 0; up < 2; up++) { /* .../tests/test_x -> the build directory */
+        char *slash = strrchr(exe, '/');
+        if (!slash)
+            th_fatal("no build directory above %s", exe);
+        *slash = '\0';
+    }
+    int len = snprintf(b->preload, sizeof b->preload, "LD_PRELOAD=%s/%s", exe, shim);
+    if (len < 0 || (size_t)len >= sizeof b->preload)
+        th_fatal("shim path too long: %s/%s", exe, shim);
+    if (access(b->preload + strlen("LD_PRELOAD="), R_OK) != 0)
+        th_fatal("cannot read the shim %s: %s", b->preload + strlen("LD_PRELOAD="), strerror(errno));
+    const char *old = getenv("ASAN_OPTIONS");
+    snprintf(b->asan, sizeof b->asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "",
+             old ? ":" : "");
+    int i = 0;
+    b->wrap[i++] = "env";
+    b->wrap[i++] = b->preload;
+    for (int j = 0; env && env[j] && i < 14; j++)
+        b->wrap[i++] = env[j];
+    b->wrap[i++] = b->asan;
+    b->wrap[i] = NULL;
+}
+
 int th_broker_new(const char *const *extra, th_broker **out)
 {
     th_broker *b = calloc(1, sizeof *b);

@@ -2,9 +2,9 @@
  * harness.h - helpers for the tests: real sluiced and sluice-sink processes
  * in fresh temporary directories (sluiced on ipc:// endpoints, the sink on
  * 127.0.0.1 port 0), with readiness signalled through a pipe (never slept
- * for); clients and a broker-plus-client fixture for the end-to-end tests;
- * per-test alarms; and a scripted fake broker for the client library's own
- * tests.
+ * for), optionally under a preloaded fault shim; clients and a
+ * broker-plus-client fixture for the end-to-end tests; per-test alarms; and
+ * a scripted fake broker for the client library's own tests.
  *
  * The programs come from $SLUICE_BIN (a directory; default "bin"), so the
  * same tests run against the plain and the sanitized builds.
@@ -37,6 +37,8 @@ typedef struct th_broker {
     char log[300];        /* dir/sluiced.log: the broker's stderr */
     const char *extra[16];/* extra arguments, NULL-terminated */
     const char *wrap[16]; /* a command to run sluiced under (strace ...), NULL-terminated */
+    char preload[600];    /* th_broker_preload's LD_PRELOAD= and ASAN_OPTIONS= */
+    char asan[600];
 } th_broker;
 
 /* th_broker_init makes a fresh temporary directory; extra (NULL-terminated,
@@ -61,6 +63,15 @@ void th_broker_kill9(th_broker *b);
 
 /* th_broker_fini stops the broker if running and removes the directory. */
 void th_broker_fini(th_broker *b);
+
+/* th_broker_preload makes b's starts run sluiced under env with
+ * LD_PRELOAD of shim (a path in the build directory, the parent of this
+ * test's own directory: "slowdisk.so", "tests/nospace_shim.so"), then the
+ * variables in env ("NAME=value", NULL-terminated, may be NULL; they must
+ * outlive the starts), then the inherited ASAN_OPTIONS plus
+ * verify_asan_link_order=0. Prints why and aborts when the shim cannot be
+ * read. */
+void th_broker_preload(th_broker *b, const char *shim, const char *const *env);
 
 /* th_broker_new allocates a broker, inits it with extra and starts it.
  * Returns 0 and sets *out, or -1 with *out NULL and nothing left behind. */

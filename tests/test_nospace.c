@@ -31,19 +31,6 @@
 
 enum { BEFORE = 40, REFUSED = 30, AFTER = 25 };
 
-static void shim_path(char *out, size_t len)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    assert_true(n > 0);
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    assert_non_null(slash);
-    *slash = '\0'; /* .../tests */
-    snprintf(out, len, "%s/nospace_shim.so", exe);
-    assert_int_equal(access(out, R_OK), 0);
-}
-
 static void flag_set(const char *path, int on)
 {
     if (on) {
@@ -83,16 +70,11 @@ static void publish(sl_client *c, const char *prefix, int n, int *ok, int *nospa
  * file is named into flag. */
 static void shimmed_start(th_broker *b, char flag[400])
 {
-    static char shim[PATH_MAX + 32], preload[PATH_MAX + 48], flag_env[440], asan[600];
-    shim_path(shim, sizeof shim);
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", shim);
+    static char flag_env[440];
     snprintf(flag, 400, "%s/disk-full", b->dir);
     snprintf(flag_env, sizeof flag_env, "SLUICE_NOSPACE_FLAG=%s", flag);
-    const char *old = getenv("ASAN_OPTIONS");
-    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "", old ? ":" : "");
-    const char *wrap[] = {"env", preload, flag_env, asan, NULL};
-    for (int i = 0; wrap[i]; i++)
-        b->wrap[i] = wrap[i];
+    const char *env[] = {flag_env, NULL};
+    th_broker_preload(b, "tests/nospace_shim.so", env);
     assert_int_equal(th_broker_start(b), 0);
 }
 

@@ -27,40 +27,18 @@
 
 enum { MSGS = 5, DELAY_MS = 30 };
 
-/* shim_path finds $(BUILD)/slowdisk.so from $(BUILD)/tests/test_slowdisk. */
-static void shim_path(char *out, size_t len)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    assert_true(n > 0);
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    assert_non_null(slash);
-    *slash = '\0'; /* .../tests */
-    slash = strrchr(exe, '/');
-    assert_non_null(slash);
-    *slash = '\0';
-    snprintf(out, len, "%s/slowdisk.so", exe);
-    assert_int_equal(access(out, R_OK), 0);
-}
-
 static void every_confirm_waits_for_a_slowed_flush(void **state)
 {
     (void)state;
-    char shim[PATH_MAX + 32], preload[PATH_MAX + 48], count_file[400], count_env[440], asan[600];
+    char count_file[400], count_env[440];
     char delay[48], text[64];
     th_broker b;
     assert_int_equal(th_broker_init(&b, NULL), 0);
-    shim_path(shim, sizeof shim);
-    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", shim);
     snprintf(delay, sizeof delay, "SLUICE_SLOW_FLUSH_US=%d", DELAY_MS * 1000);
     snprintf(count_file, sizeof count_file, "%s/flushes", b.dir);
     snprintf(count_env, sizeof count_env, "SLUICE_SLOW_FLUSH_COUNT_FILE=%s", count_file);
-    const char *old = getenv("ASAN_OPTIONS");
-    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", old ? old : "", old ? ":" : "");
-    const char *wrap[] = {"env", preload, delay, count_env, asan, NULL};
-    for (int i = 0; wrap[i]; i++)
-        b.wrap[i] = wrap[i];
+    const char *env[] = {delay, count_env, NULL};
+    th_broker_preload(&b, "slowdisk.so", env);
     assert_int_equal(th_broker_start(&b), 0);
 
     sl_client *c = th_client(&b, 5000);
