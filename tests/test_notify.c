@@ -41,6 +41,23 @@ static int manager(const char *name)
     return fd;
 }
 
+/* watched_start starts b (initialised) with a manager socket in its
+ * directory as $NOTIFY_SOCKET and WATCHDOG_USEC=200000 (a ping every
+ * 100 ms; a stall past 100 ms stops them), and returns the socket. */
+static int watched_start(th_broker *b)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/notify.sock", b->dir);
+    int fd = manager(path);
+    setenv("NOTIFY_SOCKET", path, 1);
+    setenv("WATCHDOG_USEC", "200000", 1);
+    int started = th_broker_start(b);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("WATCHDOG_USEC");
+    assert_int_equal(started, 0);
+    return fd;
+}
+
 /* collect appends the datagrams that arrive within ms to log, one per
  * "[...]" entry, and returns how many came. */
 static unsigned collect(int fd, char *log, size_t cap, int ms)
@@ -75,15 +92,7 @@ static void ready_watchdog_and_stopping_reach_the_manager(void **state)
     (void)state;
     th_broker b;
     assert_int_equal(th_broker_init(&b, NULL), 0);
-    char path[400];
-    snprintf(path, sizeof path, "%s/notify.sock", b.dir);
-    int fd = manager(path);
-    setenv("NOTIFY_SOCKET", path, 1);
-    setenv("WATCHDOG_USEC", "200000", 1); /* a ping every 100 ms */
-    int started = th_broker_start(&b);
-    unsetenv("NOTIFY_SOCKET");
-    unsetenv("WATCHDOG_USEC");
-    assert_int_equal(started, 0);
+    int fd = watched_start(&b);
 
     static char log[65536];
     log[0] = '\0';
@@ -119,15 +128,7 @@ static void no_pings_while_a_commit_is_stuck(void **state)
     assert_int_equal(th_broker_init(&b, NULL), 0);
     const char *env[] = {"SLUICE_SLOW_FLUSH_US=1000000", NULL};
     th_broker_preload(&b, "slowdisk.so", env);
-    char path[400];
-    snprintf(path, sizeof path, "%s/notify.sock", b.dir);
-    int fd = manager(path);
-    setenv("NOTIFY_SOCKET", path, 1);
-    setenv("WATCHDOG_USEC", "200000", 1); /* a ping every 100 ms; a stall past 100 ms */
-    int started = th_broker_start(&b);
-    unsetenv("NOTIFY_SOCKET");
-    unsetenv("WATCHDOG_USEC");
-    assert_int_equal(started, 0);
+    int fd = watched_start(&b);
     static char log[65536];
     log[0] = '\0';
     collect(fd, log, sizeof log, 500); /* READY and the first pings */
