@@ -186,8 +186,9 @@ int store_delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS]);
  * the tail (last_key[L] + 1, MDB_APPEND, and last_key[L] becomes the key);
  * else in tag *tag_id's run with the level's next seq (MDB_NOOVERWRITE, and
  * last_key[L] becomes the seq; SL_ENOSPC when seqs or ids ran out). Sets
- * *key and *bytes (the value's size); the caller counts the bytes. */
-int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64_t *key, size_t *bytes);
+ * *key, and counts the record's footprint in used_bytes and in the pass's
+ * txn_added_bytes (room.c's figures), the same for both kinds of key. */
+int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64_t *key);
 
 /* ---- store_ttl.c: the time-to-live index ---- */
 

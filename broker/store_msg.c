@@ -53,7 +53,7 @@ uint64_t store_value_bytes(const store *s, size_t value_bytes)
     return pages * s->page_bytes + 8 + 8 + 8 + 2;
 }
 
-int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64_t *key, size_t *bytes)
+int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64_t *key)
 {
     unsigned char kb[8];
     MDB_val k, v = {0, NULL};
@@ -78,18 +78,17 @@ int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64
     rec_encode(rec, v.mv_data, v.mv_size);
     s->last_key[rec->level] = last;
     *key = next;
-    *bytes = v.mv_size;
+    /* counted until the next measure, and as this pass's growth (room.c) */
+    s->used_bytes = store_used_bytes(s) + store_value_bytes(s, v.mv_size);
+    s->txn_added_bytes += store_value_bytes(s, v.mv_size);
     return SL_OK;
 }
 
 int store_append(store *s, const store_rec *rec, uint64_t *key)
 {
-    size_t bytes;
-    int err = store_rec_put(s, rec, NULL, key, &bytes);
+    int err = store_rec_put(s, rec, NULL, key);
     if (err != SL_OK)
         return err;
-    s->used_bytes = store_used_bytes(s) + store_value_bytes(s, bytes); /* counted until the next measure */
-    s->txn_added_bytes += store_value_bytes(s, bytes);
     return store_ttl_note(s, rec, rec->level, *key);
 }
 

@@ -107,12 +107,9 @@ int store_tag_name(store *s, uint32_t id, char *buf, size_t cap)
 
 int store_append_tagged(store *s, const store_rec *rec, uint32_t id, uint64_t *key)
 {
-    size_t bytes;
-    int err = store_rec_put(s, rec, &id, key, &bytes);
+    int err = store_rec_put(s, rec, &id, key);
     if (err != SL_OK)
         return err;
-    if (s->used_bytes)
-        s->used_bytes += bytes + 16;
     return store_ttl_note(s, rec, rec->level, *key);
 }
 
