@@ -32,9 +32,9 @@
  *   3c-4c Rows 3 and 4 again against a second spawned broker with CURVE and
  *        auth on (bench_curve.c; with --spawn only): what encryption and the
  *        role check cost.
- *   9-11 Raw limits of the machine (bench_raw.c): LMDB durable commits of 1
- *        and of LMDB_BATCH_PUTS puts per transaction, and a ZeroMQ
- *        DEALER/ROUTER echo over ipc://. They bound what any broker built on
+ *   9-11 Raw limits of the machine (rows in bench_limits.c, measured by
+ *        bench_raw.c): LMDB durable commits of 1 and of LMDB_BATCH_PUTS
+ *        puts per transaction, and a ZeroMQ DEALER/ROUTER echo over ipc://. They bound what any broker built on
  *        these libraries can do here. bench_raw.c is the one file of the
  *        bench that includes lmdb.h and zmq.h: everything that talks to
  *        Sluice goes through sluice.h (bench_client.c).
@@ -99,6 +99,7 @@
 #include "bench_meter.h"
 #include "bench_pick.h"
 #include "bench_raw.h"
+#include "bench_run.h"
 #include "bench_sched.h"
 #include "bench_spawn.h"
 #include "bench_table.h"
@@ -115,8 +116,6 @@
 #define TARGET_P99_MS            1.0
 #define TARGET_P99_SLOW_MS       5.0
 #define TARGET_KEEP_UP           0.97   /* deliveries / publishes in the latency row */
-#define TARGET_ONE_VS_FLUSH      0.8    /* 1 x 1 enqueue x (one flush + one round trip) */
-#define TARGET_MANY_VS_ONE       3.0    /* 4 x 1 enqueue / 1 x 1 */
 #define SLOW_FLUSH_US            1000   /* the slow pass: each flush 1 ms longer */
 #define DRAIN_ONE_CREDIT         64
 #define TARGET_PICKS_PER_S       2000000
@@ -125,29 +124,8 @@
 _Static_assert(PRODUCERS <= BENCH_WORKERS_MAX && CONSUMERS <= BENCH_WORKERS_MAX,
                "BENCH_WORKERS_MAX too small");
 
-/* ---- the run ---- */
-
-typedef struct bench {
-    const char *endpoint;   /* the broker's, or NULL for the default */
-    char dir[64];           /* the run's temporary directory */
-    bench_spawn broker;     /* with --spawn */
-    const char *suffix;     /* appended to the rows' labels (", CURVE"), or NULL */
-    int seconds;
-    uint64_t drain_msgs;
-    uint64_t dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
-    const char *sluiced;    /* with --spawn */
-    const char *slowdisk;   /* the slow-disk shim, for the slow pass */
-    const char *pass;       /* appended to each row's label: "", ", flush +1 ms", ... */
-    int slow;               /* this pass runs on the slowed disk */
-    size_t drain_consumers;
-    unsigned drain_credit;
-    double one_per_s, many_per_s, trips_per_s, flushes_per_s; /* for the ratio rows */
-    bench_table table;
-} bench;
-
-/* rate_add adds a row of count per second over elapsed_ns. */
-static void rate_add(bench *b, const char *scenario, uint64_t count, int64_t elapsed_ns,
-                     const char *unit, bench_table_goal g, double target)
+void rate_add(bench *b, const char *scenario, uint64_t count, int64_t elapsed_ns, const char *unit,
+              bench_table_goal g, double target)
 {
     bench_table_add(&b->table, scenario, bench_core_per_s(count, elapsed_ns), 0, unit, g, target);
 }
@@ -402,87 +380,6 @@ static int row_pick_fair(bench *b)
 static int row_meter(bench *b) /* metering: five rows after starvation (bench_meter.c) */
 {
     return bench_meter_run(b->endpoint, &b->table);
-}
-
-/* ---- rows 9-11: raw limits ---- */
-
-/* lmdb_run measures commits of puts puts each in a fresh environment under
- * the run's directory. */
-static int lmdb_run(bench *b, unsigned puts, uint64_t *commits, int64_t *elapsed_ns)
-{
-    char dir[96];
-    snprintf(dir, sizeof dir, "%s/lmdb-%u", b->dir, puts);
-    bench_core_progress("raw: LMDB durable commit, %u put%s per txn (%d s)", puts,
-                        puts == 1 ? "" : "s", b->seconds);
-    return bench_raw_lmdb_commits(dir, puts, b->seconds, commits, elapsed_ns);
-}
-
-static int row_lmdb_single(bench *b)
-{
-    uint64_t commits;
-    int64_t elapsed_ns;
-    if (lmdb_run(b, 1, &commits, &elapsed_ns) != 0)
-        return -1;
-    rate_add(b, "raw: LMDB durable commit, 1 put of 100 B per txn", commits, elapsed_ns,
-             "commits/s", BENCH_TABLE_NO_GOAL, 0);
-    return 0;
-}
-
-static int row_lmdb_batch(bench *b)
-{
-    char scenario[96];
-    uint64_t commits;
-    int64_t elapsed_ns;
-    if (lmdb_run(b, LMDB_BATCH_PUTS, &commits, &elapsed_ns) != 0)
-        return -1;
-    snprintf(scenario, sizeof scenario, "raw: LMDB durable commit, %d puts per txn",
-             LMDB_BATCH_PUTS);
-    rate_add(b, scenario, commits * LMDB_BATCH_PUTS, elapsed_ns, "puts/s", BENCH_TABLE_NO_GOAL, 0);
-    rate_add(b, scenario, commits, elapsed_ns, "commits/s", BENCH_TABLE_NO_GOAL, 0);
-    return 0;
-}
-
-static int row_zmq(bench *b)
-{
-    char endpoint[96];
-    uint64_t trips;
-    int64_t elapsed_ns;
-    snprintf(endpoint, sizeof endpoint, "ipc://%s/raw-zmq.sock", b->dir);
-    bench_core_progress("raw: ZeroMQ DEALER/ROUTER round trip over ipc:// (%d s)", b->seconds);
-    if (bench_raw_zmq_round_trips(endpoint, b->seconds, &trips, &elapsed_ns) != 0)
-        return -1;
-    rate_add(b, "raw: ZeroMQ DEALER/ROUTER round trip, ipc://", trips, elapsed_ns,
-             "round trips/s", BENCH_TABLE_NO_GOAL, 0);
-    b->trips_per_s = bench_core_per_s(trips, elapsed_ns);
-    return 0;
-}
-
-static int row_flush(bench *b)
-{
-    uint64_t flushes;
-    int64_t elapsed_ns;
-    if (bench_disk_flushes(b->dir, b->seconds, &flushes, &elapsed_ns) != 0)
-        return -1;
-    char scenario[96];
-    snprintf(scenario, sizeof scenario, "raw: one flush, %d-byte append + fdatasync", BENCH_CORE_BODY_BYTES);
-    rate_add(b, scenario, flushes, elapsed_ns, "flushes/s", BENCH_TABLE_NO_GOAL, 0);
-    b->flushes_per_s = bench_core_per_s(flushes, elapsed_ns);
-    return 0;
-}
-
-/* row_ratios states rows 1 and 2 against their targets: 1 x 1 against one
- * flush plus one round trip (raw rows of this run), 4 x 1 against 1 x 1. */
-static int row_ratios(bench *b)
-{
-    if (b->one_per_s > 0 && b->flushes_per_s > 0 && b->trips_per_s > 0) {
-        double bound_per_s = 1.0 / (1.0 / b->flushes_per_s + 1.0 / b->trips_per_s);
-        bench_table_add(&b->table, "1 x 1 enqueue / (1 / (one flush + one round trip))",
-                        b->one_per_s / bound_per_s, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_FLUSH);
-    }
-    if (b->one_per_s > 0 && b->many_per_s > 0)
-        bench_table_add(&b->table, "4 x 1 enqueue / 1 x 1 enqueue", b->many_per_s / b->one_per_s, 2, "x",
-                        BENCH_TABLE_AT_LEAST, TARGET_MANY_VS_ONE);
-    return 0;
 }
 
 /* ---- main ---- */

@@ -1,0 +1,51 @@
+/*
+ * bench_run.h - one run of sluice-bench as its rows see it: the options it
+ * was given, the pass it is in, the figures later rows compare against,
+ * and the table every row adds to. The rows live in sluice-bench.c and,
+ * for the machine's raw limits and the ratios built on them, in
+ * bench_limits.c.
+ */
+#ifndef SLUICE_BENCH_RUN_H
+#define SLUICE_BENCH_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench_spawn.h"
+#include "bench_table.h"
+
+#define TARGET_ONE_VS_FLUSH 0.8 /* 1 x 1 enqueue x (one flush + one round trip) */
+#define TARGET_MANY_VS_ONE  3.0 /* 4 x 1 enqueue / 1 x 1 */
+
+typedef struct bench {
+    const char *endpoint;   /* the broker's, or NULL for the default */
+    char dir[64];           /* the run's temporary directory */
+    bench_spawn broker;     /* with --spawn */
+    const char *suffix;     /* appended to the rows' labels (", CURVE"), or NULL */
+    int seconds;
+    uint64_t drain_msgs;
+    uint64_t dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
+    const char *sluiced;    /* with --spawn */
+    const char *slowdisk;   /* the slow-disk shim, for the slow pass */
+    const char *pass;       /* appended to each row's label: "", ", flush +1 ms", ... */
+    int slow;               /* this pass runs on the slowed disk */
+    size_t drain_consumers;
+    unsigned drain_credit;
+    double one_per_s, many_per_s, trips_per_s, flushes_per_s; /* for the ratio rows */
+    bench_table table;
+} bench;
+
+/* rate_add adds a row of count per second over elapsed_ns. */
+void rate_add(bench *b, const char *scenario, uint64_t count, int64_t elapsed_ns, const char *unit,
+              bench_table_goal g, double target);
+
+/* The raw rows (bench_limits.c): LMDB durable commits of 1 and of
+ * LMDB_BATCH_PUTS puts per transaction, a ZeroMQ round trip, one flush;
+ * then the two ratio rows against them. Each returns 0 or -1. */
+int row_lmdb_single(bench *b);
+int row_lmdb_batch(bench *b);
+int row_zmq(bench *b);
+int row_flush(bench *b);
+int row_ratios(bench *b);
+
+#endif
