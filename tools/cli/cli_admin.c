@@ -190,6 +190,18 @@ static int pool_pause(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
+/* pool_name_arg takes the one operand of a pool command, a pool name, as
+ * *name: CLI_CORE_GO_ON, or the usage error's exit status. */
+static int pool_name_arg(const char *cmd, int argc, char **argv, const char **name)
+{
+    if (argc - optind != 1)
+        return argc - optind
+                   ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
+                   : cli_text_usage_error(cmd, "expected a pool name");
+    *name = argv[optind];
+    return cli_core_pool_check(cmd, *name) == CLI_CORE_GO_ON ? CLI_CORE_GO_ON : CLI_TEXT_EXIT_USAGE;
+}
+
 static int pool_delete(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -209,14 +221,11 @@ static int pool_delete(cli_core *g, const char *cmd, int argc, char **argv)
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
-    if (argc - optind != 1)
-        return argc - optind
-                   ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
-                   : cli_text_usage_error(cmd, "expected a pool name");
-    const char *name = argv[optind];
-    if (cli_core_pool_check(cmd, name) != CLI_CORE_GO_ON)
-        return CLI_TEXT_EXIT_USAGE;
-    int st = cli_core_connect(g, cmd);
+    const char *name = NULL;
+    int st = pool_name_arg(cmd, argc, argv, &name);
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    st = cli_core_connect(g, cmd);
     if (st)
         return st;
     int rc = sl_pool_delete(g->c, name, force);
@@ -268,13 +277,10 @@ static int pool_autoscale(cli_core *g, const char *cmd, int argc, char **argv)
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
-    if (argc - optind != 1)
-        return argc - optind
-                   ? cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1])
-                   : cli_text_usage_error(cmd, "expected a pool name");
-    const char *name = argv[optind];
-    if (cli_core_pool_check(cmd, name) != CLI_CORE_GO_ON)
-        return CLI_TEXT_EXIT_USAGE;
+    const char *name = NULL;
+    int st = pool_name_arg(cmd, argc, argv, &name);
+    if (st != CLI_CORE_GO_ON)
+        return st;
     bool any = min >= 0 || max >= 0 || have_wait;
     if (off && any)
         return cli_text_usage_error(cmd, "--off takes no --min, --max or --target-wait");
@@ -282,7 +288,7 @@ static int pool_autoscale(cli_core *g, const char *cmd, int argc, char **argv)
         return cli_text_usage_error(cmd, "give --min, --max and --target-wait, or --off");
     if (!off && min > max)
         return cli_text_usage_error(cmd, "--min %ld is more than --max %ld", min, max);
-    int st = cli_core_connect(g, cmd);
+    st = cli_core_connect(g, cmd);
     if (st)
         return st;
     int rc = off ? sl_pool_autoscale(g->c, name, 0, 0, 0, 0)
