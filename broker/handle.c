@@ -13,6 +13,12 @@
  * (then after the commit); everything else at once. An ACK whose delete is
  * lost in a crash only means a redelivery, which at-least-once allows.
  *
+ * While the writer thread commits, the store cannot be written, so only what
+ * writes nothing is handled (handle_now); the rest waits for the commit's
+ * end (HANDLE_WAIT; the loop parks it, park.c). An ACK's delete is the one
+ * write that may follow later (queue_deferred_apply), so ACKs are taken at
+ * once, unless ack_flush_ms is 0: their OK must follow their own commit.
+ *
  * When auth is on, every message passes auth_check (auth.c) before its
  * handler: a refused one is answered SL_EPERM and never reaches it.
  *
@@ -33,6 +39,7 @@
 #include "settings.h"
 #include "settle.h"
 #include "stats.h"
+#include "store.h"
 
 typedef void (*handler_fn)(bk *b, const net_in *in, const proto_msg *m);
 
@@ -349,7 +356,30 @@ static const handler_fn handlers[PROTO_TYPE_COUNT_] = {
 #undef HANDLER_
 };
 
-void handle_message(bk *b, const net_in *in)
+/* handle_now tells whether m may be handled while a commit is out: it
+ * writes nothing to the store (or only an ACK's delete, which may wait), and
+ * its reply promises nothing about a write of its own. */
+static int handle_now(bk *b, const net_in *in, const proto_msg *m)
+{
+    switch (m->type) {
+    case PROTO_PING:
+    case PROTO_PONG:
+    case PROTO_STATS:
+    case PROTO_TOUCH:
+    case PROTO_THROTTLED:
+        return 1;
+    case PROTO_CREDIT: /* credit from a peer not yet known would make a member, which may write */
+        return conn_find(&b->conns, in->rid, in->rid_len) != NULL;
+    case PROTO_ACK:
+        return b->cfg.ack_flush_ms > 0;
+    case PROTO_ADMIN:
+        return when_for(b, m) == NET_NOW; /* the read-only commands */
+    default:
+        return 0; /* PUT, NACK, REJECT, HELLO, BYE and the rest write, or may */
+    }
+}
+
+int handle_message(bk *b, const net_in *in)
 {
     proto_msg m;
     const char *why = NULL;
@@ -357,24 +387,27 @@ void handle_message(bk *b, const net_in *in)
         log_bad(b, "framing", "expected exactly one frame after the routing id");
         reply_error(b, in, 0, 0, SL_EPROTO,
                        "expected exactly one frame (a msgpack map) per message", NET_NOW);
-        return;
+        return HANDLE_DONE;
     }
     int rc = proto_decode(in->body, in->body_len, &m, &why);
     if (rc != SL_OK) {
         log_bad(b, "decode", why);
         reply_err(b, in, &m, rc, why ? why : proto_strerror(rc));
-        return;
+        return HANDLE_DONE;
     }
+    if (store_committing(b->st) && !handle_now(b, in, &m))
+        return HANDLE_WAIT; /* nothing done yet: it is handed in again after the commit */
     char text[PROTO_MAX_STR];
     if (auth_check(b, in, &m, text, sizeof text) != SL_OK) {
         reply_err(b, in, &m, SL_EPERM, text);
-        return;
+        return HANDLE_DONE;
     }
     b->rx[m.type]++;
     handlers[m.type](b, in, &m);
     conn *c = conn_find(&b->conns, in->rid, in->rid_len);
     if (c) /* it is reading: see settle_expire_leases */
         c->last_rx_ns = b->mono_ns;
+    return HANDLE_DONE;
 }
 
 void handle_refuse(bk *b, const net_in *in)

@@ -10,12 +10,17 @@
  * hand the transaction to the writer thread (store_commit_start: group
  * commit, every publish of the batch shares its flushes).
  *
- * While a commit is out (the store is frozen, store.h) the loop does not
- * receive: requests wait in ZeroMQ's queue and form the next batch, handed
- * over as soon as the commit ends. It goes on dispatching committed
- * messages, metering, pinging and sending; cron leaves what writes for
- * later. At most one commit is out; its confirmations wait in net's
- * NET_AFTER_COMMIT queue, which nothing else fills while it is out.
+ * While a commit is out (the store is frozen, store.h) the loop goes on
+ * receiving: what writes nothing is handled at once (pings, stats, credit,
+ * TOUCH, THROTTLED, ACKs, whose deletes follow the commit: queue_settle), so
+ * consumers get their credit back while the disk flushes; what must write
+ * (a PUT, a NACK, a setting) is parked (park.c) and handled first when the
+ * commit ends, forming the next batch. A full park stops receiving until
+ * then. It goes on dispatching committed messages, metering, pinging and
+ * sending; cron leaves what writes for later. At most one commit is out;
+ * its confirmations wait in net's NET_AFTER_COMMIT queue, which nothing
+ * else fills while it is out (replies that wait for a commit come from
+ * parked requests, handled after it).
  *
  * Replies that promise nothing about the disk (deliveries, OK to ACK/NACK/
  * TOUCH, stats) leave at the end of their pass. A pass that only
@@ -49,6 +54,7 @@
 #include "handle.h"
 #include "hist.h"
 #include "net.h"
+#include "park.h"
 #include "queue.h"
 #include "reload.h"
 #include "settings.h"
@@ -87,10 +93,42 @@ static void set_clock(bk *b)
     b->q.now_wall_ns = b->wall_ns; /* dates records the queue moves aside as corrupt */
 }
 
+static park *parked; /* requests received while a commit was out that wait for its end (park.c) */
+
+/* handle_parked hands in again a request parked while a commit was out. */
+static void handle_parked(void *ctx, const net_in *in)
+{
+    handle_message(ctx, in);
+}
+
+static int commit_poll(bk *b, int wait);
+
+/* receive handles a request, or parks it while a commit is out: when it
+ * must wait for the commit, or a request of its peer already waits (a
+ * peer's requests keep their order). Parking that fails (out of memory)
+ * waits for the commit here, so nothing received is dropped. Returns SL_OK
+ * or a commit's error. */
+static int receive(bk *b, const net_in *in)
+{
+    int park_it = store_committing(b->st) && park_holds_peer(parked, in->sock, in->rid, in->rid_len);
+    if (!park_it && handle_message(b, in) == HANDLE_DONE)
+        return SL_OK;
+    if (park_add(parked, in) == SL_OK)
+        return SL_OK;
+    log_warn("loop", "cannot park a request until the commit ends (out of memory): waiting for the commit");
+    int rc = commit_poll(b, 1);
+    if (rc != SL_OK)
+        return rc;
+    park_drain(parked, handle_parked, b);
+    handle_message(b, in);
+    return SL_OK;
+}
+
 /* wait_ns returns how long the next poll may sleep. */
 static uint64_t wait_ns(bk *b)
 {
-    if (net_queued(b->net, NET_NOW) || (!store_committing(b->st) && net_queued(b->net, NET_AFTER_COMMIT)))
+    if (net_queued(b->net, NET_NOW) ||
+        (!store_committing(b->st) && (net_queued(b->net, NET_AFTER_COMMIT) || park_count(parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
     if (wake <= b->mono_ns)
@@ -108,13 +146,14 @@ static uint64_t wait_ns(bk *b)
  * until it would block, which re-arms the signal. With an admin endpoint
  * there are two sockets, and the wait is on both. Redis's socket (coord.c)
  * joins the same wait while a request is out; cron_tick does its I/O. While
- * a commit is out the sockets are left alone (requests wait in ZeroMQ's
- * queue and form the next batch): the wait is on the commit's end. */
-static int wait_input(net *n, struct coord *co, int commit_fd, uint64_t timeout_ns)
+ * a commit is out the wait is also on its end (commit_fd); the sockets are
+ * left alone only when the park is full (sockets 0): requests then wait in
+ * ZeroMQ's queue until the commit ends. */
+static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint64_t timeout_ns)
 {
     struct pollfd pfd[NET_SOCKETS + 2];
     nfds_t nfds = 0;
-    for (int i = 0; i < NET_SOCKETS && commit_fd < 0; i++) {
+    for (int i = 0; i < NET_SOCKETS && sockets; i++) {
         void *sock = net_socket(n, (net_sock)i);
         int fd, events = 0;
         size_t fd_len = sizeof fd, ev_len = sizeof events;
@@ -200,8 +239,10 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
     b->commit_stall_noted = 0;
     queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
     settings_commit_ended(b, rc);  /* and the settings it changed */
-    if (rc == SL_OK || rc == SL_ENOSPC) /* no transaction is open yet: measure, grow (at once after ENOSPC) */
+    if (rc == SL_OK || rc == SL_ENOSPC) { /* no transaction is open yet: measure, grow (at once after ENOSPC) */
         cron_between_commits(b, rc == SL_ENOSPC);
+        queue_deferred_apply(&b->q); /* the deletes of ACKs taken while it was out open the next one */
+    }
     if (wrote && rc == SL_OK) {
         hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
         b->commits++;
@@ -291,19 +332,27 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
     /* Linux lets a sleep overrun by up to 50 us by default; a bucket that
      * releases a message every 2.5 ms would lose 2 % of its rate to that. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    if (!parked && !(parked = park_new())) {
+        log_error("loop", "out of memory");
+        return SL_ENOMEM;
+    }
     while (!*stop) {
         set_clock(b);
-        int commit_fd = store_committing(b->st) ? store_commit_fd(b->st) : -1;
-        if (wait_input(b->net, b->coord, commit_fd, wait_ns(b)) != 0)
+        int committing = store_committing(b->st);
+        int commit_fd = committing ? store_commit_fd(b->st) : -1;
+        if (wait_input(b->net, b->coord, !committing || !park_full(parked), commit_fd, wait_ns(b)) != 0)
             return SL_EIO;
         set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
+        if (!store_committing(b->st)) /* what waited for the commit, before anything newer */
+            park_drain(parked, handle_parked, b);
         if (reload_pending() && !store_committing(b->st)) /* SIGHUP: as soon as no commit is out */
             reload_run(b);
-        if (!store_committing(b->st)) /* handlers write: only with no commit out */
-            for (int i = 0; i < RECV_BATCH && net_recv(b->net, &in) == 1; i++)
-                handle_message(b, &in);
+        for (int i = 0; i < RECV_BATCH && !(store_committing(b->st) && park_full(parked)) &&
+                        net_recv(b->net, &in) == 1; i++)
+            if ((rc = receive(b, &in)) != SL_OK)
+                return rc;
         cron_tick(b);
         deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
@@ -315,12 +364,14 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
      * after the last pass is refused, not dropped. */
     if ((rc = commit_poll(b, 1)) != SL_OK)
         return rc;
+    park_drain(parked, handle_parked, b); /* received before the stop: handled, not refused */
     unsigned refused = 0;
     for (int i = 0; i < 100000 && net_recv(b->net, &in) == 1; i++, refused++)
         handle_refuse(b, &in);
     if (refused)
         log_info("loop", "refused %u requests that arrived during shutdown", refused);
-    if ((rc = end_pass(b, 1)) != SL_OK)
-        return rc;
-    return commit_poll(b, 1);
+    if ((rc = end_pass(b, 1)) == SL_OK)
+        rc = commit_poll(b, 1);
+    park_destroy(&parked);
+    return rc;
 }

@@ -59,6 +59,7 @@ int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *in
 void queue_close(queue *q)
 {
     free(q->undo);
+    free(q->deferred);
     q->undo = NULL;
     for (unsigned l = 0; l < q->nlevels; l++) {
         tmr_fini(&q->lv[l].returned);
@@ -275,6 +276,12 @@ int queue_requeue(queue *q, unsigned level, uint64_t key)
 
 int queue_settle(queue *q, unsigned level, uint64_t key)
 {
+    if (store_committing(q->st)) { /* the lease ends now, the delete after the commit */
+        q->lv[level].leased--;
+        unlease(q, level, key);
+        q->lv[level].acked++;
+        return queue_deferred_add(q, level, key);
+    }
     int rc = store_del(q->st, level, key);
     q->lv[level].leased--;
     unlease(q, level, key);

@@ -58,6 +58,8 @@ typedef struct queue {
     uint64_t delayed_committed[PROTO_MAX_LEVELS]; /* lv[].delayed as last committed */
     uint64_t delayed_sent[PROTO_MAX_LEVELS];      /* lv[].delayed as of the commit out */
     size_t nundo, capundo;
+    struct queue_undo *deferred; /* deletes of ACKs taken while a commit was out (queue_deferred_apply) */
+    size_t ndeferred, capdeferred;
     queue_level lv[PROTO_MAX_LEVELS];
 } queue;
 
@@ -89,7 +91,11 @@ int queue_untake(queue *q, unsigned level, uint64_t key);
  * nothing (a delivery the sink refused). */
 int queue_requeue(queue *q, unsigned level, uint64_t key);
 
-/* queue_settle deletes a leased message (it was acknowledged). */
+/* queue_settle deletes a leased message (it was acknowledged). While a
+ * commit is out the lease ends at once and the delete waits for the commit's
+ * end (queue_deferred_apply); the level's count drops with the delete.
+ * SL_ENOMEM when the deferred delete cannot be noted (logged: the message
+ * stays stored, and is delivered again after a restart). */
 int queue_settle(queue *q, unsigned level, uint64_t key);
 
 /* queue_return gives a leased message back, charging attempt (its new stored
@@ -134,6 +140,12 @@ void queue_commit_started(queue *q);
  * record the transaction deleted, buried or delayed is ready again at its
  * place, and the counts are read again from the store. */
 void queue_commit_ended(queue *q, int rc);
+
+/* queue_deferred_apply makes the deletes that ACKs noted while the commit
+ * was out part of the open transaction (after queue_commit_ended, once the
+ * store may write again). A failure to delete is logged: the message stays
+ * stored and is delivered again after a restart. O(deferred). */
+void queue_deferred_apply(queue *q);
 
 /* queue_committed tells whether the record at key of level is durable (a
  * DELIVER of it may leave before the pass's commit). */
@@ -230,5 +242,9 @@ void queue_fair_commit_ended(queue *q, unsigned level);
  * to be made ready again if the commit fails (queue_commit_ended). */
 int queue_make_ready(queue *q, unsigned level, uint64_t key);
 void queue_unleased(queue *q, unsigned level, uint64_t key);
+
+/* queue_deferred_add notes the delete of an ACK taken while a commit is out,
+ * for queue_deferred_apply. SL_OK, SL_ENOMEM (logged). */
+int queue_deferred_add(queue *q, unsigned level, uint64_t key);
 
 #endif /* SLUICE_QUEUE_H */

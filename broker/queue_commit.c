@@ -10,15 +10,30 @@
  * makes the noted records ready again and reads the counts back from the
  * store, which holds its state as of the last successful commit.
  *
+ * It also owns the deferred deletes: an ACK taken while a commit is out
+ * ends its lease at once (the consumer's credit and its pool's room come
+ * back without waiting for the disk), but the store cannot write until the
+ * commit ends, so the delete is noted here and made part of the next
+ * transaction by queue_deferred_apply, right after the commit ends. The
+ * record stays in the store (and in its level's count) until then; nothing
+ * takes it meanwhile: it is below its level's cursor (or its tenant's) and
+ * in no returned heap, exactly like a leased record. A crash before the
+ * delete is committed delivers the message again, as for any ACK within
+ * ack_flush_ms (with ack_flush_ms 0 the loop does not take ACKs while a
+ * commit is out: their OK must follow their own commit).
+ *
  * Invariants:
  *   - The undo list holds exactly the open transaction's settlements: it is
- *     emptied when its commit ends, committed or not.
+ *     emptied when its commit ends, committed or not. A deferred delete joins
+ *     it only when applied, so a commit that fails never puts back an ACK it
+ *     did not carry.
  *   - delayed_committed is lv[].delayed as of the last successful commit
  *     (delayed_sent as of the commit out), so a failure restores the
  *     delayed counts without scanning the delayed database.
  *
- * Costs: an undo entry (16 bytes) per settlement of the open transaction; a
- * failed commit puts back O(undo) keys and recounts in O(levels).
+ * Costs: an undo entry (16 bytes) per settlement of the open transaction,
+ * and per ACK taken while a commit is out; a failed commit puts back
+ * O(undo) keys and recounts in O(levels).
  */
 #include "queue.h"
 
@@ -32,24 +47,56 @@ struct queue_undo {
     uint64_t key;
 };
 
+/* note appends (level, key) to a list of (v, n, cap). SL_OK, SL_ENOMEM. */
+static int note(struct queue_undo **v, size_t *n, size_t *cap, unsigned level, uint64_t key)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        struct queue_undo *u = realloc(*v, c * sizeof *u);
+        if (!u)
+            return SL_ENOMEM;
+        *v = u;
+        *cap = c;
+    }
+    (*v)[(*n)++] = (struct queue_undo){level, key};
+    return SL_OK;
+}
+
+int queue_deferred_add(queue *q, unsigned level, uint64_t key)
+{
+    if (note(&q->deferred, &q->ndeferred, &q->capdeferred, level, key) == SL_OK)
+        return SL_OK;
+    log_error("queue", "out of memory noting an acknowledgement taken during a commit; message at key %llu of "
+              "level %u stays stored and is delivered again after a restart", (unsigned long long)key, level);
+    return SL_ENOMEM;
+}
+
+void queue_deferred_apply(queue *q)
+{
+    for (size_t i = 0; i < q->ndeferred; i++) {
+        unsigned level = q->deferred[i].level;
+        uint64_t key = q->deferred[i].key;
+        int rc = store_del(q->st, level, key);
+        if (rc == SL_OK || rc == SL_ENOTFOUND)
+            q->lv[level].count--;
+        if (rc == SL_OK)
+            queue_unleased(q, level, key); /* its commit may fail yet: then it is ready again */
+        else if (rc != SL_ENOTFOUND)
+            log_error("queue", "cannot delete acknowledged message at key %llu of level %u (%s); it is delivered "
+                      "again after a restart", (unsigned long long)key, level, proto_strerror(rc));
+    }
+    q->ndeferred = 0;
+}
+
 /* queue_unleased notes that the leased record at key left its lease
  * through a write of the open transaction (settled, buried, delayed), or
  * through one that failed: if the commit fails, the record is still stored
  * and is made ready again. */
 void queue_unleased(queue *q, unsigned level, uint64_t key)
 {
-    if (q->nundo == q->capundo) {
-        size_t cap = q->capundo ? q->capundo * 2 : 256;
-        struct queue_undo *u = realloc(q->undo, cap * sizeof *u);
-        if (!u) {
-            log_error("queue", "out of memory noting a settlement; if its commit fails, message at key %llu of "
-                      "level %u is delivered again only after a restart", (unsigned long long)key, level);
-            return;
-        }
-        q->undo = u;
-        q->capundo = cap;
-    }
-    q->undo[q->nundo++] = (struct queue_undo){level, key};
+    if (note(&q->undo, &q->nundo, &q->capundo, level, key) != SL_OK)
+        log_error("queue", "out of memory noting a settlement; if its commit fails, message at key %llu of "
+                  "level %u is delivered again only after a restart", (unsigned long long)key, level);
 }
 
 void queue_commit_started(queue *q)

@@ -26,6 +26,7 @@
 #include "sluice.h"
 
 enum { MSGS = 5, DELAY_MS = 30 };
+enum { GO_ON_MSGS = 40, GO_ON_DELAY_MS = 200 };
 
 static void every_confirm_waits_for_a_slowed_flush(void **state)
 {
@@ -86,10 +87,80 @@ static void every_confirm_waits_for_a_slowed_flush(void **state)
     th_broker_fini(&b);
 }
 
+/* publish_low sends one publish to level 2 without waiting: the commit it
+ * joins keeps the writer busy. */
+static void publish_low(sl_client *p)
+{
+    sl_put m = {.body = "busy", .body_len = 4, .level = 2};
+    assert_int_equal(sl_send_async(p, &m, NULL), SL_OK);
+}
+
+/* While the writer flushes, the loop goes on: a consumer's ACKs are taken
+ * and its next deliveries sent while a commit is out. A producer keeps a
+ * commit out nearly all the time (each of its publishes waits for two
+ * slowed flushes, 400 ms, and the next leaves as soon as it is confirmed);
+ * a consumer with credit 1 takes 40 committed messages one by one. Were its
+ * ACKs left in the socket until each commit ended, each delivery would wait
+ * for a commit: about 16 s. They take a fraction of one. */
+static void deliveries_go_on_while_a_commit_flushes(void **state)
+{
+    (void)state;
+    char delay[48];
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    snprintf(delay, sizeof delay, "SLUICE_SLOW_FLUSH_US=%d", GO_ON_DELAY_MS * 1000);
+    const char *env[] = {delay, NULL};
+    th_broker_preload(&b, "slowdisk.so", env);
+    assert_int_equal(th_broker_start(&b), 0);
+
+    sl_client *p = th_client(&b, 20000);
+    sl_confirm conf;
+    for (int i = 0; i < GO_ON_MSGS; i++) {
+        sl_put m = {.body = "work", .body_len = 4, .level = 1};
+        assert_int_equal(sl_send_async(p, &m, NULL), SL_OK);
+    }
+    for (int i = 0; i < GO_ON_MSGS; i++) {
+        assert_int_equal(sl_send_wait(p, 20000, &conf), SL_OK);
+        assert_int_equal(conf.err, SL_OK);
+    }
+    sl_client *c = th_client(&b, 5000);
+    const unsigned normal = 1;
+    assert_int_equal(sl_subscribe(c, NULL, &normal, 1, 1), SL_OK);
+    publish_low(p);
+    unsigned commits = 0, got = 0;
+    uint64_t t0 = th_now_ms();
+    while (got < GO_ON_MSGS && th_now_ms() - t0 < 60000) {
+        sl_delivery *d = NULL;
+        assert_int_equal(sl_recv(c, 10000, &d), SL_OK);
+        assert_int_equal(d->level, 1);
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+        got++;
+        if (sl_send_wait(p, 0, &conf) == SL_OK) { /* its commit ended: the next one */
+            assert_int_equal(conf.err, SL_OK);
+            commits++;
+            publish_low(p);
+        }
+    }
+    uint64_t took = th_now_ms() - t0;
+    fprintf(stderr, "# %u deliveries, credit 1, while %u commits of %d ms flushes ended: %llu ms\n", got,
+            commits, GO_ON_DELAY_MS, (unsigned long long)took);
+    assert_int_equal(got, GO_ON_MSGS);
+    assert_true(took < 10 * GO_ON_DELAY_MS); /* 2 s; one commit per delivery would be 16 s */
+    assert_int_equal(sl_flush(c, 10000), SL_OK);
+    while (sl_send_pending(p) && sl_send_wait(p, 10000, &conf) == SL_OK)
+        assert_int_equal(conf.err, SL_OK);
+    sl_close(&c);
+    sl_close(&p);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_confirm_waits_for_a_slowed_flush),
+        cmocka_unit_test(deliveries_go_on_while_a_commit_flushes),
     };
     th_seed();
     return cmocka_run_group_tests_name("slowdisk", tests, NULL, NULL);
