@@ -21,12 +21,14 @@
  * ZeroMQ's queue (as before this module existed).
  *
  * Costs: one malloc'd copy per parked request (its body, routing id and
- * User-Id); park_holds_peer is a linear scan of the parked requests, at
- * most PARK_MAX_MSGS compares of a routing id (five bytes from a ROUTER),
- * paid only while something is parked.
+ * User-Id). park_holds_peer first tests a 4096-bit filter of the parked
+ * peers' hashes, so a peer with nothing parked is usually answered in O(1);
+ * otherwise it scans the parked requests, newest first (at most
+ * PARK_MAX_MSGS compares of a routing id, five bytes from a ROUTER).
  */
 #include "park.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,11 +39,23 @@ typedef struct parked {
     unsigned char *buf; /* rid, body, User-Id and its NUL */
 } parked;
 
+#define PARK_FILTER_BITS 4096 /* a bit per hash of a peer that has something parked */
+
 struct park {
     parked *v;
     size_t n, cap;
     size_t bytes;
+    uint64_t filter[PARK_FILTER_BITS / 64];
 };
+
+/* peer_bit hashes (sock, rid) to a bit of the filter (FNV-1a). */
+static unsigned peer_bit(net_sock sock, const uint8_t *rid, size_t rid_len)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)sock;
+    for (size_t i = 0; i < rid_len; i++)
+        h = (h ^ rid[i]) * 16777619u;
+    return h % PARK_FILTER_BITS;
+}
 
 park *park_new(void)
 {
@@ -54,6 +68,7 @@ static void clear(park *p)
         free(p->v[i].buf);
     p->n = 0;
     p->bytes = 0;
+    memset(p->filter, 0, sizeof p->filter);
 }
 
 void park_destroy(park **pp)
@@ -78,7 +93,10 @@ size_t park_count(const park *p)
 
 int park_holds_peer(const park *p, net_sock sock, const uint8_t *rid, size_t rid_len)
 {
-    for (size_t i = 0; i < p->n; i++) {
+    unsigned bit = peer_bit(sock, rid, rid_len);
+    if (!(p->filter[bit / 64] & (UINT64_C(1) << (bit % 64))))
+        return 0; /* no request of a peer with this hash is parked */
+    for (size_t i = p->n; i-- > 0;) {
         const net_in *in = &p->v[i].in;
         if (in->sock == sock && in->rid_len == rid_len && memcmp(in->rid, rid, rid_len) == 0)
             return 1;
@@ -118,6 +136,8 @@ int park_add(park *p, const net_in *in)
         k->in.user_id = u;
     }
     p->bytes += size;
+    unsigned bit = peer_bit(in->sock, in->rid, in->rid_len);
+    p->filter[bit / 64] |= UINT64_C(1) << (bit % 64);
     return SL_OK;
 }
 

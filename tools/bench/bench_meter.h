@@ -24,4 +24,11 @@
  * that do not come within BENCH_METER_TIMEOUT_S. */
 int bench_meter_run(const char *endpoint, bench_table *t);
 
+/* bench_meter_beside_run adds one row to t (its scenario named with pass,
+ * such as ", flushes +1 ms"): the delivered share of a 2,000/s sink bucket
+ * over a backlogged level while this process publishes 1,000/s to another
+ * level beside it, so that a commit is nearly always flushing; target 97 %.
+ * The same conditions and results as bench_meter_run. */
+int bench_meter_beside_run(const char *endpoint, bench_table *t, const char *pass);
+
 #endif /* SLUICE_BENCH_METER_H */

@@ -382,6 +382,11 @@ static int row_meter(bench *b) /* metering: five rows after starvation (bench_me
     return bench_meter_run(b->endpoint, &b->table);
 }
 
+static int row_meter_beside(bench *b) /* the sink's share with a commit always flushing (bench_meter.c) */
+{
+    return bench_meter_beside_run(b->endpoint, &b->table, b->pass);
+}
+
 /* ---- main ---- */
 
 typedef int (*row_fn)(bench *);
@@ -396,7 +401,7 @@ static const row_fn broker_rows[] = {row_send_one,    row_send_many, row_send_wi
 static const row_fn durable_rows[] = {row_drain_durable};
 /* A third, on the slowed disk (--slowdisk): every flush SLOW_FLUSH_US longer. */
 static const row_fn slow_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
-                                   row_latency};
+                                   row_latency, row_meter_beside};
 static const row_fn local_rows[] = {row_pick, row_pick_fair, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
                                     row_ratios};
 /* A fourth, with CURVE and auth on (bench_curve.c): what encryption and the
