@@ -17,7 +17,9 @@
  * writes nothing is handled (handle_now); the rest waits for the commit's
  * end (HANDLE_WAIT; the loop parks it, park.c). An ACK's delete is the one
  * write that may follow later (queue_deferred_apply), so ACKs are taken at
- * once, unless ack_flush_ms is 0: their OK must follow their own commit.
+ * once and their credit counts at once; with ack_flush_ms 0 the OK then
+ * waits for the commit after the one that is out, which carries the delete
+ * (NET_AFTER_NEXT_COMMIT).
  *
  * When auth is on, every message passes auth_check (auth.c) before its
  * handler: a refused one is answered SL_EPERM and never reaches it.
@@ -57,14 +59,17 @@ static void log_bad(bk *b, const char *what, const char *why)
  * reported changed once it is stored. Those that only read (the MONITOR
  * role's) promise nothing about the disk and leave at once, so a commit
  * refused for want of space does not fail them. ACK's OK waits for the
- * commit only when ack_flush_ms is 0; everything else leaves at once. */
+ * commit that carries its delete only when ack_flush_ms is 0; everything
+ * else leaves at once. */
 static net_when when_for(const bk *b, const proto_msg *m)
 {
     if (m->type == PROTO_ADMIN) {
         int c = proto_cmd_of(m->cmd.ptr, m->cmd.len);
         return c >= 0 && proto_cmd_role((proto_cmd)c) == PROTO_ROLE_MONITOR ? NET_NOW : NET_AFTER_COMMIT;
     }
-    if (m->type == PROTO_PUT || (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0))
+    if (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0) /* taken while a commit is out: its delete joins the next */
+        return store_committing(b->st) ? NET_AFTER_NEXT_COMMIT : NET_AFTER_COMMIT;
+    if (m->type == PROTO_PUT)
         return NET_AFTER_COMMIT;
     return NET_NOW;
 }
@@ -370,8 +375,8 @@ static int handle_now(bk *b, const net_in *in, const proto_msg *m)
         return 1;
     case PROTO_CREDIT: /* credit from a peer not yet known would make a member, which may write */
         return conn_find(&b->conns, in->rid, in->rid_len) != NULL;
-    case PROTO_ACK:
-        return b->cfg.ack_flush_ms > 0;
+    case PROTO_ACK: /* its delete waits for the commit's end, its OK (ack_flush_ms 0) for the next one's */
+        return 1;
     case PROTO_ADMIN:
         return when_for(b, m) == NET_NOW; /* the read-only commands */
     default:

@@ -268,6 +268,7 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
                         "retry later (the map grows if the disk has room, or consumers drain it)",
                         LOOP_NOSPACE_RETRY_MS);
         net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
+        net_promote(b->net);
         return SL_OK;
     }
     if (rc != SL_OK) {
@@ -281,6 +282,7 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
     }
     b->nospace_until_ns = b->nospace_backoff_ns = 0;
     net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
+    net_promote(b->net); /* OKs to ACKs taken while it was out: after the next commit, which deletes */
     return SL_OK;
 }
 
@@ -370,8 +372,15 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         handle_refuse(b, &in);
     if (refused)
         log_info("loop", "refused %u requests that arrived during shutdown", refused);
-    if ((rc = end_pass(b, 1)) == SL_OK)
-        rc = commit_poll(b, 1);
+    /* The last commit may have ended with deletes of ACKs taken while it
+     * was out, and their OKs (ack_flush_ms 0): one more commit carries them. */
+    for (int i = 0; i < 3; i++) {
+        if ((rc = end_pass(b, 1)) != SL_OK || (rc = commit_poll(b, 1)) != SL_OK)
+            break;
+        if (!store_dirty(b->st) && !net_queued(b->net, NET_AFTER_COMMIT) &&
+            !net_queued(b->net, NET_AFTER_NEXT_COMMIT))
+            break;
+    }
     park_destroy(&parked);
     return rc;
 }

@@ -56,7 +56,7 @@ struct net {
     zap *zap;          /* the ZAP handler when CURVE is on */
     zmq_msg_t rid, body;
     int have_msgs;
-    outq q[2]; /* NET_NOW, NET_AFTER_COMMIT */
+    outq q[NET_WHENS]; /* NET_NOW, NET_AFTER_COMMIT, NET_AFTER_NEXT_COMMIT */
 };
 
 /* sl_from_zmq maps a zmq_errno() from setting up the socket to the error
@@ -196,7 +196,7 @@ void net_close(net **np)
             zmq_close(n->sock[i]);
     zap_close(&n->zap);
     zmq_ctx_term(n->ctx);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NET_WHENS; i++) {
         proto_wbuf_free(&n->q[i].arena);
         free(n->q[i].recs);
     }
@@ -289,7 +289,7 @@ int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, ui
 int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
                   net_when when)
 {
-    outq *q = &n->q[when == NET_AFTER_COMMIT];
+    outq *q = &n->q[when];
     out_rec *r = grow_array(q->recs, &q->caprecs, q->nrecs + 1, sizeof *r, 256);
     if (!r)
         return SL_ENOMEM;
@@ -323,12 +323,12 @@ int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, con
 
 size_t net_queued(const net *n, net_when when)
 {
-    return n->q[when == NET_AFTER_COMMIT].nrecs;
+    return n->q[when].nrecs;
 }
 
 void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
 {
-    outq *q = &n->q[when == NET_AFTER_COMMIT];
+    outq *q = &n->q[when];
     for (size_t i = 0; i < q->nrecs; i++) {
         const out_rec *r = &q->recs[i];
         const uint8_t *rid = (const uint8_t *)q->arena.data + r->off;
@@ -350,6 +350,38 @@ void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
     }
     q->nrecs = 0;
     proto_wbuf_reset(&q->arena);
+}
+
+void net_promote(net *n)
+{
+    outq *now = &n->q[NET_AFTER_COMMIT], *next = &n->q[NET_AFTER_NEXT_COMMIT];
+    if (now->nrecs == 0) { /* the usual case: swap the empty queue and the waiting one */
+        outq t = *now;
+        *now = *next;
+        *next = t;
+        return;
+    }
+    for (size_t i = 0; i < next->nrecs; i++) { /* copy each behind what is there */
+        const out_rec *r = &next->recs[i];
+        size_t bytes = r->rid_len + r->body_len;
+        out_rec *v = grow_array(now->recs, &now->caprecs, now->nrecs + 1, sizeof *v, 256);
+        if (v)
+            now->recs = v;
+        char *p = v ? grow_array(now->arena.data, &now->arena.cap, now->arena.len + bytes, 1, 4096) : NULL;
+        if (!p) {
+            log_error("net", "out of memory keeping %zu replies for the next commit; they are dropped (their "
+                      "requests are settled: a client waiting in sl_flush times out)", next->nrecs - i);
+            break;
+        }
+        now->arena.data = p;
+        memcpy(now->arena.data + now->arena.len, next->arena.data + r->off, bytes);
+        now->recs[now->nrecs] = *r;
+        now->recs[now->nrecs].off = now->arena.len;
+        now->arena.len += bytes;
+        now->nrecs++;
+    }
+    next->nrecs = 0;
+    proto_wbuf_reset(&next->arena);
 }
 
 void net_fail_queued(net *n, int code, const char *msg, uint64_t retry_ms)

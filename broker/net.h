@@ -4,9 +4,12 @@
  * One ROUTER socket per endpoint: the main one, and the admin one when
  * --admin-listen names it (net_recv takes turns between them). Incoming messages are [routing id, body];
  * anything else is reported as a framing error. Outgoing messages are encoded
- * straight into one of two queues: NET_NOW (sent before the pass's commit)
- * and NET_AFTER_COMMIT (sent only after it succeeded): that is how "confirm
- * only after the commit" is enforced for every confirmation at once. ZMQ_ROUTER_MANDATORY is on, so a message for a peer that is
+ * straight into one of three queues: NET_NOW (sent before the pass's commit),
+ * NET_AFTER_COMMIT (sent only after it succeeded): that is how "confirm
+ * only after the commit" is enforced for every confirmation at once; and
+ * NET_AFTER_NEXT_COMMIT, for a reply to a request taken while a commit was
+ * out whose write joins the commit after it (net_promote moves them up once
+ * the commit that was out has ended). ZMQ_ROUTER_MANDATORY is on, so a message for a peer that is
  * gone, or whose queue is full, is reported to the caller instead of being
  * dropped silently.
  */
@@ -20,7 +23,7 @@
 
 typedef struct net net;
 
-typedef enum net_when { NET_NOW = 0, NET_AFTER_COMMIT = 1 } net_when;
+typedef enum net_when { NET_NOW = 0, NET_AFTER_COMMIT = 1, NET_AFTER_NEXT_COMMIT = 2, NET_WHENS = 3 } net_when;
 
 /* The endpoints: the main one, and the optional admin one (--admin-listen). */
 typedef enum net_sock { NET_MAIN = 0, NET_ADMIN = 1, NET_SOCKETS = 2 } net_sock;
@@ -93,6 +96,11 @@ size_t net_queued(const net *n, net_when when);
 
 /* net_flush sends queue `when`, reporting failures to fail(ctx, ...). */
 void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx);
+
+/* net_promote makes the replies waiting for the next commit wait for the
+ * commit about to be made (NET_AFTER_NEXT_COMMIT joins NET_AFTER_COMMIT):
+ * called once a commit has ended and its own replies have left. */
+void net_promote(net *n);
 
 /* net_fail_queued turns every reply waiting for the commit that carries a
  * seq into ERROR {seq, code, msg, retry_after_ms when retry_ms > 0} and

@@ -26,7 +26,7 @@
 #include "sluice.h"
 
 enum { MSGS = 5, DELAY_MS = 30 };
-enum { GO_ON_MSGS = 40, GO_ON_DELAY_MS = 200 };
+enum { GO_ON_MSGS = 40, GO_ON_DELAY_MS = 150 };
 
 static void every_confirm_waits_for_a_slowed_flush(void **state)
 {
@@ -95,19 +95,22 @@ static void publish_low(sl_client *p)
     assert_int_equal(sl_send_async(p, &m, NULL), SL_OK);
 }
 
-/* While the writer flushes, the loop goes on: a consumer's ACKs are taken
- * and its next deliveries sent while a commit is out. A producer keeps a
- * commit out nearly all the time (each of its publishes waits for two
- * slowed flushes, 400 ms, and the next leaves as soon as it is confirmed);
- * a consumer with credit 1 takes 40 committed messages one by one. Were its
- * ACKs left in the socket until each commit ended, each delivery would wait
- * for a commit: about 16 s. They take a fraction of one. */
-static void deliveries_go_on_while_a_commit_flushes(void **state)
+/* go_on: while the writer flushes, the loop goes on: a consumer's ACKs are
+ * taken and its next deliveries sent while a commit is out. A producer
+ * keeps a commit out nearly all the time (each of its publishes waits for
+ * two slowed flushes, and the next leaves as soon as it is confirmed); a
+ * consumer with credit 1 takes `take` of `msgs` committed messages one by
+ * one, and sl_flush waits for every OK. Were its ACKs left in the socket
+ * until each commit ended, each delivery would wait for a commit (two
+ * slowed flushes); they take a fraction of one. With extra
+ * "--ack-flush-ms 0" each OK follows the commit that carries its delete:
+ * the broker is then killed with SIGKILL, and started again without the
+ * shim, every acknowledged message is gone and every other one is there. */
+static void go_on(const char *const *extra, unsigned msgs, unsigned take, int kill_after)
 {
-    (void)state;
     char delay[48];
     th_broker b;
-    assert_int_equal(th_broker_init(&b, NULL), 0);
+    assert_int_equal(th_broker_init(&b, extra), 0);
     snprintf(delay, sizeof delay, "SLUICE_SLOW_FLUSH_US=%d", GO_ON_DELAY_MS * 1000);
     const char *env[] = {delay, NULL};
     th_broker_preload(&b, "slowdisk.so", env);
@@ -115,11 +118,13 @@ static void deliveries_go_on_while_a_commit_flushes(void **state)
 
     sl_client *p = th_client(&b, 20000);
     sl_confirm conf;
-    for (int i = 0; i < GO_ON_MSGS; i++) {
-        sl_put m = {.body = "work", .body_len = 4, .level = 1};
+    for (unsigned i = 0; i < msgs; i++) {
+        char body[16];
+        snprintf(body, sizeof body, "w%u", i);
+        sl_put m = {.body = body, .body_len = strlen(body), .level = 1};
         assert_int_equal(sl_send_async(p, &m, NULL), SL_OK);
     }
-    for (int i = 0; i < GO_ON_MSGS; i++) {
+    for (unsigned i = 0; i < msgs; i++) {
         assert_int_equal(sl_send_wait(p, 20000, &conf), SL_OK);
         assert_int_equal(conf.err, SL_OK);
     }
@@ -129,10 +134,13 @@ static void deliveries_go_on_while_a_commit_flushes(void **state)
     publish_low(p);
     unsigned commits = 0, got = 0;
     uint64_t t0 = th_now_ms();
-    while (got < GO_ON_MSGS && th_now_ms() - t0 < 60000) {
+    while (got < take && th_now_ms() - t0 < 60000) {
         sl_delivery *d = NULL;
         assert_int_equal(sl_recv(c, 10000, &d), SL_OK);
         assert_int_equal(d->level, 1);
+        char want[16];
+        snprintf(want, sizeof want, "w%u", got);
+        assert_string_equal(d->body, want);
         assert_int_equal(sl_ack(c, d), SL_OK);
         sl_delivery_free(&d);
         got++;
@@ -145,15 +153,50 @@ static void deliveries_go_on_while_a_commit_flushes(void **state)
     uint64_t took = th_now_ms() - t0;
     fprintf(stderr, "# %u deliveries, credit 1, while %u commits of %d ms flushes ended: %llu ms\n", got,
             commits, GO_ON_DELAY_MS, (unsigned long long)took);
-    assert_int_equal(got, GO_ON_MSGS);
-    assert_true(took < 10 * GO_ON_DELAY_MS); /* 2 s; one commit per delivery would be 16 s */
+    assert_int_equal(got, take);
+    assert_true(took < 10 * GO_ON_DELAY_MS); /* one commit per delivery: take x 2 flushes */
     assert_int_equal(sl_flush(c, 10000), SL_OK);
-    while (sl_send_pending(p) && sl_send_wait(p, 10000, &conf) == SL_OK)
-        assert_int_equal(conf.err, SL_OK);
+    if (kill_after) {
+        th_broker_kill9(&b);
+        sl_close(&c);
+        sl_close(&p);
+        memset(b.wrap, 0, sizeof b.wrap);
+        assert_int_equal(th_broker_start(&b), 0);
+        c = th_client(&b, 5000);
+        assert_int_equal(sl_subscribe(c, NULL, &normal, 1, 16), SL_OK);
+        for (unsigned i = take; i < msgs; i++) {
+            sl_delivery *d = NULL;
+            char want[16];
+            assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+            snprintf(want, sizeof want, "w%u", i);
+            assert_string_equal(d->body, want); /* never one that was acknowledged */
+            assert_int_equal(sl_ack(c, d), SL_OK);
+            sl_delivery_free(&d);
+        }
+        sl_delivery *d = NULL;
+        assert_int_equal(sl_recv(c, 300, &d), SL_ETIMEDOUT);
+        assert_int_equal(sl_flush(c, 5000), SL_OK);
+    } else {
+        while (sl_send_pending(p) && sl_send_wait(p, 10000, &conf) == SL_OK)
+            assert_int_equal(conf.err, SL_OK);
+        sl_close(&p);
+    }
     sl_close(&c);
-    sl_close(&p);
     assert_int_equal(th_broker_stop(&b), 0);
     th_broker_fini(&b);
+}
+
+static void deliveries_go_on_while_a_commit_flushes(void **state)
+{
+    (void)state;
+    go_on(NULL, GO_ON_MSGS, GO_ON_MSGS, 0);
+}
+
+static void acks_taken_during_a_commit_are_durable_at_their_ok(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--ack-flush-ms", "0", NULL};
+    go_on(extra, GO_ON_MSGS, GO_ON_MSGS / 2, 1);
 }
 
 int main(void)
@@ -161,6 +204,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_confirm_waits_for_a_slowed_flush),
         cmocka_unit_test(deliveries_go_on_while_a_commit_flushes),
+        cmocka_unit_test(acks_taken_during_a_commit_are_durable_at_their_ok),
     };
     th_seed();
     return cmocka_run_group_tests_name("slowdisk", tests, NULL, NULL);
