@@ -14,7 +14,7 @@
  * lost in a crash only means a redelivery, which at-least-once allows.
  *
  * While the writer thread commits, the store cannot be written, so only what
- * writes nothing is handled (handle_now); the rest waits for the commit's
+ * writes and reads nothing is handled (handle_now); the rest waits for the commit's
  * end (HANDLE_WAIT; the loop parks it, park.c). An ACK's delete is the one
  * write that may follow later (queue_deferred_apply), so ACKs are taken at
  * once and their credit counts at once; with ack_flush_ms 0 the OK then
@@ -362,14 +362,14 @@ static const handler_fn handlers[PROTO_TYPE_COUNT_] = {
 };
 
 /* handle_now tells whether m may be handled while a commit is out: it
- * writes nothing to the store (or only an ACK's delete, which may wait), and
- * its reply promises nothing about a write of its own. */
+ * writes nothing to the store (or only an ACK's delete, which may wait),
+ * reads nothing from it, and its reply promises nothing about a write of
+ * its own. */
 static int handle_now(bk *b, const net_in *in, const proto_msg *m)
 {
     switch (m->type) {
     case PROTO_PING:
     case PROTO_PONG:
-    case PROTO_STATS:
     case PROTO_TOUCH:
     case PROTO_THROTTLED:
         return 1;
@@ -377,10 +377,10 @@ static int handle_now(bk *b, const net_in *in, const proto_msg *m)
         return conn_find(&b->conns, in->rid, in->rid_len) != NULL;
     case PROTO_ACK: /* its delete waits for the commit's end, its OK (ack_flush_ms 0) for the next one's */
         return 1;
-    case PROTO_ADMIN:
-        return when_for(b, m) == NET_NOW; /* the read-only commands */
-    default:
-        return 0; /* PUT, NACK, REJECT, HELLO, BYE and the rest write, or may */
+    default: /* PUT, NACK, REJECT, HELLO, BYE and admin commands write, or may; STATS and the read-only
+              * admin commands would read the snapshot, which lags what the loop has done (a sweep's
+              * deletes, an ACK's): they wait, so that what they show includes every earlier request */
+        return 0;
     }
 }
 

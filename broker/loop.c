@@ -11,11 +11,11 @@
  * commit, every publish of the batch shares its flushes).
  *
  * While a commit is out (the store is frozen, store.h) the loop goes on
- * receiving: what writes nothing is handled at once (pings, stats, credit,
- * TOUCH, THROTTLED, ACKs, whose deletes follow the commit: queue_settle), so
- * consumers get their credit back while the disk flushes; what must write
- * (a PUT, a NACK, a setting) is parked (park.c) and handled first when the
- * commit ends, forming the next batch. A full park stops receiving until
+ * receiving: what neither writes nor reads the store is handled at once
+ * (pings, credit, TOUCH, THROTTLED, ACKs, whose deletes follow the commit:
+ * queue_settle), so consumers get their credit back while the disk
+ * flushes; the rest (a PUT, a NACK, a setting, STATS) is parked (park.c)
+ * and handled first when the commit ends, forming the next batch. A full park stops receiving until
  * then. It goes on dispatching committed messages, metering, pinging and
  * sending; cron leaves what writes for later. At most one commit is out;
  * its confirmations wait in net's NET_AFTER_COMMIT queue, which nothing

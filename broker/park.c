@@ -2,15 +2,15 @@
  * park.c - requests that wait for the commit that is out.
  *
  * While the writer thread commits, the loop keeps receiving: most requests
- * are answered at once (pings, stats, credit, TOUCH, THROTTLED, and ACKs
- * whose delete may follow: queue_deferred_apply), so consumers get their
- * credit back and deliveries go on while the disk flushes. A request whose
- * handling writes the store (PUT, NACK, REJECT, HELLO, BYE, an admin command
- * that changes something), or whose reply must follow a write of its own
- * (an ACK with ack_flush_ms 0), is parked here: a copy of the message as
- * received, handled as if it had just arrived once the commit ends, before
- * anything newer. Such requests then join the next commit, exactly as when
- * they waited in ZeroMQ's queue.
+ * are answered at once (pings, credit, TOUCH, THROTTLED, and ACKs whose
+ * delete may follow: queue_deferred_apply), so consumers get their credit
+ * back and deliveries go on while the disk flushes. A request whose handling
+ * writes the store (PUT, NACK, REJECT, HELLO, BYE, an admin command that
+ * changes something) or reads it (STATS, a read-only admin command: the
+ * snapshot lags what the loop has done) is parked here: a copy of the
+ * message as received, handled as if it had just arrived once the commit
+ * ends, before anything newer. Such requests then join the next commit,
+ * exactly as when they waited in ZeroMQ's queue.
  *
  * Order: a peer's requests are handled in the order it sent them. Once one
  * of them is parked, every later one from the same peer (same endpoint,
