@@ -10,7 +10,7 @@
  *   noisy neighbour   Level "normal" (1), the broker's sink at
  *                     SCEN_TENANTS_SINK_PER_S. Tenant A (tag "A") has
  *                     SCEN_TENANTS_BACKLOG messages waiting, published with
- *                     WINDOW publishes outstanding; tenant B publishes
+ *                     WINDOW publishes outstanding (5-6 s here); tenant B publishes
  *                     SCEN_TENANTS_B_PER_S a second for SCEN_TENANTS_B_SECONDS
  *                     (confirmed sends, open loop). One consumer thread in
  *                     this process (credit CREDIT, acking each) notes when
@@ -23,8 +23,10 @@
  *                     tags interleaved, no sink limit, drained by one
  *                     consumer thread with credit CREDIT_DRAIN acking each:
  *                     messages per second from the first delivery to the
- *                     last ack, FIFO then fair on one broker (the level is
- *                     empty in between, so it may change), and the ratio.
+ *                     last ack, FIFO then fair, each on a fresh broker,
+ *                     twice, alternating (on a shared machine a single short
+ *                     run swings either way by 2x); the best of each, and
+ *                     their ratio.
  *   RSS per tag       The broker's VmRSS (/proc/PID/status) with
  *                     SCEN_TENANTS_BACKLOG untagged messages waiting in a
  *                     FIFO level, then, on a fresh broker, as many messages
@@ -54,13 +56,14 @@
 #include "sluice.h"
 
 #define LEVEL        1u    /* "normal", of the broker's default levels */
-#define WINDOW       256   /* publishes outstanding when building a backlog */
+#define WINDOW       1000  /* publishes outstanding when building a backlog */
 #define CREDIT       8     /* the noisy-neighbour consumer's credit */
 #define CREDIT_DRAIN 64    /* the dispatch rows' consumer's credit */
 #define B_MAX        (SCEN_TENANTS_B_PER_S * SCEN_TENANTS_B_SECONDS)
 #define TAIL_MS      2000  /* B's last messages may take this long to arrive */
 #define DRAIN_TIMEOUT_S 60
 #define TAG_BYTES    16
+#define ROUNDS       2     /* dispatch: FIFO, fair, FIFO, fair; the best of each */
 
 /* ---- a broker of the row's own ---- */
 
@@ -238,7 +241,7 @@ static int cmp_i64(const void *a, const void *b)
 
 /* noisy runs one noisy-neighbour row: *p99_ms of B's waits, *waiting of
  * B's messages not delivered by the end (counted at their age). */
-static int noisy(bench *b, int fair, double *p99_ms, unsigned *waiting, double *backlog_s)
+static int noisy(bench *b, int fair, double *p50_ms, double *p99_ms, unsigned *waiting, double *backlog_s)
 {
     bench_spawn s = {0};
     sl_client *c = NULL;
@@ -295,6 +298,7 @@ static int noisy(bench *b, int fair, double *p99_ms, unsigned *waiting, double *
     }
     qsort(wait_ns, sent, sizeof wait_ns[0], cmp_i64);
     *p99_ms = sent ? (double)wait_ns[(sent * 99 + 99) / 100 - 1] / BENCH_CORE_NS_PER_MS : 0;
+    *p50_ms = sent ? (double)wait_ns[(sent + 1) / 2 - 1] / BENCH_CORE_NS_PER_MS : 0;
 stop:
     if (broker_stop(&s, &c) != 0)
         rc = -1;
@@ -307,12 +311,12 @@ static int rows_noisy(bench *b)
 {
     char scenario[96];
     for (int fair = 0; fair <= 1; fair++) {
-        double p99_ms = 0, backlog_s = 0;
+        double p50_ms = 0, p99_ms = 0, backlog_s = 0;
         unsigned waiting = 0;
         bench_core_progress("noisy neighbour, %s: tenant A %d waiting, B at %d/s for %d s, sink %d/s",
                             fair ? "fair" : "FIFO", SCEN_TENANTS_BACKLOG, SCEN_TENANTS_B_PER_S,
                             SCEN_TENANTS_B_SECONDS, SCEN_TENANTS_SINK_PER_S);
-        if (noisy(b, fair, &p99_ms, &waiting, &backlog_s) != 0)
+        if (noisy(b, fair, &p50_ms, &p99_ms, &waiting, &backlog_s) != 0)
             return -1;
         bench_core_progress("A's backlog published in %.1f s; %u of B's %d still waiting at the end", backlog_s,
                             waiting, B_MAX);
@@ -324,13 +328,37 @@ static int rows_noisy(bench *b)
                      fair ? "fair" : "FIFO");
         bench_table_add(&b->table, scenario, p99_ms, 1, "ms", fair ? BENCH_TABLE_AT_MOST : BENCH_TABLE_NO_GOAL,
                         TARGET_TENANTS_B_P99_MS);
+        if (fair) {
+            bench_table_add(&b->table, "noisy neighbour, fair: B's publish->deliver p50", p50_ms, 1, "ms",
+                            BENCH_TABLE_NO_GOAL, 0);
+        }
     }
     return 0;
 }
 
 /* ---- 1,000 tags: dispatch ---- */
 
-static int drain_rate(bench_spawn *s, sl_client *c, int fair, double *per_s)
+static int drain_on(bench_spawn *s, sl_client *c, int fair, double *per_s);
+
+/* drain_rate measures one drain on a fresh broker (its own directory,
+ * name-ROUND). Fresh, not the same level switched back: a level switched
+ * fair -> FIFO on a running broker kept its fair-mode cursor in the build
+ * this was written against, and new FIFO messages stayed undelivered. */
+static int drain_rate(bench *b, int round, int fair, double *per_s)
+{
+    bench_spawn sp = {0}, *s = &sp;
+    sl_client *c = NULL;
+    char name[32];
+    snprintf(name, sizeof name, "tags-%s-%d", fair ? "fair" : "fifo", round);
+    if (broker_start(b, name, s, &c) != 0)
+        return -1;
+    int rc = drain_on(s, c, fair, per_s);
+    if (broker_stop(s, &c) != 0)
+        rc = -1;
+    return rc;
+}
+
+static int drain_on(bench_spawn *s, sl_client *c, int fair, double *per_s)
 {
     consumer *k = calloc(1, sizeof *k);
     pthread_t t;
@@ -353,31 +381,34 @@ static int drain_rate(bench_spawn *s, sl_client *c, int fair, double *per_s)
     if (rc == 0 && k->got < n && !bench_core_stopping())
         rc = bench_core_fail("tenants: %" PRIu64 " of %" PRIu64 " delivered in %d s", k->got, n, DRAIN_TIMEOUT_S);
     *per_s = bench_core_per_s(k->got, k->last_ns - k->first_ns);
+    bench_core_progress("%s: %" PRIu64 " of %" PRIu64 " delivered, %.0f msgs/s", fair ? "fair" : "FIFO", k->got, n,
+                        *per_s);
     free(k);
     return rc;
 }
 
 static int rows_dispatch(bench *b)
 {
-    bench_spawn s = {0};
-    sl_client *c = NULL;
     double fifo_per_s = 0, fair_per_s = 0;
     char scenario[96];
     bench_core_progress("end-to-end dispatch, %d tags x %d waiting, FIFO then fair", SCEN_TENANTS_TAGS,
                         SCEN_TENANTS_PER_TAG);
-    if (broker_start(b, "tags", &s, &c) != 0)
-        return -1;
-    int rc = drain_rate(&s, c, 0, &fifo_per_s);
-    if (rc == 0)
-        rc = drain_rate(&s, c, 1, &fair_per_s);
-    if (broker_stop(&s, &c) != 0)
-        rc = -1;
+    int rc = 0;
+    for (int round = 0; round < ROUNDS && rc == 0; round++) { /* alternate; keep the best of each */
+        double fifo = 0, fair = 0;
+        rc = drain_rate(b, round, 0, &fifo);
+        if (rc == 0)
+            rc = drain_rate(b, round, 1, &fair);
+        fifo_per_s = fifo > fifo_per_s ? fifo : fifo_per_s;
+        fair_per_s = fair > fair_per_s ? fair : fair_per_s;
+    }
     if (rc != 0)
         return -1;
-    snprintf(scenario, sizeof scenario, "dispatch, %d tags waiting, level FIFO, credit %d", SCEN_TENANTS_TAGS,
-             CREDIT_DRAIN);
+    snprintf(scenario, sizeof scenario, "dispatch, %d tags waiting, level FIFO, credit %d, best of %d",
+             SCEN_TENANTS_TAGS, CREDIT_DRAIN, ROUNDS);
     bench_table_add(&b->table, scenario, fifo_per_s, 0, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
-    snprintf(scenario, sizeof scenario, "dispatch, %d tags waiting, level fair by tag", SCEN_TENANTS_TAGS);
+    snprintf(scenario, sizeof scenario, "dispatch, %d tags waiting, level fair by tag, best of %d",
+             SCEN_TENANTS_TAGS, ROUNDS);
     bench_table_add(&b->table, scenario, fair_per_s, 0, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
     bench_table_add(&b->table, "dispatch, 1,000 tags: fair / FIFO", fifo_per_s > 0 ? fair_per_s / fifo_per_s : 0,
                     2, "x", BENCH_TABLE_AT_LEAST, TARGET_TENANTS_VS_FIFO);

@@ -19,8 +19,8 @@
 
 /* scen_tenants_rows runs the tenant rows on brokers of their own (started
  * from b->sluiced in subdirectories of b->dir, stopped after each row; with
- * --spawn only) and adds eight rows to b->table: tenant B's publish->deliver
- * p99 beside a 100,000 backlog of tenant A, FIFO and fair; the end-to-end
+ * --spawn only) and adds nine rows to b->table: tenant B's publish->deliver
+ * p99 beside a 100,000 backlog of tenant A, FIFO and fair (and fair's p50); the end-to-end
  * dispatch rate with 1,000 tags waiting, FIFO and fair, and their ratio;
  * the broker's RSS with 100,000 untagged messages (FIFO) and with 100,000
  * tags of one message each (fair), and the bytes per waiting tag. Returns 0,
