@@ -10,7 +10,8 @@
  * the limit, no refusal under it); a limit changed mid-stream keeps what was
  * admitted. The per-key table limits each key alone and gives back a token
  * the global limit refused; end to end, of two tenants only the fast one
- * gets 429s, each naming its scope and key.
+ * gets 429s, each naming its scope and key; and `sluice consume --post`
+ * from a real broker sends each tag in the header the sink keys on.
  *
  * The end-to-end test starts bin/sluice-sink with th_sink_start (th_bin, so
  * $SLUICE_BIN picks the build) on 127.0.0.1 port 0 with --ready-fd, in a
@@ -583,6 +584,59 @@ static void per_key_limits_refuse_only_the_busy_key(void **state)
     th_rmrf(dir);
 }
 
+/* `sluice consume --post` sends each message's tag as X-Sluice-Tag (a space
+ * percent-encoded), so a sink keyed on that header sees the tenants. */
+static void consume_post_sends_the_tag_the_sink_keys_on(void **state)
+{
+    (void)state;
+    th_broker b;
+    th_sink p;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    assert_int_equal(th_broker_start(&b), 0);
+    const char *extra[] = {"--rate", "1000", "--burst", "100", "--key-header", "X-Sluice-Tag", "--key-rate",
+                           "1000", "--key-burst", "100", NULL};
+    assert_int_equal(th_sink_start(&p, b.dir, extra), 0);
+    static const struct {
+        const char *body, *tag, *key;
+    } msgs[] = {{"acme-1", "acme", "acme"}, {"acme-2", "acme", "acme"}, {"tenant-1", "ten ant", "ten%20ant"},
+                {"none-1", NULL, "-"}};
+    enum { N = sizeof msgs / sizeof msgs[0] };
+    sl_client *c = NULL;
+    assert_int_equal(sl_connect(b.endpoint, NULL, &c), SL_OK);
+    for (int i = 0; i < N; i++) {
+        const sl_put put = {.body = msgs[i].body, .body_len = strlen(msgs[i].body), .level = SL_LEVEL_DEFAULT,
+                            .tag = msgs[i].tag};
+        assert_int_equal(sl_send(c, &put, NULL), SL_OK);
+    }
+    sl_close(&c);
+    char n[8];
+    snprintf(n, sizeof n, "%d", (int)N);
+    const char *argv[] = {th_bin("sluice"), "-b", b.endpoint, "consume", "--post", p.url, "-n", n, NULL};
+    static char out[1 << 14];
+    assert_int_equal(th_run(argv, NULL, out, sizeof out), 0);
+    assert_int_equal(th_sink_stop(&p), 0);
+
+    th_read_file(p.log, text, sizeof text);
+    int matched = 0, lines = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && lines < 100; line = strtok_r(NULL, "\n", &save)) {
+        char key[32], body[32];
+        unsigned status;
+        lines++;
+        assert_int_equal(sscanf(line, "%*u %u %31s %31s", &status, key, body), 3);
+        assert_int_equal(status, 200);
+        for (int i = 0; i < N; i++)
+            if (strcmp(body, msgs[i].body) == 0) {
+                assert_string_equal(key, msgs[i].key);
+                matched++;
+            }
+    }
+    assert_int_equal(lines, N);
+    assert_int_equal(matched, N);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
 static void control_port_and_fixed_retry_after(void **state)
 {
     (void)state;
@@ -662,6 +716,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(sink_throttles_logs_and_follows_limit_changes, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(control_port_and_fixed_retry_after, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(per_key_limits_refuse_only_the_busy_key, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(consume_post_sends_the_tag_the_sink_keys_on, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(injected_429s_come_on_demand, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(bad_options_exit_2_and_help_teaches_every_option, th_timeout_arm, th_timeout_disarm),
     };
