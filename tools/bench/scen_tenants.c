@@ -157,12 +157,12 @@ typedef struct consumer {
     sl_client *c;
     atomic_bool stop;
     uint64_t want;              /* stop after this many (0: until told) */
-    uint64_t got;
+    atomic_uint_fast64_t got;   /* read by the main thread while it runs */
     int64_t first_ns, last_ns;  /* the first delivery, the last ack */
     uint64_t b_id[B_MAX];       /* B's deliveries: id and arrival */
     int64_t b_got_ns[B_MAX];
     atomic_uint b_n;
-    int failed;
+    atomic_int failed;
 } consumer;
 
 static void *consume(void *arg)
@@ -185,7 +185,7 @@ static void *consume(void *arg)
             return NULL;
         }
         idle_since_ns = now_ns;
-        if (!k->got++)
+        if (atomic_fetch_add(&k->got, 1) == 0)
             k->first_ns = now_ns;
         unsigned n = atomic_load(&k->b_n);
         if (strcmp(d->tag, "B") == 0 && n < B_MAX) {
@@ -375,13 +375,15 @@ static int drain_on(bench_spawn *s, sl_client *c, int fair, double *per_s)
         return -1;
     }
     int64_t end_ns = bench_core_now_ns() + DRAIN_TIMEOUT_S * BENCH_CORE_NS_PER_S;
-    while (!k->failed && k->got < n && !bench_core_stopping() && bench_core_now_ns() < end_ns)
+    while (!atomic_load(&k->failed) && atomic_load(&k->got) < n && !bench_core_stopping() &&
+           bench_core_now_ns() < end_ns)
         usleep(10000); /* the consumer ends by itself at n; this wait is its bound */
     rc = consumer_join(k, t);
-    if (rc == 0 && k->got < n && !bench_core_stopping())
-        rc = bench_core_fail("tenants: %" PRIu64 " of %" PRIu64 " delivered in %d s", k->got, n, DRAIN_TIMEOUT_S);
-    *per_s = bench_core_per_s(k->got, k->last_ns - k->first_ns);
-    bench_core_progress("%s: %" PRIu64 " of %" PRIu64 " delivered, %.0f msgs/s", fair ? "fair" : "FIFO", k->got, n,
+    uint64_t got = atomic_load(&k->got);
+    if (rc == 0 && got < n && !bench_core_stopping())
+        rc = bench_core_fail("tenants: %" PRIu64 " of %" PRIu64 " delivered in %d s", got, n, DRAIN_TIMEOUT_S);
+    *per_s = bench_core_per_s(got, k->last_ns - k->first_ns);
+    bench_core_progress("%s: %" PRIu64 " of %" PRIu64 " delivered, %.0f msgs/s", fair ? "fair" : "FIFO", got, n,
                         *per_s);
     free(k);
     return rc;

@@ -6,8 +6,9 @@
  * itself is sink_limit_take's.
  *
  * Routes. A request whose path starts with "/_" is a control request:
- * GET /_limit, PUT /_limit?rate=R&burst=B&mode=M&inject=N (each argument
- * optional, at least one given; inject=N answers the next N service
+ * GET /_limit, PUT /_limit?rate=R&burst=B&mode=M&inject=N&key_rate=R&key_burst=B
+ * (each argument optional, at least one given; the key ones only on a keyed
+ * sink; inject=N answers the next N service
  * requests 429 whatever the limiter says, without taking its tokens: one
  * push-back on demand, for the bench) and GET /_stats; other "/_" paths are 404, other
  * methods on them 405. Every other path is the service: a POST is one
@@ -24,10 +25,12 @@
  * completion callback, which also runs for requests the client abandons.
  *
  * Locking. The daemons' threads and the main loop share one mutex; it
- * covers the limiter, the counters, the per-second ring and the log FILE.
- * The clock is read under the lock, so the times the limiter sees never go
- * backwards between threads. Work under the lock is one limiter step and
- * one buffered log line (at most ~1.1 KB), plus the flush in tick.
+ * covers the limiters (global and per key), the counters, the per-second
+ * ring and the log. The clock is read under the lock, so the times the
+ * limiters see never go backwards between threads. Work under the lock is
+ * two limiter steps (a hash lookup for the key) and one buffered log line
+ * (at most ~1.6 KB), plus the flush in tick (and, when the key table is
+ * full, one O(keys) sweep of idle keys).
  *
  * Counting (sink_count.c): each limited request in the second it was
  * decided in; the main loop prints finished seconds at every tick.
@@ -197,7 +200,7 @@ static int decide(sink_http *s, const req *q, uint64_t now_ns, const char **scop
 }
 
 /* serve_bad_key answers a key too long (400) or one the table cannot hold
- * (503), logs it and says so on stderr the first time. */
+ * (503), logs it, and says so on stderr the first time. */
 static enum MHD_Result serve_bad_key(sink_http *s, struct MHD_Connection *c, const req *q, int full)
 {
     unsigned status = full ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_BAD_REQUEST;
