@@ -8,7 +8,10 @@
  * edge); the sliding window is checked against a brute-force count of every
  * trailing second over seeded random arrivals, both ways (no admission over
  * the limit, no refusal under it); a limit changed mid-stream keeps what was
- * admitted.
+ * admitted. The per-key table limits each key alone and gives back a token
+ * the global limit refused; end to end, of two tenants only the fast one
+ * gets 429s, each naming its scope and key; and `sluice consume --post`
+ * from a real broker sends each tag in the header the sink keys on.
  *
  * The end-to-end test starts bin/sluice-sink with th_sink_start (th_bin, so
  * $SLUICE_BIN picks the build) on 127.0.0.1 port 0 with --ready-fd, in a
@@ -35,6 +38,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sink_keys.h"
 #include "sink_limit.h"
 #include "harness.h"
 #include "sluice_errors.h"
@@ -218,10 +222,54 @@ static void limits_out_of_range_are_refused_and_names_round_trip(void **state)
 
 /* ---- the real program ---- */
 
+/* Two keys on one table: the one sent too fast is refused, the other is
+ * not; a token given back is there again; the path rule and the escape. */
+static void keys_limit_each_key_alone(void **state)
+{
+    (void)state;
+    sink_keys t;
+    assert_int_equal(sink_keys_init(&t, 0, 1), SL_EINVAL);
+    sink_keys_fini(&t);
+    assert_int_equal(sink_keys_init(&t, 10, 2), SL_OK); /* 10/s per key, burst 2 */
+    uint64_t wait_ns = 0;
+    unsigned a_ok = 0, b_ok = 0;
+    for (uint64_t t_ns = 0; t_ns < S; t_ns += 10 * MS) /* a: 100/s for 1 s */
+        a_ok += sink_keys_take(&t, "a", 1, t_ns, &wait_ns) == SINK_KEYS_ADMITTED;
+    for (uint64_t t_ns = 0; t_ns < S; t_ns += 200 * MS) /* b: 5/s */
+        assert_int_equal(sink_keys_take(&t, "b", 1, t_ns, NULL), SINK_KEYS_ADMITTED), b_ok++;
+    assert_int_equal(a_ok, 2 + 9);  /* the burst, then one per 100 ms */
+    assert_int_equal(b_ok, 5);
+    assert_int_equal(t.count, 2);
+    assert_int_equal(sink_keys_take(&t, "a", 1, S, &wait_ns), SINK_KEYS_ADMITTED);
+    assert_int_equal(sink_keys_take(&t, "a", 1, S, &wait_ns), SINK_KEYS_REFUSED);
+    assert_true(wait_ns > 0 && wait_ns <= 100 * MS);
+    sink_keys_give_back(&t, "a", 1);                   /* the global limit refused it */
+    assert_int_equal(sink_keys_take(&t, "a", 1, S, NULL), SINK_KEYS_ADMITTED);
+    /* a raised limit applies to every key at once */
+    assert_int_equal(sink_keys_set(&t, 1000, 5, S), SL_OK);
+    assert_int_equal(sink_keys_take(&t, "a", 1, S + 20 * MS, NULL), SINK_KEYS_ADMITTED);
+    sink_keys_fini(&t);
+
+    const char *key;
+    size_t n = sink_keys_from_path("/orders/acme/", &key);
+    assert_int_equal(n, 4);
+    assert_memory_equal(key, "acme", 4);
+    assert_int_equal(sink_keys_from_path("/", &key), 0);
+    char text[SINK_KEYS_TEXT_BYTES];
+    sink_keys_escape("a b\\", 4, text);
+    assert_string_equal(text, "a\\x20b\\\\");
+    sink_keys_escape("", 0, text);
+    assert_string_equal(text, "-");
+    sink_keys_escape("-", 1, text);
+    assert_string_equal(text, "\\x2d");
+}
+
 typedef struct response {
     int status;
     char retry_after[32];  /* "" when absent */
     char allow[32];        /* "" when absent */
+    char scope[32];        /* X-Limit-Scope; "" when absent */
+    char key[64];          /* X-Limit-Key; "" when absent */
     char body[1024];
 } response;
 
@@ -240,9 +288,11 @@ static int write_all(int fd, const char *buf, size_t len, uint64_t end_ms)
     return off == len ? 0 : -1;
 }
 
-/* http sends one request on a fresh connection and reads the whole reply
- * (the server closes the connection: we ask it to). */
-static response http(uint16_t port, const char *method, const char *path, const char *body, size_t body_len)
+/* http_with sends one request with the extra header lines `headers` (each
+ * ending in CRLF; "" for none) on a fresh connection and reads the whole
+ * reply (the server closes the connection: we ask it to). */
+static response http_with(uint16_t port, const char *method, const char *path, const char *headers,
+                          const char *body, size_t body_len)
 {
     response r = {.status = -1};
     static char buf[1 << 16];
@@ -253,8 +303,8 @@ static response http(uint16_t port, const char *method, const char *path, const 
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     int head = snprintf(buf, sizeof buf,
-                        "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
-                        method, path, body_len);
+                        "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
+                        method, path, headers, body_len);
     assert_true(head > 0 && (size_t)head + body_len < sizeof buf);
     memcpy(buf + head, body, body_len);
     assert_int_equal(write_all(fd, buf, (size_t)head + body_len, end_ms), 0);
@@ -283,8 +333,19 @@ static response http(uint16_t port, const char *method, const char *path, const 
     const char *allow = strcasestr(buf, "\r\nAllow: ");
     if (allow)
         sscanf(allow + strlen("\r\nAllow: "), "%31[A-Z, ]", r.allow);
+    const char *scope = strcasestr(buf, "\r\nX-Limit-Scope: ");
+    if (scope)
+        sscanf(scope + strlen("\r\nX-Limit-Scope: "), "%31[a-z]", r.scope);
+    const char *key = strcasestr(buf, "\r\nX-Limit-Key: ");
+    if (key)
+        sscanf(key + strlen("\r\nX-Limit-Key: "), "%63[^\r]", r.key);
     snprintf(r.body, sizeof r.body, "%s", end + 4);
     return r;
+}
+
+static response http(uint16_t port, const char *method, const char *path, const char *body, size_t body_len)
+{
+    return http_with(port, method, path, "", body, body_len);
 }
 
 static response post(uint16_t port, const char *body, size_t body_len)
@@ -435,6 +496,147 @@ static void sink_throttles_logs_and_follows_limit_changes(void **state)
     th_rmrf(dir);
 }
 
+/* A sink keyed on X-Tenant: the tenant sending too fast gets 429s naming
+ * the key scope and the key, the other none; the log records each key; a
+ * global refusal says so; keys come from the path with --key-path. */
+static void per_key_limits_refuse_only_the_busy_key(void **state)
+{
+    (void)state;
+    th_sink p;
+    char dir[] = "/tmp/sluice-sink-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *extra[] = {"--rate", "1000", "--burst", "1000", "--key-header", "X-Tenant", "--key-rate", "1",
+                           "--key-burst", "3", NULL};
+    assert_int_equal(th_sink_start(&p, dir, extra), 0);
+    int a_refused = 0, b_refused = 0;
+    for (int i = 0; i < 10; i++) {
+        response r = http_with(p.port, "POST", "/orders", "X-Tenant: noisy\r\n", "a", 1);
+        if (r.status == 429) {
+            a_refused++;
+            assert_string_equal(r.scope, "key");
+            assert_string_equal(r.key, "noisy");
+            assert_string_equal(r.retry_after, "1");
+        } else {
+            assert_int_equal(r.status, 200);
+        }
+        if (i % 4 == 0) /* quiet: 3 requests, within its burst of 3 */
+            b_refused += http_with(p.port, "POST", "/orders", "X-Tenant: quiet\r\n", "b", 1).status != 200;
+    }
+    /* 10 at once against a burst of 3 at 1/s: 3 pass (4 or 5 on a machine
+     * so loaded that the loop took over a second) */
+    assert_true(a_refused >= 5 && a_refused <= 7);
+    assert_int_equal(b_refused, 0);
+    assert_int_equal(post(p.port, "none", 4).status, 200); /* no key: the global limit alone */
+    response r = http(p.port, "GET", "/_limit", "", 0);
+    assert_string_equal(r.body, "{\"rate\":1000,\"burst\":1000,\"mode\":\"gcra\",\"key_rate\":1,\"key_burst\":3,"
+                                "\"key_from\":\"header\"}\n");
+    r = http(p.port, "GET", "/_stats", "", 0);
+    char want[160];
+    snprintf(want, sizeof want, "{\"ok\":%d,\"throttled\":%d,\"total\":14,\"key_throttled\":%d,\"keys\":2,"
+             "\"bad_keys\":0}\n", 14 - a_refused, a_refused, a_refused);
+    assert_string_equal(r.body, want);
+    /* the global limit refuses: scope global, and the key keeps its token */
+    assert_int_equal(http(p.port, "PUT", "/_limit?rate=1&burst=1", "", 0).status, 200);
+    post(p.port, "x", 1); /* takes the one global token, if the old debt left it */
+    assert_int_equal(http(p.port, "PUT", "/_limit?key_rate=1&key_burst=1", "", 0).status, 200);
+    r = http_with(p.port, "POST", "/orders", "X-Tenant: fresh\r\n", "c", 1);
+    assert_int_equal(r.status, 429);
+    assert_string_equal(r.scope, "global");
+    assert_string_equal(r.key, "");
+    assert_int_equal(http(p.port, "PUT", "/_limit?rate=1000&burst=1000", "", 0).status, 200);
+    assert_int_equal(http_with(p.port, "POST", "/orders", "X-Tenant: fresh\r\n", "d", 1).status, 200);
+    r = http_with(p.port, "POST", "/orders", "X-Tenant: fresh\r\n", "e", 1);
+    assert_int_equal(r.status, 429);
+    assert_string_equal(r.scope, "key");
+    assert_string_equal(r.key, "fresh");
+    assert_int_equal(th_sink_stop(&p), 0);
+
+    /* the log names each request's key, "-" for none */
+    th_read_file(p.log, text, sizeof text);
+    unsigned noisy = 0, quiet = 0, none = 0, lines = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && lines < 100; line = strtok_r(NULL, "\n", &save)) {
+        char key[32], body[32];
+        unsigned status;
+        lines++;
+        assert_int_equal(sscanf(line, "%*u %u %31s %31s", &status, key, body), 3);
+        noisy += strcmp(key, "noisy") == 0 && strcmp(body, "a") == 0;
+        quiet += strcmp(key, "quiet") == 0 && status == 200;
+        none += strcmp(key, "-") == 0 && strcmp(body, "none") == 0;
+    }
+    assert_int_equal(lines, 18);
+    assert_int_equal(noisy, 10);
+    assert_int_equal(quiet, 3);
+    assert_int_equal(none, 1);
+
+    /* --key-path: the last path segment is the key; a key too long is a 400 */
+    const char *by_path[] = {"--rate", "1000", "--burst", "1000", "--key-path", "--key-rate", "1", NULL};
+    assert_int_equal(th_sink_start(&p, dir, by_path), 0);
+    assert_int_equal(http(p.port, "POST", "/orders/acme", "x", 1).status, 200);
+    r = http(p.port, "POST", "/orders/acme/", "x", 1);
+    assert_int_equal(r.status, 429);
+    assert_string_equal(r.key, "acme");
+    assert_int_equal(http(p.port, "POST", "/orders/globex", "x", 1).status, 200);
+    static char long_path[300];
+    snprintf(long_path, sizeof long_path, "/orders/%0200d", 7);
+    assert_int_equal(http(p.port, "POST", long_path, "x", 1).status, 400);
+    assert_int_equal(th_sink_stop(&p), 0);
+    th_rmrf(dir);
+}
+
+/* `sluice consume --post` sends each message's tag as X-Sluice-Tag (a space
+ * percent-encoded), so a sink keyed on that header sees the tenants. */
+static void consume_post_sends_the_tag_the_sink_keys_on(void **state)
+{
+    (void)state;
+    th_broker b;
+    th_sink p;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    assert_int_equal(th_broker_start(&b), 0);
+    const char *extra[] = {"--rate", "1000", "--burst", "100", "--key-header", "X-Sluice-Tag", "--key-rate",
+                           "1000", "--key-burst", "100", NULL};
+    assert_int_equal(th_sink_start(&p, b.dir, extra), 0);
+    static const struct {
+        const char *body, *tag, *key;
+    } msgs[] = {{"acme-1", "acme", "acme"}, {"acme-2", "acme", "acme"}, {"tenant-1", "ten ant", "ten%20ant"},
+                {"none-1", NULL, "-"}};
+    enum { N = sizeof msgs / sizeof msgs[0] };
+    sl_client *c = NULL;
+    assert_int_equal(sl_connect(b.endpoint, NULL, &c), SL_OK);
+    for (int i = 0; i < N; i++) {
+        const sl_put put = {.body = msgs[i].body, .body_len = strlen(msgs[i].body), .level = SL_LEVEL_DEFAULT,
+                            .tag = msgs[i].tag};
+        assert_int_equal(sl_send(c, &put, NULL), SL_OK);
+    }
+    sl_close(&c);
+    char n[8];
+    snprintf(n, sizeof n, "%d", (int)N);
+    const char *argv[] = {th_bin("sluice"), "-b", b.endpoint, "consume", "--post", p.url, "-n", n, NULL};
+    static char out[1 << 14];
+    assert_int_equal(th_run(argv, NULL, out, sizeof out), 0);
+    assert_int_equal(th_sink_stop(&p), 0);
+
+    th_read_file(p.log, text, sizeof text);
+    int matched = 0, lines = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && lines < 100; line = strtok_r(NULL, "\n", &save)) {
+        char key[32], body[32];
+        unsigned status;
+        lines++;
+        assert_int_equal(sscanf(line, "%*u %u %31s %31s", &status, key, body), 3);
+        assert_int_equal(status, 200);
+        for (int i = 0; i < N; i++)
+            if (strcmp(body, msgs[i].body) == 0) {
+                assert_string_equal(key, msgs[i].key);
+                matched++;
+            }
+    }
+    assert_int_equal(lines, N);
+    assert_int_equal(matched, N);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
 static void control_port_and_fixed_retry_after(void **state)
 {
     (void)state;
@@ -480,7 +682,8 @@ static void bad_options_exit_2_and_help_teaches_every_option(void **state)
     const char *help[] = {th_bin("sluice-sink"), "--help", NULL};
     assert_int_equal(th_run(help, NULL, out, sizeof out), 0);
     static const char *const opts[] = {"--listen", "--rate", "--burst", "--mode", "--log", "--retry-after",
-                                       "--control-port", "--ready-fd", "gcra", "fixed-window",
+                                       "--control-port", "--ready-fd", "--key-header", "--key-path",
+                                       "--key-rate", "--key-burst", "X-Limit-Scope", "gcra", "fixed-window",
                                        "sliding-window", "/_limit", "/_stats", "SIGTERM", "SIGHUP"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         assert_non_null(strstr(out, opts[i]));
@@ -490,6 +693,13 @@ static void bad_options_exit_2_and_help_teaches_every_option(void **state)
     assert_int_equal(th_run(remote, NULL, out, sizeof out), 2);
     const char *bad_mode[] = {th_bin("sluice-sink"), "-l", "127.0.0.1:0", "-r", "1", "-m", "leaky", NULL};
     assert_int_equal(th_run(bad_mode, NULL, out, sizeof out), 2);
+    const char *key_no_rate[] = {th_bin("sluice-sink"), "-l", "127.0.0.1:0", "-r", "1", "--key-path", NULL};
+    assert_int_equal(th_run(key_no_rate, NULL, out, sizeof out), 2);
+    const char *rate_no_key[] = {th_bin("sluice-sink"), "-l", "127.0.0.1:0", "-r", "1", "--key-rate", "5", NULL};
+    assert_int_equal(th_run(rate_no_key, NULL, out, sizeof out), 2);
+    const char *bad_header[] = {th_bin("sluice-sink"), "-l", "127.0.0.1:0", "-r", "1", "--key-header", "X:Y",
+                                "--key-rate", "5", NULL};
+    assert_int_equal(th_run(bad_header, NULL, out, sizeof out), 2);
 }
 
 int main(void)
@@ -502,8 +712,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(sliding_window_never_exceeds_rate_in_any_trailing_second, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(rate_change_mid_stream_keeps_what_was_admitted, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(limits_out_of_range_are_refused_and_names_round_trip, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(keys_limit_each_key_alone, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(sink_throttles_logs_and_follows_limit_changes, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(control_port_and_fixed_retry_after, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(per_key_limits_refuse_only_the_busy_key, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(consume_post_sends_the_tag_the_sink_keys_on, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(injected_429s_come_on_demand, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(bad_options_exit_2_and_help_teaches_every_option, th_timeout_arm, th_timeout_disarm),
     };

@@ -49,6 +49,10 @@ static void usage(FILE *f)
 "                      1,000,000 messages, with deadlines and aging; no broker.\n"
 "  fair pick           deficit round robin inside one level over 100,000 waiting\n"
 "                      tags (broker/drr.c), one pick in 16 held by its tag's limit.\n"
+"  tenants             with --spawn, brokers of their own: tenant B's p99 wait\n"
+"                      beside tenant A's 100,000 backlog at a 1,000/s sink, FIFO\n"
+"                      and fair by tag; dispatch with 1,000 tags waiting, FIFO\n"
+"                      and fair; broker RSS per waiting tag (100,000 tags).\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "  raw: one flush      a 100-byte append and fdatasync; the 1 x 1 enqueue row is\n"
@@ -70,6 +74,7 @@ static void usage(FILE *f)
 "                      pools pool-0..7 and starve, and change the lowest level's\n"
 "                      deadline while they run (it is put back).\n"
 "  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
+"      --tenants       with --spawn: run only the tenant rows (about 40 s)\n"
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
@@ -81,6 +86,7 @@ static void usage(FILE *f)
 "Examples:\n"
 "  sluice-bench --spawn bin/sluiced\n"
 "  sluice-bench --spawn bin/sluiced --quick\n"
+"  sluice-bench --spawn bin/sluiced --tenants\n"
 "  sluice-bench -b tcp://127.0.0.1:7470 --seconds 10\n"
 "\n"
 "Load scenarios (a broker, a throttled sink and consumers, end to end, with a\n"
@@ -93,7 +99,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -101,6 +107,7 @@ static const struct option options[] = {
     {"broker", required_argument, NULL, 'b'},
     {"seconds", required_argument, NULL, 's'},
     {"quick", no_argument, NULL, 'q'},
+    {"tenants", no_argument, NULL, OPT_TENANTS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -120,6 +127,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_SLOWDISK:
             b->slowdisk = optarg;
+            break;
+        case OPT_TENANTS:
+            b->tenants_only = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -152,6 +162,10 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
     }
     if (b->slowdisk && !*spawn) {
         fprintf(stderr, "sluice-bench: --slowdisk needs --spawn (it preloads the shim into the broker)\n");
+        exit(2);
+    }
+    if (b->tenants_only && !*spawn) {
+        fprintf(stderr, "sluice-bench: --tenants needs --spawn (its rows start brokers of their own)\n");
         exit(2);
     }
     if (*spawn && b->endpoint) {

@@ -25,6 +25,10 @@
  * deliveries wait for their connections while the next ones do not, and
  * arrive together.
  *
+ * The tag. A tagged message's POST carries "X-Sluice-Tag: TAG" (httpc
+ * percent-encodes bytes a header cannot hold), so the service can limit or
+ * route per tenant (sluice-sink --key-header X-Sluice-Tag).
+ *
  * Costs: one pacer lock and at most one sleep per message; one HEAD per
  * worker at start.
  */
@@ -41,7 +45,7 @@ int cli_post_outcome(cli_post *p, const char *cmd, bool verbose, const sl_delive
 {
     httpc_result r;
     sl_pacer_wait(p->pacer, d->cost);
-    if (httpc_send(p->http, d->body, d->body_len, &r) != SL_OK) {
+    if (httpc_send_tagged(p->http, d->tag, d->body, d->body_len, &r) != SL_OK) {
         cli_text_say(cmd, "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
         return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }

@@ -69,6 +69,16 @@ int httpc_new(const char *url, const char *const *headers, size_t nheaders, long
  * SL_ENOMEM when no handle could be made. */
 int httpc_send(httpc *p, const void *body, size_t body_len, httpc_result *out);
 
+/* httpc_send_tagged is httpc_send with the header "X-Sluice-Tag: TAG"
+ * added to this one request when tag is neither NULL nor empty: the tag's
+ * bytes as they are, except bytes outside 0x21..0x7e and '%', which are
+ * percent-encoded (%XX, upper-case hex), cut at HTTPC_TAG_BYTES. Same
+ * threads and returns as httpc_send. */
+#define HTTPC_TAG_HEADER "X-Sluice-Tag"
+#define HTTPC_TAG_BYTES 255
+#define HTTPC_TAG_LINE_BYTES (sizeof HTTPC_TAG_HEADER + 2 + 3 * HTTPC_TAG_BYTES + 1)
+int httpc_send_tagged(httpc *p, const char *tag, const void *body, size_t body_len, httpc_result *out);
+
 /* httpc_warm opens (or checks) the calling thread's connection before any
  * message is at stake: a HEAD request to p's URL on that thread's handle,
  * whatever its answer (a 405 still leaves the connection open for the

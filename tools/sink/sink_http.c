@@ -6,8 +6,9 @@
  * itself is sink_limit_take's.
  *
  * Routes. A request whose path starts with "/_" is a control request:
- * GET /_limit, PUT /_limit?rate=R&burst=B&mode=M&inject=N (each argument
- * optional, at least one given; inject=N answers the next N service
+ * GET /_limit, PUT /_limit?rate=R&burst=B&mode=M&inject=N&key_rate=R&key_burst=B
+ * (each argument optional, at least one given; the key ones only on a keyed
+ * sink; inject=N answers the next N service
  * requests 429 whatever the limiter says, without taking its tokens: one
  * push-back on demand, for the bench) and GET /_stats; other "/_" paths are 404, other
  * methods on them 405. Every other path is the service: a POST is one
@@ -24,24 +25,27 @@
  * completion callback, which also runs for requests the client abandons.
  *
  * Locking. The daemons' threads and the main loop share one mutex; it
- * covers the limiter, the counters, the per-second ring and the log FILE.
- * The clock is read under the lock, so the times the limiter sees never go
- * backwards between threads. Work under the lock is one limiter step and
- * one buffered log line (at most ~1.1 KB), plus the flush in tick.
+ * covers the limiters (global and per key), the counters, the per-second
+ * ring and the log. The clock is read under the lock, so the times the
+ * limiters see never go backwards between threads. Work under the lock is
+ * two limiter steps (a hash lookup for the key) and one buffered log line
+ * (at most ~1.6 KB), plus the flush in tick (and, when the key table is
+ * full, one O(keys) sweep of idle keys).
  *
- * Counting. Each limited request is counted in the slot of the second (since
- * open) it was decided in; the ring keeps SECONDS_KEPT seconds and the main
- * loop prints finished ones at every tick (every SINK_HTTP_FLUSH_NS), so a
- * second is lost only if the main loop stalls for longer than the ring.
- * The line for second N (counting from 1) is "t=Ns ok=.. throttled=..
- * total=..", covering (N-1 s, N s] after open.
+ * Counting (sink_count.c): each limited request in the second it was
+ * decided in; the main loop prints finished seconds at every tick.
  *
- * Log format, one line per limited request: "<CLOCK_MONOTONIC ns> <status>
- * <body>", the body cut at SINK_HTTP_LOG_BODY_BYTES bytes, with "\n" for a
- * newline, "\\" for a backslash and "\xNN" (lower-case hex) for any other
- * byte outside 0x20..0x7e. Change this format, update test_sink.c and the
- * --help text. Writes are buffered and flushed at every tick and at close;
- * a failed write is reported once and the sink keeps serving.
+ * Per-key limits. With a key source (a header, or the last segment of the
+ * path) every limited request's key is found when its headers arrive, and
+ * the request must pass its key's limiter (sink_keys.c) and then the global
+ * one; a refusal by the global one gives the key its token back. Each 429
+ * names its scope in X-Limit-Scope: "key" (with X-Limit-Key, the key
+ * escaped as in the log), "global" or "injected"; a request without a key
+ * passes the global limit alone; a key over SINK_KEYS_KEY_BYTES is a 400,
+ * and a new key when SINK_KEYS_MAX busy keys are held a 503.
+ *
+ * The request log (one line per limited request, its format in sink_log.c)
+ * is written under the lock and flushed at every tick and at close.
  */
 #include "sink_http.h"
 
@@ -55,18 +59,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "sink_count.h"
 #include "sluice_errors.h"
 
-#define SECONDS_KEPT 8
-#define LOG_BUFFER_BYTES (1 << 16)
 #define CONNECTION_LIMIT 1000
 #define CONNECTION_TIMEOUT_S 60
-#define LINE_BYTES (32 + 4 * SINK_HTTP_LOG_BODY_BYTES)
-
-typedef struct second {
-    uint64_t index;     /* which second since open this slot holds */
-    uint64_t ok, throttled;
-} second;
 
 typedef struct endpoint {
     sink_http *s;
@@ -80,6 +77,9 @@ enum req_kind { REQ_LIMITED, REQ_LIMIT_GET, REQ_LIMIT_PUT, REQ_STATS, REQ_NOT_FO
 typedef struct req {
     enum req_kind kind;
     const char *allow;   /* the methods the path takes, for a 405 */
+    int has_key;         /* keyed sink: the request named a key */
+    size_t key_len;      /* > SINK_KEYS_KEY_BYTES: too long (a 400) */
+    char key[SINK_KEYS_KEY_BYTES];
     size_t kept_bytes;
     unsigned char body[SINK_HTTP_LOG_BODY_BYTES];
 } req;
@@ -89,13 +89,12 @@ struct sink_http {
     sink_limit limit;
     int retry_after_s;
     uint32_t inject;                /* service requests still to answer 429 on demand */
-    uint64_t start_ns;
-    uint64_t ok, throttled;         /* since open */
-    second seconds[SECONDS_KEPT];
-    uint64_t next_print;            /* first second not printed yet; main loop only */
-    FILE *log;
-    char *log_buf;
-    int log_failed;
+    sink_keys_source key_source;
+    char key_header[128];
+    sink_keys keys;                 /* when key_source is not SINK_KEYS_NONE */
+    uint64_t key_refused, bad_keys; /* 429s of scope key; 400s and 503s of keys */
+    sink_count count;
+    sink_log log;
     FILE *counts;
     endpoint ends[2];               /* [1] used only with a control port */
 };
@@ -128,93 +127,119 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     return ok;
 }
 
+/* reply_429 queues a 429 with its Retry-After and, when scope is not NULL,
+ * X-Limit-Scope and (when key_text is not NULL) X-Limit-Key. */
+static enum MHD_Result reply_429(struct MHD_Connection *c, const char *retry, const char *scope,
+                                 const char *key_text)
+{
+    static const char text[] = "throttled\n";
+    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof text - 1, (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    if (ok == MHD_YES)
+        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+    if (ok == MHD_YES && scope)
+        ok = MHD_add_response_header(r, "X-Limit-Scope", scope);
+    if (ok == MHD_YES && key_text)
+        ok = MHD_add_response_header(r, "X-Limit-Key", key_text);
+    if (ok == MHD_YES)
+        ok = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, const char *json)
 {
     return reply(c, status, "application/json", json, NULL);
 }
 
-/* limit_json writes the current limit; call under the lock. */
+/* limit_json writes the current limit (with the per-key one when keyed);
+ * call under the lock. */
 static void limit_json(const sink_http *s, char *out, size_t out_len)
 {
-    snprintf(out, out_len, "{\"rate\":%" PRIu32 ",\"burst\":%" PRIu32 ",\"mode\":\"%s\"}\n",
-             s->limit.rate_per_s, s->limit.burst, sink_limit_mode_name(s->limit.mode));
-}
-
-/* ---- the request log ---- */
-
-static size_t escape(const unsigned char *in, size_t in_len, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t n = 0;
-    for (size_t i = 0; i < in_len; i++) {
-        unsigned char ch = in[i];
-        if (ch == '\n') {
-            out[n++] = '\\';
-            out[n++] = 'n';
-        } else if (ch == '\\') {
-            out[n++] = '\\';
-            out[n++] = '\\';
-        } else if (ch >= 0x20 && ch <= 0x7e) {
-            out[n++] = (char)ch;
-        } else {
-            out[n++] = '\\';
-            out[n++] = 'x';
-            out[n++] = hex[ch >> 4];
-            out[n++] = hex[ch & 15];
-        }
-    }
-    return n;
-}
-
-/* log_request writes one line; call under the lock. */
-static void log_request(sink_http *s, uint64_t now_ns, unsigned status, const req *q)
-{
-    char line[LINE_BYTES];
-    if (!s->log || s->log_failed)
-        return;
-    int head = snprintf(line, sizeof line, "%" PRIu64 " %u ", now_ns, status);
-    size_t n = (size_t)head + escape(q->body, q->kept_bytes, line + head);
-    line[n++] = '\n';
-    if (fwrite(line, 1, n, s->log) != n) {
-        fprintf(stderr, "sluice-sink: cannot write the log: %s; logging stops\n", strerror(errno));
-        s->log_failed = 1;
-    }
+    int n = snprintf(out, out_len, "{\"rate\":%" PRIu32 ",\"burst\":%" PRIu32 ",\"mode\":\"%s\"",
+                     s->limit.rate_per_s, s->limit.burst, sink_limit_mode_name(s->limit.mode));
+    if (s->key_source != SINK_KEYS_NONE && n > 0 && (size_t)n < out_len)
+        n += snprintf(out + n, out_len - (size_t)n, ",\"key_rate\":%" PRIu32 ",\"key_burst\":%" PRIu32
+                      ",\"key_from\":\"%s\"", s->keys.rate_per_s, s->keys.burst,
+                      sink_keys_source_name(s->key_source));
+    if (n > 0 && (size_t)n < out_len)
+        snprintf(out + n, out_len - (size_t)n, "}\n");
 }
 
 /* ---- routes ---- */
 
+/* decide asks the limiters about one request; call under the lock.
+ * Returns 1 when admitted, else 0 with *scope naming who refused and
+ * *wait_ns until a request would pass; -1 for a 503 (key table full). */
+static int decide(sink_http *s, const req *q, uint64_t now_ns, const char **scope, uint64_t *wait_ns)
+{
+    *scope = "global";
+    if (s->inject) { /* an injected 429: the limiters are not asked */
+        s->inject--;
+        *scope = "injected";
+        *wait_ns = 1;
+        return 0;
+    }
+    if (q->has_key) {
+        sink_keys_verdict v = sink_keys_take(&s->keys, q->key, q->key_len, now_ns, wait_ns);
+        if (v == SINK_KEYS_FULL)
+            return -1;
+        if (v == SINK_KEYS_REFUSED) {
+            *scope = "key";
+            s->key_refused++;
+            return 0;
+        }
+    }
+    if (sink_limit_take(&s->limit, now_ns, wait_ns))
+        return 1;
+    if (q->has_key)
+        sink_keys_give_back(&s->keys, q->key, q->key_len);
+    return 0;
+}
+
+/* serve_bad_key answers a key too long (400) or one the table cannot hold
+ * (503), logs it, and says so on stderr the first time. */
+static enum MHD_Result serve_bad_key(sink_http *s, struct MHD_Connection *c, const req *q, int full)
+{
+    unsigned status = full ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_BAD_REQUEST;
+    pthread_mutex_lock(&s->lock);
+    if (s->bad_keys++ == 0)
+        fprintf(stderr, "sluice-sink: %s (answered %u; said once)\n",
+                full ? "a new key while every key slot is busy" : "a key longer than the longest allowed", status);
+    sink_log_write(&s->log, clock_ns(), status, 1, q->key, full ? q->key_len : 0, q->body, q->kept_bytes);
+    pthread_mutex_unlock(&s->lock);
+    return reply(c, status, "text/plain", full ? "too many keys\n" : "key too long\n", NULL);
+}
+
 static enum MHD_Result serve_limited(sink_http *s, struct MHD_Connection *c, const req *q)
 {
     uint64_t wait_ns = 0;
+    const char *scope;
+    if (q->has_key && q->key_len > SINK_KEYS_KEY_BYTES)
+        return serve_bad_key(s, c, q, 0);
     pthread_mutex_lock(&s->lock);
     uint64_t now_ns = clock_ns();
-    int admitted;
-    if (s->inject) { /* an injected 429: the limiter is not asked */
-        s->inject--;
-        admitted = 0;
-        wait_ns = 1;
-    } else {
-        admitted = sink_limit_take(&s->limit, now_ns, &wait_ns);
+    int admitted = decide(s, q, now_ns, &scope, &wait_ns);
+    if (admitted < 0) {
+        pthread_mutex_unlock(&s->lock);
+        return serve_bad_key(s, c, q, 1);
     }
-    uint64_t index = (now_ns - s->start_ns) / SINK_LIMIT_WINDOW_NS;
-    second *sec = &s->seconds[index % SECONDS_KEPT];
-    if (sec->index != index)
-        *sec = (second){.index = index};
-    if (admitted) {
-        s->ok++;
-        sec->ok++;
-    } else {
-        s->throttled++;
-        sec->throttled++;
-    }
-    log_request(s, now_ns, admitted ? MHD_HTTP_OK : MHD_HTTP_TOO_MANY_REQUESTS, q);
+    sink_count_add(&s->count, now_ns, admitted);
+    int keyed = s->key_source != SINK_KEYS_NONE;
+    sink_log_write(&s->log, now_ns, admitted ? MHD_HTTP_OK : MHD_HTTP_TOO_MANY_REQUESTS, keyed, q->key,
+                   q->has_key ? q->key_len : 0, q->body, q->kept_bytes);
     pthread_mutex_unlock(&s->lock);
     if (admitted)
         return reply(c, MHD_HTTP_OK, "text/plain", "ok\n", NULL);
-    char retry[24];
+    char retry[24], key_text[SINK_KEYS_TEXT_BYTES];
     uint64_t retry_s = s->retry_after_s >= 0 ? (uint64_t)s->retry_after_s : sink_limit_retry_after_s(wait_ns);
     snprintf(retry, sizeof retry, "%" PRIu64, retry_s);
-    return reply(c, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain", "throttled\n", retry);
+    int key_scope = strcmp(scope, "key") == 0;
+    if (key_scope)
+        sink_keys_escape(q->key, q->key_len, key_text);
+    return reply_429(c, retry, keyed ? scope : NULL, key_scope ? key_text : NULL);
 }
 
 /* arg_u32 reads query argument name into *out when present. Returns 1 when
@@ -235,25 +260,32 @@ static int arg_u32(struct MHD_Connection *c, const char *name, uint32_t lo, uint
 
 static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
 {
-    char json[160];
+    char json[256];
     uint32_t rate_per_s = 0, burst = 0;
     sink_limit_mode mode = SINK_LIMIT_GCRA;
     int has_rate = arg_u32(c, "rate", 1, SINK_LIMIT_MAX_RATE_PER_S, &rate_per_s);
     int has_burst = arg_u32(c, "burst", 1, SINK_LIMIT_MAX_BURST, &burst);
-    uint32_t inject = 0;
+    uint32_t inject = 0, key_rate_per_s = 0, key_burst = 0;
     int has_inject = arg_u32(c, "inject", 1, 1000000, &inject);
+    int has_key_rate = arg_u32(c, "key_rate", 1, SINK_LIMIT_MAX_RATE_PER_S, &key_rate_per_s);
+    int has_key_burst = arg_u32(c, "key_burst", 1, SINK_LIMIT_MAX_BURST, &key_burst);
     const char *mode_arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
-    if (has_rate < 0 || has_burst < 0 || has_inject < 0)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate, burst and inject must be whole numbers from 1 to 1000000\"}\n");
+    if (has_rate < 0 || has_burst < 0 || has_inject < 0 || has_key_rate < 0 || has_key_burst < 0)
+        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate, burst, inject, key_rate and key_burst must be whole numbers from 1 to 1000000\"}\n");
+    if ((has_key_rate || has_key_burst) && s->key_source == SINK_KEYS_NONE)
+        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"key_rate and key_burst need a sink started with --key-header or --key-path\"}\n");
     if (mode_arg && sink_limit_mode_parse(mode_arg, &mode) != SL_OK)
         return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"mode must be gcra, fixed-window or sliding-window\"}\n");
-    if (!has_rate && !has_burst && !mode_arg && !has_inject)
+    if (!has_rate && !has_burst && !mode_arg && !has_inject && !has_key_rate && !has_key_burst)
         return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"give rate, burst, mode or inject, e.g. PUT /_limit?rate=100&burst=10\"}\n");
 
     pthread_mutex_lock(&s->lock);
     uint64_t now_ns = clock_ns();
     if (has_inject)
         s->inject += inject;
+    if (has_key_rate || has_key_burst) /* in range: cannot fail */
+        sink_keys_set(&s->keys, has_key_rate ? key_rate_per_s : s->keys.rate_per_s,
+                      has_key_burst ? key_burst : s->keys.burst, now_ns);
     rate_per_s = has_rate ? rate_per_s : s->limit.rate_per_s; /* what is not given stays */
     burst = has_burst ? burst : s->limit.burst;
     mode = mode_arg ? mode : s->limit.mode;
@@ -279,7 +311,7 @@ static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
 static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q)
 {
     sink_http *s = e->s;
-    char json[160];
+    char json[256];
     switch (q->kind) {
     case REQ_LIMITED:
         return serve_limited(s, c, q);
@@ -292,8 +324,13 @@ static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q
         return serve_limit_put(s, c);
     case REQ_STATS:
         pthread_mutex_lock(&s->lock);
-        snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64 "}\n",
-                 s->ok, s->throttled, s->ok + s->throttled);
+        if (s->key_source == SINK_KEYS_NONE)
+            snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64 "}\n",
+                     s->count.ok, s->count.throttled, s->count.ok + s->count.throttled);
+        else
+            snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64
+                     ",\"key_throttled\":%" PRIu64 ",\"keys\":%zu,\"bad_keys\":%" PRIu64 "}\n",
+                     s->count.ok, s->count.throttled, s->count.ok + s->count.throttled, s->key_refused, s->keys.count, s->bad_keys);
         pthread_mutex_unlock(&s->lock);
         return reply_json(c, MHD_HTTP_OK, json);
     case REQ_NOT_FOUND:
@@ -325,6 +362,29 @@ static void route(const endpoint *e, const char *url, const char *method, req *q
     }
 }
 
+/* find_key sets q's key from its header or path when the sink is keyed;
+ * keys too long are kept as a length only (served a 400). */
+static void find_key(const sink_http *s, struct MHD_Connection *c, const char *url, req *q)
+{
+    const char *key = NULL;
+    size_t len = 0;
+    q->has_key = 0;
+    q->key_len = 0;
+    if (q->kind != REQ_LIMITED || s->key_source == SINK_KEYS_NONE)
+        return;
+    if (s->key_source == SINK_KEYS_HEADER) {
+        key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, s->key_header);
+        len = key ? strlen(key) : 0;
+    } else {
+        len = sink_keys_from_path(url, &key);
+    }
+    if (!key || len == 0)
+        return;
+    q->has_key = 1;
+    q->key_len = len;
+    memcpy(q->key, key, len < sizeof q->key ? len : sizeof q->key);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **req_cls)
@@ -338,6 +398,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         route(e, url, method, q);
         q->kept_bytes = 0;
+        find_key(e->s, c, url, q);
         *req_cls = q;
         return MHD_YES;
     }
@@ -395,7 +456,10 @@ int sink_http_open(const sink_http_cfg *cfg, uint64_t now_ns, sink_http **out)
     if (!s)
         return SL_ENOMEM;
     s->retry_after_s = cfg->retry_after_s;
-    s->start_ns = now_ns;
+    s->key_source = cfg->key_source;
+    if (cfg->key_header)
+        snprintf(s->key_header, sizeof s->key_header, "%s", cfg->key_header);
+    sink_count_init(&s->count, now_ns);
     s->counts = cfg->counts;
     rc = sink_limit_init(&s->limit, cfg->mode, cfg->rate_per_s, cfg->burst, now_ns);
     if (rc != SL_OK) {
@@ -403,16 +467,14 @@ int sink_http_open(const sink_http_cfg *cfg, uint64_t now_ns, sink_http **out)
             fprintf(stderr, "sluice-sink: rate and burst must be from 1 to %u\n", SINK_LIMIT_MAX_RATE_PER_S);
         goto free_s;
     }
-    if (cfg->log_path) {
-        s->log = fopen(cfg->log_path, "w");
-        s->log_buf = malloc(LOG_BUFFER_BYTES);
-        if (!s->log || !s->log_buf) {
-            fprintf(stderr, "sluice-sink: cannot open the log %s: %s\n", cfg->log_path, strerror(errno));
-            rc = SL_EIO;
-            goto close_log;
-        }
-        setvbuf(s->log, s->log_buf, _IOFBF, LOG_BUFFER_BYTES);
+    if (cfg->key_source != SINK_KEYS_NONE &&
+        (rc = sink_keys_init(&s->keys, cfg->key_rate_per_s, cfg->key_burst)) != SL_OK) {
+        if (rc == SL_EINVAL)
+            fprintf(stderr, "sluice-sink: key rate and burst must be from 1 to %u\n", SINK_LIMIT_MAX_RATE_PER_S);
+        goto close_log;
     }
+    if ((rc = sink_log_open(&s->log, cfg->log_path)) != SL_OK)
+        goto close_log;
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
         rc = SL_ENOMEM;
         goto close_log;
@@ -438,9 +500,8 @@ stop_service:
 destroy_lock:
     pthread_mutex_destroy(&s->lock);
 close_log:
-    if (s->log)
-        fclose(s->log);
-    free(s->log_buf);
+    sink_log_close(&s->log);
+    sink_keys_fini(&s->keys);
     sink_limit_fini(&s->limit);
 free_s:
     free(s);
@@ -452,41 +513,19 @@ uint16_t sink_http_port(const sink_http *s, int control)
     return control && s->ends[1].d ? s->ends[1].port : s->ends[0].port;
 }
 
-/* print_until prints the seconds from next_print up to (not including)
- * `until`; the main loop's, so it takes the lock only to read the ring. */
-static void print_until(sink_http *s, uint64_t until)
-{
-    if (until > s->next_print + SECONDS_KEPT)
-        s->next_print = until - SECONDS_KEPT; /* the main loop stalled: those are gone */
-    for (int i = 0; i < SECONDS_KEPT && s->next_print < until; i++, s->next_print++) {
-        pthread_mutex_lock(&s->lock);
-        second sec = s->seconds[s->next_print % SECONDS_KEPT];
-        pthread_mutex_unlock(&s->lock);
-        if (sec.index != s->next_print)
-            sec = (second){.index = s->next_print};
-        fprintf(s->counts, "t=%" PRIu64 "s ok=%" PRIu64 " throttled=%" PRIu64 " total=%" PRIu64 "\n",
-                sec.index + 1, sec.ok, sec.throttled, sec.ok + sec.throttled);
-    }
-    fflush(s->counts);
-}
-
 static void flush_log(sink_http *s)
 {
     pthread_mutex_lock(&s->lock);
-    if (s->log && !s->log_failed && fflush(s->log) != 0) {
-        fprintf(stderr, "sluice-sink: cannot write the log: %s; logging stops\n", strerror(errno));
-        s->log_failed = 1;
-    }
+    sink_log_flush(&s->log);
     pthread_mutex_unlock(&s->lock);
 }
 
 uint64_t sink_http_tick(sink_http *s, uint64_t now_ns)
 {
-    uint64_t since_ns = now_ns > s->start_ns ? now_ns - s->start_ns : 0;
-    uint64_t current = since_ns / SINK_LIMIT_WINDOW_NS;
-    print_until(s, current);
+    uint64_t current = sink_count_second_of(&s->count, now_ns);
+    sink_count_print(&s->count, current, 0, s->counts, &s->lock);
     flush_log(s);
-    uint64_t boundary_ns = s->start_ns + (current + 1) * SINK_LIMIT_WINDOW_NS;
+    uint64_t boundary_ns = s->count.start_ns + (current + 1) * SINK_LIMIT_WINDOW_NS;
     uint64_t flush_ns = now_ns + SINK_HTTP_FLUSH_NS;
     return boundary_ns < flush_ns ? boundary_ns : flush_ns;
 }
@@ -500,22 +539,12 @@ int sink_http_close(sink_http **sp, uint64_t now_ns)
     for (int i = 1; i >= 0; i--)
         if (s->ends[i].d)
             MHD_stop_daemon(s->ends[i].d);
-    uint64_t since_ns = now_ns > s->start_ns ? now_ns - s->start_ns : 0;
-    uint64_t current = since_ns / SINK_LIMIT_WINDOW_NS;
-    print_until(s, current);
-    const second *last = &s->seconds[current % SECONDS_KEPT];
-    if (last->index == current && last->ok + last->throttled > 0)
-        print_until(s, current + 1);
-    fprintf(stderr, "sluice-sink: stopped: ok=%" PRIu64 " throttled=%" PRIu64 " total=%" PRIu64 "\n", s->ok,
-            s->throttled, s->ok + s->throttled);
-    flush_log(s);
-    int rc = s->log_failed ? SL_EIO : SL_OK;
-    if (s->log && fclose(s->log) != 0 && rc == SL_OK) {
-        fprintf(stderr, "sluice-sink: cannot close the log: %s\n", strerror(errno));
-        rc = SL_EIO;
-    }
-    free(s->log_buf);
+    sink_count_print(&s->count, sink_count_second_of(&s->count, now_ns), 1, s->counts, &s->lock);
+    fprintf(stderr, "sluice-sink: stopped: ok=%" PRIu64 " throttled=%" PRIu64 " total=%" PRIu64 "\n",
+            s->count.ok, s->count.throttled, s->count.ok + s->count.throttled);
+    int rc = sink_log_close(&s->log);
     pthread_mutex_destroy(&s->lock);
+    sink_keys_fini(&s->keys);
     sink_limit_fini(&s->limit);
     free(s);
     return rc;

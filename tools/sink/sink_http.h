@@ -1,6 +1,7 @@
 /*
  * sink_http.h - the HTTP side of sluice-sink: one or two libmicrohttpd
- * daemons that answer POSTs through a sink_limit, serve the control paths
+ * daemons that answer POSTs through a sink_limit (and, when keyed, a
+ * sink_keys limiter per key), serve the control paths
  * (/_limit, /_stats), write the request log and keep per-second counts.
  *
  * Threads: the daemons run on their own internal threads; every function
@@ -15,9 +16,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sink_keys.h"
 #include "sink_limit.h"
+#include "sink_log.h"
 
-#define SINK_HTTP_LOG_BODY_BYTES 256 /* body bytes written per log line */
+#define SINK_HTTP_LOG_BODY_BYTES SINK_LOG_BODY_BYTES /* body bytes written per log line */
 #define SINK_HTTP_FLUSH_NS 100000000ull /* the log is flushed at least this often */
 
 typedef struct sink_http_cfg {
@@ -27,6 +30,10 @@ typedef struct sink_http_cfg {
     uint32_t rate_per_s;
     uint32_t burst;
     int retry_after_s;           /* < 0: computed from the limiter; else this fixed value */
+    sink_keys_source key_source; /* SINK_KEYS_NONE: no per-key limit */
+    const char *key_header;      /* SINK_KEYS_HEADER: the header's name */
+    uint32_t key_rate_per_s;     /* every key's limit (gcra), when keyed */
+    uint32_t key_burst;
     const char *log_path;        /* request log, truncated at open; NULL: none */
     FILE *counts;                /* where the per-second lines go (stdout) */
 } sink_http_cfg;

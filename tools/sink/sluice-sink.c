@@ -3,11 +3,13 @@
  * downstream service, to point consumers and their retry logic at.
  *
  * Every POST is one request, answered 200 when the limiter admits it and
- * 429 with Retry-After when not. The limit can be read and changed while it
+ * 429 with Retry-After when not; with a key source (--key-header,
+ * --key-path) each key has a limit of its own as well (sink_keys.c). The limit can be read and changed while it
  * runs through the control paths (/_limit, /_stats), every request can be
  * logged, and a line of counts is printed for every second. sink_limit.c
- * holds the three limiters, sink_http.c the daemons, routes, counters and
- * log; this file is the driver: options, signals and the main loop.
+ * holds the three limiters, sink_keys.c the per-key table, sink_http.c the
+ * daemons and routes, sink_count.c the counts, sink_log.c the log; this
+ * file is the driver: options, signals and the main loop.
  *
  * The main loop owns time for the counts: it sleeps in sigtimedwait until
  * the deadline sink_http_tick returns (at most 100 ms away), then ticks,
@@ -66,12 +68,27 @@ static void usage(FILE *f)
 "                            fixed-window    at most R in each 1 s window, windows\n"
 "                                            aligned to the start of the sink\n"
 "                            sliding-window  at most R in any trailing 1 s (exact)\n"
+"      --key-header NAME   limit each key as well: a request's key is the value of\n"
+"                          its header NAME (e.g. X-Tenant; `sluice consume --post`\n"
+"                          sends each message's tag as X-Sluice-Tag)\n"
+"      --key-path          ... or the last segment of its URL path (\"/orders/acme\"\n"
+"                          gives \"acme\"); give one of the two with --key-rate\n"
+"      --key-rate R        requests admitted per second for each key, 1..1000000\n"
+"                          (gcra, whatever --mode is), beside the global --rate: a\n"
+"                          request must pass both. A request without a key passes\n"
+"                          the global limit alone; a key over 128 bytes gets 400;\n"
+"                          up to 100000 keys are held (idle ones are forgotten),\n"
+"                          a new key beyond that gets 503\n"
+"      --key-burst B       each key's burst, 1..1000000 (default 1)\n"
 "      --retry-after auto|SECONDS\n"
 "                          the Retry-After of a 429: auto (default) is the time\n"
 "                          until a request would be admitted, in whole seconds\n"
 "                          rounded up; a number 0..86400 is sent as is\n"
 "      --log FILE          write one line per POST to FILE (truncated at start):\n"
 "                            <monotonic ns> <status> <body>\n"
+"                          or, with a key source, <monotonic ns> <status> <key> <body>\n"
+"                          (the key with \\\\ for a backslash and \\xNN for bytes outside\n"
+"                          0x21..0x7e, so a space is \\x20; - for a request without one)\n"
 "                          the body cut at 256 bytes, a newline written as \\n, a\n"
 "                          backslash as \\\\, other bytes outside 0x20..0x7e as \\xNN;\n"
 "                          flushed at least every 100 ms and at exit\n"
@@ -89,9 +106,17 @@ static void usage(FILE *f)
 "                          change the limit now; each argument is optional, what is\n"
 "                          not given stays. The limiter keeps what it has admitted\n"
 "                          (a new mode starts afresh). Answers the new limit\n"
+"  PUT /_limit?key_rate=R&key_burst=B\n"
+"                          change every key's limit (each key keeps its tokens in\n"
+"                          use); GET /_limit then shows key_rate, key_burst, key_from\n"
 "  PUT /_limit?inject=N    answer the next N requests 429 whatever the limit\n"
 "                          (without taking its tokens): a push-back on demand\n"
-"  GET /_stats             {\"ok\":N,\"throttled\":N,\"total\":N} since start\n"
+"  GET /_stats             {\"ok\":N,\"throttled\":N,\"total\":N} since start; with a key\n"
+"                          source also key_throttled (429s of scope key), keys (held\n"
+"                          now) and bad_keys (400s and 503s)\n"
+"\n"
+"A 429 names what refused it when the sink is keyed: X-Limit-Scope: key (and\n"
+"X-Limit-Key: the key, escaped as in the log), global, or injected.\n"
 "\n"
 "Output: every second, a line on stdout counting the POSTs decided in it:\n"
 "  t=12s ok=500 throttled=37 total=537\n"
@@ -106,12 +131,13 @@ static void usage(FILE *f)
 "Examples:\n"
 "  sluice-sink --listen 127.0.0.1:8480 --rate 100 --burst 20\n"
 "  sluice-sink -l 127.0.0.1:8480 -r 50 --mode sliding-window --log sink.log\n"
+"  sluice-sink -l 127.0.0.1:8480 -r 1000 --key-header X-Sluice-Tag --key-rate 100 --key-burst 10\n"
 "  curl -X PUT 'http://127.0.0.1:8480/_limit?rate=10&burst=1'\n");
 }
 
 typedef struct settings {
     sink_http_cfg cfg;
-    int listen_set, rate_set, allow_remote, ready_fd;
+    int listen_set, rate_set, allow_remote, ready_fd, key_rate_set, key_burst_set;
 } settings;
 
 static int parse_u32(const char *what, const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -153,7 +179,8 @@ static int parse_listen(const char *s, struct sockaddr_in *out)
     return 0;
 }
 
-enum { OPT_LOG = 256, OPT_RETRY, OPT_CONTROL, OPT_READY, OPT_REMOTE, OPT_VERSION };
+enum { OPT_LOG = 256, OPT_RETRY, OPT_CONTROL, OPT_READY, OPT_REMOTE, OPT_VERSION, OPT_KEY_HEADER, OPT_KEY_PATH,
+       OPT_KEY_RATE, OPT_KEY_BURST };
 
 static const struct option options[] = {
     {"listen", required_argument, NULL, 'l'},
@@ -161,6 +188,10 @@ static const struct option options[] = {
     {"burst", required_argument, NULL, 'b'},
     {"mode", required_argument, NULL, 'm'},
     {"log", required_argument, NULL, OPT_LOG},
+    {"key-header", required_argument, NULL, OPT_KEY_HEADER},
+    {"key-path", no_argument, NULL, OPT_KEY_PATH},
+    {"key-rate", required_argument, NULL, OPT_KEY_RATE},
+    {"key-burst", required_argument, NULL, OPT_KEY_BURST},
     {"retry-after", required_argument, NULL, OPT_RETRY},
     {"control-port", required_argument, NULL, OPT_CONTROL},
     {"ready-fd", required_argument, NULL, OPT_READY},
@@ -169,6 +200,14 @@ static const struct option options[] = {
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
+
+/* header_name_ok tells whether name is a plain header name. */
+static int header_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 1 && n <= 100 &&
+           strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+}
 
 /* apply handles one option; returns 0, or -1 after reporting the problem. */
 static int apply(settings *st, int opt, const char *arg)
@@ -191,6 +230,26 @@ static int apply(settings *st, int opt, const char *arg)
     case OPT_LOG:
         st->cfg.log_path = arg;
         return 0;
+    case OPT_KEY_HEADER:
+    case OPT_KEY_PATH:
+        if (st->cfg.key_source != SINK_KEYS_NONE) {
+            fprintf(stderr, "sluice-sink: give one key source: --key-header or --key-path\n");
+            return -1;
+        }
+        if (opt == OPT_KEY_HEADER && !header_name_ok(arg)) {
+            fprintf(stderr, "sluice-sink: --key-header '%s': not a header name (letters, digits, - and _, "
+                    "up to 100)\n", arg);
+            return -1;
+        }
+        st->cfg.key_source = opt == OPT_KEY_HEADER ? SINK_KEYS_HEADER : SINK_KEYS_PATH;
+        st->cfg.key_header = opt == OPT_KEY_HEADER ? arg : NULL;
+        return 0;
+    case OPT_KEY_RATE:
+        st->key_rate_set = 1;
+        return parse_u32("--key-rate", arg, 1, SINK_LIMIT_MAX_RATE_PER_S, &st->cfg.key_rate_per_s);
+    case OPT_KEY_BURST:
+        st->key_burst_set = 1;
+        return parse_u32("--key-burst", arg, 1, SINK_LIMIT_MAX_BURST, &st->cfg.key_burst);
     case OPT_RETRY:
         if (strcmp(arg, "auto") == 0) {
             st->cfg.retry_after_s = -1;
@@ -248,6 +307,12 @@ static int parse_args(int argc, char **argv, settings *st)
         fprintf(stderr, "sluice-sink: --listen: not a loopback address; add --allow-remote to serve on it\n");
         return -1;
     }
+    if ((st->cfg.key_source != SINK_KEYS_NONE) != st->key_rate_set ||
+        (st->key_burst_set && !st->key_rate_set)) {
+        fprintf(stderr, "sluice-sink: a per-key limit needs a key source and a rate: --key-header NAME or "
+                "--key-path, with --key-rate R (and --key-burst B)\n");
+        return -1;
+    }
     if (st->cfg.control_port && st->cfg.control_port == ntohs(st->cfg.listen.sin_port)) {
         fprintf(stderr, "sluice-sink: --control-port must differ from the --listen port\n");
         return -1;
@@ -296,6 +361,7 @@ int main(int argc, char **argv)
     settings st = {.ready_fd = -1};
     st.cfg.mode = SINK_LIMIT_GCRA;
     st.cfg.burst = 1;
+    st.cfg.key_burst = 1;
     st.cfg.retry_after_s = -1;
     st.cfg.counts = stdout;
     if (parse_args(argc, argv, &st) != 0)
@@ -317,6 +383,10 @@ int main(int argc, char **argv)
     fprintf(stderr, "sluice-sink: listening on http://%s:%u, control on port %u; %s rate=%" PRIu32
             " burst=%" PRIu32 "\n", host, (unsigned)sink_http_port(s, 0), (unsigned)sink_http_port(s, 1),
             sink_limit_mode_name(st.cfg.mode), st.cfg.rate_per_s, st.cfg.burst);
+    if (st.cfg.key_source != SINK_KEYS_NONE)
+        fprintf(stderr, "sluice-sink: per key (from %s%s): gcra rate=%" PRIu32 " burst=%" PRIu32 "\n",
+                st.cfg.key_header ? "header " : "the last path segment", st.cfg.key_header ? st.cfg.key_header : "",
+                st.cfg.key_rate_per_s, st.cfg.key_burst);
     signal_ready(st.ready_fd);
     run(s, &signals);
     return sink_http_close(&s, now_ns()) == SL_OK ? 0 : 1;
