@@ -162,7 +162,10 @@ static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
     const char *name = (m->present & PF(pool)) ? m->pool.ptr : "default";
     size_t name_len = (m->present & PF(pool)) ? m->pool.len : 7;
     pool *p = pool_find(&b->pools, name, name_len);
-    if (!p && (p = pool_require(&b->pools, name, name_len, mask)))
+    /* "default" serves every level, whichever consumer comes first: each of
+     * its members is served the levels it asked for */
+    int dflt = !(m->present & PF(pool)) || (name_len == 7 && memcmp(name, "default", 7) == 0);
+    if (!p && (p = pool_require(&b->pools, name, name_len, dflt ? b->all_mask : mask)))
         settings_save_pool(b, p);
     if (!c || !p) {
         reply_err(b, in, m, c ? SL_EFULL : SL_ENOMEM,

@@ -199,6 +199,8 @@ int queue_fair_set(queue *q, unsigned level, int fair, int loading)
     if (!fair) {
         queue_fair_close(q, level);
         store_fair_keys(q->st, level, 0, 0);
+        lv->cursor = 0; /* FIFO keys start again from the middle: the old cursor may be past them */
+        lv->head_known = 0;
         return SL_OK;
     }
     struct queue_fair *f = fair_new();
