@@ -38,13 +38,20 @@
 
 #include "drr.h"
 #include "log.h"
+#include "tagset.h"
 
 typedef struct tenant {
     uint32_t tag;
     uint32_t leased;
     uint64_t cursor; /* next key of its run to seek from */
     tmr returned;
+    uint32_t gen;    /* tagset generation rule and paused were matched at (0: never) */
+    int16_t rule;    /* its pattern in q->tags, or TAGSET_NONE */
+    uint8_t paused;
+    uint8_t gated;   /* GATED_PAUSE or GATED_CAP: in that list of blocked tags */
 } tenant;
+
+enum { GATED_PAUSE = 1, GATED_CAP = 2 };
 
 struct queue_fair {
     drr d;
@@ -54,7 +61,41 @@ struct queue_fair {
     uint32_t nslots;
     uint32_t *held;  /* tags blocked until the next commit ends (head not committed) */
     uint32_t nheld, heldcap;
+    uint32_t *capped; /* tags blocked by their in-flight cap: looked at again on a settlement */
+    uint32_t ncapped, cappedcap;
+    uint32_t *paused; /* tags blocked by a pause: looked at again on a change of the tags' settings */
+    uint32_t npaused, pausedcap;
 };
+
+/* list_add appends tag to a list of blocked tags. SL_ENOMEM. */
+static int list_add(uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t tag)
+{
+    if (*n == *cap) {
+        uint32_t c = *cap ? *cap * 2 : 16;
+        uint32_t *x = realloc(*v, c * sizeof *x);
+        if (!x)
+            return SL_ENOMEM;
+        *v = x;
+        *cap = c;
+    }
+    (*v)[(*n)++] = tag;
+    return SL_OK;
+}
+
+static tenant *find(const struct queue_fair *f, uint32_t tag);
+
+/* list_release unblocks every tag of a list (each looks at its settings
+ * again at its next pick) and empties it. */
+static void list_release(struct queue_fair *f, uint32_t *v, uint32_t *n)
+{
+    for (uint32_t i = 0; i < *n; i++) {
+        tenant *tn = find(f, v[i]);
+        if (tn)
+            tn->gated = 0;
+        drr_unblock(&f->d, v[i]);
+    }
+    *n = 0;
+}
 
 static uint32_t hash32(uint32_t x)
 {
@@ -155,11 +196,33 @@ static void forget(struct queue_fair *f, tenant *tn)
         rehash(f, f->nslots / 2); /* when it fails, the table as it is stays right */
 }
 
-static int activate(struct queue_fair *f, uint32_t tag)
+/* resolve matches tn against the tags' settings when they changed since it
+ * last was (one meta read for its name, O(patterns)), and gives its drr
+ * record its weight from its next turn on. */
+static void resolve(queue *q, struct queue_fair *f, tenant *tn)
 {
-    if (drr_find(&f->d, tag))
+    const tagset *ts = q->tags;
+    if (!ts || tn->gen == ts->gen)
+        return;
+    tn->gen = ts->gen;
+    tn->rule = TAGSET_NONE;
+    tn->paused = 0;
+    char name[PROTO_MAX_TAG + 1];
+    if (tn->tag && store_tag_name(q->st, tn->tag, name, sizeof name) == SL_OK && name[0]) {
+        size_t len = strlen(name);
+        tn->rule = (int16_t)tagset_match(ts, name, len);
+        tn->paused = (uint8_t)tagset_is_paused(ts, name, len);
+    }
+    if (drr_find(&f->d, tn->tag))
+        drr_set_weight(&f->d, tn->tag, tagset_weight(ts, tn->rule));
+}
+
+static int activate(queue *q, struct queue_fair *f, tenant *tn)
+{
+    if (drr_find(&f->d, tn->tag))
         return SL_OK;
-    return drr_active(&f->d, tag, 1);
+    resolve(q, f, tn);
+    return drr_active(&f->d, tn->tag, q->tags ? tagset_weight(q->tags, tn->rule) : 1);
 }
 
 static struct queue_fair *fair_new(void)
@@ -179,6 +242,8 @@ static void fair_free(struct queue_fair *f)
     free(f->t);
     free(f->slots);
     free(f->held);
+    free(f->capped);
+    free(f->paused);
     drr_fini(&f->d);
     free(f);
 }
@@ -208,7 +273,8 @@ int queue_fair_set(queue *q, unsigned level, int fair, int loading)
     uint32_t tag, from = 0;
     int rc = SL_OK;
     while (from <= STORE_TAG_MAX && (rc = store_tag_span(q->st, level, from, &tag, &last)) == SL_OK) {
-        if (!get(f, tag) || activate(f, tag) != SL_OK) {
+        tenant *tn = get(f, tag);
+        if (!tn || activate(q, f, tn) != SL_OK) {
             rc = SL_ENOMEM;
             break;
         }
@@ -239,7 +305,8 @@ int queue_fair_append(queue *q, const store_rec *rec)
     lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
     lv->count++;
     lv->enqueued++;
-    if (!get(lv->fair, tag) || activate(lv->fair, tag) != SL_OK)
+    tenant *tn = get(lv->fair, tag);
+    if (!tn || activate(q, lv->fair, tn) != SL_OK)
         log_error("queue", "out of memory noting tag %u of level %u; its messages wait for a restart",
                   tag, rec->level);
     return SL_OK;
@@ -257,8 +324,9 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key)
         if (rc != SL_OK)
             return rc;
     }
-    drr_unblock(&f->d, tag);
-    return activate(f, tag);
+    if (!tn->gated)
+        drr_unblock(&f->d, tag); /* one its pause or cap holds stays held */
+    return activate(q, f, tn);
 }
 
 void queue_fair_unlease(queue *q, unsigned level, uint64_t key)
@@ -267,6 +335,14 @@ void queue_fair_unlease(queue *q, unsigned level, uint64_t key)
     tenant *tn = find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
     if (tn && tn->leased) {
         tn->leased--;
+        if (q->tags && tn->rule != TAGSET_NONE) {
+            resolve(q, f, tn);
+            tagset_release(q->tags, tn->rule, tn->tag);
+            /* a cap may have room again, in any fair level the tag's pattern spans */
+            for (unsigned l = 0; l < q->nlevels; l++)
+                if (q->lv[l].fair && q->lv[l].fair->ncapped)
+                    list_release(q->lv[l].fair, q->lv[l].fair->capped, &q->lv[l].fair->ncapped);
+        }
         forget(f, tn);
     }
 }
@@ -318,11 +394,12 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
     struct queue_fair *f = q->lv[level].fair;
     for (int tries = 0; tries < FAIR_TRIES; tries++) {
         uint64_t t;
-        if (drr_pick(&f->d, 0, &t) != SL_OK) /* no tenant is blocked with a time */
+        if (drr_pick(&f->d, q->now_ns, &t) != SL_OK)
             return SL_ENOTFOUND;
         tenant *tn = get(f, (uint32_t)t);
         if (!tn)
             return SL_ENOMEM;
+        resolve(q, f, tn);
         int rc = head(q, level, tn, key, rec, from_returned);
         if (rc == SL_ENOTFOUND) {
             drr_idle(&f->d, t);
@@ -342,6 +419,22 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
                 return SL_ENOTFOUND;
             f->held[f->nheld++] = (uint32_t)t;
             continue;
+        }
+        if (rc == SL_OK && q->tags && (tn->rule != TAGSET_NONE || tn->paused)) {
+            /* its tag's pause, rate or cap: set aside, and the next tag's turn (no head-of-line blocking) */
+            uint64_t retry = DRR_NEVER;
+            tagset_hold h = tagset_admit(q->tags, tn->rule, tn->paused, tn->tag, rec->cost ? rec->cost : 1,
+                                         q->now_ns, &retry);
+            if (h != TAGSET_GO) {
+                int brc = h == TAGSET_RATE ? SL_OK
+                          : h == TAGSET_PAUSED ? list_add(&f->paused, &f->npaused, &f->pausedcap, tn->tag)
+                                               : list_add(&f->capped, &f->ncapped, &f->cappedcap, tn->tag);
+                if (brc != SL_OK || drr_block(&f->d, t, h == TAGSET_RATE ? retry : DRR_NEVER) != SL_OK)
+                    return SL_ENOTFOUND; /* out of memory: the level waits for the next pass */
+                if (h != TAGSET_RATE)
+                    tn->gated = h == TAGSET_PAUSED ? GATED_PAUSE : GATED_CAP;
+                continue;
+            }
         }
         *out = tn;
         return rc;
@@ -372,6 +465,9 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     lv->dispatched++;
     lv->head_known = 0;
     drr_charge(&lv->fair->d, tn->tag, rec->cost ? rec->cost : 1);
+    if (q->tags && tn->rule != TAGSET_NONE &&
+        tagset_charge(q->tags, tn->rule, tn->tag, rec->cost ? rec->cost : 1, q->now_ns) != SL_OK)
+        log_error("queue", "out of memory for the bucket of tag %u: it goes unmetered", tn->tag);
     if (!tn->returned.len && !store_committing(q->st)) {
         /* its last ready one? then out of the turns now, and forgotten when
          * settled, so the ring holds no empty tenants for picks to pass by
@@ -440,4 +536,80 @@ int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint
         from = k + 1;
     }
     return SL_OK;
+}
+
+/* ---- per-tag settings (tagset.h) ---- */
+
+void queue_fair_tags_changed(queue *q)
+{
+    if (!q->tags)
+        return;
+    tagset_inflight_reset(q->tags);
+    for (unsigned l = 0; l < q->nlevels; l++) {
+        struct queue_fair *f = q->lv[l].fair;
+        if (!f)
+            continue;
+        list_release(f, f->paused, &f->npaused);
+        list_release(f, f->capped, &f->ncapped);
+        for (uint32_t i = 0; i < f->n; i++) {
+            tenant *tn = &f->t[i];
+            if (!tn->leased)
+                continue; /* the others match again at their next pick */
+            resolve(q, f, tn);
+            tagset_inflight_add(q->tags, tn->rule, tn->tag, tn->leased);
+        }
+    }
+}
+
+uint64_t queue_fair_next_ns(const queue *q, unsigned level)
+{
+    const struct queue_fair *f = q->lv[level].fair;
+    return f ? drr_next_ns(&f->d) : DRR_NEVER;
+}
+
+uint32_t queue_fair_tags(queue *q, unsigned level, queue_fair_tag *out, uint32_t max)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    if (!f)
+        return 0;
+    for (uint32_t i = 0; i < f->n && i < max; i++) {
+        tenant *tn = &f->t[i];
+        queue_fair_tag *o = &out[i];
+        uint64_t k, from = tn->cursor, first = 0;
+        store_rec rec;
+        resolve(q, f, tn);
+        *o = (queue_fair_tag){.tag = tn->tag, .rule = tn->rule, .paused = tn->paused, .leased = tn->leased,
+                              .depth = tn->returned.len};
+        if (tn->returned.len && store_get(q->st, level, tn->returned.v[0].id, &rec) == SL_OK)
+            first = rec.enq_ns;
+        while (o->depth < QUEUE_FAIR_COUNT_MAX && store_seek(q->st, level, from, &k, &rec) == SL_OK &&
+               (k >> STORE_TAG_SHIFT) == tn->tag) {
+            if (from == tn->cursor && (!first || rec.enq_ns < first))
+                first = rec.enq_ns;
+            o->depth++;
+            from = k + 1;
+        }
+        o->oldest_ns = first;
+    }
+    return f->n;
+}
+
+int queue_fair_hold(queue *q, unsigned level, uint32_t tag)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    tenant *tn = f ? find(f, tag) : NULL;
+    if (!tn || !q->tags)
+        return TAGSET_GO;
+    resolve(q, f, tn);
+    uint64_t retry;
+    return (int)tagset_admit(q->tags, tn->rule, tn->paused, tag, 1, q->now_ns, &retry);
+}
+
+void queue_fair_tags_free(queue *q)
+{
+    if (q->tags) {
+        tagset_fini(q->tags);
+        free(q->tags);
+        q->tags = NULL;
+    }
 }
