@@ -21,7 +21,13 @@
  * Restart (queue_fair_set while loading): one store_tag_span per tag that
  * has records: two seeks each, O(tags log n), never reading every message.
  *
- * Memory: a tenant is 40 bytes in a dense array plus a 4-byte hash slot at
+ * Per-tag settings (queue_fair_tag.c): a tenant takes its weight from the
+ * pattern that matches its tag, and the pick asks queue_fair_tag_gate
+ * about the head of the tag whose turn it is; a tag held by its pause,
+ * rate or in-flight cap is set aside in the drr and the next tag's turn
+ * comes (no head-of-line blocking). A take charges the tag's bucket.
+ *
+ * Memory: a tenant is 48 bytes in a dense array plus a 4-byte hash slot at
  * a load of at most 1/2, plus its drr record (drr.h, at most 240 bytes
  * before a shrink) while it waits, plus 16 bytes per returned key. A tenant
  * with nothing ready or leased is forgotten.
@@ -38,64 +44,8 @@
 
 #include "drr.h"
 #include "log.h"
+#include "queue_fair_int.h"
 #include "tagset.h"
-
-typedef struct tenant {
-    uint32_t tag;
-    uint32_t leased;
-    uint64_t cursor; /* next key of its run to seek from */
-    tmr returned;
-    uint32_t gen;    /* tagset generation rule and paused were matched at (0: never) */
-    int16_t rule;    /* its pattern in q->tags, or TAGSET_NONE */
-    uint8_t paused;
-    uint8_t gated;   /* GATED_PAUSE or GATED_CAP: in that list of blocked tags */
-} tenant;
-
-enum { GATED_PAUSE = 1, GATED_CAP = 2 };
-
-struct queue_fair {
-    drr d;
-    tenant *t;
-    uint32_t n, cap;
-    uint32_t *slots; /* index + 1, 0 empty; linear probing */
-    uint32_t nslots;
-    uint32_t *held;  /* tags blocked until the next commit ends (head not committed) */
-    uint32_t nheld, heldcap;
-    uint32_t *capped; /* tags blocked by their in-flight cap: looked at again on a settlement */
-    uint32_t ncapped, cappedcap;
-    uint32_t *paused; /* tags blocked by a pause: looked at again on a change of the tags' settings */
-    uint32_t npaused, pausedcap;
-};
-
-/* list_add appends tag to a list of blocked tags. SL_ENOMEM. */
-static int list_add(uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t tag)
-{
-    if (*n == *cap) {
-        uint32_t c = *cap ? *cap * 2 : 16;
-        uint32_t *x = realloc(*v, c * sizeof *x);
-        if (!x)
-            return SL_ENOMEM;
-        *v = x;
-        *cap = c;
-    }
-    (*v)[(*n)++] = tag;
-    return SL_OK;
-}
-
-static tenant *find(const struct queue_fair *f, uint32_t tag);
-
-/* list_release unblocks every tag of a list (each looks at its settings
- * again at its next pick) and empties it. */
-static void list_release(struct queue_fair *f, uint32_t *v, uint32_t *n)
-{
-    for (uint32_t i = 0; i < *n; i++) {
-        tenant *tn = find(f, v[i]);
-        if (tn)
-            tn->gated = 0;
-        drr_unblock(&f->d, v[i]);
-    }
-    *n = 0;
-}
 
 static uint32_t hash32(uint32_t x)
 {
@@ -130,7 +80,7 @@ static int rehash(struct queue_fair *f, uint32_t nslots)
     return SL_OK;
 }
 
-static tenant *find(const struct queue_fair *f, uint32_t tag)
+tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag)
 {
     uint32_t *s = slot_of(f, tag);
     return s && *s ? &f->t[*s - 1] : NULL;
@@ -138,7 +88,7 @@ static tenant *find(const struct queue_fair *f, uint32_t tag)
 
 static tenant *get(struct queue_fair *f, uint32_t tag)
 {
-    tenant *tn = find(f, tag);
+    tenant *tn = queue_fair_find(f, tag);
     if (tn)
         return tn;
     if (f->n == f->cap) {
@@ -196,32 +146,11 @@ static void forget(struct queue_fair *f, tenant *tn)
         rehash(f, f->nslots / 2); /* when it fails, the table as it is stays right */
 }
 
-/* resolve matches tn against the tags' settings when they changed since it
- * last was (one meta read for its name, O(patterns)), and gives its drr
- * record its weight from its next turn on. */
-static void resolve(queue *q, struct queue_fair *f, tenant *tn)
-{
-    const tagset *ts = q->tags;
-    if (!ts || tn->gen == ts->gen)
-        return;
-    tn->gen = ts->gen;
-    tn->rule = TAGSET_NONE;
-    tn->paused = 0;
-    char name[PROTO_MAX_TAG + 1];
-    if (tn->tag && store_tag_name(q->st, tn->tag, name, sizeof name) == SL_OK && name[0]) {
-        size_t len = strlen(name);
-        tn->rule = (int16_t)tagset_match(ts, name, len);
-        tn->paused = (uint8_t)tagset_is_paused(ts, name, len);
-    }
-    if (drr_find(&f->d, tn->tag))
-        drr_set_weight(&f->d, tn->tag, tagset_weight(ts, tn->rule));
-}
-
 static int activate(queue *q, struct queue_fair *f, tenant *tn)
 {
     if (drr_find(&f->d, tn->tag))
         return SL_OK;
-    resolve(q, f, tn);
+    queue_fair_tag_resolve(q, f, tn);
     return drr_active(&f->d, tn->tag, q->tags ? tagset_weight(q->tags, tn->rule) : 1);
 }
 
@@ -332,17 +261,10 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key)
 void queue_fair_unlease(queue *q, unsigned level, uint64_t key)
 {
     struct queue_fair *f = q->lv[level].fair;
-    tenant *tn = find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
+    tenant *tn = queue_fair_find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
     if (tn && tn->leased) {
         tn->leased--;
-        if (q->tags && tn->rule != TAGSET_NONE) {
-            resolve(q, f, tn);
-            tagset_release(q->tags, tn->rule, tn->tag);
-            /* a cap may have room again, in any fair level the tag's pattern spans */
-            for (unsigned l = 0; l < q->nlevels; l++)
-                if (q->lv[l].fair && q->lv[l].fair->ncapped)
-                    list_release(q->lv[l].fair, q->lv[l].fair->capped, &q->lv[l].fair->ncapped);
-        }
+        queue_fair_tag_unleased(q, f, tn);
         forget(f, tn);
     }
 }
@@ -399,7 +321,7 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
         tenant *tn = get(f, (uint32_t)t);
         if (!tn)
             return SL_ENOMEM;
-        resolve(q, f, tn);
+        queue_fair_tag_resolve(q, f, tn);
         int rc = head(q, level, tn, key, rec, from_returned);
         if (rc == SL_ENOTFOUND) {
             drr_idle(&f->d, t);
@@ -420,21 +342,12 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
             f->held[f->nheld++] = (uint32_t)t;
             continue;
         }
-        if (rc == SL_OK && q->tags && (tn->rule != TAGSET_NONE || tn->paused)) {
-            /* its tag's pause, rate or cap: set aside, and the next tag's turn (no head-of-line blocking) */
-            uint64_t retry = DRR_NEVER;
-            tagset_hold h = tagset_admit(q->tags, tn->rule, tn->paused, tn->tag, rec->cost ? rec->cost : 1,
-                                         q->now_ns, &retry);
-            if (h != TAGSET_GO) {
-                int brc = h == TAGSET_RATE ? SL_OK
-                          : h == TAGSET_PAUSED ? list_add(&f->paused, &f->npaused, &f->pausedcap, tn->tag)
-                                               : list_add(&f->capped, &f->ncapped, &f->cappedcap, tn->tag);
-                if (brc != SL_OK || drr_block(&f->d, t, h == TAGSET_RATE ? retry : DRR_NEVER) != SL_OK)
-                    return SL_ENOTFOUND; /* out of memory: the level waits for the next pass */
-                if (h != TAGSET_RATE)
-                    tn->gated = h == TAGSET_PAUSED ? GATED_PAUSE : GATED_CAP;
+        if (rc == SL_OK) { /* its tag's pause, rate or cap: set aside, the next tag's turn */
+            int g = queue_fair_tag_gate(q, f, tn, rec->cost ? rec->cost : 1);
+            if (g < 0)
+                return SL_ENOTFOUND; /* out of memory: the level waits for the next pass */
+            if (g)
                 continue;
-            }
         }
         *out = tn;
         return rc;
@@ -525,7 +438,7 @@ int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint
         return SL_ENOTFOUND;
     *tag = (uint32_t)(key >> STORE_TAG_SHIFT);
     *ahead = 0;
-    const tenant *tn = find(f, *tag);
+    const tenant *tn = queue_fair_find(f, *tag);
     uint64_t from = tn ? tn->cursor : (uint64_t)*tag << STORE_TAG_SHIFT, k;
     store_rec rec;
     if (tn)
@@ -536,80 +449,4 @@ int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint
         from = k + 1;
     }
     return SL_OK;
-}
-
-/* ---- per-tag settings (tagset.h) ---- */
-
-void queue_fair_tags_changed(queue *q)
-{
-    if (!q->tags)
-        return;
-    tagset_inflight_reset(q->tags);
-    for (unsigned l = 0; l < q->nlevels; l++) {
-        struct queue_fair *f = q->lv[l].fair;
-        if (!f)
-            continue;
-        list_release(f, f->paused, &f->npaused);
-        list_release(f, f->capped, &f->ncapped);
-        for (uint32_t i = 0; i < f->n; i++) {
-            tenant *tn = &f->t[i];
-            if (!tn->leased)
-                continue; /* the others match again at their next pick */
-            resolve(q, f, tn);
-            tagset_inflight_add(q->tags, tn->rule, tn->tag, tn->leased);
-        }
-    }
-}
-
-uint64_t queue_fair_next_ns(const queue *q, unsigned level)
-{
-    const struct queue_fair *f = q->lv[level].fair;
-    return f ? drr_next_ns(&f->d) : DRR_NEVER;
-}
-
-uint32_t queue_fair_tags(queue *q, unsigned level, queue_fair_tag *out, uint32_t max)
-{
-    struct queue_fair *f = q->lv[level].fair;
-    if (!f)
-        return 0;
-    for (uint32_t i = 0; i < f->n && i < max; i++) {
-        tenant *tn = &f->t[i];
-        queue_fair_tag *o = &out[i];
-        uint64_t k, from = tn->cursor, first = 0;
-        store_rec rec;
-        resolve(q, f, tn);
-        *o = (queue_fair_tag){.tag = tn->tag, .rule = tn->rule, .paused = tn->paused, .leased = tn->leased,
-                              .depth = tn->returned.len};
-        if (tn->returned.len && store_get(q->st, level, tn->returned.v[0].id, &rec) == SL_OK)
-            first = rec.enq_ns;
-        while (o->depth < QUEUE_FAIR_COUNT_MAX && store_seek(q->st, level, from, &k, &rec) == SL_OK &&
-               (k >> STORE_TAG_SHIFT) == tn->tag) {
-            if (from == tn->cursor && (!first || rec.enq_ns < first))
-                first = rec.enq_ns;
-            o->depth++;
-            from = k + 1;
-        }
-        o->oldest_ns = first;
-    }
-    return f->n;
-}
-
-int queue_fair_hold(queue *q, unsigned level, uint32_t tag)
-{
-    struct queue_fair *f = q->lv[level].fair;
-    tenant *tn = f ? find(f, tag) : NULL;
-    if (!tn || !q->tags)
-        return TAGSET_GO;
-    resolve(q, f, tn);
-    uint64_t retry;
-    return (int)tagset_admit(q->tags, tn->rule, tn->paused, tag, 1, q->now_ns, &retry);
-}
-
-void queue_fair_tags_free(queue *q)
-{
-    if (q->tags) {
-        tagset_fini(q->tags);
-        free(q->tags);
-        q->tags = NULL;
-    }
 }
