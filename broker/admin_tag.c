@@ -291,6 +291,11 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
         *r = (proto_row_tag){.present = 1u << PROTO_COL_tag_tag | 1u << PROTO_COL_tag_paused, .paused = 1};
         r->tag = name_of(row_text[rows->n][0], p, strlen(p));
         int rule = tagset_match(ts, p, strlen(p));
+        if (rule != TAGSET_NONE) {
+            const char *pat = ts->rules[rule].pattern;
+            r->pattern = name_of(row_text[rows->n][1], pat, strlen(pat));
+            r->present |= 1u << PROTO_COL_tag_pattern;
+        }
         limit_cols(ts, rule, NULL, b->mono_ns, r);
         rows->n++;
     }

@@ -328,6 +328,60 @@ static void bad_input_refused(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+static void cli_as_typed(void **state)
+{
+    (void)state;
+    th_fixture *f = NULL;
+    char out[16384];
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    const char *ep = f->b.endpoint;
+    const char *fair[] = {th_bin("sluice"), "-b", ep, "level", "set", "normal", "--fair", "tag", NULL};
+    assert_int_equal(th_run(fair, NULL, out, sizeof out), 0);
+    const char *gold[] = {th_bin("sluice"), "-b", ep, "tag", "set", "gold-*", "--weight", "4", NULL};
+    assert_int_equal(th_run(gold, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "tag pattern gold-*: weight 4\n");
+    const char *free_[] = {th_bin("sluice"), "-b", ep, "tag", "set", "free-*", "--max-rate", "10/s", "--max-rate",
+                           "500/min", "--burst", "3", "--inflight", "2", "--each", NULL};
+    assert_int_equal(th_run(free_, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "tag pattern free-*: max rate 10/s+500/min:500, in-flight cap 2, a bucket per tag\n");
+    const char *pause[] = {th_bin("sluice"), "-b", ep, "tag", "pause", "free-9", NULL};
+    assert_int_equal(th_run(pause, NULL, out, sizeof out), 0);
+    assert_string_equal(out, "tag free-9: paused\n");
+    const char *list[] = {th_bin("sluice"), "-b", ep, "tag", "list", "--json", NULL};
+    assert_int_equal(th_run(list, NULL, out, sizeof out), 0);
+    fprintf(stderr, "# %s", out);
+    assert_non_null(strstr(out, "{\"patterns\":[{\"pattern\":\"gold-*\",\"weight\":4,"));
+    assert_non_null(strstr(out, "\"pattern\":\"free-*\",\"weight\":1,\"max_inflight\":2,\"rate_milli\":10000,"
+                                "\"burst\":3,"));
+    assert_non_null(strstr(out, "\"tags\":[{\"tag\":\"free-9\",\"level\":null,\"pattern\":\"free-*\""));
+    assert_non_null(strstr(out, "\"paused\":true"));
+    const char *table[] = {th_bin("sluice"), "-b", ep, "tag", "list", NULL};
+    assert_int_equal(th_run(table, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "PATTERN"));
+    assert_non_null(strstr(out, "OLDEST"));
+    const char *levels[] = {th_bin("sluice"), "-b", ep, "level", "list", "--json", NULL};
+    assert_int_equal(th_run(levels, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"name\":\"normal\""));
+    assert_non_null(strstr(out, "\"fair\":true"));
+    assert_non_null(strstr(out, "\"fair\":false"));
+    const char *off[] = {th_bin("sluice"), "-b", ep, "tag", "set", "gold-*", "--off", NULL};
+    assert_int_equal(th_run(off, NULL, out, sizeof out), 0);
+    /* a broker's refusal exits 1, a usage error 2 */
+    const char *w0[] = {th_bin("sluice"), "-b", ep, "tag", "set", "x", "--weight", "0", NULL};
+    assert_int_equal(th_run(w0, NULL, out, sizeof out), 1);
+    const char *neg[] = {th_bin("sluice"), "-b", ep, "tag", "set", "x", "--max-rate", "-5", NULL};
+    assert_int_equal(th_run(neg, NULL, out, sizeof out), 2);
+    const char *empty[] = {th_bin("sluice"), "-b", ep, "tag", "set", "", "--weight", "2", NULL};
+    assert_int_equal(th_run(empty, NULL, out, sizeof out), 2);
+    const char *nothing[] = {th_bin("sluice"), "-b", ep, "tag", "set", "x", NULL};
+    assert_int_equal(th_run(nothing, NULL, out, sizeof out), 2);
+    const char *help[] = {th_bin("sluice"), "tag", "set", "--help", NULL};
+    assert_int_equal(th_run(help, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "--each"));
+    assert_non_null(strstr(out, "Example:"));
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +392,7 @@ int main(void)
         cmocka_unit_test(inflight_cap_blocks_no_one),
         cmocka_unit_test(restart_keeps_settings_and_order),
         cmocka_unit_test(bad_input_refused),
+        cmocka_unit_test(cli_as_typed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
