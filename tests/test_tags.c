@@ -1,7 +1,7 @@
 /*
  * test_tags.c - per-tag settings of a level served fair by tag in the real
  * sluiced: weights 4:1 while both tags are backlogged; a paused tag held
- * while another of its level flows; a tag held to its rate never holding up
+ * while another of its level flows (and named by explain); a tag held to its rate never holding up
  * another (measured on released_ns, the broker's release times: at most
  * rate x tau + burst in every span); --each giving each matching tag its
  * own bucket; an in-flight cap respected without blocking others; the
@@ -120,13 +120,20 @@ static void pause_holds_only_that_tag(void **state)
     assert_int_equal(th_fixture_start(NULL, &f), 0);
     assert_int_equal(sl_level_fair(f->c, 1, 1), SL_OK);
     assert_int_equal(sl_tag_pause(f->c, "a", 1), SL_OK);
-    put_n(f->c, "a", 5);
+    put_n(f->c, "a", 4);
+    uint64_t id = 0;
+    sl_put m = {.body = "x", .body_len = 1, .level = 1, .tag = "a"};
+    assert_int_equal(sl_send(f->c, &m, &id), SL_OK);
     put_n(f->c, "b", 5);
     sl_client *c = consumer(f, 20);
     got g[MAX_GOT];
     unsigned n = take(c, g, 10, 1, 1500);
     assert_int_equal(n, 5);
     assert_int_equal(count_tag(g, n, "b"), 5);
+    sl_explain_info ex; /* explain names the tag's pause */
+    assert_int_equal(sl_explain(f->c, id, &ex), SL_OK);
+    fprintf(stderr, "# explain: %s\n", ex.why);
+    assert_non_null(strstr(ex.why, "tag 'a' is paused"));
     assert_int_equal(sl_tag_pause(f->c, "a", 0), SL_OK);
     n = take(c, g, 5, 1, 5000);
     assert_int_equal(n, 5);
