@@ -32,7 +32,9 @@
 #include "tagset.h"
 #include "units.h"
 
-#define LIST_PATTERNS 32          /* pattern rows in tag.list; the tags fill the rest */
+#define LIST_PATTERNS 16          /* pattern rows in tag.list; the tags fill the rest */
+#define LIST_ROWS 48              /* rows in all, and at most LIST_WINDOWS window rows: a reply of */
+#define LIST_WINDOWS 32           /* 48 x 27 + 32 x 11 msgpack objects stays below PROTO_MAX_OBJECTS */
 #define MAX_INFLIGHT 1000000u
 
 /* Strings the reply's rows point at (one broker per process, one command at a time). */
@@ -229,7 +231,7 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
             r->inflight = x->shared.inflight;
             r->present |= 1u << PROTO_COL_tag_inflight;
         }
-        for (unsigned w = 0; w < x->nwin && wins->n < PROTO_MAX_WINDOW_ROWS; w++) {
+        for (unsigned w = 0; w < x->nwin && wins->n < LIST_WINDOWS; w++) {
             uint64_t tokens = x->each ? (uint64_t)x->win[w].burst * 1000 : rl_tokens_milli(&x->shared.b[w], b->mono_ns);
             wins->v[wins->n++] = (proto_row_window){.present = PROTO_ROW_ALL(window), .level = rows->n,
                                                     .count_milli = x->win[w].count_milli,
@@ -256,7 +258,7 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
     }
     free(buf);
     qsort(v, n, sizeof *v, by_depth);
-    for (size_t i = 0; i < n && rows->n < PROTO_MAX_ARRAY; i++) {
+    for (size_t i = 0; i < n && rows->n < LIST_ROWS; i++) {
         char name[PROTO_MAX_TAG + 1];
         const listed *t = &v[i];
         proto_row_tag *r = &rows->v[rows->n];
@@ -279,7 +281,7 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
         rows->n++;
     }
     /* paused tags with nothing waiting: a row each, without a level */
-    for (unsigned i = 0; i < ts->npaused && rows->n < PROTO_MAX_ARRAY; i++) {
+    for (unsigned i = 0; i < ts->npaused && rows->n < LIST_ROWS; i++) {
         const char *p = ts->paused[i];
         int seen = 0;
         for (uint32_t k = 0; k < rows->n && !seen; k++)

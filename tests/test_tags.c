@@ -331,7 +331,7 @@ static void bad_input_refused(void **state)
     sl_tag_info v[SL_MAX_TAG_ROWS];
     unsigned n = 0;
     assert_int_equal(sl_tag_list(f->c, v, &n), SL_OK);
-    assert_int_equal(n, 32); /* the first 32 patterns are listed */
+    assert_int_equal(n, 16); /* the first 16 patterns are listed */
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
