@@ -19,7 +19,7 @@
  *
  * Bad input (an empty pattern, a weight of 0 or over 1,000, a bad window,
  * more than TAGSET_MAX_RULES patterns or TAGSET_MAX_PAUSED paused tags) is
- * SL_EINVAL with a sentence, logged by the caller; nothing changes.
+ * SL_EINVAL with a sentence and a log line; nothing changes.
  */
 #include "admin.h"
 
@@ -40,9 +40,12 @@
 /* Strings the reply's rows point at (one broker per process, one command at a time). */
 static char row_text[PROTO_MAX_ARRAY][2][PROTO_MAX_NAME + 1];
 
+/* fail writes why a tag command is refused into text, logs it, and
+ * returns code. */
 static int fail(char *text, size_t text_len, int code, const char *fmt, const char *arg)
 {
     snprintf(text, text_len, fmt, arg);
+    log_warn("admin", "tag command refused (%s): %s", proto_errname(code), text);
     return code;
 }
 
@@ -118,8 +121,10 @@ int admin_tag_set(bk *b, const proto_msg *req, proto_msg *rep, char *text, size_
         r.each = row->each != 0;
     if (req->present & PF(window_rows)) { /* every window, replacing what the pattern had */
         admin_limit lim;
-        if ((rc = admin_windows_take(&req->window_rows, &lim, text, text_len)) != SL_OK)
+        if ((rc = admin_windows_take(&req->window_rows, &lim, text, text_len)) != SL_OK) {
+            log_warn("admin", "tag command refused (%s): %s", proto_errname(rc), text);
             return rc;
+        }
         uint32_t old_burst = r.nwin && r.win[0].period_ms == 1000 ? r.win[0].burst : 1;
         r.nwin = 0;
         if (lim.rate_milli)
