@@ -236,14 +236,9 @@
     X(K, burst,            "burst",            U64, REQ) \
     X(K, tokens_milli,     "tokens_milli",     U64, OPT)
 
-/* The per-tag settings of levels served fair by tag. In tag.set one row, the
- * settings it changes (an absent column: as it was; a new pattern starts at
- * weight 1, no cap, shared); its windows are window_rows. In tag.list a row
- * per pattern (pattern set, in their order, with the state of the shared
- * bucket) and then a row per tag (tag set; level, depth, inflight,
- * oldest_ms; the settings it takes; tokens of the bucket it uses), the tags
- * with the most messages waiting first. Strings are cut to PROTO_MAX_NAME
- * bytes. */
+/* Per-tag settings. tag.set: one row, what changes (absent: as it was);
+ * windows in window_rows. tag.list: a row per pattern, then per tag (most
+ * waiting first); strings cut to PROTO_MAX_NAME bytes. */
 #define PROTO_COLS_tag(X, K)                               \
     X(K, pattern,          "pattern",          STR, OPT) \
     X(K, tag,              "tag",              STR, OPT) \
@@ -311,8 +306,7 @@ typedef enum proto_field {
     PROTO_F_COUNT_
 } proto_field;
 
-/* The presence mask has a bit per field: 128 bits (64 were full). */
-__extension__ typedef unsigned __int128 proto_mask;
+__extension__ typedef unsigned __int128 proto_mask; /* a bit per field; 128 (64 were full) */
 _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
 #define PF(m) ((proto_mask)1 << PROTO_F_##m)
 
