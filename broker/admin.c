@@ -81,49 +81,42 @@ static int need_pool(cmd_ctx *x, pool **out, int create)
 
 /* ---- the windows of a limit ---- */
 
-#define MAX_BURST 1000000u
+#define MAX_BURST ADMIN_MAX_BURST
 #define MAX_COUNT_MILLI UINT64_C(100000000000) /* 100,000,000 units per period */
 
-/* A limit as a request's window_rows set it: the per-second window (rate
- * and burst, as every limit has had; rate 0 = none; burst 0 = keep the
- * burst the limit has) and the others. */
-typedef struct limit_req {
-    uint64_t rate_milli;
-    uint32_t burst;
-    unsigned nmore;
-    rl_window more[METER_MORE_WINDOWS];
-} limit_req;
-
-/* take_windows reads the request's window rows: at most PROTO_MAX_WINDOWS,
- * each with a count, a period of 1 ms to a day and a burst of at most
- * MAX_BURST; the first per-second one becomes the limit's rate and burst,
- * the others (at most METER_MORE_WINDOWS) its further windows. One window
- * with count 0 means no limit. */
-static int take_windows(cmd_ctx *x, limit_req *out)
+static int text_fail(char *text, size_t text_len, int code, const char *fmt, const char *arg)
 {
-    const proto_rows_window *rows = &x->req->window_rows;
+    snprintf(text, text_len, fmt, arg);
+    return code;
+}
+
+int admin_windows_take(const proto_rows_window *rows, admin_limit *out, char *text, size_t text_len)
+{
     char n[24];
-    *out = (limit_req){0};
+    *out = (admin_limit){0};
     if (rows->n == 0)
-        return fail(x, SL_EINVAL, "%s needs at least one window (count 0 alone: no limit)", "window_rows");
+        return text_fail(text, text_len, SL_EINVAL, "%s needs at least one window (count 0 alone: no limit)",
+                         "window_rows");
     if (rows->n > PROTO_MAX_WINDOWS) {
         snprintf(n, sizeof n, "%d", PROTO_MAX_WINDOWS);
-        return fail(x, SL_EINVAL, "a limit takes at most %s windows", n);
+        return text_fail(text, text_len, SL_EINVAL, "a limit takes at most %s windows", n);
     }
     int have_base = 0;
     for (unsigned i = 0; i < rows->n; i++) {
         const proto_row_window *r = &rows->v[i];
         if (r->count_milli == 0) {
             if (rows->n != 1)
-                return fail(x, SL_EINVAL, "%s", "a window of 0 (no limit) must be the only one");
+                return text_fail(text, text_len, SL_EINVAL, "%s", "a window of 0 (no limit) must be the only one");
             return SL_OK;
         }
         if (r->count_milli > MAX_COUNT_MILLI)
-            return fail(x, SL_EINVAL, "%s", "a window's count must be at most 100000000 per period");
+            return text_fail(text, text_len, SL_EINVAL, "%s",
+                             "a window's count must be at most 100000000 per period");
         if (r->period_ms == 0 || r->period_ms > RL_MAX_PERIOD_MS)
-            return fail(x, SL_EINVAL, "%s", "a window's period must be from 1 ms to a day (86400000 ms)");
+            return text_fail(text, text_len, SL_EINVAL, "%s",
+                             "a window's period must be from 1 ms to a day (86400000 ms)");
         if (r->burst > MAX_BURST)
-            return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+            return text_fail(text, text_len, SL_EINVAL, "burst must be at most %s", "1000000");
         uint32_t burst = r->burst ? (uint32_t)r->burst : 1;
         if (r->period_ms == 1000 && !have_base) {
             have_base = 1;
@@ -131,12 +124,20 @@ static int take_windows(cmd_ctx *x, limit_req *out)
             out->burst = (uint32_t)r->burst; /* 0: the limit keeps its burst */
         } else if (out->nmore == METER_MORE_WINDOWS) {
             snprintf(n, sizeof n, "%d", METER_MORE_WINDOWS);
-            return fail(x, SL_EINVAL, "a limit takes at most %s windows besides its per-second one", n);
+            return text_fail(text, text_len, SL_EINVAL, "a limit takes at most %s windows besides its per-second one", n);
         } else {
             out->more[out->nmore++] = (rl_window){r->count_milli, r->period_ms, burst};
         }
     }
     return SL_OK;
+}
+
+typedef admin_limit limit_req;
+
+/* take_windows reads the request's window rows (admin_windows_take). */
+static int take_windows(cmd_ctx *x, limit_req *out)
+{
+    return admin_windows_take(&x->req->window_rows, out, x->text, x->text_len);
 }
 
 /* windows_show appends a limit's windows to rows: its per-second one (when
@@ -198,7 +199,7 @@ static int cmd_level_list(cmd_ctx *x)
         uint64_t oldest = queue_oldest_ns(&b->q, l);
         uint64_t tokens = rl_tokens_milli(&ml->ceiling, b->mono_ns);
         *r = (proto_row_level){
-            .present = PROTO_ROW_ALL(level),
+            .present = PROTO_ROW_ALL(level), /* fair: 1 when served fair by tag */
             .name = {b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])},
             .deadline_ms = lv->deadline_ms,
             .aging_ms = lv->aging_ms,
@@ -215,6 +216,7 @@ static int cmd_level_list(cmd_ctx *x)
             uint32_t tenants;
             queue_fair_bytes(&b->q, l, &tenants);
             r->fair_tenants = tenants + 1; /* 0: FIFO */
+            r->fair = 1;
         }
         windows_show(&x->rep->window_rows, (int)l, ml->max_rate_milli, ml->burst, &ml->ceiling, ml->more,
                      ml->more_b, ml->nmore, b->mono_ns);
@@ -471,6 +473,13 @@ static int cmd_dead_list(cmd_ctx *x) { return dead_list(x->b, x->req, x->rep, x-
 static int cmd_dead_peek(cmd_ctx *x) { return dead_peek(x->b, x->req, x->rep, x->text, x->text_len); }
 static int cmd_dead_requeue(cmd_ctx *x) { return dead_requeue(x->b, x->req, x->rep, x->text, x->text_len); }
 static int cmd_dead_purge(cmd_ctx *x) { return dead_purge(x->b, x->req, x->rep, x->text, x->text_len); }
+
+/* ---- per-tag settings (admin_tag.c) ---- */
+
+static int cmd_tag_set(cmd_ctx *x) { return admin_tag_set(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_tag_list(cmd_ctx *x) { return admin_tag_list(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_tag_pause(cmd_ctx *x) { return admin_tag_pause(x->b, x->req, x->rep, x->text, x->text_len, 1); }
+static int cmd_tag_resume(cmd_ctx *x) { return admin_tag_pause(x->b, x->req, x->rep, x->text, x->text_len, 0); }
 
 /* ---- the table ---- */
 

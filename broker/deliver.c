@@ -18,6 +18,10 @@
  * the message was published in that very pass (queue_committed): nobody may
  * consume what was never confirmed.
  *
+ * In a level served fair by tag, a tag held by its pause, rate or in-flight
+ * cap is set aside by queue_fair.c and the next tag's head goes instead; the
+ * earliest time such a tag may go again joins meter_wake_ns.
+ *
  * Costs: O(levels) for the view, then O(consumers + deliveries x levels) per
  * pass; the head's cost is read (cached) only for levels with limits.
  */
@@ -130,12 +134,11 @@ static void level_view(bk *b, unsigned l, disp_level *d)
     d->below_min = meter_below_min(&b->meter, l, cost, b->mono_ns);
 }
 
-unsigned deliver_dispatch(bk *b, unsigned max)
+static unsigned dispatch(bk *b, unsigned max)
 {
     disp_level dl[PROTO_MAX_LEVELS];
     uint64_t ready = 0;
     unsigned made = 0;
-    b->meter_wake_ns = TMR_NEVER;
     for (unsigned l = 0; l < b->cfg.levels; l++) {
         level_view(b, l, &dl[l]);
         ready += dl[l].ready;
@@ -189,6 +192,17 @@ unsigned deliver_dispatch(bk *b, unsigned max)
         }
         b->conns.rr = (start + 1) % n;
     }
+    return made;
+}
+
+unsigned deliver_dispatch(bk *b, unsigned max)
+{
+    b->meter_wake_ns = TMR_NEVER;
+    b->q.now_ns = b->mono_ns; /* the clock of the tags' buckets (queue_fair.c) */
+    unsigned made = dispatch(b, max);
+    for (unsigned l = 0; l < b->cfg.levels; l++) /* a tag its rate holds back: when it may go */
+        if (b->q.lv[l].fair && queue_ready(&b->q, l))
+            wake_at(b, queue_fair_next_ns(&b->q, l));
     return made;
 }
 

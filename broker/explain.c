@@ -6,7 +6,8 @@
  * the dead letters. It answers with a state (leased, ready, delayed, dead,
  * gone), the level, the position among the ready messages (in a level
  * served fair by tag: among its tag's, O(that position) seeks), and a
- * sentence naming what holds the message back. An operator's question, not a hot path:
+ * sentence naming what holds the message back (in a fair level, its tag's
+ * pause, rate limit or in-flight cap too: queue_fair_hold). An operator's question, not a hot path:
  * nothing here runs during dispatch.
  */
 #include "explain.h"
@@ -16,6 +17,7 @@
 
 #include "bk.h"
 #include "store.h"
+#include "tagset.h"
 #include "units.h"
 
 #define FIND_LIMIT 10000000ULL
@@ -106,6 +108,14 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
             snprintf(text + n, text_len - n, "; level %s is served fair by tag: %s%s%s, %llu ahead of it in its tag",
                      b->cfg.level_names[level], tag_id ? "tag '" : "untagged", tag, tag_id ? "'" : "",
                      (unsigned long long)ahead);
+            int hold = queue_fair_hold(&b->q, level, tag_id); /* its tag's own limit (tag set / tag pause) */
+            n = strlen(text);
+            if (hold == TAGSET_PAUSED)
+                snprintf(text + n, text_len - n, "; held: tag '%s' is paused (sluice tag resume)", tag);
+            else if (hold == TAGSET_RATE)
+                snprintf(text + n, text_len - n, "; held: tag '%s' is at its rate limit (sluice tag list)", tag);
+            else if (hold == TAGSET_INFLIGHT)
+                snprintf(text + n, text_len - n, "; held: tag '%s' is at its in-flight cap", tag);
         } else {
             why_waiting(b, level, r->position, text, text_len);
         }

@@ -65,6 +65,7 @@ void queue_close(queue *q)
         tmr_fini(&q->lv[l].returned);
         queue_fair_close(q, l);
     }
+    queue_fair_tags_free(q);
 }
 
 uint64_t queue_ready(const queue *q, unsigned level)

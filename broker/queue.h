@@ -60,6 +60,8 @@ typedef struct queue {
     size_t nundo, capundo;
     struct queue_undo *deferred; /* deletes of ACKs taken while a commit was out (queue_deferred_apply) */
     size_t ndeferred, capdeferred;
+    struct tagset *tags;  /* per-tag settings of fair levels (tagset.h); NULL: none */
+    uint64_t now_ns;      /* the dispatch's monotonic clock, set by deliver.c: tag buckets */
     queue_level lv[PROTO_MAX_LEVELS];
 } queue;
 
@@ -233,6 +235,39 @@ void queue_fair_unlease(queue *q, unsigned level, uint64_t key);
 int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
 void queue_fair_close(queue *q, unsigned level);
 void queue_fair_commit_ended(queue *q, unsigned level);
+
+/* queue_fair_tags_changed follows a change of q->tags (tag.set, tag.pause,
+ * a reload): the in-flight counts are counted again from the leased tags,
+ * every tag held by a pause or a cap is looked at again, and each tag takes
+ * its new weight at its next pick. O(tenants of fair levels). */
+void queue_fair_tags_changed(queue *q);
+
+/* queue_fair_next_ns returns when the earliest tag of level held by its rate
+ * may go again (DRR_NEVER / UINT64_MAX: none); 0 for a FIFO level. */
+uint64_t queue_fair_next_ns(const queue *q, unsigned level);
+
+/* One waiting or leased tag of a fair level, for tag.list. */
+typedef struct queue_fair_tag {
+    uint32_t tag;
+    int rule;           /* its pattern (tagset index), or TAGSET_NONE */
+    int paused;
+    uint64_t depth;     /* ready records, counted up to QUEUE_FAIR_COUNT_MAX */
+    uint64_t leased;
+    uint64_t oldest_ns; /* enqueue time of its head (wall), 0 when none ready */
+} queue_fair_tag;
+#define QUEUE_FAIR_COUNT_MAX 100000
+
+/* queue_fair_tags fills out[0..max) with level's tags, at most max; returns
+ * how many there are in all (which may be more). Each tag's depth costs a
+ * seek per ready record (up to QUEUE_FAIR_COUNT_MAX). */
+uint32_t queue_fair_tags(queue *q, unsigned level, queue_fair_tag *out, uint32_t max);
+
+/* queue_fair_hold names what holds tag of fair level (a pause, its rate, its
+ * in-flight cap) at the dispatch's last clock: TAGSET_GO (0) when nothing. */
+int queue_fair_hold(queue *q, unsigned level, uint32_t tag);
+
+/* queue_fair_tags_free frees q->tags (queue_close). */
+void queue_fair_tags_free(queue *q);
 
 /* ---- between queue.c and queue_commit.c ----
  *

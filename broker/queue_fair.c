@@ -21,7 +21,13 @@
  * Restart (queue_fair_set while loading): one store_tag_span per tag that
  * has records: two seeks each, O(tags log n), never reading every message.
  *
- * Memory: a tenant is 40 bytes in a dense array plus a 4-byte hash slot at
+ * Per-tag settings (queue_fair_tag.c): a tenant takes its weight from the
+ * pattern that matches its tag, and the pick asks queue_fair_tag_gate
+ * about the head of the tag whose turn it is; a tag held by its pause,
+ * rate or in-flight cap is set aside in the drr and the next tag's turn
+ * comes (no head-of-line blocking). A take charges the tag's bucket.
+ *
+ * Memory: a tenant is 48 bytes in a dense array plus a 4-byte hash slot at
  * a load of at most 1/2, plus its drr record (drr.h, at most 240 bytes
  * before a shrink) while it waits, plus 16 bytes per returned key. A tenant
  * with nothing ready or leased is forgotten.
@@ -38,23 +44,8 @@
 
 #include "drr.h"
 #include "log.h"
-
-typedef struct tenant {
-    uint32_t tag;
-    uint32_t leased;
-    uint64_t cursor; /* next key of its run to seek from */
-    tmr returned;
-} tenant;
-
-struct queue_fair {
-    drr d;
-    tenant *t;
-    uint32_t n, cap;
-    uint32_t *slots; /* index + 1, 0 empty; linear probing */
-    uint32_t nslots;
-    uint32_t *held;  /* tags blocked until the next commit ends (head not committed) */
-    uint32_t nheld, heldcap;
-};
+#include "queue_fair_int.h"
+#include "tagset.h"
 
 static uint32_t hash32(uint32_t x)
 {
@@ -89,7 +80,7 @@ static int rehash(struct queue_fair *f, uint32_t nslots)
     return SL_OK;
 }
 
-static tenant *find(const struct queue_fair *f, uint32_t tag)
+tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag)
 {
     uint32_t *s = slot_of(f, tag);
     return s && *s ? &f->t[*s - 1] : NULL;
@@ -97,7 +88,7 @@ static tenant *find(const struct queue_fair *f, uint32_t tag)
 
 static tenant *get(struct queue_fair *f, uint32_t tag)
 {
-    tenant *tn = find(f, tag);
+    tenant *tn = queue_fair_find(f, tag);
     if (tn)
         return tn;
     if (f->n == f->cap) {
@@ -155,11 +146,12 @@ static void forget(struct queue_fair *f, tenant *tn)
         rehash(f, f->nslots / 2); /* when it fails, the table as it is stays right */
 }
 
-static int activate(struct queue_fair *f, uint32_t tag)
+static int activate(queue *q, struct queue_fair *f, tenant *tn)
 {
-    if (drr_find(&f->d, tag))
+    if (drr_find(&f->d, tn->tag))
         return SL_OK;
-    return drr_active(&f->d, tag, 1);
+    queue_fair_tag_resolve(q, f, tn);
+    return drr_active(&f->d, tn->tag, q->tags ? tagset_weight(q->tags, tn->rule) : 1);
 }
 
 static struct queue_fair *fair_new(void)
@@ -179,6 +171,8 @@ static void fair_free(struct queue_fair *f)
     free(f->t);
     free(f->slots);
     free(f->held);
+    free(f->capped);
+    free(f->paused);
     drr_fini(&f->d);
     free(f);
 }
@@ -210,7 +204,8 @@ int queue_fair_set(queue *q, unsigned level, int fair, int loading)
     uint32_t tag, from = 0;
     int rc = SL_OK;
     while (from <= STORE_TAG_MAX && (rc = store_tag_span(q->st, level, from, &tag, &last)) == SL_OK) {
-        if (!get(f, tag) || activate(f, tag) != SL_OK) {
+        tenant *tn = get(f, tag);
+        if (!tn || activate(q, f, tn) != SL_OK) {
             rc = SL_ENOMEM;
             break;
         }
@@ -241,7 +236,8 @@ int queue_fair_append(queue *q, const store_rec *rec)
     lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
     lv->count++;
     lv->enqueued++;
-    if (!get(lv->fair, tag) || activate(lv->fair, tag) != SL_OK)
+    tenant *tn = get(lv->fair, tag);
+    if (!tn || activate(q, lv->fair, tn) != SL_OK)
         log_error("queue", "out of memory noting tag %u of level %u; its messages wait for a restart",
                   tag, rec->level);
     return SL_OK;
@@ -259,16 +255,18 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key)
         if (rc != SL_OK)
             return rc;
     }
-    drr_unblock(&f->d, tag);
-    return activate(f, tag);
+    if (!tn->gated)
+        drr_unblock(&f->d, tag); /* one its pause or cap holds stays held */
+    return activate(q, f, tn);
 }
 
 void queue_fair_unlease(queue *q, unsigned level, uint64_t key)
 {
     struct queue_fair *f = q->lv[level].fair;
-    tenant *tn = find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
+    tenant *tn = queue_fair_find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
     if (tn && tn->leased) {
         tn->leased--;
+        queue_fair_tag_unleased(q, f, tn);
         forget(f, tn);
     }
 }
@@ -320,11 +318,12 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
     struct queue_fair *f = q->lv[level].fair;
     for (int tries = 0; tries < FAIR_TRIES; tries++) {
         uint64_t t;
-        if (drr_pick(&f->d, 0, &t) != SL_OK) /* no tenant is blocked with a time */
+        if (drr_pick(&f->d, q->now_ns, &t) != SL_OK)
             return SL_ENOTFOUND;
         tenant *tn = get(f, (uint32_t)t);
         if (!tn)
             return SL_ENOMEM;
+        queue_fair_tag_resolve(q, f, tn);
         int rc = head(q, level, tn, key, rec, from_returned);
         if (rc == SL_ENOTFOUND) {
             drr_idle(&f->d, t);
@@ -344,6 +343,13 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
                 return SL_ENOTFOUND;
             f->held[f->nheld++] = (uint32_t)t;
             continue;
+        }
+        if (rc == SL_OK) { /* its tag's pause, rate or cap: set aside, the next tag's turn */
+            int g = queue_fair_tag_gate(q, f, tn, rec->cost ? rec->cost : 1);
+            if (g < 0)
+                return SL_ENOTFOUND; /* out of memory: the level waits for the next pass */
+            if (g)
+                continue;
         }
         *out = tn;
         return rc;
@@ -374,6 +380,9 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     lv->dispatched++;
     lv->head_known = 0;
     drr_charge(&lv->fair->d, tn->tag, rec->cost ? rec->cost : 1);
+    if (q->tags && tn->rule != TAGSET_NONE &&
+        tagset_charge(q->tags, tn->rule, tn->tag, rec->cost ? rec->cost : 1, q->now_ns) != SL_OK)
+        log_error("queue", "out of memory for the bucket of tag %u: it goes unmetered", tn->tag);
     if (!tn->returned.len && !store_committing(q->st)) {
         /* its last ready one? then out of the turns now, and forgotten when
          * settled, so the ring holds no empty tenants for picks to pass by
@@ -431,7 +440,7 @@ int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint
         return SL_ENOTFOUND;
     *tag = (uint32_t)(key >> STORE_TAG_SHIFT);
     *ahead = 0;
-    const tenant *tn = find(f, *tag);
+    const tenant *tn = queue_fair_find(f, *tag);
     uint64_t from = tn ? tn->cursor : (uint64_t)*tag << STORE_TAG_SHIFT, k;
     store_rec rec;
     if (tn)

@@ -24,6 +24,11 @@
  *   a window  u64 count_milli u64 period_ms u32 burst u32 0          (24 bytes)
  *             (the further windows of a limit, beside its per-second
  *              rate and burst; unused ones are zero)
+ *   tagrule/OOOOOOOO  (the pattern's order, 8 hex digits, so a scan reads
+ *             them in order) u8 version(1) u8 flags(bit0 each) u16 0
+ *             u32 weight u32 max_inflight u32 windows, then 4 windows,
+ *             then the pattern's bytes                (112 + pattern bytes)
+ *   tagpause/TAG  u8 version(1)                       (a paused tag; 1 byte)
  *
  * all little-endian. Change a layout: bump its version byte and read both.
  * A change whose commit is refused for want of space is undone by reading
@@ -36,6 +41,7 @@
 
 #include <endian.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bk.h"
@@ -43,6 +49,7 @@
 #include "meter.h"
 #include "store.h"
 #include "log.h"
+#include "tagset.h"
 
 #define LEVEL_REC_V1 24
 #define LEVEL_REC_V2 40
@@ -52,6 +59,8 @@
 #define POOL_REC 28
 #define SINK_REC_V1 24
 #define SINK_REC (SINK_REC_V1 + WINS_REC)
+#define TAGRULE_HEAD 16
+#define TAGRULE_REC (TAGRULE_HEAD + RL_MAX_WINDOWS * WIN_REC)
 
 static void put32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
 static void put64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
@@ -217,9 +226,112 @@ static void load_pool(void *ctx, const char *key, size_t key_len, const void *va
     p->target_wait_ms = get64(r + 20);
 }
 
+/* ---- per-tag settings (tagset.h) ---- */
+
+static void tagrule_key(char *key, size_t size, uint32_t order)
+{
+    snprintf(key, size, "tagrule/%08x", (unsigned)order);
+}
+
+void settings_save_tag_rule(bk *b, const tagset_rule *r)
+{
+    unsigned char v[TAGRULE_REC + PROTO_MAX_TAG] = {1};
+    char key[32];
+    size_t len = strlen(r->pattern);
+    v[1] = r->each ? 1 : 0;
+    put32(v + 4, r->weight);
+    put32(v + 8, r->max_inflight);
+    put32(v + 12, r->nwin);
+    for (unsigned i = 0; i < r->nwin; i++) {
+        put64(v + TAGRULE_HEAD + i * WIN_REC, r->win[i].count_milli);
+        put64(v + TAGRULE_HEAD + 8 + i * WIN_REC, r->win[i].period_ms);
+        put32(v + TAGRULE_HEAD + 16 + i * WIN_REC, r->win[i].burst);
+    }
+    memcpy(v + TAGRULE_REC, r->pattern, len);
+    tagrule_key(key, sizeof key, r->order);
+    if (store_meta_put(b->st, key, v, TAGRULE_REC + len) != SL_OK)
+        log_error("settings", "cannot store the settings of tag pattern %s", r->pattern);
+    b->settings_unsaved = 1;
+}
+
+void settings_del_tag_rule(bk *b, uint32_t order)
+{
+    char key[32];
+    tagrule_key(key, sizeof key, order);
+    if (store_meta_del(b->st, key) != SL_OK)
+        log_error("settings", "cannot delete the tag pattern setting %s", key);
+    b->settings_unsaved = 1;
+}
+
+void settings_save_tag_pause(bk *b, const char *tag, size_t len, int paused)
+{
+    char key[sizeof "tagpause/" + PROTO_MAX_TAG];
+    unsigned char v[1] = {1};
+    snprintf(key, sizeof key, "tagpause/%.*s", (int)len, tag);
+    int rc = paused ? store_meta_put(b->st, key, v, 1) : store_meta_del(b->st, key);
+    if (rc != SL_OK)
+        log_error("settings", "cannot store the pause of tag %.*s", (int)len, tag);
+    b->settings_unsaved = 1;
+}
+
+static void load_tag_rule(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
+{
+    bk *b = ctx;
+    const unsigned char *v = val;
+    tagset_rule r;
+    unsigned order;
+    memset(&r, 0, sizeof r);
+    if (key_len != 16 || sscanf(key + 8, "%8x", &order) != 1 || len <= TAGRULE_REC ||
+        len > TAGRULE_REC + PROTO_MAX_TAG || v[0] != 1 || get32(v + 12) > RL_MAX_WINDOWS) {
+        log_warn("settings", "ignoring an unreadable tag pattern setting (%zu bytes)", len);
+        return;
+    }
+    r.order = order;
+    r.each = v[1] & 1;
+    r.weight = get32(v + 4);
+    r.max_inflight = get32(v + 8);
+    r.nwin = get32(v + 12);
+    for (unsigned i = 0; i < r.nwin; i++)
+        r.win[i] = (rl_window){get64(v + TAGRULE_HEAD + i * WIN_REC), get64(v + TAGRULE_HEAD + 8 + i * WIN_REC),
+                               get32(v + TAGRULE_HEAD + 16 + i * WIN_REC)};
+    memcpy(r.pattern, v + TAGRULE_REC, len - TAGRULE_REC);
+    if (tagset_put(b->q.tags, &r, b->mono_ns) != SL_OK)
+        log_warn("settings", "ignoring tag pattern %s: its settings are out of bounds", r.pattern);
+}
+
+static void load_tag_pause(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
+{
+    bk *b = ctx;
+    (void)val;
+    if (key_len <= 9 || len != 1 || tagset_pause(b->q.tags, key + 9, key_len - 9, 1) != SL_OK)
+        log_warn("settings", "ignoring an unreadable tag pause (%zu bytes)", len);
+}
+
+/* load_tags reads the patterns (in order) and the paused tags afresh. */
+static int load_tags(bk *b)
+{
+    if (!b->q.tags) {
+        b->q.tags = malloc(sizeof *b->q.tags);
+        if (!b->q.tags)
+            return SL_ENOMEM;
+        tagset_init(b->q.tags);
+    } else {
+        tagset_fini(b->q.tags);
+    }
+    int rc = store_meta_scan(b->st, "tagrule/", load_tag_rule, b);
+    if (rc == SL_OK)
+        rc = store_meta_scan(b->st, "tagpause/", load_tag_pause, b);
+    queue_fair_tags_changed(&b->q);
+    if (rc == SL_OK && (b->q.tags->n || b->q.tags->npaused) && !committed.valid)
+        log_info("settings", "%u tag patterns and %u paused tags restored", b->q.tags->n, b->q.tags->npaused);
+    return rc;
+}
+
 int settings_load(bk *b)
 {
-    int rc = store_meta_scan(b->st, "level/", load_level, b);
+    int rc = load_tags(b); /* before the levels: a fair level's tags take their weights as they are found */
+    if (rc == SL_OK)
+        rc = store_meta_scan(b->st, "level/", load_level, b);
     if (rc == SL_OK)
         rc = store_meta_scan(b->st, "pool/", load_pool, b);
     if (rc == SL_OK)

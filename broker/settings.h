@@ -4,6 +4,9 @@
 #ifndef SLUICE_SETTINGS_H
 #define SLUICE_SETTINGS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct bk;
 struct pool;
 
@@ -17,6 +20,15 @@ int settings_load(struct bk *b);
 void settings_save_pool(struct bk *b, const struct pool *p);
 void settings_save_level(struct bk *b, unsigned level);
 void settings_save_sink(struct bk *b);
+
+/* settings_save_tag_rule writes one tag pattern's settings (tagset.h),
+ * settings_del_tag_rule forgets the pattern of that order, and
+ * settings_save_tag_pause writes (or deletes) a tag's pause, into the open
+ * write transaction. A store failure is logged. */
+struct tagset_rule;
+void settings_save_tag_rule(struct bk *b, const struct tagset_rule *r);
+void settings_del_tag_rule(struct bk *b, uint32_t order);
+void settings_save_tag_pause(struct bk *b, const char *tag, size_t len, int paused);
 
 /* settings_commit_ended ends a commit with result rc: when it was refused
  * and held a settings change, the levels', pools' and sink's settings are

@@ -187,6 +187,7 @@ int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
         l->burst = clamp_u32(r->burst);
         l->tokens_milli = r->tokens_milli;
         l->eta_ms = r->eta_ms;
+        l->fair = r->fair || r->fair_tenants;
     }
     const proto_rows_window *win = &c->reply.window_rows;
     bool listed[SL_MAX_LEVELS] = {false};

@@ -435,6 +435,7 @@ typedef struct sl_level_info {
     uint64_t eta_ms;          /* expected drain time of the ready backlog */
     unsigned nwindows;        /* the ceiling's windows: its per-second one (max_rate_milli) first */
     sl_window windows[SL_MAX_WINDOWS];
+    int fair;                 /* 1: served fair by tag; 0: FIFO */
 } sl_level_info;
 
 /* sl_level_list fills out[0..*n) (room for SL_MAX_LEVELS), one item per
@@ -670,6 +671,55 @@ int sl_dead_requeue_id(sl_client *c, uint64_t id, unsigned to_level);
  * goes on, or 0 at the end of the level. */
 int sl_dead_purge(sl_client *c, unsigned level, uint64_t older_than_ms, uint64_t max, uint64_t *after,
                   uint64_t *purged);
+
+/* ---- per-tag settings of levels served fair by tag ---- */
+
+/* The settings sl_tag_set changes for a pattern: each field SL_UNCHANGED
+ * leaves it as it is (a new pattern starts at weight 1, no cap, no rate,
+ * one bucket shared by the tags it matches). */
+typedef struct sl_tag_settings {
+    uint64_t weight;        /* 1..1000: turns per round of the fair pick */
+    uint64_t max_inflight;  /* deliveries out at once; 0: no cap */
+    uint64_t each;          /* 1: a bucket and a cap per matching tag; 0: one shared */
+    uint64_t burst;         /* the per-second window's burst (with no windows given) */
+    int nwindows;           /* -1: rate unchanged; 0: no rate limit; else windows[0..n) */
+    sl_window windows[SL_MAX_WINDOWS];
+} sl_tag_settings;
+
+/* sl_tag_settings_init sets every field of s to "unchanged". */
+void sl_tag_settings_init(sl_tag_settings *s);
+
+/* sl_tag_set sets the settings of pattern (a glob such as "gold-*", or an
+ * exact tag; 1..255 bytes); the first pattern set that matches a tag gives
+ * it its settings. SL_EINVAL for a bad value (the broker's text says
+ * which), or past 1,024 patterns. */
+int sl_tag_set(sl_client *c, const char *pattern, const sl_tag_settings *s);
+
+/* sl_tag_off removes pattern's settings. SL_ENOTFOUND when it has none. */
+int sl_tag_off(sl_client *c, const char *pattern);
+
+/* sl_tag_pause stops (paused 1) or resumes (0) deliveries of one tag (exact
+ * text) from every level served fair by tag. */
+int sl_tag_pause(sl_client *c, const char *tag, int paused);
+
+/* One row of sl_tag_list: a pattern (pattern set, tag empty) or a tag (tag
+ * set; pattern: the one it matches, or empty). */
+typedef struct sl_tag_info {
+    char pattern[65];
+    char tag[65];
+    int has_level;          /* a tag waiting or in flight in a level */
+    unsigned level;
+    uint64_t depth, inflight, oldest_ms;
+    uint64_t weight, max_inflight, rate_milli, burst, tokens_milli;
+    int each, paused, limited; /* limited: rate_milli and tokens_milli mean something */
+    unsigned nwindows;
+    sl_window windows[SL_MAX_WINDOWS]; /* a pattern's windows */
+} sl_tag_info;
+#define SL_MAX_TAG_ROWS 64
+
+/* sl_tag_list fills out[0..*n) (room for SL_MAX_TAG_ROWS): the patterns in
+ * their order, then the tags with the most messages waiting. */
+int sl_tag_list(sl_client *c, sl_tag_info *out, unsigned *n);
 
 /* sl_level_fair serves level fair by tag (fair != 0: deficit round robin
  * over the tags with messages waiting, FIFO within a tag, untagged messages

@@ -42,7 +42,7 @@ const field_def proto_field_defs[PROTO_F_COUNT_] = {
 #undef FIELD_DEF_
 };
 
-_Static_assert(PROTO_F_COUNT_ <= 64, "the presence mask is 64 bits");
+_Static_assert(PROTO_F_COUNT_ <= 8 * sizeof(proto_mask), "a bit of the presence mask per field");
 
 #define COL_REQ_REQ 1u
 #define COL_REQ_OPT 0u

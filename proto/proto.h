@@ -125,7 +125,8 @@
     X(auth_refused, "auth_refused", U64,  0)              \
     X(handshakes_refused, "handshakes_refused", U64, 0) \
     X(force,      "force",          U64,  0)              \
-    X(window_rows, "window_rows",   ROWS, window)
+    X(window_rows, "window_rows",   ROWS, window)         \
+    X(tag_rows,   "tag_rows",       ROWS, tag)
 
 /* ---- rows ----
  *
@@ -141,7 +142,8 @@
     X(pool,       PROTO_MAX_POOLS)      \
     X(dead,       PROTO_MAX_ARRAY)      \
     X(coord,      1)                    \
-    X(window,     PROTO_MAX_WINDOW_ROWS)
+    X(window,     PROTO_MAX_WINDOW_ROWS) \
+    X(tag,        PROTO_MAX_ARRAY)
 
 /* STATS_OK: one row per level, counters since the broker started. */
 #define PROTO_COLS_level_stat(X, K)                        \
@@ -180,7 +182,8 @@
     X(K, burst,            "burst",            U64, REQ) \
     X(K, tokens_milli,     "tokens_milli",     U64, REQ) \
     X(K, eta_ms,           "eta_ms",           U64, REQ) \
-    X(K, fair_tenants,     "fair_tenants",     U64, OPT)
+    X(K, fair_tenants,     "fair_tenants",     U64, OPT) \
+    X(K, fair,             "fair",             U64, OPT)
 
 /* pool.list: one row per pool. */
 #define PROTO_COLS_pool(X, K)                              \
@@ -233,6 +236,26 @@
     X(K, burst,            "burst",            U64, REQ) \
     X(K, tokens_milli,     "tokens_milli",     U64, OPT)
 
+/* Per-tag settings. tag.set: one row, what changes (absent: as it was);
+ * windows in window_rows. tag.list: a row per pattern, then per tag (most
+ * waiting first); strings cut to PROTO_MAX_NAME bytes. */
+#define PROTO_COLS_tag(X, K)                               \
+    X(K, pattern,          "pattern",          STR, OPT) \
+    X(K, tag,              "tag",              STR, OPT) \
+    X(K, level,            "level",            U64, OPT) \
+    X(K, depth,            "depth",            U64, OPT) \
+    X(K, inflight,         "inflight",         U64, OPT) \
+    X(K, oldest_ms,        "oldest_ms",        U64, OPT) \
+    X(K, weight,           "weight",           U64, OPT) \
+    X(K, max_inflight,     "max_inflight",     U64, OPT) \
+    X(K, rate_milli,       "rate_milli",       U64, OPT) \
+    X(K, burst,            "burst",            U64, OPT) \
+    X(K, tokens_milli,     "tokens_milli",     U64, OPT) \
+    X(K, each,             "each",             U64, OPT) \
+    X(K, paused,           "paused",           U64, OPT) \
+    X(K, off,              "off",              U64, OPT) \
+    X(K, order,            "order",            U64, OPT)
+
 typedef enum proto_row_kind {
 #define PROTO_KIND_ENUM_(K, most) PROTO_ROWS_##K,
     PROTO_ROW_KINDS(PROTO_KIND_ENUM_)
@@ -283,8 +306,8 @@ typedef enum proto_field {
     PROTO_F_COUNT_
 } proto_field;
 
-/* The presence mask has a bit per field. */
-typedef uint64_t proto_mask;
+__extension__ typedef unsigned __int128 proto_mask; /* a bit per field; 128 (64 were full) */
+_Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
 #define PF(m) ((proto_mask)1 << PROTO_F_##m)
 
 /* Result kinds of an admin command. */
@@ -323,7 +346,11 @@ typedef uint64_t proto_mask;
     X(dead_requeue,   "dead.requeue",   0, PF(level) | PF(id) | PF(to_level) | PF(n), FIELDS, \
       PF(n) | PF(after))                                                          \
     X(dead_purge,     "dead.purge",     PF(level), PF(older_than_ms) | PF(after) | PF(n), FIELDS, \
-      PF(n) | PF(after))
+      PF(n) | PF(after))                                                          \
+    X(tag_set,        "tag.set",        PF(tag), PF(tag_rows) | PF(window_rows), NONE, 0) \
+    X(tag_list,       "tag.list",       0, 0, ROWS, PF(tag_rows) | PF(window_rows)) \
+    X(tag_pause,      "tag.pause",      PF(tag), 0, NONE, 0)                      \
+    X(tag_resume,     "tag.resume",     PF(tag), 0, NONE, 0)
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 

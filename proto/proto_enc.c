@@ -82,7 +82,7 @@ static int rows_check(const void *rows, const kind_def *kd)
     return SL_OK;
 }
 
-static int count_bits(uint64_t v)
+static int count_bits(proto_mask v)
 {
     int n = 0;
     for (; v; v &= v - 1)

@@ -47,7 +47,11 @@ typedef enum proto_role {
     X(dead_list,      MONITOR)    \
     X(dead_peek,      ADMIN)      \
     X(dead_requeue,   ADMIN)      \
-    X(dead_purge,     ADMIN)
+    X(dead_purge,     ADMIN)      \
+    X(tag_set,        ADMIN)      \
+    X(tag_list,       MONITOR)    \
+    X(tag_pause,      ADMIN)      \
+    X(tag_resume,     ADMIN)
 
 enum {
 #define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,

@@ -241,6 +241,7 @@ static const expect cmd_expect[] = {
     {"pool.autoscale", R_A},    {"sink.set", R_A},     {"sink.show", R_M | R_A}, {"explain", R_M | R_A},
     {"dead.list", R_M | R_A},   {"dead.peek", R_A},    {"dead.requeue", R_A},   {"dead.purge", R_A},
     {"pool.delete", R_A},
+    {"tag.set", R_A},           {"tag.list", R_M | R_A}, {"tag.pause", R_A},    {"tag.resume", R_A},
 };
 
 static const expect *expect_find(const expect *t, size_t n, const char *what)
@@ -285,7 +286,9 @@ static void build(proto_msg *m, proto_type t, int cmd, int subscribe, uint64_t s
             proto_set(m, size, 1);
         if (args & PF(id))
             proto_set(m, id, 1);
-        args &= ~(PF(level) | PF(pool) | PF(size) | PF(id));
+        if (args & PF(tag))
+            proto_set_str(m, PROTO_F_tag, "matrix", 6);
+        args &= ~(PF(level) | PF(pool) | PF(size) | PF(id) | PF(tag));
         if (args)
             fail_msg("ADMIN %s requires an argument this test does not fill: add it to build()", name);
     }

@@ -91,6 +91,28 @@ static void weights_share_turns(void **state)
     drr_fini(&d);
 }
 
+/* a tag of weight 4 (tag set --weight 4) gets four turns a round; a tag
+ * held by its rate (blocked until a time on the hand clock) is passed by and
+ * the other keeps its share; back at its time, the 4:1 order again. */
+static void weight_four_to_one_with_a_held_tag(void **state)
+{
+    (void)state;
+    drr d;
+    char got[32];
+    drr_init(&d, 1);
+    assert_int_equal(drr_active(&d, 0, 4), SL_OK); /* a: gold, weight 4 */
+    assert_int_equal(drr_active(&d, 1, 1), SL_OK); /* b: free, weight 1 */
+    order(&d, 0, 15, got);
+    assert_string_equal(got, "aaaabaaaabaaaab");
+    assert_int_equal(drr_block(&d, 0, 1000), SL_OK); /* a at its rate limit until t = 1000 */
+    order(&d, 999, 3, got);
+    assert_string_equal(got, "bbb");
+    assert_int_equal(drr_next_ns(&d), 1000);
+    order(&d, 1000, 10, got); /* back at the ring's tail, behind b's turn */
+    assert_string_equal(got, "baaaabaaaa");
+    drr_fini(&d);
+}
+
 static void costs_are_shared_in_units(void **state)
 {
     (void)state;
@@ -329,6 +351,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(weights_share_turns),
+        cmocka_unit_test(weight_four_to_one_with_a_held_tag),
         cmocka_unit_test(costs_are_shared_in_units),
         cmocka_unit_test(quantum_sets_the_turn),
         cmocka_unit_test(blocked_tenant_is_skipped_and_back_at_its_time),

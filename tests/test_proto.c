@@ -562,7 +562,8 @@ static void admin_commands_are_checked_by_the_list(void **state)
             assert_true(fields != 0 && !(fields & (PF(level_rows) | PF(pool_rows) | PF(level_stats) | PF(dead_rows))));
         else
             assert_true((fields & ~PF(window_rows)) == PF(level_rows) || fields == PF(pool_rows) ||
-                        fields == PF(dead_rows)); /* level.list: its levels' windows beside */
+                        fields == PF(dead_rows) || (fields & ~PF(window_rows)) == PF(tag_rows));
+                        /* level.list, tag.list: their windows beside */
     }
     assert_int_equal(proto_cmd_def(PROTO_CMD_COUNT_, NULL, NULL, NULL, NULL), -1);
 }

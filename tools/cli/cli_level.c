@@ -39,6 +39,7 @@ static void levels_json(const sl_level_info *levels, unsigned n)
                ",\"burst\":%" PRIu32 ",\"tokens_milli\":%" PRIu64 ",\"eta_ms\":%" PRIu64,
                l->deadline_ms, l->aging_ms, l->paused ? "true" : "false", l->depth, l->oldest_ms,
                l->max_rate_milli, l->min_rate_milli, l->burst, l->tokens_milli, l->eta_ms);
+        printf(",\"fair\":%s", l->fair ? "true" : "false");
         cli_window_json(l->windows, l->nwindows);
         printf("}");
     }
@@ -59,8 +60,9 @@ static int levels_table(const sl_level_info *levels, unsigned n)
 {
     static const char *const head[] = {"LEVEL",    "NAME",     "DEADLINE", "AGING",
                                        "PAUSED",   "DEPTH",    "OLDEST",   "MAX-RATE",
-                                       "MIN-RATE", "BURST",    "TOKENS",   "ETA"};
-    cli_table *t = cli_table_new(12, head, "llrrlrrrrrrr", n);
+                                       "MIN-RATE", "BURST",    "TOKENS",   "ETA",
+                                       "SERVED"};
+    cli_table *t = cli_table_new(13, head, "llrrlrrrrrrrl", n);
     if (!t)
         return -1;
     for (unsigned i = 0; i < n; i++) {
@@ -89,6 +91,7 @@ static int levels_table(const sl_level_info *levels, unsigned n)
             cli_table_add(t, "-");
         cli_table_add(t, "%s", l->max_rate_milli ? tokens : "-"); /* no ceiling, no bucket */
         cli_table_add(t, "%s", eta);
+        cli_table_add(t, "%s", l->fair ? "fair" : "fifo");
     }
     int rc = cli_table_print(t);
     cli_table_destroy(&t);

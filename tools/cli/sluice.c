@@ -46,6 +46,7 @@
 
 #include "cli_admin.h"
 #include "cli_level.h"
+#include "cli_tag.h"
 #include "cli_consume.h"
 #include "cli_dead.h"
 #include "cli_core.h"
@@ -229,6 +230,21 @@ static const char help_text[] =
 "  sluice level resume LEVEL\n"
 "      Stop, or restart, deliveries from a level; publishing to it goes on.\n"
 "      LEVEL is a name or a number, here and in 'level set'.\n"
+"\n"
+"  sluice tag set PATTERN [--max-rate WINDOW]... [--burst B] [--inflight N]\n"
+"                 [--weight W] [--each] [--off]\n"
+"      Per-tag settings of levels served fair by tag: a rate limit, an\n"
+"      in-flight cap and a weight (1..1000, turns per round) for the tags\n"
+"      PATTERN (a glob, or an exact tag) matches; the first pattern set that\n"
+"      matches a tag wins. --each: a bucket and cap per tag instead of one\n"
+"      shared. --off removes them. Stored; applies at once.\n"
+"  sluice tag list [--json]\n"
+"      The patterns, then the tags with the most waiting: level, depth, in\n"
+"      flight, rate, tokens, weight, paused, oldest age.\n"
+"  sluice tag pause TAG\n"
+"  sluice tag resume TAG\n"
+"      Stop, or restart, deliveries of one tag; the others flow on.\n"
+"      Example: sluice tag set 'gold-*' --weight 4; sluice tag --help.\n"
 "\n"
 "  sluice sink set [--max-rate WINDOW]... [--burst N] [--inflight N]\n"
 "      Limit the sink, the service consumers call: at most RATE units per\n"
@@ -457,6 +473,7 @@ int main(int argc, char **argv)
         {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
         {"dead", cli_dead_main},
         {"top", cli_top_main},
+        {"tag", cli_tag_main},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,
