@@ -4,17 +4,21 @@
  *
  * A standalone program (build/rel/bench-flush, `make bench-flush`), not a
  * row of sluice-bench: it measures the file system and LMDB, never Sluice.
- * Each experiment runs N timed steps (default 2000) in a fresh
- * subdirectory of DIR and prints the mean, p50 and p99 of one step, and
- * steps per second. The whole set runs RUNS times (default 2): the disk's
- * speed drifts over hours, so compare ratios within one run.
+ * Each experiment runs N timed steps (default 2000) on files of its own in
+ * DIR and prints the mean, p50 and p99 of one step, and steps per second.
+ * The experiments take turns of BLOCK_STEPS steps, so that a shared disk's
+ * drift (other work comes and goes) touches them all alike. The whole set
+ * runs RUNS times (default 2): the disk's speed drifts over hours, so
+ * compare ratios within one run.
  *
  *   append     4 KiB pwrite at the end of a growing file + fdatasync:
  *              every flush also writes the inode (its size changed).
  *   overwrite  the same, inside a file extended beforehand by written
  *              zeros (and fdatasync'd): no size or extent change.
  *   dsync      4 KiB pwrite through an O_DSYNC descriptor to one of two
- *              pages of a written file: LMDB's meta-page write.
+ *              pages of a written file.
+ *   dsync-meta the same with 120 bytes at LMDB's offsets (32 and 4128): what
+ *              LMDB 0.9 writes for a commit's meta page.
  *   direct     the same with O_DIRECT as well (a FUA write, when the device
  *              has one).
  *   lmdb       one 100-byte put (increasing keys, as the broker appends)
@@ -33,9 +37,11 @@
  *              extended beforehand by written zeros + fdatasync: what a
  *              write-ahead log would pay per batch.
  *
- * Bounds: each experiment stops after N steps or STEP_DEADLINE_S seconds;
+ * Bounds: a run stops after N steps of each, or STEP_DEADLINE_S seconds
+ * per experiment;
  * every file is removed at the end (the directory too, when this program
- * made it). Costs: about 9 x N flushes per run (2000 steps at 1-3 ms: a
+ * made it: by default a new one in the current directory, which must be on
+ * the data directory's file system to say anything about it). Costs: about 9 x N flushes per run (2000 steps at 1-3 ms: a
  * minute or two per run).
  */
 #include <endian.h>
@@ -58,8 +64,11 @@
 #define MAP_BYTES       ((size_t)256 << 20)
 #define STEP_DEADLINE_S 120
 #define N_MAX           1000000
+#define BLOCK_STEPS     20       /* steps of one experiment before the next takes its turn */
 
 typedef struct exp_ctx {
+    const char *name;    /* the experiment's: names its file or directory */
+    int failed;
     char dir[512];
     char path[600];
     int fd;
@@ -160,6 +169,15 @@ static int meta_write(exp_ctx *c, int i)
     return 0;
 }
 
+/* meta_small: LMDB's meta write, 120 bytes into page 0 or 1 through the O_DSYNC descriptor. */
+static int meta_small(exp_ctx *c, int i)
+{
+    c->buf[0] = (unsigned char)i;
+    if (pwrite(c->fd, c->buf, 120, (off_t)(i & 1) * PAGE_BYTES + 32) != 120)
+        return fail("O_DSYNC pwrite", c->path);
+    return 0;
+}
+
 /* wal_append: one record after the last, inside the extended log, and fdatasync. */
 static int wal_append(exp_ctx *c, int i)
 {
@@ -182,7 +200,7 @@ static int lmdb_setup(exp_ctx *c)
 {
     MDB_txn *txn;
     int rc, fd;
-    snprintf(c->path, sizeof c->path, "%s/lmdb", c->dir);
+    snprintf(c->path, sizeof c->path, "%s/%s", c->dir, c->name);
     if (mkdir(c->path, 0700) != 0)
         return fail("cannot create", c->path);
     if ((rc = mdb_env_create(&c->env)) != MDB_SUCCESS)
@@ -267,6 +285,8 @@ static const experiment experiments[] = {
     {"overwrite", "4 KiB pwrite inside a file pre-extended by written zeros + fdatasync", over_setup, page_sync,
      file_close},
     {"dsync", "4 KiB pwrite through an O_DSYNC fd (LMDB's meta page)", dsync_setup, meta_write, file_close},
+    {"dsync-meta", "120 B pwrite through an O_DSYNC fd at LMDB's meta offsets", dsync_setup, meta_small,
+     file_close},
     {"direct", "4 KiB pwrite through an O_DSYNC|O_DIRECT fd", direct_setup, meta_write, file_close},
     {"lmdb", "LMDB put + commit, default flags, growing file", lmdb_default, lmdb_commit, lmdb_teardown},
     {"lmdb-ext", "LMDB put + commit, default flags, data file pre-extended", lmdb_ext, lmdb_commit, lmdb_teardown},
@@ -288,54 +308,93 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* run_one runs one experiment for n steps; prints its row; returns the mean in ns, or -1. */
-static double run_one(const experiment *e, exp_ctx *c, int n, int64_t *lat)
+/* row prints one experiment's figures from its done step times (sorted here). */
+static void row(const experiment *e, int64_t *lat, int done, int64_t total_ns)
 {
-    int done = 0;
-    if (e->setup(c) != 0) {
-        e->teardown(c);
-        return -1;
+    if (done == 0) {
+        printf("%-14s %6d   (no step finished)\n", e->name, done);
+        return;
     }
-    int64_t start = now_ns(), deadline = start + (int64_t)STEP_DEADLINE_S * 1000000000;
-    int64_t t = start;
-    for (; done < n && t < deadline; done++) {
-        if (e->step(c, done) != 0)
-            break;
-        int64_t t2 = now_ns();
-        lat[done] = t2 - t;
-        t = t2;
-    }
-    e->teardown(c);
-    if (done == 0)
-        return -1;
     qsort(lat, (size_t)done, sizeof *lat, cmp_i64);
-    double mean = (double)(t - start) / done;
+    double mean = (double)total_ns / done;
     printf("%-14s %6d %9.1f %9.1f %9.1f %9.0f   %s\n", e->name, done, mean / 1000, lat[done / 2] / 1000.0,
            lat[(int)((done - 1) * 0.99)] / 1000.0, 1e9 / mean, e->what);
+}
+
+/* run_set sets every chosen experiment up, then runs them in turns of
+ * BLOCK_STEPS steps each until each has n steps (or the deadline), so that
+ * the disk's drift touches all alike; prints a row each. Returns 0, or -1
+ * when one could not be set up or failed. */
+static int run_set(exp_ctx *cs, const int *chosen, int n, int64_t **lat, int *done, int64_t *total_ns)
+{
+    int rc = 0, live = 0;
+    for (size_t e = 0; e < N_EXPERIMENTS; e++) {
+        done[e] = 0;
+        total_ns[e] = 0;
+        if (!chosen[e])
+            continue;
+        if (experiments[e].setup(&cs[e]) != 0) {
+            experiments[e].teardown(&cs[e]);
+            cs[e].failed = 1;
+            rc = -1;
+            continue;
+        }
+        cs[e].failed = 0;
+        live++;
+    }
+    int64_t deadline = now_ns() + (int64_t)STEP_DEADLINE_S * 1000000000 * (live ? live : 1);
+    while (live > 0 && now_ns() < deadline) {
+        live = 0;
+        for (size_t e = 0; e < N_EXPERIMENTS; e++) {
+            if (!chosen[e] || cs[e].failed || done[e] >= n)
+                continue;
+            int64_t t = now_ns();
+            for (int b = 0; b < BLOCK_STEPS && done[e] < n; b++) {
+                if (experiments[e].step(&cs[e], done[e]) != 0) {
+                    cs[e].failed = 1;
+                    rc = -1;
+                    break;
+                }
+                int64_t t2 = now_ns();
+                lat[e][done[e]++] = t2 - t;
+                total_ns[e] += t2 - t;
+                t = t2;
+            }
+            live += !cs[e].failed && done[e] < n;
+        }
+    }
+    for (size_t e = 0; e < N_EXPERIMENTS; e++)
+        if (chosen[e]) {
+            if (!cs[e].failed)
+                experiments[e].teardown(&cs[e]);
+            row(&experiments[e], lat[e], done[e], total_ns[e]);
+        }
     fflush(stdout);
-    return mean;
+    return rc;
 }
 
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: bench-flush [--dir DIR] [-n N] [--runs R] [--only NAME]\n"
+            "usage: bench-flush [--dir DIR] [-n N] [--runs R] [--only LIST]\n"
             "\n"
             "Measures what a durable commit costs on the disk under DIR: plain flushes\n"
             "(append, overwrite of a pre-extended file, O_DSYNC and O_DIRECT page\n"
-            "writes), LMDB commits (default flags on a growing and on a pre-extended data\n"
-            "file, NOMETASYNC with an explicit sync, NOMETASYNC pipelined) and the\n"
-            "record append of a write-ahead log. For each: steps, mean, p50 and p99 of\n"
-            "one step in microseconds, and steps per second.\n"
+            "writes), LMDB commits of 1 and of 100 puts (default flags, on a growing and\n"
+            "on a pre-extended data file; NOMETASYNC with an explicit sync; NOMETASYNC\n"
+            "pipelined) and the record append of a write-ahead log. For each: steps,\n"
+            "mean, p50 and p99 of one step in microseconds, and steps per second.\n"
             "\n"
-            "  --dir DIR    where the files go (default: a new directory under build/);\n"
+            "  --dir DIR    where the files go (default: a new directory in the current\n"
+            "               one, removed at the end);\n"
             "               use the data directory's file system, not a tmpfs\n"
             "  -n N         timed steps per experiment (default 2000; each also stops\n"
             "               after %d s)\n"
             "  --runs R     how many times the whole set runs (default 2): compare\n"
             "               ratios within one run, the disk drifts\n"
-            "  --only NAME  run one experiment (append, overwrite, dsync, direct, lmdb,\n"
-            "               lmdb-ext, lmdb-b100, lmdb-b100-ext, lmdb-nms, lmdb-nms-ext, lmdb-pipe, wal)\n"
+            "  --only LIST  run only these (comma-separated): append, overwrite, dsync, dsync-meta,\n"
+            "               direct, lmdb, lmdb-ext, lmdb-b100, lmdb-b100-ext, lmdb-nms,\n"
+            "               lmdb-nms-ext, lmdb-pipe or wal\n"
             "\n"
             "example: make bench-flush && build/rel/bench-flush -n 2000 --runs 2\n",
             STEP_DEADLINE_S);
@@ -343,7 +402,12 @@ static void usage(FILE *to)
 
 int main(int argc, char **argv)
 {
-    exp_ctx c = {.fd = -1};
+    static exp_ctx cs[N_EXPERIMENTS];
+    static int64_t *lat[N_EXPERIMENTS];
+    int chosen[N_EXPERIMENTS], done[N_EXPERIMENTS];
+    int64_t total_ns[N_EXPERIMENTS];
+    char dirname[512];
+    unsigned char *buf = NULL;
     const char *dir = NULL, *only = NULL;
     int n = 2000, runs = 2, made = 0, rc = 0;
     for (int i = 1; i < argc; i++) {
@@ -363,36 +427,56 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    int any = 0;
+    for (size_t e = 0; e < N_EXPERIMENTS; e++) {
+        char list[256];
+        snprintf(list, sizeof list, ",%s,", only ? only : "");
+        char name[32];
+        snprintf(name, sizeof name, ",%s,", experiments[e].name);
+        any += chosen[e] = !only || strstr(list, name) != NULL;
+    }
+    if (!any) {
+        fprintf(stderr, "bench-flush: no experiment named %s (see --help)\n", only);
+        return 2;
+    }
     if (n < 1 || n > N_MAX || runs < 1 || runs > 100) {
         fprintf(stderr, "bench-flush: -n must be 1..%d and --runs 1..100\n", N_MAX);
         return 2;
     }
     if (dir) {
-        snprintf(c.dir, sizeof c.dir, "%s", dir);
+        snprintf(dirname, sizeof dirname, "%s", dir);
     } else {
-        snprintf(c.dir, sizeof c.dir, "build/bench-flush.XXXXXX");
-        if (!mkdtemp(c.dir))
-            return fail("cannot create a directory", c.dir), 1;
+        snprintf(dirname, sizeof dirname, "bench-flush.XXXXXX");
+        if (!mkdtemp(dirname))
+            return fail("cannot create a directory", dirname), 1;
         made = 1;
     }
     struct statfs sf;
-    if (statfs(c.dir, &sf) == 0)
-        printf("# dir %s, file system type 0x%lx%s\n", c.dir, (unsigned long)sf.f_type,
-               sf.f_type == 0x01021994 ? " (tmpfs: these numbers say nothing about a disk)" : "");
-    int64_t *lat = malloc((size_t)n * sizeof *lat);
-    if (!lat || posix_memalign((void **)&c.buf, PAGE_BYTES, PAGE_BYTES) != 0)
+    if (statfs(dirname, &sf) == 0)
+        printf("# dir %s, file system type 0x%lx%s; steps in turns of %d per experiment\n", dirname,
+               (unsigned long)sf.f_type,
+               sf.f_type == 0x01021994 ? " (tmpfs: these numbers say nothing about a disk)" : "", BLOCK_STEPS);
+    if (posix_memalign((void **)&buf, PAGE_BYTES, PAGE_BYTES) != 0)
         return fprintf(stderr, "bench-flush: out of memory\n"), 1;
-    memset(c.buf, 'x', PAGE_BYTES);
+    memset(buf, 'x', PAGE_BYTES);
+    for (size_t e = 0; e < N_EXPERIMENTS; e++) {
+        snprintf(cs[e].dir, sizeof cs[e].dir, "%s", dirname);
+        cs[e].name = experiments[e].name;
+        cs[e].buf = buf;
+        cs[e].fd = -1;
+        if (!(lat[e] = malloc((size_t)n * sizeof *lat[e])))
+            return fprintf(stderr, "bench-flush: out of memory\n"), 1;
+    }
     for (int r = 1; r <= runs; r++) {
         printf("# run %d of %d\n%-14s %6s %9s %9s %9s %9s   %s\n", r, runs, "experiment", "steps", "mean_us",
                "p50_us", "p99_us", "per_s", "what");
-        for (size_t e = 0; e < N_EXPERIMENTS; e++)
-            if ((!only || !strcmp(only, experiments[e].name)) && run_one(&experiments[e], &c, n, lat) < 0)
-                rc = 1;
+        if (run_set(cs, chosen, n, lat, done, total_ns) != 0)
+            rc = 1;
     }
-    free(lat);
-    free(c.buf);
+    for (size_t e = 0; e < N_EXPERIMENTS; e++)
+        free(lat[e]);
+    free(buf);
     if (made)
-        rmdir(c.dir);
+        rmdir(dirname);
     return rc;
 }
