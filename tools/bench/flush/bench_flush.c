@@ -37,12 +37,15 @@
  *              extended beforehand by written zeros + fdatasync: what a
  *              write-ahead log would pay per batch.
  *
+ *   lmdb-nms-ext  the same on the extended file.
+ *
  * Bounds: a run stops after N steps of each, or STEP_DEADLINE_S seconds
- * per experiment;
- * every file is removed at the end (the directory too, when this program
- * made it: by default a new one in the current directory, which must be on
- * the data directory's file system to say anything about it). Costs: about 9 x N flushes per run (2000 steps at 1-3 ms: a
- * minute or two per run).
+ * per experiment; every file is removed at the end (the directory too,
+ * when this program made it: by default a new one in the current
+ * directory, which must be on the data directory's file system to say
+ * anything about it). Costs: about 20 x N flushes per run and 6 files of
+ * EXT_BYTES of zeros (2000 steps at 0.4-1 ms a flush: one to three minutes
+ * a run).
  */
 #include <endian.h>
 #include <errno.h>
@@ -284,7 +287,7 @@ static const experiment experiments[] = {
     {"append", "4 KiB pwrite appending to a growing file + fdatasync", append_setup, page_sync, file_close},
     {"overwrite", "4 KiB pwrite inside a file pre-extended by written zeros + fdatasync", over_setup, page_sync,
      file_close},
-    {"dsync", "4 KiB pwrite through an O_DSYNC fd (LMDB's meta page)", dsync_setup, meta_write, file_close},
+    {"dsync", "4 KiB pwrite through an O_DSYNC fd", dsync_setup, meta_write, file_close},
     {"dsync-meta", "120 B pwrite through an O_DSYNC fd at LMDB's meta offsets", dsync_setup, meta_small,
      file_close},
     {"direct", "4 KiB pwrite through an O_DSYNC|O_DIRECT fd", direct_setup, meta_write, file_close},
