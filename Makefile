@@ -41,6 +41,9 @@ SINK_LIBS  = $(shell pkg-config --libs $(SINK_PKGS) 2>/dev/null)
 CURL_PKGS  := libcurl
 CURL_LIBS  = $(shell pkg-config --libs $(CURL_PKGS) 2>/dev/null)
 
+# `make` alone builds all (the rules below that come before all's would otherwise be the default).
+.DEFAULT_GOAL := all
+
 # ---- include paths: each folder sees only what it may use, so a wrong include fails to compile ----
 # The tools see the public headers only, as installed: $(BUILD)/include holds copies of
 # client/sluice.h and proto/sluice_errors.h (the set `make install` installs), never proto.h.
@@ -248,6 +251,16 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN= build/rel/slowdisk.so
 	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
+
+# The flush experiments (tools/bench/flush/bench_flush.c): what a durable commit costs on this
+# disk, by design (README, "Where the time goes"). Not part of all: make bench-flush, then run
+# build/rel/bench-flush (--help).
+.PHONY: bench-flush
+bench-flush: $(BUILD)/bench-flush
+$(BUILD)/bench-flush: $(call obj,tools/bench/flush/bench_flush.c)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The slow disk on demand (tools/slowdisk/slowdisk.c): an LD_PRELOAD shim adding
 # SLUICE_SLOW_FLUSH_US to every flush of sluiced. Loaded into an uninstrumented sluiced.
