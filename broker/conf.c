@@ -48,7 +48,7 @@
     X(insecure, NULL, "insecure", 0, "broker", BOOL, insecure, "off", 0, 0, NULL, "allow listening on a non-loopback address without --auth") \
     X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
     X(log_file, NULL, "log-file", 0, "broker", STR, log_file, NULL, 0, 0, "FILE", "append the log to FILE instead of stderr; SIGHUP reopens it (after rotation)") \
-    X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows only as used") \
+    X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows as used (kept at most 12 MiB ahead)") \
     X(map_max_mb, NULL, "map-max-mb", 0, "broker", MB, map_max_bytes, "(4 x --map-size-mb)", 1, 1ULL << 24, "MB", "the map grows up to this when 75% used and the disk has room; publishes stop at 90%") \
     X(max_body, NULL, "max-body", 0, "broker", NUM, max_body, "1048576", 1, PROTO_MAX_BODY, "BYTES", "largest message body accepted") \
     X(metrics, NULL, "metrics", 0, "broker", STR, metrics, NULL, 0, 0, "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default") \
