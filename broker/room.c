@@ -10,9 +10,11 @@
  *          leaf, or whole overflow pages for a large body)
  *   file   the data file: the pages ever used; it never shrinks, and its
  *          freed pages are reused before it grows
- *   disk   free space on the data directory's file system (statvfs), read
- *          at most every ROOM_DISK_EVERY_NS and lowered by the file's growth
- *          since
+ *   disk   free space on the data directory's file system (statvfs), plus
+ *          the zeros already written past the file's last page
+ *          (store_extend.c: LMDB grows into them without taking more of
+ *          the disk), read at most every ROOM_DISK_EVERY_NS and lowered by
+ *          the file's growth since
  *
  * A message of need bytes is admitted when
  *
@@ -62,8 +64,10 @@
 #define ROOM_DISK_EVERY_NS    (10 * NS_PER_MS)
 #define ROOM_MEASURE_EVERY_NS (10 * NS_PER_MS)
 
-/* disk_free returns the disk's free bytes now: as last read, less the file's
- * growth since; read again when older than ROOM_DISK_EVERY_NS. */
+/* disk_free returns the bytes the data file may still grow by on the disk:
+ * the disk's free bytes and the zeros already written ahead of LMDB's use
+ * (store_extend.c), as last read, less the file's growth since; read again
+ * when older than ROOM_DISK_EVERY_NS. */
 static uint64_t disk_free(bk *b, uint64_t file)
 {
     room_disk *d = &b->room;
@@ -71,7 +75,7 @@ static uint64_t disk_free(bk *b, uint64_t file)
         struct statvfs fs;
         if (statvfs(b->cfg.data_dir, &fs) != 0)
             return UINT64_MAX; /* cannot tell: the commit's own ENOSPC is the guard */
-        d->free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize;
+        d->free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize + store_file_ahead_bytes(b->st);
         d->file_bytes = file;
         d->read_ns = b->mono_ns ? b->mono_ns : 1;
     }

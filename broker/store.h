@@ -158,6 +158,11 @@ uint64_t store_map_bytes(store *s);
  * it (the pages ever used; it never shrinks), and store_page_bytes LMDB's
  * page size. */
 uint64_t store_file_bytes(store *s);
+
+/* store_file_ahead_bytes returns how far the data file reaches past
+ * store_file_bytes: zeros written ahead of LMDB's use (store_extend.c),
+ * already on the disk, which LMDB's growth fills before it needs more. */
+uint64_t store_file_ahead_bytes(store *s);
 size_t store_page_bytes(const store *s);
 
 /* store_txn_added_bytes returns what the open transaction has appended

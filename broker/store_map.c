@@ -21,6 +21,7 @@
 
 #include <inttypes.h>
 #include <lmdb.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "store_int.h"
@@ -68,6 +69,16 @@ uint64_t store_file_bytes(store *s)
 {
     MDB_envinfo info;
     return mdb_env_info(s->env, &info) == MDB_SUCCESS ? (info.me_last_pgno + 1) * (uint64_t)s->page_bytes : 0;
+}
+
+uint64_t store_file_ahead_bytes(store *s)
+{
+    mdb_filehandle_t fd;
+    struct stat st;
+    if (mdb_env_get_fd(s->env, &fd) != MDB_SUCCESS || fstat(fd, &st) != 0)
+        return 0;
+    uint64_t lmdb = store_file_bytes(s);
+    return (uint64_t)st.st_size > lmdb ? (uint64_t)st.st_size - lmdb : 0;
 }
 
 size_t store_page_bytes(const store *s)
