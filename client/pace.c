@@ -40,7 +40,14 @@
  * taking one delivery at a time holds each for microseconds; one whose
  * workers the scheduler delays by 8 ms holds each for 8 ms. Epochs of
  * PACE_LAG_EPOCH_NS let a stall's lag go after one to two of them, and a
- * clock offset that drifts (another host) be learnt again.
+ * clock offset that drifts (another host) be learnt again. The hold in use
+ * grows at once but shrinks slowly (1 ms a second, PACE_LAG_DECAY): one
+ * that dropped from 25 ms to 2 ms at once sent the requests still held for
+ * 25 ms together with the next ones, held for 2 (a few 429s in every run
+ * of a sink whose burst the broker's equals). A request that finds nothing
+ * else waiting to leave (idle) is not held at all: a consumer that sends
+ * one at a time has nothing to keep the spacing with, and holding each of
+ * its requests cost it more than half its rate on a loaded machine.
  *
  * Pure: no clock, no sleep, no lock (pacer.c). Costs: O(1) per booking.
  */
@@ -109,7 +116,7 @@ void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns)
     l->seen[0]++;
 }
 
-uint64_t pace_lag_due(const pace_lag *l, uint64_t released_ns)
+uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle)
 {
     if (!released_ns || (!l->seen[0] && !l->seen[1]))
         return 0;
@@ -121,5 +128,13 @@ uint64_t pace_lag_due(const pace_lag *l, uint64_t released_ns)
     }
     uint64_t spread = (uint64_t)(hi - lo);
     spread = spread < PACE_LAG_MAX_NS ? spread : PACE_LAG_MAX_NS;
-    return released_ns + (uint64_t)lo + spread;
+    uint64_t shrink = now_ns > l->hold_at_ns ? (now_ns - l->hold_at_ns) / PACE_LAG_DECAY : 0;
+    if (idle)
+        l->hold_ns = 0; /* nothing to keep the spacing with */
+    else if (spread >= l->hold_ns)
+        l->hold_ns = spread;
+    else
+        l->hold_ns = l->hold_ns - spread > shrink ? l->hold_ns - shrink : spread;
+    l->hold_at_ns = now_ns;
+    return released_ns + (uint64_t)lo + l->hold_ns;
 }

@@ -548,10 +548,11 @@ int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
  * release and this call seen in the last one to two seconds (the spread
  * above the shortest, at most 25 ms), so that requests a worker took late
  * do not arrive bunched with those taken on time, whichever process sends
- * them. A request that wakes on time then leaves without the token (the
- * broker's spacing is the bound); one that comes later than its hold takes
- * the token in turn, as with sl_pacer_wait. Use one pacer per broker (the
- * lag is measured on its clock). */
+ * them; then it takes the token in turn, as with sl_pacer_wait. The hold
+ * grows at once and shrinks by at most 1 ms a second while requests keep
+ * coming; a request that finds no other waiting in the pacer is not held
+ * (one at a time, there is no spacing to keep). Use one pacer per broker
+ * (the lag is measured on its clock). */
 typedef struct sl_pacer sl_pacer;
 int sl_pacer_new(sl_pacer **out);
 void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst);

@@ -130,6 +130,14 @@ static void takes_keep_the_window_bound(void **state)
     }
 }
 
+/* pace_lag_due_ asks pace_lag_due for the spread itself: with the hold in
+ * use forgotten first (how it shrinks is lag_hold_shrinks_slowly's). */
+static uint64_t pace_lag_due_(pace_lag *l, uint64_t released_ns)
+{
+    l->hold_ns = 0;
+    return pace_lag_due(l, released_ns, 0, 0);
+}
+
 /* The hold: release plus the longest lag over the last one or two epochs,
  * measured across clocks that are far apart. */
 static void lag_holds_to_the_longest_recent_lag(void **state)
@@ -138,25 +146,46 @@ static void lag_holds_to_the_longest_recent_lag(void **state)
     pace_lag l;
     memset(&l, 0, sizeof l);
     const uint64_t apart = 1000 * S; /* the broker's clock runs 1000 s ahead of ours */
-    assert_true(pace_lag_due(&l, apart + S) == 0); /* nothing noted: no hold */
+    assert_true(pace_lag_due_(&l, apart + S) == 0); /* nothing noted: no hold */
     pace_lag_note(&l, 0, S);                        /* an unknown release: ignored */
-    assert_true(pace_lag_due(&l, apart + S) == 0);
+    assert_true(pace_lag_due_(&l, apart + S) == 0);
     pace_lag_note(&l, apart + S, S + MS / 10);       /* lag 0.1 ms (minus the clocks' gap) */
     pace_lag_note(&l, apart + S + 2 * MS, S + 10 * MS + MS / 10); /* 8 ms later than that */
     /* released at broker time B: ours is B - apart; held until then + 0.1 ms + 8 ms */
-    assert_true(pace_lag_due(&l, apart + S + 4 * MS) == S + 4 * MS + MS / 10 + 8 * MS);
-    assert_true(pace_lag_due(&l, 0) == 0);
+    assert_true(pace_lag_due_(&l, apart + S + 4 * MS) == S + 4 * MS + MS / 10 + 8 * MS);
+    assert_true(pace_lag_due_(&l, 0) == 0);
     /* a 60 ms lag is held to at most 25 ms above the least */
     pace_lag_note(&l, apart + S + 20 * MS, S + 80 * MS + MS / 10);
-    assert_true(pace_lag_due(&l, apart + S + 30 * MS) == S + 30 * MS + MS / 10 + PACE_LAG_MAX_NS);
+    assert_true(pace_lag_due_(&l, apart + S + 30 * MS) == S + 30 * MS + MS / 10 + PACE_LAG_MAX_NS);
     /* the next epoch still remembers it; the one after forgets it */
     pace_lag_note(&l, apart + 2 * S + 100 * MS, 2 * S + 100 * MS + MS / 10);
-    assert_true(pace_lag_due(&l, apart + 2 * S + 200 * MS) == 2 * S + 200 * MS + MS / 10 + PACE_LAG_MAX_NS);
+    assert_true(pace_lag_due_(&l, apart + 2 * S + 200 * MS) == 2 * S + 200 * MS + MS / 10 + PACE_LAG_MAX_NS);
     pace_lag_note(&l, apart + 3 * S + 200 * MS, 3 * S + 200 * MS + MS / 5);
-    assert_true(pace_lag_due(&l, apart + 3 * S + 300 * MS) == 3 * S + 300 * MS + MS / 5);
+    assert_true(pace_lag_due_(&l, apart + 3 * S + 300 * MS) == 3 * S + 300 * MS + MS / 5);
     /* after a long silence the old epochs are forgotten at once */
     pace_lag_note(&l, apart + 9 * S, 9 * S + MS);
-    assert_true(pace_lag_due(&l, apart + 9 * S) == 9 * S + MS);
+    assert_true(pace_lag_due_(&l, apart + 9 * S) == 9 * S + MS);
+}
+
+/* The hold in use grows at once and shrinks by 1 ms a second of asking,
+ * not at once; a request that finds the pacer idle is not held. */
+static void lag_hold_shrinks_slowly(void **state)
+{
+    (void)state;
+    pace_lag l;
+    memset(&l, 0, sizeof l);
+    pace_lag_note(&l, S, S);                       /* lag 0 */
+    pace_lag_note(&l, S + MS, S + MS + 20 * MS);   /* lag 20 ms */
+    assert_true(pace_lag_due(&l, S + 2 * MS, S + 21 * MS, 0) == S + 22 * MS);
+    /* two epochs on, only lags of 0 are seen: the spread is 0, the hold 20 ms
+     * less 3 ms for the 3 s since it was last looked at */
+    pace_lag_note(&l, 2 * S + 500 * MS, 2 * S + 500 * MS);
+    pace_lag_note(&l, 4 * S + 21 * MS, 4 * S + 21 * MS);
+    assert_true(pace_lag_due(&l, 4 * S + 21 * MS, 4 * S + 21 * MS, 0) == 4 * S + 21 * MS + 17 * MS);
+    /* idle: no hold at all; then it grows back to the spread at once */
+    assert_true(pace_lag_due(&l, 4 * S + 22 * MS, 4 * S + 22 * MS, 1) == 4 * S + 22 * MS);
+    pace_lag_note(&l, 4 * S + 30 * MS, 4 * S + 35 * MS); /* lag 5 ms */
+    assert_true(pace_lag_due(&l, 4 * S + 30 * MS, 4 * S + 35 * MS, 0) == 4 * S + 35 * MS);
 }
 
 /* max_in_window returns the most of the sorted times t[0..n) in any window
@@ -199,7 +228,7 @@ static void two_processes_keep_the_broker_spacing(void **state)
         int who = (int)((seed >> 40) & 1);
         uint64_t ready = released + ((seed >> 50) % 10 == 0 ? 8 * MS : 0) + MS / 10;
         pace_lag_note(&lag[who], released, ready);
-        uint64_t due = pace_lag_due(&lag[who], released);
+        uint64_t due = pace_lag_due(&lag[who], released, ready, 0);
         if (released < 3 * S)
             continue; /* both have seen a stall by then */
         held[n] = due > ready ? due : ready;
@@ -247,6 +276,7 @@ int main(void)
         cmocka_unit_test(rate_change_carries_debt),
         cmocka_unit_test(takes_keep_the_window_bound),
         cmocka_unit_test(lag_holds_to_the_longest_recent_lag),
+        cmocka_unit_test(lag_hold_shrinks_slowly),
         cmocka_unit_test(two_processes_keep_the_broker_spacing),
         cmocka_unit_test(pacer_waits_on_the_real_clock),
     };

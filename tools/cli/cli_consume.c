@@ -180,9 +180,10 @@ static int consume_settle(consumer *k, const job *j, int outcome)
     return 0;
 }
 
-/* consume_finish settles every delivery the workers are done with. Returns
- * 0 or an exit status. */
-static int consume_finish(consumer *k, cli_crew *crew)
+/* consume_finish settles every delivery the workers are done with; at the
+ * end (last) it also waits for the broker's answers to every settlement.
+ * Returns 0 or an exit status. */
+static int consume_finish(consumer *k, cli_crew *crew, bool last)
 {
     void *arg;
     int outcome, st = 0;
@@ -199,9 +200,12 @@ static int consume_finish(consumer *k, cli_crew *crew)
         k->last_ms = cli_core_now_ms();
         cli_work_drop(j);
     }
-    /* settlements went without waiting: wait for their answers, so that a
-     * refused one is reported and nothing is left in doubt at exit */
-    int rc = k->broken ? SL_OK : sl_flush(k->g->c, FLUSH_MS);
+    /* settlements went without waiting: at the end, wait for their answers,
+     * so that a refused one is reported and nothing is left in doubt at exit.
+     * Not on the way: a round trip per pass kept deliveries waiting in the
+     * socket while the broker answered (varying lags, which the pacer's hold
+     * must then cover), and the next settlement reports a refusal anyway */
+    int rc = k->broken || !last ? SL_OK : sl_flush(k->g->c, FLUSH_MS);
     if (rc == SL_ESTALE)
         cli_text_say(k->cmd, "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
                      sl_last_error(k->g->c));
@@ -277,7 +281,7 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
             break;
         bool full = k->held >= consumer_window(k);
         if (full && cli_crew_wait(crew, RECV_SLICE_MS)) {
-            st = consume_finish(k, crew);
+            st = consume_finish(k, crew, false);
             continue;
         }
         /* room for more, or a full window whose workers are all still busy:
@@ -313,7 +317,7 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
             k->broken = true;
             st = cli_core_broker_error(k->g, k->cmd, rc, "receiving", NULL);
         }
-        int s = consume_finish(k, crew);
+        int s = consume_finish(k, crew, false);
         st = st ? st : s;
     }
     return st;
@@ -364,7 +368,7 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
         st = consume_loop(k, crew, count, idle_ms);
     }
     cli_crew_stop(crew);
-    int s = consume_finish(k, crew);
+    int s = consume_finish(k, crew, true);
     cli_crew_destroy(&crew, cli_work_drop); /* unstarted: sl_close returns them */
     sl_pacer_free(&k->post.pacer);
     return st ? st : s;
