@@ -22,6 +22,33 @@
  * GCRA: next = max(now, TAT + cost*T - burst*T); take sets TAT =
  * max(TAT, now) + cost*T.
  *
+ * Keeping the broker's spacing (pace_lag). The broker's releases hold
+ * rate * tau + burst in every window; the sink sees them shifted by each
+ * one's lag through the socket, the consumer's threads and the pacer. A
+ * constant lag changes nothing; a varying one bunches them: a request that
+ * waited 8 ms for a worker arrives with the next one sent on time, and at
+ * 500/s that is four more in a window than the broker released in it. The
+ * local bucket cannot take that out when several processes share the sink
+ * (each holds only its own share, with headroom). So a request also waits
+ * until its release time plus the longest lag seen in the last second or
+ * two (pace_lag_due): each then leaves as late as the slowest recent one,
+ * and the requests of every process keep the spacing the broker gave them,
+ * up to the lags longer than that. The lag is measured between the
+ * broker's released_ns and this process's clock, so their offset (and the
+ * quickest way through) is the least lag seen, and the hold is the spread
+ * between the least and the most, capped at PACE_LAG_MAX_NS: a consumer
+ * taking one delivery at a time holds each for microseconds; one whose
+ * workers the scheduler delays by 8 ms holds each for 8 ms. Epochs of
+ * PACE_LAG_EPOCH_NS let a stall's lag go after one to two of them, and a
+ * clock offset that drifts (another host) be learnt again. The hold in use
+ * grows at once but shrinks slowly (1 ms a second, PACE_LAG_DECAY): one
+ * that dropped from 25 ms to 2 ms at once sent the requests still held for
+ * 25 ms together with the next ones, held for 2 (a few 429s in every run
+ * of a sink whose burst the broker's equals). A request that finds nothing
+ * else waiting to leave (idle) is not held at all: a consumer that sends
+ * one at a time has nothing to keep the spacing with, and holding each of
+ * its requests cost it more than half its rate on a loaded machine.
+ *
  * Pure: no clock, no sleep, no lock (pacer.c). Costs: O(1) per booking.
  */
 #include "pace.h"
@@ -68,4 +95,46 @@ void pace_take(pace *p, uint32_t cost, uint64_t now_ns)
         return;
     uint64_t from = p->tat_ns > now_ns ? p->tat_ns : now_ns;
     p->tat_ns = from + (uint64_t)cost * p->interval_ns;
+}
+
+void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns)
+{
+    if (!released_ns)
+        return;
+    if (!l->epoch_ns || now_ns >= l->epoch_ns + PACE_LAG_EPOCH_NS) {
+        /* a new epoch; after a long gap the one before is as stale as none */
+        int fresh = l->epoch_ns && now_ns < l->epoch_ns + 2 * PACE_LAG_EPOCH_NS;
+        l->lo[1] = l->lo[0], l->hi[1] = l->hi[0], l->seen[1] = fresh ? l->seen[0] : 0;
+        l->seen[0] = 0;
+        l->epoch_ns = now_ns;
+    }
+    int64_t lag = (int64_t)(now_ns - released_ns); /* the clocks may be apart: modular, then signed */
+    if (!l->seen[0] || lag < l->lo[0])
+        l->lo[0] = lag;
+    if (!l->seen[0] || lag > l->hi[0])
+        l->hi[0] = lag;
+    l->seen[0]++;
+}
+
+uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle)
+{
+    if (!released_ns || (!l->seen[0] && !l->seen[1]))
+        return 0;
+    int both = l->seen[0] && l->seen[1];
+    int64_t lo = l->seen[0] ? l->lo[0] : l->lo[1], hi = l->seen[0] ? l->hi[0] : l->hi[1];
+    if (both) {
+        lo = l->lo[1] < lo ? l->lo[1] : lo;
+        hi = l->hi[1] > hi ? l->hi[1] : hi;
+    }
+    uint64_t spread = (uint64_t)(hi - lo);
+    spread = spread < PACE_LAG_MAX_NS ? spread : PACE_LAG_MAX_NS;
+    uint64_t shrink = now_ns > l->hold_at_ns ? (now_ns - l->hold_at_ns) / PACE_LAG_DECAY : 0;
+    if (idle)
+        l->hold_ns = 0; /* nothing to keep the spacing with */
+    else if (spread >= l->hold_ns)
+        l->hold_ns = spread;
+    else
+        l->hold_ns = l->hold_ns - spread > shrink ? l->hold_ns - shrink : spread;
+    l->hold_at_ns = now_ns;
+    return released_ns + (uint64_t)lo + l->hold_ns;
 }

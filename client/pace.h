@@ -31,4 +31,35 @@ uint64_t pace_next(const pace *p, uint32_t cost, uint64_t now_ns);
  * at most rate * tau + burst units in any window tau. */
 void pace_take(pace *p, uint32_t cost, uint64_t now_ns);
 
+/* The lag between the broker releasing a delivery (its released_ns, on the
+ * broker's clock) and a worker being ready to send it (on this process's
+ * clock), as seen over the last one to two PACE_LAG_EPOCH_NS: its least
+ * (the clocks' offset plus the quickest way through) and its most. */
+#define PACE_LAG_EPOCH_NS (1000ull * 1000 * 1000)
+#define PACE_LAG_MAX_NS   (25ull * 1000 * 1000) /* the longest a request is held back */
+#define PACE_LAG_DECAY    1000 /* the hold shrinks by at most 1/DECAY of the time passed */
+
+typedef struct pace_lag {
+    uint64_t epoch_ns;  /* when the current epoch began */
+    int64_t lo[2], hi[2]; /* [0] the current epoch, [1] the one before */
+    uint32_t seen[2];   /* notes in each */
+    uint64_t hold_ns;   /* the hold in use: grows at once, shrinks slowly */
+    uint64_t hold_at_ns; /* when it was last looked at */
+} pace_lag;
+
+/* pace_lag_note records that a delivery released at released_ns (the
+ * broker's clock; 0: unknown, ignored) is ready to leave at now_ns. */
+void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns);
+
+/* pace_lag_due returns the time (this process's clock) at which a delivery
+ * released at released_ns keeps the broker's spacing: its release plus the
+ * least recent lag plus the hold. The hold is the spread up to the longest
+ * recent lag (at most PACE_LAG_MAX_NS); it grows at once, and shrinks by at
+ * most 1/PACE_LAG_DECAY of the time since the last call (a hold that drops
+ * at once sends the requests held longer together with those held less).
+ * When idle (nothing else of this process waits to leave, so there is
+ * nothing to bunch with) the hold is 0. Returns 0 (no hold) when
+ * released_ns is 0 or nothing was noted. */
+uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle);
+
 #endif /* SLUICE_PACE_H */

@@ -541,11 +541,24 @@ int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
  * least one unit) as slack for the time between the token and the arrival
  * at the sink. A new
  * pacer is unpaced. sl_pacer_new
- * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL. */
+ * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL.
+ *
+ * sl_pacer_wait_released does what sl_pacer_wait does and also keeps the
+ * broker's spacing: given the delivery's released_ns (0: as sl_pacer_wait)
+ * it holds the request until its release plus the longest lag between
+ * release and this call seen in the last one to two seconds (the spread
+ * above the shortest, at most 25 ms), so that requests a worker took late
+ * do not arrive bunched with those taken on time, whichever process sends
+ * them; then it takes the token in turn, as with sl_pacer_wait. The hold
+ * grows at once and shrinks by at most 1 ms a second while requests keep
+ * coming; a request that finds no other waiting in the pacer is not held
+ * (one at a time, there is no spacing to keep). Use one pacer per broker
+ * (the lag is measured on its clock). */
 typedef struct sl_pacer sl_pacer;
 int sl_pacer_new(sl_pacer **out);
 void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst);
 uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost);
+uint64_t sl_pacer_wait_released(sl_pacer *p, uint32_t cost, uint64_t released_ns);
 void sl_pacer_free(sl_pacer **p);
 
 /* sl_set_window changes the consumer's credit window (1..100000): growing

@@ -3,6 +3,10 @@
  * clock: exact next times, tokens taken at the moment of sending, the burst,
  * debt carried over a rate change, and the window bound (never more than
  * rate * tau + burst in any window, however the askers bunch).
+ * The hold that keeps the broker's spacing (pace_lag): exact due times on
+ * two unrelated clocks, the cap, a stall forgotten after two epochs; and
+ * two processes sharing a sink, whose sends keep the broker's bound where
+ * sending at once does not.
  * Also sl_pacer's thread-safe wrapper on the real clock, with generous
  * bounds.
  */
@@ -126,6 +130,117 @@ static void takes_keep_the_window_bound(void **state)
     }
 }
 
+/* pace_lag_due_ asks pace_lag_due for the spread itself: with the hold in
+ * use forgotten first (how it shrinks is lag_hold_shrinks_slowly's). */
+static uint64_t pace_lag_due_(pace_lag *l, uint64_t released_ns)
+{
+    l->hold_ns = 0;
+    return pace_lag_due(l, released_ns, 0, 0);
+}
+
+/* The hold: release plus the longest lag over the last one or two epochs,
+ * measured across clocks that are far apart. */
+static void lag_holds_to_the_longest_recent_lag(void **state)
+{
+    (void)state;
+    pace_lag l;
+    memset(&l, 0, sizeof l);
+    const uint64_t apart = 1000 * S; /* the broker's clock runs 1000 s ahead of ours */
+    assert_true(pace_lag_due_(&l, apart + S) == 0); /* nothing noted: no hold */
+    pace_lag_note(&l, 0, S);                        /* an unknown release: ignored */
+    assert_true(pace_lag_due_(&l, apart + S) == 0);
+    pace_lag_note(&l, apart + S, S + MS / 10);       /* lag 0.1 ms (minus the clocks' gap) */
+    pace_lag_note(&l, apart + S + 2 * MS, S + 10 * MS + MS / 10); /* 8 ms later than that */
+    /* released at broker time B: ours is B - apart; held until then + 0.1 ms + 8 ms */
+    assert_true(pace_lag_due_(&l, apart + S + 4 * MS) == S + 4 * MS + MS / 10 + 8 * MS);
+    assert_true(pace_lag_due_(&l, 0) == 0);
+    /* a 60 ms lag is held to at most 25 ms above the least */
+    pace_lag_note(&l, apart + S + 20 * MS, S + 80 * MS + MS / 10);
+    assert_true(pace_lag_due_(&l, apart + S + 30 * MS) == S + 30 * MS + MS / 10 + PACE_LAG_MAX_NS);
+    /* the next epoch still remembers it; the one after forgets it */
+    pace_lag_note(&l, apart + 2 * S + 100 * MS, 2 * S + 100 * MS + MS / 10);
+    assert_true(pace_lag_due_(&l, apart + 2 * S + 200 * MS) == 2 * S + 200 * MS + MS / 10 + PACE_LAG_MAX_NS);
+    pace_lag_note(&l, apart + 3 * S + 200 * MS, 3 * S + 200 * MS + MS / 5);
+    assert_true(pace_lag_due_(&l, apart + 3 * S + 300 * MS) == 3 * S + 300 * MS + MS / 5);
+    /* after a long silence the old epochs are forgotten at once */
+    pace_lag_note(&l, apart + 9 * S, 9 * S + MS);
+    assert_true(pace_lag_due_(&l, apart + 9 * S) == 9 * S + MS);
+}
+
+/* The hold in use grows at once and shrinks by 1 ms a second of asking,
+ * not at once; a request that finds the pacer idle is not held. */
+static void lag_hold_shrinks_slowly(void **state)
+{
+    (void)state;
+    pace_lag l;
+    memset(&l, 0, sizeof l);
+    pace_lag_note(&l, S, S);                       /* lag 0 */
+    pace_lag_note(&l, S + MS, S + MS + 20 * MS);   /* lag 20 ms */
+    assert_true(pace_lag_due(&l, S + 2 * MS, S + 21 * MS, 0) == S + 22 * MS);
+    /* two epochs on, only lags of 0 are seen: the spread is 0, the hold 20 ms
+     * less 3 ms for the 3 s since it was last looked at */
+    pace_lag_note(&l, 2 * S + 500 * MS, 2 * S + 500 * MS);
+    pace_lag_note(&l, 4 * S + 21 * MS, 4 * S + 21 * MS);
+    assert_true(pace_lag_due(&l, 4 * S + 21 * MS, 4 * S + 21 * MS, 0) == 4 * S + 21 * MS + 17 * MS);
+    /* idle: no hold at all; then it grows back to the spread at once */
+    assert_true(pace_lag_due(&l, 4 * S + 22 * MS, 4 * S + 22 * MS, 1) == 4 * S + 22 * MS);
+    pace_lag_note(&l, 4 * S + 30 * MS, 4 * S + 35 * MS); /* lag 5 ms */
+    assert_true(pace_lag_due(&l, 4 * S + 30 * MS, 4 * S + 35 * MS, 0) == 4 * S + 35 * MS);
+}
+
+/* max_in_window returns the most of the sorted times t[0..n) in any window
+ * of length w (half open). */
+static size_t max_in_window(const uint64_t *t, size_t n, uint64_t w)
+{
+    size_t most = 0;
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (t[i] - t[j] >= w)
+            j++;
+        most = i - j + 1 > most ? i - j + 1 : most;
+    }
+    return most;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Two processes share a sink: the broker releases 500/s evenly (burst 1)
+ * to one or the other, and a delivery reaches a worker 0.1 ms after its
+ * release, or 8.1 ms after when that worker was descheduled (one in ten).
+ * Sent at once, the sink sees more than rate * 0.1 s + 1 in some 0.1 s
+ * window; held to the longest recent lag, every window after the first two
+ * seconds holds the broker's bound exactly. */
+static void two_processes_keep_the_broker_spacing(void **state)
+{
+    (void)state;
+    enum { N = 10000 };
+    static uint64_t held[N], sent[N];
+    pace_lag lag[2];
+    memset(lag, 0, sizeof lag);
+    uint64_t seed = 777;
+    size_t n = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t released = S + i * 2 * MS;
+        int who = (int)((seed >> 40) & 1);
+        uint64_t ready = released + ((seed >> 50) % 10 == 0 ? 8 * MS : 0) + MS / 10;
+        pace_lag_note(&lag[who], released, ready);
+        uint64_t due = pace_lag_due(&lag[who], released, ready, 0);
+        if (released < 3 * S)
+            continue; /* both have seen a stall by then */
+        held[n] = due > ready ? due : ready;
+        sent[n++] = ready;
+    }
+    qsort(held, n, sizeof held[0], by_time);
+    qsort(sent, n, sizeof sent[0], by_time);
+    assert_true(max_in_window(sent, n, 100 * MS) > 51);
+    assert_true(max_in_window(held, n, 100 * MS) <= 51);
+    assert_true(max_in_window(held, n, S) <= 501);
+}
+
 static uint64_t mono(void)
 {
     struct timespec ts;
@@ -160,6 +275,9 @@ int main(void)
         cmocka_unit_test(burst_then_one_interval_each),
         cmocka_unit_test(rate_change_carries_debt),
         cmocka_unit_test(takes_keep_the_window_bound),
+        cmocka_unit_test(lag_holds_to_the_longest_recent_lag),
+        cmocka_unit_test(lag_hold_shrinks_slowly),
+        cmocka_unit_test(two_processes_keep_the_broker_spacing),
         cmocka_unit_test(pacer_waits_on_the_real_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

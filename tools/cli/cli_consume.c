@@ -24,7 +24,8 @@
  * worker opens its connection before the subscription takes credit
  * (consume_warm), and the main thread hands the pacer the share of the sink
  * the broker tells it (cli_post_follow, after every receive). Workers added
- * later, when the pool's share grows, open theirs on their first POST.
+ * later, when the pool's share grows, open theirs before the window grows
+ * (consume_follow_share waits for them the same way).
  *
  * Following the pool. When the broker gives this consumer a share of a
  * sized pool (sl_share), the crew is resized to the share, at most
@@ -88,6 +89,7 @@
 #define BUSY_SLICE_MS 10     /* ... and at finished work, while there is some */
 #define MAX_HEADERS   64     /* --header options */
 #define FLUSH_MS      5000   /* at the end, the longest wait for settlements' answers */
+#define WARM_WAIT_MS  5000   /* the longest wait for workers opening their connections */
 
 /* Long-only options get values outside the char range. */
 enum {
@@ -178,9 +180,10 @@ static int consume_settle(consumer *k, const job *j, int outcome)
     return 0;
 }
 
-/* consume_finish settles every delivery the workers are done with. Returns
- * 0 or an exit status. */
-static int consume_finish(consumer *k, cli_crew *crew)
+/* consume_finish settles every delivery the workers are done with; at the
+ * end (last) it also waits for the broker's answers to every settlement.
+ * Returns 0 or an exit status. */
+static int consume_finish(consumer *k, cli_crew *crew, bool last)
 {
     void *arg;
     int outcome, st = 0;
@@ -197,15 +200,33 @@ static int consume_finish(consumer *k, cli_crew *crew)
         k->last_ms = cli_core_now_ms();
         cli_work_drop(j);
     }
-    /* settlements went without waiting: wait for their answers, so that a
-     * refused one is reported and nothing is left in doubt at exit */
-    int rc = k->broken ? SL_OK : sl_flush(k->g->c, FLUSH_MS);
+    /* settlements went without waiting: at the end, wait for their answers,
+     * so that a refused one is reported and nothing is left in doubt at exit.
+     * Not on the way: a round trip per pass kept deliveries waiting in the
+     * socket while the broker answered (varying lags, which the pacer's hold
+     * must then cover), and the next settlement reports a refusal anyway */
+    int rc = k->broken || !last ? SL_OK : sl_flush(k->g->c, FLUSH_MS);
     if (rc == SL_ESTALE)
         cli_text_say(k->cmd, "a settlement came too late: %s (SL_ESTALE); its message will be delivered again",
                      sl_last_error(k->g->c));
     else if (rc && !st)
         st = cli_core_broker_error(k->g, k->cmd, rc, "waiting for the broker to accept the settlements", NULL);
     return st;
+}
+
+/* consume_warm waits (bounded, WARM_WAIT_MS) until every worker started
+ * so far has opened its connection (--post: the crew's start function,
+ * cli_work_warm), so that the credit asked for next is taken only by warm
+ * workers. Says how many did not open, or are still trying. */
+static void consume_warm(consumer *k, cli_crew *crew, const char *when)
+{
+    unsigned pending = 0, failed = cli_crew_started(crew, WARM_WAIT_MS, &pending);
+    if (failed)
+        cli_text_say(k->cmd, "%u HTTP connection%s did not open before %s; each POST tries again", failed,
+                     failed == 1 ? "" : "s", when);
+    if (pending)
+        cli_text_say(k->cmd, "%u HTTP connection%s still opening after %d s; %s anyway", pending,
+                     pending == 1 ? "" : "s", WARM_WAIT_MS / 1000, when);
 }
 
 /* consume_follow_share resizes the crew, and the window with it, when the
@@ -225,6 +246,8 @@ static int consume_follow_share(consumer *k, cli_crew *crew)
     if (got != k->workers)
         cli_text_say(k->cmd, "pool share is now %u; running %u worker%s%s", share, got,
                      got == 1 ? "" : "s", share > MAX_WORKERS ? " (the most it runs)" : "");
+    if (k->http && got > k->workers)
+        consume_warm(k, crew, "taking more credit"); /* the added workers, like the first ones */
     k->workers = got;
     int rc = sl_set_window(k->g->c, consumer_window(k));
     return rc ? cli_core_broker_error(k->g, k->cmd, rc, "changing the credit window", NULL) : 0;
@@ -258,7 +281,7 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
             break;
         bool full = k->held >= consumer_window(k);
         if (full && cli_crew_wait(crew, RECV_SLICE_MS)) {
-            st = consume_finish(k, crew);
+            st = consume_finish(k, crew, false);
             continue;
         }
         /* room for more, or a full window whose workers are all still busy:
@@ -294,46 +317,10 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
             k->broken = true;
             st = cli_core_broker_error(k->g, k->cmd, rc, "receiving", NULL);
         }
-        int s = consume_finish(k, crew);
+        int s = consume_finish(k, crew, false);
         st = st ? st : s;
     }
     return st;
-}
-
-/* consume_warm has every worker open its connection (--post) before the
- * subscription takes credit: one warm-up job each, and a worker that has
- * done its own waits (bounded) for the others, so none takes two. Says how
- * many did not open; the POSTs then try again on their own. */
-static void consume_warm(consumer *k, cli_crew *crew)
-{
-    unsigned n = k->workers, pushed = 0, taken = 0, failed = 0;
-    warm_gate gate = {.lock = PTHREAD_MUTEX_INITIALIZER, .all = PTHREAD_COND_INITIALIZER, .want = n};
-    job *jobs = calloc(n, sizeof *jobs);
-    if (!jobs)
-        return;
-    for (; pushed < n; pushed++) {
-        jobs[pushed].warm = &gate;
-        if (cli_crew_push(crew, &jobs[pushed]))
-            break;
-    }
-    pthread_mutex_lock(&gate.lock);
-    gate.want = pushed; /* fewer, if a push failed: no worker waits for a job that never comes */
-    pthread_cond_broadcast(&gate.all);
-    pthread_mutex_unlock(&gate.lock);
-    while (taken < pushed) {
-        void *arg;
-        int outcome;
-        if (!cli_crew_wait(crew, RECV_SLICE_MS))
-            continue;
-        while (cli_crew_take(crew, &arg, &outcome)) {
-            taken++;
-            failed += outcome == CLI_OUTCOME_FAILED;
-        }
-    }
-    if (failed)
-        cli_text_say(k->cmd, "%u of %u HTTP connections did not open before subscribing; each POST tries again",
-                     failed, pushed);
-    free(jobs);
 }
 
 /* consume_run starts the crew (and, with --post, the pacer and the
@@ -351,7 +338,7 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
         err = ENOMEM;
     k->post.http = k->http;
     if (!err)
-        err = cli_crew_new(cli_work_run, k, MAX_WORKERS, &crew);
+        err = cli_crew_new(cli_work_run, cli_work_warm, k, MAX_WORKERS, &crew);
     if (err == 0 && (k->workers = cli_crew_resize(crew, asked)) == 0)
         err = errno ? errno : EAGAIN;
     if (err) {
@@ -364,7 +351,7 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
         cli_text_say(k->cmd, "started only %u of %u workers: %s", k->workers, asked,
                      cli_text_strerror(errno));
     if (k->http)
-        consume_warm(k, crew);
+        consume_warm(k, crew, "subscribing");
     int st = 0, rc = sl_subscribe(k->g->c, pool, levels, nlevels, consumer_window(k));
     if (rc) {
         st = cli_core_broker_error(k->g, k->cmd, rc, "subscribing", NULL);
@@ -381,7 +368,7 @@ static int consume_run(consumer *k, const char *pool, const unsigned *levels, si
         st = consume_loop(k, crew, count, idle_ms);
     }
     cli_crew_stop(crew);
-    int s = consume_finish(k, crew);
+    int s = consume_finish(k, crew, true);
     cli_crew_destroy(&crew, cli_work_drop); /* unstarted: sl_close returns them */
     sl_pacer_free(&k->post.pacer);
     return st ? st : s;

@@ -17,6 +17,13 @@
  * or stops; by then their threads have released the mutex for good, so the
  * join is immediate.
  *
+ * Starting. A new worker runs the start function (if any) before it takes
+ * its first job, whether it is one of the first or one a resize added, and
+ * "starting" counts those still at it: the owner waits for it to reach 0
+ * (cli_crew_started) before it asks for the work those workers will take,
+ * so that, with --post, no request waits for a connection to open while
+ * the ones after it do not.
+ *
  * The owner waits on "done" against CLOCK_MONOTONIC, so a clock change
  * cannot stretch or cut its waits.
  */
@@ -52,8 +59,10 @@ struct cli_crew {
     pthread_cond_t work, done;
     list queued, finished;
     unsigned wanted, running;
+    unsigned starting, start_failed; /* running their start function; failed since asked */
     bool stopping;
     cli_crew_fn fn;
+    cli_crew_start_fn start;
     void *ctx;
     unsigned max_workers;
     slot slots[];
@@ -84,7 +93,13 @@ static void *worker_main(void *arg)
 {
     slot *s = arg;
     cli_crew *w = s->crew;
+    int failed = w->start ? w->start(w->ctx) : 0; /* fixed before any worker runs */
     pthread_mutex_lock(&w->lock);
+    if (w->start) {
+        w->starting--;
+        w->start_failed += failed != 0;
+        pthread_cond_broadcast(&w->done);
+    }
     for (;;) {
         while (!w->queued.head && !w->stopping && w->running <= w->wanted)
             pthread_cond_wait(&w->work, &w->lock);
@@ -138,10 +153,12 @@ static int worker_start(cli_crew *w)
         return err;
     s->state = SLOT_RUNNING;
     w->running++;
+    w->starting += w->start != NULL;
     return 0;
 }
 
-int cli_crew_new(cli_crew_fn fn, void *ctx, unsigned max_workers, cli_crew **out)
+int cli_crew_new(cli_crew_fn fn, cli_crew_start_fn start, void *ctx, unsigned max_workers,
+                 cli_crew **out)
 {
     *out = NULL;
     if (max_workers == 0)
@@ -161,6 +178,7 @@ int cli_crew_new(cli_crew_fn fn, void *ctx, unsigned max_workers, cli_crew **out
     pthread_cond_init(&w->done, &attr);
     pthread_condattr_destroy(&attr);
     w->fn = fn;
+    w->start = start;
     w->ctx = ctx;
     w->max_workers = max_workers;
     *out = w;
@@ -199,7 +217,8 @@ int cli_crew_push(cli_crew *w, void *job)
     return 0;
 }
 
-bool cli_crew_wait(cli_crew *w, int wait_ms)
+/* deadline returns CLOCK_MONOTONIC's now plus wait_ms. */
+static struct timespec deadline(int wait_ms)
 {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
@@ -209,6 +228,25 @@ bool cli_crew_wait(cli_crew *w, int wait_ms)
         until.tv_sec++;
         until.tv_nsec -= 1000000000;
     }
+    return until;
+}
+
+unsigned cli_crew_started(cli_crew *w, int wait_ms, unsigned *pending)
+{
+    struct timespec until = deadline(wait_ms);
+    pthread_mutex_lock(&w->lock);
+    while (w->starting && wait_ms > 0 && pthread_cond_timedwait(&w->done, &w->lock, &until) != ETIMEDOUT)
+        ;
+    unsigned failed = w->start_failed;
+    w->start_failed = 0;
+    *pending = w->starting;
+    pthread_mutex_unlock(&w->lock);
+    return failed;
+}
+
+bool cli_crew_wait(cli_crew *w, int wait_ms)
+{
+    struct timespec until = deadline(wait_ms);
     pthread_mutex_lock(&w->lock);
     while (!w->finished.head && wait_ms > 0 &&
            pthread_cond_timedwait(&w->done, &w->lock, &until) != ETIMEDOUT)

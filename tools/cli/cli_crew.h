@@ -20,12 +20,18 @@
 /* A job function: runs on a worker thread, returns the job's result. */
 typedef int (*cli_crew_fn)(void *ctx, void *job);
 
+/* A start function: runs on each new worker thread before it takes a job
+ * (to open its connection, say); returns 0, or nonzero when it failed. */
+typedef int (*cli_crew_start_fn)(void *ctx);
+
 typedef struct cli_crew cli_crew;
 
 /* cli_crew_new makes a crew with no workers yet that runs fn(ctx, job) for
- * each job, with room for up to max_workers (> 0) threads. Returns 0 with
- * *out set, or an errno value. */
-int cli_crew_new(cli_crew_fn fn, void *ctx, unsigned max_workers, cli_crew **out);
+ * each job, with room for up to max_workers (> 0) threads; every worker,
+ * the first ones and those a later resize adds, runs start(ctx) first
+ * (start may be NULL). Returns 0 with *out set, or an errno value. */
+int cli_crew_new(cli_crew_fn fn, cli_crew_start_fn start, void *ctx, unsigned max_workers,
+                 cli_crew **out);
 
 /* cli_crew_resize asks for workers threads (at most max_workers). Growing
  * starts threads at once; shrinking lets the surplus workers finish their
@@ -33,6 +39,12 @@ int cli_crew_new(cli_crew_fn fn, void *ctx, unsigned max_workers, cli_crew **out
  * is lower than asked when max_workers caps it or a thread could not start
  * (errno then tells why). */
 unsigned cli_crew_resize(cli_crew *w, unsigned workers);
+
+/* cli_crew_started waits up to wait_ms until every worker started so far
+ * has run its start function. Returns how many of those start functions
+ * failed since the last call (0 when all were fine or none ran); sets
+ * *pending to how many are still running theirs (0 unless it timed out). */
+unsigned cli_crew_started(cli_crew *w, int wait_ms, unsigned *pending);
 
 /* cli_crew_push queues job for the next idle worker. Returns 0 or ENOMEM. */
 int cli_crew_push(cli_crew *w, void *job);

@@ -18,7 +18,9 @@
  * (sl_pace_share: its part of the recent deliveries times 1.5, of the
  * sink's rate and burst). The token is taken at the moment of sending: what
  * leaves this process is at most share * tau + burst in any window tau. The broker's bucket stays the bound above it (and applies
- * the cut after THROTTLED).
+ * the cut after THROTTLED). The pacer also holds each request until its
+ * release time (released_ns) plus the longest recent lag, so requests keep
+ * the broker's spacing whichever worker, or process, sends them.
  *
  * No bunched first burst. Before the consumer takes credit every worker
  * opens its connection (cli_post_warm, a HEAD request): otherwise the first
@@ -44,7 +46,7 @@ int cli_post_outcome(cli_post *p, const char *cmd, bool verbose, const sl_delive
                      char *why, size_t why_len)
 {
     httpc_result r;
-    sl_pacer_wait(p->pacer, d->cost);
+    sl_pacer_wait_released(p->pacer, d->cost, d->released_ns);
     if (httpc_send_tagged(p->http, d->tag, d->body, d->body_len, &r) != SL_OK) {
         cli_text_say(cmd, "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
         return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */

@@ -10,11 +10,12 @@
  *   --exec   the command on the body (cli_exec.c): exit 0 acks, 75
  *            (EX_TEMPFAIL) is THROTTLED, anything else nacks
  *   --post   cli_post.c: paced, POSTed, the answer read as an outcome
- *   warm-up  (--post, before subscribing) open this thread's connection,
- *            then wait at the gate until every worker has, so that each
- *            takes exactly one; the wait is bounded (WARM_WAIT_S)
+ *   warm-up  (--post) a new worker opens its own connection before it
+ *            takes a job (cli_work_warm, the crew's start function), the
+ *            first ones before the consumer subscribes and those a pool
+ *            resize adds before the window grows (cli_consume.c)
  *
- * Costs: nothing beyond the job itself and, for a warm-up, one HEAD.
+ * Costs: nothing beyond the job itself and, per worker, one HEAD.
  */
 #include "cli_work.h"
 
@@ -31,7 +32,6 @@
 #include "cli_text.h"
 
 #define EXIT_TEMPFAIL 75 /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
-#define WARM_WAIT_S   30 /* the longest a warmed worker waits for the others */
 
 /* exec_outcome runs the command on d, on a worker thread. */
 static int exec_outcome(const consumer *k, const sl_delivery *d)
@@ -70,20 +70,6 @@ int cli_work_run(void *ctx, void *arg)
     consumer *k = ctx;
     job *j = arg;
     const sl_delivery *d = j->d;
-    if (!d) { /* a warm-up: open this thread's connection, then wait for the others */
-        int rc = cli_post_warm(&k->post);
-        warm_gate *g = j->warm;
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += WARM_WAIT_S;
-        pthread_mutex_lock(&g->lock);
-        g->arrived++;
-        pthread_cond_broadcast(&g->all);
-        while (g->arrived < g->want && pthread_cond_timedwait(&g->all, &g->lock, &until) == 0)
-            ;
-        pthread_mutex_unlock(&g->lock);
-        return rc ? CLI_OUTCOME_FAILED : CLI_OUTCOME_ACK;
-    }
     if (k->http)
         return cli_post_outcome(&k->post, k->cmd, k->verbose, d, &j->delay_ms, j->why, sizeof j->why);
     if (k->exec)
@@ -109,11 +95,15 @@ int cli_work_run(void *ctx, void *arg)
     return CLI_OUTCOME_ACK;
 }
 
+int cli_work_warm(void *ctx)
+{
+    consumer *k = ctx;
+    return k->http ? cli_post_warm(&k->post) : 0;
+}
+
 void cli_work_drop(void *arg)
 {
     job *j = arg;
-    if (!j->d)
-        return; /* a warm-up: consume_warm's */
     sl_delivery_free(&j->d);
     free(j);
 }

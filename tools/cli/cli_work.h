@@ -14,17 +14,8 @@
 #include "cli_core.h"
 #include "cli_post.h"
 
-/* The warm-up's meeting point: a worker that has opened its connection
- * waits until `want` have, so that each takes one warm-up job. */
-typedef struct warm_gate {
-    pthread_mutex_t lock;
-    pthread_cond_t all;
-    unsigned arrived, want;
-} warm_gate;
-
 typedef struct job {
-    sl_delivery *d;    /* NULL: a warm-up (--post), one per worker */
-    warm_gate *warm;   /* a warm-up's */
+    sl_delivery *d;
     uint32_t delay_ms; /* NACK: redeliver after this; THROTTLED: the pause
                           asked for (0: the broker's default) */
     char why[160];     /* REFUSED: the reason the dead letter records */
@@ -54,13 +45,17 @@ typedef struct consumer {
 
 
 /* cli_work_run handles one job on a worker thread (a cli_crew_fn; ctx is the
- * consumer): a warm-up opens this thread's connection and waits (bounded)
- * at the gate; a delivery is POSTed, given to the command, or printed as
- * one whole line under out_lock. It never touches the client. Returns a
+ * consumer): a delivery is POSTed, given to the command, or printed as one
+ * whole line under out_lock. It never touches the client. Returns a
  * CLI_OUTCOME_*. */
 int cli_work_run(void *ctx, void *arg);
 
-/* cli_work_drop frees a delivery's job (a warm-up's belongs to its maker). */
+/* cli_work_warm opens a new worker thread's HTTP connection with --post (a
+ * cli_crew_start_fn; ctx is the consumer), before it takes a job. Returns
+ * 0, or -1 when no answer came (its POSTs then try again on their own). */
+int cli_work_warm(void *ctx);
+
+/* cli_work_drop frees a delivery's job. */
 void cli_work_drop(void *arg);
 
 #endif /* SLUICE_CLI_WORK_H */

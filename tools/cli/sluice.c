@@ -169,7 +169,9 @@ static const char help_text[] =
 "      how many deliveries it won by priority (PRIO), by aging (AGED) and by\n"
 "      being past its deadline (OVERDUE), how many the sink refused\n"
 "      (THROTTLED), and how long its ready messages should take to leave at\n"
-"      the rate it gets (ETA); as a table or as one JSON object.\n"
+"      the rate it gets (ETA); and, as 'sink show' says it, the sink's rate,\n"
+"      the rate in use now and why (configured, coordinated share, cut after\n"
+"      429, recovering); as a table or as one JSON object (key \"sink\").\n"
 "  sluice stats --watch [S] [--count N] [--json]\n"
 "      The same every S seconds (default 2, fractions allowed), each table\n"
 "      after a line with the time (with --json, one object per line), until\n"
@@ -316,7 +318,9 @@ static const char help_text[] =
 
 /* ---- stats ---- */
 
-static void stats_json(const sl_stats *st)
+/* stats_json prints st as one JSON object, with the sink's rate and why it
+ * is where it is when sink is not NULL. */
+static void stats_json(const sl_stats *st, const sl_sink_info *sink)
 {
     printf("{\"uptime_ms\":%" PRIu64 ",\"consumers\":%" PRIu64 ",\"breaker\":", st->uptime_ms,
            st->consumers);
@@ -344,10 +348,29 @@ static void stats_json(const sl_stats *st)
     }
     printf("]");
     cli_coord_json(&st->coord);
+    if (sink) {
+        printf(",\"sink\":{\"rate_milli\":%" PRIu64 ",\"effective_rate_milli\":%" PRIu64 ",\"reason\":",
+               sink->rate_milli, sink->effective_rate_milli);
+        cli_text_json_string(sink->reason);
+        printf("}");
+    }
     printf("}\n");
 }
 
-static int stats_table(const sl_stats *st)
+/* stats_sink_line says what `sink show` says of the sink's rate: the rate
+ * set, the one in use now and why. */
+static void stats_sink_line(const sl_sink_info *sink)
+{
+    char rate[40], effective[40];
+    cli_text_rate_format(sink->rate_milli, "unlimited", rate, sizeof rate);
+    cli_text_rate_format(sink->effective_rate_milli, "unlimited", effective, sizeof effective);
+    printf("sink %s", rate);
+    if (sink->effective_rate_milli != sink->rate_milli)
+        printf(" (now %s)", effective);
+    printf("%s%s\n", sink->reason[0] ? ": " : "", sink->reason);
+}
+
+static int stats_table(const sl_stats *st, const sl_sink_info *sink)
 {
     static const char *const head[] = {"LEVEL",   "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
                                        "DEAD",    "OLDEST",  "ENQ",   "DISP",     "ACK",
@@ -379,6 +402,8 @@ static int stats_table(const sl_stats *st)
     cli_text_age_format(st->uptime_ms, uptime, sizeof uptime);
     printf("uptime %s  consumers %" PRIu64 "  breaker %s  bad input %" PRIu64 "  failed sends %" PRIu64 "\n",
            uptime, st->consumers, st->breaker[0] ? st->breaker : "-", st->rx_bad, st->tx_failed);
+    if (sink)
+        stats_sink_line(sink);
     cli_coord_print(&st->coord);
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
@@ -389,10 +414,10 @@ static int stats_table(const sl_stats *st)
 static int stats_print(const sl_stats *st, bool json)
 {
     if (json) {
-        stats_json(st);
+        stats_json(st, NULL);
         return 0;
     }
-    return stats_table(st);
+    return stats_table(st, NULL);
 }
 
 static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
@@ -416,9 +441,11 @@ static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
     int rc = sl_stats_get(g->c, &stats);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, "", NULL);
+    sl_sink_info sink; /* why the sink's rate is where it is: sink show's line */
+    const sl_sink_info *shown = sl_sink_show(g->c, &sink) == SL_OK ? &sink : NULL;
     if (json) {
-        stats_json(&stats);
-    } else if (stats_table(&stats)) {
+        stats_json(&stats, shown);
+    } else if (stats_table(&stats, shown)) {
         cli_text_say(cmd, "out of memory");
         return CLI_TEXT_EXIT_FAILURE;
     }
