@@ -1,0 +1,356 @@
+/*
+ * sluice_admin.h - the administration calls of the Sluice client library:
+ * levels, pools, the sink's limits, explain, dead letters and per-tag
+ * settings. Part of sluice.h, which includes it (include <sluice.h>, not
+ * this file); the threading rules, errors and guarantees stated there hold
+ * here too.
+ */
+#ifndef SLUICE_ADMIN_H
+#define SLUICE_ADMIN_H
+
+#ifndef SLUICE_H
+#error "include <sluice.h>, which includes this header"
+#endif
+
+/* ---- administration ----
+ *
+ * Every change below takes effect at once, is stored in the broker's data
+ * directory, and survives a restart. Each returns SL_OK, SL_ETIMEDOUT, or an
+ * error from the broker: SL_ENOLEVEL, SL_ENOTFOUND (no such pool), SL_EINVAL
+ * (a value out of range; sl_last_error says which).
+ */
+
+/* One window of a rate limit: at most count units per period, burst of them
+ * at once (a GCRA bucket: over any span tau, at most count / period x tau +
+ * burst). A limit may have up to SL_MAX_WINDOWS, in series ("10/s and
+ * 500/min"): a message goes when every window admits it. */
+#define SL_MAX_WINDOWS 4
+typedef struct sl_window {
+    uint64_t count_milli;  /* units per period x 1000 (1500: 1.5 units) */
+    uint64_t period_ms;    /* 1 ms .. 86,400,000 (a day); 1000 for a rate per second */
+    uint32_t burst;        /* units at once; 0: a per-second window keeps the limit's burst, another takes 1 */
+    uint64_t tokens_milli; /* shown only: units the window would let through now, x 1000 */
+} sl_window;
+
+/* One level's scheduling settings and state. */
+typedef struct sl_level_info {
+    char name[65];
+    uint64_t deadline_ms;  /* 0: none. A head older than this is served first */
+    uint64_t aging_ms;     /* 0: none. Waiting this long lifts a message one level */
+    int paused;            /* nothing is delivered from a paused level */
+    uint64_t depth;        /* ready messages */
+    uint64_t oldest_ms;    /* age of the oldest ready message */
+    uint64_t max_rate_milli;  /* ceiling, units/s x 1000; 0 = none */
+    uint64_t min_rate_milli;  /* guaranteed rate, units/s x 1000; 0 = none */
+    uint32_t burst;           /* the ceiling's burst */
+    uint64_t tokens_milli;    /* units the ceiling would let through now, x 1000 */
+    uint64_t eta_ms;          /* expected drain time of the ready backlog */
+    unsigned nwindows;        /* the ceiling's windows: its per-second one (max_rate_milli) first */
+    sl_window windows[SL_MAX_WINDOWS];
+    int fair;                 /* 1: served fair by tag; 0: FIFO */
+} sl_level_info;
+
+/* sl_level_list fills out[0..*n) (room for SL_MAX_LEVELS), one item per
+ * level. A malformed reply (a row missing a column, a column of the wrong
+ * type, more rows than SL_MAX_LEVELS) is SL_EPROTO with out untouched and *n
+ * 0. */
+int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n);
+
+/* sl_level_set changes a level's deadline and aging step. Pass
+ * SL_UNCHANGED to leave one as it is, 0 to switch it off. */
+#define SL_UNCHANGED UINT64_MAX
+int sl_level_set(sl_client *c, unsigned level, uint64_t deadline_ms, uint64_t aging_ms);
+
+/* sl_level_rate sets a level's ceiling (max_rate_milli: the most units per
+ * second x 1000 that leave it, with burst) and its guaranteed rate
+ * (min_rate_milli: a reserved share of the sink the level gets before lower
+ * levels; unused, it is lent to others). SL_UNCHANGED leaves a value as it
+ * is; 0 switches a limit off. Takes effect within a second, without a burst. */
+int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_t min_rate_milli,
+                  uint64_t burst);
+
+/* sl_level_windows sets every window of a level's ceiling, replacing those
+ * it had: w[0..n), n at most SL_MAX_WINDOWS (0: no ceiling). The first
+ * window with a period of 1000 ms becomes max_rate_milli and burst; at most
+ * SL_MAX_WINDOWS - 1 may have another period. Like every rate change it
+ * takes effect without a burst. SL_EINVAL for a count above 100,000,000 per
+ * period, a period outside 1 ms .. a day, a burst above 1,000,000. */
+int sl_level_windows(sl_client *c, unsigned level, const sl_window *w, unsigned n);
+
+/* sl_level_pause stops (paused = 1) or resumes (0) deliveries from a level.
+ * Publishing to a paused level still works. */
+int sl_level_pause(sl_client *c, unsigned level, int paused);
+
+#define SL_MAX_POOLS 64
+
+/* One consumer pool. */
+typedef struct sl_pool_info {
+    char name[65];
+    uint32_t levels_mask;   /* bit L: subscribed to level L */
+    uint32_t size;          /* most deliveries its members hold at once; 0 = no limit */
+    uint32_t members;       /* connected member consumers */
+    uint32_t inflight;      /* deliveries its members hold now */
+    double rate_per_s;      /* deliveries per second, recent average */
+    uint32_t recommended;   /* the size autoscaling would choose (always computed) */
+    int paused;
+    int autoscale;          /* autoscaling is on */
+} sl_pool_info;
+
+/* sl_pool_list fills out[0..*n) (room for SL_MAX_POOLS), one item per pool;
+ * a malformed reply is SL_EPROTO as for sl_level_list. */
+int sl_pool_list(sl_client *c, sl_pool_info *out, unsigned *n);
+
+/* sl_pool_resize sets a pool's size, creating the pool (subscribed to all
+ * levels) if it does not exist. Growing grants credit at once; shrinking stops
+ * new deliveries until the pool holds fewer than size, and never takes back a
+ * delivery in progress. Members are told their share (sl_share). */
+int sl_pool_resize(sl_client *c, const char *pool, uint32_t size);
+
+/* sl_pool_pause stops (1) or resumes (0) deliveries to a pool's members. */
+int sl_pool_pause(sl_client *c, const char *pool, int paused);
+
+/* sl_pool_delete deletes a pool and its stored settings. A pool with members
+ * is refused (SL_ESTATE) unless force is 1: its members are then dropped as
+ * on BYE (their deliveries return uncharged; a member's next credit puts it
+ * in the default pool). Returns SL_OK, SL_ENOTFOUND (no such pool), SL_ESTATE,
+ * SL_EINVAL (the default pool, or a bad name), or a transport error. */
+int sl_pool_delete(sl_client *c, const char *pool, int force);
+
+/* sl_pool_autoscale lets the broker set the pool's size within [min, max]
+ * from its backlog, arrival rate and service time, aiming for a wait of
+ * target_wait_ms; enabled = 0 switches it off (the size stays). */
+int sl_pool_autoscale(sl_client *c, const char *pool, uint32_t min, uint32_t max,
+                      uint64_t target_wait_ms, int enabled);
+
+/* sl_share reports the share of its pool's size the broker last gave this
+ * consumer: how many deliveries it should work on at once (0 when not told
+ * yet, or when the pool has no size). A consumer that runs workers starts or
+ * stops them to match. The value changes when the pool is resized or members
+ * join or leave; it is read from messages the client has already received,
+ * so call it after sl_recv. */
+unsigned sl_share(const sl_client *c);
+
+/* Pacing at the moment a request leaves. The broker meters what it
+ * dispatches, but the sink sees when each request arrives; workers the
+ * scheduler delays send late, then together. A consumer that calls the sink
+ * takes a token again just before each request leaves, from an sl_pacer at
+ * the share of the sink the broker gives it (its part of the recent
+ * deliveries, at least an even part, times 1.5, of the sink's rate and
+ * burst; re-balanced as consumers come, go or idle).
+ *
+ * sl_pace_share reads that share from messages already received (call it
+ * after sl_recv): *rate_milli in units per second x 1000 (0: unpaced, the
+ * sink is unlimited) and *burst. Returns 1 once the broker has told one, else
+ * 0 (the outputs are then 0). */
+int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
+
+/* An sl_pacer is safe to share between threads: sl_pacer_wait takes the
+ * token for cost units (0 reads as 1) at the moment it is due, sleeping
+ * until then; call it just before the request leaves. Callers are served
+ * in the order they asked (first come, first served). Returns the ns it
+ * waited. sl_pacer_set changes the rate (0: unpaced) and
+ * burst without creating tokens; it keeps a quarter of a burst above 1 (at
+ * least one unit) as slack for the time between the token and the arrival
+ * at the sink. A new
+ * pacer is unpaced. sl_pacer_new
+ * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL.
+ *
+ * sl_pacer_wait_released does what sl_pacer_wait does and also keeps the
+ * broker's spacing: given the delivery's released_ns (0: as sl_pacer_wait)
+ * it holds the request until its release plus the longest lag between
+ * release and this call seen in the last one to two seconds (the spread
+ * above the shortest, at most 25 ms), so that requests a worker took late
+ * do not arrive bunched with those taken on time, whichever process sends
+ * them; then it takes the token in turn, as with sl_pacer_wait. The hold
+ * grows at once and shrinks by at most 1 ms a second while requests keep
+ * coming; a request that finds no other waiting in the pacer is not held
+ * (one at a time, there is no spacing to keep). Use one pacer per broker
+ * (the lag is measured on its clock). */
+typedef struct sl_pacer sl_pacer;
+int sl_pacer_new(sl_pacer **out);
+void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst);
+uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost);
+uint64_t sl_pacer_wait_released(sl_pacer *p, uint32_t cost, uint64_t released_ns);
+void sl_pacer_free(sl_pacer **p);
+
+/* sl_set_window changes the consumer's credit window (1..100000): growing
+ * grants the difference at once; shrinking withholds the credit that acks
+ * would return until fewer than window deliveries are outstanding. */
+int sl_set_window(sl_client *c, unsigned window);
+
+/* The sink: the throttled service consumers call. */
+typedef struct sl_sink_info {
+    uint64_t rate_milli;           /* configured, units/s x 1000; 0 = unlimited */
+    uint64_t effective_rate_milli; /* what the broker uses now (lower after THROTTLED) */
+    uint32_t burst;
+    uint64_t max_inflight;         /* most deliveries out at once; 0 = no cap */
+    uint64_t inflight;             /* deliveries out now */
+    uint64_t tokens_milli;         /* units that could go now, x 1000 */
+    uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
+    char breaker[16];              /* "closed", "open" or "half-open" */
+    uint64_t breaker_trips;        /* times the breaker opened */
+    char reason[48];               /* why the effective rate is where it is: "configured",
+                                      "cut after 429 (isolated)", "cut after repeated 429s",
+                                      "recovering", "coordinated share" */
+    sl_coord_info coord;           /* a shared sink's lease */
+    unsigned nwindows;             /* the sink's windows: its per-second one (rate_milli) first */
+    sl_window windows[SL_MAX_WINDOWS];
+} sl_sink_info;
+
+/* sl_sink_set changes the sink's rate, burst and in-flight cap
+ * (SL_UNCHANGED leaves one as it is; 0 removes a limit). On a broker sharing
+ * its sink (coord.coordinated), the rate is the sink's limit for every
+ * broker, set through Redis: SL_EINVAL when it is below the brokers'
+ * reserved rates, SL_ESTATE when Redis is unreachable. */
+int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_inflight);
+
+/* sl_sink_windows sets every window of the sink's limit, replacing those it
+ * had, as sl_level_windows does for a level (n 0: unlimited). On a broker
+ * sharing its sink, the per-second window's rate is the limit for every
+ * broker (as in sl_sink_set); the other windows are this broker's own. */
+int sl_sink_windows(sl_client *c, const sl_window *w, unsigned n);
+
+/* sl_sink_show reads the sink's settings and state. */
+int sl_sink_show(sl_client *c, sl_sink_info *out);
+
+/* Where a message is and why it has not been delivered. */
+typedef struct sl_explain_info {
+    char state[32];     /* "ready", "leased", "delayed", "dead" or "gone" */
+    unsigned level;
+    uint64_t position;  /* ready: messages ahead of it in its level */
+    uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due */
+    char why[1025];     /* a sentence for humans: paused level or pool, no credit, ... */
+} sl_explain_info;
+
+/* sl_explain tells where message id is and why it has not been dispatched.
+ * A message that was acknowledged (or never existed) is "gone". */
+int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out);
+
+/* ---- dead letters ----
+ *
+ * A message that used up its attempts, or whose time to live ran out, is a
+ * dead letter of its level, kept by message id. These calls list, read,
+ * requeue and purge them. Requeue and purge work in chunks: one call
+ * changes at most SL_DEAD_CHUNK dead letters, in one transaction of the
+ * broker (a crash leaves each message of the chunk either dead or
+ * requeued), and tells in *after whether more remain; call again to go on.
+ * Running a series again after it was cut short does nothing twice. */
+
+#define SL_DEAD_CHUNK     1000u     /* most dead letters one call changes */
+#define SL_DEAD_PAGE      64u       /* most dead letters one sl_dead_list returns */
+#define SL_DEAD_TEXT      64u       /* bytes of tag, reason and preview in a list */
+#define SL_SAME_LEVEL     ((unsigned)-1) /* sl_dead_requeue*: back to the level it died in */
+
+/* A dead letter as sl_dead_list shows it. tag and reason are cut to
+ * SL_DEAD_TEXT bytes (at a UTF-8 character's start) and NUL-terminated;
+ * preview holds the first preview_len bytes of the body, any bytes. */
+typedef struct sl_dead_letter {
+    uint64_t id;
+    char tag[SL_DEAD_TEXT + 1];
+    uint64_t attempts;       /* deliveries charged before it died */
+    uint64_t died_ms;        /* when it died, ms since the Unix epoch */
+    char reason[SL_DEAD_TEXT + 1];
+    unsigned char preview[SL_DEAD_TEXT];
+    size_t preview_len;
+    uint64_t body_bytes;     /* the whole body's size */
+} sl_dead_letter;
+
+/* sl_dead_list reads up to max (at most SL_DEAD_PAGE; 0 means that many)
+ * dead letters of level whose id is above after, in id order, into
+ * out[0..*n). Fewer than asked means the end of the level. Returns SL_OK,
+ * SL_ENOLEVEL, SL_EINVAL, SL_EPROTO, SL_ETIMEDOUT. */
+int sl_dead_list(sl_client *c, unsigned level, uint64_t after, unsigned max, sl_dead_letter *out, unsigned *n);
+
+/* One dead letter, whole. The pointers point into the client's last reply:
+ * valid until the next call on c. body holds body_len bytes, unchanged. */
+typedef struct sl_dead_message {
+    uint64_t id;
+    unsigned level;
+    uint64_t attempts;
+    const char *tag;         /* tag_len bytes, not NUL-terminated */
+    size_t tag_len;
+    const void *body;
+    size_t body_len;
+    const char *reason;      /* reason_len bytes, not NUL-terminated */
+    size_t reason_len;
+} sl_dead_message;
+
+/* sl_dead_peek reads dead letter id, whatever its level. SL_ENOTFOUND when
+ * no dead letter has that id. */
+int sl_dead_peek(sl_client *c, uint64_t id, sl_dead_message *out);
+
+/* sl_dead_requeue moves up to max (0 or more than SL_DEAD_CHUNK mean
+ * SL_DEAD_CHUNK) dead letters of level, smallest id first, to the tail of
+ * to_level (SL_SAME_LEVEL: level) as new: attempt 0, no time to live.
+ * *moved says how many moved, and *after is 0 when level has no dead letter
+ * left, nonzero when more remain. sl_dead_requeue_id moves one, by id
+ * (SL_ENOTFOUND when it is not a dead letter). */
+int sl_dead_requeue(sl_client *c, unsigned level, unsigned to_level, uint64_t max, uint64_t *moved,
+                    uint64_t *after);
+int sl_dead_requeue_id(sl_client *c, uint64_t id, unsigned to_level);
+
+/* sl_dead_purge deletes dead letters of level for good: those with an id
+ * above *after (0: from the first) that died at least older_than_ms ago (0:
+ * all), up to max of them (as for requeue). It looks at no more than 10,000
+ * per call: *purged says how many it deleted and *after where the next call
+ * goes on, or 0 at the end of the level. */
+int sl_dead_purge(sl_client *c, unsigned level, uint64_t older_than_ms, uint64_t max, uint64_t *after,
+                  uint64_t *purged);
+
+/* ---- per-tag settings of levels served fair by tag ---- */
+
+/* The settings sl_tag_set changes for a pattern: each field SL_UNCHANGED
+ * leaves it as it is (a new pattern starts at weight 1, no cap, no rate,
+ * one bucket shared by the tags it matches). */
+typedef struct sl_tag_settings {
+    uint64_t weight;        /* 1..1000: turns per round of the fair pick */
+    uint64_t max_inflight;  /* deliveries out at once; 0: no cap */
+    uint64_t each;          /* 1: a bucket and a cap per matching tag; 0: one shared */
+    uint64_t burst;         /* the per-second window's burst (with no windows given) */
+    int nwindows;           /* -1: rate unchanged; 0: no rate limit; else windows[0..n) */
+    sl_window windows[SL_MAX_WINDOWS];
+} sl_tag_settings;
+
+/* sl_tag_settings_init sets every field of s to "unchanged". */
+void sl_tag_settings_init(sl_tag_settings *s);
+
+/* sl_tag_set sets the settings of pattern (a glob such as "gold-*", or an
+ * exact tag; 1..255 bytes); the first pattern set that matches a tag gives
+ * it its settings. SL_EINVAL for a bad value (the broker's text says
+ * which), or past 1,024 patterns. */
+int sl_tag_set(sl_client *c, const char *pattern, const sl_tag_settings *s);
+
+/* sl_tag_off removes pattern's settings. SL_ENOTFOUND when it has none. */
+int sl_tag_off(sl_client *c, const char *pattern);
+
+/* sl_tag_pause stops (paused 1) or resumes (0) deliveries of one tag (exact
+ * text) from every level served fair by tag. */
+int sl_tag_pause(sl_client *c, const char *tag, int paused);
+
+/* One row of sl_tag_list: a pattern (pattern set, tag empty) or a tag (tag
+ * set; pattern: the one it matches, or empty). */
+typedef struct sl_tag_info {
+    char pattern[65];
+    char tag[65];
+    int has_level;          /* a tag waiting or in flight in a level */
+    unsigned level;
+    uint64_t depth, inflight, oldest_ms;
+    uint64_t weight, max_inflight, rate_milli, burst, tokens_milli;
+    int each, paused, limited; /* limited: rate_milli and tokens_milli mean something */
+    unsigned nwindows;
+    sl_window windows[SL_MAX_WINDOWS]; /* a pattern's windows */
+} sl_tag_info;
+#define SL_MAX_TAG_ROWS 64
+
+/* sl_tag_list fills out[0..*n) (room for SL_MAX_TAG_ROWS): the patterns in
+ * their order, then the tags with the most messages waiting. */
+int sl_tag_list(sl_client *c, sl_tag_info *out, unsigned *n);
+
+/* sl_level_fair serves level fair by tag (fair != 0: deficit round robin
+ * over the tags with messages waiting, FIFO within a tag, untagged messages
+ * one tenant of their own) or FIFO (0, the default). Persisted. SL_ESTATE
+ * when the level holds messages (ready, in flight or delayed): a level
+ * changes how it is served only while it is empty. */
+int sl_level_fair(sl_client *c, unsigned level, int fair);
+
+#endif /* SLUICE_ADMIN_H */
