@@ -79,8 +79,6 @@ typedef struct bk {
     uint64_t nospace_backoff_ns;  /* its back-off, doubling per refusal from --ack-flush-ms to 1 s */
     int settings_unsaved;         /* the open transaction holds a settings change (settings.c) */
     uint64_t commit_out_ns;       /* when the commit that is out was handed to the writer; 0: none */
-    size_t gather_replies;        /* confirmations the last commit sent: cron_gathering waits for as many */
-    uint64_t gather_until_ns;     /* but no longer than this (0: no gathering) */
     uint64_t commit_stalls;       /* commits out past half the watchdog period (pings withheld) */
     int commit_stall_noted;       /* the commit that is out was counted and logged as stalled */
     notify notify;                /* the service manager (systemd), when it listens */

@@ -284,20 +284,13 @@ static uint64_t flush_at(const bk *b)
     return at < b->nospace_until_ns ? b->nospace_until_ns : at;
 }
 
-int cron_gathering(const bk *b)
-{
-    size_t waiting = net_queued(b->net, NET_AFTER_COMMIT);
-    return waiting > 0 && waiting < b->gather_replies && b->mono_ns < b->gather_until_ns;
-}
-
 int cron_commit_due(bk *b)
 {
-    int replies = net_queued(b->net, NET_AFTER_COMMIT) > 0 && !cron_gathering(b);
     if (!store_dirty(b->st))
-        return replies;
+        return net_queued(b->net, NET_AFTER_COMMIT) > 0;
     if (!b->dirty_since_ns)
         b->dirty_since_ns = b->mono_ns;
-    return replies || b->mono_ns >= flush_at(b);
+    return net_queued(b->net, NET_AFTER_COMMIT) > 0 || b->mono_ns >= flush_at(b);
 }
 
 uint64_t cron_next_wake(bk *b)
@@ -319,8 +312,6 @@ uint64_t cron_next_wake(bk *b)
     }
     if (b->dirty_since_ns && flush_at(b) < wake)
         wake = flush_at(b);
-    if (cron_gathering(b) && b->gather_until_ns < wake)
-        wake = b->gather_until_ns;
     if (dead_pending(b))
         wake = b->mono_ns; /* retention has more to drop */
     if (b->notify.next_ping_ns < wake)

@@ -23,17 +23,8 @@ void cron_tick(bk *b);
 void cron_between_commits(bk *b, int nospace);
 
 /* cron_commit_due tells whether the loop must commit this pass: a reply
- * waits for it (and the loop is not gathering), or the oldest uncommitted
- * write is ack_flush_ms old. */
+ * waits for it, or the oldest uncommitted write is ack_flush_ms old. */
 int cron_commit_due(bk *b);
-
-/* cron_gathering tells whether the next commit is held back to gather a
- * batch: fewer replies wait for it than the last commit confirmed, and the
- * short gathering time that followed it has not passed (loop.c sets both
- * when a commit ends). Producers that each keep one publish outstanding
- * send again the moment they are confirmed: committing with the first to
- * arrive would leave the others to the commit after it, halving the batch. */
-int cron_gathering(const bk *b);
 
 /* cron_next_wake returns the monotonic time of the next timer (leases,
  * delayed messages, the meter, heartbeats, the ack flush). */

@@ -68,7 +68,6 @@
 #define DISPATCH_BATCH 4096
 #define MAX_WAIT_NS NS_PER_S
 #define LOOP_NOSPACE_RETRY_MS 1000 /* the retry-after of a publish whose commit found no space */
-#define LOOP_GATHER_MAX_NS 200000u /* 200 us: the longest a commit waits to gather its batch */
 #define LOOP_PATIENCE_NS 1000000u  /* 1 ms: a commit out longer than this no longer keeps requests waiting */
 
 
@@ -146,8 +145,7 @@ static int receiving(bk *b)
 static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) ||
-        (!store_committing(b->st) &&
-         ((net_queued(b->net, NET_AFTER_COMMIT) && !cron_gathering(b)) || park_count(parked))))
+        (!store_committing(b->st) && (net_queued(b->net, NET_AFTER_COMMIT) || park_count(parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
     if (store_committing(b->st) && b->commit_out_ns + LOOP_PATIENCE_NS > b->mono_ns &&
@@ -249,17 +247,6 @@ static void flush_now(bk *b)
     net_flush(b->net, NET_NOW, store_committing(b->st) ? hold_send_failed : settle_send_failed, b);
 }
 
-/* gather_after notes, as a commit that took took_ns ends, how many
- * confirmations it sends: the next commit gathers as many requests, for at
- * most an eighth of the commit's time and LOOP_GATHER_MAX_NS (cron_gathering).
- * A lone producer is never held back: one confirmation, one request. */
-static void gather_after(bk *b, uint64_t took_ns)
-{
-    uint64_t ns = took_ns / 8;
-    b->gather_replies = net_queued(b->net, NET_AFTER_COMMIT);
-    b->gather_until_ns = loop_now_mono() + (ns < LOOP_GATHER_MAX_NS ? ns : LOOP_GATHER_MAX_NS);
-}
-
 /* commit_ended finishes a commit, the writer's or one made at once: the
  * histogram, and the pass's confirmations sent, or all turned into errors.
  * Returns SL_OK or the commit's error. */
@@ -314,7 +301,6 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
         return rc;
     }
     b->nospace_until_ns = b->nospace_backoff_ns = 0;
-    gather_after(b, wrote ? loop_now_mono() - t0_ns : 0);
     net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     net_promote(b->net); /* OKs to ACKs taken while it was out: after the next commit, which deletes */
     return SL_OK;
