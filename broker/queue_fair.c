@@ -43,25 +43,16 @@
 #include <string.h>
 
 #include "drr.h"
+#include "hash.h"
 #include "log.h"
 #include "queue_fair_int.h"
 #include "tagset.h"
-
-static uint32_t hash32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
 
 static uint32_t *slot_of(const struct queue_fair *f, uint32_t tag)
 {
     if (!f->nslots)
         return NULL;
-    for (uint32_t i = hash32(tag) & (f->nslots - 1);; i = (i + 1) & (f->nslots - 1)) {
+    for (uint32_t i = hash_u32(tag) & (f->nslots - 1);; i = (i + 1) & (f->nslots - 1)) {
         if (f->slots[i] == 0 || f->t[f->slots[i] - 1].tag == tag)
             return &f->slots[i];
     }
@@ -121,7 +112,7 @@ static void forget(struct queue_fair *f, tenant *tn)
     uint32_t mask = f->nslots - 1, i = (uint32_t)(slot_of(f, tn->tag) - f->slots);
     f->slots[i] = 0;
     for (uint32_t j = (i + 1) & mask; f->slots[j]; j = (j + 1) & mask) {
-        uint32_t home = hash32(f->t[f->slots[j] - 1].tag) & mask;
+        uint32_t home = hash_u32(f->t[f->slots[j] - 1].tag) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) { /* its home is at or before the hole */
             f->slots[i] = f->slots[j];
             f->slots[j] = 0;

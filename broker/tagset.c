@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "sluice_errors.h"
 
 void tagset_init(tagset *s)
@@ -193,22 +194,12 @@ uint64_t tagset_rate_milli(const tagset *s, int rule)
 
 /* ---- states ---- */
 
-static uint32_t hash32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352dU;
-    x ^= x >> 15;
-    x *= 0x846ca68bU;
-    x ^= x >> 16;
-    return x;
-}
-
 static tagset_state *slot_find(const tagset_rule *r, uint32_t tag)
 {
     if (!r->nslots)
         return NULL;
     uint32_t mask = r->nslots - 1;
-    for (uint32_t i = hash32(tag) & mask;; i = (i + 1) & mask) {
+    for (uint32_t i = hash_u32(tag) & mask;; i = (i + 1) & mask) {
         if (r->slots[i].key == tag + 1)
             return &r->slots[i];
         if (r->slots[i].key == 0)
@@ -229,7 +220,7 @@ static tagset_state *slot_require(tagset_rule *r, uint32_t tag, uint64_t now_ns)
         for (uint32_t i = 0; i < r->nslots; i++) {
             if (!r->slots[i].key)
                 continue;
-            uint32_t j = hash32(r->slots[i].key - 1) & (n - 1);
+            uint32_t j = hash_u32(r->slots[i].key - 1) & (n - 1);
             while (v[j].key)
                 j = (j + 1) & (n - 1);
             v[j] = r->slots[i];
@@ -238,7 +229,7 @@ static tagset_state *slot_require(tagset_rule *r, uint32_t tag, uint64_t now_ns)
         r->slots = v;
         r->nslots = n;
     }
-    uint32_t mask = r->nslots - 1, i = hash32(tag) & mask;
+    uint32_t mask = r->nslots - 1, i = hash_u32(tag) & mask;
     while (r->slots[i].key)
         i = (i + 1) & mask;
     st = &r->slots[i];
