@@ -129,6 +129,7 @@ int park_add(park *p, const net_in *in)
     if (in->body_len)
         memcpy(buf + in->rid_len, in->body, in->body_len);
     k->in.body = buf + in->rid_len;
+    k->in.fd = -1; /* the descriptor may be closed and reused before the commit ends: not noted (peers.c) */
     if (in->user_id) {
         char *u = (char *)buf + in->rid_len + in->body_len;
         memcpy(u, in->user_id, in->user_id_len);

@@ -19,8 +19,10 @@
  * takes it meanwhile: it is below its level's cursor (or its tenant's) and
  * in no returned heap, exactly like a leased record. A crash before the
  * delete is committed delivers the message again, as for any ACK within
- * ack_flush_ms (with ack_flush_ms 0 the loop does not take ACKs while a
- * commit is out: their OK must follow their own commit).
+ * ack_flush_ms (with ack_flush_ms 0 the OK of such an ACK waits for the
+ * commit that carries its delete: NET_AFTER_NEXT_COMMIT). A delete that
+ * fails (the map full) fails the next commit, whose undo makes the record
+ * ready again, as for any settlement.
  *
  * Invariants:
  *   - The undo list holds exactly the open transaction's settlements: it is
@@ -79,11 +81,11 @@ void queue_deferred_apply(queue *q)
         int rc = store_del(q->st, level, key);
         if (rc == SL_OK || rc == SL_ENOTFOUND)
             q->lv[level].count--;
-        if (rc == SL_OK)
-            queue_unleased(q, level, key); /* its commit may fail yet: then it is ready again */
-        else if (rc != SL_ENOTFOUND)
-            log_error("queue", "cannot delete acknowledged message at key %llu of level %u (%s); it is delivered "
-                      "again after a restart", (unsigned long long)key, level, proto_strerror(rc));
+        if (rc != SL_ENOTFOUND) /* as queue_settle: if its commit fails (this delete's too), it is ready again */
+            queue_unleased(q, level, key);
+        if (rc != SL_OK && rc != SL_ENOTFOUND)
+            log_error("queue", "cannot delete acknowledged message at key %llu of level %u (%s); the commit "
+                      "fails and it is delivered again", (unsigned long long)key, level, proto_strerror(rc));
     }
     q->ndeferred = 0;
 }

@@ -12,7 +12,8 @@
  * (no head-of-line blocking): held by its rate it is blocked in the drr
  * until its bucket admits again (drr_next_ns, which deliver.c folds into
  * the broker's next wake); held by its cap or a pause it is blocked until a
- * settlement (the `capped` list, released on any unlease) or a change of
+ * settlement of its pattern (the `capped` list: a settlement releases the
+ * tags of its pattern, or itself alone with --each) or a change of
  * the settings (the `paused` list too). A take charges the tag's bucket(s)
  * and counts it in flight; an unlease ends it.
  *
@@ -58,20 +59,44 @@ static void list_release(struct queue_fair *f, uint32_t *v, uint32_t *n)
     *n = 0;
 }
 
+/* cap_release unblocks the tags of f's capped list that a settlement of
+ * tag, matched by rule, may have given room: those of the same rule (its
+ * shared cap), or only tag itself (a cap per tag, --each). The others stay
+ * set aside: a settlement costs O(capped tags) compares, not a pick each. */
+static void cap_release(struct queue_fair *f, int rule, int each, uint32_t tag)
+{
+    for (uint32_t i = 0; i < f->ncapped;) {
+        uint32_t t = f->capped[i];
+        tenant *tn = queue_fair_find(f, t);
+        if (tn && (each ? t != tag : tn->rule != rule)) {
+            i++;
+            continue;
+        }
+        if (tn)
+            tn->gated = 0;
+        drr_unblock(&f->d, t);
+        f->capped[i] = f->capped[--f->ncapped];
+    }
+}
+
 void queue_fair_tag_resolve(queue *q, struct queue_fair *f, tenant *tn)
 {
     const tagset *ts = q->tags;
     if (!ts || tn->gen == ts->gen)
         return;
-    tn->gen = ts->gen;
     tn->rule = TAGSET_NONE;
     tn->paused = 0;
     char name[PROTO_MAX_TAG + 1];
-    if (tn->tag && (ts->n || ts->npaused) && store_tag_name(q->st, tn->tag, name, sizeof name) == SL_OK && name[0]) {
+    if (tn->tag && (ts->n || ts->npaused)) {
+        if (store_tag_name(q->st, tn->tag, name, sizeof name) != SL_OK)
+            return; /* not cached: looked up again at the next chance (a poisoned pass, a snapshot) */
         size_t len = strlen(name);
-        tn->rule = (int16_t)tagset_match(ts, name, len);
-        tn->paused = (uint8_t)tagset_is_paused(ts, name, len);
+        if (len) {
+            tn->rule = (int16_t)tagset_match(ts, name, len);
+            tn->paused = (uint8_t)tagset_is_paused(ts, name, len);
+        }
     }
+    tn->gen = ts->gen;
     if (drr_find(&f->d, tn->tag))
         drr_set_weight(&f->d, tn->tag, tagset_weight(ts, tn->rule));
 }
@@ -100,10 +125,11 @@ void queue_fair_tag_unleased(queue *q, struct queue_fair *f, tenant *tn)
         return;
     queue_fair_tag_resolve(q, f, tn);
     tagset_release(q->tags, tn->rule, tn->tag);
-    /* a cap may have room again, in any fair level the tag's pattern spans */
+    /* its cap may have room again, in any fair level the tag's pattern spans */
+    int each = tn->rule >= 0 && (unsigned)tn->rule < q->tags->n && q->tags->rules[tn->rule].each;
     for (unsigned l = 0; l < q->nlevels; l++)
         if (q->lv[l].fair && q->lv[l].fair->ncapped)
-            list_release(q->lv[l].fair, q->lv[l].fair->capped, &q->lv[l].fair->ncapped);
+            cap_release(q->lv[l].fair, tn->rule, each, tn->tag);
 }
 
 void queue_fair_tags_changed(queue *q)

@@ -23,15 +23,14 @@
  * back, so both meta pages point below it).
  *
  * When. On the writer thread only (store_writer.c), between commits:
- * store_extend_plan right after a successful commit, while the loop still
- * waits for it (so mdb_env_info cannot race a map resize); then the writer
- * posts the commit's result and runs the chunk (store_extend_run) before it
- * takes the next commit. The loop keeps committing on the writer, so
- * nothing else writes the file meanwhile; the one path where the loop
- * commits itself waits for the chunk first (store_writer.c). A confirmed
- * commit never waits for a chunk; the commit after it may, once per chunk
- * (8 MiB of zeros and their flush took about 40 ms on the test machine's
- * disk), and the loop, frozen while that commit is out, with it.
+ * store_extend_plan and store_extend_run right after a successful commit,
+ * before the writer posts its result: the loop still waits for it (so
+ * mdb_env_info cannot race a map resize, and no write transaction of the
+ * loop is open that could spill pages into the range being zeroed: LMDB
+ * writes a transaction's dirty pages to the file once it holds about 128K),
+ * and nothing else writes the file meanwhile. That commit's confirmations
+ * wait for the chunk, once per chunk (8 MiB of zeros and their flush took
+ * about 40 ms on the test machine's disk).
  *
  * Sizes. A chunk is an eighth of the used file, at least
  * STORE_EXTEND_MIN_BYTES and at most STORE_EXTEND_MAX_BYTES, and never
