@@ -180,7 +180,7 @@ static void scraped_during_load_every_series_monotonic_promtool_clean(void **sta
     producer p = {.b = &f->b};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, produce, &p), 0);
-    unsigned acked = 0, scrapes = 0;
+    unsigned acked = 0, scrapes = 0, acked_at_scrape = 0;
     uint64_t last_scrape = 0, deadline = th_now_ms() + 40000;
     while (acked < 3 * PER_LEVEL && th_now_ms() < deadline) {
         sl_delivery *d = NULL;
@@ -189,8 +189,11 @@ static void scraped_during_load_every_series_monotonic_promtool_clean(void **sta
             sl_delivery_free(&d);
             acked++;
         }
-        if (th_now_ms() >= last_scrape + 150) { /* scrape while the load runs */
+        /* scrape while the load runs: every 150 ms, and every 1,000 acks, so a
+         * fast machine that drains it all in 100 ms still scrapes it mid-way */
+        if (th_now_ms() >= last_scrape + 150 || acked >= acked_at_scrape + 1000) {
             last_scrape = th_now_ms();
+            acked_at_scrape = acked;
             scrape(port, raw, &now);
             if (prev)
                 check_monotonic(prev, now);
