@@ -218,7 +218,9 @@ typedef struct sl_explain_info {
     char state[32];     /* "ready", "leased", "delayed", "dead" or "gone" */
     unsigned level;
     uint64_t position;  /* ready: messages ahead of it in its level */
-    uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due */
+    uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due;
+                           ready: until its tag's pause after a THROTTLED for its
+                           tag ends (or its FIFO level's wait for one), else 0 */
     char why[1025];     /* a sentence for humans: paused level or pool, no credit, ... */
 } sl_explain_info;
 
