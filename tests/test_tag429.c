@@ -289,7 +289,7 @@ static void *cool_publisher(void *arg)
     cool *p = arg;
     sl_client *c = th_client(p->b, 5000);
     for (int i = 0; i < p->n; i++) {
-        char body[16];
+        char body[24];
         snprintf(body, sizeof body, "cool-%d", i);
         sl_put m = {.body = body, .body_len = strlen(body), .level = 1, .tag = "cool"};
         p->sent_ms[i] = th_now_ms();
