@@ -127,7 +127,7 @@ static void level_view(bk *b, unsigned l, disp_level *d)
     d->paused = lv->paused;
     d->deadline_ns = lv->deadline_ms * NS_PER_MS;
     d->aging_ns = lv->aging_ms * NS_PER_MS;
-    if (d->ready && lv->throttled_until_ns > b->mono_ns) { /* FIFO: its head's tag is throttled (settle_tag.c) */
+    if (d->ready && !lv->fair && lv->throttled_until_ns > b->mono_ns) { /* its head's tag throttled (settle_tag.c) */
         d->blocked = 1;
         wake_at(b, lv->throttled_until_ns);
         return;

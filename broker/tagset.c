@@ -13,6 +13,12 @@
  * With --each, the per-tag states are an open-addressing table (linear
  * probing, load at most 1/2) that only grows: a tag keeps its state until
  * its rule changes or goes, when the table is dropped with it.
+ *
+ * tagset_cut lowers a bucket's first window for a while (the cut after a
+ * tag's own 429, kept and climbed back by tagthrottle.c through
+ * settle_tag.c): the same period at a lower count, debt carried, so the
+ * settings here stay as stored and a change of them writes the window
+ * afresh (the next tick writes the cut again).
  */
 #include "tagset.h"
 
