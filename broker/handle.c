@@ -382,8 +382,9 @@ static const handler_fn handlers[PROTO_TYPE_COUNT_] = {
 
 /* handle_now tells whether m may be handled while a commit is out: it
  * writes nothing to the store (or only an ACK's delete, which may wait),
- * reads nothing from it, and its reply promises nothing about a write of
- * its own. */
+ * reads nothing from it that the snapshot could lack (a THROTTLED for a
+ * tag reads its delivery's tag: a record committed before it was
+ * delivered), and its reply promises nothing about a write of its own. */
 static int handle_now(bk *b, const net_in *in, const proto_msg *m)
 {
     switch (m->type) {
