@@ -12,7 +12,9 @@
  * tag.list answers with a row per pattern (the first LIST_PATTERNS, in their
  * order) and then a row per tag, the tags with the most messages waiting
  * first: every tag with something ready or in flight in a fair level, and
- * the paused ones. A tag's depth is counted when asked, not kept: a seek
+ * the paused ones and those throttled by their service (a THROTTLED for
+ * their tag alone: the pause left and the cut rate, settle_tag.c). A tag's
+ * depth is counted when asked, not kept: a seek
  * per ready message of each tag (up to QUEUE_FAIR_COUNT_MAX each), so a
  * list of 100,000 tags of one message costs about as much as a restart's
  * rebuild of them; nothing is spent on it while messages flow.
@@ -28,13 +30,15 @@
 #include <string.h>
 
 #include "settings.h"
+#include "settle_tag.h"
 #include "store.h"
 #include "tagset.h"
+#include "tagthrottle.h"
 #include "units.h"
 
 #define LIST_PATTERNS 16          /* pattern rows in tag.list; the tags fill the rest */
 #define LIST_ROWS 48              /* rows in all, and at most LIST_WINDOWS window rows: a reply of */
-#define LIST_WINDOWS 32           /* 48 x 27 + 32 x 11 msgpack objects stays below PROTO_MAX_OBJECTS */
+#define LIST_WINDOWS 32           /* 48 x 31 + 32 x 11 msgpack objects stays below PROTO_MAX_OBJECTS */
 #define MAX_INFLIGHT 1000000u
 
 /* Strings the reply's rows point at (one broker per process, one command at a time). */
@@ -217,6 +221,52 @@ static void limit_cols(const tagset *ts, int rule, const tagset_state *st, uint6
     }
 }
 
+/* throttle_cols fills a tag row's throttled_ms and effective_rate_milli
+ * from what THROTTLEDs for the tag alone left on it (absent: nothing). */
+static void throttle_cols(const bk *b, const char *tag, int rule, proto_row_tag *r)
+{
+    uint64_t paused_ms, rate_milli;
+    if (!settle_tag_state(b, tag, strlen(tag), rule, &paused_ms, &rate_milli))
+        return;
+    if (paused_ms) {
+        r->throttled_ms = paused_ms;
+        r->present |= 1u << PROTO_COL_tag_throttled_ms;
+    }
+    if (rate_milli) {
+        r->effective_rate_milli = rate_milli;
+        r->present |= 1u << PROTO_COL_tag_effective_rate_milli;
+    }
+}
+
+/* listed_already tells whether rows[0..n) has a tag row for tag. */
+static int listed_already(const proto_rows_tag *rows, const char *tag)
+{
+    for (uint32_t k = 0; k < rows->n; k++)
+        if ((rows->v[k].present & (1u << PROTO_COL_tag_tag)) && rows->v[k].tag.len == strlen(tag) &&
+            memcmp(rows->v[k].tag.ptr, tag, rows->v[k].tag.len) == 0)
+            return 1;
+    return 0;
+}
+
+/* extra_row adds a row, without a level, for tag (paused, or throttled by
+ * its service, with nothing waiting in a fair level). */
+static void extra_row(bk *b, proto_rows_tag *rows, const char *tag, int paused)
+{
+    const tagset *ts = b->q.tags;
+    proto_row_tag *r = &rows->v[rows->n];
+    *r = (proto_row_tag){.present = 1u << PROTO_COL_tag_tag | 1u << PROTO_COL_tag_paused, .paused = (uint64_t)paused};
+    r->tag = name_of(row_text[rows->n][0], tag, strlen(tag));
+    int rule = tagset_match(ts, tag, strlen(tag));
+    if (rule != TAGSET_NONE) {
+        const char *pat = ts->rules[rule].pattern;
+        r->pattern = name_of(row_text[rows->n][1], pat, strlen(pat));
+        r->present |= 1u << PROTO_COL_tag_pattern;
+    }
+    limit_cols(ts, rule, NULL, b->mono_ns, r);
+    throttle_cols(b, tag, rule, r);
+    rows->n++;
+}
+
 int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size_t text_len)
 {
     tagset *ts = b->q.tags;
@@ -234,7 +284,9 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
         limit_cols(ts, (int)i, x->each ? NULL : &x->shared, b->mono_ns, r);
         if (!x->each) {
             r->inflight = x->shared.inflight;
-            r->present |= 1u << PROTO_COL_tag_inflight;
+            r->effective_rate_milli = settle_tag_pattern_cut(b, x->pattern); /* its shared bucket, cut */
+            r->present |= 1u << PROTO_COL_tag_inflight |
+                          (r->effective_rate_milli ? 1u << PROTO_COL_tag_effective_rate_milli : 0);
         }
         for (unsigned w = 0; w < x->nwin && wins->n < LIST_WINDOWS; w++) {
             uint64_t tokens = x->each ? (uint64_t)x->win[w].burst * 1000 : rl_tokens_milli(&x->shared.b[w], b->mono_ns);
@@ -283,29 +335,17 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
             r->present |= 1u << PROTO_COL_tag_pattern;
         }
         limit_cols(ts, t->t.rule, tagset_state_of(ts, t->t.rule, t->t.tag), b->mono_ns, r);
+        throttle_cols(b, name, t->t.rule, r);
         rows->n++;
     }
-    /* paused tags with nothing waiting: a row each, without a level */
-    for (unsigned i = 0; i < ts->npaused && rows->n < LIST_ROWS; i++) {
-        const char *p = ts->paused[i];
-        int seen = 0;
-        for (uint32_t k = 0; k < rows->n && !seen; k++)
-            seen = (rows->v[k].present & (1u << PROTO_COL_tag_tag)) && rows->v[k].tag.len == strlen(p) &&
-                   memcmp(rows->v[k].tag.ptr, p, rows->v[k].tag.len) == 0;
-        if (seen)
-            continue;
-        proto_row_tag *r = &rows->v[rows->n];
-        *r = (proto_row_tag){.present = 1u << PROTO_COL_tag_tag | 1u << PROTO_COL_tag_paused, .paused = 1};
-        r->tag = name_of(row_text[rows->n][0], p, strlen(p));
-        int rule = tagset_match(ts, p, strlen(p));
-        if (rule != TAGSET_NONE) {
-            const char *pat = ts->rules[rule].pattern;
-            r->pattern = name_of(row_text[rows->n][1], pat, strlen(pat));
-            r->present |= 1u << PROTO_COL_tag_pattern;
-        }
-        limit_cols(ts, rule, NULL, b->mono_ns, r);
-        rows->n++;
-    }
+    /* paused tags, and tags throttled by their service, with nothing waiting: a row each, without a level */
+    for (unsigned i = 0; i < ts->npaused && rows->n < LIST_ROWS; i++)
+        if (!listed_already(rows, ts->paused[i]))
+            extra_row(b, rows, ts->paused[i], 1);
+    const tagthrottle *tt = b->q.throttled;
+    for (uint32_t i = 0; tt && i < tt->n && rows->n < LIST_ROWS; i++)
+        if (!tt->v[i].pattern && tt->v[i].paused_until_ns > b->mono_ns && !listed_already(rows, tt->v[i].name))
+            extra_row(b, rows, tt->v[i].name, tagset_is_paused(ts, tt->v[i].name, strlen(tt->v[i].name)));
     free(v);
     if (wins->n)
         rep->present |= PF(window_rows);

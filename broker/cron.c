@@ -7,10 +7,10 @@
  *   every pass       leases whose time ran out end (up to 10,000 a pass);
  *                    delayed messages that are due return to the head of
  *                    their level (up to 10,000); the meter's additive
- *                    increase (meter_tick)
+ *                    increase (meter_tick), and the throttled tags'
+ *                    (settle_tag_tick: a step or a drop when due)
  *   every pass       past --dead-max-messages, drop up to 1,000 dead
- *                    letters, oldest first (dead.c)
- *                    increase (meter_tick); with a shared sink, coord's I/O
+ *                    letters, oldest first (dead.c); with a shared sink, coord's I/O
  *                    and the granted rate handed to the meter (TTL/3: a
  *                    renewal asking for the slices this broker could use)
  *   every second     forget up to 1,000 idempotency keys whose window ended;
@@ -35,7 +35,7 @@
  *                    a commit refused for want of space, recount and double
  *                    the map at once (up to --map-max-mb, if the disk has room)
  *   while a commit is out (store_committing): only what writes nothing runs
- *                    (the meter, heartbeats, the watchdog, /metrics, coord);
+ *                    (the meter and the throttled tags, heartbeats, the watchdog, /metrics, coord);
  *                    lease expiry, delayed releases and the sweeps wait for
  *                    the commit's end, which wakes the loop
  *   ack_flush_ms     after the oldest uncommitted write, a commit is due
@@ -46,7 +46,8 @@
  *
  * cron_next_wake is the earliest of: the next heartbeat, the watchdog ping, the meter's
  * (dispatch held back by a bucket, a pause, a breaker; the additive
- * increase), coord's (a renewal, a grant's expiry, a reply), the ack flush,
+ * increase), the throttled tags' (a step of a cut tag bucket, an entry to
+ * forget), coord's (a renewal, a grant's expiry, a reply), the ack flush,
  * the first lease deadline and the first delayed message; at once while
  * retention is over --dead-max-messages. The sweeps
  * ride on those wakes (they are not worth a wake of
@@ -73,6 +74,7 @@
 #include "queue.h"
 #include "settings.h"
 #include "settle.h"
+#include "settle_tag.h"
 #include "store.h"
 #include "units.h"
 
@@ -234,6 +236,7 @@ void cron_tick(bk *b)
         sample(b);
     }
     meter_tick(&b->meter, b->mono_ns);
+    settle_tag_tick(b); /* the throttled tags' buckets climb back */
     member_pace_shares(b, 0);
     if (b->mono_ns >= b->next_hb_ns)
         heartbeat(b);
@@ -303,6 +306,8 @@ uint64_t cron_next_wake(bk *b)
         wake = b->coord_wake_ns;
     if (meter_ns < wake)
         wake = meter_ns;
+    if (settle_tag_next_ns(b) < wake)
+        wake = settle_tag_next_ns(b);
     if (store_committing(b->st)) { /* the rest waits for the commit's end, which wakes the loop */
         uint64_t stall = b->commit_out_ns && b->notify.watchdog_ns ? b->commit_out_ns + b->notify.watchdog_ns / 2
                                                                     : UINT64_MAX;

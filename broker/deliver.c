@@ -19,8 +19,12 @@
  * consume what was never confirmed.
  *
  * In a level served fair by tag, a tag held by its pause, rate or in-flight
- * cap is set aside by queue_fair.c and the next tag's head goes instead; the
- * earliest time such a tag may go again joins meter_wake_ns.
+ * cap (or throttled on its own by the sink) is set aside by queue_fair.c and
+ * the next tag's head goes instead; the earliest time such a tag may go
+ * again joins meter_wake_ns. A FIFO level cannot skip its head: after a
+ * THROTTLED for its head's tag alone the level waits out that pause
+ * (queue_level.throttled_until_ns), like a level its ceiling holds, while
+ * the other levels and the sink go on.
  *
  * Costs: O(levels) for the view, then O(consumers + deliveries x levels) per
  * pass; the head's cost is read (cached) only for levels with limits.
@@ -123,6 +127,11 @@ static void level_view(bk *b, unsigned l, disp_level *d)
     d->paused = lv->paused;
     d->deadline_ns = lv->deadline_ms * NS_PER_MS;
     d->aging_ns = lv->aging_ms * NS_PER_MS;
+    if (d->ready && !lv->fair && lv->throttled_until_ns > b->mono_ns) { /* its head's tag throttled (settle_tag.c) */
+        d->blocked = 1;
+        wake_at(b, lv->throttled_until_ns);
+        return;
+    }
     if (!d->ready || !(d->deadline_ns || d->aging_ns || meter_level_limited(&b->meter, l)))
         return;
     if (queue_head(&b->q, l, &enq, &cost))

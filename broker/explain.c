@@ -7,7 +7,9 @@
  * gone), the level, the position among the ready messages (in a level
  * served fair by tag: among its tag's, O(that position) seeks), and a
  * sentence naming what holds the message back (in a fair level, its tag's
- * pause, rate limit or in-flight cap too: queue_fair_hold). An operator's question, not a hot path:
+ * pause, rate limit or in-flight cap too: queue_fair_hold; and what a
+ * THROTTLED for its tag alone left: a pause, a cut rate, a FIFO level
+ * waiting). An operator's question, not a hot path:
  * nothing here runs during dispatch.
  */
 #include "explain.h"
@@ -16,8 +18,10 @@
 #include <string.h>
 
 #include "bk.h"
+#include "settle_tag.h"
 #include "store.h"
 #include "tagset.h"
+#include "tagthrottle.h"
 #include "units.h"
 
 #define FIND_LIMIT 10000000ULL
@@ -57,6 +61,36 @@ static void why_waiting(const bk *b, unsigned level, uint64_t pos, char *text, s
                  (unsigned long long)above);
     else
         snprintf(text, text_len, "it is next in level %s", name);
+}
+
+/* throttle_note appends what THROTTLEDs for tag alone (scope tag) left on
+ * it to text: its pause (also in *until_ms) and its bucket's cut; and, in a
+ * FIFO level, the level's wait for such a pause. */
+static void throttle_note(const bk *b, unsigned level, const char *tag, char *text, size_t text_len,
+                          uint64_t *until_ms)
+{
+    const queue_level *lv = &b->q.lv[level];
+    size_t len = strlen(tag), n = strlen(text);
+    int rule = b->q.tags && len ? tagset_match(b->q.tags, tag, len) : TAGSET_NONE;
+    uint64_t paused_ms, rate_milli;
+    if (settle_tag_state(b, tag, len, rule, &paused_ms, &rate_milli)) {
+        n += (size_t)snprintf(text + n, text_len - n, "; tag '%s' was throttled by its service (THROTTLED for its tag)",
+                              tag);
+        if (paused_ms && n < text_len)
+            n += (size_t)snprintf(text + n, text_len - n, ": paused for %llu ms more", (unsigned long long)paused_ms);
+        if (rate_milli && n < text_len)
+            n += (size_t)snprintf(text + n, text_len - n, "%s its rate cut to %.3f/s", paused_ms ? ", and" : ":",
+                                  (double)rate_milli / 1000.0);
+        if (paused_ms)
+            *until_ms = paused_ms;
+    }
+    if (!lv->fair && lv->throttled_until_ns > b->mono_ns && n < text_len) {
+        uint64_t left = (lv->throttled_until_ns - b->mono_ns + NS_PER_MS - 1) / NS_PER_MS;
+        snprintf(text + n, text_len - n, "; held: level %s waits %llu ms for a tag throttled by its service "
+                 "(a FIFO level cannot skip its head)", b->cfg.level_names[level], (unsigned long long)left);
+        if (left > *until_ms)
+            *until_ms = left;
+    }
 }
 
 int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_len)
@@ -116,8 +150,14 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
                 snprintf(text + n, text_len - n, "; held: tag '%s' is at its rate limit (sluice tag list)", tag);
             else if (hold == TAGSET_INFLIGHT)
                 snprintf(text + n, text_len - n, "; held: tag '%s' is at its in-flight cap", tag);
+            if (tag_id)
+                throttle_note(b, level, tag, text, text_len, &r->until_ms);
         } else {
             why_waiting(b, level, r->position, text, text_len);
+            char tag[PROTO_MAX_TAG + 1] = "";
+            if (b->q.throttled && b->q.throttled->n) /* its tag: one read, only when some tag is throttled */
+                settle_tag_of(b, level, key, tag);
+            throttle_note(b, level, tag, text, text_len, &r->until_ms);
         }
         r->msg = (proto_buf){text, (uint32_t)strlen(text)};
         return SL_OK;

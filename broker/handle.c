@@ -260,13 +260,29 @@ static void h_NACK(bk *b, const net_in *in, const proto_msg *m)
 }
 
 /* THROTTLED: the sink refused the delivery; the message goes back uncharged
- * and the sink is given a rest. */
+ * and the sink is given a rest, or, with scope "tag", only the message's
+ * tag (the service limits that tenant). An unknown scope or an absurd
+ * retry-after changes nothing. */
 static void h_THROTTLED(bk *b, const net_in *in, const proto_msg *m)
 {
+    int tag_scope = 0;
+    if (m->present & PF(scope)) {
+        tag_scope = m->scope.len == 3 && memcmp(m->scope.ptr, "tag", 3) == 0;
+        if (!tag_scope && !(m->scope.len == 4 && memcmp(m->scope.ptr, "sink", 4) == 0)) {
+            log_bad(b, "THROTTLED", "scope is neither \"sink\" nor \"tag\"");
+            reply_err(b, in, m, SL_EINVAL, "THROTTLED's scope must be \"sink\" or \"tag\"");
+            return;
+        }
+    }
+    if ((m->present & PF(retry_ms)) && m->retry_ms > PROTO_MAX_TIME_MS) {
+        log_bad(b, "THROTTLED", "retry_after_ms over ten years");
+        reply_err(b, in, m, SL_EINVAL, "retry_after_ms must be at most 315360000000 (ten years)");
+        return;
+    }
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    settle_throttled(b, l, (m->present & PF(retry_ms)) ? m->retry_ms : 0);
+    settle_throttled(b, l, (m->present & PF(retry_ms)) ? m->retry_ms : 0, tag_scope);
     proto_msg r;
     proto_init(&r, PROTO_OK);
     reply_ok(b, in, m, &r);
@@ -366,8 +382,9 @@ static const handler_fn handlers[PROTO_TYPE_COUNT_] = {
 
 /* handle_now tells whether m may be handled while a commit is out: it
  * writes nothing to the store (or only an ACK's delete, which may wait),
- * reads nothing from it, and its reply promises nothing about a write of
- * its own. */
+ * reads nothing from it that the snapshot could lack (a THROTTLED for a
+ * tag reads its delivery's tag: a record committed before it was
+ * delivered), and its reply promises nothing about a write of its own. */
 static int handle_now(bk *b, const net_in *in, const proto_msg *m)
 {
     switch (m->type) {

@@ -17,10 +17,11 @@
  * Feedback: settle.c reports each delivery's end (meter_settle: in-flight
  * count, breaker) and THROTTLED (meter_throttled: pause, multiplicative cut);
  * cron.c calls meter_tick for the additive increase. The cut is
- * proportionate to how often the sink pushes back: a 429 after
- * METER_CALM_NS without a cut keeps 90 % and climbs back at 20 %/s (one
- * 429 in a long clean run costs its Retry-After and half a second more),
- * a 429 within that of the last cut is the classic AIMD, 70 % and 2 %/s.
+ * proportionate to how often the sink pushes back (aimd.c, the policy the
+ * throttled tags share): a 429 after METER_CALM_NS without a cut keeps
+ * 90 % and climbs back at 20 %/s (one 429 in a long clean run costs its
+ * Retry-After and half a second more), a 429 within that of the last cut
+ * is the classic AIMD, 70 % and 2 %/s.
  * meter_sink_reason names the state for stats. Nothing here logs: the
  * caller logs what the return values say (a cut, a breaker transition seen
  * as breaker.transitions changing).
@@ -211,48 +212,24 @@ void meter_settle(meter *m, meter_outcome outcome, uint64_t now_ns)
 int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;
-    int cut = 0;
     uint64_t until = now_ns + pause_ns;
     if (until > s->paused_until_ns)
         s->paused_until_ns = until;
     /* multiplicative decrease, once per epoch; before the pause is written
      * into the bucket, since a rate change rescales what it owes */
-    if (base(s) && (!s->cuts || now_ns >= s->last_cut_ns + METER_CUT_EVERY_NS)) {
-        /* how often the sink pushes back decides how hard: one 429 after a
-         * calm stretch is a small cut, another within METER_CALM_NS the full one */
-        s->cut_repeated = s->cuts && now_ns < s->last_cut_ns + METER_CALM_NS;
-        uint64_t pct = s->cut_repeated ? METER_CUT_REPEATED_PCT : METER_CUT_ISOLATED_PCT;
-        uint64_t lower = s->effective_rate_milli * pct / 100;
-        s->effective_rate_milli = lower < 1000 ? 1000 : lower;
-        s->last_cut_ns = now_ns;
-        s->cuts++;
+    int cut = aimd_cut(&s->aimd, &s->effective_rate_milli, base(s), now_ns);
+    if (cut)
         rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
-        cut = 1;
-    }
     rl_pause_until(&s->bucket, s->paused_until_ns); /* and no burst when it resumes */
     return cut;
-}
-
-/* raise_due returns when the next additive step is due, or METER_NEVER. */
-static uint64_t raise_due(const meter_sink *s)
-{
-    if (!base(s) || s->effective_rate_milli >= base(s))
-        return METER_NEVER;
-    uint64_t a = s->last_cut_ns + METER_CUT_EVERY_NS, b = s->last_raise_ns + METER_RAISE_EVERY_NS;
-    return a > b ? a : b;
 }
 
 uint64_t meter_tick(meter *m, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;
-    if (raise_due(s) <= now_ns) {
-        uint64_t top = base(s), step = top / (s->cut_repeated ? METER_STEP_REPEATED : METER_STEP_ISOLATED);
-        step = step ? step : 1;
-        s->effective_rate_milli = s->effective_rate_milli + step > top ? top : s->effective_rate_milli + step;
-        s->last_raise_ns = now_ns;
+    if (aimd_raise(&s->aimd, &s->effective_rate_milli, base(s), now_ns))
         rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
-    }
-    return raise_due(s);
+    return aimd_raise_due(&s->aimd, s->effective_rate_milli, base(s));
 }
 
 meter_reason meter_sink_reason(const meter *m, uint64_t now_ns)
@@ -260,9 +237,8 @@ meter_reason meter_sink_reason(const meter *m, uint64_t now_ns)
     const meter_sink *s = &m->sink;
     if (!base(s) || s->effective_rate_milli >= base(s))
         return s->coordinated ? METER_REASON_COORDINATED : METER_REASON_CONFIGURED;
-    uint64_t epoch_end = s->last_cut_ns + METER_CUT_EVERY_NS;
-    if (s->cuts && (now_ns < epoch_end || now_ns < s->paused_until_ns))
-        return s->cut_repeated ? METER_REASON_CUT_REPEATED : METER_REASON_CUT_ISOLATED;
+    if (aimd_cut_showing(&s->aimd, s->paused_until_ns, now_ns))
+        return s->aimd.repeated ? METER_REASON_CUT_REPEATED : METER_REASON_CUT_ISOLATED;
     return METER_REASON_RECOVERING;
 }
 
@@ -280,7 +256,7 @@ const char *meter_reason_name(meter_reason r)
 
 uint64_t meter_next_ns(const meter *m)
 {
-    return raise_due(&m->sink);
+    return aimd_raise_due(&m->sink.aimd, m->sink.effective_rate_milli, base(&m->sink));
 }
 
 uint64_t meter_eta_ms(const meter *m, unsigned level, uint64_t ready, double cost_avg, double seen_per_s)

@@ -13,19 +13,21 @@
 
 #include <stdint.h>
 
+#include "aimd.h"
 #include "breaker.h"
 #include "proto.h"
 #include "rl.h"
 #include "units.h"
 
 #define METER_NEVER UINT64_MAX
-#define METER_CUT_EVERY_NS NS_PER_S             /* at most one multiplicative cut per second */
-#define METER_RAISE_EVERY_NS (100 * NS_PER_MS) /* additive steps each 100 ms */
-#define METER_CALM_NS (10 * NS_PER_S)          /* a 429 with no cut this long before it is isolated */
-#define METER_CUT_ISOLATED_PCT 90              /* an isolated 429 keeps 90 % of the rate */
-#define METER_CUT_REPEATED_PCT 70              /* a repeated one 70 % (full AIMD) */
-#define METER_STEP_ISOLATED 50                 /* recovery after an isolated cut: base / 50 a step (20 %/s) */
-#define METER_STEP_REPEATED 500                /* ... after a repeated one: base / 500 a step (2 %/s) */
+/* The sink's answer to a 429 is aimd.h's policy (shared with the tags). */
+#define METER_CUT_EVERY_NS AIMD_CUT_EVERY_NS
+#define METER_RAISE_EVERY_NS AIMD_RAISE_EVERY_NS
+#define METER_CALM_NS AIMD_CALM_NS
+#define METER_CUT_ISOLATED_PCT AIMD_CUT_ISOLATED_PCT
+#define METER_CUT_REPEATED_PCT AIMD_CUT_REPEATED_PCT
+#define METER_STEP_ISOLATED AIMD_STEP_ISOLATED
+#define METER_STEP_REPEATED AIMD_STEP_REPEATED
 
 /* Why the sink's effective rate is where it is (meter_sink_reason). */
 typedef enum meter_reason {
@@ -65,9 +67,7 @@ typedef struct meter_sink {
     uint64_t inflight;             /* deliveries out now */
     rl_bucket bucket;              /* effective_rate_milli, burst */
     uint64_t paused_until_ns;      /* no delivery before (THROTTLED) */
-    uint64_t last_cut_ns, last_raise_ns;
-    int cut_repeated;              /* the last cut followed another within METER_CALM_NS */
-    uint64_t cuts;                 /* multiplicative cuts so far (0: last_cut_ns means nothing) */
+    aimd aimd;                     /* when the last cut and step were, how hard the last cut was */
     int coordinated;               /* shared with other brokers: the rate is reserved + granted */
     uint64_t reserved_milli;       /* coordinated: the rate this broker may always use */
     uint64_t granted_milli;        /* coordinated: the rate its leased slices add (coord.c) */
@@ -164,7 +164,7 @@ void meter_settle(meter *m, meter_outcome outcome, uint64_t now_ns);
 
 /* meter_throttled pauses the sink until now_ns + pause_ns (the later of that
  * and any pause already set) and cuts the effective rate, at most once per
- * METER_CUT_EVERY_NS, never below 1/s: to METER_CUT_ISOLATED_PCT when no cut
+ * METER_CUT_EVERY_NS, never below 1/s (aimd_cut): to METER_CUT_ISOLATED_PCT when no cut
  * came in the METER_CALM_NS before (an isolated 429), else to
  * METER_CUT_REPEATED_PCT (full AIMD). When the pause ends, the bucket lets
  * one unit at a time through: no burst. Returns 1 when it cut the rate. */

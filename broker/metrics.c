@@ -46,7 +46,7 @@
 typedef struct snap_level {
     char name[PROTO_MAX_NAME + 1];
     uint64_t depth, inflight, delayed, dead, oldest_ms;
-    uint64_t enqueued, dispatched, acked, nacked, expired, buried, throttled;
+    uint64_t enqueued, dispatched, acked, nacked, expired, buried, throttled, throttled_tag;
     uint64_t picks[DISP_REASON_COUNT_];
     hist wait;
 } snap_level;
@@ -104,6 +104,7 @@ void metrics_publish(metrics *m, bk *b)
         o->expired = lv->expired;
         o->buried = lv->buried;
         o->throttled = lv->throttled;
+        o->throttled_tag = lv->throttled_tag;
         memcpy(o->picks, b->picks[l], sizeof o->picks);
         o->wait = b->wait_hist[l];
     }
@@ -226,7 +227,8 @@ static void hist_series(FILE *f, const char *name, const char *lname, const char
     X(nacked_total, counter, "Deliveries given back (NACK) since start.", nacked)                        \
     X(expired_total, counter, "Leases that ran out since start.", expired)                               \
     X(dead_lettered_total, counter, "Messages moved to the dead letters since start.", buried)           \
-    X(throttled_total, counter, "Deliveries the sink refused (THROTTLED) since start.", throttled)
+    X(throttled_total, counter, "Deliveries the sink refused (THROTTLED) since start.", throttled)           \
+    X(throttled_tag_total, counter, "Of those, refused for their tag alone (scope tag) since start.", throttled_tag)
 
 static void level_gauge(FILE *f, const char *name, const char *type, const char *help, const snap *s,
                         size_t off)

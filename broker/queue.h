@@ -37,7 +37,10 @@ typedef struct queue_level {
     uint64_t deadline_ms, aging_ms;
     int paused;
     double cost_avg;    /* smoothed cost of appended messages, for the ETA */
-    uint64_t throttled; /* deliveries the sink refused (THROTTLED) */
+    uint64_t throttled; /* deliveries the sink refused (THROTTLED), whatever the scope */
+    uint64_t throttled_tag; /* ... of them, for their tag alone (scope tag; settle_tag.c) */
+    uint64_t throttled_until_ns; /* FIFO: nothing leaves before this (monotonic), its head's tag
+                                  * throttled on its own (settle_tag.c); 0: none */
     tmr returned;       /* ready keys below cursor (at = key) */
     /* counters since start */
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
@@ -61,6 +64,7 @@ typedef struct queue {
     struct queue_undo *deferred; /* deletes of ACKs taken while a commit was out (queue_deferred_apply) */
     size_t ndeferred, capdeferred;
     struct tagset *tags;  /* per-tag settings of fair levels (tagset.h); NULL: none */
+    struct tagthrottle *throttled; /* tags throttled on their own (tagthrottle.h); NULL: none yet */
     uint64_t now_ns;      /* the dispatch's monotonic clock, set by deliver.c: tag buckets */
     queue_level lv[PROTO_MAX_LEVELS];
 } queue;
@@ -266,7 +270,7 @@ uint32_t queue_fair_tags(queue *q, unsigned level, queue_fair_tag *out, uint32_t
  * in-flight cap) at the dispatch's last clock: TAGSET_GO (0) when nothing. */
 int queue_fair_hold(queue *q, unsigned level, uint32_t tag);
 
-/* queue_fair_tags_free frees q->tags (queue_close). */
+/* queue_fair_tags_free frees q->tags and q->throttled (queue_close). */
 void queue_fair_tags_free(queue *q);
 
 /* ---- between queue.c and queue_commit.c ----

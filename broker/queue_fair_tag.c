@@ -17,6 +17,11 @@
  * the settings (the `paused` list too). A take charges the tag's bucket(s)
  * and counts it in flight; an unlease ends it.
  *
+ * A tag its service throttled on its own (a THROTTLED with scope tag,
+ * tagthrottle.h) is set aside first, in the drr until its pause ends; its
+ * bucket's cut (settle_tag.c) then holds it like any rate. That question is
+ * one hash probe, none while no tag is throttled.
+ *
  * In-flight counts are derived from the tenants' leased counts: after a
  * change, queue_fair_tags_changed zeroes them and adds each leased tenant's
  * back (O(tenants)). A tag's depth for tag.list is counted when asked: a
@@ -30,6 +35,7 @@
 
 #include "queue_fair_int.h"
 #include "tagset.h"
+#include "tagthrottle.h"
 
 /* list_add appends tag to a list of blocked tags. SL_ENOMEM. */
 static int list_add(uint32_t **v, uint32_t *n, uint32_t *cap, uint32_t tag)
@@ -103,6 +109,9 @@ void queue_fair_tag_resolve(queue *q, struct queue_fair *f, tenant *tn)
 
 int queue_fair_tag_gate(queue *q, struct queue_fair *f, tenant *tn, uint64_t cost)
 {
+    uint64_t until = q->throttled ? tagthrottle_paused_until(q->throttled, tn->tag, q->now_ns) : 0;
+    if (until) /* its service throttled this tag alone: aside until the pause ends, no list to keep */
+        return drr_block(&f->d, tn->tag, until) == SL_OK ? 1 : -1;
     if (!q->tags || (tn->rule == TAGSET_NONE && !tn->paused))
         return 0;
     uint64_t retry = DRR_NEVER;
@@ -203,5 +212,10 @@ void queue_fair_tags_free(queue *q)
         tagset_fini(q->tags);
         free(q->tags);
         q->tags = NULL;
+    }
+    if (q->throttled) {
+        tagthrottle_fini(q->throttled);
+        free(q->throttled);
+        q->throttled = NULL;
     }
 }

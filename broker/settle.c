@@ -20,7 +20,9 @@
  *              there unread; back at its place, uncharged, no outcome for
  *              the breaker. A consumer that read it and keeps talking is
  *              charged as expired. A crash is charged as gone.
- *   THROTTLED  back at its place, uncharged; the sink pauses and its rate is cut
+ *   THROTTLED  back at its place, uncharged; the sink pauses and its rate is cut,
+ *              or, for its tag alone (scope tag), that tag pauses and its
+ *              bucket is cut while the sink goes on (settle_tag.c)
  *   REJECT     a dead letter now
  *
  * A charged ending that used the last of max_attempts makes a dead letter.
@@ -41,6 +43,7 @@
 #include "meter.h"
 #include "pool.h"
 #include "queue.h"
+#include "settle_tag.h"
 #include "units.h"
 
 #define MAX_LEASE_MS (24ULL * 3600 * 1000)
@@ -123,15 +126,19 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
                   proto_strerror(rc));
 }
 
-void settle_throttled(bk *b, lease *l, uint64_t retry_ms)
+void settle_throttled(bk *b, lease *l, uint64_t retry_ms, int tag_scope)
 {
     unsigned level = l->level;
     uint64_t key = l->key;
     uint64_t pause_ms = retry_ms ? retry_ms : b->cfg.throttle_backoff_ms;
+    char tag[PROTO_MAX_TAG + 1];
+    size_t tag_len = tag_scope ? settle_tag_of(b, level, key, tag) : 0; /* untagged: the sink's */
     release(b, l, METER_NO_OUTCOME);
     b->q.lv[level].throttled++;
     if (queue_requeue(&b->q, level, key) != SL_OK)
         log_error("settle", "out of memory returning a throttled message; it is delivered after restart");
+    if (tag_len && settle_tag_throttled(b, level, key, tag, tag_len, pause_ms) == SL_OK)
+        return; /* that tag alone waits: the sink is not paused, not cut */
     if (meter_throttled(&b->meter, pause_ms * NS_PER_MS, b->mono_ns))
         log_info("settle", "sink throttled: pausing %llu ms, rate now %.3f/s", (unsigned long long)pause_ms,
                  (double)b->meter.sink.effective_rate_milli / 1000.0);

@@ -32,8 +32,11 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms);
 
 /* settle_throttled ends l after THROTTLED: the message goes back to the head
  * of its level uncharged, the sink pauses for retry_ms (0: the configured
- * backoff) and its rate is cut, at most once per second. */
-void settle_throttled(bk *b, lease *l, uint64_t retry_ms);
+ * backoff) and its rate is cut, at most once per second. With tag_scope
+ * (the service limited the message's tag, not itself) only that tag pauses
+ * and its bucket is cut (settle_tag_throttled); an untagged message, or a
+ * tag that cannot be noted, is throttled as the sink's. */
+void settle_throttled(bk *b, lease *l, uint64_t retry_ms, int tag_scope);
 
 /* settle_reject buries l's message at once with the consumer's reason. */
 void settle_reject(bk *b, lease *l, const char *reason, size_t reason_len);

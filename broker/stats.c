@@ -55,6 +55,7 @@ void stats_fill(bk *b, proto_msg *r)
             .dead_purged = lv->dead_purged,
             .dead_dropped = lv->dead_dropped,
             .corrupt = lv->corrupt,
+            .throttled_tag = lv->throttled_tag,
         };
     }
     const char *state = breaker_name(b->meter.breaker.state);

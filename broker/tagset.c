@@ -13,6 +13,12 @@
  * With --each, the per-tag states are an open-addressing table (linear
  * probing, load at most 1/2) that only grows: a tag keeps its state until
  * its rule changes or goes, when the table is dropped with it.
+ *
+ * tagset_cut lowers a bucket's first window for a while (the cut after a
+ * tag's own 429, kept and climbed back by tagthrottle.c through
+ * settle_tag.c): the same period at a lower count, debt carried, so the
+ * settings here stay as stored and a change of them writes the window
+ * afresh (the next tick writes the cut again).
  */
 #include "tagset.h"
 
@@ -262,6 +268,25 @@ tagset_hold tagset_admit(tagset *s, int rule, int paused, uint32_t tag, uint64_t
     if (r->nwin && !rl_series_allows(st->b, r->nwin, cost, now_ns, retry_ns))
         return TAGSET_RATE;
     return TAGSET_GO;
+}
+
+int tagset_cut(tagset *s, int rule, uint32_t tag, uint64_t rate_milli, uint64_t pause_until_ns, uint64_t now_ns)
+{
+    if (rule < 0 || (unsigned)rule >= s->n || !s->rules[rule].nwin)
+        return SL_ENOTFOUND;
+    tagset_rule *r = &s->rules[rule];
+    tagset_state *st = r->each ? slot_require(r, tag, now_ns) : &r->shared;
+    if (!st)
+        return SL_ENOMEM;
+    rl_window w = r->win[0];
+    if (rate_milli && rate_milli < rl_window_rate_milli(&w)) { /* the same period, a lower count */
+        uint64_t count = rate_milli * w.period_ms / 1000;
+        w.count_milli = count ? count : 1;
+    }
+    rl_set_window(&st->b[0], &w, now_ns);
+    if (pause_until_ns)
+        rl_pause_until(&st->b[0], pause_until_ns);
+    return SL_OK;
 }
 
 static tagset_state *state_require(tagset *s, int rule, uint32_t tag, uint64_t now_ns)

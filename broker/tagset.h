@@ -125,6 +125,16 @@ void tagset_inflight_add(tagset *s, int rule, uint32_t tag, uint32_t n);
  * TAGSET_NONE). */
 const tagset_state *tagset_state_of(const tagset *s, int rule, uint32_t tag);
 
+/* tagset_cut makes the bucket tag uses under rule (its own with --each,
+ * made if need be; else the rule's shared one) run its first window at
+ * rate_milli per second from now_ns (0, or the window's own rate or more:
+ * the window as set), carrying the debt it owes, so no burst comes of it;
+ * with pause_until_ns not 0 nothing passes that window before then, and
+ * one unit at a time after (rl_pause_until). The after-429 cut of a tag
+ * (tagthrottle.h); tagset_put puts a rule's shared window back as set.
+ * SL_ENOTFOUND when rule has no rate limit; SL_ENOMEM. */
+int tagset_cut(tagset *s, int rule, uint32_t tag, uint64_t rate_milli, uint64_t pause_until_ns, uint64_t now_ns);
+
 /* tagset_rate_milli returns rule's per-second rate (its first window's long
  * run rate; 0: no limit). */
 uint64_t tagset_rate_milli(const tagset *s, int rule);

@@ -27,7 +27,11 @@
  * follow by resizing its window. A THROTTLED delivery goes back to the
  * broker like a NACK, but the broker charges no attempt and slows the sink;
  * the credit it returns is granted again at once, since the broker, not the
- * window, holds the sink back.
+ * window, holds the sink back. sl_throttled_scope(SL_SCOPE_TAG) says the
+ * service limited the delivery's tag alone: the wire's THROTTLED then
+ * carries scope "tag" (SL_SCOPE_SINK sends none, as sl_throttled does).
+ *
+ * Statistics are in stats.c.
  *
  * Levels. Every WELCOME carries the broker's level names and body limit;
  * the latest is cached. Calls that need the levels before any WELCOME came
@@ -423,12 +427,14 @@ static int refusal_take(sl_client *c)
  * reads its socket would otherwise keep them all). */
 #define SETTLES_MAX_PENDING 4096
 
-/* settle sends ACK, NACK (ms = delay), THROTTLED (ms = retry after) or
- * TOUCH (ms = lease) for d without waiting for the answer (see sluice.h);
- * ms 0 is left out, so the broker applies its default. All but TOUCH end the delivery, so they give back one
+/* settle sends ACK, NACK (ms = delay), THROTTLED (ms = retry after; scope
+ * "tag" when not NULL) or TOUCH (ms = lease) for d without waiting for the
+ * answer (see sluice.h); ms 0 is left out, so the broker applies its
+ * default. All but TOUCH end the delivery, so they give back one
  * credit and carry what is then due, but only for a subscribed client:
  * credit would make a producer's connection a consumer. */
-static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms, const char *why)
+static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms, const char *why,
+                      const char *scope)
 {
     if (!c)
         return SL_EINVAL;
@@ -458,6 +464,8 @@ static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint3
         proto_set(&m, retry_ms, ms);
     if (why)
         proto_set_str(&m, PROTO_F_msg, why, strnlen(why, PROTO_MAX_STR));
+    if (scope)
+        proto_set_str(&m, PROTO_F_scope, scope, strlen(scope));
     if (c->settles.count) /* take the answers already there, without waiting */
         (void)wire_wait_settled(c, 0);
     int rc = c->settles.count >= SETTLES_MAX_PENDING ? wire_wait_settled(c, c->timeout_ms) : SL_OK;
@@ -487,12 +495,12 @@ uint64_t sl_refused(const sl_client *c)
 
 static int settle(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms)
 {
-    return settle_why(c, d, type, ms, NULL);
+    return settle_why(c, d, type, ms, NULL, NULL);
 }
 
 int sl_reject(sl_client *c, const sl_delivery *d, const char *reason)
 {
-    return settle_why(c, d, PROTO_REJECT, 0, reason ? reason : "");
+    return settle_why(c, d, PROTO_REJECT, 0, reason ? reason : "", NULL);
 }
 
 int sl_ack(sl_client *c, const sl_delivery *d)
@@ -515,61 +523,15 @@ int sl_throttled(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms)
     return settle(c, d, PROTO_THROTTLED, retry_after_ms);
 }
 
-/* ---- statistics ---- */
-
-int sl_stats_get(sl_client *c, sl_stats *out)
+int sl_throttled_scope(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms, sl_scope scope)
 {
-    if (!c)
-        return SL_EINVAL;
-    client_err_clear(c);
-    if (!out)
-        return client_fail(c, SL_EINVAL);
-    proto_msg m;
-    proto_init(&m, PROTO_STATS);
-    int rc = client_request(c, &m, PROTO_STATS_OK);
-    if (rc)
-        return rc;
-
-    /* the decoder checked every row against the level_stat column table */
-    const proto_msg *r = &c->reply;
-    const proto_rows_level_stat *rows = &r->level_stats;
-    if (rows->n > SL_MAX_LEVELS)
-        return client_fail(c, SL_EPROTO);
-    memset(out, 0, sizeof *out);
-    out->nlevels = rows->n;
-    client_str_copy(out->breaker, sizeof out->breaker, r->breaker);
-    out->breaker_trips = r->breaker_trips;
-    out->uptime_ms = r->uptime_ms;
-    out->consumers = r->consumers;
-    out->rx_bad = r->rx_bad;
-    out->tx_failed = r->tx_failed;
-    out->auth_refused = r->auth_refused;
-    out->handshakes_refused = r->handshakes_refused;
-    client_coord_copy(&out->coord, r);
-    for (unsigned i = 0; i < out->nlevels; i++) {
-        const proto_row_level_stat *row = &rows->v[i];
-        sl_level_stats *s = &out->level[i];
-        client_str_copy(s->name, sizeof s->name, row->name);
-        s->depth = row->depth;
-        s->inflight = row->inflight;
-        s->delayed = row->delayed;
-        s->dead = row->dead;
-        s->oldest_ms = row->oldest_ms;
-        s->enqueued = row->enqueued;
-        s->dispatched = row->dispatched;
-        s->acked = row->acked;
-        s->nacked = row->nacked;
-        s->expired = row->expired;
-        s->picks_priority = row->picks_priority;
-        s->picks_aged = row->picks_aged;
-        s->picks_overdue = row->picks_overdue;
-        s->picks_guaranteed = row->picks_guaranteed;
-        s->throttled = row->throttled;
-        s->eta_ms = row->eta_ms;
-        s->dead_requeued = row->dead_requeued;
-        s->dead_purged = row->dead_purged;
-        s->dead_dropped = row->dead_dropped;
-        s->corrupt = row->corrupt;
+    if (scope == SL_SCOPE_SINK) /* as sl_throttled: no scope on the wire, which any broker reads so */
+        return settle(c, d, PROTO_THROTTLED, retry_after_ms);
+    if (scope != SL_SCOPE_TAG) {
+        if (!c)
+            return SL_EINVAL;
+        client_err_clear(c);
+        return client_fail(c, SL_EINVAL); /* nothing sent */
     }
-    return SL_OK;
+    return settle_why(c, d, PROTO_THROTTLED, retry_after_ms, NULL, "tag");
 }

@@ -279,7 +279,7 @@ int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out);
 /* sl_delivery_free frees *d and sets it to NULL; accepts NULL. */
 void sl_delivery_free(sl_delivery **d);
 
-/* Settlements (sl_ack, sl_nack, sl_touch, sl_throttled, sl_reject) are
+/* Settlements (sl_ack, sl_nack, sl_touch, sl_throttled, sl_throttled_scope, sl_reject) are
  * sent without waiting for the broker's answer: each returns once its
  * message is handed to the socket, so a consumer settles and takes the
  * next delivery without a round trip (credit rides along, as before). The
@@ -320,8 +320,34 @@ int sl_touch(sl_client *c, const sl_delivery *d, uint32_t lease_ms);
  * requests" (HTTP 429 or 503). The broker returns d to the head of its level
  * without charging an attempt, pauses all dispatch to the sink for
  * retry_after_ms (0: the broker's default backoff), and lowers the sink rate
- * it uses (AIMD). Returns as sl_ack. */
+ * it uses (AIMD). Returns as sl_ack. The same as sl_throttled_scope with
+ * SL_SCOPE_SINK. */
 int sl_throttled(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms);
+
+/* What the service limited when it answered "too many requests". */
+typedef enum sl_scope {
+    SL_SCOPE_SINK = 0, /* the service itself: every delivery waits (sl_throttled) */
+    SL_SCOPE_TAG = 1,  /* only d's tag, a per-tenant limit of the service (a 429
+                          naming a per-key scope, say) */
+} sl_scope;
+
+/* sl_throttled_scope is sl_throttled with the limit's scope. With
+ * SL_SCOPE_SINK it is sl_throttled exactly (the message carries no scope,
+ * so any broker of wire version 2 takes it). With SL_SCOPE_TAG the broker
+ * returns d to the head of its level without charging an attempt and
+ * pauses only d's tag for retry_after_ms (0: its default backoff; at most
+ * a day): the sink is neither paused nor cut, and the level's other tags
+ * and the other levels go on. In a level served fair by tag the tag is set
+ * aside for the pause and, when a tag setting gives it a rate limit, the
+ * bucket it passes is cut and climbs back (AIMD per tag: its own with
+ * --each, else its pattern's shared one); a tag with no rate limit is only
+ * paused. A FIFO level, which cannot skip its head, waits for the pause
+ * instead (its other levels and the sink go on). An untagged d is taken as
+ * SL_SCOPE_SINK. A broker older than the scope refuses SL_SCOPE_TAG with
+ * SL_EPROTO (reported like any refused settlement), so fall back to
+ * sl_throttled there. Returns as sl_ack, and SL_EINVAL (nothing sent) for
+ * a scope that is neither. */
+int sl_throttled_scope(sl_client *c, const sl_delivery *d, uint32_t retry_after_ms, sl_scope scope);
 
 /* sl_reject tells the broker that d can never succeed (the sink answered
  * 4xx, the payload is malformed, ...): the message moves to its level's dead
@@ -399,6 +425,19 @@ typedef struct sl_stats {
  * SL_EPROTO (a malformed reply, or more levels than SL_MAX_LEVELS; *out is
  * then untouched). */
 int sl_stats_get(sl_client *c, sl_stats *out);
+
+/* Figures of STATS added after sl_stats's layout was fixed: they come in a
+ * struct of their own so that sl_stats keeps its size in libsluice.so.1. A
+ * broker that does not send one reports 0. */
+typedef struct sl_stats_ex {
+    uint64_t throttled_tag[SL_MAX_LEVELS]; /* per level: of `throttled`, the
+                                              deliveries refused for their tag
+                                              alone (SL_SCOPE_TAG) */
+} sl_stats_ex;
+
+/* sl_stats_get_ex is sl_stats_get, also filling *ex (may be NULL) from the
+ * same reply. Returns as sl_stats_get. */
+int sl_stats_get_ex(sl_client *c, sl_stats *out, sl_stats_ex *ex);
 
 /* The administration calls (levels, pools, the sink, explain, dead letters,
  * per-tag settings) are declared in sluice_admin.h, part of this header. */

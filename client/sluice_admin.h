@@ -218,7 +218,9 @@ typedef struct sl_explain_info {
     char state[32];     /* "ready", "leased", "delayed", "dead" or "gone" */
     unsigned level;
     uint64_t position;  /* ready: messages ahead of it in its level */
-    uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due */
+    uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due;
+                           ready: until its tag's pause after a THROTTLED for its
+                           tag ends (or its FIFO level's wait for one), else 0 */
     char why[1025];     /* a sentence for humans: paused level or pool, no credit, ... */
 } sl_explain_info;
 
@@ -343,8 +345,22 @@ typedef struct sl_tag_info {
 #define SL_MAX_TAG_ROWS 64
 
 /* sl_tag_list fills out[0..*n) (room for SL_MAX_TAG_ROWS): the patterns in
- * their order, then the tags with the most messages waiting. */
+ * their order, then the tags with the most messages waiting (then those
+ * paused, or throttled by their service, with nothing waiting). */
 int sl_tag_list(sl_client *c, sl_tag_info *out, unsigned *n);
+
+/* What THROTTLEDs for a tag alone (sl_throttled_scope, SL_SCOPE_TAG) left
+ * on a row of sl_tag_list_ex (beside sl_tag_info, which keeps its size). */
+typedef struct sl_tag_throttle {
+    uint64_t throttled_ms;         /* a tag row: until its pause ends; 0: none */
+    uint64_t effective_rate_milli; /* the rate its bucket runs at while cut after
+                                      429s (a tag's own with --each; a pattern
+                                      row's shared one); 0: not cut */
+} sl_tag_throttle;
+
+/* sl_tag_list_ex is sl_tag_list, also filling thr[0..*n) (room for
+ * SL_MAX_TAG_ROWS; may be NULL) from the same reply, row for row. */
+int sl_tag_list_ex(sl_client *c, sl_tag_info *out, sl_tag_throttle *thr, unsigned *n);
 
 /* sl_level_fair serves level fair by tag (fair != 0: deficit round robin
  * over the tags with messages waiting, FIFO within a tag, untagged messages

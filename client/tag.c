@@ -1,7 +1,8 @@
 /*
  * tag.c - the per-tag calls of sluice.h: sl_tag_set, sl_tag_off,
  * sl_tag_pause and sl_tag_list, one ADMIN request each (tag.set, tag.list,
- * tag.pause, tag.resume).
+ * tag.pause, tag.resume); sl_tag_list_ex adds what THROTTLEDs for a tag
+ * alone left on each row (sl_tag_throttle, beside sl_tag_info).
  *
  * A pattern or tag travels in the request's tag field; what tag.set changes
  * in one tag row (a column present per setting given) and the rate's
@@ -101,6 +102,11 @@ int sl_tag_pause(sl_client *c, const char *tag, int paused)
 
 int sl_tag_list(sl_client *c, sl_tag_info *out, unsigned *n)
 {
+    return sl_tag_list_ex(c, out, NULL, n);
+}
+
+int sl_tag_list_ex(sl_client *c, sl_tag_info *out, sl_tag_throttle *thr, unsigned *n)
+{
     if (!c)
         return SL_EINVAL;
     client_err_clear(c);
@@ -134,6 +140,9 @@ int sl_tag_list(sl_client *c, sl_tag_info *out, unsigned *n)
         t->each = r->each != 0;
         t->paused = r->paused != 0;
         t->limited = (r->present >> PROTO_COL_tag_tokens_milli) & 1;
+        if (thr)
+            thr[i] = (sl_tag_throttle){.throttled_ms = r->throttled_ms,
+                                       .effective_rate_milli = r->effective_rate_milli};
     }
     const proto_rows_window *w = &c->reply.window_rows;
     for (unsigned i = 0; (c->reply.present & PF(window_rows)) && i < w->n; i++) {

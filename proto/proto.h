@@ -126,7 +126,8 @@
     X(handshakes_refused, "handshakes_refused", U64, 0) \
     X(force,      "force",          U64,  0)              \
     X(window_rows, "window_rows",   ROWS, window)         \
-    X(tag_rows,   "tag_rows",       ROWS, tag)
+    X(tag_rows,   "tag_rows",       ROWS, tag)            \
+    X(scope,      "scope",          STR,  PROTO_MAX_NAME)
 
 /* ---- rows ----
  *
@@ -167,7 +168,8 @@
     X(K, dead_requeued,    "dead_requeued",    U64, OPT) \
     X(K, dead_purged,      "dead_purged",      U64, OPT) \
     X(K, dead_dropped,     "dead_dropped",     U64, OPT) \
-    X(K, corrupt,          "corrupt",          U64, OPT)
+    X(K, corrupt,          "corrupt",          U64, OPT) \
+    X(K, throttled_tag,    "throttled_tag",    U64, OPT)
 
 /* level.list: one row per level, its settings and state. */
 #define PROTO_COLS_level(X, K)                             \
@@ -254,7 +256,9 @@
     X(K, each,             "each",             U64, OPT) \
     X(K, paused,           "paused",           U64, OPT) \
     X(K, off,              "off",              U64, OPT) \
-    X(K, order,            "order",            U64, OPT)
+    X(K, order,            "order",            U64, OPT) \
+    X(K, throttled_ms,     "throttled_ms",     U64, OPT) \
+    X(K, effective_rate_milli, "effective_rate_milli", U64, OPT)
 
 typedef enum proto_row_kind {
 #define PROTO_KIND_ENUM_(K, most) PROTO_ROWS_##K,
@@ -387,7 +391,7 @@ typedef enum proto_cmd {
     X(ACK,      "ACK",      C2B, PF(seq) | PF(token),   PF(credit))            \
     X(NACK,     "NACK",     C2B, PF(seq) | PF(token),   PF(credit) | PF(delay_ms)) \
     X(TOUCH,    "TOUCH",    C2B, PF(seq) | PF(token),   PF(lease_ms))          \
-    X(THROTTLED, "THROTTLED", C2B, PF(seq) | PF(token), PF(credit) | PF(retry_ms)) \
+    X(THROTTLED, "THROTTLED", C2B, PF(seq) | PF(token), PF(credit) | PF(retry_ms) | PF(scope)) \
     X(REJECT,   "REJECT",   C2B, PF(seq) | PF(token),   PF(credit) | PF(msg))  \
     X(OK,       "OK",       B2C, PF(seq),              PF(lease_ms))          \
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \

@@ -244,7 +244,7 @@ static void retry_after_from_the_service_pauses_the_broker(void **state)
     assert_int_equal(consume(b, p.url, args), 0);
     assert_non_null(strstr(out, "HTTP 429 from http://127.0.0.1:"));
     assert_non_null(
-        strstr(out, "returned as throttled (attempt 1), the broker pauses the sink for 7000 ms"));
+        strstr(out, "returned as throttled, scope sink (attempt 1), the broker pauses the sink for 7000 ms"));
     /* the default backoff is 1 s: a pause this long is the service's 7 s.
      * What is left of it is read after the consumer exits, so it is never
      * more than 7 s and only less by however late that read comes */
@@ -404,7 +404,7 @@ static void unavailable_with_an_http_date_pauses_until_that_date(void **state)
     close(fd);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     assert_non_null(strstr(out, "HTTP 503 from http://127.0.0.1:"));
-    assert_non_null(strstr(out, "returned as throttled (attempt 1)"));
+    assert_non_null(strstr(out, "returned as throttled, scope sink (attempt 1)"));
     uint64_t paused_ms = sink_paused_ms(b);
     assert_true(paused_ms > 2000 && paused_ms <= 8000); /* not the 1 s default; read late, never early */
     sl_level_stats st = level_stats(b);

@@ -33,6 +33,7 @@ static const char *const required[] = {
     "sluice_level_dispatched_total{level=\"high\"}", "sluice_level_acked_total{level=\"high\"}",
     "sluice_level_nacked_total{level=\"high\"}", "sluice_level_expired_total{level=\"high\"}",
     "sluice_level_dead_lettered_total{level=\"high\"}", "sluice_level_throttled_total{level=\"low\"}",
+    "sluice_level_throttled_tag_total{level=\"low\"}",
     "sluice_level_picks_total{level=\"high\",reason=\"priority\"}",
     "sluice_level_picks_total{level=\"low\",reason=\"aged\"}",
     "sluice_level_wait_seconds_bucket{level=\"high\",le=\"+Inf\"}", "sluice_level_wait_seconds_count{level=\"low\"}",

@@ -35,6 +35,7 @@ static const char *const pools[] = {"pool0", "pool1", "pool2"};
     static void fill_rows_##K(proto_rows_##K *rows) \
     { \
         const char *const *names_of = PROTO_ROWS_##K == PROTO_ROWS_pool ? pools : names; \
+        (void)names_of; /* a kind without string columns (window) */ \
         rows->n = (most) < 3 ? (most) : 3; \
         for (uint32_t i = 0; i < rows->n; i++) { \
             proto_row_##K *r = &rows->v[i]; \
@@ -77,6 +78,7 @@ static void fill(proto_msg *m, proto_mask mask)
     m->pool = (proto_buf){"default", 7};
     m->cmd = (proto_buf){"pool.list", 9};
     m->state = (proto_buf){"ready", 5};
+    m->scope = (proto_buf){"tag", 3}; /* THROTTLED: a tag's own limit */
     m->msg = (proto_buf){"no such level: this broker has high, normal and low", 51}; /* str8 */
 }
 

@@ -8,7 +8,9 @@
  * settles each one a worker hands back, so a message is settled only after
  * its output left: ack, nack, or, when the command exits with EX_TEMPFAIL
  * (75) because the sink refused it, THROTTLED, which returns it without
- * charging an attempt and makes the broker slow down. Workers (cli_work.c)
+ * charging an attempt and makes the broker slow down (76: THROTTLED for the
+ * message's tag alone, so only that tag waits: --post does the same for a
+ * 429 carrying the header --tag-limit-header names). Workers (cli_work.c)
  * print a body as one whole line under a mutex, run the command on it or
  * POST it; they never touch the client. The credit window is the number of workers, or -c if
  * larger: the surplus waits in the crew's queue, in order.
@@ -93,7 +95,7 @@
 
 /* Long-only options get values outside the char range. */
 enum {
-    OPT_POOL = 256, OPT_EXEC, OPT_IDLE_EXIT, OPT_WORKERS, OPT_POST, OPT_HEADER, OPT_HTTP_TIMEOUT
+    OPT_POOL = 256, OPT_EXEC, OPT_IDLE_EXIT, OPT_WORKERS, OPT_POST, OPT_HEADER, OPT_HTTP_TIMEOUT, OPT_TAG_LIMIT
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -159,12 +161,14 @@ static int consume_settle(consumer *k, const job *j, int outcome)
 {
     static const char *const verb[] = {[CLI_OUTCOME_ACK] = "ack", [CLI_OUTCOME_NACK] = "nack",
                                        [CLI_OUTCOME_THROTTLED] = "THROTTLED",
-                                       [CLI_OUTCOME_REFUSED] = "reject"};
+                                       [CLI_OUTCOME_REFUSED] = "reject",
+                                       [CLI_OUTCOME_THROTTLED_TAG] = "THROTTLED (scope tag)"};
     const sl_delivery *d = j->d;
-    int rc = outcome == CLI_OUTCOME_ACK         ? sl_ack(k->g->c, d)
-             : outcome == CLI_OUTCOME_THROTTLED ? sl_throttled(k->g->c, d, j->delay_ms)
-             : outcome == CLI_OUTCOME_REFUSED   ? sl_reject(k->g->c, d, j->why)
-                                            : sl_nack(k->g->c, d, j->delay_ms);
+    int rc = outcome == CLI_OUTCOME_ACK             ? sl_ack(k->g->c, d)
+             : outcome == CLI_OUTCOME_THROTTLED     ? sl_throttled(k->g->c, d, j->delay_ms)
+             : outcome == CLI_OUTCOME_THROTTLED_TAG ? sl_throttled_scope(k->g->c, d, j->delay_ms, SL_SCOPE_TAG)
+             : outcome == CLI_OUTCOME_REFUSED       ? sl_reject(k->g->c, d, j->why)
+                                                    : sl_nack(k->g->c, d, j->delay_ms);
     if (rc == SL_ESTALE) {
         /* settlements do not wait for their answer: this reports an earlier
          * one whose lease ran out first; the broker will deliver it again */
@@ -424,6 +428,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         {"post", required_argument, NULL, OPT_POST},
         {"header", required_argument, NULL, OPT_HEADER},
         {"http-timeout", required_argument, NULL, OPT_HTTP_TIMEOUT},
+        {"tag-limit-header", required_argument, NULL, OPT_TAG_LIMIT},
         {"verbose", no_argument, NULL, 'v'},
         {"idle-exit", required_argument, NULL, OPT_IDLE_EXIT},
         {"help", no_argument, NULL, 'h'},
@@ -432,7 +437,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
     static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
     atomic_long settled = 0;
     consumer k = {.g = g, .cmd = cmd, .out_lock = &out_lock, .settled = &settled, .credit = 1, .workers = 1};
-    const char *pool = NULL, *level_list = NULL, *post_url = NULL;
+    const char *pool = NULL, *level_list = NULL, *post_url = NULL, *tag_limit = NULL;
     const char *headers[MAX_HEADERS];
     size_t nheaders = 0;
     long count = 0, credit = 1, workers = 1, idle_ms = 0;
@@ -479,6 +484,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
                                             optarg, HTTPC_TIMEOUT_MS_MAX);
             http_timeout_set = true;
             break;
+        case OPT_TAG_LIMIT: tag_limit = optarg; break;
         case 'v': k.verbose = true; break;
         case OPT_IDLE_EXIT:
             if (!cli_text_number_parse(optarg, 1, INT_MAX, &idle_ms))
@@ -493,9 +499,9 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (post_url && k.exec)
         return cli_text_usage_error(cmd, "--post and --exec cannot be used together");
-    if (!post_url && (nheaders || http_timeout_set))
+    if (!post_url && (nheaders || http_timeout_set || tag_limit))
         return cli_text_usage_error(cmd, "--%s works only with --post",
-                                    nheaders ? "header" : "http-timeout");
+                                    nheaders ? "header" : http_timeout_set ? "http-timeout" : "tag-limit-header");
     if (pool && cli_core_pool_check(cmd, pool) != CLI_CORE_GO_ON)
         return CLI_TEXT_EXIT_USAGE;
     k.credit = (unsigned)credit;
@@ -510,6 +516,13 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
         if (rc) {
             cli_text_say(cmd, "cannot start libcurl: %s", sl_strerror(rc));
             return CLI_TEXT_EXIT_FAILURE;
+        }
+        if (tag_limit && httpc_tag_limit_set(k.http, tag_limit) != SL_OK) {
+            httpc_destroy(&k.http);
+            return cli_text_usage_error(cmd,
+                                        "bad --tag-limit-header '%s' (expected NAME or NAME=VALUE, "
+                                        "a header name such as X-Limit-Scope=key)",
+                                        tag_limit);
         }
     }
     int st;

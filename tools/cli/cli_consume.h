@@ -6,8 +6,12 @@
 
 #include "cli_core.h"
 
-/* What a worker made of a delivery; the main thread settles it so. */
-enum { CLI_OUTCOME_ACK, CLI_OUTCOME_NACK, CLI_OUTCOME_THROTTLED, CLI_OUTCOME_REFUSED, CLI_OUTCOME_FAILED };
+/* What a worker made of a delivery; the main thread settles it so.
+ * THROTTLED_TAG: THROTTLED for the delivery's tag alone (SL_SCOPE_TAG). */
+enum {
+    CLI_OUTCOME_ACK, CLI_OUTCOME_NACK, CLI_OUTCOME_THROTTLED, CLI_OUTCOME_REFUSED, CLI_OUTCOME_FAILED,
+    CLI_OUTCOME_THROTTLED_TAG
+};
 
 /* cli_consume_main runs `sluice consume` (a cli_core_fn). */
 int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv);

@@ -3,7 +3,8 @@
  *
  * cli_exec_run forks /bin/sh -c CMD with the message body on its standard
  * input and waits for it; the caller turns the exit status into a
- * settlement (0 ack, 75 throttled, else nack). It is called from worker
+ * settlement (0 ack, 75 throttled, 76 throttled for its tag alone, else
+ * nack). It is called from worker
  * threads, so the child makes only async-signal-safe calls before exec and
  * restores the signal mask and SIGPIPE its caller's shell would give it.
  * A command that does not read its whole input simply closes the pipe:

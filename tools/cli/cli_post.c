@@ -4,7 +4,10 @@
  * A worker POSTs the body on its own libcurl handle (kept for keep-alive)
  * and turns the answer into an outcome, with the delay the settlement
  * carries: 2xx acks; 429 and 503 are THROTTLED with the Retry-After in
- * milliseconds (0 when absent: the broker's default backoff); another 5xx,
+ * milliseconds (0 when absent: the broker's default backoff), for the
+ * message's tag alone (scope tag) when the answer carries the header
+ * --tag-limit-header names (httpc_tag_limit_set) and the message has a
+ * tag, else for the sink; another 5xx,
  * no answer or the timeout nacks with a backoff that doubles per attempt
  * (httpc_backoff_ms); another 4xx is a permanent failure: the message is
  * rejected, a dead letter at once with the status in its reason.
@@ -60,15 +63,19 @@ int cli_post_outcome(cli_post *p, const char *cmd, bool verbose, const sl_delive
         return CLI_OUTCOME_REFUSED;
     }
     bool throttled = r.verdict == HTTPC_THROTTLED;
+    bool tag = throttled && r.tag_limited && d->tag[0]; /* an untagged message has only the sink's scope */
     *delay_ms = throttled ? r.retry_after_ms : httpc_backoff_ms(d->attempt);
     char wait[32] = "the broker's default backoff";
     if (*delay_ms)
         snprintf(wait, sizeof wait, "%" PRIu32 " ms", *delay_ms);
-    if (verbose)
-        cli_text_say(cmd, "message %" PRIu64 ": %s; %s (attempt %u), %s %s", d->id, r.what,
-                     throttled ? "returned as throttled" : "nacked", d->attempt,
-                     throttled ? "the broker pauses the sink for" : "delivered again in", wait);
-    return throttled ? CLI_OUTCOME_THROTTLED : CLI_OUTCOME_NACK;
+    if (verbose && throttled)
+        cli_text_say(cmd, "message %" PRIu64 ": %s; returned as throttled, scope %s (attempt %u), "
+                     "the broker pauses %s%s%s for %s", d->id, r.what, tag ? "tag" : "sink", d->attempt,
+                     tag ? "tag '" : "the sink", tag ? d->tag : "", tag ? "'" : "", wait);
+    else if (verbose)
+        cli_text_say(cmd, "message %" PRIu64 ": %s; nacked (attempt %u), delivered again in %s", d->id, r.what,
+                     d->attempt, wait);
+    return tag ? CLI_OUTCOME_THROTTLED_TAG : throttled ? CLI_OUTCOME_THROTTLED : CLI_OUTCOME_NACK;
 }
 
 int cli_post_warm(cli_post *p)

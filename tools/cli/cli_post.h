@@ -25,9 +25,10 @@ typedef struct cli_post {
 
 /* cli_post_outcome POSTs d's body on the calling worker thread once its
  * token from p->pacer is due, and returns a CLI_OUTCOME_* (cli_consume.h),
- * with *delay_ms for the settlement (NACK: the backoff; THROTTLED: the
- * Retry-After, 0 when absent) and, for REFUSED, the reason in why. Says on
- * stderr (as cmd) what went wrong; with verbose also what was retried. */
+ * with *delay_ms for the settlement (NACK: the backoff; THROTTLED and
+ * THROTTLED_TAG: the Retry-After, 0 when absent) and, for REFUSED, the
+ * reason in why. Says on stderr (as cmd) what went wrong; with verbose
+ * also what was retried, and a throttle's scope. */
 int cli_post_outcome(cli_post *p, const char *cmd, bool verbose, const sl_delivery *d, uint32_t *delay_ms,
                      char *why, size_t why_len);
 

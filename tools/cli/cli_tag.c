@@ -52,9 +52,13 @@ static const char tag_help[] =
 "               sluice tag set 'gold-*' --weight 4\n"
 "  sluice tag list [--json]\n"
 "      The patterns with their settings, then the tags with the most messages\n"
-"      waiting in fair levels (and the paused ones): level, depth (ready),\n"
-"      in flight, rate limit, tokens in its bucket, weight, paused, age of\n"
-"      its oldest waiting message.\n"
+"      waiting in fair levels (and the paused or throttled ones): level, depth\n"
+"      (ready), in flight, rate limit, tokens in its bucket, weight, paused,\n"
+"      age of its oldest waiting message, and THROTTLED: what a 429 for the\n"
+"      tag alone left (consume --tag-limit-header, exit 76 of --exec): the\n"
+"      pause still to run and, when the tag has a rate limit, the rate its\n"
+"      bucket was cut to (a pattern's CUT: its shared bucket's). --json adds\n"
+"      throttled_ms and effective_rate_milli (0: none).\n"
 "  sluice tag pause TAG\n"
 "  sluice tag resume TAG\n"
 "      Stop, or restart, deliveries of one tag (exact text); the other tags\n"
@@ -163,7 +167,7 @@ static int tag_set(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
-static void tag_json(cli_core *g, const sl_tag_info *v, unsigned n)
+static void tag_json(cli_core *g, const sl_tag_info *v, const sl_tag_throttle *thr, unsigned n)
 {
     char number[16];
     printf("{\"patterns\":[");
@@ -179,7 +183,7 @@ static void tag_json(cli_core *g, const sl_tag_info *v, unsigned n)
                t->weight, t->max_inflight, t->rate_milli, t->burst, t->tokens_milli, t->each ? "true" : "false",
                t->inflight);
         cli_window_json(t->windows, t->nwindows);
-        printf("}");
+        printf(",\"effective_rate_milli\":%" PRIu64 "}", thr[i].effective_rate_milli);
     }
     printf("],\"tags\":[");
     for (unsigned i = 0, first = 1; i < n; i++) {
@@ -201,23 +205,38 @@ static void tag_json(cli_core *g, const sl_tag_info *v, unsigned n)
             printf("null");
         printf(",\"depth\":%" PRIu64 ",\"inflight\":%" PRIu64 ",\"rate_milli\":%" PRIu64
                ",\"tokens_milli\":%" PRIu64 ",\"weight\":%" PRIu64 ",\"max_inflight\":%" PRIu64
-               ",\"paused\":%s,\"oldest_ms\":%" PRIu64 "}",
+               ",\"paused\":%s,\"oldest_ms\":%" PRIu64 ",\"throttled_ms\":%" PRIu64
+               ",\"effective_rate_milli\":%" PRIu64 "}",
                t->depth, t->inflight, t->rate_milli, t->tokens_milli, t->weight, t->max_inflight,
-               t->paused ? "true" : "false", t->oldest_ms);
+               t->paused ? "true" : "false", t->oldest_ms, thr[i].throttled_ms, thr[i].effective_rate_milli);
     }
     printf("]}\n");
 }
 
-static int tag_tables(cli_core *g, const sl_tag_info *v, unsigned n)
+/* throttled_format writes what THROTTLEDs for a tag alone left on a row:
+ * "-", "820ms", "4.5/s" (its bucket cut) or both. */
+static void throttled_format(const sl_tag_throttle *x, char *out, size_t len)
 {
-    static const char *const phead[] = {"#", "PATTERN", "RATE", "BURST", "INFLIGHT-CAP", "WEIGHT", "BUCKET"};
+    char ms[32] = "", rate[40] = "";
+    if (x->throttled_ms)
+        snprintf(ms, sizeof ms, "%" PRIu64 "ms", x->throttled_ms);
+    if (x->effective_rate_milli)
+        cli_text_rate_format(x->effective_rate_milli, "-", rate, sizeof rate);
+    snprintf(out, len, "%s%s%s", ms, ms[0] && rate[0] ? ", " : "", rate);
+    if (!out[0])
+        snprintf(out, len, "-");
+}
+
+static int tag_tables(cli_core *g, const sl_tag_info *v, const sl_tag_throttle *thr, unsigned n)
+{
+    static const char *const phead[] = {"#", "PATTERN", "RATE", "BURST", "INFLIGHT-CAP", "WEIGHT", "BUCKET", "CUT"};
     static const char *const thead[] = {"TAG",    "LEVEL",  "DEPTH",  "INFLIGHT", "RATE",
-                                        "TOKENS", "WEIGHT", "PAUSED", "OLDEST"};
+                                        "TOKENS", "WEIGHT", "PAUSED", "OLDEST", "THROTTLED"};
     unsigned np = 0, nt = 0;
     for (unsigned i = 0; i < n; i++)
         v[i].tag[0] ? nt++ : np++;
-    cli_table *p = cli_table_new(7, phead, "rllrrrl", np);
-    cli_table *t = cli_table_new(9, thead, "llrrrrrlr", nt);
+    cli_table *p = cli_table_new(8, phead, "rllrrrlr", np);
+    cli_table *t = cli_table_new(10, thead, "llrrrrrlrr", nt);
     if (!p || !t) {
         cli_table_destroy(&p);
         cli_table_destroy(&t);
@@ -225,7 +244,8 @@ static int tag_tables(cli_core *g, const sl_tag_info *v, unsigned n)
     }
     for (unsigned i = 0, k = 0; i < n; i++) {
         const sl_tag_info *x = &v[i];
-        char rate[320], tokens[32], age[32], number[16];
+        char rate[320], tokens[32], age[32], number[16], throttled[80];
+        throttled_format(&thr[i], throttled, sizeof throttled);
         if (!x->tag[0]) {
             cli_window_list_format(x->windows, x->nwindows, "-", rate, sizeof rate);
             cli_table_add(p, "%u", ++k);
@@ -238,6 +258,7 @@ static int tag_tables(cli_core *g, const sl_tag_info *v, unsigned n)
                 cli_table_add(p, "-");
             cli_table_add(p, "%" PRIu64, x->weight);
             cli_table_add(p, "%s", x->each ? "each tag" : "shared");
+            cli_table_add(p, "%s", throttled); /* its shared bucket, cut after 429s */
             continue;
         }
         cli_text_rate_format(x->rate_milli, "-", rate, sizeof rate);
@@ -252,6 +273,7 @@ static int tag_tables(cli_core *g, const sl_tag_info *v, unsigned n)
         cli_table_add(t, "%" PRIu64, x->weight);
         cli_table_add(t, "%s", x->paused ? "yes" : "no");
         cli_table_add(t, "%s", x->depth ? age : "-");
+        cli_table_add(t, "%s", throttled);
     }
     int rc = 0;
     if (np) {
@@ -276,13 +298,14 @@ static int tag_list(cli_core *g, const char *cmd, int argc, char **argv)
     if (st != CLI_CORE_GO_ON)
         return st;
     sl_tag_info v[SL_MAX_TAG_ROWS];
+    sl_tag_throttle thr[SL_MAX_TAG_ROWS];
     unsigned n = 0;
-    int rc = sl_tag_list(g->c, v, &n);
+    int rc = sl_tag_list_ex(g->c, v, thr, &n);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, "", NULL);
     if (json) {
-        tag_json(g, v, n);
-    } else if (tag_tables(g, v, n)) {
+        tag_json(g, v, thr, n);
+    } else if (tag_tables(g, v, thr, n)) {
         cli_text_say(cmd, "out of memory");
         return CLI_TEXT_EXIT_FAILURE;
     }

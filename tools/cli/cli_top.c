@@ -106,7 +106,8 @@ int cli_top_watch(cli_core *g, const char *cmd, int interval_ms, long count, boo
         if (stop_flag)
             break;
         sl_stats st;
-        int rc = sl_stats_get(g->c, &st);
+        sl_stats_ex ex;
+        int rc = sl_stats_get_ex(g->c, &st, &ex);
         if (rc)
             return cli_core_broker_error(g, cmd, rc, "", NULL);
         if (!json) {
@@ -115,7 +116,7 @@ int cli_top_watch(cli_core *g, const char *cmd, int interval_ms, long count, boo
             strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
             printf("%s-- %s, every %.1f s --\n", n ? "\n" : "", when, interval_ms / 1000.0);
         }
-        if (print(&st, json)) {
+        if (print(&st, &ex, json)) {
             cli_text_say(cmd, "out of memory");
             return CLI_TEXT_EXIT_FAILURE;
         }

@@ -20,7 +20,7 @@ int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv);
 int cli_top_watch_take(const char *cmd, int argc, char **argv, int *interval_ms, long *count);
 
 /* A function that prints one stats snapshot; returns 0 or -1 (out of memory). */
-typedef int (*cli_top_print_fn)(const sl_stats *st, bool json);
+typedef int (*cli_top_print_fn)(const sl_stats *st, const sl_stats_ex *ex, bool json);
 
 /* cli_top_watch prints the broker's stats with print every interval_ms,
  * count times (0: until SIGINT or SIGTERM), each table after a line with the

@@ -8,7 +8,9 @@
  *   print    the body as one whole line under the output lock (shared by
  *            every broker's consumer), with -v its id, level, tag, attempt
  *   --exec   the command on the body (cli_exec.c): exit 0 acks, 75
- *            (EX_TEMPFAIL) is THROTTLED, anything else nacks
+ *            (EX_TEMPFAIL) is THROTTLED, 76 THROTTLED for the message's
+ *            tag alone (scope tag; the sink's for an untagged one),
+ *            anything else nacks
  *   --post   cli_post.c: paced, POSTed, the answer read as an outcome
  *   warm-up  (--post) a new worker opens its own connection before it
  *            takes a job (cli_work_warm, the crew's start function), the
@@ -32,6 +34,7 @@
 #include "cli_text.h"
 
 #define EXIT_TEMPFAIL 75 /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
+#define EXIT_TAG_THROTTLED 76 /* the sink throttled this message's tag alone (a per-tenant limit) */
 
 /* exec_outcome runs the command on d, on a worker thread. */
 static int exec_outcome(const consumer *k, const sl_delivery *d)
@@ -49,6 +52,14 @@ static int exec_outcome(const consumer *k, const sl_delivery *d)
                      "returned as throttled, without charging an attempt",
                      d->id, EXIT_TEMPFAIL);
         return CLI_OUTCOME_THROTTLED;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_TAG_THROTTLED) {
+        bool tag = d->tag[0] != '\0'; /* an untagged message has only the sink's scope */
+        cli_text_say(k->cmd,
+                     "message %" PRIu64 ": the command exited with status %d (its tag throttled); "
+                     "returned as throttled, scope %s, without charging an attempt",
+                     d->id, EXIT_TAG_THROTTLED, tag ? "tag" : "sink (it has no tag)");
+        return tag ? CLI_OUTCOME_THROTTLED_TAG : CLI_OUTCOME_THROTTLED;
     }
     if (WIFEXITED(status))
         cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked",

@@ -7,8 +7,8 @@
  * options, then hands the rest of argv to one command:
  *
  *   send     publishes messages (cli_send.c).
- *   stats    prints the broker's per-level figures as a table or as JSON;
- *            with --watch, again and again (cli_top.c).
+ *   stats    prints the broker's per-level figures as a table or as JSON
+ *            (cli_stats.c); with --watch, again and again (cli_top.c).
  *   top      a full-screen live view (cli_top.c).
  *   consume  receives messages for a crew of worker threads (cli_consume.c).
  *   pool, level, explain
@@ -36,7 +36,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,9 +52,7 @@
 #include "cli_keygen.h"
 #include "cli_send.h"
 #include "cli_sink.h"
-#include "cli_coord.h"
-#include "cli_multi.h"
-#include "cli_table.h"
+#include "cli_stats.h"
 #include "cli_text.h"
 #include "cli_top.h"
 
@@ -115,7 +112,8 @@ static const char help_text[] =
 "\n"
 "  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [--workers N]\n"
 "                 [-c CREDIT] [--exec CMD | --post URL [--header H]...\n"
-"                 [--http-timeout MS]] [--verbose] [--idle-exit MS]\n"
+"                 [--http-timeout MS] [--tag-limit-header NAME[=VALUE]]]\n"
+"                 [--verbose] [--idle-exit MS]\n"
 "      Receive messages, print each body on its own line, and acknowledge it\n"
 "      once printed. Runs until SIGINT or SIGTERM unless -n or --idle-exit\n"
 "      ends it; messages being processed are then finished and settled, and\n"
@@ -140,9 +138,13 @@ static const char help_text[] =
 "                           on its standard input: exit status 0 acks it; 75\n"
 "                           (EX_TEMPFAIL: the sink said \"too many requests\")\n"
 "                           returns it without charging an attempt, and the\n"
-"                           broker pauses and slows the sink; anything else\n"
-"                           nacks it (the broker redelivers it up to its\n"
-"                           attempt limit). Bodies are not printed.\n"
+"                           broker pauses and slows the sink; 76 (the sink\n"
+"                           limited this message's tag, not itself) does the\n"
+"                           same for its tag alone: that tag pauses and its\n"
+"                           rate is cut, the rest flows on (an untagged\n"
+"                           message: as 75); anything else nacks it (the\n"
+"                           broker redelivers it up to its attempt limit).\n"
+"                           Bodies are not printed.\n"
 "      --post URL           POST each body to URL (http or https): 2xx acks;\n"
 "                           429 or 503 returns it as throttled, honouring\n"
 "                           Retry-After (seconds or an HTTP date); another\n"
@@ -152,9 +154,19 @@ static const char help_text[] =
 "                           with the status as its reason. Not with --exec.\n"
 "      --header 'Name: value'  add a request header (repeatable)\n"
 "      --http-timeout MS    limit for each request (default 10000)\n"
+"      --tag-limit-header NAME[=VALUE]\n"
+"                           a 429 or 503 carrying header NAME (with VALUE,\n"
+"                           any case, when given) hit a per-tag limit of the\n"
+"                           service: the message returns as throttled for its\n"
+"                           tag alone (as exit 76 of --exec) and the other\n"
+"                           tags flow on. Default: off, every 429 throttles\n"
+"                           the sink. For sluice-sink --key-header\n"
+"                           X-Sluice-Tag: --tag-limit-header X-Limit-Scope=key\n"
 "      -v, --verbose        prefix each body with\n"
 "                           \"id=ID level=NAME tag=TAG attempt=N \", and\n"
-"                           \"cost=N \" after them when the cost is not 1\n"
+"                           \"cost=N \" after them when the cost is not 1;\n"
+"                           with --post, say what each 429 and 5xx did (a\n"
+"                           throttle's scope: sink or tag)\n"
 "      --idle-exit MS       exit once no message has arrived or been in\n"
 "                           progress for MS milliseconds\n"
 "\n"
@@ -168,10 +180,11 @@ static const char help_text[] =
 "      age of its oldest ready message, its counters since the broker started,\n"
 "      how many deliveries it won by priority (PRIO), by aging (AGED) and by\n"
 "      being past its deadline (OVERDUE), how many the sink refused\n"
-"      (THROTTLED), and how long its ready messages should take to leave at\n"
-"      the rate it gets (ETA); and, as 'sink show' says it, the sink's rate,\n"
-"      the rate in use now and why (configured, coordinated share, cut after\n"
-"      429, recovering); as a table or as one JSON object (key \"sink\").\n"
+"      (THROTTLED; BY-TAG: of them, those for their tag alone), and how long\n"
+"      its ready messages should take to leave at the rate it gets (ETA);\n"
+"      and, as 'sink show' says it, the sink's rate, the rate in use now and\n"
+"      why (configured, coordinated share, cut after 429, recovering); as a\n"
+"      table or as one JSON object (key \"sink\").\n"
 "  sluice stats --watch [S] [--count N] [--json]\n"
 "      The same every S seconds (default 2, fractions allowed), each table\n"
 "      after a line with the time (with --json, one object per line), until\n"
@@ -316,142 +329,6 @@ static const char help_text[] =
 "  sluice sink set --max-rate 10/s --max-rate 500/min   10 a second, 500 a minute\n"
 "  sluice explain 42                            why is message 42 waiting?\n";
 
-/* ---- stats ---- */
-
-/* stats_json prints st as one JSON object, with the sink's rate and why it
- * is where it is when sink is not NULL. */
-static void stats_json(const sl_stats *st, const sl_sink_info *sink)
-{
-    printf("{\"uptime_ms\":%" PRIu64 ",\"consumers\":%" PRIu64 ",\"breaker\":", st->uptime_ms,
-           st->consumers);
-    cli_text_json_string(st->breaker);
-    printf(",\"auth_refused\":%" PRIu64 ",\"handshakes_refused\":%" PRIu64, st->auth_refused,
-           st->handshakes_refused);
-    printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
-           st->breaker_trips, st->rx_bad, st->tx_failed);
-    for (unsigned i = 0; i < st->nlevels; i++) {
-        const sl_level_stats *l = &st->level[i];
-        printf("%s{\"level\":%u,\"name\":", i ? "," : "", i);
-        cli_text_json_string(l->name);
-        printf(",\"depth\":%" PRIu64 ",\"inflight\":%" PRIu64 ",\"delayed\":%" PRIu64
-               ",\"dead\":%" PRIu64 ",\"oldest_ms\":%" PRIu64 ",\"enqueued\":%" PRIu64
-               ",\"dispatched\":%" PRIu64 ",\"acked\":%" PRIu64 ",\"nacked\":%" PRIu64
-               ",\"expired\":%" PRIu64 ",\"picks_priority\":%" PRIu64 ",\"picks_aged\":%" PRIu64
-               ",\"picks_overdue\":%" PRIu64 ",\"picks_guaranteed\":%" PRIu64 ",\"throttled\":%" PRIu64
-               ",\"eta_ms\":%" PRIu64,
-               l->depth, l->inflight, l->delayed, l->dead, l->oldest_ms, l->enqueued, l->dispatched,
-               l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
-               l->picks_guaranteed, l->throttled, l->eta_ms);
-        printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64
-               ",\"corrupt\":%" PRIu64 "}",
-               l->dead_requeued, l->dead_purged, l->dead_dropped, l->corrupt);
-    }
-    printf("]");
-    cli_coord_json(&st->coord);
-    if (sink) {
-        printf(",\"sink\":{\"rate_milli\":%" PRIu64 ",\"effective_rate_milli\":%" PRIu64 ",\"reason\":",
-               sink->rate_milli, sink->effective_rate_milli);
-        cli_text_json_string(sink->reason);
-        printf("}");
-    }
-    printf("}\n");
-}
-
-/* stats_sink_line says what `sink show` says of the sink's rate: the rate
- * set, the one in use now and why. */
-static void stats_sink_line(const sl_sink_info *sink)
-{
-    char rate[40], effective[40];
-    cli_text_rate_format(sink->rate_milli, "unlimited", rate, sizeof rate);
-    cli_text_rate_format(sink->effective_rate_milli, "unlimited", effective, sizeof effective);
-    printf("sink %s", rate);
-    if (sink->effective_rate_milli != sink->rate_milli)
-        printf(" (now %s)", effective);
-    printf("%s%s\n", sink->reason[0] ? ": " : "", sink->reason);
-}
-
-static int stats_table(const sl_stats *st, const sl_sink_info *sink)
-{
-    static const char *const head[] = {"LEVEL",   "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
-                                       "DEAD",    "OLDEST",  "ENQ",   "DISP",     "ACK",
-                                       "NACK",    "EXPIRED", "PRIO",  "AGED",     "OVERDUE",
-                                       "GUAR",    "THROTTLED", "ETA"};
-    /* level and name read left to right; figures line up on the right */
-    cli_table *t = cli_table_new(18, head, "llrrrrrrrrrrrrrrrr", st->nlevels);
-    if (!t)
-        return -1;
-    for (unsigned i = 0; i < st->nlevels; i++) {
-        const sl_level_stats *l = &st->level[i];
-        char oldest[32], eta[32];
-        cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
-        cli_text_eta_format(l->eta_ms, eta, sizeof eta);
-        cli_table_add(t, "%u", i);
-        cli_table_add(t, "%s", l->name);
-        const uint64_t before[] = {l->depth, l->inflight, l->delayed, l->dead};
-        for (size_t k = 0; k < 4; k++)
-            cli_table_add(t, "%" PRIu64, before[k]);
-        cli_table_add(t, "%s", oldest);
-        const uint64_t after[] = {l->enqueued,   l->dispatched,     l->acked,
-                                  l->nacked,     l->expired,        l->picks_priority,
-                                  l->picks_aged, l->picks_overdue, l->picks_guaranteed, l->throttled};
-        for (size_t k = 0; k < sizeof after / sizeof after[0]; k++)
-            cli_table_add(t, "%" PRIu64, after[k]);
-        cli_table_add(t, "%s", eta);
-    }
-    char uptime[32];
-    cli_text_age_format(st->uptime_ms, uptime, sizeof uptime);
-    printf("uptime %s  consumers %" PRIu64 "  breaker %s  bad input %" PRIu64 "  failed sends %" PRIu64 "\n",
-           uptime, st->consumers, st->breaker[0] ? st->breaker : "-", st->rx_bad, st->tx_failed);
-    if (sink)
-        stats_sink_line(sink);
-    cli_coord_print(&st->coord);
-    int rc = cli_table_print(t);
-    cli_table_destroy(&t);
-    return rc;
-}
-
-/* stats_print prints one snapshot for stats --watch (cli_top.c). */
-static int stats_print(const sl_stats *st, bool json)
-{
-    if (json) {
-        stats_json(st, NULL);
-        return 0;
-    }
-    return stats_table(st, NULL);
-}
-
-static int cmd_stats(cli_core *g, const char *cmd, int argc, char **argv)
-{
-    bool json = false;
-    int watch_ms;
-    long count;
-    argc = cli_top_watch_take(cmd, argc, argv, &watch_ms, &count);
-    if (argc < 0)
-        return -argc;
-    if (cli_multi_is(g)) { /* -b a,b: a row per broker */
-        int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
-        return st != CLI_CORE_GO_ON ? st : cli_multi_stats(g, cmd, json);
-    }
-    int st = cli_core_show_args(g, cmd, argc, argv, &json);
-    if (st != CLI_CORE_GO_ON)
-        return st;
-    if (watch_ms)
-        return cli_top_watch(g, cmd, watch_ms, count, json, stats_print);
-    sl_stats stats;
-    int rc = sl_stats_get(g->c, &stats);
-    if (rc)
-        return cli_core_broker_error(g, cmd, rc, "", NULL);
-    sl_sink_info sink; /* why the sink's rate is where it is: sink show's line */
-    const sl_sink_info *shown = sl_sink_show(g->c, &sink) == SL_OK ? &sink : NULL;
-    if (json) {
-        stats_json(&stats, shown);
-    } else if (stats_table(&stats, shown)) {
-        cli_text_say(cmd, "out of memory");
-        return CLI_TEXT_EXIT_FAILURE;
-    }
-    return cli_core_output_done(cmd);
-}
-
 /* ---- main ---- */
 
 static int cmd_help(cli_core *g, const char *cmd, int argc, char **argv)
@@ -495,7 +372,7 @@ int main(int argc, char **argv)
     };
     static const cli_core_command commands[] = {
         {"keygen", cli_keygen_main},
-        {"send", cli_send_main},       {"consume", cli_consume_main}, {"stats", cmd_stats},
+        {"send", cli_send_main},       {"consume", cli_consume_main}, {"stats", cli_stats_main},
         {"pool", cli_admin_pool}, {"level", cli_level_main},    {"explain", cli_admin_explain},
         {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
         {"dead", cli_dead_main},

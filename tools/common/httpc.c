@@ -26,6 +26,11 @@
  * followed: a POST must not silently move), no answer at all, or the
  * timeout: RETRY. The answer's body is read and dropped.
  *
+ * Per-tag limits. A service that limits each tenant as well as itself
+ * may say which limit a 429 hit in a header (sluice-sink: X-Limit-Scope:
+ * key); told that header (httpc_tag_limit_set), httpc_send marks such an
+ * answer tag_limited, so the consumer can throttle that tag alone.
+ *
  * Tags. httpc_send_tagged adds "X-Sluice-Tag: TAG" to one request by
  * putting a node on the stack in front of the shared header list for that
  * request only (libcurl reads the list during the transfer and keeps no
@@ -55,6 +60,8 @@ struct httpc {
     long timeout_ms;
     struct curl_slist *headers; /* the given ones, then the defaults not overridden */
     pthread_key_t key;          /* each thread's handle */
+    char tag_limit_name[HTTPC_TAG_LIMIT_NAME_BYTES + 1];   /* "": no per-tag limit is told apart */
+    char tag_limit_value[HTTPC_TAG_LIMIT_VALUE_BYTES + 1]; /* "": any value */
 };
 
 /* One thread's easy handle, with the buffer libcurl explains failures in. */
@@ -307,11 +314,58 @@ int httpc_send_tagged(httpc *p, const char *tag, const void *body, size_t body_l
     return rc;
 }
 
+/* tag_limited tells whether the answer h just read carries p's per-tag
+ * limit header (with its value, when one was given). */
+static bool tag_limited(const httpc *p, handle *h)
+{
+    struct curl_header *hd;
+    if (!p->tag_limit_name[0] ||
+        curl_easy_header(h->curl, p->tag_limit_name, 0, CURLH_HEADER, -1, &hd) != CURLHE_OK)
+        return false;
+    if (!p->tag_limit_value[0])
+        return true;
+    const char *v = hd->value;
+    size_t len = strlen(v);
+    while (len && isspace((unsigned char)*v))
+        v++, len--;
+    while (len && isspace((unsigned char)v[len - 1]))
+        len--;
+    return len == strlen(p->tag_limit_value) && strncasecmp(v, p->tag_limit_value, len) == 0;
+}
+
+int httpc_tag_limit_set(httpc *p, const char *spec)
+{
+    const char *eq = strchr(spec, '=');
+    size_t nlen = eq ? (size_t)(eq - spec) : strlen(spec);
+    if (nlen == 0 || nlen > HTTPC_TAG_LIMIT_NAME_BYTES)
+        return SL_EINVAL;
+    for (size_t i = 0; i < nlen; i++)
+        if (!isalnum((unsigned char)spec[i]) && !strchr("!#$%&'*+-.^_`|~", spec[i]))
+            return SL_EINVAL;
+    const char *v = eq ? eq + 1 : "";
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t vlen = strlen(v);
+    while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+        vlen--;
+    if ((eq && vlen == 0) || vlen > HTTPC_TAG_LIMIT_VALUE_BYTES)
+        return SL_EINVAL;
+    for (size_t i = 0; i < vlen; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+            return SL_EINVAL;
+    memcpy(p->tag_limit_name, spec, nlen);
+    p->tag_limit_name[nlen] = '\0';
+    memcpy(p->tag_limit_value, v, vlen);
+    p->tag_limit_value[vlen] = '\0';
+    return SL_OK;
+}
+
 int httpc_send(httpc *p, const void *body, size_t body_len, httpc_result *out)
 {
     out->verdict = HTTPC_RETRY;
     out->status = 0;
     out->retry_after_ms = 0;
+    out->tag_limited = false;
     out->what[0] = '\0';
     handle *h = handle_get(p);
     if (!h)
@@ -333,6 +387,7 @@ int httpc_send(httpc *p, const void *body, size_t body_len, httpc_result *out)
     if (out->verdict == HTTPC_THROTTLED &&
         curl_easy_header(h->curl, "Retry-After", 0, CURLH_HEADER, -1, &ra) == CURLHE_OK)
         out->retry_after_ms = httpc_retry_after_ms(ra->value, time(NULL));
+    out->tag_limited = out->verdict == HTTPC_THROTTLED && tag_limited(p, h);
     return SL_OK;
 }
 

@@ -38,6 +38,8 @@ typedef struct httpc_result {
     httpc_verdict verdict;
     long status;             /* the HTTP status; 0 when there was no answer */
     uint32_t retry_after_ms; /* THROTTLED: from Retry-After; 0 when absent or unreadable */
+    bool tag_limited;        /* THROTTLED: the answer carries the header httpc_tag_limit_set
+                                names: the service limited the tag, not itself */
     char what[HTTPC_WHAT_BYTES]; /* "HTTP 404 from URL", or "no answer from
                                        URL: " and why */
 } httpc_result;
@@ -85,6 +87,19 @@ int httpc_send_tagged(httpc *p, const char *tag, const void *body, size_t body_l
  * POSTs). Returns SL_OK with *status the HTTP status, SL_EIO when no answer
  * came (*status 0), or SL_ENOMEM. */
 int httpc_warm(httpc *p, long *status);
+
+/* httpc_tag_limit_set tells p which answers mark a per-tag limit: a 429
+ * or 503 that carries the header named by spec, "NAME" (any value) or
+ * "NAME=VALUE" (this value, compared without case, spaces around it
+ * ignored), is THROTTLED with tag_limited set; say, "X-Limit-Scope=key"
+ * for sluice-sink's per-key limit. Call it before any thread sends.
+ * Returns SL_OK, or SL_EINVAL when NAME is not a header name (letters,
+ * digits and !#$%&'*+-.^_`|~; at most HTTPC_TAG_LIMIT_NAME_BYTES) or
+ * VALUE is empty, longer than HTTPC_TAG_LIMIT_VALUE_BYTES or holds a
+ * control character (p unchanged). */
+#define HTTPC_TAG_LIMIT_NAME_BYTES 64
+#define HTTPC_TAG_LIMIT_VALUE_BYTES 128
+int httpc_tag_limit_set(httpc *p, const char *spec);
 
 /* httpc_destroy frees *p, the calling thread's handle, and libcurl's
  * global state, and sets *p to NULL; accepts NULL and *p == NULL. Every
