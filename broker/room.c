@@ -89,6 +89,11 @@ static int fits(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t 
     uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
     uint64_t reserve = (uint64_t)ROOM_RESERVE_PAGES * store_page_bytes(b->st);
     uint64_t need = store_value_bytes(b->st, rec_bytes) + index_bytes;
+    if (store_log_stuck(b->st)) {
+        snprintf(text, text_len, "the write-ahead log is full and its last checkpoint into LMDB failed (the disk "
+                 "is full?); retry later");
+        return SL_ENOSPC;
+    }
     if (used + need > map / 100 * b->cfg.soft_limit_pct || used + need + reserve > map) {
         if (map < b->cfg.map_max_bytes) { /* it may grow: cron grows it between commits, if the disk has room */
             b->room.grow_wanted = 1;
