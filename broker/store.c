@@ -518,6 +518,7 @@ int store_commit_sync(store *s)
             s->next_id_saved = next_id;
             memcpy(s->committed_key, s->last_key, sizeof s->committed_key);
             s->nospace_logged = 0;
+            s->lmdb_commits++;
         } else
             err = store_fail(s, rc, "commit");
     }

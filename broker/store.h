@@ -151,6 +151,15 @@ int store_held(const store *s);
  * publishes until a checkpoint succeeds. */
 int store_log_stuck(const store *s);
 
+/* What made batches durable since open: log records (one flush each) and
+ * LMDB commits (two; with the log, the checkpoints). */
+typedef struct store_counts {
+    uint64_t log_records, log_bytes, lmdb_commits;
+} store_counts;
+
+/* store_durability_counts fills *out. */
+void store_durability_counts(const store *s, store_counts *out);
+
 /* store_txn_release ends the open write transaction if it has only read
  * (so that the map may be measured and grown between commits), even when
  * next_id has moved: the next commit writes it. */

@@ -79,6 +79,7 @@ struct store {
     int logging;                          /* a record is being written on the writer thread */
     uint64_t ckpt_started_ns;             /* when the checkpoint that is out was handed over */
     uint64_t checkpoint_ns;               /* store_cfg's */
+    uint64_t lmdb_commits;                /* successful LMDB commits (with the log: checkpoints) */
     uint64_t sealed_key[PROTO_MAX_LEVELS];     /* last_key as the record out was sealed */
     uint64_t sealed_head_hi[PROTO_MAX_LEVELS]; /* head keys that record carries */
     unsigned char sealed_head_open[PROTO_MAX_LEVELS];

@@ -185,6 +185,13 @@ int store_log_stuck(const store *s)
     return store_wal_stuck(s);
 }
 
+void store_durability_counts(const store *s, store_counts *out)
+{
+    uint64_t checkpoints;
+    store_wal_stats(s, &out->log_records, &out->log_bytes, &checkpoints);
+    out->lmdb_commits = s->lmdb_commits;
+}
+
 int store_commit_start(store *s, uint64_t now_ns, int force_checkpoint, int *started)
 {
     *started = 0;
@@ -303,6 +310,7 @@ int store_commit_poll(store *s, int *result)
         s->next_id_saved = s->commit_next_id;
         memcpy(s->committed_key, s->last_key, sizeof s->committed_key); /* no appends while frozen */
         s->nospace_logged = 0;
+        s->lmdb_commits++;
         *result = SL_OK;
     } else {
         *result = store_fail(s, rc, "commit");
