@@ -69,6 +69,7 @@
 #include "net.h"
 #include "notify.h"
 #include "pool.h"
+#include "room.h"
 #include "poolend.h"
 #include "queue.h"
 #include "settings.h"
@@ -249,11 +250,18 @@ void cron_tick(bk *b)
 
 void cron_between_commits(bk *b, int nospace)
 {
-    if (nospace || b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
+    int short_of_room = room_short(b);
+    if (nospace || short_of_room || b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
         b->next_measure_ns = b->mono_ns + MEASURE_EVERY_NS;
         store_measure(b->st); /* after a refusal: forgets what the refused appends added */
     }
     uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
+    /* what the last LMDB commit freed is reusable only after the next: when
+     * room is short and that is much, the next commit comes at once (loop.c
+     * starts it before anything else is handled) */
+    if (!nospace && short_of_room && !store_held(b->st) &&
+        store_held_bytes(b->st) > (uint64_t)ROOM_RESERVE_PAGES / 4 * store_page_bytes(b->st))
+        b->checkpoint_wanted = 1;
     int wanted = b->room.grow_wanted; /* admission refused a publish the map could hold once grown */
     if (!nospace && !wanted && used < map / 4 * 3)
         return; /* under 75 %; a refused batch or publish did not fit in what is free, whatever the use */

@@ -217,8 +217,11 @@ uint64_t store_value_bytes(const store *s, size_t value_bytes);
 
 /* store_measure recounts the bytes in use: pages ever used minus the pages
  * LMDB has freed for reuse, as of the last commit, plus what the open
- * transaction has appended. O(free list); at any time. */
+ * transaction has appended. Pages the last commit freed count as used: LMDB
+ * reuses them only from the commit after the next. O(free list); at any
+ * time. store_held_bytes returns those pages' bytes, as last measured. */
 int store_measure(store *s);
+uint64_t store_held_bytes(const store *s);
 
 /* store_grow sets a larger map size; only between transactions (SL_ESTATE
  * otherwise). */

@@ -80,12 +80,14 @@ struct store {
     uint64_t ckpt_started_ns;             /* when the checkpoint that is out was handed over */
     uint64_t checkpoint_ns;               /* store_cfg's */
     uint64_t lmdb_commits;                /* successful LMDB commits (with the log: checkpoints) */
+    uint64_t lmdb_forced;                 /* LMDB commits asked for with nothing to write (meta "ckpt") */
     uint64_t sealed_key[PROTO_MAX_LEVELS];     /* last_key as the record out was sealed */
     uint64_t sealed_head_hi[PROTO_MAX_LEVELS]; /* head keys that record carries */
     unsigned char sealed_head_open[PROTO_MAX_LEVELS];
     uint64_t sealed_next_id;              /* next_id that record carries */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
+    uint64_t held_bytes;                  /* of those, freed by the last commit: reusable after the next */
     uint64_t txn_added_bytes;             /* what the open transaction appended */
     unsigned char *scratch;               /* a record being moved or rewritten */
     size_t scratch_bytes;

@@ -192,7 +192,7 @@ void store_durability_counts(const store *s, store_counts *out)
     out->lmdb_commits = s->lmdb_commits;
 }
 
-int store_commit_start(store *s, uint64_t now_ns, int force_checkpoint, int *started)
+int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *started)
 {
     *started = 0;
     if (s->frozen || s->logging)
@@ -201,6 +201,14 @@ int store_commit_start(store *s, uint64_t now_ns, int force_checkpoint, int *sta
     if (!s->writer && (s->writer_failed || (s->writer_failed = writer_start(s) != SL_OK)))
         return store_commit_sync(s); /* no thread (tried once, logged): commit here, as before */
     int err = s->failed;
+    if (err == SL_OK && want_checkpoint && !s->txn) { /* an LMDB commit of nothing: it makes what the last one
+                                                        * freed reusable (store_measure), so write a count */
+        unsigned char v[8];
+        put_le64(v, ++s->lmdb_forced);
+        MDB_val k = {.mv_size = 4, .mv_data = "ckpt"}, val = {.mv_size = 8, .mv_data = v};
+        if ((err = store_txn_need(s)) == SL_OK)
+            err = store_mdb_put(s, s->meta, &k, &val, 0);
+    }
     if (err == SL_OK && s->next_id != s->next_id_saved) {
         unsigned char v[8];
         put_le64(v, s->next_id);
@@ -210,7 +218,8 @@ int store_commit_start(store *s, uint64_t now_ns, int force_checkpoint, int *sta
     }
     if (err != SL_OK || !s->txn)
         return store_commit_sync(s); /* a poisoned pass aborts at once; an empty one has nothing to flush */
-    int checkpoint = !s->wal || s->wal_nomem || store_wal_due(s, now_ns, s->checkpoint_ns, force_checkpoint);
+    int checkpoint = !s->wal || s->wal_nomem || store_wal_due(s, now_ns, s->checkpoint_ns, want_checkpoint) ||
+                     (want_checkpoint && !store_wal_held(s));
     if (!checkpoint && !s->dirty)
         return SL_OK; /* nothing since the last record: what waited for it may go */
     if (!checkpoint) {
