@@ -78,6 +78,8 @@ typedef struct bk {
     uint64_t nospace_until_ns;    /* after a refused commit of only acks and timers' writes: no such commit before */
     uint64_t nospace_backoff_ns;  /* its back-off, doubling per refusal from --ack-flush-ms to 1 s */
     int settings_unsaved;         /* the open transaction holds a settings change (settings.c) */
+    int settings_sealed;          /* ... the commit that is out does (settings_commit_started) */
+    int checkpoint_wanted;        /* the map must grow: the log's next commit is an LMDB one (cron.c) */
     uint64_t commit_out_ns;       /* when the commit that is out was handed to the writer; 0: none */
     uint64_t commit_stalls;       /* commits out past half the watchdog period (pings withheld) */
     int commit_stall_noted;       /* the commit that is out was counted and logged as stalled */

@@ -38,6 +38,8 @@ typedef struct conf {
     uint32_t max_attempts;
     uint32_t heartbeat_ms;
     uint64_t map_bytes;
+    uint64_t wal_bytes;                                   /* the write-ahead log's ring; 0 = none */
+    uint32_t checkpoint_ms;                               /* with the log: LMDB commits at least this often */
     uint32_t max_body;
     unsigned soft_limit_pct;                              /* refuse PUT above this map use */
     unsigned overdue_share_pct;                           /* most overdue picks per 100 */

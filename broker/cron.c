@@ -70,6 +70,7 @@
 #include "net.h"
 #include "notify.h"
 #include "pool.h"
+#include "room.h"
 #include "poolend.h"
 #include "queue.h"
 #include "settings.h"
@@ -252,15 +253,26 @@ void cron_tick(bk *b)
 
 void cron_between_commits(bk *b, int nospace)
 {
-    if (nospace || b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
+    int short_of_room = room_short(b);
+    if (nospace || short_of_room || b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
         b->next_measure_ns = b->mono_ns + MEASURE_EVERY_NS;
         store_measure(b->st); /* after a refusal: forgets what the refused appends added */
     }
     uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
+    /* what the last LMDB commit freed is reusable only after the next: when
+     * room is short and that is much, the next commit comes at once (loop.c
+     * starts it before anything else is handled) */
+    if (!nospace && short_of_room && !store_held(b->st) &&
+        store_held_bytes(b->st) > (uint64_t)ROOM_RESERVE_PAGES / 4 * store_page_bytes(b->st))
+        b->checkpoint_wanted = 1;
     int wanted = b->room.grow_wanted; /* admission refused a publish the map could hold once grown */
-    b->room.grow_wanted = 0;
     if (!nospace && !wanted && used < map / 4 * 3)
         return; /* under 75 %; a refused batch or publish did not fit in what is free, whatever the use */
+    if (store_held(b->st)) { /* the map grows only between LMDB commits: ask the log for a checkpoint */
+        b->checkpoint_wanted = !nospace; /* (after a checkpoint refused for want of space: its back-off) */
+        return;
+    }
+    b->room.grow_wanted = 0;
     if (map >= b->cfg.map_max_bytes)
         return;
     uint64_t grown = map * 2 > b->cfg.map_max_bytes ? b->cfg.map_max_bytes : map * 2;
@@ -289,6 +301,8 @@ static uint64_t flush_at(const bk *b)
 
 int cron_commit_due(bk *b)
 {
+    if (store_checkpoint_due(b->st, b->mono_ns, b->checkpoint_wanted))
+        return 1; /* the log's batches into LMDB (store_wal.c) */
     if (!store_dirty(b->st))
         return net_queued(b->net, NET_AFTER_COMMIT) > 0;
     if (!b->dirty_since_ns)
@@ -315,8 +329,13 @@ uint64_t cron_next_wake(bk *b)
             wake = b->notify.next_ping_ns; /* a ping past the stall is withheld: no wake for it */
         return wake;
     }
-    if (b->dirty_since_ns && flush_at(b) < wake)
-        wake = flush_at(b);
+    if (!store_busy(b->st)) { /* while a log record is out, its end wakes the loop for the next */
+        uint64_t ckpt = store_checkpoint_at(b->st, b->checkpoint_wanted);
+        if (b->dirty_since_ns && flush_at(b) < wake)
+            wake = flush_at(b);
+        if (ckpt < wake)
+            wake = ckpt;
+    }
     if (dead_pending(b))
         wake = b->mono_ns; /* retention has more to drop */
     if (b->notify.next_ping_ns < wake)

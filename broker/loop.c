@@ -145,7 +145,7 @@ static int receiving(bk *b)
 static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) ||
-        (!store_committing(b->st) && (net_queued(b->net, NET_AFTER_COMMIT) || park_count(parked))))
+        (!store_busy(b->st) && (net_queued(b->net, NET_AFTER_COMMIT) || park_count(parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
     if (store_committing(b->st) && b->commit_out_ns + LOOP_PATIENCE_NS > b->mono_ns &&
@@ -249,16 +249,19 @@ static void flush_now(bk *b)
 
 /* commit_ended finishes a commit, the writer's or one made at once: the
  * histogram, and the pass's confirmations sent, or all turned into errors.
- * Returns SL_OK or the commit's error. */
-static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
+ * logged: it was a log record, whose refusal also lost what the next batch
+ * had written meanwhile (its replies are refused too). Returns SL_OK or the
+ * commit's error. */
+static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
 {
+    net_seal(b->net, 0); /* its replies, and the next batch's, are sorted out below */
     if (b->commit_stall_noted)
         log_warn("loop", "the stalled commit ended after %llu ms; watchdog pings resume",
                  (unsigned long long)((loop_now_mono() - b->commit_out_ns) / NS_PER_MS));
     b->commit_out_ns = 0;
     b->commit_stall_noted = 0;
     queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
-    settings_commit_ended(b, rc);  /* and the settings it changed */
+    settings_commit_ended(b, rc);  /* and the settings it changed (all since the last durable batch) */
     if (rc == SL_OK || rc == SL_ENOSPC) { /* no transaction is open yet: measure, grow (at once after ENOSPC) */
         cron_between_commits(b, rc == SL_ENOSPC);
         queue_deferred_apply(&b->q); /* the deletes of ACKs taken while it was out open the next one */
@@ -273,7 +276,9 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
     if (rc == SL_ENOSPC) { /* LMDB's previous state is intact: refuse the batch, keep serving */
         uint64_t held_back = 0;
         b->commits_nospace++;
-        if (!net_queued(b->net, NET_AFTER_COMMIT)) { /* no publisher asked: back off (cron_commit_due) */
+        if (!net_queued(b->net, NET_AFTER_COMMIT) && !store_held(b->st)) {
+            /* no publisher asked: back off (cron_commit_due); after a failed checkpoint the log goes on
+             * taking batches, and the store backs off checkpoints itself */
             uint64_t ns = b->nospace_backoff_ns * 2, floor = b->cfg.ack_flush_ms * NS_PER_MS + NS_PER_MS;
             ns = ns < floor ? floor : ns > LOOP_NOSPACE_RETRY_MS * NS_PER_MS ? LOOP_NOSPACE_RETRY_MS * NS_PER_MS : ns;
             b->nospace_backoff_ns = ns;
@@ -283,21 +288,26 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns)
             log_warn("loop", "commit failed: no space left (the disk or the map); this batch's publishes are "
                      "refused with SL_ENOSPC and the broker goes on (%llu such failures held back)",
                      (unsigned long long)held_back);
-        net_fail_queued(b->net, SL_ENOSPC,
-                        "the broker's storage is full: this batch was not committed (nothing of it is stored); "
-                        "retry later (the map grows if the disk has room, or consumers drain it)",
-                        LOOP_NOSPACE_RETRY_MS);
-        net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
-        net_promote(b->net);
+        for (int i = 0; i < 1 + logged; i++) {
+            net_fail_queued(b->net, SL_ENOSPC,
+                            "the broker's storage is full: this batch was not committed (nothing of it is stored); "
+                            "retry later (the map grows if the disk has room, or consumers drain it)",
+                            LOOP_NOSPACE_RETRY_MS);
+            net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
+            net_promote(b->net);
+        }
         return SL_OK;
     }
     if (rc != SL_OK) {
         log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
                   proto_strerror(rc));
-        net_fail_queued(b->net, SL_EIO,
-                        "the broker failed to commit this batch and stopped: the request is not confirmed, and "
-                        "whether it reached the disk is unknown; retry it", 0);
-        net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
+        for (int i = 0; i < 2; i++) { /* this batch's replies, then the next one's (with the log) */
+            net_fail_queued(b->net, SL_EIO,
+                            "the broker failed to commit this batch and stopped: the request is not confirmed, "
+                            "and whether it reached the disk is unknown; retry it", 0);
+            net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
+            net_promote(b->net);
+        }
         return rc;
     }
     b->nospace_until_ns = b->nospace_backoff_ns = 0;
@@ -315,7 +325,7 @@ static uint64_t commit_t0_ns;
 static int end_pass(bk *b, int force)
 {
     flush_now(b);
-    if (store_committing(b->st))
+    if (store_busy(b->st))
         return SL_OK; /* the next batch goes on growing */
     if (!force && !cron_commit_due(b))
         return SL_OK;
@@ -324,27 +334,34 @@ static int end_pass(bk *b, int force)
     commit_t0_ns = commit_wrote ? loop_now_mono() : 0;
     b->dirty_since_ns = 0;
     queue_commit_started(&b->q);
-    int rc = store_commit_start(b->st, &started);
-    if (started)
-        b->commit_out_ns = loop_now_mono();
-    return started ? SL_OK : commit_ended(b, rc, commit_wrote, commit_t0_ns);
+    settings_commit_started(b);
+    int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted, &started);
+    if (!started)
+        return commit_ended(b, rc, commit_wrote, commit_t0_ns, 0);
+    b->commit_out_ns = loop_now_mono();
+    net_seal(b->net, 1); /* replies of writes made from now on wait for the next commit */
+    if (store_committing(b->st)) { /* an LMDB commit (a checkpoint, with the log) */
+        queue_commit_frozen(&b->q);
+        b->checkpoint_wanted = 0;
+    }
+    return SL_OK;
 }
 
 /* commit_poll finishes the writer's commit if it has ended (wait: block
  * until it has). Returns SL_OK or the commit's error. */
 static int commit_poll(bk *b, int wait)
 {
-    int rc = SL_OK;
-    if (!store_committing(b->st))
+    int rc = SL_OK, logged = store_logging(b->st);
+    if (!store_busy(b->st))
         return SL_OK;
     if (wait) {
         store_commit_wait(b->st, &rc);
-        return commit_ended(b, rc, commit_wrote, commit_t0_ns);
+        return commit_ended(b, rc, commit_wrote, commit_t0_ns, logged);
     }
     if (!store_commit_poll(b->st, &rc))
         return SL_OK;
     set_clock(b);
-    return commit_ended(b, rc, commit_wrote, commit_t0_ns);
+    return commit_ended(b, rc, commit_wrote, commit_t0_ns, logged);
 }
 
 int loop_run(bk *b, volatile sig_atomic_t *stop)
@@ -360,7 +377,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
     }
     while (!*stop) {
         set_clock(b);
-        int commit_fd = store_committing(b->st) ? store_commit_fd(b->st) : -1;
+        int commit_fd = store_busy(b->st) ? store_commit_fd(b->st) : -1;
         if (wait_input(b->net, b->coord, receiving(b), commit_fd, wait_ns(b)) != 0)
             return SL_EIO;
         set_clock(b);

@@ -65,6 +65,7 @@ typedef struct snap {
     int breaker_state;
     uint64_t breaker_trips;
     uint64_t commits, commit_stalls;
+    store_counts durable;
     hist commit;
     uint64_t map_used, map_size, map_max;
     uint64_t connections, consumers, rx_bad, tx_failed, uptime_ns;
@@ -132,6 +133,7 @@ void metrics_publish(metrics *m, bk *b)
     s->breaker_trips = b->meter.breaker.trips;
     s->commits = b->commits;
     s->commit_stalls = b->commit_stalls;
+    store_durability_counts(b->st, &s->durable);
     s->commit = b->commit_hist;
     s->map_used = store_used_bytes(b->st);
     s->map_size = store_map_bytes(b->st);
@@ -324,16 +326,25 @@ static void render(FILE *f, const snap *s)
         fprintf(f, "\"} %llu\n", (unsigned long long)s->pool[i].delivered);
     }
 
-    head(f, "sluice_store_commit_seconds", "histogram", "Latency of the store's durable commits.");
+    head(f, "sluice_store_commit_seconds", "histogram",
+         "Latency of the store's durable commits (a log record's flush, or an LMDB commit).");
     hist_series(f, "sluice_store_commit_seconds", NULL, NULL, &s->commit, HIST_COMMIT);
-    head(f, "sluice_store_commits_total", "counter", "Write transactions committed (group commits).");
+    head(f, "sluice_store_commits_total", "counter", "Batches made durable (group commits): log records or LMDB commits.");
     fprintf(f, "sluice_store_commits_total %llu\n", (unsigned long long)s->commits);
     head(f, "sluice_store_commit_stalls_total", "counter",
          "Commits out longer than half the watchdog period (watchdog pings withheld meanwhile).");
     fprintf(f, "sluice_store_commit_stalls_total %llu\n", (unsigned long long)s->commit_stalls);
     head(f, "sluice_store_fsyncs_total", "counter",
-         "Syncs to disk: each commit syncs the data, then the meta page (LMDB, durable flags).");
-    fprintf(f, "sluice_store_fsyncs_total %llu\n", (unsigned long long)s->commits * 2);
+         "Syncs to disk: one per log record; two per LMDB commit (the data, then the meta page).");
+    fprintf(f, "sluice_store_fsyncs_total %llu\n",
+            (unsigned long long)(s->durable.log_records + 2 * s->durable.lmdb_commits));
+    head(f, "sluice_store_log_records_total", "counter", "Write-ahead log records written and flushed (one a batch).");
+    fprintf(f, "sluice_store_log_records_total %llu\n", (unsigned long long)s->durable.log_records);
+    head(f, "sluice_store_log_bytes_total", "counter", "Bytes written to the write-ahead log (records padded to 4 KiB).");
+    fprintf(f, "sluice_store_log_bytes_total %llu\n", (unsigned long long)s->durable.log_bytes);
+    head(f, "sluice_store_lmdb_commits_total", "counter",
+         "LMDB commits (with the write-ahead log: its checkpoints, which free the log's space).");
+    fprintf(f, "sluice_store_lmdb_commits_total %llu\n", (unsigned long long)s->durable.lmdb_commits);
     head(f, "sluice_store_map_used_bytes", "gauge", "Bytes of the LMDB map in use.");
     fprintf(f, "sluice_store_map_used_bytes %llu\n", (unsigned long long)s->map_used);
     head(f, "sluice_store_map_size_bytes", "gauge", "The LMDB map's current size.");

@@ -57,6 +57,7 @@ struct net {
     zmq_msg_t rid, body;
     int have_msgs;
     outq q[NET_WHENS]; /* NET_NOW, NET_AFTER_COMMIT, NET_AFTER_NEXT_COMMIT */
+    int sealed;        /* NET_AFTER_COMMIT is the commit out's: newer replies wait for the next */
 };
 
 /* sl_from_zmq maps a zmq_errno() from setting up the socket to the error
@@ -289,6 +290,8 @@ int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, ui
 int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
                   net_when when)
 {
+    if (when == NET_AFTER_COMMIT && n->sealed)
+        when = NET_AFTER_NEXT_COMMIT; /* its write is not in the commit that is out */
     outq *q = &n->q[when];
     out_rec *r = grow_array(q->recs, &q->caprecs, q->nrecs + 1, sizeof *r, 256);
     if (!r)
@@ -350,6 +353,11 @@ void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
     }
     q->nrecs = 0;
     proto_wbuf_reset(&q->arena);
+}
+
+void net_seal(net *n, int sealed)
+{
+    n->sealed = sealed;
 }
 
 void net_promote(net *n)

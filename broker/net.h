@@ -102,6 +102,13 @@ void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx);
  * called once a commit has ended and its own replies have left. */
 void net_promote(net *n);
 
+/* net_seal (sealed 1) closes NET_AFTER_COMMIT when a commit starts: replies
+ * queued for it from then on go to NET_AFTER_NEXT_COMMIT, since their writes
+ * are not in the commit that is out (with the log, the loop goes on writing
+ * the next batch while a record flushes). net_seal(n, 0) when it ended,
+ * before its replies are sent, failed or promoted. */
+void net_seal(net *n, int sealed);
+
 /* net_fail_queued turns every reply waiting for the commit that carries a
  * seq into ERROR {seq, code, msg, retry_after_ms when retry_ms > 0} and
  * drops the deliveries waiting with them: used when a commit failed. */

@@ -55,12 +55,13 @@ typedef struct queue {
     unsigned nlevels;
     uint64_t next_due_ns; /* earliest delayed record (wall clock) or TMR_NEVER */
     uint64_t now_wall_ns; /* the pass's wall clock, set by the loop: dates quarantined records */
-    int unsafe;           /* the open transaction made a record ready that the snapshot shows otherwise */
+    int unsafe;           /* a write since the last LMDB commit made a record ready that the snapshot shows otherwise */
     int frozen_unsafe;    /* the transaction being committed did: no dispatch until it ends */
     struct queue_undo *undo; /* leased records the open transaction settled: ready again if it fails */
     uint64_t delayed_committed[PROTO_MAX_LEVELS]; /* lv[].delayed as last committed */
     uint64_t delayed_sent[PROTO_MAX_LEVELS];      /* lv[].delayed as of the commit out */
     size_t nundo, capundo;
+    size_t nundo_sealed;  /* the first nundo_sealed belong to the commit that is out */
     struct queue_undo *deferred; /* deletes of ACKs taken while a commit was out (queue_deferred_apply) */
     size_t ndeferred, capdeferred;
     struct tagset *tags;  /* per-tag settings of fair levels (tagset.h); NULL: none */
@@ -140,6 +141,13 @@ uint64_t queue_next_id(queue *q);
  * come due, an expiry), nothing is taken at all. queue_commit_started and
  * queue_commit_ended bracket the commit (loop.c). */
 void queue_commit_started(queue *q);
+
+/* queue_commit_frozen tells the queue that the commit that started is an
+ * LMDB commit (the store is frozen; store_committing): the snapshot reads
+ * will see after it is what the open transaction holds now. A log record
+ * (store_logging) leaves no snapshot behind: what the batches since the last
+ * LMDB commit made ready differently stays noted (unsafe) until one. */
+void queue_commit_frozen(queue *q);
 
 /* queue_commit_ended ends the commit with its result rc. When it failed
  * (the store's previous state is intact), the view is put back: each leased

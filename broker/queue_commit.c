@@ -25,10 +25,14 @@
  * ready again, as for any settlement.
  *
  * Invariants:
- *   - The undo list holds exactly the open transaction's settlements: it is
- *     emptied when its commit ends, committed or not. A deferred delete joins
- *     it only when applied, so a commit that fails never puts back an ACK it
- *     did not carry.
+ *   - The undo list holds exactly the settlements no successful commit (or
+ *     log record) carries yet: the first nundo_sealed those of the commit
+ *     that is out, dropped when it succeeds; with the log, the next batch's
+ *     follow, noted while the record flushes. A failed commit puts them all
+ *     back: the log's failure stops the broker, and while a checkpoint is out
+ *     nothing settles into the store. A deferred delete joins the list only
+ *     when applied, so a commit that fails never puts back an ACK it did not
+ *     carry.
  *   - delayed_committed is lv[].delayed as of the last successful commit
  *     (delayed_sent as of the commit out), so a failure restores the
  *     delayed counts without scanning the delayed database.
@@ -104,14 +108,21 @@ void queue_unleased(queue *q, unsigned level, uint64_t key)
 void queue_commit_started(queue *q)
 {
     q->frozen_unsafe = q->unsafe;
-    q->unsafe = 0;
+    q->nundo_sealed = q->nundo; /* with the log, settlements go on into the next batch meanwhile */
     for (unsigned l = 0; l < q->nlevels; l++)
         q->delayed_sent[l] = q->lv[l].delayed;
+}
+
+void queue_commit_frozen(queue *q)
+{
+    q->unsafe = 0; /* the next freeze's snapshot is this commit's state */
 }
 
 void queue_commit_ended(queue *q, int rc)
 {
     q->frozen_unsafe = 0;
+    if (rc != SL_OK)
+        q->unsafe = 1; /* with the log, the snapshot may still lack batches it carried: be safe */
     for (unsigned l = 0; l < q->nlevels; l++) {
         q->lv[l].hold = 0;
         if (q->lv[l].fair)
@@ -133,8 +144,13 @@ void queue_commit_ended(queue *q, int rc)
         if (store_delayed_first(q->st, &q->next_due_ns) != SL_OK)
             q->next_due_ns = TMR_NEVER;
         store_txn_release(q->st); /* the counts only read */
+        q->nundo = 0;
+    } else if (q->nundo_sealed) { /* what the next batch settled meanwhile stays noted for its commit */
+        if (q->nundo > q->nundo_sealed)
+            memmove(q->undo, q->undo + q->nundo_sealed, (q->nundo - q->nundo_sealed) * sizeof *q->undo);
+        q->nundo -= q->nundo_sealed;
     }
-    q->nundo = 0;
+    q->nundo_sealed = 0;
 }
 
 int queue_committed(const queue *q, unsigned level, uint64_t key)

@@ -40,6 +40,16 @@
  * though the file never shrinks: in passes no larger than the disk's free
  * space less the reserve (until fragmentation has grown the file into it).
  *
+ * LMDB reuses the pages a commit freed only from the commit after the next
+ * (store_measure counts them as used until then). A drain can free most of
+ * the map in one commit (with the write-ahead log, one checkpoint carries
+ * every acknowledgement since the last): while room is short (room_short)
+ * cron measures after every commit and, when those pages are many, has the
+ * next commit made at once, before anything else is handled, so that a
+ * refill right after a drain is admitted into room LMDB can really use, and
+ * never meets MDB_MAP_FULL. For the file's growth they count as room (the
+ * reserve covers the few left between two such commits).
+ *
  * A publish that does not fit in a map that may still grow is refused and
  * asks cron to grow the map between the next commits (room.grow_wanted), at
  * once rather than at 75 % measured use: a body larger than a quarter of
@@ -49,8 +59,12 @@
  * every ROOM_MEASURE_EVERY_NS), so that a publish right after a drain is not
  * refused on a stale figure.
  *
+ * A publish is also refused while the write-ahead log is half used and its
+ * last checkpoint failed (store_log_stuck): the disk is full, most likely,
+ * and only the log holds what it confirmed since.
+ *
  * Costs: O(1) per PUT; one statvfs per ROOM_DISK_EVERY_NS; O(free list) per
- * refusal, rate-limited.
+ * refusal, rate-limited, and per commit while room is short.
  */
 #include "room.h"
 
@@ -63,6 +77,7 @@
 
 #define ROOM_DISK_EVERY_NS    (10 * NS_PER_MS)
 #define ROOM_MEASURE_EVERY_NS (10 * NS_PER_MS)
+#define ROOM_SHORT_DISK_BYTES ((uint64_t)16 << 20)
 
 /* disk_free returns the bytes the data file may still grow by on the disk:
  * the disk's free bytes and the zeros already written ahead of LMDB's use
@@ -89,6 +104,11 @@ static int fits(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t 
     uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
     uint64_t reserve = (uint64_t)ROOM_RESERVE_PAGES * store_page_bytes(b->st);
     uint64_t need = store_value_bytes(b->st, rec_bytes) + index_bytes;
+    if (store_log_stuck(b->st)) {
+        snprintf(text, text_len, "the write-ahead log is full and its last checkpoint into LMDB failed (the disk "
+                 "is full?); retry later");
+        return SL_ENOSPC;
+    }
     if (used + need > map / 100 * b->cfg.soft_limit_pct || used + need + reserve > map) {
         if (map < b->cfg.map_max_bytes) { /* it may grow: cron grows it between commits, if the disk has room */
             b->room.grow_wanted = 1;
@@ -102,7 +122,11 @@ static int fits(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t 
     }
     uint64_t file = store_file_bytes(b->st);
     uint64_t pass = store_txn_added_bytes(b->st) + need;
-    uint64_t keep = used + need + reserve > file ? 2 * reserve : reserve; /* the file must grow: stop earlier */
+    /* the pages the last commit freed are taken after the next commit, which
+     * comes at once when they are many (cron.c): for the file's growth they
+     * are room, and the reserve covers the rest */
+    uint64_t settled = used - (store_held_bytes(b->st) < used ? store_held_bytes(b->st) : 0);
+    uint64_t keep = settled + need + reserve > file ? 2 * reserve : reserve; /* the file must grow: stop earlier */
     uint64_t free = disk_free(b, file);
     if (free != UINT64_MAX && pass + keep > free) {
         snprintf(text, text_len, "the disk holding the data directory is full (%llu KiB free); retry after "
@@ -110,6 +134,12 @@ static int fits(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t 
         return SL_ENOSPC;
     }
     return SL_OK;
+}
+
+int room_short(bk *b)
+{
+    uint64_t map = store_map_bytes(b->st), used = store_used_bytes(b->st);
+    return used >= map / 2 || disk_free(b, store_file_bytes(b->st)) < ROOM_SHORT_DISK_BYTES;
 }
 
 int room_check(bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t text_len)

@@ -35,4 +35,11 @@ typedef struct room_disk {
  * every few milliseconds. */
 int room_check(struct bk *b, size_t rec_bytes, size_t index_bytes, char *text, size_t text_len);
 
+/* room_short tells whether room is short enough for the pages the last
+ * commit freed to matter: the map half used, or less than 16 MiB free on the
+ * disk. LMDB reuses those pages only after one more commit, so while room is
+ * short cron measures after every commit and asks for that commit at once
+ * when they are many (cron_between_commits). */
+int room_short(struct bk *b);
+
 #endif /* SLUICE_ROOM_H */

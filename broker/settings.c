@@ -386,10 +386,18 @@ static void restore(bk *b)
     memcpy(b->meter.sink.more, committed.sink_more, sizeof committed.sink_more);
 }
 
+void settings_commit_started(bk *b)
+{
+    b->settings_sealed = b->settings_unsaved; /* what changes from now on belongs to the next commit */
+    b->settings_unsaved = 0;
+}
+
 void settings_commit_ended(bk *b, int rc)
 {
-    int unsaved = b->settings_unsaved;
-    b->settings_unsaved = 0;
+    int unsaved = b->settings_sealed || (rc != SL_OK && b->settings_unsaved); /* a failure loses both */
+    b->settings_sealed = 0;
+    if (rc != SL_OK)
+        b->settings_unsaved = 0;
     if (rc == SL_OK && (unsaved || !committed.valid))
         snapshot(b);
     if (rc != SL_ENOSPC || !unsaved)

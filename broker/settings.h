@@ -38,4 +38,8 @@ void settings_save_tag_pause(struct bk *b, const char *tag, size_t len, int paus
  * comes back without members. */
 void settings_commit_ended(struct bk *b, int rc);
 
+/* settings_commit_started notes that the changes made so far go with the
+ * commit that starts (with the log, the next batch's go on meanwhile). */
+void settings_commit_started(struct bk *b);
+
 #endif /* SLUICE_SETTINGS_H */

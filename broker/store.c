@@ -172,6 +172,7 @@ int store_mdb_put(store *s, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
     int rc = mdb_put(s->txn, dbi, k, v, flags);
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "write %zu bytes to %s", v->mv_size, s->db[dbi].name);
+    store_wal_touch(s, dbi, k->mv_data, k->mv_size);
     s->dirty = 1;
     return SL_OK;
 }
@@ -186,6 +187,7 @@ int store_mdb_del(store *s, MDB_dbi dbi, uint64_t key)
         return SL_ENOTFOUND;
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "delete %s key %" PRIu64, s->db[dbi].name, key);
+    store_wal_touch(s, dbi, kb, sizeof kb);
     s->dirty = 1;
     return SL_OK;
 }
@@ -240,6 +242,26 @@ static int dbi_open(store *s, const char *prefix, int level, int create, MDB_dbi
     db->level = level;
     db->dead = strcmp(prefix, "dead") == 0;
     return SL_OK;
+}
+
+int store_db_open_named(store *s, const char *name, MDB_dbi *dbi)
+{
+    char prefix[sizeof s->db[0].name];
+    const char *dot = strchr(name, '.');
+    int level = -1;
+    size_t len = dot ? (size_t)(dot - name) : strlen(name);
+    if (len >= sizeof prefix)
+        return SL_ECORRUPT;
+    memcpy(prefix, name, len);
+    prefix[len] = '\0';
+    if (dot) {
+        char *end;
+        long l = strtol(dot + 1, &end, 10);
+        if (*end || end == dot + 1 || l < 0 || l >= PROTO_MAX_LEVELS)
+            return SL_ECORRUPT;
+        level = (int)l;
+    }
+    return dbi_open(s, prefix, level, 1, dbi);
 }
 
 int store_entries(store *s, MDB_dbi dbi, uint64_t *n)
@@ -365,7 +387,7 @@ static int levels_check(store *s, const char *dir, unsigned stored_levels)
 
 /* schema_open checks the format and level count in meta, then opens (and
  * creates) the databases and reads each level's state. */
-static int schema_open(store *s, const char *dir, store_level_info *info)
+static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_level_info *info)
 {
     MDB_val v;
     unsigned stored_levels = 0;
@@ -387,6 +409,8 @@ static int schema_open(store *s, const char *dir, store_level_info *info)
                   dir, get_le32(v.mv_data), STORE_FORMAT);
         err = SL_EINVAL;
     }
+    if (err == SL_OK) /* a crash's confirmed batches, before anything is read */
+        err = store_wal_open(s, dir, wal_bytes);
     if (err == SL_OK && (err = meta_get(s, "levels", 4, &v)) == SL_OK)
         stored_levels = get_le32(v.mv_data);
     if (err == SL_OK || err == SL_ENOTFOUND)
@@ -432,6 +456,7 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info)
     if (!(s = calloc(1, sizeof *s)))
         goto done;
     s->levels = cfg->levels;
+    s->checkpoint_ns = cfg->checkpoint_ns;
     err = SL_EIO;
     if (mkdir(cfg->dir, STORE_DIR_MODE) != 0 && errno != EEXIST) {
         log_error("store", "cannot create data dir %s: %s", cfg->dir, strerror(errno));
@@ -441,9 +466,13 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info)
     if (err == SL_OK)
         err = store_txn_need(s);
     if (err == SL_OK)
-        err = schema_open(s, cfg->dir, info);
+        err = schema_open(s, cfg->dir, cfg->wal_bytes, info);
     if (err == SL_OK)
         err = store_commit(s);
+    if (err == SL_OK && s->wal && store_wal_settle(s, cfg->dir) == 1) { /* a new (or resized) log */
+        if ((err = store_txn_need(s)) == SL_OK)
+            err = store_commit(s); /* meta "wal" names the new file */
+    }
     if (err == SL_OK)
         log_info("store", "opened %s: format %d, %u levels, map %" PRIu64 " MiB, next id %" PRIu64,
                  cfg->dir, STORE_FORMAT, s->levels, store_map_bytes(s) >> 20, s->next_id);
@@ -460,8 +489,11 @@ void store_close(store **sp)
     if (!s)
         return;
     store_writer_close(s); /* waits for a commit that is out */
+    if (store_wal_held(s) && s->failed == SL_OK && store_commit_sync(s) == SL_OK)
+        log_info("store", "checkpointed the log: nothing to replay at the next start");
     if (s->txn)
         mdb_txn_abort(s->txn);
+    store_wal_close(s);
     if (s->env)
         mdb_env_close(s->env);
     free(s->scratch);
@@ -474,9 +506,11 @@ void store_close(store **sp)
 int store_commit_sync(store *s)
 {
     uint64_t next_id = s->next_id;
-    int err = s->failed;
+    int err = s->failed, held = store_wal_held(s);
     if (err == SL_OK && next_id != s->next_id_saved)
         err = meta_put(s, "next_id", next_id, 8);
+    if (err == SL_OK && s->wal && s->txn) /* where replay starts after this commit */
+        err = store_wal_ckpt_put(s);
     if (err == SL_OK && s->txn) {
         int rc = mdb_txn_commit(s->txn);
         s->txn = NULL; /* LMDB frees it, committed or not */
@@ -484,6 +518,7 @@ int store_commit_sync(store *s)
             s->next_id_saved = next_id;
             memcpy(s->committed_key, s->last_key, sizeof s->committed_key);
             s->nospace_logged = 0;
+            s->lmdb_commits++;
         } else
             err = store_fail(s, rc, "commit");
     }
@@ -494,7 +529,23 @@ int store_commit_sync(store *s)
     s->dirty = 0;
     s->txn_added_bytes = 0;
     memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
+    if (s->wal)
+        store_wal_ckpt_done(s, err == SL_OK, s->ckpt_started_ns);
+    if (err != SL_OK && held && store_wal_reapply(s) != SL_OK) /* confirmed batches were in it */
+        err = SL_EIO;
     return err;
+}
+
+void store_txn_drop(store *s)
+{
+    if (s->txn)
+        mdb_txn_abort(s->txn);
+    s->txn = NULL;
+    s->failed = SL_OK;
+    s->dirty = 0;
+    s->txn_added_bytes = 0;
+    memset(s->head_open, 0, sizeof s->head_open);
+    store_wal_forget(s);
 }
 
 int store_dirty(const store *s)
@@ -505,7 +556,8 @@ int store_dirty(const store *s)
 int store_key_committed(const store *s, unsigned level, uint64_t key)
 {
     return level < s->levels && key <= s->committed_key[level] &&
-           !(s->head_open[level] && key <= s->head_hi[level]);
+           !(s->head_open[level] && key <= s->head_hi[level]) &&
+           !(s->logging && s->sealed_head_open[level] && key <= s->sealed_head_hi[level]);
 }
 
 int store_failed(const store *s)

@@ -69,6 +69,8 @@ typedef struct store_cfg {
     const char *dir;      /* data directory; created if missing */
     unsigned levels;      /* 1..PROTO_MAX_LEVELS */
     uint64_t map_bytes;   /* LMDB map size */
+    uint64_t wal_bytes;   /* the write-ahead log's ring (store_wal.c); 0: none, every batch an LMDB commit */
+    uint64_t checkpoint_ns; /* with the log: an LMDB commit of what it holds at least this often */
 } store_cfg;
 
 /* A message record (fields in rec.h). On read, tag/body/reason point into
@@ -97,27 +99,66 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info);
  * *s. Accepts NULL. */
 void store_close(store **s);
 
-/* store_commit commits the open write transaction, if any, durably. Returns
- * SL_OK (also when nothing was open), or SL_EIO/SL_ENOSPC: then nothing of the
- * pass reached the disk. */
+/* store_commit commits the open write transaction, if any, durably (an LMDB
+ * commit: with the log, a checkpoint). Returns SL_OK (also when nothing was
+ * open), or SL_EIO/SL_ENOSPC: then nothing of the pass reached the disk
+ * (batches the log holds are put back: store_wal_reapply). */
 int store_commit(store *s);
 
-/* The writer thread (store_writer.c). store_commit_start hands the open
- * transaction (with next_id) to the writer thread and returns SL_OK with
- * *started = 1; the store is then frozen: reads see a snapshot of the last
- * committed state and writes are refused (SL_ESTATE, logged) until
- * store_commit_poll, called when store_commit_fd is readable, reports the
- * commit's result (returns 1, *result SL_OK, SL_ENOSPC or SL_EIO; a failed
- * commit left LMDB's previous state as it was). With nothing to commit, a
- * poisoned transaction, or no thread, it commits (or aborts) at once, as
- * store_commit, and *started = 0. store_commit_wait blocks until the commit
- * that is out has finished (whatever poll does: it never returns with the
- * commit still out) and sets *result as store_commit_poll does. */
-int store_commit_start(store *s, int *started);
+/* The writer thread (store_writer.c). store_commit_start makes the pass's
+ * writes (the batch) durable on the writer thread and returns SL_OK with
+ * *started = 1, in one of two ways:
+ *   - with the log (store_wal.c), the usual way: the batch's record is
+ *     written and flushed; the store is not frozen meanwhile, and the next
+ *     batch goes on growing in the same transaction (store_logging);
+ *   - a checkpoint, when the log is off, full, or due (checkpoint_ns since
+ *     the last, or force): the open transaction is handed to the thread,
+ *     which calls mdb_txn_commit; the store is then frozen (store_committing):
+ *     reads see a snapshot of the last committed state and writes are
+ *     refused (SL_ESTATE, logged).
+ * Either way store_commit_poll, called when store_commit_fd is readable,
+ * reports the result (returns 1, *result SL_OK, SL_ENOSPC or SL_EIO; a failed
+ * commit left LMDB's previous state as it was, and a failed record stops the
+ * broker). With nothing to commit, a poisoned transaction, or no thread, it
+ * commits (or aborts) at once, as store_commit, and *started = 0; with the log
+ * and nothing new since the last record, it does nothing. now_ns (monotonic)
+ * dates checkpoints. store_commit_wait blocks until what is out has finished
+ * (whatever poll does: it never returns with it still out) and sets *result
+ * as store_commit_poll does. store_busy tells whether anything is out. */
+int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *started);
 int store_committing(const store *s);
+int store_logging(const store *s);
+int store_busy(const store *s);
 int store_commit_fd(const store *s);
 int store_commit_poll(store *s, int *result);
 int store_commit_wait(store *s, int *result);
+
+/* store_checkpoint_due tells whether the log holds batches that a
+ * checkpoint should commit now (checkpoint_ns since the last one, the log
+ * half used, or wanted: the map must grow), not before the back-off that
+ * follows a failed one: the loop then commits even without new writes. */
+int store_checkpoint_due(const store *s, uint64_t now_ns, int wanted);
+
+/* store_checkpoint_at returns when the log's batches are due for a
+ * checkpoint (UINT64_MAX when it holds none), for the loop's wake; and
+ * store_held whether the open transaction holds logged batches (or one is
+ * being logged) that only a checkpoint puts into LMDB. */
+uint64_t store_checkpoint_at(const store *s, int wanted);
+int store_held(const store *s);
+
+/* store_log_stuck tells whether the log is half used and its last
+ * checkpoint failed (the disk is full, most likely): admission refuses
+ * publishes until a checkpoint succeeds. */
+int store_log_stuck(const store *s);
+
+/* What made batches durable since open: log records (one flush each) and
+ * LMDB commits (two; with the log, the checkpoints). */
+typedef struct store_counts {
+    uint64_t log_records, log_bytes, lmdb_commits;
+} store_counts;
+
+/* store_durability_counts fills *out. */
+void store_durability_counts(const store *s, store_counts *out);
 
 /* store_txn_release ends the open write transaction if it has only read
  * (so that the map may be measured and grown between commits), even when
@@ -176,8 +217,11 @@ uint64_t store_value_bytes(const store *s, size_t value_bytes);
 
 /* store_measure recounts the bytes in use: pages ever used minus the pages
  * LMDB has freed for reuse, as of the last commit, plus what the open
- * transaction has appended. O(free list); at any time. */
+ * transaction has appended. Pages the last commit freed count as used: LMDB
+ * reuses them only from the commit after the next. O(free list); at any
+ * time. store_held_bytes returns those pages' bytes, as last measured. */
 int store_measure(store *s);
+uint64_t store_held_bytes(const store *s);
 
 /* store_grow sets a larger map size; only between transactions (SL_ESTATE
  * otherwise). */

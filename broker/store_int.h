@@ -25,6 +25,7 @@
 
 #include "rec.h"
 #include "store.h"
+#include "store_wal.h"
 
 #define STORE_MAXDBS     64            /* named databases; room for later ones */
 #define STORE_MAX_REASON PROTO_MAX_STR /* longer dead-letter reasons are cut */
@@ -70,8 +71,23 @@ struct store {
     uint64_t commit_next_id;              /* next_id written with the commit that is out */
     struct store_writer *writer;          /* NULL until the first asynchronous commit */
     int writer_failed;                    /* the thread could not start: commits stay on the loop */
+    /* the write-ahead log (store_wal.c), NULL when off. While a record is
+     * out (logging = 1) the store is not frozen: the loop goes on writing
+     * the next batch into txn, and sealed_* keep what the record carries */
+    struct store_wal *wal;
+    int wal_nomem;                        /* a note could not be kept: the batch goes with a checkpoint */
+    int logging;                          /* a record is being written on the writer thread */
+    uint64_t ckpt_started_ns;             /* when the checkpoint that is out was handed over */
+    uint64_t checkpoint_ns;               /* store_cfg's */
+    uint64_t lmdb_commits;                /* successful LMDB commits (with the log: checkpoints) */
+    uint64_t lmdb_forced;                 /* LMDB commits asked for with nothing to write (meta "ckpt") */
+    uint64_t sealed_key[PROTO_MAX_LEVELS];     /* last_key as the record out was sealed */
+    uint64_t sealed_head_hi[PROTO_MAX_LEVELS]; /* head keys that record carries */
+    unsigned char sealed_head_open[PROTO_MAX_LEVELS];
+    uint64_t sealed_next_id;              /* next_id that record carries */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
+    uint64_t held_bytes;                  /* of those, freed by the last commit: reusable after the next */
     uint64_t txn_added_bytes;             /* what the open transaction appended */
     unsigned char *scratch;               /* a record being moved or rewritten */
     size_t scratch_bytes;
@@ -113,6 +129,20 @@ static inline void key_u64(MDB_val *k, unsigned char buf[8], uint64_t key)
  * per store. */
 __attribute__((format(printf, 3, 4)))
 int store_fail(store *s, int rc, const char *fmt, ...);
+
+/* store_db_open_named opens (creating it) the database called name, as
+ * open does for q.<L>, dead.<L> and the others, for the log's replay. */
+int store_db_open_named(store *s, const char *name, MDB_dbi *dbi);
+
+/* store_wal_settle makes or removes the log file after the open commit
+ * (store_wal.c): a log that is new, resized or switched off. Returns 1 when
+ * it made a file (the caller commits meta "wal" naming it), SL_OK when it
+ * had nothing to make. */
+int store_wal_settle(store *s, const char *dir);
+
+/* store_txn_drop aborts the open transaction and forgets what it held (a
+ * refused batch); the caller puts logged batches back (store_wal_reapply). */
+void store_txn_drop(store *s);
 
 /* store_commit_sync commits the open transaction on the calling thread
  * (store_open, shutdown, tests): store_commit's old body. */

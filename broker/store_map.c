@@ -21,6 +21,7 @@
 
 #include <inttypes.h>
 #include <lmdb.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "log.h"
@@ -37,14 +38,19 @@ uint64_t store_used_bytes(store *s)
 /* LMDB keeps freed pages in its free database (dbi 0): each record is a list
  * of page numbers whose first word is its length. The high-water mark minus
  * those pages is what the data really occupies; deletions lower it, so
- * admission resumes as consumers drain. */
+ * admission resumes as consumers drain. The pages the last commit freed are
+ * not free yet: LMDB reuses a commit's freed pages only from the commit
+ * after the next (without reader slots it assumes the snapshot before the
+ * last may still be read), so they count as used (held_bytes) until one
+ * more commit; cron asks for that commit when they are many and room is
+ * short. */
 int store_measure(store *s)
 {
     MDB_txn *rt;
     MDB_cursor *cur;
     MDB_envinfo info;
     MDB_val k, v;
-    uint64_t free_pages = 0;
+    uint64_t free_pages = 0, held_pages = 0;
     if (mdb_env_info(s->env, &info) != MDB_SUCCESS)
         return SL_EIO;
     /* a read transaction (a write one may not open a cursor on the free
@@ -55,14 +61,27 @@ int store_measure(store *s)
     if (mdb_cursor_open(rt, 0, &cur) == MDB_SUCCESS) {
         for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
              rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-            if (v.mv_size >= sizeof(size_t))
-                free_pages += *(const size_t *)v.mv_data;
+            if (v.mv_size >= sizeof(size_t) && k.mv_size == sizeof(size_t)) {
+                size_t txnid, n;
+                memcpy(&txnid, k.mv_data, sizeof txnid);
+                memcpy(&n, v.mv_data, sizeof n);
+                if (txnid >= info.me_last_txnid)
+                    held_pages += n; /* freed by the last commit: not reusable before the next */
+                else
+                    free_pages += n;
+            }
         mdb_cursor_close(cur);
     }
     mdb_txn_abort(rt);
     uint64_t pages = info.me_last_pgno + 1;
     s->used_bytes = (pages > free_pages ? pages - free_pages : 1) * (uint64_t)s->page_bytes + s->txn_added_bytes;
+    s->held_bytes = held_pages * (uint64_t)s->page_bytes;
     return SL_OK;
+}
+
+uint64_t store_held_bytes(const store *s)
+{
+    return s->held_bytes;
 }
 
 uint64_t store_file_bytes(store *s)

@@ -1,6 +1,15 @@
 /*
- * store_writer.c - the writer thread: it makes the loop's transaction
- * durable while the loop goes on.
+ * store_writer.c - the writer thread: it makes the loop's writes durable
+ * while the loop goes on.
+ *
+ * Two kinds of job. With the write-ahead log (store_wal.c), each batch is
+ * one record: store_commit_start seals it on the loop (reads each touched
+ * key's value) and the thread writes and flushes it; the store is not
+ * frozen meanwhile: the next batch grows in the same transaction, which
+ * LMDB commits only at a checkpoint. While a record is out, sealed_key and
+ * sealed_head_* say which keys it carries: those are durable when it ends
+ * (store_key_sealed), the keys written since only with the next record.
+ * A checkpoint, and every commit without the log, is the second kind:
  *
  * A commit is where the broker waits for the disk: LMDB writes the dirty
  * pages, fdatasyncs the data file, then writes the meta page through its
@@ -60,7 +69,8 @@ struct store_writer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     MDB_txn *job;   /* the transaction to commit, or NULL */
-    int rc;         /* mdb_txn_commit's result for the last job */
+    store_wal *log; /* or the log record to write, or NULL */
+    int rc;         /* mdb_txn_commit's result, or the record's errno, for the last job */
     int stop;
     int efd;        /* written once per finished commit */
     MDB_env *env;
@@ -72,25 +82,27 @@ static void *writer_main(void *arg)
     struct store_writer *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->job && !w->stop)
+        while (!w->job && !w->log && !w->stop)
             pthread_cond_wait(&w->cv, &w->mu);
-        if (!w->job)
+        if (!w->job && !w->log)
             break;
         MDB_txn *txn = w->job;
+        store_wal *log = w->log;
         pthread_mutex_unlock(&w->mu);
-        int rc = mdb_txn_commit(txn); /* the flushes happen here, off the loop */
+        int rc = log ? store_wal_write(log) : mdb_txn_commit(txn); /* the flushes happen here, off the loop */
         /* The chunk is written before the loop hears of the commit: the loop
          * opens no write transaction while frozen, and a transaction it
          * opened meanwhile could spill dirty pages (LMDB writes them to the
          * file once a transaction holds about 128K) into the range being
          * zeroed. So the commit's confirmations wait for the chunk, once per
          * chunk. */
-        if (rc == MDB_SUCCESS && store_extend_plan(&w->ext, w->env))
+        if (!log && rc == MDB_SUCCESS && store_extend_plan(&w->ext, w->env))
             store_extend_run(&w->ext);
         uint64_t one = 1;
         pthread_mutex_lock(&w->mu);
         w->rc = rc;
         w->job = NULL;
+        w->log = NULL;
         while (write(w->efd, &one, sizeof one) < 0 && errno == EINTR)
             ;
     }
@@ -129,14 +141,74 @@ static int writer_start(store *s)
     return SL_OK;
 }
 
-int store_commit_start(store *s, int *started)
+/* log_start seals the open batch into a log record and hands it to the
+ * writer thread. Returns SL_OK with *started, SL_EFULL or SL_ENOMEM when a
+ * checkpoint must carry the batch instead, or the transaction's error. */
+static int log_start(store *s, int *started)
+{
+    memcpy(s->sealed_key, s->last_key, sizeof s->sealed_key);
+    memcpy(s->sealed_head_hi, s->head_hi, sizeof s->sealed_head_hi);
+    memcpy(s->sealed_head_open, s->head_open, sizeof s->sealed_head_open);
+    s->sealed_next_id = s->next_id;
+    int err = store_wal_seal(s);
+    if (err != SL_OK)
+        return err;
+    struct store_writer *w = s->writer;
+    memset(s->head_open, 0, sizeof s->head_open); /* heads put from now on belong to the next record */
+    s->logging = 1;
+    s->dirty = 0;
+    pthread_mutex_lock(&w->mu);
+    w->log = s->wal;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    *started = 1;
+    return SL_OK;
+}
+
+int store_checkpoint_due(const store *s, uint64_t now_ns, int wanted)
+{
+    return store_wal_due(s, now_ns, s->checkpoint_ns, wanted);
+}
+
+uint64_t store_checkpoint_at(const store *s, int wanted)
+{
+    return store_wal_due_at(s, s->checkpoint_ns, wanted);
+}
+
+int store_held(const store *s)
+{
+    return s->logging || store_wal_held(s);
+}
+
+int store_log_stuck(const store *s)
+{
+    return store_wal_stuck(s);
+}
+
+void store_durability_counts(const store *s, store_counts *out)
+{
+    uint64_t checkpoints;
+    store_wal_stats(s, &out->log_records, &out->log_bytes, &checkpoints);
+    out->lmdb_commits = s->lmdb_commits;
+}
+
+int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *started)
 {
     *started = 0;
-    if (s->frozen)
+    if (s->frozen || s->logging)
         return SL_ESTATE;
+    s->ckpt_started_ns = now_ns;
     if (!s->writer && (s->writer_failed || (s->writer_failed = writer_start(s) != SL_OK)))
         return store_commit_sync(s); /* no thread (tried once, logged): commit here, as before */
     int err = s->failed;
+    if (err == SL_OK && want_checkpoint && !s->txn) { /* an LMDB commit of nothing: it makes what the last one
+                                                        * freed reusable (store_measure), so write a count */
+        unsigned char v[8];
+        put_le64(v, ++s->lmdb_forced);
+        MDB_val k = {.mv_size = 4, .mv_data = "ckpt"}, val = {.mv_size = 8, .mv_data = v};
+        if ((err = store_txn_need(s)) == SL_OK)
+            err = store_mdb_put(s, s->meta, &k, &val, 0);
+    }
     if (err == SL_OK && s->next_id != s->next_id_saved) {
         unsigned char v[8];
         put_le64(v, s->next_id);
@@ -146,6 +218,19 @@ int store_commit_start(store *s, int *started)
     }
     if (err != SL_OK || !s->txn)
         return store_commit_sync(s); /* a poisoned pass aborts at once; an empty one has nothing to flush */
+    int checkpoint = !s->wal || s->wal_nomem || store_wal_due(s, now_ns, s->checkpoint_ns, want_checkpoint) ||
+                     (want_checkpoint && !store_wal_held(s));
+    if (!checkpoint && !s->dirty)
+        return SL_OK; /* nothing since the last record: what waited for it may go */
+    if (!checkpoint) {
+        err = log_start(s, started);
+        if (err == SL_OK)
+            return SL_OK;
+        if (err != SL_EFULL && err != SL_ENOMEM)
+            return store_commit_sync(s); /* the transaction failed while sealing: abort, put back */
+    }
+    if (s->wal && (err = store_wal_ckpt_put(s)) != SL_OK) /* where replay starts after this commit */
+        return store_commit_sync(s);
     int rc = s->rtxn ? mdb_txn_renew(s->rtxn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->rtxn);
     if (rc != MDB_SUCCESS) {
         log_error("store", "cannot begin a read snapshot (%s): committing on the loop", mdb_strerror(rc));
@@ -173,6 +258,16 @@ int store_committing(const store *s)
     return s->frozen;
 }
 
+int store_logging(const store *s)
+{
+    return s->logging;
+}
+
+int store_busy(const store *s)
+{
+    return s->frozen || s->logging;
+}
+
 int store_commit_fd(const store *s)
 {
     return s->writer ? s->writer->efd : -1;
@@ -182,13 +277,36 @@ int store_commit_poll(store *s, int *result)
 {
     struct store_writer *w = s->writer;
     uint64_t n;
-    if (!s->frozen)
+    if (!s->frozen && !s->logging)
         return 0;
     if (read(w->efd, &n, sizeof n) != (ssize_t)sizeof n)
         return 0; /* EAGAIN: still flushing */
     pthread_mutex_lock(&w->mu);
     int rc = w->rc;
     pthread_mutex_unlock(&w->mu);
+    if (s->logging) {
+        s->logging = 0;
+        store_wal_written(s, rc == 0);
+        memset(s->sealed_head_open, 0, sizeof s->sealed_head_open);
+        if (rc == ENOSPC && store_wal_void(s) == 0) { /* refused: no record of it will ever replay */
+            log_error("store", "cannot write the log: %s; this batch is refused and the broker goes on",
+                      strerror(rc));
+            int held = store_wal_held(s);
+            store_txn_drop(s); /* the batch (and the next one's start) go with the transaction */
+            *result = held && store_wal_reapply(s) != SL_OK ? SL_EIO : SL_ENOSPC;
+            return 1;
+        }
+        if (rc != 0) {
+            log_error("store", "cannot write the log: %s", strerror(rc));
+            *result = SL_EIO;
+            return 1;
+        }
+        memcpy(s->committed_key, s->sealed_key, sizeof s->committed_key);
+        s->next_id_saved = s->sealed_next_id;
+        s->nospace_logged = 0;
+        *result = SL_OK;
+        return 1;
+    }
     mdb_txn_reset(s->rtxn); /* pointers read from the snapshot end here */
     s->txn = NULL;
     s->wtxn = NULL; /* LMDB freed it, committed or not */
@@ -201,10 +319,17 @@ int store_commit_poll(store *s, int *result)
         s->next_id_saved = s->commit_next_id;
         memcpy(s->committed_key, s->last_key, sizeof s->committed_key); /* no appends while frozen */
         s->nospace_logged = 0;
+        s->lmdb_commits++;
         *result = SL_OK;
     } else {
         *result = store_fail(s, rc, "commit");
         s->failed = SL_OK; /* the transaction is gone; the next one starts clean */
+    }
+    if (s->wal) { /* a checkpoint: the log is free again, or its batches go back into a new transaction */
+        int held = store_wal_held(s);
+        store_wal_ckpt_done(s, rc == MDB_SUCCESS, s->ckpt_started_ns);
+        if (rc != MDB_SUCCESS && held && store_wal_reapply(s) != SL_OK)
+            *result = SL_EIO;
     }
     return 1;
 }
@@ -212,7 +337,7 @@ int store_commit_poll(store *s, int *result)
 int store_commit_wait(store *s, int *result)
 {
     int logged = 0;
-    while (s->frozen) { /* until the commit ends: its result decides what the loop sends */
+    while (s->frozen || s->logging) { /* until the commit ends: its result decides what the loop sends */
         struct pollfd p = {.fd = s->writer->efd, .events = POLLIN};
         if (poll(&p, 1, 1000) < 0 && errno != EINTR) {
             if (!logged++)
@@ -227,8 +352,8 @@ int store_commit_wait(store *s, int *result)
 
 void store_txn_release(store *s)
 {
-    if (s->frozen || !s->txn || s->dirty || s->failed != SL_OK)
-        return;
+    if (s->frozen || s->logging || !s->txn || s->dirty || s->failed != SL_OK || store_wal_held(s))
+        return; /* (logged batches live in it until a checkpoint) */
     /* it only read: nothing to lose. An unsaved next_id is not lost either:
      * store_dirty stays true and the next commit writes it. */
     mdb_txn_abort(s->txn);
@@ -238,7 +363,7 @@ void store_txn_release(store *s)
 int store_commit(store *s)
 {
     int rc = SL_OK;
-    if (s->frozen)
+    if (s->frozen || s->logging)
         store_commit_wait(s, &rc);
     return rc != SL_OK ? rc : store_commit_sync(s);
 }

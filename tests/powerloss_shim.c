@@ -6,7 +6,9 @@
  * campaign_powerloss. It wraps open/open64/openat/openat64 to notice every
  * descriptor of a file whose path ends in "data.mdb" (LMDB opens it twice:
  * once read-write, once write-only with O_DSYNC for the meta pages; both map
- * to one file by device and inode). The lock file is not data and is left
+ * to one file by device and inode), and of the broker's write-ahead log,
+ * "wal.log" (made as "wal.log.new" and renamed: the same inode). Each file
+ * loses its unsynced writes on its own, as a disk would. The lock file is not data and is left
  * alone. On those descriptors it wraps write, writev, pwrite, pwrite64,
  * pwritev, pwritev64 and pwritev2, and fsync, fdatasync and msync (of a
  * mapping of the file).
@@ -246,10 +248,16 @@ static int fd_slot(int fd)
     return -1;
 }
 
+/* ends_with tells whether path is name or ends in "/name". */
+static int ends_with(const char *path, const char *name)
+{
+    size_t n = strlen(path), k = strlen(name);
+    return n >= k && strcmp(path + n - k, name) == 0 && (n == k || path[n - k - 1] == '/');
+}
+
 static int is_data_path(const char *path)
 {
-    size_t n = path ? strlen(path) : 0;
-    return n >= 8 && strcmp(path + n - 8, "data.mdb") == 0 && (n == 8 || path[n - 9] == '/');
+    return path && (ends_with(path, "data.mdb") || ends_with(path, "wal.log") || ends_with(path, "wal.log.new"));
 }
 
 /* track notes a new descriptor of a data file opened from (dirfd, path). */

@@ -8,6 +8,13 @@
  * previous state is intact), so the next publish is confirmed; an ENOSPC
  * that hits the meta page's write makes LMDB's environment unusable, and
  * then it stops with SL_EIO, as after an I/O error.
+ *
+ * Those three run without the write-ahead log (--wal-mb 0: every batch an
+ * LMDB commit). With it, a batch is one record and one fdatasync of the
+ * log: EIO there stops the broker too, and ENOSPC from the record's write
+ * refuses that batch (its record is voided, so it never replays) and the
+ * broker goes on. The log is kept small (1 MiB) so that making it takes two
+ * writes, not the injected one.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -25,10 +32,10 @@
 
 enum { MAX_MSGS = 400 };
 
-/* stop_traced stops the sluiced that strace (b->pid) runs, with SIGTERM to
- * sluiced itself (strace would detach and leave it running), and returns
- * its exit status as strace reports it. */
-static int stop_traced(th_broker *b)
+/* stop_traced stops the sluiced that strace (b->pid) runs, with sig
+ * (SIGTERM, or SIGKILL for a crash) to sluiced itself (strace would detach
+ * and leave it running), and returns its exit status as strace reports it. */
+static int stop_traced(th_broker *b, int sig)
 {
     char path[64], text[64] = "";
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)b->pid, (int)b->pid);
@@ -38,7 +45,7 @@ static int stop_traced(th_broker *b)
     fclose(f);
     int child = atoi(text);
     assert_true(child > 0);
-    assert_int_equal(kill(child, SIGTERM), 0);
+    assert_int_equal(kill(child, sig), 0);
     return th_broker_wait(b, 20000);
 }
 
@@ -51,10 +58,13 @@ static int stop_traced(th_broker *b)
  * for the meta page. The broker is started by hand, not as a th_fixture: it
  * runs under strace (b.wrap) first, then plain, and its clients have
  * different timeouts. */
-static void run_fault(const char *trace, const char *inject, const char *what, int nospace_goes_on)
+enum { FAULT_STOPS, FAULT_GOES_ON, FAULT_THEN_CRASH };
+
+static void run_fault(const char *trace, const char *inject, const char *what, int nospace, int wal)
 {
+    static const char *const no_log[] = {"--wal-mb", "0", NULL}, *const small_log[] = {"--wal-mb", "1", NULL};
     th_broker b;
-    assert_int_equal(th_broker_init(&b, NULL), 0);
+    assert_int_equal(th_broker_init(&b, wal ? small_log : no_log), 0);
     /* LeakSanitizer cannot run under ptrace: off for the traced broker (env execs strace in place) */
     char asan[600];
     const char *old = getenv("ASAN_OPTIONS");
@@ -65,7 +75,7 @@ static void run_fault(const char *trace, const char *inject, const char *what, i
     assert_int_equal(th_broker_start(&b), 0);
     sl_client *c = th_client(&b, 2000);
     uint8_t confirmed[MAX_MSGS] = {0};
-    int sent = 0, rc = SL_OK, first_error = SL_OK;
+    int sent = 0, rc = SL_OK, first_error = SL_OK, refused = -1;
     char body[32];
     for (; sent < MAX_MSGS && rc == SL_OK; sent++) {
         snprintf(body, sizeof body, "m%03d", sent);
@@ -74,18 +84,21 @@ static void run_fault(const char *trace, const char *inject, const char *what, i
         if (rc == SL_OK)
             confirmed[sent] = 1;
         else
-            first_error = rc;
+            first_error = rc, refused = sent;
     }
     fprintf(stderr, "# %s: %d publishes confirmed, then %s: %s\n", what, sent - 1, sl_errname(first_error),
             sl_last_error(c));
-    if (first_error == SL_ENOSPC && nospace_goes_on) { /* refused; the broker goes on */
+    if (first_error == SL_ENOSPC && nospace == FAULT_THEN_CRASH) { /* refused; then a crash before anything else */
+        sl_close(&c);
+        stop_traced(&b, SIGKILL);
+    } else if (first_error == SL_ENOSPC && nospace == FAULT_GOES_ON) { /* refused; the broker goes on */
         assert_int_equal(th_broker_wait(&b, 500), -1);
         snprintf(body, sizeof body, "m%03d", sent);
         sl_put m = {.body = body, .body_len = strlen(body), .level = 1};
         assert_int_equal(sl_send(c, &m, NULL), SL_OK); /* strace injected one failure only */
         confirmed[sent++] = 1;
         sl_close(&c);
-        assert_int_equal(stop_traced(&b), 0);
+        assert_int_equal(stop_traced(&b, SIGTERM), 0);
     } else {
         assert_int_equal(first_error, SL_EIO); /* refused with a typed error, not confirmed */
         int status = th_broker_wait(&b, 10000);
@@ -110,6 +123,8 @@ static void run_fault(const char *trace, const char *inject, const char *what, i
     for (int i = 0; i < sent; i++)
         lost += confirmed[i] && !seen[i];
     assert_int_equal(lost, 0);
+    if (first_error == SL_ENOSPC) /* refused means not stored (with the log: its record voided) */
+        assert_int_equal(seen[refused], 0);
     sl_close(&c);
     assert_int_equal(th_broker_stop(&b), 0);
     th_broker_fini(&b);
@@ -118,20 +133,48 @@ static void run_fault(const char *trace, const char *inject, const char *what, i
 static void eio_on_fdatasync(void **state)
 {
     (void)state;
-    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=40", "EIO from a data-page fdatasync", 0);
+    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=40", "EIO from a data-page fdatasync", FAULT_STOPS, 0);
 }
 
 static void eio_on_the_meta_sync(void **state)
 {
     (void)state;
-    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=41", "EIO from a meta-page fdatasync", 0);
+    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=41", "EIO from a meta-page fdatasync", FAULT_STOPS, 0);
 }
 
 static void enospc_on_write(void **state)
 {
     (void)state;
     run_fault("trace=pwrite64,pwritev,writev", "inject=pwrite64,pwritev,writev:error=ENOSPC:when=30",
-              "ENOSPC from a commit's write", 1);
+              "ENOSPC from a commit's write", FAULT_GOES_ON, 0);
+}
+
+/* With the log: the 40th fdatasync is a record's (checkpoints are a few a
+ * second, and their EIO stops the broker too). */
+static void eio_on_the_log_sync(void **state)
+{
+    (void)state;
+    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=40", "EIO from the log's fdatasync", FAULT_STOPS, 1);
+}
+
+/* With the log: ENOSPC from a record's write (a copy-on-write file system
+ * may allocate on overwrite): refused, voided, and the broker goes on. */
+static void enospc_on_the_log_write(void **state)
+{
+    (void)state;
+    run_fault("trace=pwrite64", "inject=pwrite64:error=ENOSPC:when=30", "ENOSPC from a log record's write",
+              FAULT_GOES_ON, 1);
+}
+
+/* With the log: ENOSPC from a record's fdatasync (the record was written,
+ * its flush refused: a thin-provisioned disk), and a crash right after the
+ * refusal: the record is voided before the refusal is sent, so the restart
+ * does not replay the refused publish. */
+static void enospc_on_the_log_sync_then_a_crash(void **state)
+{
+    (void)state;
+    run_fault("trace=fdatasync", "inject=fdatasync:error=ENOSPC:when=40", "ENOSPC from a log record's fdatasync",
+              FAULT_THEN_CRASH, 1);
 }
 
 int main(void)
@@ -144,6 +187,9 @@ int main(void)
         cmocka_unit_test(eio_on_fdatasync),
         cmocka_unit_test(eio_on_the_meta_sync),
         cmocka_unit_test(enospc_on_write),
+        cmocka_unit_test(eio_on_the_log_sync),
+        cmocka_unit_test(enospc_on_the_log_write),
+        cmocka_unit_test(enospc_on_the_log_sync_then_a_crash),
     };
     th_seed();
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);

@@ -115,13 +115,13 @@ static unsigned count_lines(const th_broker *b, const char *what)
 }
 
 /* With the map over 75 % used on a disk with no room to grow it (a 160 MB
- * tmpfs under a 128 MB map), the warning is printed once, not on every loop
+ * tmpfs under a 128 MB map and an 8 MiB log), the warning is printed once, not on every loop
  * pass (it was hundreds a second). Needs root for the mount; skipped
  * otherwise. */
 static void no_room_warning_is_rate_limited(void **state)
 {
     (void)state;
-    static const char *const extra[] = {"--map-size-mb", "128", "--map-max-mb", "1024", NULL};
+    static const char *const extra[] = {"--map-size-mb", "128", "--map-max-mb", "1024", "--wal-mb", "8", NULL};
     th_broker b;
     assert_int_equal(th_broker_init(&b, extra), 0);
     assert_int_equal(mkdir(b.data, 0750), 0);

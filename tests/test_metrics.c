@@ -42,6 +42,7 @@ static const char *const required[] = {
     "sluice_sink_breaker_trips_total ", "sluice_pool_size{pool=\"metrics\"}", "sluice_pool_members{pool=\"metrics\"} 1",
     "sluice_pool_inflight{pool=\"metrics\"}", "sluice_pool_recommended_size{pool=\"metrics\"}",
     "sluice_store_commit_seconds_bucket{le=\"+Inf\"}", "sluice_store_commits_total ", "sluice_store_fsyncs_total ",
+    "sluice_store_log_records_total ", "sluice_store_log_bytes_total ", "sluice_store_lmdb_commits_total ",
     "sluice_store_map_used_bytes ", "sluice_store_map_size_bytes ", "sluice_connections ", "sluice_consumers ",
     "sluice_bad_input_total ",
 };
@@ -232,6 +233,11 @@ static void scraped_during_load_every_series_monotonic_promtool_clean(void **sta
     assert_true(ack == 3 * PER_LEVEL);
     assert_true(waits == 3 * PER_LEVEL); /* each message's first delivery, once */
     assert_true(value(now, "sluice_store_commits_total ") > 0);
+    /* with the log (the default) the batches went through it, and checkpoints followed */
+    assert_true(value(now, "sluice_store_log_records_total ") > 0);
+    assert_true(value(now, "sluice_store_lmdb_commits_total ") > 0);
+    assert_true(value(now, "sluice_store_fsyncs_total ") ==
+                value(now, "sluice_store_log_records_total ") + 2 * value(now, "sluice_store_lmdb_commits_total "));
     assert_true(value(now, "sluice_store_commit_seconds_count ") == value(now, "sluice_store_commits_total "));
     assert_true(value(now, "sluice_level_depth{level=\"high\"}") == 0);
     promtool_clean(now);

@@ -5,7 +5,11 @@
  * once), the shim counts the flushes it slowed, and the data it let through
  * are the real disk's: a broker started afterwards without it delivers
  * every confirmed message. This is what `make bench`'s slow-disk rows rely
- * on.
+ * on. With the write-ahead log (the default) a confirmation waits for one
+ * flush, its record's; without it (--wal-mb 0) for an LMDB commit's two.
+ * The go-on tests run both ways: a log record leaves the store writable
+ * while it flushes, an LMDB commit (without the log, and the log's
+ * checkpoints) freezes it, and the loop must go on in both.
  *
  * The shim lives beside the tests' folder ($(BUILD)/slowdisk.so, found from
  * this program's own path) and is never sanitized; under ASan the broker
@@ -28,13 +32,14 @@
 enum { MSGS = 5, DELAY_MS = 30 };
 enum { GO_ON_MSGS = 40, GO_ON_DELAY_MS = 150 };
 
-static void every_confirm_waits_for_a_slowed_flush(void **state)
+static const char *const no_log[] = {"--wal-mb", "0", NULL};
+
+static void confirms_wait_for_slowed_flushes(const char *const *extra, unsigned flushes_per_confirm)
 {
-    (void)state;
     char count_file[400], count_env[440];
     char delay[48], text[64];
     th_broker b;
-    assert_int_equal(th_broker_init(&b, NULL), 0);
+    assert_int_equal(th_broker_init(&b, extra), 0);
     snprintf(delay, sizeof delay, "SLUICE_SLOW_FLUSH_US=%d", DELAY_MS * 1000);
     snprintf(count_file, sizeof count_file, "%s/flushes", b.dir);
     snprintf(count_env, sizeof count_env, "SLUICE_SLOW_FLUSH_COUNT_FILE=%s", count_file);
@@ -54,8 +59,11 @@ static void every_confirm_waits_for_a_slowed_flush(void **state)
         if (took < fastest_ms)
             fastest_ms = took;
     }
-    fprintf(stderr, "# fastest confirm with %d ms flushes: %llu ms\n", DELAY_MS, (unsigned long long)fastest_ms);
-    assert_true(fastest_ms >= DELAY_MS);
+    fprintf(stderr, "# fastest confirm with %d ms flushes, %s: %llu ms\n", DELAY_MS,
+            extra ? "no log" : "the log", (unsigned long long)fastest_ms);
+    assert_true(fastest_ms >= flushes_per_confirm * DELAY_MS);
+    if (flushes_per_confirm == 1) /* the log: one flush, not an LMDB commit's two (the fastest of five) */
+        assert_true(fastest_ms < 2 * DELAY_MS);
     sl_close(&c);
     assert_int_equal(th_broker_stop(&b), 0);
 
@@ -85,6 +93,18 @@ static void every_confirm_waits_for_a_slowed_flush(void **state)
     sl_close(&c);
     assert_int_equal(th_broker_stop(&b), 0);
     th_broker_fini(&b);
+}
+
+static void a_confirm_waits_for_one_slowed_flush(void **state)
+{
+    (void)state;
+    confirms_wait_for_slowed_flushes(NULL, 1);
+}
+
+static void without_the_log_a_confirm_waits_for_two(void **state)
+{
+    (void)state;
+    confirms_wait_for_slowed_flushes(no_log, 2);
 }
 
 /* publish_low sends one publish to level 2 without waiting: the commit it
@@ -189,10 +209,23 @@ static void go_on(const char *const *extra, unsigned msgs, unsigned take, int ki
 static void deliveries_go_on_while_a_commit_flushes(void **state)
 {
     (void)state;
+    go_on(no_log, GO_ON_MSGS, GO_ON_MSGS, 0);
+}
+
+static void deliveries_go_on_while_a_log_record_flushes(void **state)
+{
+    (void)state;
     go_on(NULL, GO_ON_MSGS, GO_ON_MSGS, 0);
 }
 
 static void acks_taken_during_a_commit_are_durable_at_their_ok(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--ack-flush-ms", "0", "--wal-mb", "0", NULL};
+    go_on(extra, GO_ON_MSGS, GO_ON_MSGS / 2, 1);
+}
+
+static void acks_taken_during_a_log_record_are_durable_at_their_ok(void **state)
 {
     (void)state;
     static const char *const extra[] = {"--ack-flush-ms", "0", NULL};
@@ -202,9 +235,12 @@ static void acks_taken_during_a_commit_are_durable_at_their_ok(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_confirm_waits_for_a_slowed_flush),
+        cmocka_unit_test(a_confirm_waits_for_one_slowed_flush),
+        cmocka_unit_test(without_the_log_a_confirm_waits_for_two),
         cmocka_unit_test(deliveries_go_on_while_a_commit_flushes),
+        cmocka_unit_test(deliveries_go_on_while_a_log_record_flushes),
         cmocka_unit_test(acks_taken_during_a_commit_are_durable_at_their_ok),
+        cmocka_unit_test(acks_taken_during_a_log_record_are_durable_at_their_ok),
     };
     th_seed();
     return cmocka_run_group_tests_name("slowdisk", tests, NULL, NULL);
