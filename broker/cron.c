@@ -301,8 +301,9 @@ static uint64_t flush_at(const bk *b)
 
 int cron_commit_due(bk *b)
 {
-    if (store_checkpoint_due(b->st, b->mono_ns, b->checkpoint_wanted))
-        return 1; /* the log's batches into LMDB (store_wal.c) */
+    if (store_checkpoint_due(b->st, b->mono_ns, b->checkpoint_wanted) ||
+        (b->checkpoint_wanted && !store_held(b->st)))
+        return 1; /* an LMDB commit: the log's batches, or to reuse what the last one freed */
     if (!store_dirty(b->st))
         return net_queued(b->net, NET_AFTER_COMMIT) > 0;
     if (!b->dirty_since_ns)
@@ -330,7 +331,8 @@ uint64_t cron_next_wake(bk *b)
         return wake;
     }
     if (!store_busy(b->st)) { /* while a log record is out, its end wakes the loop for the next */
-        uint64_t ckpt = store_checkpoint_at(b->st, b->checkpoint_wanted);
+        uint64_t ckpt = b->checkpoint_wanted && !store_held(b->st) ? b->mono_ns
+                                                                   : store_checkpoint_at(b->st, b->checkpoint_wanted);
         if (b->dirty_since_ns && flush_at(b) < wake)
             wake = flush_at(b);
         if (ckpt < wake)

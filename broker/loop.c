@@ -383,6 +383,8 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
+        if (b->checkpoint_wanted && !store_busy(b->st) && !store_held(b->st) && (rc = end_pass(b, 1)) != SL_OK)
+            return rc; /* an LMDB commit so that what the last one freed is reusable (cron_between_commits) */
         if (!store_committing(b->st)) /* what waited for the commit, before anything newer */
             park_drain(parked, handle_parked, b);
         if (reload_pending() && !store_committing(b->st)) /* SIGHUP: as soon as no commit is out */

@@ -381,6 +381,8 @@ static void kill9_loses_nothing_confirmed(void **state)
             assert_int_equal(sl_send_async(f->c, &m, &ticket_of[sent]), SL_OK);
             sent++;
         }
+        if (killed && !sl_send_pending(f->c))
+            break; /* every publish before the kill was answered before it took effect */
         sl_confirm cf;
         int rc = sl_send_wait(f->c, killed ? 300 : 5000, &cf);
         if (rc == SL_ETIMEDOUT && killed)
