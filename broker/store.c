@@ -172,7 +172,7 @@ int store_mdb_put(store *s, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
     int rc = mdb_put(s->txn, dbi, k, v, flags);
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "write %zu bytes to %s", v->mv_size, s->db[dbi].name);
-    store_wal_touch(s, dbi, k->mv_data, k->mv_size);
+    store_wal_touch(s, dbi, k->mv_data, k->mv_size, 1);
     s->dirty = 1;
     return SL_OK;
 }
@@ -187,7 +187,7 @@ int store_mdb_del(store *s, MDB_dbi dbi, uint64_t key)
         return SL_ENOTFOUND;
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "delete %s key %" PRIu64, s->db[dbi].name, key);
-    store_wal_touch(s, dbi, kb, sizeof kb);
+    store_wal_touch(s, dbi, kb, sizeof kb, 0);
     s->dirty = 1;
     return SL_OK;
 }

@@ -83,9 +83,9 @@ unsigned store_idem_expire(store *s, uint64_t now_ns, unsigned max)
                 store_fail(s, rc, "forget an idempotency key");
                 break;
             }
-            store_wal_touch(s, s->idem, ik.mv_data, ik.mv_size);
+            store_wal_touch(s, s->idem, ik.mv_data, ik.mv_size, 0);
         }
-        store_wal_touch(s, s->idem_exp, k.mv_data, k.mv_size); /* before the delete: k points into the page */
+        store_wal_touch(s, s->idem_exp, k.mv_data, k.mv_size, 0); /* before the delete: k points into the page */
         rc = mdb_cursor_del(cur, 0);
         if (rc != MDB_SUCCESS) {
             store_fail(s, rc, "forget an idempotency key's expiry");

@@ -36,7 +36,7 @@ int store_meta_del(store *s, const char *key)
         return err;
     int rc = mdb_del(s->txn, s->meta, &k, NULL);
     if (rc == MDB_SUCCESS)
-        store_wal_touch(s, s->meta, k.mv_data, k.mv_size);
+        store_wal_touch(s, s->meta, k.mv_data, k.mv_size, 0);
     return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : store_fail(s, rc, "delete setting %s", key);
 }
 

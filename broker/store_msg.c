@@ -222,7 +222,7 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
     }
     if (err != SL_OK)
         goto cursor_close;
-    store_wal_touch(s, s->delayed, k.mv_data, k.mv_size); /* before the delete: k points into the page */
+    store_wal_touch(s, s->delayed, k.mv_data, k.mv_size, 0); /* before the delete: k points into the page */
     int rc = mdb_cursor_del(cur, 0);
     if (rc != MDB_SUCCESS) {
         err = store_fail(s, rc, "delete delayed message %" PRIu64, rec.id);
@@ -313,7 +313,7 @@ int store_bury_delayed(store *s, uint64_t due_ns, uint64_t id, const char *reaso
     rc = mdb_del(s->txn, s->delayed, &k, NULL);
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "delete delayed message %" PRIu64, id);
-    store_wal_touch(s, s->delayed, k.mv_data, k.mv_size);
+    store_wal_touch(s, s->delayed, k.mv_data, k.mv_size, 0);
     s->dirty = 1;
     copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns);
     put_be64(ib, id);

@@ -51,7 +51,7 @@ int store_ttl_next(store *s, uint64_t now_ns, store_ttl_item *out)
     rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
     if (rc == MDB_SUCCESS && (k.mv_size != 16 || v.mv_size != 9)) {
         log_error("store", "corrupt time-to-live entry (%zu/%zu bytes)", k.mv_size, v.mv_size);
-        store_wal_touch(s, s->ttl, k.mv_data, k.mv_size);
+        store_wal_touch(s, s->ttl, k.mv_data, k.mv_size, 0);
         rc = mdb_cursor_del(cur, 0); /* an index entry only: drop it */
         err = rc == MDB_SUCCESS ? SL_ECORRUPT : store_fail(s, rc, "drop a corrupt ttl entry");
         s->dirty = 1;
@@ -64,7 +64,7 @@ int store_ttl_next(store *s, uint64_t now_ns, store_ttl_item *out)
         out->id = get_be64((const unsigned char *)k.mv_data + 8);
         out->where = ((const unsigned char *)v.mv_data)[0];
         out->loc = get_le64((const unsigned char *)v.mv_data + 1);
-        store_wal_touch(s, s->ttl, k.mv_data, k.mv_size);
+        store_wal_touch(s, s->ttl, k.mv_data, k.mv_size, 0);
         rc = mdb_cursor_del(cur, 0);
         err = rc == MDB_SUCCESS ? SL_OK : store_fail(s, rc, "consume a ttl entry");
         s->dirty = 1;

@@ -23,9 +23,13 @@
  *
  * What a record holds is the final state of every key the batch touched:
  * each mdb wrapper notes the key (store_wal_touch), and sealing reads each
- * noted key's value in the transaction then (or its absence). So a put
+ * noted put's value in the transaction then (or its absence). So a put
  * with MDB_RESERVE, a cursor delete, or a key written twice in a batch all
- * log correctly, and replaying a record twice changes nothing.
+ * log correctly, and replaying a record twice changes nothing. A delete's
+ * note needs no read: the entries replay in order, so a key's last note
+ * decides, and when that is a delete the key is absent; a put noted after a
+ * delete of the same key reads the final value (a key noted twice in a row
+ * is one note, a put).
  *
  * Replay: meta "wal" (committed with each checkpoint) names the file id,
  * the next sequence number and the place of the first record no checkpoint
@@ -79,6 +83,7 @@
 #define REC_MAGIC 0x314c5753u                    /* "SWL1" */
 #define REC_HDR 32u
 #define ENT_HDR 8u                               /* op, name length, key length, value length */
+#define NOTE_HDR 7u                              /* a note: u32 dbi, u8 put, u16 key length */
 #define OP_PUT 1
 #define OP_DEL 2
 #define ZERO_CHUNK ((size_t)1 << 20)
@@ -99,7 +104,7 @@ struct store_wal {
     uint64_t backoff_ns;    /* doubles with each failure in a row, up to CKPT_BACKOFF_MAX_NS */
     int reapply_logged;     /* a put-back was logged: again only after a checkpoint succeeds */
     int settle;             /* after the open commit: 1 make a new file, 2 remove it */
-    unsigned char *notes;   /* the open batch's keys: u32 dbi, u16 length, bytes */
+    unsigned char *notes;   /* the open batch's keys: u32 dbi, u8 put, u16 length, bytes */
     size_t notes_len, notes_cap;
     size_t last_note;       /* offset of the last note, for a repeat */
     unsigned char *rec;     /* the sealed record, padded */
@@ -216,15 +221,18 @@ static int file_open(store_wal *w)
 
 /* ---- notes and the record ---- */
 
-void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes)
+void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes, int put)
 {
     store_wal *w = s->wal;
     if (!w || key_bytes > UINT16_MAX)
         return;
-    if (w->notes_len && w->last_note + 6 + key_bytes == w->notes_len &&
-        get_le32(w->notes + w->last_note) == dbi && memcmp(w->notes + w->last_note + 6, key, key_bytes) == 0)
-        return; /* the same key again: one note */
-    unsigned char *p = grow_array(w->notes, &w->notes_cap, w->notes_len + 6 + key_bytes, 1, 4096);
+    if (w->notes_len && w->last_note + NOTE_HDR + key_bytes == w->notes_len &&
+        get_le32(w->notes + w->last_note) == dbi &&
+        memcmp(w->notes + w->last_note + NOTE_HDR, key, key_bytes) == 0) {
+        w->notes[w->last_note + 4] = 1; /* the same key again: one note, whose value is read at sealing */
+        return;
+    }
+    unsigned char *p = grow_array(w->notes, &w->notes_cap, w->notes_len + NOTE_HDR + key_bytes, 1, 4096);
     if (!p) { /* the batch cannot be logged: it goes with a checkpoint */
         s->wal_nomem = 1;
         return;
@@ -232,10 +240,11 @@ void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes)
     w->notes = p;
     w->last_note = w->notes_len;
     put_le32(p + w->notes_len, dbi);
-    p[w->notes_len + 4] = (unsigned char)(key_bytes & 0xff);
-    p[w->notes_len + 5] = (unsigned char)(key_bytes >> 8);
-    memcpy(p + w->notes_len + 6, key, key_bytes);
-    w->notes_len += 6 + key_bytes;
+    p[w->notes_len + 4] = put ? 1 : 0;
+    p[w->notes_len + 5] = (unsigned char)(key_bytes & 0xff);
+    p[w->notes_len + 6] = (unsigned char)(key_bytes >> 8);
+    memcpy(p + w->notes_len + NOTE_HDR, key, key_bytes);
+    w->notes_len += NOTE_HDR + key_bytes;
 }
 
 void store_wal_forget(store *s)
@@ -275,10 +284,11 @@ int store_wal_seal(store *s)
     w->rec_len = REC_HDR;
     for (size_t off = 0; err == SL_OK && off < w->notes_len;) {
         MDB_dbi dbi = get_le32(w->notes + off);
-        size_t klen = (size_t)w->notes[off + 4] | (size_t)w->notes[off + 5] << 8;
-        MDB_val k = {.mv_size = klen, .mv_data = w->notes + off + 6}, v;
-        off += 6 + klen;
-        int rc = mdb_get(s->txn, dbi, &k, &v);
+        int put = w->notes[off + 4];
+        size_t klen = (size_t)w->notes[off + 5] | (size_t)w->notes[off + 6] << 8;
+        MDB_val k = {.mv_size = klen, .mv_data = w->notes + off + NOTE_HDR}, v;
+        off += NOTE_HDR + klen;
+        int rc = put ? mdb_get(s->txn, dbi, &k, &v) : MDB_NOTFOUND;
         if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
             err = store_fail(s, rc, "read a key of %s for the log", s->db[dbi].name);
         else

@@ -29,10 +29,10 @@ int store_wal_open(store *s, const char *dir, uint64_t ring_bytes);
 /* store_wal_close frees the log (store_close); the file stays. */
 void store_wal_close(store *s);
 
-/* store_wal_touch notes that the open batch changed key in dbi (an mdb
- * wrapper calls it after each put or delete); the batch's record will hold
- * the key's value as the transaction then has it, or its absence. */
-void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes);
+/* store_wal_touch notes that the open batch put (put 1) or deleted (put 0)
+ * key in dbi (an mdb wrapper calls it after each); the batch's record will
+ * hold the key's value as the transaction then has it, or its absence. */
+void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes, int put);
 
 /* store_wal_forget drops the open batch's notes (its transaction is gone). */
 void store_wal_forget(store *s);

@@ -447,7 +447,9 @@ typedef struct proto_wbuf {
     size_t cap;
 } proto_wbuf;
 
-/* proto_init sets m to an empty message of the given type. */
+/* proto_init sets m to an empty message of the given type: no field present,
+ * every scalar zero, every list empty (its items' storage is left as it was:
+ * never read past a list's n). */
 void proto_init(proto_msg *m, proto_type type);
 
 /* proto_set_* set a field and its presence bit. Strings are borrowed, not

@@ -155,6 +155,61 @@ static void logged_batches_come_back_after_a_crash(void **state)
     expect_messages(f->dir, 1 << 20, 25); /* the replay was committed: the same again, once */
 }
 
+/* meta_seen records what store_meta_scan found for one key. */
+typedef struct meta_seen {
+    char val[16];
+    int found;
+} meta_seen;
+
+static void meta_one(void *ctx, const char *key, size_t key_len, const void *val, size_t len)
+{
+    (void)key, (void)key_len;
+    meta_seen *m = ctx;
+    snprintf(m->val, sizeof m->val, "%.*s", (int)len, (const char *)val);
+    m->found = 1;
+}
+
+static meta_seen meta_read(store *s, const char *key)
+{
+    meta_seen m = {{0}, 0};
+    assert_int_equal(store_meta_scan(s, key, meta_one, &m), SL_OK);
+    return m;
+}
+
+/* A key put, deleted and put again in one batch, and another put then
+ * deleted, with other keys between (so that no two notes of a key follow
+ * each other): the replay ends with each key's last state. */
+static void a_key_written_back_and_forth_in_one_batch_replays_to_its_last_state(void **state)
+{
+    fixture *f = *state;
+    pid_t pid = fork();
+    if (pid == 0) {
+        store *s = NULL;
+        int logged;
+        if (open_store(f->dir, 1 << 20, &s) != SL_OK)
+            _exit(10);
+        if (store_meta_put(s, "test/x", "one", 3) != SL_OK || store_meta_put(s, "test/y", "why", 3) != SL_OK ||
+            append_one(s, 0) != SL_OK || store_meta_del(s, "test/x") != SL_OK || append_one(s, 1) != SL_OK ||
+            store_meta_put(s, "test/x", "three", 5) != SL_OK || append_one(s, 2) != SL_OK ||
+            store_meta_del(s, "test/y") != SL_OK)
+            _exit(11);
+        if (durable(s, 0, &logged) != SL_OK || !logged)
+            _exit(12);
+        _exit(0);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    expect_messages(f->dir, 1 << 20, 3);
+    store *s = NULL;
+    assert_int_equal(open_store(f->dir, 1 << 20, &s), SL_OK);
+    meta_seen x = meta_read(s, "test/x"), y = meta_read(s, "test/y");
+    assert_true(x.found);
+    assert_string_equal(x.val, "three");
+    assert_false(y.found);
+    store_close(&s);
+}
+
 static void a_torn_record_ends_the_replay(void **state)
 {
     fixture *f = *state;
@@ -227,6 +282,8 @@ int main(void)
     log_set_level(LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(logged_batches_come_back_after_a_crash, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_key_written_back_and_forth_in_one_batch_replays_to_its_last_state, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_torn_record_ends_the_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(the_ring_wraps_and_replays_across_its_end, setup, teardown),
         cmocka_unit_test_setup_teardown(a_batch_the_log_cannot_hold_goes_with_a_checkpoint, setup, teardown),
