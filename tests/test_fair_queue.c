@@ -18,7 +18,7 @@
  *   - explain's place: the messages of its tag ahead of a ready one, counted
  *     by stepping the tag's run (queue_fair_place).
  *
- * The seed is printed (SLUICE_TEST_SEED sets it); loops are bounded by count.
+ * The seed is printed (SLUICE_SEED replays it); loops are bounded by count.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-
-#include <time.h>
 
 #include "harness.h"
 #include "queue.h"
@@ -189,9 +187,7 @@ static void commit(queue *q, store *st, model *md)
 static void fifo_per_tag_through_appends_takes_acks_and_nacks(void **state)
 {
     (void)state;
-    const char *env = getenv("SLUICE_TEST_SEED");
-    unsigned seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL);
-    fprintf(stderr, "# seed %u (SLUICE_TEST_SEED)\n", seed);
+    unsigned seed = th_seed();
     char tmp[] = "/tmp/sluice-fairq-XXXXXX", dir[64];
     assert_non_null(mkdtemp(tmp));
     snprintf(dir, sizeof dir, "%s/data", tmp);
