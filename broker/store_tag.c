@@ -175,7 +175,8 @@ int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store
     /* the next key of the run, not its record: pages next to this one */
     int rc = mdb_cursor_get(cur, &nk, &nv, MDB_NEXT);
     mdb_cursor_close(cur);
-    if (rc == MDB_NOTFOUND || (rc == MDB_SUCCESS && nk.mv_size == 8 && get_be64(nk.mv_data) >> STORE_TAG_SHIFT != tag))
+    int other = rc == MDB_SUCCESS && nk.mv_size == 8 && get_be64(nk.mv_data) >> STORE_TAG_SHIFT != tag;
+    if (rc == MDB_NOTFOUND || other)
         *more = 0;
     else if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "step a cursor on q.%u", level);
