@@ -12,11 +12,22 @@
  * Which tenant: the drr set holds the tenants that may have something
  * ready. It learns of a tenant when a record of it becomes ready (append,
  * return, a delayed message coming due) and forgets it when a take leaves
- * nothing after it in its run (one more seek per take), or when a pick
- * finds its run empty (its records expired while they waited): so nothing
- * has to count a tag's records, and a restart needs no count either. A tenant whose head is not committed yet
+ * nothing after it in its run, or when a pick finds its run empty (its
+ * records expired while they waited): so nothing has to count a tag's
+ * records, and a restart needs no count either. "Nothing after it" costs
+ * no second seek: the seek that reads a tenant's head from its run steps
+ * its cursor one key further (store_tag_head: a key, no record, almost
+ * always on the same page); a head taken from `returned` looks past the
+ * tenant's cursor for a key (store_tag_peek). Nothing of that is kept
+ * between takes, so no append, return or failed commit has a cached key
+ * to invalidate. A tenant whose head is not committed yet
  * (or, while a commit is out, missing from the snapshot) is blocked until
  * the next commit ends, so it holds up no one and no clock is involved.
+ *
+ * explain's place for a ready record (queue_fair_place): its tenant's
+ * returned keys below it, plus the keys of its run between the cursor and
+ * it, counted by stepping one cursor from one seek (store_tag_count), up to
+ * explain's limit.
  *
  * Restart (queue_fair_set while loading): one store_tag_span per tag that
  * has records: two seeks each, O(tags log n), never reading every message.
@@ -274,9 +285,12 @@ void queue_fair_unlease(queue *q, unsigned level, uint64_t key)
 #define NOT_YET (-1)
 
 /* head finds the next ready record of tenant tn without taking it: from
- * returned (*from_returned = 1) or the run past its cursor. SL_ENOTFOUND
- * when its run is empty; SL_ECORRUPT with *key naming a bad record. */
-static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *rec, int *from_returned)
+ * returned (*from_returned = 1) or the run past its cursor, and then says
+ * in *more whether that run goes on after it (the same seek's next step).
+ * SL_ENOTFOUND when its run is empty; SL_ECORRUPT with *key naming a bad
+ * record. */
+static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *rec, int *from_returned,
+                int *more)
 {
     int rc;
     while (tn->returned.len) {
@@ -292,9 +306,7 @@ static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *
         tmr_pop(&tn->returned, TMR_NEVER, &e);
     }
     *from_returned = 0;
-    rc = store_seek(q->st, level, tn->cursor, key, rec);
-    if (rc == SL_OK && (*key >> STORE_TAG_SHIFT) != tn->tag)
-        rc = SL_ENOTFOUND;
+    rc = store_tag_head(q->st, level, tn->cursor, key, rec, more);
     if (rc == SL_ENOTFOUND && store_committing(q->st))
         return NOT_YET; /* perhaps in the commit that is out */
     if (rc == SL_OK && !store_key_committed_fair(q->st, level, *key))
@@ -304,7 +316,8 @@ static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *
 
 /* pick_head chooses a tenant (drr) and finds its head; empty tenants are
  * forgotten, uncommitted ones wait for the next pass. */
-static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, store_rec *rec, int *from_returned)
+static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, store_rec *rec, int *from_returned,
+                     int *more)
 {
     struct queue_fair *f = q->lv[level].fair;
     for (int tries = 0; tries < FAIR_TRIES; tries++) {
@@ -315,7 +328,7 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
         if (!tn)
             return SL_ENOMEM;
         queue_fair_tag_resolve(q, f, tn);
-        int rc = head(q, level, tn, key, rec, from_returned);
+        int rc = head(q, level, tn, key, rec, from_returned, more);
         if (rc == SL_ENOTFOUND) {
             drr_idle(&f->d, t);
             forget(f, tn);
@@ -352,10 +365,10 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 {
     queue_level *lv = &q->lv[level];
     tenant *tn;
-    int from_returned;
+    int from_returned, more = 1;
     if (queue_ready(q, level) == 0)
         return SL_ENOTFOUND;
-    int rc = pick_head(q, level, &tn, key, rec, &from_returned);
+    int rc = pick_head(q, level, &tn, key, rec, &from_returned, &more);
     if (rc != SL_OK && rc != SL_ECORRUPT)
         return rc;
     if (from_returned) {
@@ -377,11 +390,13 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     if (!tn->returned.len && !store_committing(q->st)) {
         /* its last ready one? then out of the turns now, and forgotten when
          * settled, so the ring holds no empty tenants for picks to pass by
-         * (not while a commit is out: the snapshot may lack some of its run) */
+         * (not while a commit is out: the snapshot may lack some of its run).
+         * Taken from its run, the seek that read it has said so already;
+         * taken from returned, a look past its cursor (a key, no record). */
         uint64_t next;
-        store_rec more;
-        int mrc = store_seek(q->st, level, tn->cursor, &next, &more);
-        if (mrc == SL_ENOTFOUND || (mrc == SL_OK && (next >> STORE_TAG_SHIFT) != tn->tag))
+        if (from_returned)
+            more = store_tag_peek(q->st, level, tn->cursor, &next) != SL_ENOTFOUND;
+        if (!more)
             drr_idle(&lv->fair->d, tn->tag);
     }
     return SL_OK;
@@ -392,10 +407,10 @@ int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
     tenant *tn;
     uint64_t key;
     store_rec rec;
-    int from_returned;
+    int from_returned, more;
     if (queue_ready(q, level) == 0)
         return 0;
-    if (pick_head(q, level, &tn, &key, &rec, &from_returned) != SL_OK)
+    if (pick_head(q, level, &tn, &key, &rec, &from_returned, &more) != SL_OK)
         return 0;
     *enq_ns = rec.enq_ns;
     *cost = rec.cost ? rec.cost : 1;
@@ -432,14 +447,11 @@ int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint
     *tag = (uint32_t)(key >> STORE_TAG_SHIFT);
     *ahead = 0;
     const tenant *tn = queue_fair_find(f, *tag);
-    uint64_t from = tn ? tn->cursor : (uint64_t)*tag << STORE_TAG_SHIFT, k;
-    store_rec rec;
+    uint64_t from = tn ? tn->cursor : (uint64_t)*tag << STORE_TAG_SHIFT, run = 0;
     if (tn)
         for (size_t i = 0; i < tn->returned.len; i++)
             *ahead += tn->returned.v[i].id < key;
-    while (*ahead < max && from < key && store_seek(q->st, level, from, &k, &rec) == SL_OK && k < key) {
-        (*ahead)++;
-        from = k + 1;
-    }
+    if (*ahead < max && store_tag_count(q->st, level, from, key, max - *ahead, &run) == SL_OK)
+        *ahead += run; /* the run's keys between its cursor and key: one seek, then steps */
     return SL_OK;
 }

@@ -403,6 +403,23 @@ int store_append_tagged(store *s, const store_rec *rec, uint32_t id, uint64_t *k
  * and the largest key of its run. SL_ENOTFOUND when none. */
 int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint64_t *last_key);
 
+/* store_tag_head reads the first record of a tag's run in q.<level> at or
+ * after key from (the run is from's tag's): *key and *rec as store_seek,
+ * and in *more whether the run goes on after it, from the cursor's next
+ * step (the next key is looked at, its record is not read). SL_ENOTFOUND
+ * when the run holds nothing at or after from; SL_ECORRUPT with *key set
+ * (*more then says nothing). One seek. */
+int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *rec, int *more);
+
+/* store_tag_peek finds the first key of from's tag's run at or after from
+ * without reading its record. SL_ENOTFOUND when there is none. One seek. */
+int store_tag_peek(store *s, unsigned level, uint64_t from, uint64_t *key);
+
+/* store_tag_count counts the keys of q.<level> in [from, below), up to
+ * max, into *n, stepping one cursor from one seek (no record is read).
+ * O(log n + *n). */
+int store_tag_count(store *s, unsigned level, uint64_t from, uint64_t below, uint64_t max, uint64_t *n);
+
 /* store_fair_keys sets level's key counter for a fair (fair != 0, from the
  * largest seq stored, max_seq) or a FIFO layout (an empty level only). */
 void store_fair_keys(store *s, unsigned level, int fair, uint64_t max_seq);

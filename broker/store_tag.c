@@ -14,6 +14,10 @@
  * Costs: interning is one meta read per publish (plus three puts the first
  * time a tag is seen); a tagged append is one B-tree insert (not at the
  * tree's tail, so no MDB_APPEND); store_tag_span is two cursor seeks.
+ * store_tag_head, a fair take's read, is one seek plus one step of the same
+ * cursor to the next key (whether the tag's run goes on, without a second
+ * seek or reading that record); store_tag_peek is a seek for a key alone,
+ * store_tag_count one seek and a step per key counted.
  */
 #include "store.h"
 
@@ -147,6 +151,77 @@ int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint6
     }
     *tag = t;
     return SL_OK;
+}
+
+int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *rec, int *more)
+{
+    unsigned char kb[8];
+    MDB_val k, v, nk, nv;
+    MDB_cursor *cur = NULL;
+    uint64_t tag = from >> STORE_TAG_SHIFT;
+    int err = store_txn_level(s, level);
+    if (err != SL_OK)
+        return err;
+    key_u64(&k, kb, from);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, &cur);
+    if (err != SL_OK)
+        return err;
+    *key = get_be64(k.mv_data);
+    *more = 1; /* unless the step below says otherwise */
+    if (*key >> STORE_TAG_SHIFT != tag) {
+        mdb_cursor_close(cur);
+        return SL_ENOTFOUND;
+    }
+    /* the next key of the run, not its record: pages next to this one */
+    int rc = mdb_cursor_get(cur, &nk, &nv, MDB_NEXT);
+    mdb_cursor_close(cur);
+    int other = rc == MDB_SUCCESS && nk.mv_size == 8 && get_be64(nk.mv_data) >> STORE_TAG_SHIFT != tag;
+    if (rc == MDB_NOTFOUND || other)
+        *more = 0;
+    else if (rc != MDB_SUCCESS)
+        return store_fail(s, rc, "step a cursor on q.%u", level);
+    return store_decode(s, s->q[level], &v, *key, rec);
+}
+
+int store_tag_peek(store *s, unsigned level, uint64_t from, uint64_t *key)
+{
+    unsigned char kb[8];
+    MDB_val k, v;
+    int err = store_txn_level(s, level);
+    if (err != SL_OK)
+        return err;
+    key_u64(&k, kb, from);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, NULL);
+    if (err != SL_OK)
+        return err;
+    *key = get_be64(k.mv_data);
+    return *key >> STORE_TAG_SHIFT == from >> STORE_TAG_SHIFT ? SL_OK : SL_ENOTFOUND;
+}
+
+int store_tag_count(store *s, unsigned level, uint64_t from, uint64_t below, uint64_t max, uint64_t *n)
+{
+    unsigned char kb[8];
+    MDB_val k, v;
+    MDB_cursor *cur = NULL;
+    *n = 0;
+    if (from >= below || max == 0)
+        return SL_OK;
+    int err = store_txn_level(s, level);
+    if (err != SL_OK)
+        return err;
+    key_u64(&k, kb, from);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, &cur);
+    if (err == SL_ENOTFOUND)
+        return SL_OK;
+    if (err != SL_OK)
+        return err;
+    int rc = MDB_SUCCESS;
+    while (rc == MDB_SUCCESS && k.mv_size == 8 && get_be64(k.mv_data) < below && *n < max) {
+        ++*n;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : store_fail(s, rc, "step a cursor on q.%u", level);
 }
 
 int store_tag_key(store *s, unsigned level, const store_rec *rec, int head, uint64_t *key)

@@ -1,0 +1,255 @@
+/*
+ * test_fair_queue.c - a level served fair by tag, driven through queue.h
+ * over a real store in a temporary directory (no broker): random appends,
+ * takes, acks, NACKs and commits, checked after every step against a model
+ * of what each tag has ready and leased.
+ *
+ * What it pins down:
+ *   - FIFO within a tag: every take gives the oldest ready message of its
+ *     tag (a NACKed one goes back to its place at the tag's head);
+ *   - no head-of-line blocking on a commit: a take finds nothing only when
+ *     every tag's head was appended since the last commit;
+ *   - a tag leaves the turns with its last ready message, whether taken from
+ *     its run of keys (the seek that read it looked one key further) or from
+ *     its NACKed ones (a look past its cursor), and is forgotten once nothing
+ *     of it is leased: after every step the deficit round robin holds
+ *     exactly the tags with something ready, and the level's tenants are
+ *     exactly the tags with something ready or leased;
+ *   - explain's place: the messages of its tag ahead of a ready one, counted
+ *     by stepping the tag's run (queue_fair_place).
+ *
+ * The seed is printed (SLUICE_SEED replays it); loops are bounded by count.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "queue.h"
+#include "queue_fair_int.h"
+#include "store.h"
+
+#define NTAGS  6    /* tag "t0".."t4", and the untagged tenant (5) */
+#define MAXMSG 1200
+#define STEPS  4000
+
+enum { READY = 1, LEASED, DONE };
+
+typedef struct msg {
+    uint64_t id, key; /* key: known once taken */
+    int tag, seq;     /* seq: its place in its tag, in publish order */
+    int state;
+    int fresh;        /* appended since the last commit */
+    uint32_t attempt;
+} msg;
+
+typedef struct model {
+    msg m[MAXMSG];
+    int n;
+    int next_seq[NTAGS];
+    int64_t tag_id[NTAGS]; /* its interned id, learnt from a taken key; -1 before */
+} model;
+
+static unsigned rnd(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (*s >> 16) & 0x7fff;
+}
+
+static void fair_open(const char *dir, store **st, queue *q)
+{
+    store_cfg cfg = {.dir = dir, .levels = 1, .map_bytes = 256ull << 20};
+    store_level_info info[PROTO_MAX_LEVELS];
+    assert_int_equal(store_open(&cfg, st, info), SL_OK);
+    assert_int_equal(queue_open(q, *st, 1, info), SL_OK);
+    q->now_wall_ns = 1;
+    assert_int_equal(queue_fair_set(q, 0, 1, 0), SL_OK);
+}
+
+static void append(queue *q, model *md, int tag)
+{
+    char tg[8], body[16];
+    msg *m = &md->m[md->n];
+    *m = (msg){.id = queue_next_id(q), .tag = tag, .seq = md->next_seq[tag]++, .state = READY, .fresh = 1};
+    snprintf(tg, sizeof tg, "t%d", tag);
+    snprintf(body, sizeof body, "%d", md->n);
+    store_rec rec = {.id = m->id, .enq_ns = 1, .cost = 1, .tag = tag < NTAGS - 1 ? tg : NULL,
+                     .tag_len = tag < NTAGS - 1 ? (uint32_t)strlen(tg) : 0, .body = body,
+                     .body_len = (uint32_t)strlen(body)};
+    assert_int_equal(queue_append(q, &rec), SL_OK);
+    md->n++;
+}
+
+/* oldest returns the ready message of tag with the lowest seq, or NULL. */
+static msg *oldest(model *md, int tag)
+{
+    msg *best = NULL;
+    for (int i = 0; i < md->n; i++)
+        if (md->m[i].tag == tag && md->m[i].state == READY && (!best || md->m[i].seq < best->seq))
+            best = &md->m[i];
+    return best;
+}
+
+/* take takes one message and checks it against the model; returns 1 when
+ * one was taken. */
+static int take(queue *q, model *md)
+{
+    uint64_t key;
+    store_rec rec;
+    int rc = queue_take(q, 0, &key, &rec);
+    if (rc == SL_ENOTFOUND) {
+        for (int t = 0; t < NTAGS; t++) { /* only heads the open transaction appended wait */
+            msg *h = oldest(md, t);
+            assert_true(!h || h->fresh);
+        }
+        return 0;
+    }
+    assert_int_equal(rc, SL_OK);
+    char body[16];
+    snprintf(body, sizeof body, "%.*s", (int)rec.body_len, (const char *)rec.body);
+    int i = atoi(body);
+    assert_true(i >= 0 && i < md->n);
+    msg *m = &md->m[i];
+    assert_int_equal(m->state, READY);
+    assert_ptr_equal(oldest(md, m->tag), m); /* FIFO within its tag */
+    assert_false(m->fresh);
+    m->state = LEASED;
+    m->key = key;
+    md->tag_id[m->tag] = (int64_t)(key >> STORE_TAG_SHIFT);
+    return 1;
+}
+
+static msg *any_leased(model *md, unsigned *seed)
+{
+    int n = 0;
+    for (int i = 0; i < md->n; i++)
+        n += md->m[i].state == LEASED;
+    if (!n)
+        return NULL;
+    int pick = (int)(rnd(seed) % (unsigned)n);
+    for (int i = 0; i < md->n; i++)
+        if (md->m[i].state == LEASED && pick-- == 0)
+            return &md->m[i];
+    return NULL;
+}
+
+/* check compares the level's counts and tenants with the model, and one
+ * ready message's place in its tag with what explain would say. */
+static void check(queue *q, store *st, model *md, unsigned *seed)
+{
+    uint64_t ready = 0;
+    int live[NTAGS] = {0}, waiting[NTAGS] = {0}, tags = 0;
+    for (int i = 0; i < md->n; i++) {
+        ready += md->m[i].state == READY;
+        waiting[md->m[i].tag] |= md->m[i].state == READY;
+        live[md->m[i].tag] |= md->m[i].state == READY || md->m[i].state == LEASED;
+    }
+    for (int t = 0; t < NTAGS; t++) {
+        tags += live[t];
+        if (md->tag_id[t] >= 0) /* in the turns exactly while something of it is ready */
+            assert_int_equal(drr_find(&q->lv[0].fair->d, (uint64_t)md->tag_id[t]) != NULL, waiting[t]);
+    }
+    uint32_t tenants = 0;
+    queue_fair_bytes(q, 0, &tenants);
+    assert_int_equal(queue_ready(q, 0), ready);
+    assert_int_equal(tenants, tags);
+    if (!ready)
+        return;
+    int pick = (int)(rnd(seed) % ready);
+    for (int i = 0; i < md->n; i++) {
+        msg *m = &md->m[i];
+        if (m->state != READY || pick-- != 0)
+            continue;
+        uint64_t key, rank, ahead = 0, want = 0;
+        uint32_t tag;
+        assert_int_equal(store_find(st, 0, m->id, MAXMSG, &key, &rank), SL_OK);
+        assert_int_equal(queue_fair_place(q, 0, key, &tag, &ahead, MAXMSG), SL_OK);
+        for (int j = 0; j < md->n; j++)
+            want += md->m[j].tag == m->tag && md->m[j].state == READY && md->m[j].seq < m->seq;
+        assert_int_equal(ahead, want);
+        break;
+    }
+}
+
+static void commit(queue *q, store *st, model *md)
+{
+    assert_int_equal(store_commit(st), SL_OK);
+    queue_commit_ended(q, SL_OK);
+    for (int i = 0; i < md->n; i++)
+        md->m[i].fresh = 0;
+}
+
+static void fifo_per_tag_through_appends_takes_acks_and_nacks(void **state)
+{
+    (void)state;
+    unsigned seed = th_seed();
+    char tmp[] = "/tmp/sluice-fairq-XXXXXX", dir[64];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(dir, sizeof dir, "%s/data", tmp);
+    store *st = NULL;
+    queue q;
+    model *md = calloc(1, sizeof *md);
+    assert_non_null(md);
+    for (int t = 0; t < NTAGS; t++)
+        md->tag_id[t] = -1;
+    fair_open(dir, &st, &q);
+    unsigned taken = 0, nacked = 0;
+    for (int step = 0; step < STEPS; step++) {
+        unsigned r = rnd(&seed) % 100;
+        msg *m;
+        if (r < 30 && md->n < MAXMSG) {
+            /* bursts on one tag as well as spread ones, so runs grow and empty */
+            append(&q, md, (int)(rnd(&seed) % 3 == 0 ? 0 : rnd(&seed) % NTAGS));
+        } else if (r < 60) {
+            taken += (unsigned)take(&q, md);
+        } else if (r < 75 && (m = any_leased(md, &seed))) {
+            assert_int_equal(queue_settle(&q, 0, m->key), SL_OK);
+            m->state = DONE;
+        } else if (r < 87 && (m = any_leased(md, &seed))) {
+            assert_int_equal(queue_return(&q, 0, m->key, ++m->attempt, 0), SL_OK);
+            m->state = READY; /* back at its place: the head of its tag */
+            nacked++;
+        } else if (r < 95) {
+            commit(&q, st, md);
+        }
+        check(&q, st, md, &seed);
+    }
+    /* the rest: everything comes out, and every tag leaves */
+    commit(&q, st, md);
+    for (int i = 0; i < 4 * MAXMSG && queue_ready(&q, 0) + q.lv[0].leased > 0; i++) {
+        msg *m = any_leased(md, &seed);
+        if (m && rnd(&seed) % 2) {
+            assert_int_equal(queue_settle(&q, 0, m->key), SL_OK);
+            m->state = DONE;
+        } else {
+            int got = take(&q, md);
+            taken += (unsigned)got;
+            assert_true(got || m);
+        }
+        check(&q, st, md, &seed);
+    }
+    uint32_t tenants = 0;
+    queue_fair_bytes(&q, 0, &tenants);
+    fprintf(stderr, "# %d published, %u taken, %u NACKed; %u tenants left\n", md->n, taken, nacked, tenants);
+    assert_int_equal(queue_ready(&q, 0), 0);
+    assert_int_equal(q.lv[0].leased, 0);
+    assert_int_equal(tenants, 0);
+    assert_true(nacked > 0 && taken > (unsigned)md->n);
+    queue_close(&q);
+    store_close(&st);
+    free(md);
+    th_rmrf(tmp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fifo_per_tag_through_appends_takes_acks_and_nacks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
