@@ -160,6 +160,7 @@ static unsigned dispatch(bk *b, unsigned max)
         size_t n = b->conns.len, start = b->conns.rr % n;
         for (size_t k = 0; k < n && made < max; k++) {
             conn *c = b->conns.all[(start + k) % n];
+            b->conns.rr = (start + k) % n; /* a pass a bucket ends starts the next at this consumer */
             if (c->credit == 0 || !c->pool || !pool_open(c->pool) ||
                 c->nleases >= b->cfg.consumer_max_inflight)
                 continue;
@@ -198,8 +199,10 @@ static unsigned dispatch(bk *b, unsigned max)
             level_view(b, (unsigned)level, &dl[level]);
             made++;
             progress = 1;
+            b->conns.rr = (start + k + 1) % n; /* ... or after the one that got the last delivery */
         }
-        b->conns.rr = (start + 1) % n;
+        if (!progress)
+            b->conns.rr = (start + 1) % n;
     }
     return made;
 }

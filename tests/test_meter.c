@@ -187,6 +187,60 @@ static void sink_rate_holds_in_every_window(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* A paced sink hands its releases to the consumers with credit in turn:
+ * two consumers with credit 16 each, 32 messages at 200/s, released to them
+ * alternately (ordered by release time, no consumer gets more than two in a
+ * row). A pass that the sink's bucket ends used to start the next at the
+ * same consumer, which then took every release until its credit ran out:
+ * 16 in a row, sent by one process at its pacing share while the other
+ * waited, and together they overran the sink (throttle-quiz's 0.1 s
+ * windows). */
+static void a_paced_sink_releases_to_consumers_in_turn(void **state)
+{
+    (void)state;
+    enum { N = 32, CREDIT = 16 };
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    assert_int_equal(sl_sink_set(f->c, 200 * 1000, 1, SL_UNCHANGED), SL_OK);
+    sl_client *c[2] = {th_client(&f->b, 5000), th_client(&f->b, 5000)};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(sl_subscribe(c[i], NULL, NULL, 0, CREDIT), SL_OK);
+    assert_int_equal(th_put_many(f->c, 1, N, 1), SL_OK);
+    uint64_t released[N];
+    int who[N], n = 0;
+    sl_delivery *held[N];
+    for (uint64_t until = th_now_ms() + 20000; n < N && th_now_ms() < until;)
+        for (int i = 0; i < 2 && n < N; i++) {
+            sl_delivery *d = NULL;
+            if (sl_recv(c[i], 5, &d) != SL_OK)
+                continue;
+            held[n] = d; /* held: each keeps its credit's worth */
+            released[n] = d->released_ns;
+            who[n++] = i;
+        }
+    assert_int_equal(n, N);
+    for (int i = 1; i < n; i++) /* by release time */
+        for (int j = i; j > 0 && released[j] < released[j - 1]; j--) {
+            uint64_t t = released[j];
+            released[j] = released[j - 1], released[j - 1] = t;
+            int w = who[j];
+            who[j] = who[j - 1], who[j - 1] = w;
+        }
+    int run = 1, longest = 1;
+    for (int i = 1; i < n; i++) {
+        run = who[i] == who[i - 1] ? run + 1 : 1;
+        longest = run > longest ? run : longest;
+    }
+    fprintf(stderr, "# two consumers, credit %d each, a 200/s sink: at most %d releases in a row to one\n", CREDIT,
+            longest);
+    assert_true(longest <= 2);
+    for (int i = 0; i < n; i++)
+        sl_delivery_free(&held[i]);
+    for (int i = 0; i < 2; i++)
+        sl_close(&c[i]);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 static void throttled_pauses_and_charges_nothing(void **state)
 {
     (void)state;
@@ -444,6 +498,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sink_rate_holds_in_every_window),
+        cmocka_unit_test(a_paced_sink_releases_to_consumers_in_turn),
         cmocka_unit_test(throttled_pauses_and_charges_nothing),
         cmocka_unit_test(level_ceiling_and_guarantee_hold_under_saturation),
         cmocka_unit_test(priority_order_survives_metering),
