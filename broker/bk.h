@@ -58,6 +58,7 @@ typedef struct bk {
     uint64_t next_hb_ns;
     uint64_t next_sweep_ns;       /* idempotency keys to forget, expired messages */
     uint64_t next_pace_ns;        /* when member.c next looks at the consumers' pacing shares */
+    size_t pace_pacers;           /* consumers pacing the sink, as last announced in POOL (member.c) */
     uint64_t next_measure_ns;     /* when to recount the map's use */
     log_limit no_room_log;        /* "the disk has no room to grow the map": once a minute */
     room_disk room;               /* the disk's free space, as admission last read it (room.c) */

@@ -24,7 +24,11 @@
  * part of the burst, instead of all at once. An idle consumer's part falls
  * to 0 within MEMBER_ACTIVE_NS, so an unused share flows back to the
  * others within about a second. The share is of the base, not of a rate
- * cut after THROTTLED: the cut is the broker's to apply.
+ * cut after THROTTLED: the cut is the broker's to apply. POOL also says how
+ * many consumers pace the sink (pacers, the active ones): above 1 each
+ * holds its requests at least a common time past their release (pace.c),
+ * so that several processes keep the broker's spacing between them; it is
+ * announced again when it crosses 1.
  *
  * Costs: O(conns) per announcement and per look (4 a second); joins are
  * rare next to deliveries.
@@ -94,6 +98,7 @@ void member_pool_changed(bk *b, pool *p)
         proto_set(&m, share, pool_share(p, index++));
         proto_set(&m, rate_milli, c->pace_rate_milli);
         proto_set(&m, burst, c->pace_burst);
+        proto_set(&m, pacers, n_active);
         net_queue(b->net, c->rid, c->rid_len, &m, 0, NET_NOW);
     }
 }
@@ -129,9 +134,11 @@ void member_pace_shares(bk *b, int force)
         c->sent_recent = 0;
     }
     size_t n_active = active(b);
+    int shared_changed = (n_active > 1) != (b->pace_pacers > 1); /* the shared hold goes on or off */
+    b->pace_pacers = n_active;
     for (unsigned i = 0; i < b->pools.n; i++) {
         pool *p = b->pools.v[i];
-        int changed = 0;
+        int changed = shared_changed;
         for (size_t j = 0; j < b->conns.len; j++) {
             conn *c = b->conns.all[j];
             uint64_t rate;

@@ -57,6 +57,7 @@ struct sl_client {
     uint64_t pace_rate_milli; /* its share of the sink (POOL rate_milli); 0: unpaced */
     uint32_t pace_burst;      /* ... and of the sink's burst */
     int pace_told;            /* a POOL message carried a pacing share */
+    uint32_t pace_pacers;     /* consumers the broker says pace the same sink (POOL pacers; 0: not told) */
 
     /* Everything below is sluice.c's. */
     uint64_t last_ticket;

@@ -116,10 +116,12 @@ void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns)
     l->seen[0]++;
 }
 
-uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle)
+uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle, uint64_t shared_ns)
 {
     if (!released_ns || (!l->seen[0] && !l->seen[1]))
         return 0;
+    if (shared_ns) /* others pace the same sink: a hold they all keep, idle or not */
+        idle = 0;
     int both = l->seen[0] && l->seen[1];
     int64_t lo = l->seen[0] ? l->lo[0] : l->lo[1], hi = l->seen[0] ? l->hi[0] : l->hi[1];
     if (both) {
@@ -136,5 +138,5 @@ uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int id
     else
         l->hold_ns = l->hold_ns - spread > shrink ? l->hold_ns - shrink : spread;
     l->hold_at_ns = now_ns;
-    return released_ns + (uint64_t)lo + l->hold_ns;
+    return released_ns + (uint64_t)lo + (l->hold_ns > shared_ns ? l->hold_ns : shared_ns);
 }

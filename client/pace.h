@@ -58,8 +58,9 @@ void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns);
  * most 1/PACE_LAG_DECAY of the time since the last call (a hold that drops
  * at once sends the requests held longer together with those held less).
  * When idle (nothing else of this process waits to leave, so there is
- * nothing to bunch with) the hold is 0. Returns 0 (no hold) when
- * released_ns is 0 or nothing was noted. */
-uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle);
+ * nothing to bunch with) the hold is 0. With shared_ns (other processes pace
+ * the same sink) the hold is at least shared_ns, idle or not. Returns 0 (no
+ * hold) when released_ns is 0 or nothing was noted. */
+uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle, uint64_t shared_ns);
 
 #endif /* SLUICE_PACE_H */

@@ -36,6 +36,13 @@
  * ms at the median without the bucket), but it also lost the bucket's
  * slack: a broker burst of 5 left at once into a sink whose burst is 5,
  * and the pace shape saw 1 to 4 x 429 a run on a loaded machine.
+ * Several processes (sl_pacer_peers above 1): each one's hold is its own
+ * spread, and two processes with different spreads send shifted against
+ * each other (throttle-quiz, two consumers: pairs of requests 20-90 us apart
+ * where the broker released them 2 ms apart, one over the bound in the
+ * busiest 0.1 s window). So every request is then held at least
+ * SL_PACER_SHARED_HOLD_MS past its release, idle or not: the same hold in
+ * every process, and on one host the same clock.
  * Costs: one uncontended lock and at most two sleeps per send.
  */
 #include <errno.h>
@@ -54,6 +61,7 @@ struct sl_pacer {
     unsigned waiting; /* requests between asking and leaving */
     pace bucket;
     pace_lag lag;
+    uint64_t shared_hold_ns; /* others pace the same sink: every request held at least this */
 };
 
 
@@ -104,6 +112,15 @@ void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst)
     pthread_mutex_unlock(&p->lock);
 }
 
+void sl_pacer_peers(sl_pacer *p, unsigned n)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->shared_hold_ns = n > 1 ? (uint64_t)SL_PACER_SHARED_HOLD_MS * 1000000u : 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
 uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost)
 {
     return sl_pacer_wait_released(p, cost, 0);
@@ -125,7 +142,7 @@ uint64_t sl_pacer_wait_released(sl_pacer *p, uint32_t cost, uint64_t released_ns
     pthread_mutex_lock(&p->lock);
     uint64_t start = mono_ns(), now = start;
     pace_lag_note(&p->lag, released_ns, start);
-    uint64_t keep = pace_lag_due(&p->lag, released_ns, start, p->waiting == 0); /* idle: no hold */
+    uint64_t keep = pace_lag_due(&p->lag, released_ns, start, p->waiting == 0, p->shared_hold_ns); /* idle: no hold */
     int waited = keep > start;
     p->waiting++;
     if (waited) { /* the hold: each on its own, the release times keep the order */
@@ -162,6 +179,11 @@ void sl_pacer_free(sl_pacer **pp)
     pthread_mutex_destroy(&(*pp)->lock);
     free(*pp);
     *pp = NULL;
+}
+
+unsigned sl_pace_peers(const sl_client *c)
+{
+    return c ? c->pace_pacers : 0;
 }
 
 int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst)

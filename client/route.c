@@ -145,6 +145,8 @@ static void pool_take(sl_client *c, const proto_msg *m)
         c->pace_burst = m->burst > UINT32_MAX ? UINT32_MAX : (uint32_t)m->burst;
         c->pace_told = 1;
     }
+    if (m->present & PF(pacers))
+        c->pace_pacers = m->pacers > UINT32_MAX ? UINT32_MAX : (uint32_t)m->pacers;
 }
 
 /* malformed_reply turns m, a reply of a known type with a seq that did not

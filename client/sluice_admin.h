@@ -144,6 +144,12 @@ unsigned sl_share(const sl_client *c);
  * 0 (the outputs are then 0). */
 int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
 
+/* sl_pace_peers returns how many consumers (this one included) the broker
+ * said pace the same sink (0 before it said: a broker before the field);
+ * above 1, hand it to sl_pacer_peers so that they all keep the broker's
+ * spacing between them. */
+unsigned sl_pace_peers(const sl_client *c);
+
 /* An sl_pacer is safe to share between threads: sl_pacer_wait takes the
  * token for cost units (0 reads as 1) at the moment it is due, sleeping
  * until then; call it just before the request leaves. Callers are served
@@ -165,10 +171,21 @@ int sl_pace_share(const sl_client *c, uint64_t *rate_milli, uint32_t *burst);
  * grows at once and shrinks by at most 1 ms a second while requests keep
  * coming; a request that finds no other waiting in the pacer is not held
  * (one at a time, there is no spacing to keep). Use one pacer per broker
- * (the lag is measured on its clock). */
+ * (the lag is measured on its clock).
+ *
+ * sl_pacer_peers(p, n) says how many consumers share the sink (from
+ * sl_pace_peers). With more than one, each process's own hold is not
+ * enough: two processes holding for different times (each its own spread)
+ * send their requests shifted against each other, and the sink sees pairs.
+ * So every request is then held at least SL_PACER_SHARED_HOLD_MS past its
+ * release, idle or not: processes on one host leave in the broker's order
+ * and spacing whatever their own lags (up to that hold). It costs each
+ * request that much latency, and a worker that much time per request. */
+#define SL_PACER_SHARED_HOLD_MS 5
 typedef struct sl_pacer sl_pacer;
 int sl_pacer_new(sl_pacer **out);
 void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst);
+void sl_pacer_peers(sl_pacer *p, unsigned n);
 uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost);
 uint64_t sl_pacer_wait_released(sl_pacer *p, uint32_t cost, uint64_t released_ns);
 void sl_pacer_free(sl_pacer **p);

@@ -127,7 +127,8 @@
     X(force,      "force",          U64,  0)              \
     X(window_rows, "window_rows",   ROWS, window)         \
     X(tag_rows,   "tag_rows",       ROWS, tag)            \
-    X(scope,      "scope",          STR,  PROTO_MAX_NAME)
+    X(scope,      "scope",          STR,  PROTO_MAX_NAME) \
+    X(pacers,     "pacers",         U64,  0)
 
 /* ---- rows ----
  *
@@ -401,7 +402,7 @@ typedef enum proto_cmd {
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \
-    X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), PF(rate_milli) | PF(burst)) \
+    X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), PF(rate_milli) | PF(burst) | PF(pacers)) \
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
     X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))

@@ -194,7 +194,8 @@ static void sink_rate_holds_in_every_window(void **state)
  * same consumer, which then took every release until its credit ran out:
  * 16 in a row, sent by one process at its pacing share while the other
  * waited, and together they overran the sink (throttle-quiz's 0.1 s
- * windows). */
+ * windows). Each is then told that two consumers pace the sink (POOL's
+ * pacers), which makes their pacers share one hold. */
 static void a_paced_sink_releases_to_consumers_in_turn(void **state)
 {
     (void)state;
@@ -234,6 +235,17 @@ static void a_paced_sink_releases_to_consumers_in_turn(void **state)
     fprintf(stderr, "# two consumers, credit %d each, a 200/s sink: at most %d releases in a row to one\n", CREDIT,
             longest);
     assert_true(longest <= 2);
+    /* both were sent deliveries: the broker tells each that two pace the sink */
+    unsigned peers[2] = {0, 0};
+    for (uint64_t until = th_now_ms() + 5000; (peers[0] != 2 || peers[1] != 2) && th_now_ms() < until;)
+        for (int i = 0; i < 2; i++) {
+            sl_delivery *d = NULL;
+            if (sl_recv(c[i], 20, &d) == SL_OK)
+                sl_delivery_free(&d);
+            peers[i] = sl_pace_peers(c[i]);
+        }
+    assert_int_equal(peers[0], 2);
+    assert_int_equal(peers[1], 2);
     for (int i = 0; i < n; i++)
         sl_delivery_free(&held[i]);
     for (int i = 0; i < 2; i++)

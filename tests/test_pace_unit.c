@@ -135,7 +135,7 @@ static void takes_keep_the_window_bound(void **state)
 static uint64_t pace_lag_due_(pace_lag *l, uint64_t released_ns)
 {
     l->hold_ns = 0;
-    return pace_lag_due(l, released_ns, 0, 0);
+    return pace_lag_due(l, released_ns, 0, 0, 0);
 }
 
 /* The hold: release plus the longest lag over the last one or two epochs,
@@ -176,16 +176,16 @@ static void lag_hold_shrinks_slowly(void **state)
     memset(&l, 0, sizeof l);
     pace_lag_note(&l, S, S);                       /* lag 0 */
     pace_lag_note(&l, S + MS, S + MS + 20 * MS);   /* lag 20 ms */
-    assert_true(pace_lag_due(&l, S + 2 * MS, S + 21 * MS, 0) == S + 22 * MS);
+    assert_true(pace_lag_due(&l, S + 2 * MS, S + 21 * MS, 0, 0) == S + 22 * MS);
     /* two epochs on, only lags of 0 are seen: the spread is 0, the hold 20 ms
      * less 3 ms for the 3 s since it was last looked at */
     pace_lag_note(&l, 2 * S + 500 * MS, 2 * S + 500 * MS);
     pace_lag_note(&l, 4 * S + 21 * MS, 4 * S + 21 * MS);
-    assert_true(pace_lag_due(&l, 4 * S + 21 * MS, 4 * S + 21 * MS, 0) == 4 * S + 21 * MS + 17 * MS);
+    assert_true(pace_lag_due(&l, 4 * S + 21 * MS, 4 * S + 21 * MS, 0, 0) == 4 * S + 21 * MS + 17 * MS);
     /* idle: no hold at all; then it grows back to the spread at once */
-    assert_true(pace_lag_due(&l, 4 * S + 22 * MS, 4 * S + 22 * MS, 1) == 4 * S + 22 * MS);
+    assert_true(pace_lag_due(&l, 4 * S + 22 * MS, 4 * S + 22 * MS, 1, 0) == 4 * S + 22 * MS);
     pace_lag_note(&l, 4 * S + 30 * MS, 4 * S + 35 * MS); /* lag 5 ms */
-    assert_true(pace_lag_due(&l, 4 * S + 30 * MS, 4 * S + 35 * MS, 0) == 4 * S + 35 * MS);
+    assert_true(pace_lag_due(&l, 4 * S + 30 * MS, 4 * S + 35 * MS, 0, 0) == 4 * S + 35 * MS);
 }
 
 /* max_in_window returns the most of the sorted times t[0..n) in any window
@@ -228,7 +228,7 @@ static void two_processes_keep_the_broker_spacing(void **state)
         int who = (int)((seed >> 40) & 1);
         uint64_t ready = released + ((seed >> 50) % 10 == 0 ? 8 * MS : 0) + MS / 10;
         pace_lag_note(&lag[who], released, ready);
-        uint64_t due = pace_lag_due(&lag[who], released, ready, 0);
+        uint64_t due = pace_lag_due(&lag[who], released, ready, 0, 0);
         if (released < 3 * S)
             continue; /* both have seen a stall by then */
         held[n] = due > ready ? due : ready;
@@ -239,6 +239,47 @@ static void two_processes_keep_the_broker_spacing(void **state)
     assert_true(max_in_window(sent, n, 100 * MS) > 51);
     assert_true(max_in_window(held, n, 100 * MS) <= 51);
     assert_true(max_in_window(held, n, S) <= 501);
+}
+
+/* The same two processes, but one's workers are slower than the other's:
+ * its deliveries reach a worker 0.1-3.1 ms after their release, the
+ * other's 0.1-1.1 ms. Each holding its own spread, they send shifted by 2 ms
+ * against each other, in pairs, over the bound; with a hold they share
+ * (SL_PACER_SHARED_HOLD_MS, longer than either spread) the broker's spacing
+ * holds, and a request with nothing else waiting (idle) is held too. */
+static void processes_with_different_lags_share_one_hold(void **state)
+{
+    (void)state;
+    enum { N = 10000 };
+    static uint64_t own[N], shared[N];
+    const uint64_t hold = (uint64_t)SL_PACER_SHARED_HOLD_MS * MS;
+    pace_lag lag[2][2];
+    memset(lag, 0, sizeof lag);
+    uint64_t seed = 4242;
+    size_t n = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t released = S + i * 2 * MS;
+        int who = (int)(i & 1);
+        uint64_t ready = released + MS / 10 + (seed >> 20) % ((who ? 3 : 1) * MS + 1);
+        uint64_t due[2];
+        for (int k = 0; k < 2; k++) {
+            pace_lag_note(&lag[k][who], released, ready);
+            due[k] = pace_lag_due(&lag[k][who], released, ready, 0, k ? hold : 0);
+        }
+        if (released < 3 * S)
+            continue;
+        own[n] = due[0] > ready ? due[0] : ready;
+        shared[n++] = due[1] > ready ? due[1] : ready;
+    }
+    qsort(own, n, sizeof own[0], by_time);
+    qsort(shared, n, sizeof shared[0], by_time);
+    assert_true(max_in_window(own, n, 100 * MS) > 51);
+    assert_true(max_in_window(shared, n, 100 * MS) <= 51);
+    pace_lag idle = {0};
+    pace_lag_note(&idle, S, S + MS / 10);
+    assert_true(pace_lag_due(&idle, S, S + MS / 10, 1, 0) == S + MS / 10);         /* alone: not held */
+    assert_true(pace_lag_due(&idle, S, S + MS / 10, 1, hold) == S + MS / 10 + hold); /* shared: held */
 }
 
 static uint64_t mono(void)
@@ -278,6 +319,7 @@ int main(void)
         cmocka_unit_test(lag_holds_to_the_longest_recent_lag),
         cmocka_unit_test(lag_hold_shrinks_slowly),
         cmocka_unit_test(two_processes_keep_the_broker_spacing),
+        cmocka_unit_test(processes_with_different_lags_share_one_hold),
         cmocka_unit_test(pacer_waits_on_the_real_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,15 +88,24 @@ void cli_post_follow(cli_post *p, const sl_client *c, const char *cmd, bool verb
 {
     uint64_t rate = 0;
     uint32_t burst = 0;
-    if (!sl_pace_share(c, &rate, &burst) || (p->told && rate == p->rate_milli && burst == p->burst))
+    unsigned peers = sl_pace_peers(c);
+    if (!sl_pace_share(c, &rate, &burst) ||
+        (p->told && rate == p->rate_milli && burst == p->burst && (peers > 1) == (p->peers > 1)))
         return;
     p->told = true;
     p->rate_milli = rate;
     p->burst = burst;
+    p->peers = peers;
     sl_pacer_set(p->pacer, rate, burst);
+    sl_pacer_peers(p->pacer, peers);
     if (verbose) {
         char shown[40];
         cli_text_rate_format(rate, "unpaced", shown, sizeof shown);
-        cli_text_say(cmd, "pacing: %s, burst %" PRIu32 " (this consumer's share of the sink)", shown, burst);
+        if (peers > 1)
+            cli_text_say(cmd, "pacing: %s, burst %" PRIu32 " (this consumer's share of the sink); %u consumers pace "
+                         "it: each request held at least %d ms past its release", shown, burst, peers,
+                         SL_PACER_SHARED_HOLD_MS);
+        else
+            cli_text_say(cmd, "pacing: %s, burst %" PRIu32 " (this consumer's share of the sink)", shown, burst);
     }
 }

@@ -20,6 +20,7 @@ typedef struct cli_post {
     sl_pacer *pacer;
     uint64_t rate_milli; /* the share applied to pacer; main thread only */
     uint32_t burst;
+    unsigned peers;      /* consumers pacing the sink, as last applied */
     bool told;
 } cli_post;
 
