@@ -51,7 +51,7 @@
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows as used (kept at most 12 MiB ahead)") \
     X(map_max_mb, NULL, "map-max-mb", 0, "broker", MB, map_max_bytes, "(4 x --map-size-mb)", 1, 1ULL << 24, "MB", "the map grows up to this when 75% used and the disk has room; publishes stop at 90%") \
     X(wal_mb, NULL, "wal-mb", 0, "broker", MB, wal_bytes, "64", 0, 1ULL << 16, "MB", "the write-ahead log: a batch is confirmed after one flush of its record there, and LMDB commits what it holds at checkpoints; 0 = no log (each batch an LMDB commit: two flushes)") \
-    X(checkpoint_ms, NULL, "checkpoint-ms", 0, "broker", NUM, checkpoint_ms, "100", 1, 60000, "MS", "with the log: commit what it holds into LMDB at least this often (and when it is half used)") \
+    X(checkpoint_ms, NULL, "checkpoint-ms", 0, "broker", NUM, checkpoint_ms, "500", 1, 60000, "MS", "with the log: commit what it holds into LMDB at least this often (and when it is half used)") \
     X(max_body, NULL, "max-body", 0, "broker", NUM, max_body, "1048576", 1, PROTO_MAX_BODY, "BYTES", "largest message body accepted") \
     X(metrics, NULL, "metrics", 0, "broker", STR, metrics, NULL, 0, 0, "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default") \
     X(idem_window_ms, NULL, "idem-window-ms", 0, "broker", NUM, idem_window_ms, "300000", 1, 7 * DAY_MS, "MS", "how long an idempotency key is remembered") \

@@ -90,6 +90,14 @@ static int count_bits(proto_mask v)
     return n;
 }
 
+/* lowest_bit returns the number of v's lowest set bit (v != 0): the fields
+ * of a message are walked by its presence mask, not all PROTO_F_COUNT_. */
+static proto_field lowest_bit(proto_mask v)
+{
+    uint64_t lo = (uint64_t)v;
+    return (proto_field)(lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((uint64_t)(v >> 64)));
+}
+
 static int pack_rows(msgpack_packer *pk, const void *rows, const kind_def *kd)
 {
     uint32_t n = *(const uint32_t *)rows;
@@ -191,8 +199,8 @@ int proto_encode(const proto_msg *m, proto_wbuf *out)
     proto_mask fields = m->present & ~PF(op);
     if ((fields & md->req) != md->req || (fields & ~(md->req | md->opt)))
         return SL_EINVAL;
-    for (int f = 0; f < PROTO_F_COUNT_; f++) {
-        int rc = (fields >> f) & 1 ? field_check(m, (proto_field)f) : SL_OK;
+    for (proto_mask rest = fields; rest; rest &= rest - 1) {
+        int rc = field_check(m, lowest_bit(rest));
         if (rc)
             return rc;
     }
@@ -202,9 +210,8 @@ int proto_encode(const proto_msg *m, proto_wbuf *out)
     msgpack_packer_init(&pk, out, wbuf_write);
     int bad = msgpack_pack_map(&pk, (size_t)count_bits(fields) + 1);
     bad = bad || pack_str(&pk, "op", 2) || pack_str(&pk, md->name, strlen(md->name));
-    for (int f = 0; f < PROTO_F_COUNT_ && !bad; f++)
-        if ((fields >> f) & 1)
-            bad = pack_field(&pk, m, (proto_field)f);
+    for (proto_mask rest = fields; rest && !bad; rest &= rest - 1)
+        bad = pack_field(&pk, m, lowest_bit(rest));
     if (bad) {
         out->len = start;
         return SL_ENOMEM;
