@@ -145,7 +145,7 @@ int store_wal_settle(store *s, const char *dir);
 void store_txn_drop(store *s);
 
 /* store_commit_sync commits the open transaction on the calling thread
- * (store_open, shutdown, tests): store_commit's old body. */
+ * (store_open, shutdown, tests; store_writer.c): store_commit's old body. */
 int store_commit_sync(store *s);
 
 /* store_writer_close stops the writer thread, if any (store_close). */

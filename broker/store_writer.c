@@ -47,6 +47,10 @@
  * confirmations wait for the chunk (about 40 ms for 8 MiB here), once per
  * chunk.
  *
+ * This file also holds the commit made on the calling thread
+ * (store_commit_sync: at open, at shutdown, without a thread) and what the
+ * loop asks of the pass (store_dirty, store_key_committed, ...).
+ *
  * Costs: one thread; per commit a mutex hand-over and an eventfd write and
  * read, against the two flushes the loop no longer waits for.
  */
@@ -141,6 +145,17 @@ static int writer_start(store *s)
     return SL_OK;
 }
 
+/* next_id_put writes meta "next_id" into the open transaction: it commits
+ * with the records that use the ids. */
+static int next_id_put(store *s, uint64_t next_id)
+{
+    unsigned char v[8];
+    put_le64(v, next_id);
+    MDB_val k = {.mv_size = 7, .mv_data = "next_id"}, val = {.mv_size = 8, .mv_data = v};
+    int err = store_txn_need(s);
+    return err != SL_OK ? err : store_mdb_put(s, s->meta, &k, &val, 0);
+}
+
 /* log_start seals the open batch into a log record and hands it to the
  * writer thread. Returns SL_OK with *started, SL_EFULL or SL_ENOMEM when a
  * checkpoint must carry the batch instead, or the transaction's error. */
@@ -209,13 +224,8 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
         if ((err = store_txn_need(s)) == SL_OK)
             err = store_mdb_put(s, s->meta, &k, &val, 0);
     }
-    if (err == SL_OK && s->next_id != s->next_id_saved) {
-        unsigned char v[8];
-        put_le64(v, s->next_id);
-        MDB_val k = {.mv_size = 7, .mv_data = "next_id"}, val = {.mv_size = 8, .mv_data = v};
-        if ((err = store_txn_need(s)) == SL_OK)
-            err = store_mdb_put(s, s->meta, &k, &val, 0);
-    }
+    if (err == SL_OK && s->next_id != s->next_id_saved)
+        err = next_id_put(s, s->next_id);
     if (err != SL_OK || !s->txn)
         return store_commit_sync(s); /* a poisoned pass aborts at once; an empty one has nothing to flush */
     int checkpoint = !s->wal || s->wal_nomem || store_wal_due(s, now_ns, s->checkpoint_ns, want_checkpoint) ||
@@ -391,4 +401,73 @@ void store_writer_close(store *s)
     if (s->rtxn)
         mdb_txn_abort(s->rtxn);
     s->rtxn = NULL;
+}
+
+/* ---- the pass: the commit on the calling thread, and what the pass asks ---- */
+
+int store_commit_sync(store *s)
+{
+    uint64_t next_id = s->next_id;
+    int err = s->failed, held = store_wal_held(s);
+    if (err == SL_OK && next_id != s->next_id_saved)
+        err = next_id_put(s, next_id);
+    if (err == SL_OK && s->wal && s->txn) /* where replay starts after this commit */
+        err = store_wal_ckpt_put(s);
+    if (err == SL_OK && s->txn) {
+        int rc = mdb_txn_commit(s->txn);
+        s->txn = NULL; /* LMDB frees it, committed or not */
+        if (rc == MDB_SUCCESS) {
+            s->next_id_saved = next_id;
+            memcpy(s->committed_key, s->last_key, sizeof s->committed_key);
+            s->nospace_logged = 0;
+            s->lmdb_commits++;
+        } else
+            err = store_fail(s, rc, "commit");
+    }
+    if (s->txn)
+        mdb_txn_abort(s->txn);
+    s->txn = NULL;
+    s->failed = SL_OK;
+    s->dirty = 0;
+    s->txn_added_bytes = 0;
+    memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
+    if (s->wal)
+        store_wal_ckpt_done(s, err == SL_OK, s->ckpt_started_ns);
+    if (err != SL_OK && held && store_wal_reapply(s) != SL_OK) /* confirmed batches were in it */
+        err = SL_EIO;
+    return err;
+}
+
+void store_txn_drop(store *s)
+{
+    if (s->txn)
+        mdb_txn_abort(s->txn);
+    s->txn = NULL;
+    s->failed = SL_OK;
+    s->dirty = 0;
+    s->txn_added_bytes = 0;
+    memset(s->head_open, 0, sizeof s->head_open);
+    store_wal_forget(s);
+}
+
+int store_dirty(const store *s)
+{
+    return s->dirty || s->failed != SL_OK || s->next_id != s->next_id_saved;
+}
+
+int store_key_committed(const store *s, unsigned level, uint64_t key)
+{
+    return level < s->levels && key <= s->committed_key[level] &&
+           !(s->head_open[level] && key <= s->head_hi[level]) &&
+           !(s->logging && s->sealed_head_open[level] && key <= s->sealed_head_hi[level]);
+}
+
+int store_failed(const store *s)
+{
+    return s->failed;
+}
+
+uint64_t store_next_id(store *s)
+{
+    return s->next_id++;
 }
