@@ -210,7 +210,12 @@ int store_entries(store *s, MDB_dbi dbi, uint64_t *n);
  * O(delayed). */
 int store_delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS]);
 
-/* ---- store_msg.c: appends ---- */
+/* ---- store_msg.c: appends, and the seek both kinds of key use ---- */
+
+/* store_seek_key positions on the first record of q.<level> whose key is >=
+ * from: its key into *key and its value (unchecked) into *v. SL_ENOTFOUND
+ * when there is none. */
+int store_seek_key(store *s, unsigned level, uint64_t from, uint64_t *key, MDB_val *v);
 
 /* store_rec_put puts rec into q.<L> of its level: with tag_id NULL past
  * the tail (last_key[L] + 1, MDB_APPEND, and last_key[L] becomes the key);

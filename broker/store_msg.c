@@ -98,19 +98,25 @@ int store_get(store *s, unsigned level, uint64_t key, store_rec *out)
     return err != SL_OK ? err : store_mdb_get(s, s->q[level], key, out, NULL, 0);
 }
 
-int store_seek(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *out)
+int store_seek_key(store *s, unsigned level, uint64_t from, uint64_t *key, MDB_val *v)
 {
     unsigned char kb[8];
-    MDB_val k, v;
+    MDB_val k;
     int err = store_txn_level(s, level);
     if (err != SL_OK)
         return err;
     key_u64(&k, kb, from);
-    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, NULL);
-    if (err != SL_OK)
-        return err;
-    *key = get_be64(k.mv_data);
-    return store_decode(s, s->q[level], &v, *key, out);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, v, NULL);
+    if (err == SL_OK)
+        *key = get_be64(k.mv_data);
+    return err;
+}
+
+int store_seek(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *out)
+{
+    MDB_val v;
+    int err = store_seek_key(s, level, from, key, &v);
+    return err != SL_OK ? err : store_decode(s, s->q[level], &v, *key, out);
 }
 
 int store_del(store *s, unsigned level, uint64_t key)

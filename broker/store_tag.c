@@ -185,16 +185,10 @@ int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store
 
 int store_tag_peek(store *s, unsigned level, uint64_t from, uint64_t *key)
 {
-    unsigned char kb[8];
-    MDB_val k, v;
-    int err = store_txn_level(s, level);
+    MDB_val v;
+    int err = store_seek_key(s, level, from, key, &v);
     if (err != SL_OK)
         return err;
-    key_u64(&k, kb, from);
-    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, NULL);
-    if (err != SL_OK)
-        return err;
-    *key = get_be64(k.mv_data);
     return *key >> STORE_TAG_SHIFT == from >> STORE_TAG_SHIFT ? SL_OK : SL_ENOTFOUND;
 }
 

@@ -52,11 +52,11 @@
 #include "log.h"
 #include "store_int.h"
 
-int store_wal_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+/* transfer moves len bytes at off whole, writing or reading. */
+static int transfer(int fd, unsigned char *p, size_t len, uint64_t off, int write)
 {
-    const unsigned char *p = buf;
     while (len) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -66,18 +66,14 @@ int store_wal_pwrite(int fd, const void *buf, size_t len, uint64_t off)
     return 0;
 }
 
+int store_wal_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+    return transfer(fd, (unsigned char *)(uintptr_t)buf, len, off, 1);
+}
+
 int store_wal_pread(int fd, void *buf, size_t len, uint64_t off)
 {
-    unsigned char *p = buf;
-    while (len) {
-        ssize_t n = pread(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? errno : EIO;
-        p += n, len -= (size_t)n, off += (uint64_t)n;
-    }
-    return 0;
+    return transfer(fd, buf, len, off, 0);
 }
 
 /* ---- notes and the record ---- */

@@ -145,6 +145,17 @@ static int writer_start(store *s)
     return SL_OK;
 }
 
+/* hand_over gives the writer thread its job: a transaction to commit, or
+ * the log record to write. */
+static void hand_over(struct store_writer *w, MDB_txn *txn, store_wal *log)
+{
+    pthread_mutex_lock(&w->mu);
+    w->job = txn;
+    w->log = log;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* next_id_put writes meta "next_id" into the open transaction: it commits
  * with the records that use the ids. */
 static int next_id_put(store *s, uint64_t next_id)
@@ -168,14 +179,10 @@ static int log_start(store *s, int *started)
     int err = store_wal_seal(s);
     if (err != SL_OK)
         return err;
-    struct store_writer *w = s->writer;
     memset(s->head_open, 0, sizeof s->head_open); /* heads put from now on belong to the next record */
     s->logging = 1;
     s->dirty = 0;
-    pthread_mutex_lock(&w->mu);
-    w->log = s->wal;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    hand_over(s->writer, NULL, s->wal);
     *started = 1;
     return SL_OK;
 }
@@ -249,16 +256,12 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
         s->rtxn = NULL;
         return store_commit_sync(s);
     }
-    struct store_writer *w = s->writer;
     s->commit_next_id = s->next_id;
     s->wtxn = s->txn;
     s->txn = s->rtxn;
     s->frozen = 1;
     s->dirty = 0;
-    pthread_mutex_lock(&w->mu);
-    w->job = s->wtxn;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    hand_over(s->writer, s->wtxn, NULL);
     *started = 1;
     return SL_OK;
 }
