@@ -427,13 +427,7 @@ int store_commit_sync(store *s)
         } else
             err = store_fail(s, rc, "commit");
     }
-    if (s->txn)
-        mdb_txn_abort(s->txn);
-    s->txn = NULL;
-    s->failed = SL_OK;
-    s->dirty = 0;
-    s->txn_added_bytes = 0;
-    memset(s->head_open, 0, sizeof s->head_open); /* committed, or gone with the transaction */
+    store_txn_drop(s); /* committed (txn NULL), or gone with the transaction */
     if (s->wal)
         store_wal_ckpt_done(s, err == SL_OK, s->ckpt_started_ns);
     if (err != SL_OK && held && store_wal_reapply(s) != SL_OK) /* confirmed batches were in it */
