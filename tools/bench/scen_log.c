@@ -3,11 +3,11 @@
  *
  * The sink writes one line per POST, "<CLOCK_MONOTONIC ns> <status>
  * <body>" ("<ns> <status> <key> <body>" when it limits per key: see
- * scen_log_keyed), in the order it decided them (it reads the clock and writes the
- * line under one lock), and flushes at least every 100 ms. Each poll reads
- * what was added since the last one, in READ_BYTES chunks (at most
- * MAX_CHUNKS per poll, so a poll is bounded), and keeps an unfinished last
- * line for the next poll. A line longer than LINE_BYTES cannot come from the
+ * scen_log_keyed), in the order it decided them (it reads the clock and
+ * writes the line under one lock), and flushes at least every 100 ms. Each
+ * poll reads what was added since the last one, in READ_BYTES chunks (at
+ * most MAX_CHUNKS per poll, so a poll is bounded), and keeps an unfinished
+ * last line for the next poll. A line longer than LINE_BYTES cannot come from the
  * sink (it cuts bodies at 256 bytes, escaped at most 4x) and is counted as
  * unparsed.
  *

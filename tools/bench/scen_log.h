@@ -6,9 +6,10 @@
  * sequence number, the monotonic time of the publish and the level. The
  * sink logs "<monotonic ns> <status> <body>" per POST; this module reads
  * those lines ("<ns> <status> <key> <body>" from a sink limiting per key,
- * each line's key handed to a callback) and keeps, per bin, the arrivals, 200s and 429s (per level
- * too) and the publish-to-200 times; per sequence number, how many 200s it
- * got; and every arrival time, for the window conformance check.
+ * each line's key handed to a callback) and keeps, per bin, the arrivals,
+ * 200s and 429s (per level too) and the publish-to-200 times; per sequence
+ * number, how many 200s it got; and every arrival time, for the window
+ * conformance check.
  *
  * One thread uses a scen_log at a time.
  */

@@ -5,8 +5,8 @@
  * endpoint there, ready when it writes READY on --ready-fd), the sink (a
  * free 127.0.0.1 port found by binding port 0, tried up to PORT_TRIES times
  * should another program take it first; ready the same way; limiting per
- * key as well when the scenario asks), the rig's
- * admin connection and the broker's sink limits; later the consumers, which
+ * key as well when the scenario asks), the rig's admin connection and the
+ * broker's sink limits; later the consumers, which
  * count as ready once the broker reports them connected. Closing runs the
  * other way: consumers (so what they hold returns to the broker), sink,
  * connection, broker, directory. Logs of every process go to the output
@@ -69,13 +69,14 @@ static int sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst, c
         if (!p)
             return scen_fail("no free TCP port on 127.0.0.1");
         snprintf(listen, sizeof listen, "127.0.0.1:%u", p);
-        char *argv[] = {exe, "--listen", listen, "--rate", rate, "--burst", burst_text,
-                        "--mode", "gcra", "--log", log, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        char *argv[20] = {exe, "--listen", listen, "--rate", rate, "--burst", burst_text,
+                          "--mode", "gcra", "--log", log};
+        size_t n = 11;
         if (cfg && cfg->key_header) {
-            char **k = &argv[11];
-            k[0] = "--key-header", k[1] = (char *)cfg->key_header, k[2] = "--key-rate", k[3] = key_rate;
-            k[4] = "--key-burst", k[5] = key_burst;
+            argv[n++] = "--key-header", argv[n++] = (char *)cfg->key_header;
+            argv[n++] = "--key-rate", argv[n++] = key_rate, argv[n++] = "--key-burst", argv[n++] = key_burst;
         }
+        argv[n] = NULL;
         if (scen_proc_start(sink, "sluice-sink", argv, out, true, READY_MS) == 0) {
             *port = (uint16_t)p;
             return 0;

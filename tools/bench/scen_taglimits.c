@@ -102,7 +102,8 @@ typedef struct taglimits {
     unsigned inproc;    /* > 0: the consumers were this many threads in this process (scen_rig's fallback) */
 } taglimits;
 
-/* on_line takes one line of the keyed log: the arrival under its tag. */
+/* on_line takes one line of the keyed log: the arrival under its tag, read
+ * back as scen_rig_tag wrote it ("t0042"). */
 static void on_line(void *arg, int64_t at_ns, int status, const char *key, uint64_t seq)
 {
     taglimits *s = arg;
@@ -250,7 +251,7 @@ typedef struct tag_worst {
     uint64_t most;     /* the most arrivals of one tag in one window */
     unsigned tag;      /* ... of this tag */
     unsigned over;     /* tags above the bound */
-    unsigned hist[5];  /* tags by their busiest window: 0..3, 4 and more (1 s only) */
+    unsigned hist[5];  /* tags by their busiest window: 0..3, 4 and more (printed for 1 s) */
 } tag_worst;
 
 /* windows_scan finds the busiest window of window_ns of tags [from, to). */
