@@ -15,8 +15,9 @@
  * and SIGTERM (the stop flag: every loop of every scenario looks at it, and
  * the scenario then stops what it started and still reports what it has)
  * and hands over to the scenario: scen_quiz.c (throttle-quiz,
- * priorities), scen_ingest.c (ingest), scen_shared.c (shared-sink) or
- * scen_pace.c (pace, pace-stress, pace-exact, pace-429).
+ * priorities), scen_ingest.c (ingest), scen_shared.c (shared-sink),
+ * scen_pace.c (pace, pace-stress, pace-exact, pace-429) or
+ * scen_taglimits.c (tag-limits).
  */
 #include "scen.h"
 
@@ -37,6 +38,7 @@
 #include "scen_proc.h"
 #include "scen_quiz.h"
 #include "scen_shared.h"
+#include "scen_taglimits.h"
 
 #define BURST_MAX      100000 /* --sink-burst, --broker-burst */
 #define SLEEP_SLICE_NS (100 * SCEN_NS_PER_MS) /* how often a sleeper looks at the stop flag */
@@ -85,14 +87,27 @@ static const char help_text[] =
 "                 messages: at most 1 x 429 per 10,000.\n"
 "  pace-429       500/s; the sink answers one request 429 after 5 s: the\n"
 "                 rate is back to >= 95 % within 3 s of it.\n"
+"  tag-limits     level normal fair by tag, 1,000 tags (t0000..t0999) each\n"
+"                 limited to 2/s burst 1 by a bucket of its own (tag set '*'\n"
+"                 --max-rate 2 --burst 1 --each); the broker's sink 1,500/s\n"
+"                 burst 10, the sink 1,500/s (gcra, burst 30) keyed on\n"
+"                 X-Sluice-Tag; 2 consume --post x 32 workers. A backlog of\n"
+"                 2 x S + 2 messages a tag, published first; S seconds of\n"
+"                 load (default 30), then the drain. Per tag, the most\n"
+"                 arrivals at the sink in any 1 s and 10 s window against\n"
+"                 2 x window + 1, the worst tag and how many are over; 429s;\n"
+"                 utilisation of the sink during the load (target >= 95 %);\n"
+"                 exactly once. CSV columns: Second, Requests, Success,\n"
+"                 Throttled, Backlog, Tags (distinct tags with a 200).\n"
 "\n"
 "Options:\n"
 "  --scenario NAME  throttle-quiz, priorities, ingest, shared-sink, pace,\n"
-"                   pace-stress, pace-exact or pace-429\n"
+"                   pace-stress, pace-exact, pace-429 or tag-limits\n"
 "  --out DIR        output directory, created if needed (default\n"
 "                   ./bench-out/NAME); earlier results in it are replaced\n"
-"  --seconds S      length of the load, 1 to 3600 (default 120); for\n"
-"                   ingest, the most each half may take (default 60)\n"
+"  --seconds S      length of the load, 1 to 3600 (default 120; 40 for\n"
+"                   shared-sink, 30 for tag-limits); for ingest, the most\n"
+"                   each half may take (default 60)\n"
 "  --seed N         seed of the producers' random sleeps (default: the time;\n"
 "                   printed)\n"
 "  --inproc         consumers as threads in this process, with the same\n"
@@ -100,9 +115,10 @@ static const char help_text[] =
 "                   processes\n"
 "                   (the default when this sluice has no consume --post)\n"
 "  --sink-burst B   the sink simulator's bucket depth, in requests (default:\n"
-"                   20 for throttle-quiz and priorities, 50 for ingest)\n"
+"                   20 for throttle-quiz and priorities, 50 for ingest,\n"
+"                   80 for shared-sink, 30 for tag-limits)\n"
 "  --broker-burst B the broker's sink burst, in messages (default 1: evenly\n"
-"                   spaced requests)\n"
+"                   spaced requests; 10 for shared-sink and tag-limits)\n"
 "\n"
 "Charts need gnuplot (make deps installs it). Exit status: 0 when the run\n"
 "finished and its checks passed, 1 when a check failed or something could\n"
@@ -195,6 +211,7 @@ static const struct {
     {"pace-stress", scen_pace_run},
     {"pace-exact", scen_pace_run},
     {"pace-429", scen_pace_run},
+    {"tag-limits", scen_taglimits_run},
 };
 
 /* binaries_check makes sure the programs a scenario runs are there. */
@@ -287,12 +304,12 @@ int scen_main(int argc, char **argv)
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (!o.scenario)
-        return usage_error("--scenario is required (throttle-quiz, priorities, ingest, shared-sink, pace, pace-stress, pace-exact or pace-429)");
+        return usage_error("--scenario is required (throttle-quiz, priorities, ingest, shared-sink, pace, pace-stress, pace-exact, pace-429 or tag-limits)");
     size_t which = 0, n = sizeof scenarios / sizeof scenarios[0];
     while (which < n && strcmp(scenarios[which].name, o.scenario) != 0)
         which++;
     if (which == n)
-        return usage_error("no scenario '%s' (throttle-quiz, priorities, ingest, shared-sink, pace, pace-stress, pace-exact or pace-429)",
+        return usage_error("no scenario '%s' (throttle-quiz, priorities, ingest, shared-sink, pace, pace-stress, pace-exact, pace-429 or tag-limits)",
                                     o.scenario);
     int len = out ? snprintf(o.out, sizeof o.out, "%s", out)
                   : snprintf(o.out, sizeof o.out, "bench-out/%s", o.scenario);

@@ -2,11 +2,12 @@
  * scen_log.c - read sluice-sink's request log as it grows.
  *
  * The sink writes one line per POST, "<CLOCK_MONOTONIC ns> <status>
- * <body>", in the order it decided them (it reads the clock and writes the
- * line under one lock), and flushes at least every 100 ms. Each poll reads
- * what was added since the last one, in READ_BYTES chunks (at most
- * MAX_CHUNKS per poll, so a poll is bounded), and keeps an unfinished last
- * line for the next poll. A line longer than LINE_BYTES cannot come from the
+ * <body>" ("<ns> <status> <key> <body>" when it limits per key: see
+ * scen_log_keyed), in the order it decided them (it reads the clock and
+ * writes the line under one lock), and flushes at least every 100 ms. Each
+ * poll reads what was added since the last one, in READ_BYTES chunks (at
+ * most MAX_CHUNKS per poll, so a poll is bounded), and keeps an unfinished
+ * last line for the next poll. A line longer than LINE_BYTES cannot come from the
  * sink (it cuts bodies at 256 bytes, escaped at most 4x) and is counted as
  * unparsed.
  *
@@ -62,6 +63,8 @@ struct scen_log {
     char line[LINE_BYTES];
     size_t line_len;
     int line_too_long;
+    scen_log_key_fn key_fn; /* set: the lines carry a key */
+    void *key_arg;
 };
 
 size_t scen_log_body(char *buf, uint64_t seq, int64_t pub_ns, unsigned level)
@@ -143,7 +146,13 @@ static int body_parse(const char *s, uint64_t *seq, int64_t *pub_ns, unsigned *l
     return 1;
 }
 
-static void line_take(scen_log *l, const char *s)
+void scen_log_keyed(scen_log *l, scen_log_key_fn fn, void *arg)
+{
+    l->key_fn = fn;
+    l->key_arg = arg;
+}
+
+static void line_take(scen_log *l, char *s)
 {
     char *end;
     errno = 0;
@@ -157,9 +166,23 @@ static void line_take(scen_log *l, const char *s)
         l->t.unparsed++;
         return;
     }
-    const char *body = *end ? end + 1 : end;
+    char *body = *end ? end + 1 : end;
+    const char *key = NULL;
+    if (l->key_fn) { /* "<key> <body>": the key holds no space */
+        key = body;
+        char *space = strchr(body, ' ');
+        body = space ? space + 1 : body + strlen(body);
+        if (space)
+            *space = '\0';
+    }
     scen_log_totals *t = &l->t;
     int64_t at_ns = (int64_t)ns;
+    uint64_t seq;
+    int64_t pub_ns;
+    unsigned level;
+    int parsed = body_parse(body, &seq, &pub_ns, &level);
+    if (key)
+        l->key_fn(l->key_arg, at_ns, (int)status, key, parsed ? seq : UINT64_MAX);
     size_t i = at_ns <= l->origin_ns ? 0 : (size_t)((at_ns - l->origin_ns) / l->bin_ns);
     scen_log_bin past = {0}; /* after the last bin: counted in the totals only */
     scen_log_bin *b = i < l->nbins ? &l->bins[i] : &past;
@@ -180,10 +203,7 @@ static void line_take(scen_log *l, const char *s)
     t->ok++;
     b->ok++;
     t->last_ok_ns = at_ns;
-    uint64_t seq;
-    int64_t pub_ns;
-    unsigned level;
-    if (!body_parse(body, &seq, &pub_ns, &level)) {
+    if (!parsed) {
         t->foreign++;
         return;
     }
@@ -257,10 +277,9 @@ unsigned scen_log_seq_ok(const scen_log *l, uint64_t seq)
     return seq < l->nseq ? l->seq_ok[seq] : 0;
 }
 
-uint64_t scen_log_window_max(const scen_log *l, int64_t window_ns)
+uint64_t scen_log_window_max_of(const int64_t *a, size_t n, int64_t window_ns)
 {
-    const int64_t *a = l->arrivals.v;
-    size_t n = l->arrivals.n, j = 0;
+    size_t j = 0;
     uint64_t best = 0;
     for (size_t i = 0; i < n; i++) {
         while (j < i && a[i] - a[j] >= window_ns)
@@ -271,13 +290,15 @@ uint64_t scen_log_window_max(const scen_log *l, int64_t window_ns)
     return best;
 }
 
-/* burst_needed returns the smallest burst with which a gcra bucket of
- * rate_per_s admits every arrival. */
-static double burst_needed(const scen_log *l, double rate_per_s)
+uint64_t scen_log_window_max(const scen_log *l, int64_t window_ns)
 {
-    const int64_t *a = l->arrivals.v;
+    return scen_log_window_max_of(l->arrivals.v, l->arrivals.n, window_ns);
+}
+
+double scen_log_burst_needed_of(const int64_t *a, size_t n, double rate_per_s)
+{
     double interval_ns = 1e9 / rate_per_s, tat = 0, most = 0;
-    for (size_t i = 0; i < l->arrivals.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         double t = (double)a[i];
         if (i == 0 || tat < t)
             tat = t;
@@ -333,7 +354,7 @@ int scen_log_conformance(const scen_log *l, FILE *f, double rate_per_s, double b
     fprintf(f, "    the arrivals fit a gcra bucket of %.0f/s with a burst of %.1f (the sink's is %.0f);\n"
                "    above the broker's burst is the consumers' jitter: a consumer that stalls sends what it\n"
                "    holds back to back\n",
-            rate_per_s, burst_needed(l, rate_per_s), sink_burst);
+            rate_per_s, scen_log_burst_needed_of(l->arrivals.v, l->arrivals.n, rate_per_s), sink_burst);
     if (l->arrivals.n >= MAX_SAMPLES)
         fprintf(f, "    (over the first %u arrivals only)\n", MAX_SAMPLES);
     return over;

@@ -5,9 +5,11 @@
  * The bench writes every body it publishes with scen_log_body: a
  * sequence number, the monotonic time of the publish and the level. The
  * sink logs "<monotonic ns> <status> <body>" per POST; this module reads
- * those lines and keeps, per bin, the arrivals, 200s and 429s (per level
- * too) and the publish-to-200 times; per sequence number, how many 200s it
- * got; and every arrival time, for the window conformance check.
+ * those lines ("<ns> <status> <key> <body>" from a sink limiting per key,
+ * each line's key handed to a callback) and keeps, per bin, the arrivals,
+ * 200s and 429s (per level too) and the publish-to-200 times; per sequence
+ * number, how many 200s it got; and every arrival time, for the window
+ * conformance check.
  *
  * One thread uses a scen_log at a time.
  */
@@ -52,6 +54,16 @@ size_t scen_log_body(char *buf, uint64_t seq, int64_t pub_ns, unsigned level);
 int scen_log_new(const char *path, int64_t origin_ns, int64_t bin_ns, size_t nbins,
                       uint64_t nseq, scen_log **out);
 
+/* scen_log_key_fn receives one line of a keyed log: the sink's time, the
+ * status, the key as the sink wrote it (escaped, no space; "-" for none)
+ * and the sequence number the body names (UINT64_MAX when it names none). */
+typedef void (*scen_log_key_fn)(void *arg, int64_t at_ns, int status, const char *key, uint64_t seq);
+
+/* scen_log_keyed says that l's lines carry a key (sluice-sink --key-header
+ * or --key-path) and hands every line read from now on to fn with arg, in
+ * the order of the log, before it is counted. */
+void scen_log_keyed(scen_log *l, scen_log_key_fn fn, void *arg);
+
 /* scen_log_poll reads the lines written since the last call. Returns
  * 0, or -1, reported, when the log cannot be read. */
 int scen_log_poll(scen_log *l);
@@ -68,6 +80,14 @@ unsigned scen_log_seq_ok(const scen_log *l, uint64_t seq);
 /* scen_log_window_max returns the most arrivals in any window of
  * window_ns (arrivals a, b in one window when b - a < window_ns). */
 uint64_t scen_log_window_max(const scen_log *l, int64_t window_ns);
+
+/* scen_log_window_max_of is scen_log_window_max over a[0..n), times in
+ * ns in ascending order. */
+uint64_t scen_log_window_max_of(const int64_t *a, size_t n, int64_t window_ns);
+
+/* scen_log_burst_needed_of returns the smallest burst with which a gcra
+ * bucket of rate_per_s admits every arrival of a[0..n) (ascending ns). */
+double scen_log_burst_needed_of(const int64_t *a, size_t n, double rate_per_s);
 
 /* scen_log_latency returns the pct-th percentile (0..100) of the
  * publish-to-200 times in ms of level (or of all when level < 0); 0 when

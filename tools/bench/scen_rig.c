@@ -4,15 +4,17 @@
  * Order of life: the broker (its data in a fresh /tmp directory, an ipc://
  * endpoint there, ready when it writes READY on --ready-fd), the sink (a
  * free 127.0.0.1 port found by binding port 0, tried up to PORT_TRIES times
- * should another program take it first; ready the same way), the rig's
- * admin connection and the broker's sink limits; later the consumers, which
+ * should another program take it first; ready the same way; limiting per
+ * key as well when the scenario asks), the rig's admin connection and the
+ * broker's sink limits; later the consumers, which
  * count as ready once the broker reports them connected. Closing runs the
  * other way: consumers (so what they hold returns to the broker), sink,
  * connection, broker, directory. Logs of every process go to the output
  * directory, each truncated at the start of the run.
  *
  * In-process consumers (the fallback) are threads with a client each,
- * subscribed to pool "bench" with a window of one: receive, POST, settle.
+ * subscribed to pool "bench" with a window of one: receive, POST (with the
+ * message's tag as X-Sluice-Tag, as consume --post sends it), settle.
  * They look at a stop flag every RECV_SLICE_MS; closing the client says
  * BYE, so nothing they hold waits for a lease to expire.
  *
@@ -49,15 +51,17 @@ static const char *out_path(const scen_opts *o, const char *name, char *buf, siz
     return buf;
 }
 
-int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
-                             const char *log_name, const char *out_name, proc *sink,
-                             uint16_t *port)
+/* sink_start is scen_rig_sink_start, keyed when cfg says so. */
+static int sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst, const scen_rig_cfg *cfg,
+                      const char *log_name, const char *out_name, proc *sink, uint16_t *port)
 {
-    char exe[SCEN_PATH_BYTES + 16], listen[32], rate[16], burst_text[16];
+    char exe[SCEN_PATH_BYTES + 16], listen[32], rate[16], burst_text[16], key_rate[16], key_burst[16];
     char log[SCEN_PATH_BYTES + 64], out[SCEN_PATH_BYTES + 64];
     snprintf(exe, sizeof exe, "%s/sluice-sink", o->bin);
     snprintf(rate, sizeof rate, "%u", (unsigned)rate_per_s);
     snprintf(burst_text, sizeof burst_text, "%u", (unsigned)burst);
+    snprintf(key_rate, sizeof key_rate, "%u", cfg ? (unsigned)cfg->key_rate_per_s : 0u);
+    snprintf(key_burst, sizeof key_burst, "%u", cfg && cfg->key_burst ? (unsigned)cfg->key_burst : 1u);
     out_path(o, log_name, log, sizeof log);
     out_path(o, out_name, out, sizeof out);
     for (int i = 0; i < PORT_TRIES; i++) {
@@ -65,8 +69,14 @@ int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
         if (!p)
             return scen_fail("no free TCP port on 127.0.0.1");
         snprintf(listen, sizeof listen, "127.0.0.1:%u", p);
-        char *const argv[] = {exe, "--listen", listen, "--rate", rate, "--burst", burst_text,
-                              "--mode", "gcra", "--log", log, NULL};
+        char *argv[20] = {exe, "--listen", listen, "--rate", rate, "--burst", burst_text,
+                          "--mode", "gcra", "--log", log};
+        size_t n = 11;
+        if (cfg && cfg->key_header) {
+            argv[n++] = "--key-header", argv[n++] = (char *)cfg->key_header;
+            argv[n++] = "--key-rate", argv[n++] = key_rate, argv[n++] = "--key-burst", argv[n++] = key_burst;
+        }
+        argv[n] = NULL;
         if (scen_proc_start(sink, "sluice-sink", argv, out, true, READY_MS) == 0) {
             *port = (uint16_t)p;
             return 0;
@@ -75,6 +85,13 @@ int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
             break;
     }
     return scen_fail("sluice-sink did not start (see %s)", out);
+}
+
+int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
+                             const char *log_name, const char *out_name, proc *sink,
+                             uint16_t *port)
+{
+    return sink_start(o, rate_per_s, burst, NULL, log_name, out_name, sink, port);
 }
 
 static int broker_start(scen_rig *r)
@@ -101,8 +118,8 @@ int scen_rig_open(scen_rig *r, const scen_opts *o, const scen_rig_cfg *cfg)
         return scen_fail("at most %d consumers", SCEN_RIG_MAX_CONSUMERS);
     if (broker_start(r) != 0)
         goto fail;
-    if (scen_rig_sink_start(o, cfg->sink_rate_per_s, cfg->sink_burst, "sink.log", "sink.out",
-                                 &r->sink, &r->port) != 0)
+    if (sink_start(o, cfg->sink_rate_per_s, cfg->sink_burst, cfg, "sink.log", "sink.out", &r->sink,
+                   &r->port) != 0)
         goto fail;
     snprintf(r->url, sizeof r->url, "http://127.0.0.1:%u/", (unsigned)r->port);
     sl_options opts = {.timeout_ms = CLIENT_TIMEOUT_MS};
@@ -165,7 +182,7 @@ static void *inproc_run(void *arg)
         if (rc != SL_OK)
             break;
         httpc_result a;
-        if (httpc_send(r->http, d->body, d->body_len, &a) == SL_OK)
+        if (httpc_send_tagged(r->http, d->tag, d->body, d->body_len, &a) == SL_OK)
             inproc_settle(c, d, &a);
         else
             sl_nack(c, d, NACK_DELAY_MS); /* no memory for a handle */
@@ -249,15 +266,24 @@ int scen_rig_consumers_stop(scen_rig *r)
     return rc;
 }
 
+void scen_rig_tag(char *buf, unsigned i)
+{
+    snprintf(buf, SCEN_RIG_TAG_BYTES, "t%04u", i);
+}
+
 uint64_t scen_rig_publish(scen_rig *r, uint64_t n, unsigned level, uint32_t cost)
 {
-    char body[SCEN_LOG_BODY_BYTES];
+    char body[SCEN_LOG_BODY_BYTES], tag[SCEN_RIG_TAG_BYTES];
     uint64_t sent = 0, settled = 0, confirmed = 0;
     sl_confirm k;
     for (uint64_t step = 0; step < 4 * n && settled < n && !scen_stopping(); step++) {
         if (sent < n && sent - settled < SCEN_RIG_SEND_WINDOW) {
             sl_put m = {.body = body, .level = (int)level, .cost = cost};
             m.body_len = scen_log_body(body, sent, scen_now_ns(), level);
+            if (r->cfg.tags) {
+                scen_rig_tag(tag, (unsigned)(sent % r->cfg.tags));
+                m.tag = tag;
+            }
             if (sl_send_async(r->admin, &m, NULL) != SL_OK)
                 break;
             sent++;

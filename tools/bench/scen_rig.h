@@ -33,6 +33,9 @@ typedef struct scen_rig_cfg {
     uint64_t rate_milli;                  /* the broker's sink bucket, units/s x 1000 */
     uint32_t burst;                       /* ... and its burst, in units */
     unsigned consumers, workers;          /* processes x workers each */
+    const char *key_header;               /* set: the sink limits per key, the key from this header */
+    uint32_t key_rate_per_s, key_burst;   /* ... each key's limit (gcra) */
+    unsigned tags;                        /* > 0: scen_rig_publish tags message seq scen_rig_tag(seq % tags) */
 } scen_rig_cfg;
 
 typedef struct scen_rig {
@@ -62,7 +65,8 @@ int scen_rig_sink_start(const scen_opts *o, uint32_t rate_per_s, uint32_t burst,
                              uint16_t *port);
 
 /* scen_rig_open starts the broker and the sink (its log in
- * OUT/sink.log) and sets the broker's sink rate and burst. r needs no setup.
+ * OUT/sink.log; keyed when cfg->key_header is set) and sets the broker's
+ * sink rate and burst. r needs no setup.
  * Returns 0, or -1, reported, with everything it started stopped again. */
 int scen_rig_open(scen_rig *r, const scen_opts *o, const scen_rig_cfg *cfg);
 
@@ -83,8 +87,14 @@ bool scen_rig_consumers_alive(scen_rig *r);
  * connection. Returns 0 or -1, reported. */
 int scen_rig_stats(scen_rig *r, sl_stats *out);
 
+/* scen_rig_tag writes the tag of tenant i, "t" and four or more digits
+ * ("t0042"), into buf (SCEN_RIG_TAG_BYTES). */
+#define SCEN_RIG_TAG_BYTES 16
+void scen_rig_tag(char *buf, unsigned i);
+
 /* scen_rig_publish publishes n messages to level on the rig's connection,
- * each of cost (0: the default, 1) with a scen_log_body body, at most
+ * each of cost (0: the default, 1) with a scen_log_body body (message seq
+ * tagged scen_rig_tag(seq % cfg.tags) when cfg.tags > 0), at most
  * SCEN_RIG_SEND_WINDOW in flight. Stops at a failed send or wait, or a
  * signal. Returns how many the broker confirmed. */
 uint64_t scen_rig_publish(scen_rig *r, uint64_t n, unsigned level, uint32_t cost);
