@@ -119,6 +119,36 @@ static void ring_insert_tail(drr *d, uint32_t i)
     d->nready++;
 }
 
+/* ring_return puts a tenant back in the ring when its block ends. One held
+ * in the middle of its own turn resumes it, as the head; any other goes to
+ * the tail. Sent back to the tail, a tag its own bucket held waited a whole
+ * round after each release (tag-limits: 1,000 tags, those limited to 2/s
+ * got 1.01/s); resumed, it gets the lesser of its limit and its weighted
+ * share, and no more: the credit of that one turn bounds what it takes
+ * before the turn moves on. after is the tenant that resumed last in the
+ * same batch of returns (DRR_NIL for the first): resumed tenants keep the
+ * order they come back in. Returns the new value of after. */
+static uint32_t ring_return(drr *d, uint32_t i, uint32_t after)
+{
+    drr_tenant *t = &d->t[i];
+    int resume = t->resume != 0;
+    t->resume = 0;
+    if (!resume || after == DRR_NIL) {
+        ring_insert_tail(d, i);
+        if (resume)
+            d->head = i; /* the tail is just before the head: now the head */
+        return resume ? i : after;
+    }
+    uint32_t n = d->t[after].next;
+    t->prev = after;
+    t->next = n;
+    d->t[after].next = i;
+    d->t[n].prev = i;
+    t->state = DRR_READY;
+    d->nready++;
+    return i;
+}
+
 static void ring_remove(drr *d, uint32_t i)
 {
     drr_tenant *t = &d->t[i];
@@ -318,10 +348,11 @@ int drr_idle(drr *d, uint64_t key)
 
 int drr_pick(drr *d, uint64_t now_ns, uint64_t *key)
 {
+    uint32_t after = DRR_NIL;
     while (d->nheap && d->t[d->heap[0]].ready_ns <= now_ns) {
         uint32_t i = d->heap[0];
         heap_remove(d, i);
-        ring_insert_tail(d, i);
+        after = ring_return(d, i, after);
     }
     if (d->head == DRR_NIL)
         return SL_ENOTFOUND;
@@ -360,13 +391,13 @@ int drr_block(drr *d, uint64_t key, uint64_t until_ns)
     if (until_ns != DRR_NEVER) {
         int rc = heap_push(d, i);
         if (rc) {
-            if (t->state == DRR_BLOCKED) { /* it cannot wait for a time: let it try again now */
-                ring_insert_tail(d, i);
-            }
+            if (t->state == DRR_BLOCKED) /* it cannot wait for a time: let it try again now */
+                (void)ring_return(d, i, DRR_NIL);
             return rc;
         }
     }
     if (t->state == DRR_READY) {
+        t->resume = d->head == i;
         ring_remove(d, i);
         t->state = DRR_BLOCKED;
     }
@@ -380,7 +411,7 @@ void drr_unblock(drr *d, uint64_t key)
         return;
     if (d->t[i].heap_pos != DRR_NIL)
         heap_remove(d, i);
-    ring_insert_tail(d, i);
+    (void)ring_return(d, i, DRR_NIL);
 }
 
 int drr_set_weight(drr *d, uint64_t key, uint32_t weight)

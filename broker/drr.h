@@ -27,7 +27,11 @@
  * time they go into a min-heap of "ready again at" and come back by
  * themselves at the first pick at or after it; without one (DRR_NEVER: only
  * a settlement can free them) they wait for drr_unblock. A blocked tenant
- * keeps its credit; nothing accrues while it is out.
+ * keeps its credit; nothing accrues while it is out. One blocked in the
+ * middle of its own turn (as the head: the broker blocks a tag when its pick
+ * finds it held) resumes that turn when it returns, ahead of the others, so
+ * a tenant its own limit holds gets the lesser of that limit and its
+ * weighted share; any other returns at the tail.
  *
  * Costs: active, idle, block, unblock, weight change: O(1) expected (hash
  * lookup) plus O(log blocked) for the heap. drr_pick: O(1) amortised, plus
@@ -68,7 +72,7 @@ typedef struct drr_tenant {
     uint32_t next, prev; /* the ring, by index; DRR_NIL when out of it */
     uint32_t heap_pos;   /* its place in the heap; DRR_NIL when not there */
     uint32_t state;      /* drr_state */
-    uint32_t pad_;
+    uint32_t resume;     /* blocked in the middle of its own turn: resumes it on return */
 } drr_tenant;
 
 #define DRR_NIL UINT32_MAX

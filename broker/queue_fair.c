@@ -420,7 +420,7 @@ int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
 void queue_fair_commit_ended(queue *q, unsigned level)
 {
     struct queue_fair *f = q->lv[level].fair;
-    for (uint32_t i = 0; i < f->nheld; i++)
+    for (uint32_t i = f->nheld; i-- > 0;) /* each resumes as the head: the first held ends first */
         drr_unblock(&f->d, f->held[i]);
     f->nheld = 0;
 }

@@ -108,8 +108,10 @@ static void weight_four_to_one_with_a_held_tag(void **state)
     order(&d, 999, 3, got);
     assert_string_equal(got, "bbb");
     assert_int_equal(drr_next_ns(&d), 1000);
-    order(&d, 1000, 10, got); /* back at the ring's tail, behind b's turn */
-    assert_string_equal(got, "baaaabaaaa");
+    /* held as the head, in its turn: back at 1000, that turn resumes ahead
+     * of b's, and it is no more than one turn */
+    order(&d, 1000, 10, got);
+    assert_string_equal(got, "aaaabaaaab");
     drr_fini(&d);
 }
 
@@ -167,9 +169,10 @@ static void blocked_tenant_is_skipped_and_back_at_its_time(void **state)
     assert_string_equal(got, "bcbc");
     order(&d, 99, 2, got);
     assert_string_equal(got, "bc");
-    /* at 100 it rejoins at the tail, with the credit it had */
+    /* at 100 it rejoins with the credit it had (its pick was never
+     * charged): held in its turn, it resumes that turn as the head */
     order(&d, 100, 6, got);
-    assert_string_equal(got, "bcabca");
+    assert_string_equal(got, "abcabc");
     assert_int_equal(drr_next_ns(&d), DRR_NEVER);
     check(&d);
 
@@ -177,11 +180,12 @@ static void blocked_tenant_is_skipped_and_back_at_its_time(void **state)
     assert_int_equal(drr_block(&d, 1, DRR_NEVER), SL_OK);
     assert_int_equal(drr_next_ns(&d), DRR_NEVER);
     order(&d, 1000000, 4, got);
-    assert_string_equal(got, "caca");
+    assert_string_equal(got, "acac");
     drr_unblock(&d, 1);
     check(&d);
+    /* it was not the head when blocked (no turn to resume): at the tail */
     order(&d, 1000000, 3, got);
-    assert_string_equal(got, "cab");
+    assert_string_equal(got, "acb");
 
     /* everyone blocked: nothing to pick, and the time of the first back */
     assert_int_equal(drr_block(&d, 0, 500), SL_OK);
@@ -199,6 +203,47 @@ static void blocked_tenant_is_skipped_and_back_at_its_time(void **state)
     assert_int_equal(drr_pick(&d, 550, &k), SL_OK);
     assert_int_equal(k, 0); /* alone in the ring */
     assert_int_equal(drr_block(&d, 7, 1), SL_ENOTFOUND);
+    drr_fini(&d);
+}
+
+/* tenants held in their turns and back at the same pick resume in the
+ * order their holds end, ahead of those that waited in the ring; each
+ * resumes one turn, no more */
+static void held_turns_resume_in_the_order_they_end(void **state)
+{
+    (void)state;
+    drr d;
+    char got[16];
+    uint64_t k;
+    drr_init(&d, 1);
+    for (uint64_t i = 0; i < 4; i++)
+        assert_int_equal(drr_active(&d, i, 2), SL_OK); /* a b c d, two a turn */
+    assert_int_equal(drr_pick(&d, 0, &k), SL_OK);
+    assert_int_equal(k, 0);
+    assert_int_equal(drr_block(&d, 0, 20), SL_OK); /* a held until 20 */
+    assert_int_equal(drr_pick(&d, 0, &k), SL_OK);
+    assert_int_equal(k, 1);
+    assert_int_equal(drr_block(&d, 1, 10), SL_OK); /* b held until 10: ends first */
+    check(&d);
+    order(&d, 0, 2, got);
+    assert_string_equal(got, "cc");
+    order(&d, 30, 10, got);
+    assert_string_equal(got, "bbaaddccbb"); /* b's turn, a's, then the ring's order */
+    check(&d);
+
+    /* the same through drr_unblock, last unblocked first (as the broker
+     * releases the tags a commit held: in reverse) */
+    assert_int_equal(drr_pick(&d, 30, &k), SL_OK);
+    assert_int_equal(k, 0);
+    assert_int_equal(drr_block(&d, 0, DRR_NEVER), SL_OK);
+    assert_int_equal(drr_pick(&d, 30, &k), SL_OK);
+    assert_int_equal(k, 3);
+    assert_int_equal(drr_block(&d, 3, DRR_NEVER), SL_OK);
+    drr_unblock(&d, 3);
+    drr_unblock(&d, 0);
+    order(&d, 30, 6, got);
+    assert_string_equal(got, "aaddcc");
+    check(&d);
     drr_fini(&d);
 }
 
@@ -355,6 +400,7 @@ int main(void)
         cmocka_unit_test(costs_are_shared_in_units),
         cmocka_unit_test(quantum_sets_the_turn),
         cmocka_unit_test(blocked_tenant_is_skipped_and_back_at_its_time),
+        cmocka_unit_test(held_turns_resume_in_the_order_they_end),
         cmocka_unit_test(weight_change_applies_from_the_next_turn),
         cmocka_unit_test(bad_weights_are_refused),
         cmocka_unit_test(churn_keeps_every_structure_whole),
