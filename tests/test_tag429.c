@@ -188,16 +188,18 @@ static void rate_cut_and_recovery_in_tag_list(void **state)
     sl_client *c = consumer(f, 1, 1);
     sl_delivery *d = NULL;
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
-    assert_int_equal(sl_throttled_scope(c, d, 200, SL_SCOPE_TAG), SL_OK);
+    assert_int_equal(sl_throttled_scope(c, d, 1000, SL_SCOPE_TAG), SL_OK);
     assert_int_equal(sl_flush(c, 5000), SL_OK);
     uint64_t cut_ms = th_now_ms();
     sl_delivery_free(&d);
     const char *list[] = {th_bin("sluice"), "-b", f->b.endpoint, "tag", "list", "--json", NULL};
     assert_int_equal(th_run(list, NULL, out, sizeof out), 0);
-    fprintf(stderr, "# %s", out);
+    uint64_t listed_ms = th_now_ms() - cut_ms;
+    fprintf(stderr, "# %s# (answered %llu ms after the cut)\n", out, (unsigned long long)listed_ms);
     assert_non_null(strstr(out, "\"tag\":\"r-1\""));
     assert_non_null(strstr(out, "\"effective_rate_milli\":18000}")); /* an isolated 429: 90 % of 20/s */
-    assert_null(strstr(out, "\"throttled_ms\":0,")); /* its pause still runs */
+    if (listed_ms < 900) /* a loaded machine may start the CLI after the pause has ended */
+        assert_null(strstr(out, "\"throttled_ms\":0,")); /* its pause still runs */
     /* it climbs back: 20 % of the limit a second, from a second after the cut */
     uint64_t rate = 18000, back_ms = 0;
     while (th_now_ms() < cut_ms + 8000) {
