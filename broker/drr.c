@@ -102,21 +102,29 @@ static void slot_delete(drr *d, uint32_t s)
 
 /* ---- the ring ---- */
 
-static void ring_insert_tail(drr *d, uint32_t i)
+/* ring_insert puts i in the ring just before next (DRR_NIL: the ring is
+ * empty, i alone in it becomes the head). */
+static void ring_insert(drr *d, uint32_t i, uint32_t next)
 {
     drr_tenant *t = &d->t[i];
-    if (d->head == DRR_NIL) {
+    if (next == DRR_NIL) {
         t->next = t->prev = i;
         d->head = i;
     } else {
-        uint32_t h = d->head, tail = d->t[h].prev;
-        t->next = h;
-        t->prev = tail;
-        d->t[tail].next = i;
-        d->t[h].prev = i;
+        uint32_t prev = d->t[next].prev;
+        t->next = next;
+        t->prev = prev;
+        d->t[prev].next = i;
+        d->t[next].prev = i;
     }
     t->state = DRR_READY;
     d->nready++;
+}
+
+/* the tail is just before the head */
+static void ring_insert_tail(drr *d, uint32_t i)
+{
+    ring_insert(d, i, d->head);
 }
 
 /* ring_return puts a tenant back in the ring when its block ends. One held
@@ -133,19 +141,16 @@ static uint32_t ring_return(drr *d, uint32_t i, uint32_t after)
     drr_tenant *t = &d->t[i];
     int resume = t->resume != 0;
     t->resume = 0;
-    if (!resume || after == DRR_NIL) {
+    if (!resume) {
         ring_insert_tail(d, i);
-        if (resume)
-            d->head = i; /* the tail is just before the head: now the head */
-        return resume ? i : after;
+        return after;
     }
-    uint32_t n = d->t[after].next;
-    t->prev = after;
-    t->next = n;
-    d->t[after].next = i;
-    d->t[n].prev = i;
-    t->state = DRR_READY;
-    d->nready++;
+    if (after != DRR_NIL) {
+        ring_insert(d, i, d->t[after].next);
+    } else {
+        ring_insert_tail(d, i);
+        d->head = i; /* just before the head: now the head */
+    }
     return i;
 }
 

@@ -438,12 +438,15 @@ static int rows_dispatch(bench *b)
 
 /* ---- RSS per waiting tag ---- */
 
+typedef struct {
+    uint64_t live, rested;
+} rss_pair;
+
 /* rss_with measures a broker holding SCEN_TENANTS_BACKLOG messages, each
  * of a tag of its own, in LEVEL served FIFO or fair: live->VmRSS once they
  * are stored, then, the broker stopped and started again on the same
  * directory, rested->RssAnon (its heap alone: no LMDB pages, mapped from
  * the file, and no copy of what the last transactions wrote). */
-typedef struct { uint64_t live, rested; } rss_pair;
 
 static int rss_with(bench *b, int fair, rss_pair *r)
 {
