@@ -192,6 +192,27 @@ int store_mdb_del(store *s, MDB_dbi dbi, uint64_t key)
     return SL_OK;
 }
 
+/* ---- the anchor (store_int.h) ---- */
+
+static const unsigned char anchor_byte = 0;
+
+static int is_anchor(const MDB_val *k)
+{
+    return k->mv_size == STORE_ANCHOR_BYTES && *(const unsigned char *)k->mv_data == anchor_byte;
+}
+
+static int anchor_present(store *s, MDB_dbi dbi)
+{
+    MDB_val k = {STORE_ANCHOR_BYTES, (void *)&anchor_byte}, v;
+    return mdb_get(s->txn, dbi, &k, &v) == MDB_SUCCESS;
+}
+
+int store_anchor_put(store *s, MDB_dbi dbi)
+{
+    MDB_val k = {STORE_ANCHOR_BYTES, (void *)&anchor_byte}, v = {1, (void *)&anchor_byte};
+    return anchor_present(s, dbi) ? SL_OK : store_mdb_put(s, dbi, &k, &v, 0);
+}
+
 int store_cursor_at(store *s, MDB_dbi dbi, MDB_cursor_op op, MDB_val *k, MDB_val *v,
                     MDB_cursor **keep)
 {
@@ -201,6 +222,8 @@ int store_cursor_at(store *s, MDB_dbi dbi, MDB_cursor_op op, MDB_val *k, MDB_val
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "open a cursor on %s", s->db[dbi].name);
     rc = mdb_cursor_get(cur, k, v, op);
+    if (rc == MDB_SUCCESS && is_anchor(k)) /* the smallest key: past it, or nothing below it */
+        rc = op == MDB_LAST ? MDB_NOTFOUND : mdb_cursor_get(cur, k, v, MDB_NEXT);
     if (rc == MDB_NOTFOUND)
         err = SL_ENOTFOUND;
     else if (rc != MDB_SUCCESS)
@@ -271,6 +294,8 @@ int store_entries(store *s, MDB_dbi dbi, uint64_t *n)
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "count %s", s->db[dbi].name);
     *n = st.ms_entries;
+    if (*n && anchor_present(s, dbi))
+        (*n)--;
     return SL_OK;
 }
 
@@ -402,10 +427,14 @@ static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_leve
         err = dbi_open(s, "ttl", -1, 1, &s->ttl);
     if (err == SL_OK)
         err = meta_get(s, "format", 4, &v);
-    if (err == SL_ENOTFOUND)
+    if (err == SL_ENOTFOUND) {
         err = meta_put(s, "format", STORE_FORMAT, 4);
-    else if (err == SL_OK && get_le32(v.mv_data) != STORE_FORMAT) {
-        log_error("store", "data dir %s holds store format %" PRIu32 "; this build reads format %d only",
+    } else if (err == SL_OK && get_le32(v.mv_data) == 1) { /* format 2 adds the anchors, below */
+        log_info("store", "data dir %s: store format 1 becomes %d (an anchor key in each queue)", dir,
+                 STORE_FORMAT);
+        err = meta_put(s, "format", STORE_FORMAT, 4);
+    } else if (err == SL_OK && get_le32(v.mv_data) != STORE_FORMAT) {
+        log_error("store", "data dir %s holds store format %" PRIu32 "; this build reads formats 1 and %d",
                   dir, get_le32(v.mv_data), STORE_FORMAT);
         err = SL_EINVAL;
     }
@@ -420,10 +449,14 @@ static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_leve
         err = levels_check(s, dir, stored_levels);
     if (err == SL_OK && stored_levels != s->levels)
         err = meta_put(s, "levels", s->levels, 4);
+    if (err == SL_OK)
+        err = store_anchor_put(s, s->delayed);
 
     for (unsigned l = 0; l < s->levels && err == SL_OK; l++) {
         store_level_info li = {0};
         err = dbi_open(s, "q", (int)l, 1, &s->q[l]);
+        if (err == SL_OK)
+            err = store_anchor_put(s, s->q[l]);
         if (err == SL_OK)
             err = dbi_open(s, "dead", (int)l, 1, &s->dead[l]);
         if (err == SL_OK)

@@ -13,6 +13,10 @@
  *   meta       "format" (u32 STORE_FORMAT), "levels" (u32 level count),
  *              "next_id" (u64).
  *
+ * q.<L> and delayed also hold an anchor, a one-byte key that is never
+ * deleted, so that emptying them does not cost a page per message
+ * (store_int.h); no function below returns or counts it.
+ *
  * In-flight deliveries are NOT written: a leased message stays in its q.<L>
  * record; the lease lives in memory (lease.c). So dispatch costs no write, an
  * ack is one delete, and after a crash every in-flight message is simply still
@@ -59,7 +63,7 @@
 #include "rec.h"
 
 /* Change the record layout (rec.c) or the key layout: bump STORE_FORMAT. */
-#define STORE_FORMAT 1
+#define STORE_FORMAT 2 /* 2: an anchor key in q.<L> and delayed (store_int.h); 1 is upgraded at open */
 
 #define STORE_KEY_MID (UINT64_C(1) << 63)
 

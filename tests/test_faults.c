@@ -142,11 +142,16 @@ static void eio_on_the_meta_sync(void **state)
     run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=41", "EIO from a meta-page fdatasync", FAULT_STOPS, 0);
 }
 
+/* LMDB writes a commit's data pages with writev (a run of pages) or pwrite
+ * (one page), and its meta page with pwrite too; a failed meta write leaves
+ * the environment unusable, so the broker stops (eio_on_the_meta_sync). Only
+ * writev is injected here, so the failure always falls on data pages (the
+ * 15th writev: each commit makes one, so about the 15th publish). */
 static void enospc_on_write(void **state)
 {
     (void)state;
-    run_fault("trace=pwrite64,pwritev,writev", "inject=pwrite64,pwritev,writev:error=ENOSPC:when=30",
-              "ENOSPC from a commit's write", FAULT_GOES_ON, 0);
+    run_fault("trace=writev", "inject=writev:error=ENOSPC:when=15", "ENOSPC from a commit's data-page write",
+              FAULT_GOES_ON, 0);
 }
 
 /* With the log: the 40th fdatasync is a record's (checkpoints are a few a

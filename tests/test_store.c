@@ -98,6 +98,17 @@ static void assert_body(const store_rec *rec, const char *text)
     assert_memory_equal(rec->body, text, strlen(text));
 }
 
+/* lmdb_at opens dir's environment and a write transaction on database
+ * name, for a test to look at or change what the store wrote. */
+static void lmdb_at(const char *dir, const char *name, MDB_env **env, MDB_txn **txn, MDB_dbi *dbi)
+{
+    assert_int_equal(mdb_env_create(env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(*env, 64), 0);
+    assert_int_equal(mdb_env_open(*env, dir, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(*env, NULL, 0, txn), 0);
+    assert_int_equal(mdb_dbi_open(*txn, name, 0, dbi), 0);
+}
+
 /* meta_write_u32 overwrites a meta entry with the LMDB API directly. */
 static void meta_write_u32(const char *dir, const char *name, uint32_t value)
 {
@@ -106,11 +117,7 @@ static void meta_write_u32(const char *dir, const char *name, uint32_t value)
     MDB_dbi dbi;
     uint32_t le = htole32(value);
     MDB_val k = {strlen(name), (void *)name}, v = {sizeof le, &le};
-    assert_int_equal(mdb_env_create(&env), 0);
-    assert_int_equal(mdb_env_set_maxdbs(env, 64), 0);
-    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    lmdb_at(dir, "meta", &env, &txn, &dbi);
     assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
     assert_int_equal(mdb_txn_commit(txn), 0);
     mdb_env_close(env);
@@ -450,6 +457,84 @@ static void test_other_format_is_refused(void **state)
     assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
 }
 
+/* A queue that empties after each message (a broker that keeps up) must
+ * not take a page per message: LMDB frees an emptied tree's root and takes
+ * a new page at the next put, and the commit wrote every one of them. */
+static void test_an_emptied_queue_takes_no_page_per_message(void **state)
+{
+    fixture *f = *state;
+    store_rec rec;
+    uint64_t key;
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_envinfo info;
+    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
+    for (int i = 0; i < 1000; i++) {
+        key = append(f->s, 0, "in and out", NULL);
+        assert_int_equal(store_del(f->s, 0, key), SL_OK);
+        assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_ENOTFOUND);
+    }
+    assert_int_equal(store_commit(f->s), SL_OK);
+    assert_int_equal(store_level_count(f->s, 0), 0);
+    append(f->s, 0, "last", NULL);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    lmdb_at(f->dir, "q.0", &env, &txn, &dbi);
+    assert_int_equal(mdb_env_info(env, &info), 0);
+    assert_true(info.me_last_pgno < 64); /* the file's last page; without the anchor about 1,000 */
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[0].count, 1);
+    assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_OK);
+    assert_body(&rec, "last");
+}
+
+/* A format 1 directory (no anchors) opens, keeps its messages and becomes
+ * format 2. */
+static void test_format_1_is_upgraded(void **state)
+{
+    fixture *f = *state;
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_val k = {1, "\0"}, v;
+    store_rec rec;
+    uint64_t key;
+    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
+    append(f->s, 1, "from format 1", NULL);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    meta_write_u32(f->dir, "format", 1);
+    const char *dbs[] = {"q.0", "q.1", "delayed"};
+    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++) {
+        lmdb_at(f->dir, dbs[i], &env, &txn, &dbi);
+        assert_int_equal(mdb_del(txn, dbi, &k, NULL), 0);
+        assert_int_equal(mdb_txn_commit(txn), 0);
+        mdb_env_close(env);
+    }
+    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[0].count, 0);
+    assert_int_equal(f->info[1].count, 1);
+    assert_int_equal(store_seek(f->s, 1, 0, &key, &rec), SL_OK);
+    assert_body(&rec, "from format 1");
+    store_close(&f->s);
+    lmdb_at(f->dir, "meta", &env, &txn, &dbi);
+    MDB_val fk = {6, "format"};
+    assert_int_equal(mdb_get(txn, dbi, &fk, &v), 0);
+    assert_int_equal(v.mv_size, 4);
+    assert_int_equal(le32toh(*(const uint32_t *)v.mv_data), STORE_FORMAT);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++) {
+        lmdb_at(f->dir, dbs[i], &env, &txn, &dbi);
+        assert_int_equal(mdb_get(txn, dbi, &k, &v), 0); /* the anchor is back */
+        mdb_txn_abort(txn);
+        mdb_env_close(env);
+    }
+}
+
 static void test_dropping_levels_with_data_is_refused(void **state)
 {
     fixture *f = *state;
@@ -631,6 +716,8 @@ int main(void)
         T(test_set_attempt_persists),
         T(test_corrupt_record_is_detected),
         T(test_other_format_is_refused),
+        T(test_an_emptied_queue_takes_no_page_per_message),
+        T(test_format_1_is_upgraded),
         T(test_dropping_levels_with_data_is_refused),
         T(test_dropping_empty_levels_is_allowed),
         T(test_next_id_persists_and_never_repeats),
