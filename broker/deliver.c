@@ -18,6 +18,16 @@
  * the message was published in that very pass (queue_committed): nobody may
  * consume what was never confirmed.
  *
+ * While an LMDB commit is out (a checkpoint), reads see the last committed
+ * state, so a level's confirmed messages that are in that commit cannot be
+ * read until it ends (a millisecond or so). Such a level waits, and so does
+ * every level below it for the consumers it serves (`waiting`): delivering
+ * a lower level's message meanwhile would break priority order, as a test
+ * under load once showed (one level-2 message before the last level-0 ones).
+ * Outside a commit, a level whose head was appended by the pass in progress
+ * is only skipped: that message is not confirmed yet, so nothing was before
+ * it.
+ *
  * In a level served fair by tag, a tag held by its pause, rate or in-flight
  * cap (or throttled on its own by the sink) is set aside by queue_fair.c and
  * the next tag's head goes instead; the earliest time such a tag may go
@@ -148,6 +158,7 @@ static unsigned dispatch(bk *b, unsigned max)
     disp_level dl[PROTO_MAX_LEVELS];
     uint64_t ready = 0;
     unsigned made = 0;
+    uint32_t waiting = 0; /* levels whose ready messages are in the commit that is out */
     for (unsigned l = 0; l < b->cfg.levels; l++) {
         level_view(b, l, &dl[l]);
         ready += dl[l].ready;
@@ -165,8 +176,10 @@ static unsigned dispatch(bk *b, unsigned max)
                 c->nleases >= b->cfg.consumer_max_inflight)
                 continue;
             disp_reason why;
-            int level = disp_pick(&b->disp, dl, b->cfg.levels, c->pool->levels_mask & c->levels_mask,
-                                  b->wall_ns, &why);
+            uint32_t mask = c->pool->levels_mask & c->levels_mask, w = mask & waiting;
+            if (w)
+                mask &= (w & (~w + 1)) - 1; /* only the levels above the first that waits */
+            int level = disp_pick(&b->disp, dl, b->cfg.levels, mask, b->wall_ns, &why);
             if (level < 0)
                 continue;
             uint32_t cost = meter_wants_cost(&b->meter, (unsigned)level) ? head_cost(b, (unsigned)level) : 1;
@@ -188,8 +201,10 @@ static unsigned dispatch(bk *b, unsigned max)
                 progress = 1;
                 continue;
             }
-            if (rc == SL_ENOTFOUND) { /* its ready ones wait for a commit: pick another level, this pass */
+            if (rc == SL_ENOTFOUND) { /* its ready ones wait for a commit */
                 dl[level].blocked = 1;
+                if (store_committing(b->st))
+                    waiting |= UINT32_C(1) << level; /* and the levels below it, for this pass */
                 progress = 1;
                 continue;
             }

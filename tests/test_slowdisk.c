@@ -28,6 +28,7 @@
 
 #include "harness.h"
 #include "sluice.h"
+#include "sluice_admin.h"
 
 enum { MSGS = 5, DELAY_MS = 30 };
 enum { GO_ON_MSGS = 40, GO_ON_DELAY_MS = 150 };
@@ -232,6 +233,78 @@ static void acks_taken_during_a_log_record_are_durable_at_their_ok(void **state)
     go_on(extra, GO_ON_MSGS, GO_ON_MSGS / 2, 1);
 }
 
+/* take_acking receives and acks deliveries for ms milliseconds (or until
+ * want level-0 ones came, when want > 0), counting level 0's and the level-2
+ * ones that came between level 0's first and its last. */
+static void take_acking(sl_client *c, uint64_t ms, unsigned want, unsigned *high, unsigned *low_among_high)
+{
+    uint64_t t0 = th_now_ms();
+    while (th_now_ms() - t0 < ms && (!want || *high < want)) {
+        sl_delivery *d = NULL;
+        int rc = sl_recv(c, 100, &d);
+        if (rc == SL_ETIMEDOUT)
+            continue;
+        assert_int_equal(rc, SL_OK);
+        if (d->level == 0)
+            (*high)++;
+        else if (*high)
+            (*low_among_high)++;
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+}
+
+/* A checkpoint (an LMDB commit, with the log) freezes reads at the last
+ * committed state, which lacks what was logged since. Here level 2's
+ * messages are in that state and level 0's, logged after the checkpoint
+ * before, are not: a paced release during the freeze must wait for level 0
+ * rather than send level 2. The sink (20/s) goes on releasing through the
+ * freeze, which lasts two slowed flushes (200 ms), so a broker that fell
+ * back to the next level delivers level-2 messages among level 0's. The
+ * consumer acks all along, so the log takes records between checkpoints
+ * (every 1,000 ms): one before level 0 is published, the next while its
+ * 40 messages are being released (2 s at 20/s). */
+static void priority_order_holds_while_a_checkpoint_flushes(void **state)
+{
+    (void)state;
+    enum { LOW = 80, HIGH = 40 };
+    static const char *const extra[] = {"--checkpoint-ms", "1000", NULL};
+    char delay[48];
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, extra), 0);
+    snprintf(delay, sizeof delay, "SLUICE_SLOW_FLUSH_US=%d", 100 * 1000);
+    const char *env[] = {delay, NULL};
+    th_broker_preload(&b, "slowdisk.so", env);
+    assert_int_equal(th_broker_start(&b), 0);
+    sl_client *p = th_client(&b, 20000);
+    assert_int_equal(sl_sink_set(p, 20 * 1000, 1, SL_UNCHANGED), SL_OK);
+    sl_client *c = th_client(&b, 5000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 16), SL_OK);
+    sl_confirm conf;
+    unsigned high = 0, low_among_high = 0;
+    for (unsigned level = 2, n = LOW;; level = 0, n = HIGH) {
+        for (unsigned i = 0; i < n; i++) {
+            sl_put m = {.body = "m", .body_len = 1, .level = level};
+            assert_int_equal(sl_send_async(p, &m, NULL), SL_OK);
+        }
+        for (unsigned i = 0; i < n; i++) {
+            assert_int_equal(sl_send_wait(p, 20000, &conf), SL_OK);
+            assert_int_equal(conf.err, SL_OK);
+        }
+        if (level == 0)
+            break;
+        take_acking(c, 1500, 0, &high, &low_among_high); /* a checkpoint takes level 2 into LMDB */
+    }
+    take_acking(c, 30000, HIGH, &high, &low_among_high);
+    fprintf(stderr, "# level 2 delivered among level 0's: %u\n", low_among_high);
+    assert_int_equal(high, HIGH);
+    assert_int_equal(low_among_high, 0);
+    sl_close(&c);
+    sl_close(&p);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +314,7 @@ int main(void)
         cmocka_unit_test(deliveries_go_on_while_a_log_record_flushes),
         cmocka_unit_test(acks_taken_during_a_commit_are_durable_at_their_ok),
         cmocka_unit_test(acks_taken_during_a_log_record_are_durable_at_their_ok),
+        cmocka_unit_test(priority_order_holds_while_a_checkpoint_flushes),
     };
     th_seed();
     return cmocka_run_group_tests_name("slowdisk", tests, NULL, NULL);
