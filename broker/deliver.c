@@ -20,13 +20,15 @@
  *
  * While an LMDB commit is out (a checkpoint), reads see the last committed
  * state, so a level's confirmed messages that are in that commit cannot be
- * read until it ends (a millisecond or so). Such a level waits, and so does
- * every level below it for the consumers it serves (`waiting`): delivering
+ * read until it ends (a millisecond or so). Such a level waits (the queue
+ * says so: queue_level.commit_wait), and so does every level below it for
+ * the consumers it serves (`waiting`): delivering
  * a lower level's message meanwhile would break priority order, as a test
  * under load once showed (one level-2 message before the last level-0 ones).
- * Outside a commit, a level whose head was appended by the pass in progress
- * is only skipped: that message is not confirmed yet, so nothing was before
- * it.
+ * A level that has nothing to give for another reason (a fair level whose
+ * tags are all held by their limits) is only skipped, as is, outside a
+ * commit, one whose head was appended by the pass in progress: that message
+ * is not confirmed yet, so nothing was before it.
  *
  * In a level served fair by tag, a tag held by its pause, rate or in-flight
  * cap (or throttled on its own by the sink) is set aside by queue_fair.c and
@@ -203,7 +205,7 @@ static unsigned dispatch(bk *b, unsigned max)
             }
             if (rc == SL_ENOTFOUND) { /* its ready ones wait for a commit */
                 dl[level].blocked = 1;
-                if (store_committing(b->st))
+                if (store_committing(b->st) && b->q.lv[level].commit_wait)
                     waiting |= UINT32_C(1) << level; /* and the levels below it, for this pass */
                 progress = 1;
                 continue;

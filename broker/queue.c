@@ -131,6 +131,8 @@ static int quarantine(queue *q, unsigned level, uint64_t key)
 static int take_frozen(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 {
     queue_level *lv = &q->lv[level];
+    if (q->frozen_unsafe)
+        lv->commit_wait = 1; /* the snapshot cannot be trusted: what is ready waits for the commit */
     if (q->frozen_unsafe || lv->hold)
         return SL_ENOTFOUND;
     int rc = take(q, level, key, rec);
@@ -141,6 +143,7 @@ static int take_frozen(queue *q, unsigned level, uint64_t *key, store_rec *rec)
             unlease(q, level, *key);
         }
         queue_make_ready(q, level, *key); /* below the cursor now: first out of returned */
+        lv->commit_wait = 1; /* dealt with (a write) once the commit ends */
         rc = SL_ENOTFOUND;
     }
     if (rc != SL_OK)
@@ -186,6 +189,7 @@ static int take_from(queue *q, unsigned level, uint64_t *key, store_rec *rec, tm
         rc = store_get(q->st, level, e.id, rec);
         if (rc == SL_ENOTFOUND && store_committing(q->st)) {
             tmr_push(&lv->returned, e.at, e.id); /* perhaps not committed yet: after the commit */
+            lv->commit_wait = 1;
             return rc;
         }
         if (rc == SL_ENOTFOUND)
@@ -208,8 +212,10 @@ static int take_from(queue *q, unsigned level, uint64_t *key, store_rec *rec, tm
     }
     if (!found) {
         rc = store_seek(q->st, level, lv->cursor, key, rec);
-        if (rc == SL_ENOTFOUND && (store_committing(q->st) || nlater))
+        if (rc == SL_ENOTFOUND && (store_committing(q->st) || nlater)) {
+            lv->commit_wait |= store_committing(q->st);
             return rc; /* the rest is in the commit that is out, or the open transaction put it */
+        }
         if (rc == SL_ENOTFOUND) {
             log_error("queue", "level %u counts %llu ready but none is stored past its cursor",
                       level, (unsigned long long)queue_ready(q, level));

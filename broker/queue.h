@@ -47,6 +47,7 @@ typedef struct queue_level {
     uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
     uint64_t corrupt;   /* records that failed their check, moved to dead letters */
     int hold;           /* frozen: nothing more from this level until the commit ends */
+    int commit_wait;    /* frozen: a confirmed message of it is only in the commit that is out */
     struct queue_fair *fair; /* served fair by tag (queue_fair.c); NULL: FIFO */
 } queue_level;
 

@@ -125,6 +125,7 @@ void queue_commit_ended(queue *q, int rc)
         q->unsafe = 1; /* with the log, the snapshot may still lack batches it carried: be safe */
     for (unsigned l = 0; l < q->nlevels; l++) {
         q->lv[l].hold = 0;
+        q->lv[l].commit_wait = 0;
         if (q->lv[l].fair)
             queue_fair_commit_ended(q, l);
     }

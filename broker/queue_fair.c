@@ -296,8 +296,10 @@ static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *
     while (tn->returned.len) {
         *key = tn->returned.v[0].id;
         rc = store_get(q->st, level, *key, rec);
-        if (rc == SL_ENOTFOUND && store_committing(q->st))
+        if (rc == SL_ENOTFOUND && store_committing(q->st)) {
+            q->lv[level].commit_wait = 1;
             return NOT_YET;
+        }
         if (rc != SL_ENOTFOUND) {
             *from_returned = 1;
             return rc;
@@ -307,8 +309,10 @@ static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *
     }
     *from_returned = 0;
     rc = store_tag_head(q->st, level, tn->cursor, key, rec, more);
-    if (rc == SL_ENOTFOUND && store_committing(q->st))
+    if (rc == SL_ENOTFOUND && store_committing(q->st)) {
+        q->lv[level].commit_wait = 1;
         return NOT_YET; /* perhaps in the commit that is out */
+    }
     if (rc == SL_OK && !store_key_committed_fair(q->st, level, *key))
         return NOT_YET;
     return rc;

@@ -15,7 +15,8 @@
  *
  * q.<L> and delayed also hold an anchor, a one-byte key that is never
  * deleted, so that emptying them does not cost a page per message
- * (store_int.h); no function below returns or counts it.
+ * (store_int.h); no function below returns or counts it (store_level_bytes
+ * counts 0 for a level that holds only it).
  *
  * In-flight deliveries are NOT written: a leased message stays in its q.<L>
  * record; the lease lives in memory (lease.c). So dispatch costs no write, an

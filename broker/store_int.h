@@ -195,8 +195,11 @@ int store_mdb_del(store *s, MDB_dbi dbi, uint64_t key);
  * checkpoint that froze publishes lasted 4-9 ms instead of about 1. So
  * q.<L> and delayed each hold one key that is never deleted, the anchor: one
  * zero byte, which sorts before every 8- or 16-byte key. store_cursor_at
- * steps past it and store_entries does not count it; every other access is
- * by a whole key, or steps forward from one, so nothing else meets it.
+ * steps past it, store_entries does not count it and store_level_bytes
+ * counts nothing for a level that holds only it; every other access is by a
+ * whole key, or steps from a real key to another one that sorts after the
+ * anchor (store_tag_span steps back, but only within a tag's run), so
+ * nothing else meets it.
  * Store format 2 has anchors; format 1 stores get them at open.
  */
 #define STORE_ANCHOR_BYTES 1

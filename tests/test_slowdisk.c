@@ -263,10 +263,13 @@ static void take_acking(sl_client *c, uint64_t ms, unsigned want, unsigned *high
  * back to the next level delivers level-2 messages among level 0's. The
  * consumer acks all along, so the log takes records between checkpoints
  * (every 1,000 ms): one before level 0 is published, the next while its
- * 40 messages are being released (2 s at 20/s). */
-static void priority_order_holds_while_a_checkpoint_flushes(void **state)
+ * 40 messages are being released (2 s at 20/s). Were level 0's publishes
+ * split over two records (a loaded machine), a release between them could
+ * rightly send level 2 (the second record's messages are not confirmed
+ * yet): that run says so and does not count. (Pausing level 2 meanwhile
+ * would not do: the admin command's commit takes level 0 into LMDB.) */
+static void priority_round(void)
 {
-    (void)state;
     enum { LOW = 80, HIGH = 40 };
     static const char *const extra[] = {"--checkpoint-ms", "1000", NULL};
     char delay[48];
@@ -282,6 +285,7 @@ static void priority_order_holds_while_a_checkpoint_flushes(void **state)
     assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 16), SL_OK);
     sl_confirm conf;
     unsigned high = 0, low_among_high = 0;
+    uint64_t first_ms = 0, last_ms = 0; /* level 0's first and last confirmation */
     for (unsigned level = 2, n = LOW;; level = 0, n = HIGH) {
         for (unsigned i = 0; i < n; i++) {
             sl_put m = {.body = "m", .body_len = 1, .level = level};
@@ -290,6 +294,8 @@ static void priority_order_holds_while_a_checkpoint_flushes(void **state)
         for (unsigned i = 0; i < n; i++) {
             assert_int_equal(sl_send_wait(p, 20000, &conf), SL_OK);
             assert_int_equal(conf.err, SL_OK);
+            last_ms = th_now_ms();
+            first_ms = i ? first_ms : last_ms;
         }
         if (level == 0)
             break;
@@ -298,11 +304,24 @@ static void priority_order_holds_while_a_checkpoint_flushes(void **state)
     take_acking(c, 30000, HIGH, &high, &low_among_high);
     fprintf(stderr, "# level 2 delivered among level 0's: %u\n", low_among_high);
     assert_int_equal(high, HIGH);
-    assert_int_equal(low_among_high, 0);
+    if (last_ms - first_ms < 50) /* one record (a 100 ms flush) */
+        assert_int_equal(low_among_high, 0);
+    else
+        fprintf(stderr, "# level 0's publishes went in two records (confirmed over %llu ms): not the case "
+                "tested this time\n", (unsigned long long)(last_ms - first_ms));
     sl_close(&c);
     sl_close(&p);
     assert_int_equal(th_broker_stop(&b), 0);
     th_broker_fini(&b);
+}
+
+/* Twice, each on a broker of its own: where the checkpoints fall is a matter
+ * of timing (before the fix, one round showed the inversion in 2 of 3). */
+static void priority_order_holds_while_a_checkpoint_flushes(void **state)
+{
+    (void)state;
+    priority_round();
+    priority_round();
 }
 
 int main(void)
