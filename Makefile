@@ -72,7 +72,7 @@ PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
 BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
-TEST_LIB_SRC := tests/harness.c tools/common/proc.c
+TEST_LIB_SRC := tests/harness.c tests/store_fixture.c tools/common/proc.c
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 

@@ -22,9 +22,9 @@
  * state, so a level's confirmed messages that are in that commit cannot be
  * read until it ends (a millisecond or so). Such a level waits (the queue
  * says so: queue_level.commit_wait), and so does every level below it for
- * the consumers it serves (`waiting`): delivering
- * a lower level's message meanwhile would break priority order, as a test
- * under load once showed (one level-2 message before the last level-0 ones).
+ * the consumers it serves (`waiting`): delivering a lower level's message
+ * meanwhile would break priority order, as a test under load once showed
+ * (one level-2 message before the last level-0 ones).
  * A level that has nothing to give for another reason (a fair level whose
  * tags are all held by their limits) is only skipped, as is, outside a
  * commit, one whose head was appended by the pass in progress: that message

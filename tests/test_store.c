@@ -1,15 +1,14 @@
 /*
- * test_store.c - the store against a real LMDB environment.
+ * test_store.c - the store against a real LMDB environment: records and
+ * their order, transactions, delays, dead letters, corruption, a full map.
+ * What it keeps besides messages (format, anchors, levels, ids):
+ * test_store_layout.c.
  *
- * Each test gets its own mkdtemp directory under /tmp (removed afterwards)
- * and a store whose data dir is a not-yet-existing "data" inside it, so
- * store_open's mkdir runs every time. Durability is tested the blunt way:
- * close the store, open it again, look. Corruption and foreign formats are
- * made from outside the store, with pwrite on data.mdb and with the LMDB API,
- * the way they would arrive in the field.
- *
- * Every test runs under alarm(TEST_TIMEOUT_S). The CRC test draws random
- * buffers from th_seed(), which prints the seed; SLUICE_SEED replays it.
+ * Each test has a store of its own (store_fixture.h). Durability is tested
+ * the blunt way: close the store, open it again, look. Corruption is made
+ * from outside the store, with pwrite on data.mdb, the way it would arrive
+ * in the field. The CRC test draws random buffers from th_seed(), which
+ * prints the seed; SLUICE_SEED replays it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,9 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <endian.h>
 #include <fcntl.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,98 +27,7 @@
 #include "harness.h"
 #include "log.h"
 #include "store.h"
-
-#define TEST_TIMEOUT_S 60
-#define TEST_MAP_BYTES (UINT64_C(64) << 20)
-
-typedef struct fixture {
-    char tmp[64];                  /* the test's own directory */
-    char dir[96];                  /* the store's data dir, inside tmp */
-    store *s;
-    store_level_info info[PROTO_MAX_LEVELS];
-} fixture;
-
-static int fixture_setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    strcpy(f->tmp, "/tmp/sluice-store-XXXXXX");
-    if (!mkdtemp(f->tmp)) {
-        free(f);
-        return -1;
-    }
-    snprintf(f->dir, sizeof f->dir, "%s/data", f->tmp);
-    alarm(TEST_TIMEOUT_S);
-    *state = f;
-    return 0;
-}
-
-static int fixture_teardown(void **state)
-{
-    fixture *f = *state;
-    store_close(&f->s);
-    alarm(0);
-    th_rmrf(f->tmp);
-    free(f);
-    return 0;
-}
-
-/* reopen closes the fixture's store, if open, and opens it with levels and
- * map size; it returns store_open's result. */
-static int reopen(fixture *f, unsigned levels, uint64_t map_bytes)
-{
-    store_cfg cfg = {.dir = f->dir, .levels = levels, .map_bytes = map_bytes};
-    store_close(&f->s);
-    memset(f->info, 0xAB, sizeof f->info); /* so that unfilled entries show */
-    return store_open(&cfg, &f->s, f->info);
-}
-
-/* append adds a message with a fresh id and body text to level; returns its
- * order key and, in *id if not NULL, its id. */
-static uint64_t append(store *s, unsigned level, const char *text, uint64_t *id)
-{
-    store_rec rec = {
-        .id = store_next_id(s), .enq_ns = 1000 + level, .expires_ns = 0, .attempt = 0, .cost = 1,
-        .level = (uint8_t)level, .tag = "tag", .tag_len = 3, .body = text, .body_len = (uint32_t)strlen(text),
-    };
-    uint64_t key = 0;
-    assert_int_equal(store_append(s, &rec, &key), SL_OK);
-    if (id)
-        *id = rec.id;
-    return key;
-}
-
-static void assert_body(const store_rec *rec, const char *text)
-{
-    assert_int_equal(rec->body_len, strlen(text));
-    assert_memory_equal(rec->body, text, strlen(text));
-}
-
-/* lmdb_at opens dir's environment and a write transaction on database
- * name, for a test to look at or change what the store wrote. */
-static void lmdb_at(const char *dir, const char *name, MDB_env **env, MDB_txn **txn, MDB_dbi *dbi)
-{
-    assert_int_equal(mdb_env_create(env), 0);
-    assert_int_equal(mdb_env_set_maxdbs(*env, 64), 0);
-    assert_int_equal(mdb_env_open(*env, dir, 0, 0640), 0);
-    assert_int_equal(mdb_txn_begin(*env, NULL, 0, txn), 0);
-    assert_int_equal(mdb_dbi_open(*txn, name, 0, dbi), 0);
-}
-
-/* meta_write_u32 overwrites a meta entry with the LMDB API directly. */
-static void meta_write_u32(const char *dir, const char *name, uint32_t value)
-{
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    uint32_t le = htole32(value);
-    MDB_val k = {strlen(name), (void *)name}, v = {sizeof le, &le};
-    lmdb_at(dir, "meta", &env, &txn, &dbi);
-    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
-    assert_int_equal(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
-}
+#include "store_fixture.h"
 
 /* flip_pattern flips one bit in the middle of every copy of pattern in the
  * data file and returns how many copies it found. */
@@ -183,14 +89,14 @@ static void test_crc32c_matches_known_vectors(void **state)
 
 static void test_append_then_seek_is_fifo(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     char text[32];
     uint64_t keys[20], ids[20], key;
     store_rec rec;
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
     for (int i = 0; i < 20; i++) {
         snprintf(text, sizeof text, "message %d", i);
-        keys[i] = append(f->s, 1, text, &ids[i]);
+        keys[i] = sfix_append(f->s, 1, text, &ids[i]);
         if (i > 0)
             assert_true(keys[i] > keys[i - 1]);
     }
@@ -202,7 +108,7 @@ static void test_append_then_seek_is_fifo(void **state)
         assert_int_equal(store_seek(f->s, 1, from, &key, &rec), SL_OK);
         snprintf(text, sizeof text, "message %d", i);
         assert_int_equal(key, keys[i]);
-        assert_body(&rec, text);
+        sfix_assert_body(&rec, text);
         assert_int_equal(rec.id, ids[i]);
         assert_int_equal(rec.level, 1);
         assert_int_equal(rec.enq_ns, 1001);
@@ -226,21 +132,21 @@ static void test_append_then_seek_is_fifo(void **state)
 
 static void test_committed_data_survives_reopen(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     uint64_t k0[3], k2[2], key;
     store_rec rec;
     struct stat st;
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(stat(f->dir, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0750);
     for (int i = 0; i < 3; i++)
-        k0[i] = append(f->s, 0, "zero", NULL);
+        k0[i] = sfix_append(f->s, 0, "zero", NULL);
     for (int i = 0; i < 2; i++)
-        k2[i] = append(f->s, 2, "two", NULL);
+        k2[i] = sfix_append(f->s, 2, "two", NULL);
     assert_int_equal(store_bury(f->s, 0, k0[0], "poison", 5), SL_OK);
     assert_int_equal(store_commit(f->s), SL_OK);
 
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(f->info[0].count, 2);
     assert_int_equal(f->info[0].dead, 1);
     assert_int_equal(f->info[0].first_key, k0[1]);
@@ -253,43 +159,43 @@ static void test_committed_data_survives_reopen(void **state)
     assert_int_equal(f->info[2].first_key, k2[0]);
     assert_int_equal(f->info[2].last_key, k2[1]);
     assert_int_equal(store_get(f->s, 2, k2[1], &rec), SL_OK);
-    assert_body(&rec, "two");
+    sfix_assert_body(&rec, "two");
 
     /* The tail counter resumes from the last key on disk. */
-    assert_int_equal(append(f->s, 0, "later", NULL), k0[2] + 1);
+    assert_int_equal(sfix_append(f->s, 0, "later", NULL), k0[2] + 1);
     assert_int_equal(store_seek(f->s, 0, k0[2] + 1, &key, &rec), SL_OK);
-    assert_body(&rec, "later");
+    sfix_assert_body(&rec, "later");
 }
 
 static void test_uncommitted_writes_vanish_on_close(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     uint64_t key, kept;
     store_rec rec;
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    kept = append(f->s, 0, "committed", NULL);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    kept = sfix_append(f->s, 0, "committed", NULL);
     assert_int_equal(store_commit(f->s), SL_OK);
-    append(f->s, 0, "lost 1", NULL);
-    append(f->s, 0, "lost 2", NULL);
+    sfix_append(f->s, 0, "lost 1", NULL);
+    sfix_append(f->s, 0, "lost 2", NULL);
     assert_int_equal(store_del(f->s, 0, kept), SL_OK);
     assert_true(store_dirty(f->s));
 
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(f->info[0].count, 1);
     assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_OK);
     assert_int_equal(key, kept);
-    assert_body(&rec, "committed");
+    sfix_assert_body(&rec, "committed");
 }
 
 static void test_delayed_pop_inserts_before_head(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     uint64_t a, b, c, key, due, counts[3];
     unsigned level;
     store_rec rec;
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
-    a = append(f->s, 1, "A", NULL);
-    b = append(f->s, 1, "B", NULL);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
+    a = sfix_append(f->s, 1, "A", NULL);
+    b = sfix_append(f->s, 1, "B", NULL);
     assert_int_equal(store_set_attempt(f->s, 1, b, 2), SL_OK);
     assert_int_equal(store_delayed_first(f->s, &due), SL_ENOTFOUND);
     assert_int_equal(store_delay(f->s, 1, b, 1000), SL_OK);
@@ -306,14 +212,14 @@ static void test_delayed_pop_inserts_before_head(void **state)
     assert_int_equal(level, 1);
     assert_true(key < a);
     assert_int_equal(store_seek(f->s, 1, 0, &key, &rec), SL_OK);
-    assert_body(&rec, "B");
+    sfix_assert_body(&rec, "B");
     assert_int_equal(rec.attempt, 2);
     assert_int_equal(store_seek(f->s, 1, key + 1, &key, &rec), SL_OK);
-    assert_body(&rec, "A");
+    sfix_assert_body(&rec, "A");
     assert_int_equal(store_delayed_first(f->s, &due), SL_ENOTFOUND);
 
     /* Into an empty level, the popped message takes the next tail key. */
-    c = append(f->s, 2, "C", NULL);
+    c = sfix_append(f->s, 2, "C", NULL);
     assert_int_equal(store_delay(f->s, 2, c, 5), SL_OK);
     assert_int_equal(store_delayed_pop(f->s, UINT64_MAX, &level, &key), SL_OK);
     assert_int_equal(level, 2);
@@ -322,7 +228,7 @@ static void test_delayed_pop_inserts_before_head(void **state)
     /* Delayed records survive a restart. */
     assert_int_equal(store_delay(f->s, 2, key, 7000), SL_OK);
     assert_int_equal(store_commit(f->s), SL_OK);
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(f->info[1].count, 2);
     assert_int_equal(f->info[2].count, 0);
     store_delayed_counts(f->s, counts);
@@ -333,11 +239,11 @@ static void test_delayed_pop_inserts_before_head(void **state)
 
 static void test_bury_moves_to_dead_with_reason(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     uint64_t id, key;
     store_rec rec;
-    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
-    key = append(f->s, 1, "doomed", &id);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
+    key = sfix_append(f->s, 1, "doomed", &id);
     assert_int_equal(store_dead_count(f->s, 1), 0);
     assert_int_equal(store_bury(f->s, 1, key, "max attempts exceeded", 424242), SL_OK);
     assert_int_equal(store_get(f->s, 1, key, &rec), SL_ENOTFOUND);
@@ -346,12 +252,12 @@ static void test_bury_moves_to_dead_with_reason(void **state)
     assert_int_equal(store_bury(f->s, 1, key, "again", 1), SL_ENOTFOUND);
     assert_int_equal(store_commit(f->s), SL_OK);
 
-    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(f->info[1].dead, 1);
     assert_int_equal(f->info[1].count, 0);
     assert_int_equal(store_dead_get(f->s, 1, id, &rec), SL_OK);
     assert_int_equal(rec.id, id);
-    assert_body(&rec, "doomed");
+    sfix_assert_body(&rec, "doomed");
     assert_int_equal(rec.reason_len, strlen("max attempts exceeded"));
     assert_memory_equal(rec.reason, "max attempts exceeded", rec.reason_len);
     assert_int_equal(rec.died_ns, 424242);
@@ -360,12 +266,12 @@ static void test_bury_moves_to_dead_with_reason(void **state)
 
 static void test_dead_letters_walk_requeue_and_delete(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     uint64_t ids[3], id, key;
     store_rec rec;
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
     for (int i = 0; i < 3; i++) {
-        key = append(f->s, 1, i == 1 ? "second" : "other", &ids[i]);
+        key = sfix_append(f->s, 1, i == 1 ? "second" : "other", &ids[i]);
         assert_int_equal(store_set_attempt(f->s, 1, key, 4), SL_OK);
         assert_int_equal(store_bury(f->s, 1, key, "used up", 99), SL_OK);
     }
@@ -383,7 +289,7 @@ static void test_dead_letters_walk_requeue_and_delete(void **state)
     /* a requeue not committed vanishes whole: still dead, not queued */
     assert_int_equal(store_dead_requeue(f->s, 1, ids[1], 2, &key), SL_OK);
     assert_int_equal(store_dead_del(f->s, 1, ids[0]), SL_OK);
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(f->info[1].dead, 3);
     assert_int_equal(f->info[2].count, 0);
 
@@ -394,237 +300,70 @@ static void test_dead_letters_walk_requeue_and_delete(void **state)
     assert_int_equal(store_dead_del(f->s, 1, ids[0]), SL_ENOTFOUND);
     assert_int_equal(store_dead_requeue(f->s, 1, ids[2], 7, &key), SL_EINVAL);
     assert_int_equal(store_commit(f->s), SL_OK);
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 3, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(f->info[1].dead, 1);
     assert_int_equal(f->info[2].count, 1);
     assert_int_equal(store_seek(f->s, 2, 0, &key, &rec), SL_OK);
     assert_int_equal(rec.id, ids[1]);
     assert_int_equal(rec.level, 2);
     assert_int_equal(rec.attempt, 0);
-    assert_body(&rec, "second");
+    sfix_assert_body(&rec, "second");
 }
 
 static void test_set_attempt_persists(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     uint64_t key;
     store_rec rec;
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    key = append(f->s, 0, "retry me", NULL);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    key = sfix_append(f->s, 0, "retry me", NULL);
     assert_int_equal(store_commit(f->s), SL_OK);
     assert_int_equal(store_set_attempt(f->s, 0, key, 7), SL_OK);
     assert_int_equal(store_set_attempt(f->s, 0, key + 1, 7), SL_ENOTFOUND);
     assert_int_equal(store_commit(f->s), SL_OK);
 
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(store_get(f->s, 0, key, &rec), SL_OK);
     assert_int_equal(rec.attempt, 7);
-    assert_body(&rec, "retry me");
+    sfix_assert_body(&rec, "retry me");
 }
 
 static void test_corrupt_record_is_detected(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     const char *pattern = "SLUICE-CORRUPTION-TARGET-0123456789abcdef";
     uint64_t bad, good, key;
     store_rec rec;
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    bad = append(f->s, 0, pattern, NULL);
-    good = append(f->s, 0, "intact neighbour", NULL);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    bad = sfix_append(f->s, 0, pattern, NULL);
+    good = sfix_append(f->s, 0, "intact neighbour", NULL);
     assert_int_equal(store_commit(f->s), SL_OK);
     store_close(&f->s);
 
     assert_true(flip_pattern(f->dir, pattern) >= 1);
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(f->info[0].count, 2);
     assert_int_equal(store_get(f->s, 0, bad, &rec), SL_ECORRUPT);
     assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_ECORRUPT);
     assert_int_equal(store_set_attempt(f->s, 0, bad, 1), SL_ECORRUPT);
     assert_int_equal(store_get(f->s, 0, good, &rec), SL_OK);
-    assert_body(&rec, "intact neighbour");
+    sfix_assert_body(&rec, "intact neighbour");
     assert_int_equal(store_failed(f->s), SL_OK);
-}
-
-static void test_other_format_is_refused(void **state)
-{
-    fixture *f = *state;
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    store_close(&f->s);
-    meta_write_u32(f->dir, "format", STORE_FORMAT + 1);
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_EINVAL);
-    assert_null(f->s);
-    meta_write_u32(f->dir, "format", STORE_FORMAT);
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-}
-
-/* A queue that empties after each message (a broker that keeps up) must
- * not take a page per message: LMDB frees an emptied tree's root and takes
- * a new page at the next put, and the commit wrote every one of them. */
-static void test_an_emptied_queue_takes_no_page_per_message(void **state)
-{
-    fixture *f = *state;
-    store_rec rec;
-    uint64_t key;
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    MDB_envinfo info;
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    for (int i = 0; i < 1000; i++) {
-        key = append(f->s, 0, "in and out", NULL);
-        assert_int_equal(store_del(f->s, 0, key), SL_OK);
-        assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_ENOTFOUND);
-    }
-    assert_int_equal(store_commit(f->s), SL_OK);
-    assert_int_equal(store_level_count(f->s, 0), 0);
-    assert_int_equal(store_level_bytes(f->s, 0), 0); /* the anchor's page is no message's (--level-max-bytes) */
-    append(f->s, 0, "last", NULL);
-    assert_int_equal(store_commit(f->s), SL_OK);
-    store_close(&f->s);
-    lmdb_at(f->dir, "q.0", &env, &txn, &dbi);
-    assert_int_equal(mdb_env_info(env, &info), 0);
-    assert_true(info.me_last_pgno < 64); /* the file's last page; without the anchor about 1,000 */
-    mdb_txn_abort(txn);
-    mdb_env_close(env);
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(f->info[0].count, 1);
-    assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_OK);
-    assert_body(&rec, "last");
-}
-
-/* A format 1 directory (no anchors) opens, keeps its messages and becomes
- * format 2. */
-static void test_format_1_is_upgraded(void **state)
-{
-    fixture *f = *state;
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
-    MDB_val k = {1, "\0"}, v;
-    store_rec rec;
-    uint64_t key;
-    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
-    append(f->s, 1, "from format 1", NULL);
-    assert_int_equal(store_commit(f->s), SL_OK);
-    store_close(&f->s);
-    meta_write_u32(f->dir, "format", 1);
-    const char *dbs[] = {"q.0", "q.1", "delayed"};
-    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++) {
-        lmdb_at(f->dir, dbs[i], &env, &txn, &dbi);
-        assert_int_equal(mdb_del(txn, dbi, &k, NULL), 0);
-        assert_int_equal(mdb_txn_commit(txn), 0);
-        mdb_env_close(env);
-    }
-    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(f->info[0].count, 0);
-    assert_int_equal(f->info[1].count, 1);
-    assert_int_equal(store_seek(f->s, 1, 0, &key, &rec), SL_OK);
-    assert_body(&rec, "from format 1");
-    store_close(&f->s);
-    lmdb_at(f->dir, "meta", &env, &txn, &dbi);
-    MDB_val fk = {6, "format"};
-    assert_int_equal(mdb_get(txn, dbi, &fk, &v), 0);
-    assert_int_equal(v.mv_size, 4);
-    assert_int_equal(le32toh(*(const uint32_t *)v.mv_data), STORE_FORMAT);
-    mdb_txn_abort(txn);
-    mdb_env_close(env);
-    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++) {
-        lmdb_at(f->dir, dbs[i], &env, &txn, &dbi);
-        assert_int_equal(mdb_get(txn, dbi, &k, &v), 0); /* the anchor is back */
-        mdb_txn_abort(txn);
-        mdb_env_close(env);
-    }
-}
-
-static void test_dropping_levels_with_data_is_refused(void **state)
-{
-    fixture *f = *state;
-    uint64_t top_key, top_id, key;
-    unsigned level;
-    store_rec rec;
-    assert_int_equal(reopen(f, 5, TEST_MAP_BYTES), SL_OK);
-    append(f->s, 0, "stays", NULL);
-    top_key = append(f->s, 4, "in the top level", &top_id);
-    assert_int_equal(store_commit(f->s), SL_OK);
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_EINVAL);
-    assert_int_equal(reopen(f, 4, TEST_MAP_BYTES), SL_EINVAL);
-
-    /* A delayed message would have no level to return to: refused too. */
-    assert_int_equal(reopen(f, 5, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(store_bury(f->s, 4, top_key, "dead", 1), SL_OK);
-    key = append(f->s, 3, "delayed in level 3", NULL);
-    assert_int_equal(store_delay(f->s, 3, key, 50), SL_OK);
-    assert_int_equal(store_commit(f->s), SL_OK);
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_EINVAL);
-
-    /* Dead letters do not block a shrink; they wait in dead.4, unharmed. */
-    assert_int_equal(reopen(f, 4, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(store_delayed_pop(f->s, 50, &level, &key), SL_OK);
-    assert_int_equal(level, 3);
-    assert_int_equal(store_del(f->s, 3, key), SL_OK);
-    assert_int_equal(store_commit(f->s), SL_OK);
-    assert_int_equal(reopen(f, 3, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(f->info[0].count, 1);
-    assert_int_equal(reopen(f, 5, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(f->info[4].dead, 1);
-    assert_int_equal(store_dead_get(f->s, 4, top_id, &rec), SL_OK);
-    assert_body(&rec, "in the top level");
-}
-
-static void test_dropping_empty_levels_is_allowed(void **state)
-{
-    fixture *f = *state;
-    store_rec rec;
-    uint64_t key;
-    assert_int_equal(reopen(f, 5, TEST_MAP_BYTES), SL_OK);
-    key = append(f->s, 1, "kept", NULL);
-    assert_int_equal(store_commit(f->s), SL_OK);
-    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(f->info[1].count, 1);
-    assert_int_equal(store_get(f->s, 1, key, &rec), SL_OK);
-    assert_int_equal(store_get(f->s, 2, key, &rec), SL_EINVAL);
-    assert_int_equal(reopen(f, 16, TEST_MAP_BYTES), SL_OK);
-    assert_int_equal(f->info[15].count, 0);
-}
-
-static void test_next_id_persists_and_never_repeats(void **state)
-{
-    fixture *f = *state;
-    uint64_t id, top;
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    assert_false(store_dirty(f->s));
-    append(f->s, 0, "one", &id);
-    append(f->s, 0, "two", &top);
-    assert_true(top > id);
-    assert_int_equal(store_commit(f->s), SL_OK);
-
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    id = store_next_id(f->s);
-    assert_true(id > top);
-    /* An id taken alone still makes the pass dirty and is persisted. */
-    assert_true(store_dirty(f->s));
-    assert_int_equal(store_commit(f->s), SL_OK);
-    assert_false(store_dirty(f->s));
-    top = id;
-
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
-    id = store_next_id(f->s);
-    assert_true(id > top);
 }
 
 static void test_map_full_fails_the_pass_only(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     static char big[4096];
     const uint64_t map_bytes = 256 * 1024;
     uint64_t keys[3], key, id_before, used_before;
     store_rec rec = {.level = 0, .cost = 1, .body = big, .body_len = sizeof big}, got;
     int err = SL_OK;
     memset(big, 'x', sizeof big);
-    assert_int_equal(reopen(f, 1, map_bytes), SL_OK);
+    assert_int_equal(sfix_reopen(f, 1, map_bytes), SL_OK);
     assert_int_equal(store_map_bytes(f->s), map_bytes);
     for (int i = 0; i < 3; i++)
-        keys[i] = append(f->s, 0, i == 0 ? "first" : i == 1 ? "second" : "third", NULL);
+        keys[i] = sfix_append(f->s, 0, i == 0 ? "first" : i == 1 ? "second" : "third", NULL);
     assert_int_equal(store_commit(f->s), SL_OK);
     used_before = store_used_bytes(f->s);
     assert_true(used_before > 0 && used_before < map_bytes);
@@ -648,27 +387,27 @@ static void test_map_full_fails_the_pass_only(void **state)
 
     /* The next pass starts clean and sees exactly the committed data. */
     assert_int_equal(store_get(f->s, 0, keys[2], &got), SL_OK);
-    assert_body(&got, "third");
+    sfix_assert_body(&got, "third");
     assert_int_equal(store_seek(f->s, 0, keys[2] + 1, &key, &got), SL_ENOTFOUND);
     assert_true(store_next_id(f->s) > id_before);
     assert_int_equal(store_commit(f->s), SL_OK);
 
-    assert_int_equal(reopen(f, 1, map_bytes), SL_OK);
+    assert_int_equal(sfix_reopen(f, 1, map_bytes), SL_OK);
     assert_int_equal(f->info[0].count, 3);
     assert_int_equal(f->info[0].first_key, keys[0]);
     assert_int_equal(f->info[0].last_key, keys[2]);
     assert_int_equal(store_get(f->s, 0, keys[0], &got), SL_OK);
-    assert_body(&got, "first");
+    sfix_assert_body(&got, "first");
     assert_true(store_next_id(f->s) > id_before);
 }
 
 static void test_used_bytes_grow_with_data(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     static char body[64 * 1024];
     store_rec rec = {.level = 0, .cost = 1, .body = body, .body_len = sizeof body};
     uint64_t key;
-    assert_int_equal(reopen(f, 1, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
     uint64_t before = store_used_bytes(f->s);
     for (int i = 0; i < 16; i++) {
         rec.id = store_next_id(f->s);
@@ -681,9 +420,9 @@ static void test_used_bytes_grow_with_data(void **state)
 
 static void test_bad_arguments_are_refused(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     static char tag[PROTO_MAX_TAG + 1];
-    store_cfg cfg = {.dir = f->dir, .levels = 0, .map_bytes = TEST_MAP_BYTES};
+    store_cfg cfg = {.dir = f->dir, .levels = 0, .map_bytes = SFIX_MAP_BYTES};
     store *s = NULL;
     store_rec rec = {.level = 2, .body = "x", .body_len = 1};
     uint64_t key;
@@ -692,7 +431,7 @@ static void test_bad_arguments_are_refused(void **state)
     cfg.levels = PROTO_MAX_LEVELS + 1;
     assert_int_equal(store_open(&cfg, &s, NULL), SL_EINVAL);
 
-    assert_int_equal(reopen(f, 2, TEST_MAP_BYTES), SL_OK);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
     assert_int_equal(store_append(f->s, &rec, &key), SL_EINVAL);
     rec.level = 1;
     rec.tag = tag;
@@ -706,7 +445,7 @@ static void test_bad_arguments_are_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-#define T(name) cmocka_unit_test_setup_teardown(name, fixture_setup, fixture_teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, sfix_setup, sfix_teardown)
         T(test_crc32c_matches_known_vectors),
         T(test_append_then_seek_is_fifo),
         T(test_committed_data_survives_reopen),
@@ -716,12 +455,6 @@ int main(void)
         T(test_dead_letters_walk_requeue_and_delete),
         T(test_set_attempt_persists),
         T(test_corrupt_record_is_detected),
-        T(test_other_format_is_refused),
-        T(test_an_emptied_queue_takes_no_page_per_message),
-        T(test_format_1_is_upgraded),
-        T(test_dropping_levels_with_data_is_refused),
-        T(test_dropping_empty_levels_is_allowed),
-        T(test_next_id_persists_and_never_repeats),
         T(test_map_full_fails_the_pass_only),
         T(test_used_bytes_grow_with_data),
         T(test_bad_arguments_are_refused),
