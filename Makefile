@@ -72,7 +72,7 @@ PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
 BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
-TEST_LIB_SRC := tests/harness.c tests/store_fixture.c tools/common/proc.c
+TEST_LIB_SRC := tests/harness.c tools/common/proc.c
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
@@ -208,6 +208,8 @@ $(BUILD)/tests/test_share $(BUILD)/tests/test_coord: $(call obj,tests/th_redis.c
 
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/test_history: $(call obj,tests/history.c)
+# The store's tests share a store of their own per test.
+$(BUILD)/tests/test_store $(BUILD)/tests/test_store_layout: $(call obj,tests/store_fixture.c)
 
 # The reliability campaigns (tests/campaign_*.c) and the power-loss shim.
 CAMPAIGN_SRC := tests/campaign.c tests/history.c $(TEST_LIB_SRC)
