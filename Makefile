@@ -208,8 +208,10 @@ $(BUILD)/tests/test_share $(BUILD)/tests/test_coord: $(call obj,tests/th_redis.c
 
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/test_history: $(call obj,tests/history.c)
-# The store's tests share a store of their own per test.
-$(BUILD)/tests/test_store $(BUILD)/tests/test_store_layout: $(call obj,tests/store_fixture.c)
+# The store's and the queue's tests without a broker share a store of their own per test
+# (objects before the libraries when linked: extra prerequisites come after them in $^).
+$(BUILD)/tests/test_store $(BUILD)/tests/test_store_layout $(BUILD)/tests/test_fair_queue $(BUILD)/tests/test_tenants: \
+  $(call obj,tests/store_fixture.c)
 
 # The reliability campaigns (tests/campaign_*.c) and the power-loss shim.
 CAMPAIGN_SRC := tests/campaign.c tests/history.c $(TEST_LIB_SRC)
@@ -232,7 +234,7 @@ $(BUILD)/tests/powerloss_shim.so: tests/powerloss_shim.c
 $(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) -lpthread
 
 tests: $(TESTS)
 

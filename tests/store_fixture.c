@@ -78,6 +78,15 @@ void sfix_lmdb_at(const char *dir, const char *name, MDB_env **env, MDB_txn **tx
     assert_int_equal(mdb_dbi_open(*txn, name, 0, dbi), 0);
 }
 
+void sfix_queue_open(const char *dir, uint64_t map_bytes, store **st, queue *q)
+{
+    store_cfg cfg = {.dir = dir, .levels = 1, .map_bytes = map_bytes};
+    store_level_info info[PROTO_MAX_LEVELS];
+    assert_int_equal(store_open(&cfg, st, info), SL_OK);
+    assert_int_equal(queue_open(q, *st, 1, info), SL_OK);
+    q->now_wall_ns = 1;
+}
+
 void sfix_meta_write_u32(const char *dir, const char *name, uint32_t value)
 {
     MDB_env *env;

@@ -1,6 +1,8 @@
 /*
  * store_fixture.h - a store of its own for each test of the store module
- * (test_store.c, test_store_layout.c), against a real LMDB environment.
+ * (test_store.c, test_store_layout.c), against a real LMDB environment, and
+ * a store with a queue over it for the queue's tests without a broker
+ * (test_fair_queue.c, test_tenants.c).
  *
  * Each test gets its own mkdtemp directory under /tmp (removed afterwards)
  * and a store whose data dir is a not-yet-existing "data" inside it, so
@@ -15,6 +17,7 @@
 #include <lmdb.h>
 #include <stdint.h>
 
+#include "queue.h"
 #include "store.h"
 
 #define SFIX_TIMEOUT_S 60
@@ -45,6 +48,11 @@ void sfix_assert_body(const store_rec *rec, const char *text);
 /* sfix_lmdb_at opens dir's environment and a write transaction on database
  * name, for a test to look at or change what the store wrote. */
 void sfix_lmdb_at(const char *dir, const char *name, MDB_env **env, MDB_txn **txn, MDB_dbi *dbi);
+
+/* sfix_queue_open opens a store of one level in dir (created if need be)
+ * with a map of map_bytes, and queue q over it, the queue's wall clock at 1
+ * (it dates what it moves aside). */
+void sfix_queue_open(const char *dir, uint64_t map_bytes, store **st, queue *q);
 
 /* sfix_meta_write_u32 overwrites a meta entry with the LMDB API directly. */
 void sfix_meta_write_u32(const char *dir, const char *name, uint32_t value);

@@ -33,6 +33,7 @@
 #include "queue.h"
 #include "queue_fair_int.h"
 #include "store.h"
+#include "store_fixture.h"
 
 #define NTAGS  6    /* tag "t0".."t4", and the untagged tenant (5) */
 #define MAXMSG 1200
@@ -63,11 +64,7 @@ static unsigned rnd(unsigned *s)
 
 static void fair_open(const char *dir, store **st, queue *q)
 {
-    store_cfg cfg = {.dir = dir, .levels = 1, .map_bytes = 256ull << 20};
-    store_level_info info[PROTO_MAX_LEVELS];
-    assert_int_equal(store_open(&cfg, st, info), SL_OK);
-    assert_int_equal(queue_open(q, *st, 1, info), SL_OK);
-    q->now_wall_ns = 1;
+    sfix_queue_open(dir, 256ull << 20, st, q);
     assert_int_equal(queue_fair_set(q, 0, 1, 0), SL_OK);
 }
 

@@ -28,6 +28,7 @@
 #include "queue.h"
 #include "sluice.h"
 #include "store.h"
+#include "store_fixture.h"
 
 #define MAX_GOT 128
 
@@ -353,16 +354,6 @@ static double secs(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* fair_open opens the store in dir and the queue over it, level 0 fair. */
-static void fair_open(const char *dir, store **st, queue *q)
-{
-    store_cfg cfg = {.dir = dir, .levels = 1, .map_bytes = 512ull << 20};
-    store_level_info info[PROTO_MAX_LEVELS];
-    assert_int_equal(store_open(&cfg, st, info), SL_OK);
-    assert_int_equal(queue_open(q, *st, 1, info), SL_OK);
-    q->now_wall_ns = 1;
-}
-
 /* The broker's own structures, without a broker: 100,000 tags with one
  * message each waiting in one fair level, their memory, and the rebuild at
  * open (two seeks per tag) with its time printed. */
@@ -374,7 +365,7 @@ static void memory_per_waiting_tag(void **state)
     snprintf(dir, sizeof dir, "%s/data", tmp);
     store *st = NULL;
     queue q;
-    fair_open(dir, &st, &q);
+    sfix_queue_open(dir, 512ull << 20, &st, &q);
     assert_int_equal(queue_fair_set(&q, 0, 1, 0), SL_OK);
     double t0 = secs();
     for (unsigned i = 0; i < MANY_TAGS; i++) {
@@ -395,7 +386,7 @@ static void memory_per_waiting_tag(void **state)
     queue_close(&q);
     store_close(&st);
     t0 = secs();
-    fair_open(dir, &st, &q);
+    sfix_queue_open(dir, 512ull << 20, &st, &q);
     assert_int_equal(queue_fair_set(&q, 0, 1, 1), SL_OK); /* as settings_load does */
     double rebuild = secs() - t0;
     bytes = queue_fair_bytes(&q, 0, &tenants);
