@@ -11,8 +11,11 @@
  * THREADING
  *   An sl_client is not thread-safe: use each one from one thread at a time,
  *   like a ZeroMQ socket. Different clients are independent and may be used
- *   from different threads at once; each owns its own ZeroMQ context and
- *   socket. Nothing in this library keeps global state.
+ *   from different threads at once. Each has its own ZeroMQ socket; the
+ *   clients of a process share one ZeroMQ context (one I/O thread), made
+ *   with the first client and ended when the last one is closed: that
+ *   context is the library's only global state. After fork(), a child must
+ *   not use its parent's clients; it may open clients of its own.
  *
  * ERRORS
  *   Every fallible function returns an sl_err code (sluice_errors.h): SL_OK

@@ -1,9 +1,10 @@
 /*
  * wire.c - the client's connection to its broker, and the pump.
  *
- * wire_open gives an sl_client a ZeroMQ context with one I/O thread, a DEALER
- * socket connected to the broker, and a PAIR socket that receives the
- * DEALER's monitor events; wire_close takes them down. Every message is one
+ * wire_open gives an sl_client a DEALER socket connected to the broker, in
+ * the process's one ZeroMQ context (one I/O thread, shared by every
+ * client), and a PAIR socket that receives the DEALER's monitor events;
+ * wire_close takes them down, and the last client the context. Every message is one
  * frame holding one msgpack map, built and parsed by proto/ (proto_encode,
  * proto_decode); the library never touches msgpack itself.
  *
@@ -46,6 +47,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,13 +56,15 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "zctx.h"
+
 #define LINGER_MS            1000     /* lets a final ACK leave on sl_close */
 #define HWM_MSGS             100000
 #define MAX_HEARTBEAT_TTL_MS 6553599  /* ZMQ_HEARTBEAT_TTL's ceiling */
 #define WBUF_KEEP_BYTES      (1u << 20) /* larger encode buffers are freed after use */
 #define LATE_FRAMES_MAX      1024     /* frames still drained once the deadline passed */
 #define MONITOR_BATCH        64       /* monitor events handled per pump pass */
-#define MONITOR_ENDPOINT     "inproc://sluice-monitor"
+#define MONITOR_PREFIX       "inproc://sluice-monitor-"
 
 typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
 
@@ -428,21 +432,23 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     zmq_msg_init(&c->frame);
 
     int mon_linger_ms = 0;
-    if (!(c->ctx = zmq_ctx_new()) || zmq_ctx_set(c->ctx, ZMQ_IO_THREADS, 1) ||
-        !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
+    uint64_t monitor = 0;
+    char mon_endpoint[64];
+    if (!(c->ctx = zctx_take(&monitor)) || !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
         return SL_ENOMEM;
+    snprintf(mon_endpoint, sizeof mon_endpoint, MONITOR_PREFIX "%" PRIu64, monitor);
     int rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
     if (!rc)
         rc = curve_setup(c->sock, keys);
     if (rc)
         return rc;
     /* the monitor is in place before connecting, so it sees the first handshake */
-    if (zmq_socket_monitor(c->sock, MONITOR_ENDPOINT,
+    if (zmq_socket_monitor(c->sock, mon_endpoint,
                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
                                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) ||
         !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
         zmq_setsockopt(c->mon, ZMQ_LINGER, &mon_linger_ms, sizeof mon_linger_ms) ||
-        zmq_connect(c->mon, MONITOR_ENDPOINT))
+        zmq_connect(c->mon, mon_endpoint))
         return SL_ENOMEM;
     if (zmq_connect(c->sock, endpoint))
         return errno == ENOMEM || errno == EMTHREAD ? SL_ENOMEM : SL_EINVAL;
@@ -471,9 +477,9 @@ void wire_close(sl_client *c)
         zmq_close(c->mon);
     if (c->sock)
         zmq_close(c->sock);
-    /* waits at most LINGER_MS for unsent frames; retried after a signal */
-    while (c->ctx && zmq_ctx_term(c->ctx) < 0 && errno == EINTR)
-        ;
+    if (c->ctx)
+        zctx_give(c->ctx);
+    c->ctx = NULL;
     zmq_msg_close(&c->frame);
     proto_wbuf_free(&c->out);
 
