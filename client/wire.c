@@ -2,11 +2,11 @@
  * wire.c - the client's connection to its broker, and the pump.
  *
  * wire_open gives an sl_client a DEALER socket connected to the broker, in
- * the process's one ZeroMQ context (one I/O thread, shared by every
+ * the process's one ZeroMQ context (zctx.c: one I/O thread for every
  * client), and a PAIR socket that receives the DEALER's monitor events;
- * wire_close takes them down, and the last client the context. Every message is one
- * frame holding one msgpack map, built and parsed by proto/ (proto_encode,
- * proto_decode); the library never touches msgpack itself.
+ * wire_close takes them down. Every message is one frame holding one
+ * msgpack map, built and parsed by proto/ (proto_encode, proto_decode);
+ * the library never touches msgpack itself.
  *
  * Everything the broker sends goes through one pump, which every waiting call
  * runs until its own condition holds or its deadline passes; what each frame
