@@ -355,7 +355,7 @@ fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 # The pure modules: no clock, no I/O, no logging; time is a parameter.
-PURE := rl disp tmr meter breaker pool grow hist share drr aimd tagthrottle
+PURE := rl disp tmr meter breaker pool grow hist share drr aimd tagthrottle gather
 PURE_CLIENT := pace
 
 # Layering: each library belongs to one module (see README.md, "Code map"). The include

@@ -82,6 +82,8 @@ typedef struct bk {
     int settings_sealed;          /* ... the commit that is out does (settings_commit_started) */
     int checkpoint_wanted;        /* the map must grow: the log's next commit is an LMDB one (cron.c) */
     uint64_t commit_out_ns;       /* when the commit that is out was handed to the writer; 0: none */
+    size_t puts_unsealed;         /* publishes answered since the last commit started, whose replies
+                                   * wait for the next one: what a log record gathers (loop.c) */
     uint64_t commit_stalls;       /* commits out past half the watchdog period (pings withheld) */
     int commit_stall_noted;       /* the commit that is out was counted and logged as stalled */
     notify notify;                /* the service manager (systemd), when it listens */

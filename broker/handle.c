@@ -201,6 +201,7 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
     uint64_t id = 0;
     int duplicate;
     int rc = admit_put(b, m, &id, &duplicate, text, sizeof text);
+    b->puts_unsealed++; /* answered after the next commit either way */
     if (rc != SL_OK) {
         reply_err(b, in, m, rc, text);
         return;

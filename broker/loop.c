@@ -52,6 +52,7 @@
 #include "coord.h"
 #include "cron.h"
 #include "deliver.h"
+#include "gather.h"
 #include "handle.h"
 #include "hist.h"
 #include "net.h"
@@ -69,8 +70,6 @@
 #define MAX_WAIT_NS NS_PER_S
 #define LOOP_NOSPACE_RETRY_MS 1000 /* the retry-after of a publish whose commit found no space */
 #define LOOP_PATIENCE_NS 1000000u  /* 1 ms: a commit out longer than this no longer keeps requests waiting */
-#define LOOP_GATHER_MAX_NS 250000u /* the longest a log record waits for the clients the last one confirmed */
-#define LOOP_GATHER_PAUSE 64       /* records without gathering after a wait ran out */
 
 
 static uint64_t read_clock(clockid_t id)
@@ -99,34 +98,17 @@ static void set_clock(bk *b)
 
 static park *parked; /* requests received while a commit was out that wait for its end (park.c) */
 
-/* Gathering (log records only). Clients that wait for each reply before
- * their next request (a producer with one publish outstanding) come back a
- * round trip after the record that confirmed them; without waiting for
- * them, a few such producers split into two groups that take turns, half
- * of them in each record. So when a record ends, the next one waits for
- * the requests that were waiting then plus one per reply just sent
- * (gather_want), at most LOOP_GATHER_MAX_NS. A wait that runs out (the
- * clients do not work that way: a pipelining producer, consumers) turns
- * gathering off for the next LOOP_GATHER_PAUSE records, after which it is
- * tried again; one that fills keeps it on. */
-static size_t sealed_replies;    /* replies the record out will release */
-static size_t gather_want;
-static uint64_t gather_until_ns; /* 0: not gathering */
-static unsigned gather_paused;   /* records left before gathering is tried again */
+/* A log record waits for the rest of its batch (gather.c): the producers
+ * its predecessor confirmed, which come back a round trip later. Only
+ * publishes count: a consumer does not wait for a settlement's answer, nor
+ * for a delivery that leaves with the record, before its next request. */
+static size_t sealed_puts; /* publishes the record out will confirm */
+static gather gath;
 
-/* gathering tells whether the next record waits for more of its batch; a
- * wait that has run out pauses it. */
-static int gathering(const bk *b)
+/* gathering tells whether the next record waits for more of its batch. */
+static int gathering(bk *b)
 {
-    if (!gather_until_ns)
-        return 0;
-    size_t waiting = net_queued(b->net, NET_AFTER_COMMIT);
-    if (waiting && waiting < gather_want && b->mono_ns < gather_until_ns)
-        return 1;
-    if (waiting && waiting < gather_want)
-        gather_paused = LOOP_GATHER_PAUSE; /* ran out: the clients do not come back that way */
-    gather_until_ns = 0;
-    return 0;
+    return gather_holds(&gath, b->mono_ns, b->puts_unsealed);
 }
 
 /* handle_parked hands in again a request parked while a commit was out. */
@@ -180,8 +162,8 @@ static uint64_t wait_ns(bk *b)
         (!store_busy(b->st) && ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b)) || park_count(parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
-    if (gathering(b) && gather_until_ns < wake)
-        wake = gather_until_ns;
+    if (gathering(b) && gather_deadline(&gath) < wake)
+        wake = gather_deadline(&gath);
     if (store_committing(b->st) && b->commit_out_ns + LOOP_PATIENCE_NS > b->mono_ns &&
         b->commit_out_ns + LOOP_PATIENCE_NS < wake)
         wake = b->commit_out_ns + LOOP_PATIENCE_NS; /* from then on it receives (receiving) */
@@ -347,13 +329,9 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
     b->nospace_until_ns = b->nospace_backoff_ns = 0;
     net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     net_promote(b->net); /* OKs to ACKs taken while it was out: after the next commit, which deletes */
-    if (logged && sealed_replies && !gather_paused) { /* those it confirmed come back: gather them */
-        gather_want = net_queued(b->net, NET_AFTER_COMMIT) + sealed_replies;
-        gather_until_ns = b->mono_ns + LOOP_GATHER_MAX_NS;
-    } else if (logged && gather_paused) {
-        gather_paused--;
-    }
-    sealed_replies = 0;
+    if (logged) /* those it confirmed come back: gather them */
+        gather_record_ended(&gath, b->mono_ns, sealed_puts, b->puts_unsealed);
+    sealed_puts = 0;
     return SL_OK;
 }
 
@@ -370,19 +348,21 @@ static int end_pass(bk *b, int force)
         return SL_OK; /* the next batch goes on growing */
     if (!force && (!cron_commit_due(b) || gathering(b)))
         return SL_OK;
-    gather_until_ns = 0; /* (forced: what is there goes) */
+    gather_stop(&gath); /* (forced: what is there goes) */
     int started = 0;
     commit_wrote = store_dirty(b->st);
     commit_t0_ns = commit_wrote ? loop_now_mono() : 0;
     b->dirty_since_ns = 0;
     queue_commit_started(&b->q);
     settings_commit_started(b);
+    size_t puts = b->puts_unsealed;
+    b->puts_unsealed = 0;
     int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted, &started);
     if (!started)
         return commit_ended(b, rc, commit_wrote, commit_t0_ns, 0);
     b->commit_out_ns = loop_now_mono();
     net_seal(b->net, 1); /* replies of writes made from now on wait for the next commit */
-    sealed_replies = store_logging(b->st) ? net_queued(b->net, NET_AFTER_COMMIT) : 0;
+    sealed_puts = store_logging(b->st) ? puts : 0;
     if (store_committing(b->st)) { /* an LMDB commit (a checkpoint, with the log) */
         queue_commit_frozen(&b->q);
         b->checkpoint_wanted = 0;
@@ -414,6 +394,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
     /* Linux lets a sleep overrun by up to 50 us by default; a bucket that
      * releases a message every 2.5 ms would lose 2 % of its rate to that. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    gather_init(&gath);
     if (!parked && !(parked = park_new())) {
         log_error("loop", "out of memory");
         return SL_ENOMEM;

@@ -1,0 +1,68 @@
+/*
+ * gather.c - how long a write-ahead log record waits for the rest of its
+ * batch.
+ *
+ * Clients that wait for each reply before their next request (producers
+ * with one publish outstanding) come back a round trip after the record
+ * that confirmed them. A record started at the first one's return would
+ * split them into two groups that take turns, each flushing for part of
+ * them. So when a record ends, the next one waits for the requests that
+ * were waiting then plus one per reply just sent (want), at most
+ * GATHER_MAX_NS. A gather ends when it is full, or when its time has run
+ * out, and only a record that has something to write is held: until the
+ * first request of the batch has come back there is nothing to wait with.
+ *
+ * Clients that do not come back that way (a producer sending at its own
+ * pace, a pipelining one, consumers whose acks wait for the commit) make a
+ * wait run out with part of the batch. That pauses gathering: the next
+ * GATHER_PAUSE_MIN records start at once, twice as many after each run-out
+ * that follows, up to GATHER_PAUSE_MAX; a gather that fills brings the
+ * pause back to its minimum. A producer descheduled now and then costs a
+ * short pause; clients that never come back cost one wait in
+ * GATHER_PAUSE_MAX + 1 records.
+ *
+ * Pure: no clock, no I/O; now comes in. O(1) per call.
+ */
+#include "gather.h"
+
+void gather_init(gather *g)
+{
+    *g = (gather){.pause = GATHER_PAUSE_MIN};
+}
+
+void gather_record_ended(gather *g, uint64_t now, size_t confirmed, size_t waiting)
+{
+    g->until_ns = 0;
+    if (g->paused) {
+        g->paused--;
+    } else if (confirmed) {
+        g->want = waiting + confirmed;
+        g->until_ns = now + GATHER_MAX_NS;
+    }
+}
+
+int gather_holds(gather *g, uint64_t now, size_t waiting)
+{
+    if (!g->until_ns)
+        return 0;
+    if (waiting < g->want && now < g->until_ns)
+        return waiting > 0;
+    if (waiting >= g->want) {
+        g->pause = GATHER_PAUSE_MIN; /* the clients do come back that way */
+    } else if (waiting) { /* ran out with part of the batch */
+        g->paused = g->pause;
+        g->pause = g->pause * 2 > GATHER_PAUSE_MAX ? GATHER_PAUSE_MAX : g->pause * 2;
+    }
+    g->until_ns = 0;
+    return 0;
+}
+
+uint64_t gather_deadline(const gather *g)
+{
+    return g->until_ns;
+}
+
+void gather_stop(gather *g)
+{
+    g->until_ns = 0;
+}
