@@ -27,6 +27,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -89,6 +90,23 @@ void bench_core_body_fill(unsigned char body[BENCH_CORE_BODY_BYTES])
 {
     for (size_t i = 0; i < BENCH_CORE_BODY_BYTES; i++)
         body[i] = (unsigned char)('a' + i % 26);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void bench_core_sort_i64(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+}
+
+double bench_core_percentile_ms(const int64_t *sorted, uint64_t n, unsigned pct)
+{
+    uint64_t rank = (n * pct + 99) / 100;
+    return (double)sorted[rank ? rank - 1 : 0] / (double)BENCH_CORE_NS_PER_MS;
 }
 
 int bench_core_timed(int (*op)(void *ctx), void *ctx, int64_t start_ns, int64_t deadline_ns,

@@ -47,6 +47,13 @@ void bench_core_progress(const char *fmt, ...) __attribute__((format(printf, 1, 
  * of lowercase letters, into body. */
 void bench_core_body_fill(unsigned char body[BENCH_CORE_BODY_BYTES]);
 
+/* bench_core_sort_i64 sorts v[0..n) ascending. */
+void bench_core_sort_i64(int64_t *v, size_t n);
+
+/* bench_core_percentile_ms is the nearest-rank pct-th percentile of
+ * sorted[0..n) (nanoseconds, n > 0), in milliseconds. */
+double bench_core_percentile_ms(const int64_t *sorted, uint64_t n, unsigned pct);
+
 /* bench_core_timed calls op(ctx) again and again from start_ns until
  * deadline_ns, a signal, or BENCH_CORE_MAX_OPS calls, whichever comes first.
  * op returns 0, or -1 after reporting its error: the loop stops there. *ops

@@ -1,6 +1,7 @@
 /*
  * bench_disk.h - the rows that put the broker's figures next to the disk's:
- * one raw flush, and `sluice consume` draining as a user runs it.
+ * one raw flush, the ideal log, and `sluice consume` draining as a user
+ * runs it.
  */
 #ifndef SLUICE_BENCH_DISK_H
 #define SLUICE_BENCH_DISK_H
@@ -12,6 +13,14 @@
  * a durable commit can cost here. Returns 0 with the count and the time
  * taken; -1 (reported) when the file cannot be made or a call fails. */
 int bench_disk_flushes(const char *dir, int seconds, uint64_t *flushes, int64_t *elapsed_ns);
+
+/* bench_disk_ideal_log times the least a publish -> durable can take on
+ * this disk at rate_per_s steady arrivals, for seconds: one thread takes
+ * every arrival waiting, writes one 4 KiB record into a file in dir written
+ * beforehand, and fdatasyncs it. Returns 0 with the p50 and p99 of record
+ * end minus arrival; -1 (reported) when the file cannot be made or a call
+ * fails. */
+int bench_disk_ideal_log(const char *dir, int seconds, unsigned rate_per_s, double *p50_ms, double *p99_ms);
 
 /* bench_disk_consume_cli runs `SLUICE -b endpoint consume -c credit -n msgs`
  * with stdout to /dev/null (one process, as a user would), and returns 0

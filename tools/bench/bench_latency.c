@@ -128,19 +128,6 @@ static void *latency_consume(void *arg)
     return NULL;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* percentile_ms is the nearest-rank percentile of sorted[0..n), n > 0. */
-static double percentile_ms(const int64_t *sorted, uint64_t n, unsigned pct)
-{
-    uint64_t rank = (n * pct + 99) / 100;
-    return (double)sorted[rank ? rank - 1 : 0] / (double)BENCH_CORE_NS_PER_MS;
-}
-
 int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, double *p99_ms,
                           double *delivered_per_s)
 {
@@ -171,9 +158,9 @@ int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, dou
     if (rc == 0 && !bench_core_stopping() && r.received_msgs == 0)
         rc = bench_core_fail("latency: nothing was delivered");
     if (rc == 0 && !bench_core_stopping()) {
-        qsort(r.latency_ns, r.received_msgs, sizeof *r.latency_ns, cmp_i64);
-        *p50_ms = percentile_ms(r.latency_ns, r.received_msgs, 50);
-        *p99_ms = percentile_ms(r.latency_ns, r.received_msgs, 99);
+        bench_core_sort_i64(r.latency_ns, r.received_msgs);
+        *p50_ms = bench_core_percentile_ms(r.latency_ns, r.received_msgs, 50);
+        *p99_ms = bench_core_percentile_ms(r.latency_ns, r.received_msgs, 99);
         if (r.last_got_ns > r.start_ns)
             *delivered_per_s = (double)r.received_msgs * BENCH_CORE_NS_PER_S / (double)(r.last_got_ns - r.start_ns);
     }

@@ -2,7 +2,8 @@
  * bench_limits.c - the rows of sluice-bench that measure the machine rather
  * than Sluice (rows 9-11): LMDB durable commits of 1 and of LMDB_BATCH_PUTS
  * puts per transaction, a ZeroMQ DEALER/ROUTER round trip over ipc://, one
- * flush of an append; and the two ratio rows that hold the broker's
+ * flush of an append, the ideal log's publish -> durable times at the
+ * latency row's rate; and the two ratio rows that hold the broker's
  * enqueue rows against them (1 x 1 against one flush plus one round trip,
  * 4 x 1 against 1 x 1). The measurements themselves are bench_raw.c's and
  * bench_disk.c's; this file names, times and records them. Each row runs
@@ -13,6 +14,7 @@
 #include "bench_args.h"
 #include "bench_core.h"
 #include "bench_disk.h"
+#include "bench_latency.h"
 #include "bench_raw.h"
 #include "bench_run.h"
 
@@ -77,6 +79,22 @@ int row_flush(bench *b)
     snprintf(scenario, sizeof scenario, "raw: one flush, %d-byte append + fdatasync", BENCH_CORE_BODY_BYTES);
     rate_add(b, scenario, flushes, elapsed_ns, "flushes/s", BENCH_TABLE_NO_GOAL, 0);
     b->flushes_per_s = bench_core_per_s(flushes, elapsed_ns);
+    return 0;
+}
+
+/* row_ideal_log puts the disk's own publish -> durable time next to the
+ * latency row: the same arrival rate, a group-committing log and nothing
+ * else (bench_disk.c). */
+int row_ideal_log(bench *b)
+{
+    char scenario[96];
+    double p50_ms = 0, p99_ms = 0;
+    if (bench_disk_ideal_log(b->dir, b->seconds, BENCH_LATENCY_RATE_PER_S, &p50_ms, &p99_ms) != 0)
+        return -1;
+    snprintf(scenario, sizeof scenario, "raw: ideal log, arrival->durable p50 at %d msgs/s", BENCH_LATENCY_RATE_PER_S);
+    bench_table_add(&b->table, scenario, p50_ms, 3, "ms", BENCH_TABLE_NO_GOAL, 0);
+    snprintf(scenario, sizeof scenario, "raw: ideal log, arrival->durable p99 at %d msgs/s", BENCH_LATENCY_RATE_PER_S);
+    bench_table_add(&b->table, scenario, p99_ms, 3, "ms", BENCH_TABLE_NO_GOAL, 0);
     return 0;
 }
 

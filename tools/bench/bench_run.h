@@ -40,12 +40,14 @@ void rate_add(bench *b, const char *scenario, uint64_t count, int64_t elapsed_ns
               bench_table_goal g, double target);
 
 /* The raw rows (bench_limits.c): LMDB durable commits of 1 and of
- * LMDB_BATCH_PUTS puts per transaction, a ZeroMQ round trip, one flush;
- * then the two ratio rows against them. Each returns 0 or -1. */
+ * LMDB_BATCH_PUTS puts per transaction, a ZeroMQ round trip, one flush,
+ * the ideal log's p50 and p99; then the two ratio rows against them. Each
+ * returns 0 or -1. */
 int row_lmdb_single(bench *b);
 int row_lmdb_batch(bench *b);
 int row_zmq(bench *b);
 int row_flush(bench *b);
+int row_ideal_log(bench *b);
 int row_ratios(bench *b);
 
 #endif

@@ -47,7 +47,9 @@
  * before its OK; then, with --slowdisk, a third broker whose every flush is
  * SLOW_FLUSH_US longer (the LD_PRELOAD shim of tools/slowdisk/) runs rows
  * 1-5 again, each label ending ", flushes +1 ms". After the raw rows, one
- * raw flush (bench_disk.c), and two ratio rows state rows 1 and 2 against
+ * raw flush and the ideal log at the latency row's rate (bench_disk.c:
+ * what publish -> durable can be on this disk, beside row 5's p99), and
+ * two ratio rows state rows 1 and 2 against
  * their targets: 1 x 1 against one flush plus one round trip, 4 x 1
  * against 1 x 1, all measured in this run.
  *
@@ -407,7 +409,7 @@ static const row_fn durable_rows[] = {row_drain_durable};
 static const row_fn slow_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
                                    row_latency, row_meter_beside};
 static const row_fn local_rows[] = {row_pick, row_pick_fair, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
-                                    row_ratios};
+                                    row_ideal_log, row_ratios};
 /* A fourth, with CURVE and auth on (bench_curve.c): what encryption and the
  * role check cost. */
 static const row_fn curve_rows[] = {row_send_window, row_drain};
