@@ -2,19 +2,21 @@
  * gather.c - how long a write-ahead log record waits for the rest of its
  * batch.
  *
- * Clients that wait for each reply before their next request (producers
- * with one publish outstanding) come back a round trip after the record
- * that confirmed them. A record started at the first one's return would
- * split them into two groups that take turns, each flushing for part of
- * them. So when a record ends, the next one waits for the requests that
- * were waiting then plus one per reply just sent (want), at most
- * GATHER_MAX_NS. A gather ends when it is full, or when its time has run
- * out, and only a record that has something to write is held: until the
- * first request of the batch has come back there is nothing to wait with.
+ * Producers that wait for each confirmation before their next publish
+ * (one publish outstanding) come back a round trip after the record that
+ * confirmed them. A record started at the first one's return would split
+ * them into two groups that take turns, each flushing for part of them. So
+ * when a record ends, the next one waits for the publishes that were
+ * waiting then plus one per publish it confirmed (want), at most
+ * GATHER_MAX_NS. Only publishes count (the loop counts them): a consumer
+ * does not wait for its settlement's answer before its next request. A
+ * gather ends when it is full, or when its time has run out, and only a
+ * record that has something to write is held: until the first publish of
+ * the batch has come back there is nothing to wait with.
  *
- * Clients that do not come back that way (a producer sending at its own
- * pace, a pipelining one, consumers whose acks wait for the commit) make a
- * wait run out with part of the batch. That pauses gathering: the next
+ * Producers that do not come back that way (one sending at its own pace,
+ * several of which only some are back in time, a pipelining one whose
+ * window is not full) make a wait run out with part of the batch. That pauses gathering: the next
  * GATHER_PAUSE_MIN records start at once, twice as many after each run-out
  * that follows, up to GATHER_PAUSE_MAX; a gather that fills brings the
  * pause back to its minimum. A producer descheduled now and then costs a

@@ -14,7 +14,7 @@
 
 /* Zeroed, a gather is idle; gather_init sets its first pause. */
 typedef struct gather {
-    size_t want;       /* requests the next record waits for */
+    size_t want;       /* publishes the next record waits for */
     uint64_t until_ns; /* when it stops waiting; 0: not waiting */
     unsigned paused;   /* records left before gathering is tried again */
     unsigned pause;    /* the next run-out's pause */
@@ -23,14 +23,13 @@ typedef struct gather {
 void gather_init(gather *g);
 
 /* gather_record_ended is told, when a log record has ended and its replies
- * are sent, how many requests it confirmed (confirmed: the replies it
- * released) and how many already wait for the next one (waiting). The next
- * record then waits for waiting + confirmed, until now + GATHER_MAX_NS,
- * unless gathering is paused (one record less of the pause) or the record
- * confirmed nothing. */
+ * are sent, how many publishes it confirmed (confirmed) and how many
+ * already wait for the next one (waiting). The next record then waits for
+ * waiting + confirmed, until now + GATHER_MAX_NS, unless gathering is
+ * paused (one record less of the pause) or the record confirmed nothing. */
 void gather_record_ended(gather *g, uint64_t now, size_t confirmed, size_t waiting);
 
-/* gather_holds tells whether a record with waiting requests ready should
+/* gather_holds tells whether a record with waiting publishes ready should
  * wait for more of its batch. With none waiting it holds nothing (there is
  * nothing to write) and goes on waiting for the batch. A gather that is
  * full or has run out ends; one that ran out with part of its batch pauses

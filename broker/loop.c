@@ -312,6 +312,8 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
             net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
             net_promote(b->net);
         }
+        if (logged) /* the next batch's publishes were refused with it: none waits now */
+            b->puts_unsealed = 0;
         return SL_OK;
     }
     if (rc != SL_OK) {
