@@ -208,10 +208,10 @@ $(BUILD)/tests/test_share $(BUILD)/tests/test_coord: $(call obj,tests/th_redis.c
 
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/test_history: $(call obj,tests/history.c)
-# The store's and the queue's tests without a broker share a store of their own per test
-# (objects before the libraries when linked: extra prerequisites come after them in $^).
-$(BUILD)/tests/test_store $(BUILD)/tests/test_store_layout $(BUILD)/tests/test_fair_queue $(BUILD)/tests/test_tenants: \
-  $(call obj,tests/store_fixture.c)
+# The store's, the log's and the queue's tests without a broker share a store of their own per
+# test (objects before the libraries when linked: extra prerequisites come after them in $^).
+$(BUILD)/tests/test_store $(BUILD)/tests/test_store_layout $(BUILD)/tests/test_wal $(BUILD)/tests/test_fair_queue \
+  $(BUILD)/tests/test_tenants: $(call obj,tests/store_fixture.c)
 
 # The reliability campaigns (tests/campaign_*.c) and the power-loss shim.
 CAMPAIGN_SRC := tests/campaign.c tests/history.c $(TEST_LIB_SRC)

@@ -1,6 +1,7 @@
 /*
  * store_fixture.h - a store of its own for each test of the store module
- * (test_store.c, test_store_layout.c), against a real LMDB environment, and
+ * (test_store.c, test_store_layout.c; test_wal.c uses the directory and
+ * opens its own stores, with the log), against a real LMDB environment, and
  * a store with a queue over it for the queue's tests without a broker
  * (test_fair_queue.c, test_tenants.c).
  *

@@ -10,7 +10,7 @@
  * Corruption is made from outside, with pwrite on wal.log.
  *
  * Each test has its own mkdtemp directory under /tmp, removed afterwards,
- * and runs under alarm(TEST_TIMEOUT_S).
+ * and runs under alarm(SFIX_TIMEOUT_S) (store_fixture.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,49 +27,23 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "store_fixture.h"
 #include "log.h"
 #include "store.h"
 
-#define TEST_TIMEOUT_S 60
-#define MAP_BYTES (UINT64_C(64) << 20)
 #define NEVER_NS (UINT64_C(1) << 62) /* a checkpoint interval that never comes */
 #define WAL_PAGE 4096
 
-typedef struct fixture {
-    char tmp[64];
-    char dir[96];
-    char wal[128];
-} fixture;
-
-static int setup(void **state)
+/* wal_path writes the path of dir's log into path. */
+static const char *wal_path(const char *dir, char path[160])
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    strcpy(f->tmp, "/tmp/sluice-wal-XXXXXX");
-    if (!mkdtemp(f->tmp)) {
-        free(f);
-        return -1;
-    }
-    snprintf(f->dir, sizeof f->dir, "%s/data", f->tmp);
-    snprintf(f->wal, sizeof f->wal, "%s/wal.log", f->dir);
-    alarm(TEST_TIMEOUT_S);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    alarm(0);
-    th_rmrf(f->tmp);
-    free(f);
-    return 0;
+    snprintf(path, 160, "%s/wal.log", dir);
+    return path;
 }
 
 static int open_store(const char *dir, uint64_t wal_bytes, store **s)
 {
-    store_cfg cfg = {.dir = dir, .levels = 2, .map_bytes = MAP_BYTES, .wal_bytes = wal_bytes,
+    store_cfg cfg = {.dir = dir, .levels = 2, .map_bytes = SFIX_MAP_BYTES, .wal_bytes = wal_bytes,
                      .checkpoint_ns = NEVER_NS};
     return store_open(&cfg, s, NULL);
 }
@@ -149,7 +123,7 @@ static void expect_messages(const char *dir, uint64_t wal_bytes, unsigned n)
 
 static void logged_batches_come_back_after_a_crash(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     assert_int_equal(crash_after(f->dir, 1 << 20, 25, 0), 0);
     expect_messages(f->dir, 1 << 20, 25);
     expect_messages(f->dir, 1 << 20, 25); /* the replay was committed: the same again, once */
@@ -181,7 +155,7 @@ static meta_seen meta_read(store *s, const char *key)
  * each other): the replay ends with each key's last state. */
 static void a_key_written_back_and_forth_in_one_batch_replays_to_its_last_state(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     pid_t pid = fork();
     if (pid == 0) {
         store *s = NULL;
@@ -212,11 +186,12 @@ static void a_key_written_back_and_forth_in_one_batch_replays_to_its_last_state(
 
 static void a_torn_record_ends_the_replay(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     assert_int_equal(crash_after(f->dir, 1 << 20, 3, 0), 0);
     /* each one-message batch is one record of one page, from the first page
      * after the header: damage the third (the crash tore its write) */
-    int fd = open(f->wal, O_RDWR);
+    char wal[160];
+    int fd = open(wal_path(f->dir, wal), O_RDWR);
     assert_true(fd >= 0);
     unsigned char b = 0;
     assert_int_equal(pread(fd, &b, 1, 3 * WAL_PAGE + 40), 1);
@@ -228,7 +203,7 @@ static void a_torn_record_ends_the_replay(void **state)
 
 static void the_ring_wraps_and_replays_across_its_end(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     /* 20 KiB: five pages of records, one a batch; a checkpoint is due once
      * half is used, so every fourth batch is one (the ring is free again).
      * After six rounds (18 records) the next record goes to its fourth page,
@@ -240,7 +215,7 @@ static void the_ring_wraps_and_replays_across_its_end(void **state)
 
 static void a_batch_the_log_cannot_hold_goes_with_a_checkpoint(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     store *s = NULL;
     int logged;
     assert_int_equal(open_store(f->dir, 4 * WAL_PAGE, &s), SL_OK);
@@ -254,12 +229,12 @@ static void a_batch_the_log_cannot_hold_goes_with_a_checkpoint(void **state)
 
 static void a_log_of_another_directory_is_not_replayed(void **state)
 {
-    fixture *f = *state;
-    char other[128], cmd[400];
+    sfix *f = *state;
+    char other[128], cmd[400], wal[160];
     snprintf(other, sizeof other, "%s/other", f->tmp);
     assert_int_equal(crash_after(other, 1 << 20, 5, 0), 0); /* its log holds m0..m4 */
     assert_int_equal(crash_after(f->dir, 1 << 20, 2, 0), 0);
-    snprintf(cmd, sizeof cmd, "cp %s/wal.log %s", other, f->wal);
+    snprintf(cmd, sizeof cmd, "cp %s/wal.log %s", other, wal_path(f->dir, wal));
     assert_int_equal(system(cmd), 0);
     /* the log names another file id: not replayed (and the broker says so);
      * what this directory's last checkpoint holds stays: nothing, here */
@@ -268,12 +243,13 @@ static void a_log_of_another_directory_is_not_replayed(void **state)
 
 static void switching_the_log_off_replays_it_first(void **state)
 {
-    fixture *f = *state;
+    sfix *f = *state;
     struct stat st;
+    char wal[160];
     assert_int_equal(crash_after(f->dir, 1 << 20, 7, 0), 0);
-    assert_int_equal(stat(f->wal, &st), 0);
+    assert_int_equal(stat(wal_path(f->dir, wal), &st), 0);
     expect_messages(f->dir, 0, 7);
-    assert_int_equal(stat(f->wal, &st), -1); /* removed once its batches were committed */
+    assert_int_equal(stat(wal, &st), -1); /* removed once its batches were committed */
     expect_messages(f->dir, 1 << 20, 7);     /* and on again: a new log, nothing lost */
 }
 
@@ -281,14 +257,14 @@ int main(void)
 {
     log_set_level(LOG_ERROR);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(logged_batches_come_back_after_a_crash, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_key_written_back_and_forth_in_one_batch_replays_to_its_last_state, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(a_torn_record_ends_the_replay, setup, teardown),
-        cmocka_unit_test_setup_teardown(the_ring_wraps_and_replays_across_its_end, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_batch_the_log_cannot_hold_goes_with_a_checkpoint, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_log_of_another_directory_is_not_replayed, setup, teardown),
-        cmocka_unit_test_setup_teardown(switching_the_log_off_replays_it_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(logged_batches_come_back_after_a_crash, sfix_setup, sfix_teardown),
+        cmocka_unit_test_setup_teardown(a_key_written_back_and_forth_in_one_batch_replays_to_its_last_state, sfix_setup,
+                                        sfix_teardown),
+        cmocka_unit_test_setup_teardown(a_torn_record_ends_the_replay, sfix_setup, sfix_teardown),
+        cmocka_unit_test_setup_teardown(the_ring_wraps_and_replays_across_its_end, sfix_setup, sfix_teardown),
+        cmocka_unit_test_setup_teardown(a_batch_the_log_cannot_hold_goes_with_a_checkpoint, sfix_setup, sfix_teardown),
+        cmocka_unit_test_setup_teardown(a_log_of_another_directory_is_not_replayed, sfix_setup, sfix_teardown),
+        cmocka_unit_test_setup_teardown(switching_the_log_off_replays_it_first, sfix_setup, sfix_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
