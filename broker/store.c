@@ -287,16 +287,21 @@ int store_db_open_named(store *s, const char *name, MDB_dbi *dbi)
     return dbi_open(s, prefix, level, 1, dbi);
 }
 
-int store_entries(store *s, MDB_dbi dbi, uint64_t *n)
+int store_stat(store *s, MDB_dbi dbi, MDB_stat *st, uint64_t *n)
 {
-    MDB_stat st;
-    int rc = mdb_stat(s->txn, dbi, &st);
+    int rc = mdb_stat(s->txn, dbi, st);
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "count %s", s->db[dbi].name);
-    *n = st.ms_entries;
+    *n = st->ms_entries;
     if (*n && anchor_present(s, dbi))
         (*n)--;
     return SL_OK;
+}
+
+int store_entries(store *s, MDB_dbi dbi, uint64_t *n)
+{
+    MDB_stat st;
+    return store_stat(s, dbi, &st, n);
 }
 
 int store_delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS])

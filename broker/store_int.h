@@ -226,7 +226,11 @@ int store_edge_key(store *s, unsigned level, MDB_cursor_op op, uint64_t *key);
  * that key's seq leaves room) or after everything (a new seq). */
 int store_tag_key(store *s, unsigned level, const store_rec *rec, int head, uint64_t *key);
 
-/* store_entries counts the records in dbi into *n. */
+/* store_stat reads dbi's LMDB statistics into *st and its records, not
+ * counting an anchor, into *n. */
+int store_stat(store *s, MDB_dbi dbi, MDB_stat *st, uint64_t *n);
+
+/* store_entries counts the records in dbi into *n (store_stat's count). */
 int store_entries(store *s, MDB_dbi dbi, uint64_t *n);
 
 /* store_delayed_scan counts delayed records per level from their level

@@ -118,10 +118,9 @@ uint64_t store_level_bytes(store *s, unsigned level)
 {
     MDB_stat st;
     uint64_t n = 0;
-    if (level >= s->levels || store_txn_level(s, level) != SL_OK || mdb_stat(s->txn, s->q[level], &st) != MDB_SUCCESS)
-        return 0;
-    if (store_entries(s, s->q[level], &n) != SL_OK || n == 0)
-        return 0; /* the anchor's page is no message's */
+    if (level >= s->levels || store_txn_level(s, level) != SL_OK || store_stat(s, s->q[level], &st, &n) != SL_OK ||
+        n == 0)
+        return 0; /* (the anchor's page is no message's) */
     return (uint64_t)(st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * st.ms_psize;
 }
 
