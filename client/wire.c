@@ -42,7 +42,9 @@
  * Time. This file and pacer.c are the only ones that read the clock. Every wait is bounded by
  * a CLOCK_MONOTONIC deadline and every send by ZMQ_SNDTIMEO. Cost per
  * publish: one encode (a copy of the body) and one copy into ZeroMQ; per
- * delivery: one decode and one copy.
+ * delivery: one decode and one copy. The monitor is read after each wait
+ * and at most once a millisecond between frames (monitor_look), not per
+ * frame.
  */
 #include "wire.h"
 
@@ -64,6 +66,7 @@
 #define WBUF_KEEP_BYTES      (1u << 20) /* larger encode buffers are freed after use */
 #define LATE_FRAMES_MAX      1024     /* frames still drained once the deadline passed */
 #define MONITOR_BATCH        64       /* monitor events handled per pump pass */
+#define MONITOR_EVERY_NS     1000000  /* between frames, the monitor is looked at this often */
 #define MONITOR_PREFIX       "inproc://sluice-monitor-"
 
 typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
@@ -251,6 +254,23 @@ static void monitor_drain(sl_client *c, bool closing)
     }
 }
 
+/* monitor_look drains the monitor after a wait in zmq_poll (forced: the
+ * wait may have ended for its sake) and otherwise at most every
+ * MONITOR_EVERY_NS. An empty non-blocking read of the monitor costs ZeroMQ
+ * a poll(2) and a getpid(2); done before every frame, it took a tenth of a
+ * publishing client's time. So a burst of frames already received is
+ * routed before an event that came during it, at most 1 ms late, which
+ * changes nothing: a new connection's first frames answer requests sent
+ * on it, and its deliveries wait for the HELLO that the event sends. */
+static void monitor_look(sl_client *c, bool forced)
+{
+    int64_t now = now_ns();
+    if (!forced && now - c->mon_looked_ns < MONITOR_EVERY_NS)
+        return;
+    c->mon_looked_ns = now;
+    monitor_drain(c, false);
+}
+
 /* frame_take receives and routes one frame if one is ready; *got tells. */
 static int frame_take(sl_client *c, bool *got)
 {
@@ -291,8 +311,10 @@ static bool waited(const sl_client *c, wait_for w)
 static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
 {
     unsigned late = 0;
+    bool polled = false;
     for (;;) {
-        monitor_drain(c, false);
+        monitor_look(c, polled);
+        polled = false;
         if (waited(c, w))
             return SL_OK;
         if (c->auth_refused && (c->handshakes == 0 || !c->connected)) { /* first, or after a revocation */
@@ -318,6 +340,7 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         };
         if (zmq_poll(items, 2, wait_ms) < 0 && errno != EINTR)
             return SL_ECONNECT;
+        polled = true;
     }
 }
 
@@ -348,7 +371,7 @@ int wire_request(sl_client *c, proto_msg *m)
 
 int wire_settle(sl_client *c, proto_msg *m)
 {
-    monitor_drain(c, false);
+    monitor_look(c, false);
     if (c->auth_refused && !c->connected) /* revoked: its reconnection is refused; do not wait to send */
         return SL_EPERM;
     uint64_t seq = c->next_seq++;
