@@ -472,9 +472,9 @@ int proto_encode(const proto_msg *m, proto_wbuf *out);
 
 /* proto_decode parses one message from buf. It is pure: no I/O, and no
  * state but the memory it reuses (a msgpack zone per thread, emptied after
- * each call, freed when the thread ends). Before any allocation it walks the msgpack structure and checks every
- * declared length against the bytes that remain, the nesting depth and the
- * object count. It then requires a map whose "op" names a known type, whose
+ * each call, freed when the thread ends). Before any allocation it walks the
+ * msgpack structure and checks every declared length against the bytes that
+ * remain, the nesting depth and the object count. It then requires a map whose "op" names a known type, whose
  * keys are all fields that type allows, with the right types and within their
  * limits, and which holds every required field.
  *

@@ -21,8 +21,8 @@
  * after each message and freed when the thread ends. A zone made and freed
  * per message (msgpack_unpack_next's way) was a malloc and a free of an
  * 8 KiB chunk each time: 8 % of a publishing client's main thread (README,
- * *Where the time goes*). The zone is the one state kept between calls; it
- * holds no message.
+ * *The write-ahead log, before and after*). The zone is the one state kept
+ * between calls; it holds no message.
  *
  * Cost: O(bytes) for the guard, O(keys x known keys) for the mapping; the
  * field table has about fifty entries, a column table under twenty.
