@@ -85,6 +85,8 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sin
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
 # from position-independent objects of its own; and the man pages, generated from --help.
+# -z nodelete: dlclose leaves it loaded, since threads that decoded hold a zone whose
+# destructor (proto_dec.c) runs in the library when they exit.
 LIBSLUICE_SO := $(BUILD)/libsluice.so.1
 MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.1
 all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
@@ -156,7 +158,7 @@ $(BUILD)/pic/%.o: %.c | $(PUBLIC_HDRS)
 
 $(LIBSLUICE_SO): $(patsubst %.c,$(BUILD)/pic/%.o,$(PROTO_SRC) $(CLIENT_SRC)) tools/dist/libsluice.map
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libsluice.so.1 -Wl,--version-script=tools/dist/libsluice.map \
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libsluice.so.1 -Wl,-z,nodelete -Wl,--version-script=tools/dist/libsluice.map \
 	  -o $@ $(filter %.o,$^) $(shell pkg-config --libs libzmq msgpack 2>/dev/null) -lpthread
 
 $(BUILD)/man/sluiced.8: $(BIN)/sluiced

@@ -257,8 +257,8 @@ static void monitor_drain(sl_client *c, bool closing)
 /* monitor_look drains the monitor after a wait in zmq_poll (forced: the
  * wait may have ended for its sake) and otherwise at most every
  * MONITOR_EVERY_NS. An empty non-blocking read of the monitor costs ZeroMQ
- * a poll(2) and a getpid(2); done before every frame, it took a tenth of a
- * publishing client's time. So a burst of frames already received is
+ * a poll(2) and a getpid(2); done before every frame, it took a sixth of a
+ * publishing client's main thread. So a burst of frames already received is
  * routed before an event that came during it, at most 1 ms late, which
  * changes nothing: a new connection's first frames answer requests sent
  * on it, and its deliveries wait for the HELLO that the event sends. */

@@ -474,9 +474,10 @@ int proto_encode(const proto_msg *m, proto_wbuf *out);
  * state but the memory it reuses (a msgpack zone per thread, emptied after
  * each call, freed when the thread ends). Before any allocation it walks the
  * msgpack structure and checks every declared length against the bytes that
- * remain, the nesting depth and the object count. It then requires a map whose "op" names a known type, whose
- * keys are all fields that type allows, with the right types and within their
- * limits, and which holds every required field.
+ * remain, the nesting depth and the object count. It then requires a map
+ * whose "op" names a known type, whose keys are all fields that type allows,
+ * with the right types and within their limits, and which holds every
+ * required field.
  *
  * String and bin members of out point into buf and live as long as buf.
  * Returns SL_OK; SL_EPROTO for malformed input or a bad field; SL_ETOOBIG when
