@@ -4,7 +4,9 @@
  * libsluice.a and libsluice.so.1 (its soname, sl_* only), sluice.pc (a
  * program builds against the shared library, and with --static against the
  * archive), the man pages, the hardened unit and the example sluice.conf;
- * the installed sluiced starts with the installed configuration; and the
+ * the installed sluiced starts with the installed configuration, and a
+ * program that loads the library with dlopen, uses it from a thread and
+ * closes it while that thread runs ends cleanly (-z nodelete); and the
  * man pages are in step with --help: every option of `sluiced --help` and
  * `sluice --help` is in its page, which groff formats without a warning.
  *
@@ -123,6 +125,15 @@ static void make_install_lays_out_the_files(void **state)
     const char *extra[] = {"--config", conf, "--metrics", "127.0.0.1:0", NULL};
     assert_int_equal(th_broker_init(&b, extra), 0);
     assert_int_equal(th_broker_start(&b), 0);
+
+    /* loaded with dlopen, used from a thread, closed with dlclose while that
+     * thread runs: the thread still ends cleanly (tests/dlclose_probe.c) */
+    rc = sh("cd %s && %s %s/tests/dlclose_probe.c -I%s/usr/include -o dlclose_probe -ldl -lpthread 2>&1 && "
+            "./dlclose_probe %s/usr/lib/libsluice.so.1 %s 2>&1",
+            tmp, cc, getenv("PWD") ? getenv("PWD") : ".", tmp, tmp, b.endpoint);
+    if (rc != 0 || !strstr(out, "ok"))
+        fail_msg("a program that dlcloses libsluice.so.1 while a thread that used it runs failed (%d):\n%s", rc,
+                 out);
     assert_int_equal(th_broker_stop(&b), 0);
     th_broker_fini(&b);
     th_rmrf(tmp);
