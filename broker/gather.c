@@ -16,10 +16,10 @@
  *
  * Producers that do not come back that way (one sending at its own pace,
  * several of which only some are back in time, a pipelining one whose
- * window is not full) make a wait run out with part of the batch. That pauses gathering: the next
- * GATHER_PAUSE_MIN records start at once, twice as many after each run-out
- * that follows, up to GATHER_PAUSE_MAX; a gather that fills brings the
- * pause back to its minimum. A producer descheduled now and then costs a
+ * window is not full) make a wait run out with part of the batch. That
+ * pauses gathering: the next GATHER_PAUSE_MIN records start at once, twice
+ * as many after each run-out that follows, up to GATHER_PAUSE_MAX; a
+ * gather that fills brings the pause back to its minimum. A producer descheduled now and then costs a
  * short pause; clients that never come back cost one wait in
  * GATHER_PAUSE_MAX + 1 records.
  *

@@ -106,7 +106,7 @@ static size_t sealed_puts; /* publishes the record out will confirm */
 static gather gath;
 
 /* gathering tells whether the next record waits for more of its batch. */
-static int gathering(bk *b)
+static int gathering(const bk *b)
 {
     return gather_holds(&gath, b->mono_ns, b->puts_unsealed);
 }

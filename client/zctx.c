@@ -78,8 +78,8 @@ void *zctx_take(uint64_t *monitor)
 }
 
 /* zctx_give ends a client's use of ctx; the last user terminates it, which
- * waits (at most the sockets' linger) for frames still unsent. A context from before
- * a fork is left alone. */
+ * waits (at most the sockets' linger) for frames still unsent. A context
+ * from before a fork is left alone. */
 void zctx_give(void *ctx)
 {
     pthread_mutex_lock(&ctx_lock);

@@ -22,8 +22,7 @@
  *
  * Bounds: the flush loop is bench_core_timed (a deadline and a count); the
  * ideal log makes rate x seconds arrivals and its flusher ends after the
- * last;
- * the consume process is waited for at most CONSUME_TIMEOUT_MS, then
+ * last; the consume process is waited for at most CONSUME_TIMEOUT_MS, then
  * killed. The file is the caller's to remove (it lives in the run's
  * directory).
  */

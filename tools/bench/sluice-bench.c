@@ -49,9 +49,9 @@
  * 1-5 again, each label ending ", flushes +1 ms". After the raw rows, one
  * raw flush and the ideal log at the latency row's rate (bench_disk.c:
  * what publish -> durable can be on this disk, beside row 5's p99), and
- * two ratio rows state rows 1 and 2 against
- * their targets: 1 x 1 against one flush plus one round trip, 4 x 1
- * against 1 x 1, all measured in this run.
+ * two ratio rows state rows 1 and 2 against their targets: 1 x 1 against
+ * one flush plus one round trip, 4 x 1 against 1 x 1, all measured in this
+ * run.
  *
  * This file is the driver: it owns the run (struct bench), defines each
  * row - what it measures, its label, its target - and runs the rows in
