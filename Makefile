@@ -282,7 +282,8 @@ $(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
 # ---- reliability campaigns: the plain build only (the shim cannot go into an ASan broker) ----
 # make crash [CRASH_SECONDS=60]            kill -9 the broker every 2 s under a pipelined load,
 #                                          then drain: exits 1 if a confirmed message is lost
-# make crash-ci                            the same for 10 s, in a few lines (part of make test)
+#      [CRASH_FLAGS=--fair]                every level fair by tag, publishes tagged
+# make crash-ci                            the same for 10 s, FIFO then fair, in a few lines (part of make test)
 # make powerloss [POWERLOSS_TRIALS=1000]   simulated power loss under LMDB (an LD_PRELOAD shim undoes
 #                                          unsynced writes), then recover and drain; plus the control
 # make powerloss-ci                        20 trials and the control run (part of make test)
@@ -306,10 +307,11 @@ faults: deps
 
 crash: deps
 	@$(MAKE) --no-print-directory campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign_crash $(CRASH_SECONDS)
+	@SLUICE_BIN=bin build/rel/tests/campaign_crash $(CRASH_SECONDS) $(CRASH_FLAGS)
 
 crash-ci: campaigns
 	@SLUICE_BIN=bin build/rel/tests/campaign_crash 10 --quiet
+	@SLUICE_BIN=bin build/rel/tests/campaign_crash 10 --fair --quiet
 
 powerloss: deps
 	@$(MAKE) --no-print-directory campaigns

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -100,8 +101,13 @@ unsigned campaign_pub_fill(campaign_pub *p, uint64_t now_ms)
             p->full = 1;
             break;
         }
+        char tag[16];
         sl_put m = {.body = p->buf, .body_len = len,
                     .level = (int)((unsigned)rand_r(&p->seed) % CAMPAIGN_LEVELS)};
+        if (p->tags) {
+            snprintf(tag, sizeof tag, "t%u", (unsigned)rand_r(&p->seed) % p->tags);
+            m.tag = tag;
+        }
         int rc = sl_send_async(p->c, &m, &ticket);
         if (rc != SL_OK) {
             /* it may or may not have left: attempted, fate unknown */

@@ -35,6 +35,7 @@ typedef struct campaign_pub {
     unsigned window;
     int put_timeout_ms;
     unsigned seed;
+    unsigned tags; /* each publish gets one of this many tags ("t0".."t<tags-1>"); 0: none */
     campaign_pending pend[CAMPAIGN_WINDOW_MAX];
     unsigned npend;
     char *buf;

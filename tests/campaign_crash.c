@@ -3,7 +3,7 @@
  * and prove that no confirmed message is lost.
  *
  *   campaign_crash [DURATION_S] [--producers N] [--consumers N]
- *                  [--kill-every-ms MS] [--window N] [--quiet]
+ *                  [--kill-every-ms MS] [--window N] [--fair] [--quiet]
  *
  * A supervisor (main) starts the real sluiced ($SLUICE_BIN, default bin/) on
  * an ipc:// endpoint in a fresh directory under /tmp and waits for its READY
@@ -26,6 +26,10 @@
  * or was interrupted (SIGINT, SIGTERM). The broker is stopped by its PID and
  * the directory removed in every case.
  *
+ * With --fair, every level is served fair by tag and each publish carries
+ * one of FAIR_TAGS tags: the same promise through the fair take's
+ * read-ahead and the batched deletes of acknowledged records.
+ *
  * Producers stay at most BACKLOG_MAX messages ahead of the consumers, so the
  * final drain is short whatever the duration. Seeded by $SLUICE_SEED.
  */
@@ -43,6 +47,7 @@
 #include "history.h"
 #include "proc.h"
 #include "sluice.h"
+#include "sluice_admin.h"
 
 #define PUT_TIMEOUT_MS   1000
 #define BACKLOG_MAX      20000
@@ -50,6 +55,7 @@
 #define DRAIN_MAX_MS     120000
 #define MSGS_PER_SECOND  60000   /* history slots per second of duration, generously */
 #define THREADS_MAX      16
+#define FAIR_TAGS        50
 
 static volatile sig_atomic_t interrupted;
 
@@ -61,11 +67,12 @@ static void on_interrupt(int sig)
 
 typedef struct opts {
     unsigned duration_s, producers, consumers, kill_every_ms, window;
-    int quiet;
+    int quiet, fair;
 } opts;
 
 typedef struct shared {
     th_broker b;
+    unsigned tags; /* per publish, with --fair */
     history *h;
     atomic_int stop_producers, stop_consumers;
 } shared;
@@ -93,6 +100,7 @@ static void *produce(void *arg)
         p->open_failed = 1;
         return NULL;
     }
+    p->pub.tags = s->tags;
     while (!atomic_load(&s->stop_producers)) {
         uint64_t now = th_now_ms();
         if (!p->pub.full && history_backlog(s->h) < BACKLOG_MAX)
@@ -154,8 +162,8 @@ static int parse(int argc, char **argv, opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         unsigned *dst = NULL;
-        if (strcmp(a, "--quiet") == 0) {
-            o->quiet = 1;
+        if (strcmp(a, "--quiet") == 0 || strcmp(a, "--fair") == 0) {
+            *(a[2] == 'q' ? &o->quiet : &o->fair) = 1;
             continue;
         }
         if (strcmp(a, "--producers") == 0)
@@ -172,7 +180,7 @@ static int parse(int argc, char **argv, opts *o)
         if (*v == '\0' || *end != '\0' || n == 0 || n > 100000000) {
             fprintf(stderr,
                     "usage: campaign_crash [DURATION_S] [--producers N] [--consumers N] "
-                    "[--kill-every-ms MS] [--window N] [--quiet]\n");
+                    "[--kill-every-ms MS] [--window N] [--fair] [--quiet]\n");
             return -1;
         }
         *(dst ? dst : &o->duration_s) = (unsigned)n;
@@ -220,6 +228,21 @@ static int restart(shared *s, restarts *r)
     return 0;
 }
 
+/* fair_levels serves every level of the broker fair by tag (a setting
+ * that persists across its restarts). Returns 0 or -1. */
+static int fair_levels(shared *s)
+{
+    sl_client *c = NULL;
+    int rc = campaign_client(s->b.endpoint, 5000, &c);
+    for (unsigned l = 0; rc == SL_OK && l < CAMPAIGN_LEVELS; l++)
+        rc = sl_level_fair(c, l, 1);
+    sl_close(&c);
+    if (rc != SL_OK)
+        fprintf(stderr, "crash: cannot serve the levels fair by tag: %s\n", sl_strerror(rc));
+    s->tags = FAIR_TAGS;
+    return rc == SL_OK ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -236,6 +259,10 @@ int main(int argc, char **argv)
         th_broker_fini(&s.b);
         return 2;
     }
+    if (o.fair && fair_levels(&s) != 0) {
+        th_broker_fini(&s.b);
+        return 2;
+    }
     history_cfg hc = {.max_msgs = (uint64_t)o.duration_s * MSGS_PER_SECOND + 100000, .tag = seed,
                       .body_min = 24, .body_max = 300, .big_every = 200, .big_bytes = 8000};
     if (history_new(&hc, &s.h) != 0) {
@@ -244,8 +271,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!o.quiet)
-        printf("crash: %u s, %u producers (window %u), %u consumers, kill -9 every %u ms, data in %s\n",
-               o.duration_s, o.producers, o.window, o.consumers, o.kill_every_ms, s.b.dir);
+        printf("crash: %u s, %u producers (window %u), %u consumers, kill -9 every %u ms, %s, data in %s\n",
+               o.duration_s, o.producers, o.window, o.consumers, o.kill_every_ms,
+               o.fair ? "levels fair by tag" : "levels FIFO", s.b.dir);
 
     static producer prod[THREADS_MAX];
     static consumer cons[THREADS_MAX];
