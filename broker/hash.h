@@ -1,6 +1,8 @@
 /*
  * hash.h - the one integer hash of the broker's open-addressing tables
- * (the fair levels' tenants, queue_fair.c; the per-tag states, tagset.c).
+ * (the fair levels' tenants, queue_fair.c, and their read-ahead buffers,
+ * queue_fair_ahead.c; the per-tag states, tagset.c), and the rule of their
+ * backward-shift deletion.
  */
 #ifndef SLUICE_HASH_H
 #define SLUICE_HASH_H
@@ -17,6 +19,15 @@ static inline uint32_t hash_u32(uint32_t x)
     x *= 0x846ca68bU;
     x ^= x >> 16;
     return x;
+}
+
+/* hash_moves_back says whether, in a linear-probing table of mask + 1
+ * slots, the entry at slot j whose home slot is home may move back into
+ * the hole at slot i (backward-shift deletion: unless its home lies
+ * cyclically in (i, j]). Pure. */
+static inline int hash_moves_back(uint32_t home, uint32_t i, uint32_t j, uint32_t mask)
+{
+    return ((j - home) & mask) >= ((j - i) & mask);
 }
 
 #endif /* SLUICE_HASH_H */

@@ -343,6 +343,8 @@ int queue_expire(queue *q, unsigned level, uint64_t key, uint64_t id, const char
         q->lv[level].buried++;
         q->lv[level].head_known = 0;
         q->unsafe = 1; /* a ready record gone that the snapshot still holds */
+        if (q->lv[level].fair)
+            queue_fair_ahead_gone(q, level, key);
     }
     return rc;
 }

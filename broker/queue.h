@@ -247,7 +247,11 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key);
 void queue_fair_unlease(queue *q, unsigned level, uint64_t key);
 int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
 void queue_fair_close(queue *q, unsigned level);
-void queue_fair_commit_ended(queue *q, unsigned level);
+void queue_fair_commit_ended(queue *q, unsigned level, int rc);
+/* queue_fair_ahead_gone follows the ready record at key of a fair level
+ * leaving the store other than by a take (expired): its tenant's read-ahead
+ * is dropped. */
+void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key);
 
 /* queue_fair_tags_changed follows a change of q->tags (tag.set, tag.pause,
  * a reload): the in-flight counts are counted again from the leased tags,

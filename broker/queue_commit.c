@@ -127,7 +127,7 @@ void queue_commit_ended(queue *q, int rc)
         q->lv[l].hold = 0;
         q->lv[l].commit_wait = 0;
         if (q->lv[l].fair)
-            queue_fair_commit_ended(q, l);
+            queue_fair_commit_ended(q, l, rc);
     }
     if (rc == SL_OK)
         memcpy(q->delayed_committed, q->delayed_sent, sizeof q->delayed_committed);

@@ -18,9 +18,13 @@
  * no second seek: the seek that reads a tenant's head from its run steps
  * its cursor one key further (store_tag_head: a key, no record, almost
  * always on the same page); a head taken from `returned` looks past the
- * tenant's cursor for a key (store_tag_peek). Nothing of that is kept
- * between takes, so no append, return or failed commit has a cached key
- * to invalidate. A tenant whose head is not committed yet
+ * tenant's cursor for a key (store_tag_peek). A tenant whose run goes on
+ * past its head gets a read-ahead buffer (queue_fair_ahead.c): its next
+ * records, copied by one seek, serve its next takes without one; that file
+ * says what drops a copy. Its acknowledged records are deleted from LMDB
+ * in batches, in key order (store_gone.c): they lie below its cursor, and
+ * a new tenant, whose reads start at its run's first key, has them deleted
+ * first (get). A tenant whose head is not committed yet
  * (or, while a commit is out, missing from the snapshot) is blocked until
  * the next commit ends, so it holds up no one and no clock is involved.
  *
@@ -88,7 +92,7 @@ tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag)
     return s && *s ? &f->t[*s - 1] : NULL;
 }
 
-static tenant *get(struct queue_fair *f, uint32_t tag)
+static tenant *get(store *st, struct queue_fair *f, uint32_t tag)
 {
     tenant *tn = queue_fair_find(f, tag);
     if (tn)
@@ -103,6 +107,10 @@ static tenant *get(struct queue_fair *f, uint32_t tag)
     }
     if ((f->n + 1) * 2 > f->nslots && rehash(f, f->nslots ? f->nslots * 2 : 32) != SL_OK)
         return NULL;
+    /* its reads start at its run's first key: acknowledged records must be
+     * gone from the store by then, not waiting for their batch (store_gone.c;
+     * a failure poisons the pass, whose reads and commit then fail) */
+    store_gone_flush(st);
     tn = &f->t[f->n];
     memset(tn, 0, sizeof *tn);
     tn->tag = tag;
@@ -118,13 +126,14 @@ static void forget(struct queue_fair *f, tenant *tn)
     if (tn->leased || tn->returned.len || drr_find(&f->d, tn->tag))
         return;
     tmr_fini(&tn->returned);
+    queue_fair_ahead_drop(f, tn);
     /* out of the hash table: empty its slot, then move back each entry of
      * the probe run after it whose home is not between (backward shift) */
     uint32_t mask = f->nslots - 1, i = (uint32_t)(slot_of(f, tn->tag) - f->slots);
     f->slots[i] = 0;
     for (uint32_t j = (i + 1) & mask; f->slots[j]; j = (j + 1) & mask) {
         uint32_t home = hash_u32(f->t[f->slots[j] - 1].tag) & mask;
-        if (((j - home) & mask) >= ((j - i) & mask)) { /* its home is at or before the hole */
+        if (hash_moves_back(home, i, j, mask)) {
             f->slots[i] = f->slots[j];
             f->slots[j] = 0;
             i = j;
@@ -170,6 +179,7 @@ static void fair_free(struct queue_fair *f)
         return;
     for (uint32_t i = 0; i < f->n; i++)
         tmr_fini(&f->t[i].returned);
+    queue_fair_ahead_reset(f);
     free(f->t);
     free(f->slots);
     free(f->held);
@@ -206,7 +216,7 @@ int queue_fair_set(queue *q, unsigned level, int fair, int loading)
     uint32_t tag, from = 0;
     int rc = SL_OK;
     while (from <= STORE_TAG_MAX && (rc = store_tag_span(q->st, level, from, &tag, &last)) == SL_OK) {
-        tenant *tn = get(f, tag);
+        tenant *tn = get(q->st, f, tag);
         if (!tn || activate(q, f, tn) != SL_OK) {
             rc = SL_ENOMEM;
             break;
@@ -238,7 +248,9 @@ int queue_fair_append(queue *q, const store_rec *rec)
     lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
     lv->count++;
     lv->enqueued++;
-    tenant *tn = get(lv->fair, tag);
+    tenant *tn = get(q->st, lv->fair, tag);
+    if (tn)
+        queue_fair_ahead_appended(lv->fair, tn);
     if (!tn || activate(q, lv->fair, tn) != SL_OK)
         log_error("queue", "out of memory noting tag %u of level %u; its messages wait for a restart",
                   tag, rec->level);
@@ -249,13 +261,15 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key)
 {
     struct queue_fair *f = q->lv[level].fair;
     uint32_t tag = (uint32_t)(key >> STORE_TAG_SHIFT);
-    tenant *tn = get(f, tag);
+    tenant *tn = get(q->st, f, tag);
     if (!tn)
         return SL_ENOMEM;
     if (key < tn->cursor) {
         int rc = tmr_push(&tn->returned, key, key);
         if (rc != SL_OK)
             return rc;
+    } else {
+        queue_fair_ahead_ready(f, tn, key);
     }
     if (!tn->gated)
         drr_unblock(&f->d, tag); /* one its pause or cap holds stays held */
@@ -280,10 +294,6 @@ void queue_fair_unlease(queue *q, unsigned level, uint64_t key)
  * them cost about a millisecond, and the next pass goes on. */
 #define FAIR_TRIES 1024
 
-/* head's answer for a head that is not committed yet (or may be in the
- * commit that is out): try that tenant again next pass. */
-#define NOT_YET (-1)
-
 /* head finds the next ready record of tenant tn without taking it: from
  * returned (*from_returned = 1) or the run past its cursor, and then says
  * in *more whether that run goes on after it (the same seek's next step).
@@ -298,7 +308,7 @@ static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *
         rc = store_get(q->st, level, *key, rec);
         if (rc == SL_ENOTFOUND && store_committing(q->st)) {
             q->lv[level].commit_wait = 1;
-            return NOT_YET;
+            return QUEUE_FAIR_NOT_YET;
         }
         if (rc != SL_ENOTFOUND) {
             *from_returned = 1;
@@ -308,13 +318,15 @@ static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *
         tmr_pop(&tn->returned, TMR_NEVER, &e);
     }
     *from_returned = 0;
-    rc = store_tag_head(q->st, level, tn->cursor, key, rec, more);
+    rc = queue_fair_ahead_head(q, level, q->lv[level].fair, tn, key, rec, more);
+    if (rc == QUEUE_FAIR_NOT_YET)
+        return rc;
     if (rc == SL_ENOTFOUND && store_committing(q->st)) {
         q->lv[level].commit_wait = 1;
-        return NOT_YET; /* perhaps in the commit that is out */
+        return QUEUE_FAIR_NOT_YET; /* perhaps in the commit that is out */
     }
     if (rc == SL_OK && !store_key_committed_fair(q->st, level, *key))
-        return NOT_YET;
+        return QUEUE_FAIR_NOT_YET;
     return rc;
 }
 
@@ -328,7 +340,7 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
         uint64_t t;
         if (drr_pick(&f->d, q->now_ns, &t) != SL_OK)
             return SL_ENOTFOUND;
-        tenant *tn = get(f, (uint32_t)t);
+        tenant *tn = get(q->st, f, (uint32_t)t);
         if (!tn)
             return SL_ENOMEM;
         queue_fair_tag_resolve(q, f, tn);
@@ -338,7 +350,7 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
             forget(f, tn);
             continue;
         }
-        if (rc == NOT_YET) { /* out of the ring until a commit ends (queue_fair_commit_ended) */
+        if (rc == QUEUE_FAIR_NOT_YET) { /* out of the ring until a commit ends (queue_fair_commit_ended) */
             if (f->nheld == f->heldcap) {
                 uint32_t cap = f->heldcap ? f->heldcap * 2 : 16;
                 uint32_t *h = realloc(f->held, cap * sizeof *h);
@@ -380,6 +392,7 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         tmr_pop(&tn->returned, TMR_NEVER, &e);
     } else {
         tn->cursor = *key + 1;
+        queue_fair_ahead_taken(lv->fair, tn, *key);
     }
     if (rc == SL_ECORRUPT)
         return rc; /* out of the way; queue.c quarantines it */
@@ -421,9 +434,11 @@ int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
     return 1;
 }
 
-void queue_fair_commit_ended(queue *q, unsigned level)
+void queue_fair_commit_ended(queue *q, unsigned level, int rc)
 {
     struct queue_fair *f = q->lv[level].fair;
+    if (rc != SL_OK)
+        queue_fair_ahead_reset(f); /* the store went back to what its log holds */
     for (uint32_t i = f->nheld; i-- > 0;) /* each resumes as the head: the first held ends first */
         drr_unblock(&f->d, f->held[i]);
     f->nheld = 0;
@@ -436,7 +451,8 @@ size_t queue_fair_bytes(const queue *q, unsigned level, uint32_t *tenants)
         *tenants = 0;
         return 0;
     }
-    size_t b = sizeof *f + f->cap * sizeof *f->t + f->nslots * sizeof *f->slots + drr_bytes(&f->d);
+    size_t b = sizeof *f + f->cap * sizeof *f->t + f->nslots * sizeof *f->slots + drr_bytes(&f->d) +
+               queue_fair_ahead_bytes(f);
     for (uint32_t i = 0; i < f->n; i++)
         b += f->t[i].returned.cap * sizeof(tmr_entry);
     *tenants = f->n;

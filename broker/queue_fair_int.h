@@ -34,7 +34,13 @@ struct queue_fair {
     uint32_t ncapped, cappedcap;
     uint32_t *paused; /* tags blocked by a pause: looked at again on a change of the tags' settings */
     uint32_t npaused, pausedcap;
+    struct ahead_slot *ahead; /* tenants' read-ahead buffers by tag (queue_fair_ahead.c), or NULL */
+    uint32_t nahead;          /* buffers held */
 };
+
+/* A head that is not committed yet (or may be in the commit that is out):
+ * its tenant tries again next pass. */
+#define QUEUE_FAIR_NOT_YET (-1)
 
 /* queue_fair_find returns tag's tenant in f, or NULL. */
 tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag);
@@ -54,5 +60,35 @@ int queue_fair_tag_gate(queue *q, struct queue_fair *f, tenant *tn, uint64_t cos
 /* queue_fair_tag_unleased ends one of tn's deliveries in flight under its
  * settings and lets the tags held by a cap be looked at again. */
 void queue_fair_tag_unleased(queue *q, struct queue_fair *f, tenant *tn);
+
+/* ---- read-ahead (queue_fair_ahead.c) ---- */
+
+/* queue_fair_ahead_head finds the first ready record of tn's run at or
+ * after its cursor, as store_tag_head, from tn's buffer when it holds one,
+ * else by a read that fills one; QUEUE_FAIR_NOT_YET when that record is not
+ * committed yet. */
+int queue_fair_ahead_head(queue *q, unsigned level, struct queue_fair *f, tenant *tn, uint64_t *key,
+                          store_rec *rec, int *more);
+
+/* queue_fair_ahead_taken notes that the take of key moved tn's cursor past
+ * it. */
+void queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key);
+
+/* queue_fair_ahead_appended follows a record of tn's tag published: its
+ * run goes on past tn's buffer. */
+void queue_fair_ahead_appended(const struct queue_fair *f, const tenant *tn);
+
+/* queue_fair_ahead_ready follows key of tn made ready past its cursor: a
+ * key inside its buffer's drops the buffer; one past them means the run
+ * goes on. */
+void queue_fair_ahead_ready(struct queue_fair *f, const tenant *tn, uint64_t key);
+
+/* queue_fair_ahead_drop frees tn's buffer (tenant forgotten, or its copy no
+ * longer right); _reset drops every tenant's. */
+void queue_fair_ahead_drop(struct queue_fair *f, const tenant *tn);
+void queue_fair_ahead_reset(struct queue_fair *f);
+
+/* queue_fair_ahead_bytes returns the bytes f's buffers hold. */
+size_t queue_fair_ahead_bytes(const struct queue_fair *f);
 
 #endif /* SLUICE_QUEUE_FAIR_INT_H */

@@ -115,9 +115,15 @@ int store_txn_need(store *s)
     return SL_OK;
 }
 
-int store_txn_level(store *s, unsigned level)
+int store_txn_lazy(store *s, unsigned level)
 {
     return level < s->levels ? store_txn_need(s) : SL_EINVAL;
+}
+
+int store_txn_level(store *s, unsigned level)
+{
+    int err = store_txn_lazy(s, level);
+    return err == SL_OK && s->ngone ? store_gone_apply(s) : err;
 }
 
 /* ---- records ---- */
@@ -535,6 +541,7 @@ void store_close(store **sp)
     if (s->env)
         mdb_env_close(s->env);
     free(s->scratch);
+    free(s->gone);
     free(s);
     *sp = NULL;
 }

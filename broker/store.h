@@ -376,8 +376,6 @@ uint64_t store_level_count(store *s, unsigned level);
 /* store_level_bytes returns the bytes of pages q.<level> occupies. O(1). */
 uint64_t store_level_bytes(store *s, unsigned level);
 
-#endif /* SLUICE_STORE_H */
-
 /* ---- tags (store_tag.c): interned tag ids and the keys of fair levels ----
  *
  * A level served fair by tag keeps its records under order keys
@@ -416,6 +414,32 @@ int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint6
  * (*more then says nothing). One seek. */
 int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *rec, int *more);
 
+/* store_gone_flush deletes now the acknowledged records of fair levels that
+ * wait for their batched delete (store_gone.c). */
+int store_gone_flush(store *s);
+
+/* store_ahead holds the next records of one tag's run, copied out of the
+ * store by one seek (store_tag_ahead), for a fair level's takes to serve
+ * without a seek each. */
+#define STORE_AHEAD_MAX 8
+typedef struct store_ahead {
+    unsigned n, i;  /* records held; the next one to serve */
+    int more;       /* the run goes on after the last one held */
+    uint64_t key[STORE_AHEAD_MAX];
+    uint32_t off[STORE_AHEAD_MAX + 1];
+    unsigned char data[];
+} store_ahead;
+
+/* store_tag_ahead copies into a (data of cap bytes) the committed records
+ * of from's tag's run at or after from, up to STORE_AHEAD_MAX or cap bytes.
+ * SL_OK with a->n == 0 when the first is not committed yet; SL_ENOTFOUND
+ * when the run holds nothing at or after from; SL_ETOOBIG when the first
+ * alone is larger than cap. One seek, then steps. */
+int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, size_t cap);
+
+/* store_ahead_rec decodes a's record i (checked as store_decode). */
+int store_ahead_rec(store *s, unsigned level, const store_ahead *a, unsigned i, store_rec *out);
+
 /* store_tag_peek finds the first key of from's tag's run at or after from
  * without reading its record. SL_ENOTFOUND when there is none. One seek. */
 int store_tag_peek(store *s, unsigned level, uint64_t from, uint64_t *key);
@@ -431,3 +455,5 @@ void store_fair_keys(store *s, unsigned level, int fair, uint64_t max_seq);
 
 /* store_key_committed_fair is store_key_committed for a fair level. */
 int store_key_committed_fair(const store *s, unsigned level, uint64_t key);
+
+#endif /* SLUICE_STORE_H */

@@ -55,6 +55,11 @@ struct store {
     uint64_t head_hi[PROTO_MAX_LEVELS];   /* largest head key the open transaction put */
     unsigned char head_open[PROTO_MAX_LEVELS]; /* head_hi is set: keys up to it are not durable */
     uint32_t fair_mask;                   /* levels with tag-led keys (store_tag.c) */
+    struct store_gone {                   /* acknowledged, deleted from LMDB later (store_gone.c) */
+        uint64_t key;
+        unsigned level;
+    } *gone;
+    size_t ngone, gone_cap;
     uint64_t next_id;                     /* next message id to hand out */
     uint64_t next_id_saved;               /* meta "next_id" as last committed */
     int dirty;                            /* the transaction holds writes */
@@ -159,6 +164,26 @@ int store_txn_need(store *s);
 /* store_txn_level is store_txn_need for an operation on one level: SL_EINVAL
  * for a level past the store's. */
 int store_txn_level(store *s, unsigned level);
+
+/* store_txn_lazy is store_txn_level for the three operations that leave
+ * acknowledged records of fair levels waiting for their batched delete:
+ * a publish (keys past every run), a fair take (at or after its tenant's
+ * cursor, past every acknowledged key of the tag) and an acknowledgement.
+ * Every other operation on a level goes through store_txn_level, which
+ * deletes them first (store_gone.c). */
+int store_txn_lazy(store *s, unsigned level);
+
+/* ---- acknowledged records of fair levels (store_gone.c) ---- */
+
+/* store_gone_add deletes the record at key of fair level: noted in the
+ * log's open batch now, deleted from LMDB with the next batch. */
+int store_gone_add(store *s, unsigned level, uint64_t key);
+
+/* store_gone_apply deletes the waiting keys from LMDB, in key order. */
+int store_gone_apply(store *s);
+
+/* store_gone_drop forgets them with the transaction they were noted in. */
+void store_gone_drop(store *s);
 
 /* ---- store.c: records ---- */
 

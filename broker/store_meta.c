@@ -118,7 +118,7 @@ uint64_t store_level_bytes(store *s, unsigned level)
 {
     MDB_stat st;
     uint64_t n = 0;
-    if (level >= s->levels || store_txn_level(s, level) != SL_OK || store_stat(s, s->q[level], &st, &n) != SL_OK ||
+    if (level >= s->levels || store_txn_lazy(s, level) != SL_OK || store_stat(s, s->q[level], &st, &n) != SL_OK ||
         n == 0)
         return 0; /* (the anchor's page is no message's) */
     return (uint64_t)(st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * st.ms_psize;

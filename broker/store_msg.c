@@ -59,7 +59,7 @@ int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64
     MDB_val k, v = {0, NULL};
     int err = rec_size(rec, &v.mv_size);
     if (err == SL_OK)
-        err = store_txn_level(s, rec->level);
+        err = store_txn_lazy(s, rec->level); /* a new key, past every acknowledged one */
     if (err != SL_OK)
         return err;
     uint64_t last = s->last_key[rec->level] + 1, next = last;
@@ -121,8 +121,12 @@ int store_seek(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec
 
 int store_del(store *s, unsigned level, uint64_t key)
 {
-    int err = store_txn_level(s, level);
-    return err != SL_OK ? err : store_mdb_del(s, s->q[level], key);
+    int err = store_txn_lazy(s, level);
+    if (err != SL_OK)
+        return err;
+    if ((s->fair_mask >> level) & 1 && !s->frozen)
+        return store_gone_add(s, level, key); /* deleted with the next batch (store_gone.c) */
+    return store_mdb_del(s, s->q[level], key);
 }
 
 int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt)

@@ -16,8 +16,10 @@
  * tree's tail, so no MDB_APPEND); store_tag_span is two cursor seeks.
  * store_tag_head, a fair take's read, is one seek plus one step of the same
  * cursor to the next key (whether the tag's run goes on, without a second
- * seek or reading that record); store_tag_peek is a seek for a key alone,
- * store_tag_count one seek and a step per key counted.
+ * seek or reading that record); store_tag_ahead the same seek, then a step
+ * and a copy per record read ahead (queue_fair_ahead.c); store_tag_peek is
+ * a seek for a key alone, store_tag_count one seek and a step per key
+ * counted.
  */
 #include "store.h"
 
@@ -159,7 +161,7 @@ int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store
     MDB_val k, v, nk, nv;
     MDB_cursor *cur = NULL;
     uint64_t tag = from >> STORE_TAG_SHIFT;
-    int err = store_txn_level(s, level);
+    int err = store_txn_lazy(s, level);
     if (err != SL_OK)
         return err;
     key_u64(&k, kb, from);
@@ -263,4 +265,52 @@ void store_fair_keys(store *s, unsigned level, int fair, uint64_t max_seq)
 int store_key_committed_fair(const store *s, unsigned level, uint64_t key)
 {
     return level < s->levels && (key & STORE_SEQ_MASK) <= (s->committed_key[level] & STORE_SEQ_MASK);
+}
+
+int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, size_t cap)
+{
+    unsigned char kb[8];
+    MDB_val k, v;
+    MDB_cursor *cur = NULL;
+    uint64_t tag = from >> STORE_TAG_SHIFT;
+    size_t used = 0;
+    a->n = a->i = 0;
+    a->more = 0;
+    a->off[0] = 0;
+    int err = store_txn_lazy(s, level);
+    if (err != SL_OK)
+        return err;
+    key_u64(&k, kb, from);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, &cur);
+    if (err != SL_OK)
+        return err;
+    int rc = MDB_SUCCESS;
+    while (rc == MDB_SUCCESS) {
+        if (k.mv_size != 8 || get_be64(k.mv_data) >> STORE_TAG_SHIFT != tag)
+            break; /* the run ends (a key of another size ends it, as for store_tag_head) */
+        uint64_t key = get_be64(k.mv_data);
+        if (a->n == STORE_AHEAD_MAX || !store_key_committed_fair(s, level, key) || used + v.mv_size > cap) {
+            a->more = 1; /* the run goes on past what a holds */
+            if (a->n == 0 && v.mv_size > cap)
+                err = SL_ETOOBIG;
+            break;
+        }
+        memcpy(a->data + used, v.mv_data, v.mv_size);
+        used += v.mv_size;
+        a->key[a->n++] = key;
+        a->off[a->n] = (uint32_t)used;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
+        return store_fail(s, rc, "step a cursor on q.%u", level);
+    if (err != SL_OK)
+        return err;
+    return a->n || a->more ? SL_OK : SL_ENOTFOUND;
+}
+
+int store_ahead_rec(store *s, unsigned level, const store_ahead *a, unsigned i, store_rec *out)
+{
+    MDB_val v = {a->off[i + 1] - a->off[i], (void *)(a->data + a->off[i])};
+    return store_decode(s, s->q[level], &v, a->key[i], out);
 }

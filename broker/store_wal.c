@@ -83,8 +83,8 @@ void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes, i
     store_wal *w = s->wal;
     if (!w || key_bytes > UINT16_MAX)
         return;
-    if (w->notes_len && w->last_note + NOTE_HDR + key_bytes == w->notes_len &&
-        get_le32(w->notes + w->last_note) == dbi &&
+    int repeat = put != STORE_WAL_GONE && !w->last_gone && w->notes_len; /* a gone note merges with nothing */
+    if (repeat && w->last_note + NOTE_HDR + key_bytes == w->notes_len && get_le32(w->notes + w->last_note) == dbi &&
         memcmp(w->notes + w->last_note + NOTE_HDR, key, key_bytes) == 0) {
         w->notes[w->last_note + 4] = 1; /* the same key again: one note, whose value is read at sealing */
         return;
@@ -97,11 +97,12 @@ void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes, i
     w->notes = p;
     w->last_note = w->notes_len;
     put_le32(p + w->notes_len, dbi);
-    p[w->notes_len + 4] = put ? 1 : 0;
+    p[w->notes_len + 4] = put == 1;
     p[w->notes_len + 5] = (unsigned char)(key_bytes & 0xff);
     p[w->notes_len + 6] = (unsigned char)(key_bytes >> 8);
     memcpy(p + w->notes_len + NOTE_HDR, key, key_bytes);
     w->notes_len += NOTE_HDR + key_bytes;
+    w->last_gone = put == STORE_WAL_GONE;
 }
 
 void store_wal_forget(store *s)

@@ -31,7 +31,11 @@ void store_wal_close(store *s);
 
 /* store_wal_touch notes that the open batch put (put 1) or deleted (put 0)
  * key in dbi (an mdb wrapper calls it after each); the batch's record will
- * hold the key's value as the transaction then has it, or its absence. */
+ * hold the key's value as the transaction then has it, or its absence.
+ * put STORE_WAL_GONE notes a delete the transaction does later
+ * (store_gone.c): a note of its own, never merged with one beside it, so
+ * the record says "deleted" although the key is still there at sealing. */
+#define STORE_WAL_GONE 2
 void store_wal_touch(store *s, MDB_dbi dbi, const void *key, size_t key_bytes, int put);
 
 /* store_wal_forget drops the open batch's notes (its transaction is gone). */

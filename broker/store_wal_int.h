@@ -41,6 +41,7 @@ struct store_wal {
     unsigned char *notes;   /* the open batch's keys: u32 dbi, u8 put, u16 length, bytes */
     size_t notes_len, notes_cap;
     size_t last_note;       /* offset of the last note, for a repeat */
+    int last_gone;          /* the last note is a STORE_WAL_GONE one: no repeat merges with it */
     unsigned char *rec;     /* the sealed record, padded */
     size_t rec_len, rec_cap;
     uint64_t rec_pos, rec_waste;

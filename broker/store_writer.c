@@ -246,7 +246,9 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
         if (err != SL_EFULL && err != SL_ENOMEM)
             return store_commit_sync(s); /* the transaction failed while sealing: abort, put back */
     }
-    if (s->wal && (err = store_wal_ckpt_put(s)) != SL_OK) /* where replay starts after this commit */
+    /* the acknowledged keys still waiting go into this commit; then where
+     * replay starts after it */
+    if ((err = store_gone_flush(s)) != SL_OK || (s->wal && (err = store_wal_ckpt_put(s)) != SL_OK))
         return store_commit_sync(s);
     int rc = s->rtxn ? mdb_txn_renew(s->rtxn) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->rtxn);
     if (rc != MDB_SUCCESS) {
@@ -411,7 +413,7 @@ void store_writer_close(store *s)
 int store_commit_sync(store *s)
 {
     uint64_t next_id = s->next_id;
-    int err = s->failed, held = store_wal_held(s);
+    int err = s->failed == SL_OK ? store_gone_flush(s) : s->failed, held = store_wal_held(s);
     if (err == SL_OK && next_id != s->next_id_saved)
         err = next_id_put(s, next_id);
     if (err == SL_OK && s->wal && s->txn) /* where replay starts after this commit */
@@ -444,6 +446,7 @@ void store_txn_drop(store *s)
     s->dirty = 0;
     s->txn_added_bytes = 0;
     memset(s->head_open, 0, sizeof s->head_open);
+    store_gone_drop(s);
     store_wal_forget(s);
 }
 

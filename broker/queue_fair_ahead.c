@@ -1,0 +1,199 @@
+/*
+ * queue_fair_ahead.c - read-ahead for levels served fair by tag: the next
+ * records of a tenant's run, copied out by the seek that finds its head.
+ *
+ * Why. A fair level serves its tags in turn, so a take lands on the leaf
+ * page of a tag that was last read a whole round earlier: its seek misses
+ * the caches at every step inside that page, where a FIFO take finds its
+ * page hot. The seek that reads a tenant's head steps on to the next key
+ * anyway (to learn whether the run goes on); copying the records it steps
+ * over, on the same page, costs a copy each and saves the tenant's next
+ * takes a seek each.
+ *
+ * What is held. A tenant whose run went on past its head when a take last
+ * sought it gets a buffer (store_ahead: at most STORE_AHEAD_MAX records in
+ * AHEAD_BYTES), filled by its next read with the committed records of its
+ * run at or after its cursor, in key order, and whether the run went on
+ * past them. A level lends at most AHEAD_TENANTS buffers; a tenant beyond
+ * them, or one whose head alone is larger than a buffer, seeks for each
+ * take as before. A tenant with a single record waiting never gets one, so
+ * a level of 100,000 tags with a message each holds no buffer at all.
+ *
+ * Why a copy stays right. It holds ready records past the cursor whose
+ * publish is durable. The only writes to such records, and what they do:
+ *   - expiry buries one (queue_expire): queue_fair_ahead_gone drops the
+ *     buffer of that tenant;
+ *   - a record made ready past the cursor (a requeued dead letter): the
+ *     buffer is dropped when its key falls inside the keys held, and
+ *     otherwise notes that the run goes on (queue_fair_ahead_ready);
+ *   - a failed commit (the store goes back to what its log holds): every
+ *     buffer of the level is dropped (queue_fair_ahead_reset).
+ * Publishes append past every key of their run, so a buffer stays a prefix
+ * of the run (queue_fair_ahead_appended notes that the run goes on, for the
+ * take that empties the buffer); a take moves the cursor past what it
+ * serves; settlements touch leased records, below the cursor.
+ *
+ * A record decoded from a buffer points into it, and lives until the
+ * tenant's next read, as a record read from LMDB lives until the
+ * transaction's next write: the take's caller encodes it before either.
+ *
+ * Where a buffer is: a table by tag of the level's own (AHEAD_SLOTS slots,
+ * open addressing), not the tenant, whose 48 bytes are what every waiting
+ * tag costs; the table exists while a buffer is lent.
+ *
+ * Costs: a read copies up to AHEAD_BYTES and steps a cursor once per record
+ * copied; a take served from a buffer decodes (checks the CRC of) its copy
+ * and does no seek; finding a tenant's buffer is a probe of the table.
+ * Memory: at most AHEAD_TENANTS buffers of AHEAD_BYTES and about 120 bytes
+ * each, plus the table's 32 KiB: 1.1 MiB per fair level, freed as tenants
+ * are forgotten, counted in the level's tenant bytes (queue_fair_bytes).
+ */
+#include "queue.h"
+
+#include <stdlib.h>
+
+#include "hash.h"
+#include "queue_fair_int.h"
+
+#define AHEAD_BYTES   1024 /* room for records per buffer */
+#define AHEAD_TENANTS 1024 /* buffers a level lends at most */
+#define AHEAD_SLOTS   (2 * AHEAD_TENANTS) /* the table by tag: a load of at most 1/2 */
+
+struct ahead_slot {
+    uint32_t tag1; /* the tenant's tag + 1; 0: empty */
+    store_ahead *a;
+};
+
+/* slot returns tag's slot in f->ahead, or the empty one where it would go. */
+static struct ahead_slot *slot(const struct queue_fair *f, uint32_t tag)
+{
+    for (uint32_t i = hash_u32(tag) & (AHEAD_SLOTS - 1);; i = (i + 1) & (AHEAD_SLOTS - 1))
+        if (f->ahead[i].tag1 == 0 || f->ahead[i].tag1 == tag + 1)
+            return &f->ahead[i];
+}
+
+static store_ahead *buffer_of(const struct queue_fair *f, const tenant *tn)
+{
+    if (!f->nahead)
+        return NULL;
+    const struct ahead_slot *s = slot(f, tn->tag);
+    return s->tag1 ? s->a : NULL;
+}
+
+/* lend gives tn an empty buffer, when the level has one to lend. */
+static void lend(struct queue_fair *f, const tenant *tn)
+{
+    if (f->nahead >= AHEAD_TENANTS || (!f->ahead && !(f->ahead = calloc(AHEAD_SLOTS, sizeof *f->ahead))))
+        return;
+    store_ahead *a = malloc(sizeof *a + AHEAD_BYTES);
+    if (!a)
+        return;
+    a->n = a->i = 0;
+    *slot(f, tn->tag) = (struct ahead_slot){tn->tag + 1, a};
+    f->nahead++;
+}
+
+/* serve points key, rec and more at a's next record. */
+static int serve(queue *q, unsigned level, const store_ahead *a, uint64_t *key, store_rec *rec, int *more)
+{
+    *key = a->key[a->i];
+    *more = a->i + 1 < a->n || a->more;
+    return store_ahead_rec(q->st, level, a, a->i, rec);
+}
+
+int queue_fair_ahead_head(queue *q, unsigned level, struct queue_fair *f, tenant *tn, uint64_t *key,
+                          store_rec *rec, int *more)
+{
+    store_ahead *a = buffer_of(f, tn);
+    if (a && a->i < a->n)
+        return serve(q, level, a, key, rec, more);
+    if (!a) { /* a seek; a buffer for the next reads if the run goes on */
+        int rc = store_tag_head(q->st, level, tn->cursor, key, rec, more);
+        if (rc == SL_OK && *more)
+            lend(f, tn);
+        return rc;
+    }
+    int rc = store_tag_ahead(q->st, level, tn->cursor, a, AHEAD_BYTES);
+    if (rc == SL_ETOOBIG) /* its head alone fills the buffer */
+        return store_tag_head(q->st, level, tn->cursor, key, rec, more);
+    if (rc != SL_OK)
+        return rc;
+    if (store_committing(q->st))
+        a->more = 1; /* read from the snapshot, which may lack the run's newest records */
+    if (a->n == 0)
+        return QUEUE_FAIR_NOT_YET; /* its head is not committed yet */
+    return serve(q, level, a, key, rec, more);
+}
+
+void queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key)
+{
+    store_ahead *a = buffer_of(f, tn);
+    if (a && a->i < a->n && a->key[a->i] == key)
+        a->i++;
+}
+
+void queue_fair_ahead_appended(const struct queue_fair *f, const tenant *tn)
+{
+    store_ahead *a = buffer_of(f, tn);
+    if (a)
+        a->more = 1;
+}
+
+void queue_fair_ahead_ready(struct queue_fair *f, const tenant *tn, uint64_t key)
+{
+    store_ahead *a = buffer_of(f, tn);
+    if (!a || a->i >= a->n)
+        return;
+    if (key <= a->key[a->n - 1])
+        queue_fair_ahead_drop(f, tn); /* inside the keys held: read again */
+    else
+        a->more = 1;
+}
+
+void queue_fair_ahead_drop(struct queue_fair *f, const tenant *tn)
+{
+    if (!f->nahead)
+        return;
+    struct ahead_slot *s = slot(f, tn->tag);
+    if (!s->tag1)
+        return;
+    free(s->a);
+    /* out of the table: empty its slot, then move back each entry of the
+     * probe run after it whose home allows (backward shift) */
+    uint32_t mask = AHEAD_SLOTS - 1, i = (uint32_t)(s - f->ahead);
+    f->ahead[i].tag1 = 0;
+    for (uint32_t j = (i + 1) & mask; f->ahead[j].tag1; j = (j + 1) & mask) {
+        if (hash_moves_back(hash_u32(f->ahead[j].tag1 - 1) & mask, i, j, mask)) {
+            f->ahead[i] = f->ahead[j];
+            f->ahead[j].tag1 = 0;
+            i = j;
+        }
+    }
+    if (--f->nahead == 0) { /* nothing lent: the table goes too */
+        free(f->ahead);
+        f->ahead = NULL;
+    }
+}
+
+void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    tenant *tn = f ? queue_fair_find(f, (uint32_t)(key >> STORE_TAG_SHIFT)) : NULL;
+    if (tn)
+        queue_fair_ahead_drop(f, tn);
+}
+
+void queue_fair_ahead_reset(struct queue_fair *f)
+{
+    for (uint32_t i = 0; i < AHEAD_SLOTS && f->ahead; i++)
+        if (f->ahead[i].tag1)
+            free(f->ahead[i].a);
+    free(f->ahead);
+    f->ahead = NULL;
+    f->nahead = 0;
+}
+
+size_t queue_fair_ahead_bytes(const struct queue_fair *f)
+{
+    return f->nahead * (sizeof(store_ahead) + AHEAD_BYTES) + (f->ahead ? AHEAD_SLOTS * sizeof *f->ahead : 0);
+}
