@@ -87,7 +87,7 @@ int queue_append(queue *q, const store_rec *rec);
 int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns);
 
 /* queue_take marks the next ready message of level as leased and reads it:
- * *key and *rec (rec's pointers valid until the next store write). Returns
+ * *key and *rec (rec's pointers valid until the next call into the queue or the store). Returns
  * SL_OK, SL_ENOTFOUND (nothing ready), or a store error. */
 int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
 

@@ -92,6 +92,11 @@ void queue_deferred_apply(queue *q)
                       "fails and it is delivered again", (unsigned long long)key, level, proto_strerror(rc));
     }
     q->ndeferred = 0;
+    /* deleted now, not with a later batch: a failed commit's undo may just
+     * have made their tenants anew, reading from their runs' first keys */
+    if (store_gone_flush(q->st) != SL_OK)
+        log_error("queue", "cannot delete the acknowledgements taken during a commit; the next commit fails "
+                  "and they are delivered again");
 }
 
 /* queue_unleased notes that the leased record at key left its lease

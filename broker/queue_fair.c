@@ -318,6 +318,13 @@ static int head(queue *q, unsigned level, tenant *tn, uint64_t *key, store_rec *
         tmr_pop(&tn->returned, TMR_NEVER, &e);
     }
     *from_returned = 0;
+    if (store_committing(q->st) && tn->cursor == (uint64_t)tn->tag << STORE_TAG_SHIFT) {
+        /* made anew since it last took (or never took): the snapshot, the
+         * last commit's state, may still hold records of its run that were
+         * acknowledged since, and its reads would start below them */
+        q->lv[level].commit_wait = 1;
+        return QUEUE_FAIR_NOT_YET;
+    }
     rc = queue_fair_ahead_head(q, level, q->lv[level].fair, tn, key, rec, more);
     if (rc == QUEUE_FAIR_NOT_YET)
         return rc;

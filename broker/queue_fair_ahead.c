@@ -86,9 +86,15 @@ static void lend(struct queue_fair *f, const tenant *tn)
     if (f->nahead >= AHEAD_TENANTS || (!f->ahead && !(f->ahead = calloc(AHEAD_SLOTS, sizeof *f->ahead))))
         return;
     store_ahead *a = malloc(sizeof *a + AHEAD_BYTES);
-    if (!a)
+    if (!a) {
+        if (!f->nahead) { /* nothing lent: no table either */
+            free(f->ahead);
+            f->ahead = NULL;
+        }
         return;
+    }
     a->n = a->i = 0;
+    a->more = 0;
     *slot(f, tn->tag) = (struct ahead_slot){tn->tag + 1, a};
     f->nahead++;
 }
@@ -105,21 +111,21 @@ int queue_fair_ahead_head(queue *q, unsigned level, struct queue_fair *f, tenant
                           store_rec *rec, int *more)
 {
     store_ahead *a = buffer_of(f, tn);
-    if (a && a->i < a->n)
+    if (a && a->i < a->n) /* (filled before a commit went out, still right while it is) */
         return serve(q, level, a, key, rec, more);
+    if (store_committing(q->st)) /* the snapshot of the last commit: read it, keep nothing of it */
+        return store_tag_head(q->st, level, tn->cursor, key, rec, more);
     if (!a) { /* a seek; a buffer for the next reads if the run goes on */
         int rc = store_tag_head(q->st, level, tn->cursor, key, rec, more);
         if (rc == SL_OK && *more)
             lend(f, tn);
         return rc;
     }
-    int rc = store_tag_ahead(q->st, level, tn->cursor, a, AHEAD_BYTES);
-    if (rc == SL_ETOOBIG) /* its head alone fills the buffer */
-        return store_tag_head(q->st, level, tn->cursor, key, rec, more);
+    int rc = store_tag_ahead(q->st, level, tn->cursor, a, AHEAD_BYTES, key, rec, more);
+    if (rc == SL_ETOOBIG) /* its head alone fills the buffer: read in place, as store_tag_head */
+        return SL_OK;
     if (rc != SL_OK)
         return rc;
-    if (store_committing(q->st))
-        a->more = 1; /* read from the snapshot, which may lack the run's newest records */
     if (a->n == 0)
         return QUEUE_FAIR_NOT_YET; /* its head is not committed yet */
     return serve(q, level, a, key, rec, more);

@@ -29,7 +29,8 @@
  * then see the last committed snapshot, and writes wait for the commit's
  * end). Reads see the transaction's own writes. The loop commits once per
  * pass (group commit). Pointers in a store_rec returned by a read are valid only
- * until the next write or commit: copy what you keep.
+ * until the next call into the store (any may write: store_txn_level deletes
+ * acknowledged records first, store_gone.c): copy what you keep.
  *
  * Every record value starts with a CRC32C of the rest of the record; reads
  * verify it, and the record's lengths, and return SL_ECORRUPT on mismatch.
@@ -434,8 +435,11 @@ typedef struct store_ahead {
  * of from's tag's run at or after from, up to STORE_AHEAD_MAX or cap bytes.
  * SL_OK with a->n == 0 when the first is not committed yet; SL_ENOTFOUND
  * when the run holds nothing at or after from; SL_ETOOBIG when the first
- * alone is larger than cap. One seek, then steps. */
-int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, size_t cap);
+ * alone is larger than cap: a holds nothing, and *key, *rec and *more are
+ * that record's, read in place, as store_tag_head gives them (key, rec and
+ * more are not touched otherwise). One seek, then steps. */
+int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, size_t cap, uint64_t *key,
+                    store_rec *rec, int *more);
 
 /* store_ahead_rec decodes a's record i (checked as store_decode). */
 int store_ahead_rec(store *s, unsigned level, const store_ahead *a, unsigned i, store_rec *out);

@@ -215,6 +215,8 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
     store_rec rec;
     uint64_t key;
     int err = store_txn_need(s);
+    if (err == SL_OK) /* it writes a head key of q.<L>: acknowledged keys are deleted first (store_gone.c) */
+        err = store_gone_flush(s);
     if (err == SL_OK)
         err = store_cursor_at(s, s->delayed, MDB_FIRST, &k, &v, &cur);
     if (err != SL_OK)

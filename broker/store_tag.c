@@ -267,10 +267,11 @@ int store_key_committed_fair(const store *s, unsigned level, uint64_t key)
     return level < s->levels && (key & STORE_SEQ_MASK) <= (s->committed_key[level] & STORE_SEQ_MASK);
 }
 
-int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, size_t cap)
+int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, size_t cap, uint64_t *key,
+                    store_rec *rec, int *more)
 {
     unsigned char kb[8];
-    MDB_val k, v;
+    MDB_val k, v, big = {0, NULL};
     MDB_cursor *cur = NULL;
     uint64_t tag = from >> STORE_TAG_SHIFT;
     size_t used = 0;
@@ -288,24 +289,31 @@ int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, siz
     while (rc == MDB_SUCCESS) {
         if (k.mv_size != 8 || get_be64(k.mv_data) >> STORE_TAG_SHIFT != tag)
             break; /* the run ends (a key of another size ends it, as for store_tag_head) */
-        uint64_t key = get_be64(k.mv_data);
-        if (a->n == STORE_AHEAD_MAX || !store_key_committed_fair(s, level, key) || used + v.mv_size > cap) {
+        uint64_t at = get_be64(k.mv_data);
+        int committed = store_key_committed_fair(s, level, at);
+        if (a->n == STORE_AHEAD_MAX || !committed || used + v.mv_size > cap) {
             a->more = 1; /* the run goes on past what a holds */
-            if (a->n == 0 && v.mv_size > cap)
-                err = SL_ETOOBIG;
+            if (a->n == 0 && committed) { /* the head alone is too large: read in place */
+                big = v;
+                *key = at;
+                rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+                *more = rc == MDB_SUCCESS && k.mv_size == 8 && get_be64(k.mv_data) >> STORE_TAG_SHIFT == tag;
+            }
             break;
         }
         memcpy(a->data + used, v.mv_data, v.mv_size);
         used += v.mv_size;
-        a->key[a->n++] = key;
+        a->key[a->n++] = at;
         a->off[a->n] = (uint32_t)used;
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
     mdb_cursor_close(cur);
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
         return store_fail(s, rc, "step a cursor on q.%u", level);
-    if (err != SL_OK)
-        return err;
+    if (big.mv_data) {
+        err = store_decode(s, s->q[level], &big, *key, rec);
+        return err != SL_OK ? err : SL_ETOOBIG;
+    }
     return a->n || a->more ? SL_OK : SL_ENOTFOUND;
 }
 

@@ -237,10 +237,12 @@ static int fair_levels(shared *s)
     for (unsigned l = 0; rc == SL_OK && l < CAMPAIGN_LEVELS; l++)
         rc = sl_level_fair(c, l, 1);
     sl_close(&c);
-    if (rc != SL_OK)
+    if (rc != SL_OK) {
         fprintf(stderr, "crash: cannot serve the levels fair by tag: %s\n", sl_strerror(rc));
+        return -1;
+    }
     s->tags = FAIR_TAGS;
-    return rc == SL_OK ? 0 : -1;
+    return 0;
 }
 
 int main(int argc, char **argv)

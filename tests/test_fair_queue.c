@@ -16,7 +16,14 @@
  *     exactly the tags with something ready, and the level's tenants are
  *     exactly the tags with something ready or leased;
  *   - explain's place: the messages of its tag ahead of a ready one, counted
- *     by stepping the tag's run (queue_fair_place).
+ *     by stepping the tag's run (queue_fair_place);
+ *   - the same through the read-ahead (queue_fair_ahead.c) and the batched
+ *     deletes of acknowledged records (store_gone.c): explain looks only
+ *     now and then, so deletes wait across steps;
+ *   - a commit out on the writer thread, as a checkpoint is: takes from the
+ *     last commit's snapshot meanwhile never give a message that was
+ *     acknowledged (or is leased) and keep each tag's order, and nothing
+ *     read then is served after it from a stale copy.
  *
  * The seed is printed (SLUICE_SEED replays it); loops are bounded by count.
  */
@@ -54,6 +61,7 @@ typedef struct model {
     int n;
     int next_seq[NTAGS];
     int64_t tag_id[NTAGS]; /* its interned id, learnt from a taken key; -1 before */
+    int lax[NTAGS];        /* took while a commit was out: may stay in the turns empty until a pick finds it so */
 } model;
 
 static unsigned rnd(unsigned *s)
@@ -93,12 +101,15 @@ static msg *oldest(model *md, int tag)
 }
 
 /* take takes one message and checks it against the model; returns 1 when
- * one was taken. */
-static int take(queue *q, model *md)
+ * one was taken. While a commit is out (frozen) finding nothing proves
+ * nothing: heads may be missing from the snapshot. */
+static int take(queue *q, model *md, int frozen)
 {
     uint64_t key;
     store_rec rec;
     int rc = queue_take(q, 0, &key, &rec);
+    if (rc == SL_ENOTFOUND && frozen)
+        return 0;
     if (rc == SL_ENOTFOUND) {
         for (int t = 0; t < NTAGS; t++) { /* only heads the open transaction appended wait */
             msg *h = oldest(md, t);
@@ -118,6 +129,7 @@ static int take(queue *q, model *md)
     m->state = LEASED;
     m->key = key;
     md->tag_id[m->tag] = (int64_t)(key >> STORE_TAG_SHIFT);
+    md->lax[m->tag] |= frozen;
     return 1;
 }
 
@@ -140,7 +152,7 @@ static msg *any_leased(model *md, unsigned *seed)
 static void check(queue *q, store *st, model *md, unsigned *seed)
 {
     uint64_t ready = 0;
-    int live[NTAGS] = {0}, waiting[NTAGS] = {0}, tags = 0;
+    int live[NTAGS] = {0}, waiting[NTAGS] = {0}, tags = 0, stale = 0;
     for (int i = 0; i < md->n; i++) {
         ready += md->m[i].state == READY;
         waiting[md->m[i].tag] |= md->m[i].state == READY;
@@ -148,14 +160,27 @@ static void check(queue *q, store *st, model *md, unsigned *seed)
     }
     for (int t = 0; t < NTAGS; t++) {
         tags += live[t];
-        if (md->tag_id[t] >= 0) /* in the turns exactly while something of it is ready */
-            assert_int_equal(drr_find(&q->lv[0].fair->d, (uint64_t)md->tag_id[t]) != NULL, waiting[t]);
+        if (md->tag_id[t] < 0)
+            continue;
+        /* in the turns exactly while something of it is ready; after a take
+         * while a commit was out (which cannot tell that the run ended),
+         * perhaps empty until a pick finds it so */
+        int in = drr_find(&q->lv[0].fair->d, (uint64_t)md->tag_id[t]) != NULL;
+        if (in && !waiting[t]) {
+            assert_true(md->lax[t]);
+            stale += !live[t];
+        } else {
+            assert_int_equal(in, waiting[t]);
+            md->lax[t] &= in;
+        }
     }
     uint32_t tenants = 0;
     queue_fair_bytes(q, 0, &tenants);
     assert_int_equal(queue_ready(q, 0), ready);
-    assert_int_equal(tenants, tags);
+    assert_int_equal(tenants, tags + stale);
     if (!ready)
+        return;
+    if (rnd(seed) % 8) /* explain only now and then: acknowledged records' deletes wait meanwhile */
         return;
     int pick = (int)(rnd(seed) % ready);
     for (int i = 0; i < md->n; i++) {
@@ -181,6 +206,38 @@ static void commit(queue *q, store *st, model *md)
         md->m[i].fresh = 0;
 }
 
+/* commit_out hands the transaction to the writer thread, as a checkpoint
+ * does, takes and acknowledges from the snapshot while that commit is out
+ * (the acks wait for its end: queue_deferred_add), then ends it as the loop
+ * does. Returns the messages taken meanwhile. */
+static unsigned commit_out(queue *q, store *st, model *md, unsigned *seed)
+{
+    int started = 0, rc = SL_OK;
+    unsigned taken = 0;
+    queue_commit_started(q);
+    assert_int_equal(store_commit_start(st, 1, 1, &started), SL_OK);
+    if (started && store_committing(st)) {
+        queue_commit_frozen(q);
+        for (int i = 0; i < 12; i++) {
+            msg *m;
+            if (rnd(seed) % 2) {
+                taken += (unsigned)take(q, md, 1);
+            } else if ((m = any_leased(md, seed))) {
+                assert_int_equal(queue_settle(q, 0, m->key), SL_OK);
+                m->state = DONE;
+            }
+        }
+    }
+    if (started)
+        store_commit_wait(st, &rc);
+    assert_int_equal(rc, SL_OK);
+    queue_commit_ended(q, rc);
+    queue_deferred_apply(q);
+    for (int i = 0; i < md->n; i++)
+        md->m[i].fresh = 0;
+    return taken;
+}
+
 static void fifo_per_tag_through_appends_takes_acks_and_nacks(void **state)
 {
     (void)state;
@@ -203,7 +260,7 @@ static void fifo_per_tag_through_appends_takes_acks_and_nacks(void **state)
             /* bursts on one tag as well as spread ones, so runs grow and empty */
             append(&q, md, (int)(rnd(&seed) % 3 == 0 ? 0 : rnd(&seed) % NTAGS));
         } else if (r < 60) {
-            taken += (unsigned)take(&q, md);
+            taken += (unsigned)take(&q, md, 0);
         } else if (r < 75 && (m = any_leased(md, &seed))) {
             assert_int_equal(queue_settle(&q, 0, m->key), SL_OK);
             m->state = DONE;
@@ -211,8 +268,10 @@ static void fifo_per_tag_through_appends_takes_acks_and_nacks(void **state)
             assert_int_equal(queue_return(&q, 0, m->key, ++m->attempt, 0), SL_OK);
             m->state = READY; /* back at its place: the head of its tag */
             nacked++;
-        } else if (r < 95) {
+        } else if (r < 93) {
             commit(&q, st, md);
+        } else if (r < 98) {
+            taken += commit_out(&q, st, md, &seed);
         }
         check(&q, st, md, &seed);
     }
@@ -224,7 +283,7 @@ static void fifo_per_tag_through_appends_takes_acks_and_nacks(void **state)
             assert_int_equal(queue_settle(&q, 0, m->key), SL_OK);
             m->state = DONE;
         } else {
-            int got = take(&q, md);
+            int got = take(&q, md, 0);
             taken += (unsigned)got;
             assert_true(got || m);
         }
