@@ -155,17 +155,26 @@ int store_tag_span(store *s, unsigned level, uint32_t from, uint32_t *tag, uint6
     return SL_OK;
 }
 
+/* run_seek opens *cur on q.<level> at the first key at or after from, for
+ * a fair take's read: lazily, since every acknowledged key waiting for its
+ * delete lies below from (store_gone.c). kb holds the sought key. */
+static int run_seek(store *s, unsigned level, uint64_t from, unsigned char kb[8], MDB_val *k, MDB_val *v,
+                    MDB_cursor **cur)
+{
+    int err = store_txn_lazy(s, level);
+    if (err != SL_OK)
+        return err;
+    key_u64(k, kb, from);
+    return store_cursor_at(s, s->q[level], MDB_SET_RANGE, k, v, cur);
+}
+
 int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *rec, int *more)
 {
     unsigned char kb[8];
     MDB_val k, v, nk, nv;
     MDB_cursor *cur = NULL;
     uint64_t tag = from >> STORE_TAG_SHIFT;
-    int err = store_txn_lazy(s, level);
-    if (err != SL_OK)
-        return err;
-    key_u64(&k, kb, from);
-    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, &cur);
+    int err = run_seek(s, level, from, kb, &k, &v, &cur);
     if (err != SL_OK)
         return err;
     *key = get_be64(k.mv_data);
@@ -278,11 +287,7 @@ int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, siz
     a->n = a->i = 0;
     a->more = 0;
     a->off[0] = 0;
-    int err = store_txn_lazy(s, level);
-    if (err != SL_OK)
-        return err;
-    key_u64(&k, kb, from);
-    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, &v, &cur);
+    int err = run_seek(s, level, from, kb, &k, &v, &cur);
     if (err != SL_OK)
         return err;
     int rc = MDB_SUCCESS;

@@ -75,6 +75,39 @@ static void ack(sl_client *c, sl_delivery **d)
     sl_delivery_free(d);
 }
 
+/* Messages of two tags, interleaved: message i is "a<i/2>" of tag a for an
+ * even i, "b<i/2>" of tag b for an odd one; a fair level gives them back
+ * in that order, each tag in its own. */
+static void ab_body(int i, char body[16])
+{
+    snprintf(body, 16, "%c%d", "ab"[i % 2], i / 2);
+}
+
+/* put_ab publishes messages 0..n-1 of the interleaving, their ids in ids
+ * (NULL: not kept). */
+static void put_ab(sl_client *c, int n, uint64_t *ids)
+{
+    char body[16];
+    for (int i = 0; i < n; i++) {
+        ab_body(i, body);
+        uint64_t id = put(c, i % 2 ? "b" : "a", body, 0);
+        if (ids)
+            ids[i] = id;
+    }
+}
+
+/* take_ab receives messages from..to-1 of the interleaving in order,
+ * acking each. */
+static void take_ab(sl_client *c, int from, int to)
+{
+    char body[16];
+    for (int i = from; i < to; i++) {
+        ab_body(i, body);
+        sl_delivery *d = next(c, body);
+        ack(c, &d);
+    }
+}
+
 static sl_client *consumer(th_fixture *f, unsigned credit)
 {
     sl_client *c = th_client(&f->b, 5000);
@@ -89,19 +122,11 @@ static void acknowledged_messages_are_gone_for_every_reader(void **state)
     (void)state;
     th_fixture *f = NULL;
     uint64_t ids[12];
-    char body[16];
     assert_int_equal(th_fixture_start(quiet_store, &f), 0);
     assert_int_equal(sl_level_fair(f->c, LEVEL, 1), SL_OK);
-    for (int i = 0; i < 12; i++) { /* a0 b0 a1 b1 ...: runs long enough to be read ahead */
-        snprintf(body, sizeof body, "%c%d", "ab"[i % 2], i / 2);
-        ids[i] = put(f->c, body[0] == 'a' ? "a" : "b", body, 0);
-    }
+    put_ab(f->c, 12, ids); /* runs of 6: long enough to be read ahead */
     sl_client *c = consumer(f, 1);
-    for (int i = 0; i < 12; i++) { /* fair: a and b in turn, each in its order */
-        snprintf(body, sizeof body, "%c%d", "ab"[i % 2], i / 2);
-        sl_delivery *d = next(c, body);
-        ack(c, &d);
-    }
+    take_ab(c, 0, 12);
     assert_int_equal(sl_flush(c, 5000), SL_OK);
     for (int i = 0; i < 12; i++) {
         sl_explain_info e;
@@ -125,19 +150,11 @@ static void durable_acks_survive_a_kill(void **state)
 {
     (void)state;
     th_fixture *f = NULL;
-    char body[16];
     assert_int_equal(th_fixture_start(quiet_store, &f), 0);
     assert_int_equal(sl_level_fair(f->c, LEVEL, 1), SL_OK);
-    for (int i = 0; i < 20; i++) {
-        snprintf(body, sizeof body, "%c%d", "ab"[i % 2], i / 2);
-        put(f->c, body[0] == 'a' ? "a" : "b", body, 0);
-    }
+    put_ab(f->c, 20, NULL);
     sl_client *c = consumer(f, 1);
-    for (int i = 0; i < 12; i++) {
-        snprintf(body, sizeof body, "%c%d", "ab"[i % 2], i / 2);
-        sl_delivery *d = next(c, body);
-        ack(c, &d);
-    }
+    take_ab(c, 0, 12);
     assert_int_equal(sl_flush(c, 5000), SL_OK); /* every ack above is durable now */
     sl_close(&c);
     sl_close(&f->c);
@@ -145,11 +162,7 @@ static void durable_acks_survive_a_kill(void **state)
     assert_int_equal(th_broker_start(&f->b), 0);
     f->c = th_client(&f->b, 5000);
     c = consumer(f, 1);
-    for (int i = 12; i < 20; i++) { /* a6 b6 a7 b7 ...: not one acknowledged message again */
-        snprintf(body, sizeof body, "%c%d", "ab"[i % 2], i / 2);
-        sl_delivery *d = next(c, body);
-        ack(c, &d);
-    }
+    take_ab(c, 12, 20); /* a6 b6 a7 b7 ...: not one acknowledged message again */
     nothing(c, 500);
     sl_close(&c);
     assert_int_equal(th_fixture_finish(&f), 0);
