@@ -79,6 +79,8 @@ int queue_deferred_add(queue *q, unsigned level, uint64_t key)
 
 void queue_deferred_apply(queue *q)
 {
+    if (!q->ndeferred)
+        return; /* (after every batch's record: most often nothing waited) */
     for (size_t i = 0; i < q->ndeferred; i++) {
         unsigned level = q->deferred[i].level;
         uint64_t key = q->deferred[i].key;
