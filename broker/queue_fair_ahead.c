@@ -31,7 +31,11 @@
  * Publishes append past every key of their run, so a buffer stays a prefix
  * of the run (queue_fair_ahead_appended notes that the run goes on, for the
  * take that empties the buffer); a take moves the cursor past what it
- * serves; settlements touch leased records, below the cursor.
+ * serves; settlements touch leased records, below the cursor. And nothing
+ * is copied while a checkpoint is out: reads then see the last commit's
+ * snapshot, which may still hold records expired or acknowledged since, so
+ * a read takes the head alone and keeps nothing (a buffer filled before
+ * stays right, since nothing writes until the commit ends).
  *
  * A record decoded from a buffer points into it, and lives until the
  * tenant's next read, as a record read from LMDB lives until the
