@@ -168,9 +168,10 @@ int store_txn_level(store *s, unsigned level);
 /* store_txn_lazy is store_txn_level for the three operations that leave
  * acknowledged records of fair levels waiting for their batched delete:
  * a publish (keys past every run), a fair take (at or after its tenant's
- * cursor, past every acknowledged key of the tag) and an acknowledgement.
- * Every other operation on a level goes through store_txn_level, which
- * deletes them first (store_gone.c). */
+ * cursor, past every acknowledged key of the tag) and an acknowledgement;
+ * and store_level_bytes, which counts LMDB's pages as they are. Every
+ * other operation on a level goes through store_txn_level, which deletes
+ * them first (store_gone.c). */
 int store_txn_lazy(store *s, unsigned level);
 
 /* ---- acknowledged records of fair levels (store_gone.c) ---- */
