@@ -126,7 +126,7 @@ static void forget(struct queue_fair *f, tenant *tn)
     if (tn->leased || tn->returned.len || drr_find(&f->d, tn->tag))
         return;
     tmr_fini(&tn->returned);
-    queue_fair_ahead_drop(f, tn);
+    queue_fair_ahead_drop(f, tn->tag);
     /* out of the hash table: empty its slot, then move back each entry of
      * the probe run after it whose home is not between (backward shift) */
     uint32_t mask = f->nslots - 1, i = (uint32_t)(slot_of(f, tn->tag) - f->slots);

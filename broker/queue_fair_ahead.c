@@ -155,16 +155,16 @@ void queue_fair_ahead_ready(struct queue_fair *f, const tenant *tn, uint64_t key
     if (!a || a->i >= a->n)
         return;
     if (key <= a->key[a->n - 1])
-        queue_fair_ahead_drop(f, tn); /* inside the keys held: read again */
+        queue_fair_ahead_drop(f, tn->tag); /* inside the keys held: read again */
     else
         a->more = 1;
 }
 
-void queue_fair_ahead_drop(struct queue_fair *f, const tenant *tn)
+void queue_fair_ahead_drop(struct queue_fair *f, uint32_t tag)
 {
     if (!f->nahead)
         return;
-    struct ahead_slot *s = slot(f, tn->tag);
+    struct ahead_slot *s = slot(f, tag);
     if (!s->tag1)
         return;
     free(s->a);
@@ -188,9 +188,8 @@ void queue_fair_ahead_drop(struct queue_fair *f, const tenant *tn)
 void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key)
 {
     struct queue_fair *f = q->lv[level].fair;
-    tenant *tn = f ? queue_fair_find(f, (uint32_t)(key >> STORE_TAG_SHIFT)) : NULL;
-    if (tn)
-        queue_fair_ahead_drop(f, tn);
+    if (f)
+        queue_fair_ahead_drop(f, (uint32_t)(key >> STORE_TAG_SHIFT));
 }
 
 void queue_fair_ahead_reset(struct queue_fair *f)

@@ -83,9 +83,9 @@ void queue_fair_ahead_appended(const struct queue_fair *f, const tenant *tn);
  * goes on. */
 void queue_fair_ahead_ready(struct queue_fair *f, const tenant *tn, uint64_t key);
 
-/* queue_fair_ahead_drop frees tn's buffer (tenant forgotten, or its copy no
- * longer right); _reset drops every tenant's. */
-void queue_fair_ahead_drop(struct queue_fair *f, const tenant *tn);
+/* queue_fair_ahead_drop frees tag's buffer, if it has one (its tenant
+ * forgotten, or its copy no longer right); _reset drops every tenant's. */
+void queue_fair_ahead_drop(struct queue_fair *f, uint32_t tag);
 void queue_fair_ahead_reset(struct queue_fair *f);
 
 /* queue_fair_ahead_bytes returns the bytes f's buffers hold. */
