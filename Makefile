@@ -51,26 +51,45 @@ CURL_LIBS  = $(shell pkg-config --libs $(CURL_PKGS) 2>/dev/null)
 PUBLIC_HDRS := $(BUILD)/include/sluice.h $(BUILD)/include/sluice_admin.h $(BUILD)/include/sluice_errors.h
 INC_proto        := -Iproto
 INC_client       := -Iclient -Iproto
-INC_broker       := -Ibroker -Iproto
 INC_tools/common := -Itools/common -I$(BUILD)/include
 INC_tools/cli    := -Itools/cli -Itools/common -I$(BUILD)/include
 INC_tools/bench  := -Itools/bench -Itools/common -I$(BUILD)/include
 INC_tools/sink   := -Itools/sink -Itools/common -I$(BUILD)/include
-INC_tests        := -Itests -Iproto -Iclient -Ibroker -Itools/common -Itools/sink
 INC_tests/fuzz   := -Iproto
+
+# The broker: a folder per subsystem (broker/README.md), each compiled with the include paths
+# of the folders it may use and no others, so an include that breaks the layering fails to
+# compile. USE_x lists x's folder first, then what it may use; each list is made of the lists
+# below it, and `make layering` checks that no two folders may use each other.
+BROKER_DIRS := util meter store net coord service sched queue core path admin auth
+USE_util    := util
+USE_meter   := meter $(USE_util)
+USE_store   := store $(USE_util)
+USE_net     := net $(USE_util)
+USE_coord   := coord $(USE_util)
+USE_sched   := sched $(USE_meter)
+USE_service := service $(USE_sched)
+USE_queue   := queue store $(USE_sched)
+USE_core    := core $(sort $(USE_queue) $(USE_store) $(USE_net) $(USE_coord) $(USE_service))
+USE_path    := path $(USE_core)
+USE_admin   := admin $(USE_path)
+USE_auth    := auth $(USE_path)
+$(foreach d,$(BROKER_DIRS),$(eval INC_broker/$(d) := $(patsubst %,-Ibroker/%,$(USE_$(d))) -Iproto))
+INC_broker       := -Ibroker $(patsubst %,-Ibroker/%,$(BROKER_DIRS)) -Iproto
+INC_tests        := -Itests -Iproto -Iclient $(INC_broker) -Itools/common -Itools/sink
 inc = $(INC_$(patsubst %/,%,$(dir $(1))))
-# coord.c embeds the lease script, kept readable in broker/coord.lua, as a C string.
-$(BUILD)/broker/coord.o: EXTRA_INC := -I$(BUILD)/gen
-$(BUILD)/broker/coord.o: $(BUILD)/gen/coord.lua.inc
-$(BUILD)/gen/coord.lua.inc: broker/coord.lua
+# coord.c embeds the lease script, kept readable in broker/coord/coord.lua, as a C string.
+$(BUILD)/broker/coord/coord.o: EXTRA_INC := -I$(BUILD)/gen
+$(BUILD)/broker/coord/coord.o: $(BUILD)/gen/coord.lua.inc
+$(BUILD)/gen/coord.lua.inc: broker/coord/coord.lua
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
-# The pick benchmark measures the broker's pure pick rule (broker/disp.c) in place.
-$(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker
+# The pick benchmark measures the broker's pure pick rule (broker/sched/disp.c) in place.
+$(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched
 
 PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
-BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
+BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c $(BROKER_DIRS:%=broker/%/*.c)))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_LIB_SRC := tests/harness.c tools/common/proc.c
 
@@ -81,7 +100,7 @@ LIBBROKER  := $(BUILD)/libbroker.a
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
-.PHONY: all deps run test test-run bench clean install layering circles tests
+.PHONY: all deps run test test-run bench clean install layering tests
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
 # from position-independent objects of its own; and the man pages, generated from --help.
@@ -183,7 +202,7 @@ $(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBS
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/disp.c broker/drr.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/sched/disp.c broker/sched/drr.c broker/util/grow.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
@@ -359,25 +378,25 @@ fuzz-ci:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
 # The pure modules: no clock, no I/O, no logging; time is a parameter.
-PURE := rl disp tmr meter breaker pool grow hist share drr aimd tagthrottle gather
-PURE_CLIENT := pace
+PURE := broker/meter/*.[ch] broker/sched/disp.[ch] broker/sched/drr.[ch] broker/sched/pool.[ch] \
+        broker/sched/tmr.[ch] broker/store/gather.[ch] broker/coord/share.[ch] broker/util/grow.[ch] \
+        broker/util/hist.[ch] client/pace.[ch]
 
-# Layering: each library belongs to one module (see README.md, "Code map"). The include
-# paths above already make a wrong project include fail to compile; these greps keep the
-# libraries in their modules and the pure modules free of clocks and I/O, and `make circles`
-# fails on a circle among the broker's modules (tools/circles.sh prints it).
-layering: circles
-	@bad=$$(grep -lE '#include[[:space:]]*[<"]lmdb\.h' broker/*.[ch] client/*.[ch] proto/*.[ch] | grep -v 'broker/store'); \
-	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker/*.[ch] client/*.[ch] tools)"; \
+# Layering. The include paths above make a wrong project include fail to compile; this checks
+# that no two broker folders may use each other (so there is no circle between folders), keeps
+# each library in its folder, and the pure modules free of clocks and I/O.
+layering:
+	@bad=""; $(foreach a,$(BROKER_DIRS),$(foreach b,$(filter-out $(a),$(USE_$(a))),\
+	  $(if $(filter $(a),$(USE_$(b))),bad="$$bad $(a)<->$(b)";))) \
+	 if [ -n "$$bad" ]; then echo "layering: folders that may use each other:$$bad"; exit 1; fi
+	@bad=$$(grep -rlE '#include[[:space:]]*[<"]lmdb\.h' broker client proto | grep -v '^broker/store/'); \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]msgpack\.h' broker client tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
-	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]zmq\.h' broker/*.[ch] proto/*.[ch] | grep -vE 'broker/(net|loop|zap)\.')"; \
-	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"](hiredis/)?hiredis\.h' broker/*.[ch] client proto tools | grep -v 'broker/coord\.c')"; \
-	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"]microhttpd\.h' broker/*.[ch] proto/*.[ch] client/*.[ch] | grep -v 'broker/metrics\.')"; \
-	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio|log)\.h|clock_gettime|time\(' $(PURE:%=broker/%.[ch]) $(PURE_CLIENT:%=client/%.[ch]) 2>/dev/null)"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]zmq\.h' broker proto | grep -vE '^broker/(net/|loop\.)')"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"](hiredis/)?hiredis\.h' broker client proto tools | grep -v '^broker/coord/')"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]microhttpd\.h' broker proto client | grep -v '^broker/service/')"; \
+	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio|log)\.h|clock_gettime|time\(' $(PURE) 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
-
-circles:
-	@sh tools/circles.sh broker
 
 # make install PREFIX=/usr DESTDIR=/tmp/stage: the layout a package takes. The unit gets the
 # installed paths; the example sluice.conf is not overwritten when one is there.

@@ -55,6 +55,7 @@
 #include "coord.h"
 #include "log.h"
 #include "metrics.h"
+#include "publish.h"
 #include "net.h"
 #include "notify.h"
 #include "settings.h"
@@ -149,6 +150,7 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     if (rc != SL_OK)
         goto unlock;
     queue_open(&b->q, b->st, cfg->levels, info);
+    room_init(&b->room, b->cfg.data_dir, cfg->soft_limit_pct, cfg->map_max_bytes);
     if (getrandom(&prefix, sizeof prefix, 0) != sizeof prefix)
         prefix = (uint32_t)(wall_ns ^ (uint64_t)getpid());
     rc = conn_table_init(&b->conns);
@@ -188,7 +190,7 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     rc = metrics_open(cfg->metrics, &b->metrics);
     if (rc != SL_OK)
         goto auth_fini;
-    metrics_publish(b->metrics, b);
+    publish_figures(b);
     notify_open(&b->notify, mono_ns); /* last: nothing after it can fail */
 
     uint64_t total = 0, delayed = 0;

@@ -67,6 +67,7 @@
 #include "member.h"
 #include "meter.h"
 #include "metrics.h"
+#include "publish.h"
 #include "net.h"
 #include "notify.h"
 #include "pool.h"
@@ -83,17 +84,6 @@
 #define SAMPLE_EVERY_NS (250 * NS_PER_MS)
 #define MEASURE_EVERY_NS (100 * NS_PER_MS)
 
-/* is_leased tells whether the record at key of level is out with a
- * consumer. O(leases): expiries are rare next to deliveries. */
-static int is_leased(const bk *b, unsigned level, uint64_t key)
-{
-    for (size_t i = 0; i < b->leases.nbuckets; i++)
-        for (const lease *l = b->leases.buckets[i]; l; l = l->hnext)
-            if (l->level == level && l->key == key)
-                return 1;
-    return 0;
-}
-
 /* expire_due moves messages whose time to live ran out to the dead letters,
  * wherever they wait: queued (even mid-queue) or delayed. One out with a
  * consumer is left to its delivery, and checked again if it comes back. */
@@ -106,7 +96,7 @@ static void expire_due(bk *b)
             queue_expire_delayed(&b->q, it.loc, it.id, reason, b->wall_ns);
             continue;
         }
-        if (it.where >= b->cfg.levels || is_leased(b, it.where, it.loc))
+        if (it.where >= b->cfg.levels || lease_holds(&b->leases, it.where, it.loc))
             continue;
         if (queue_expire(&b->q, it.where, it.loc, it.id, reason, b->wall_ns) == SL_OK)
             log_debug("cron", "message %llu expired", (unsigned long long)it.id);
@@ -246,14 +236,14 @@ void cron_tick(bk *b)
     if (b->mono_ns >= b->notify.next_status_ns)
         notify_status(b);
     if (b->metrics && b->mono_ns >= b->next_metrics_ns) {
-        metrics_publish(b->metrics, b);
+        publish_figures(b);
         b->next_metrics_ns = b->mono_ns + METRICS_PUBLISH_NS;
     }
 }
 
 void cron_between_commits(bk *b, int nospace)
 {
-    int short_of_room = room_short(b);
+    int short_of_room = room_short(&b->room, b->st, b->mono_ns);
     if (nospace || short_of_room || b->mono_ns >= b->next_measure_ns) { /* exact now and then, estimated in between */
         b->next_measure_ns = b->mono_ns + MEASURE_EVERY_NS;
         store_measure(b->st); /* after a refusal: forgets what the refused appends added */

@@ -53,6 +53,7 @@
 #include "cron.h"
 #include "deliver.h"
 #include "gather.h"
+#include "grow.h"
 #include "handle.h"
 #include "hist.h"
 #include "net.h"
@@ -96,19 +97,37 @@ static void set_clock(bk *b)
     b->q.now_wall_ns = b->wall_ns; /* dates records the queue moves aside as corrupt */
 }
 
-static park *parked; /* requests received while a commit was out that wait for its end (park.c) */
+/* While a commit is out, a send that fails is held here and handed to
+ * settle_send_failed after the commit's end: ending a consumer's leases
+ * charges attempts, which writes the store. */
+typedef struct held_fail {
+    uint8_t rid[256];
+    size_t rid_len;
+    uint64_t token;
+    int err;
+} held_fail;
 
-/* A log record waits for the rest of its batch (gather.c): the producers
- * its predecessor confirmed, which come back a round trip later. Only
- * publishes count: a consumer does not wait for a settlement's answer, nor
- * for a delivery that leaves with the record, before its next request. */
-static size_t sealed_puts; /* publishes the record out will confirm */
-static gather gath;
+/* The loop's own state, while loop_run runs (b->loop). */
+typedef struct loop_state loop_state;
+struct loop_state {
+    park *parked;         /* requests received while a commit was out that wait for its end (park.c) */
+    /* A log record waits for the rest of its batch (gather.c): the producers
+     * its predecessor confirmed, which come back a round trip later. Only
+     * publishes count: a consumer does not wait for a settlement's answer,
+     * nor for a delivery that leaves with the record, before its next
+     * request. */
+    size_t sealed_puts;   /* publishes the record out will confirm */
+    gather gath;
+    held_fail *held;      /* sends that failed while the commit was out */
+    size_t nheld, capheld;
+    int commit_wrote;     /* the commit that is out wrote (its latency counts) */
+    uint64_t commit_t0_ns; /* ... and when it started */
+};
 
 /* gathering tells whether the next record waits for more of its batch. */
 static int gathering(const bk *b)
 {
-    return gather_holds(&gath, b->mono_ns, b->puts_unsealed);
+    return gather_holds(&b->loop->gath, b->mono_ns, b->puts_unsealed);
 }
 
 /* handle_parked hands in again a request parked while a commit was out. */
@@ -126,16 +145,16 @@ static int commit_poll(bk *b, int wait);
  * or a commit's error. */
 static int receive(bk *b, const net_in *in)
 {
-    int park_it = store_committing(b->st) && park_holds_peer(parked, in->sock, in->rid, in->rid_len);
+    int park_it = store_committing(b->st) && park_holds_peer(b->loop->parked, in->sock, in->rid, in->rid_len);
     if (!park_it && handle_message(b, in) == HANDLE_DONE)
         return SL_OK;
-    if (park_add(parked, in) == SL_OK)
+    if (park_add(b->loop->parked, in) == SL_OK)
         return SL_OK;
     log_warn("loop", "cannot park a request until the commit ends (out of memory): waiting for the commit");
     int rc = commit_poll(b, 1);
     if (rc != SL_OK)
         return rc;
-    park_drain(parked, handle_parked, b);
+    park_drain(b->loop->parked, handle_parked, b);
     handle_message(b, in);
     return SL_OK;
 }
@@ -152,18 +171,18 @@ static int receiving(bk *b)
 {
     if (!store_committing(b->st))
         return 1;
-    return !park_full(parked) && b->mono_ns >= b->commit_out_ns + LOOP_PATIENCE_NS;
+    return !park_full(b->loop->parked) && b->mono_ns >= b->commit_out_ns + LOOP_PATIENCE_NS;
 }
 
 /* wait_ns returns how long the next poll may sleep. */
 static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) ||
-        (!store_busy(b->st) && ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b)) || park_count(parked))))
+        (!store_busy(b->st) && ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b)) || park_count(b->loop->parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
-    if (gathering(b) && gather_deadline(&gath) < wake)
-        wake = gather_deadline(&gath);
+    if (gathering(b) && gather_deadline(&b->loop->gath) < wake)
+        wake = gather_deadline(&b->loop->gath);
     if (store_committing(b->st) && b->commit_out_ns + LOOP_PATIENCE_NS > b->mono_ns &&
         b->commit_out_ns + LOOP_PATIENCE_NS < wake)
         wake = b->commit_out_ns + LOOP_PATIENCE_NS; /* from then on it receives (receiving) */
@@ -222,36 +241,23 @@ static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint
     return 0;
 }
 
-/* While a commit is out, a send that fails is held here and handed to
- * settle_send_failed after the commit's end: ending a consumer's leases
- * charges attempts, which writes the store. */
-typedef struct held_fail {
-    uint8_t rid[256];
-    size_t rid_len;
-    uint64_t token;
-    int err;
-} held_fail;
-static held_fail *held; /* grows as needed; freed never (one array per process) */
-static unsigned nheld, capheld;
-
 static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
 {
-    if (nheld == capheld && rid_len <= sizeof held[0].rid) {
-        unsigned cap = capheld ? capheld * 2 : 256;
-        held_fail *v = realloc(held, cap * sizeof *v);
-        if (v) {
-            held = v;
-            capheld = cap;
-        }
+    bk *b = ctx;
+    loop_state *ls = b->loop;
+    if (ls->nheld == ls->capheld && rid_len <= sizeof ls->held[0].rid) {
+        held_fail *v = grow_array(ls->held, &ls->capheld, ls->nheld + 1, sizeof *v, 256);
+        if (v)
+            ls->held = v;
     }
-    if (nheld == capheld || rid_len > sizeof held[0].rid) {
+    if (ls->nheld == ls->capheld || rid_len > sizeof ls->held[0].rid) {
         log_warn("loop", "cannot hold a failed send until the commit ends (out of memory, or a %zu-byte "
                  "routing id): its delivery is returned uncharged", rid_len);
         if (token) /* returns the delivery uncharged: writes nothing */
             settle_send_failed(ctx, rid, rid_len, token, SL_EFULL);
         return;
     }
-    held_fail *h = &held[nheld++];
+    held_fail *h = &ls->held[ls->nheld++];
     memcpy(h->rid, rid, rid_len);
     h->rid_len = rid_len;
     h->token = token;
@@ -286,9 +292,10 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
         hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
         b->commits++;
     }
-    for (unsigned i = 0; i < nheld; i++)
-        settle_send_failed(b, held[i].rid, held[i].rid_len, held[i].token, held[i].err);
-    nheld = 0;
+    loop_state *ls = b->loop;
+    for (size_t i = 0; i < ls->nheld; i++)
+        settle_send_failed(b, ls->held[i].rid, ls->held[i].rid_len, ls->held[i].token, ls->held[i].err);
+    ls->nheld = 0;
     if (rc == SL_ENOSPC) { /* LMDB's previous state is intact: refuse the batch, keep serving */
         uint64_t held_back = 0;
         b->commits_nospace++;
@@ -332,13 +339,10 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
     net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
     net_promote(b->net); /* OKs to ACKs taken while it was out: after the next commit, which deletes */
     if (logged) /* those it confirmed come back: gather them */
-        gather_record_ended(&gath, b->mono_ns, sealed_puts, b->puts_unsealed);
-    sealed_puts = 0;
+        gather_record_ended(&b->loop->gath, b->mono_ns, b->loop->sealed_puts, b->puts_unsealed);
+    b->loop->sealed_puts = 0;
     return SL_OK;
 }
-
-static int commit_wrote;
-static uint64_t commit_t0_ns;
 
 /* end_pass sends what need not wait, and hands the pass's transaction to the
  * writer when a reply waits for it or the oldest write is due (always when
@@ -350,10 +354,11 @@ static int end_pass(bk *b, int force)
         return SL_OK; /* the next batch goes on growing */
     if (!force && (!cron_commit_due(b) || gathering(b)))
         return SL_OK;
-    gather_stop(&gath); /* (forced: what is there goes) */
+    loop_state *ls = b->loop;
+    gather_stop(&ls->gath); /* (forced: what is there goes) */
     int started = 0;
-    commit_wrote = store_dirty(b->st);
-    commit_t0_ns = commit_wrote ? loop_now_mono() : 0;
+    ls->commit_wrote = store_dirty(b->st);
+    ls->commit_t0_ns = ls->commit_wrote ? loop_now_mono() : 0;
     b->dirty_since_ns = 0;
     queue_commit_started(&b->q);
     settings_commit_started(b);
@@ -361,10 +366,10 @@ static int end_pass(bk *b, int force)
     b->puts_unsealed = 0;
     int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted, &started);
     if (!started)
-        return commit_ended(b, rc, commit_wrote, commit_t0_ns, 0);
+        return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
     b->commit_out_ns = loop_now_mono();
     net_seal(b->net, 1); /* replies of writes made from now on wait for the next commit */
-    sealed_puts = store_logging(b->st) ? puts : 0;
+    ls->sealed_puts = store_logging(b->st) ? puts : 0;
     if (store_committing(b->st)) { /* an LMDB commit (a checkpoint, with the log) */
         queue_commit_frozen(&b->q);
         b->checkpoint_wanted = 0;
@@ -379,28 +384,22 @@ static int commit_poll(bk *b, int wait)
     int rc = SL_OK, logged = store_logging(b->st);
     if (!store_busy(b->st))
         return SL_OK;
+    loop_state *ls = b->loop;
     if (wait) {
         store_commit_wait(b->st, &rc);
-        return commit_ended(b, rc, commit_wrote, commit_t0_ns, logged);
+        return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
     }
     if (!store_commit_poll(b->st, &rc))
         return SL_OK;
     set_clock(b);
-    return commit_ended(b, rc, commit_wrote, commit_t0_ns, logged);
+    return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
 }
 
-int loop_run(bk *b, volatile sig_atomic_t *stop)
+/* run passes until *stop, then shuts down (loop_run). */
+static int run(bk *b, volatile sig_atomic_t *stop)
 {
     net_in in;
     int rc;
-    /* Linux lets a sleep overrun by up to 50 us by default; a bucket that
-     * releases a message every 2.5 ms would lose 2 % of its rate to that. */
-    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    gather_init(&gath);
-    if (!parked && !(parked = park_new())) {
-        log_error("loop", "out of memory");
-        return SL_ENOMEM;
-    }
     while (!*stop) {
         set_clock(b);
         int commit_fd = store_busy(b->st) ? store_commit_fd(b->st) : -1;
@@ -412,7 +411,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
         if (b->checkpoint_wanted && !store_busy(b->st) && !store_held(b->st) && (rc = end_pass(b, 1)) != SL_OK)
             return rc; /* an LMDB commit so that what the last one freed is reusable (cron_between_commits) */
         if (!store_committing(b->st)) /* what waited for the commit, before anything newer */
-            park_drain(parked, handle_parked, b);
+            park_drain(b->loop->parked, handle_parked, b);
         if (reload_pending() && !store_committing(b->st)) /* SIGHUP: as soon as no commit is out */
             reload_run(b);
         for (int i = 0; i < RECV_BATCH && receiving(b) && net_recv(b->net, &in) == 1; i++)
@@ -429,7 +428,7 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
      * after the last pass is refused, not dropped. */
     if ((rc = commit_poll(b, 1)) != SL_OK)
         return rc;
-    park_drain(parked, handle_parked, b); /* received before the stop: handled, not refused */
+    park_drain(b->loop->parked, handle_parked, b); /* received before the stop: handled, not refused */
     unsigned refused = 0;
     for (int i = 0; i < 100000 && net_recv(b->net, &in) == 1; i++, refused++)
         handle_refuse(b, &in);
@@ -444,6 +443,26 @@ int loop_run(bk *b, volatile sig_atomic_t *stop)
             !net_queued(b->net, NET_AFTER_NEXT_COMMIT))
             break;
     }
-    park_destroy(&parked);
+    return rc;
+}
+
+int loop_run(bk *b, volatile sig_atomic_t *stop)
+{
+    /* Linux lets a sleep overrun by up to 50 us by default; a bucket that
+     * releases a message every 2.5 ms would lose 2 % of its rate to that. */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    loop_state *ls = calloc(1, sizeof *ls);
+    if (!ls || !(ls->parked = park_new())) {
+        free(ls);
+        log_error("loop", "out of memory");
+        return SL_ENOMEM;
+    }
+    gather_init(&ls->gath);
+    b->loop = ls;
+    int rc = run(b, stop);
+    b->loop = NULL;
+    park_destroy(&ls->parked);
+    free(ls->held);
+    free(ls);
     return rc;
 }

@@ -18,7 +18,7 @@
  * command names and the per-type counters are all derived from these lists.
  * Adding a message type is one line in PROTO_MSGS (plus its handler); adding
  * an admin command is one line in PROTO_ADMIN_CMDS (plus its cmd_ function in
- * broker/admin.c); adding a column to a list result is one line in its
+ * broker/admin/admin.c); adding a column to a list result is one line in its
  * PROTO_COLS_ list. The flat field list does not grow with list results.
  *
  * Wire-format rule: adding an optional field, an optional column, a message

@@ -2,7 +2,7 @@
  * test_conf.c - sluiced's settings: the defaults, an INI file, the command
  * line beating the file, bounds errors (message and exit status), unknown
  * options and keys, tag rules, level names, --help; the README's option
- * table checked line by line against the settings table in broker/conf.c,
+ * table checked line by line against the settings table in broker/core/conf.c,
  * and the README's example INI file loaded.
  *
  * Deterministic: no random input, no seed. Each test writes its INI files in

@@ -1,5 +1,5 @@
 /*
- * test_drr.c - the fair pick (broker/drr.c) with a hand clock: the exact
+ * test_drr.c - the fair pick (broker/sched/drr.c) with a hand clock: the exact
  * order deficit round robin gives for hand-made weights and costs, blocked
  * tenants skipped and back at their time, churn of tenants becoming active
  * and idle with every structure checked after each step, bad weights

@@ -1,6 +1,6 @@
 /*
  * test_extend.c - the data file is kept extended by written zeros ahead of
- * LMDB's last page (broker/store_extend.c), never past the map, and the
+ * LMDB's last page (broker/store/store_extend.c), never past the map, and the
  * zeros harm nothing: after a restart every confirmed message is there,
  * byte for byte.
  *

@@ -1,6 +1,6 @@
 /*
- * test_fair_ahead.c - a fair level's read-ahead (broker/queue_fair_ahead.c)
- * and its batched deletes of acknowledged records (broker/store_gone.c)
+ * test_fair_ahead.c - a fair level's read-ahead (broker/queue/queue_fair_ahead.c)
+ * and its batched deletes of acknowledged records (broker/store/store_gone.c)
  * keep every promise a seek per take and a delete per ack kept.
  *
  * Each test starts a real sluiced with --checkpoint-ms 60000, so that no

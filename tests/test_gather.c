@@ -1,6 +1,6 @@
 /*
  * test_gather.c - how long a log record waits for the rest of its batch
- * (broker/gather.c), with a hand-advanced clock: a record waits for the
+ * (broker/store/gather.c), with a hand-advanced clock: a record waits for the
  * clients the last one confirmed, and holds nothing until the first of
  * them is back (the gather stays armed meanwhile: a broker that dropped it
  * then split four producers into groups, 2.8 records' worth of messages

@@ -1,5 +1,5 @@
 /*
- * test_park.c - the requests parked while a commit is out (broker/park.c):
+ * test_park.c - the requests parked while a commit is out (broker/net/park.c):
  * copies that outlive the received message, handed back oldest first; a
  * peer is known to have something parked (on its endpoint only) until the
  * park is drained; the count bound; and a thousand peers parked and looked

@@ -1,7 +1,7 @@
 /*
  * test_share.c - the fair split of a shared sink's slices: one table of
- * cases run against the pure C function (broker/share.c) and against the
- * lease script (broker/coord.lua) in a real redis-server started by the test;
+ * cases run against the pure C function (broker/coord/share.c) and against the
+ * lease script (broker/coord/coord.lua) in a real redis-server started by the test;
  * then the script's renewals themselves: brokers converge on their fair
  * shares without ever holding more than the slices between them, a dead
  * broker's slices come back after its TTL, a new epoch grants only what is

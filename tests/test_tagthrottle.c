@@ -1,7 +1,7 @@
 /*
  * test_tagthrottle.c - the state a THROTTLED for one tag leaves, pure and
  * with a hand clock, exact: aimd.c's cut and climb (the policy the sink and
- * the tags share), the table of throttled tags (broker/tagthrottle.c: a
+ * the tags share), the table of throttled tags (broker/meter/tagthrottle.c: a
  * pause found by tag id, a bucket's cut and its steps back, entries
  * dropped once they hold nothing, the bound and what it evicts), and a cut
  * written into a tag's bucket (tagset_cut) holding that tag to the cut

@@ -1,5 +1,5 @@
 /*
- * test_wal.c - the store's write-ahead log (broker/store_wal.c) against a
+ * test_wal.c - the store's write-ahead log (broker/store/store_wal.c) against a
  * real LMDB environment and a real log file.
  *
  * A crash is a child process that opens the store, makes batches durable

@@ -66,5 +66,5 @@ void *th_redis_cmd(const th_redis *r, const char *fmt, ...)
 
 const char *th_redis_script_path(void)
 {
-    return "broker/coord.lua";
+    return "broker/coord/coord.lua";
 }

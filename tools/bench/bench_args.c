@@ -48,7 +48,7 @@ static void usage(FILE *f)
 "  pick rule           the broker's pick rule alone, over %d levels holding\n"
 "                      1,000,000 messages, with deadlines and aging; no broker.\n"
 "  fair pick           deficit round robin inside one level over 100,000 waiting\n"
-"                      tags (broker/drr.c), one pick in 16 held by its tag's limit.\n"
+"                      tags (broker/sched/drr.c), one pick in 16 held by its tag's limit.\n"
 "  tenants             with --spawn, brokers of their own: tenant B's p99 wait\n"
 "                      beside tenant A's 100,000 backlog at a 1,000/s sink, FIFO\n"
 "                      and fair by tag; dispatch with 1,000 tags waiting, FIFO\n"

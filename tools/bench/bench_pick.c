@@ -1,6 +1,6 @@
 /*
  * bench_pick.c - the pick rule row: disp_pick, the broker's own pick rule
- * (broker/disp.c, linked in), timed on its own.
+ * (broker/sched/disp.c, linked in), timed on its own.
  *
  * The rule is pure: it reads one snapshot per level (ready count, when the
  * head was enqueued, deadline, aging step, paused) and the time, and
@@ -32,7 +32,7 @@
  * picks.
  *
  * The fair pick row (bench_pick_drr_measure) times the pick inside one
- * level: broker/drr.c, linked in, over BENCH_PICK_TENANTS waiting tenants
+ * level: broker/sched/drr.c, linked in, over BENCH_PICK_TENANTS waiting tenants
  * with weights 1 to 4. Each step is what the dispatcher would do: drr_pick,
  * then, as if the tenant's own limit held it one time in
  * PICK_DRR_BLOCK_EVERY, drr_block for PICK_DRR_BLOCK_NS of the fake clock

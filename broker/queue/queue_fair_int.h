@@ -1,0 +1,98 @@
+/*
+ * queue_fair_int.h - between queue_fair.c (the tenants of a fair level and
+ * the fair pick) and queue_fair_tag.c (what the per-tag settings of
+ * tagset.h hold back): the level's structures and the hooks the pick calls.
+ */
+#ifndef SLUICE_QUEUE_FAIR_INT_H
+#define SLUICE_QUEUE_FAIR_INT_H
+
+#include "drr.h"
+#include "queue.h"
+
+typedef struct tenant {
+    uint32_t tag;
+    uint32_t leased;
+    uint64_t cursor; /* next key of its run to seek from */
+    tmr returned;
+    uint32_t gen;    /* tagset generation rule and paused were matched at (0: never) */
+    int16_t rule;    /* its pattern in q->tags, or TAGSET_NONE */
+    uint8_t paused;
+    uint8_t gated;   /* GATED_PAUSE or GATED_CAP: in that list of blocked tags */
+} tenant;
+
+enum { GATED_PAUSE = 1, GATED_CAP = 2 };
+
+struct queue_fair {
+    drr d;
+    tenant *t;
+    uint32_t n;
+    size_t cap;
+    uint32_t *slots; /* index + 1, 0 empty; linear probing */
+    uint32_t nslots;
+    uint32_t *held;  /* tags blocked until the next commit ends (head not committed) */
+    uint32_t nheld;
+    size_t heldcap;
+    uint32_t *capped; /* tags blocked by their in-flight cap: looked at again on a settlement */
+    uint32_t ncapped;
+    size_t cappedcap;
+    uint32_t *paused; /* tags blocked by a pause: looked at again on a change of the tags' settings */
+    uint32_t npaused;
+    size_t pausedcap;
+    struct ahead_slot *ahead; /* tenants' read-ahead buffers by tag (queue_fair_ahead.c), or NULL */
+    uint32_t nahead;          /* buffers held */
+};
+
+/* A head that is not committed yet (or may be in the commit that is out):
+ * its tenant tries again next pass. */
+#define QUEUE_FAIR_NOT_YET (-1)
+
+/* queue_fair_find returns tag's tenant in f, or NULL. */
+tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag);
+
+/* queue_fair_tag_resolve matches tn against q->tags when they changed since
+ * it last was (one meta read for its name, O(patterns); nothing when there
+ * are no patterns and no pauses) and gives its drr record its weight from
+ * its next turn on. */
+void queue_fair_tag_resolve(queue *q, struct queue_fair *f, tenant *tn);
+
+/* queue_fair_tag_gate asks tn's tag settings whether its head (of cost)
+ * may go at q->now_ns: 0 yes; 1 no, and tn is set aside (until its bucket
+ * admits again, a settlement, or a change of the settings); -1 out of
+ * memory. */
+int queue_fair_tag_gate(queue *q, struct queue_fair *f, tenant *tn, uint64_t cost);
+
+/* queue_fair_tag_unleased ends one of tn's deliveries in flight under its
+ * settings and lets the tags held by a cap be looked at again. */
+void queue_fair_tag_unleased(queue *q, struct queue_fair *f, tenant *tn);
+
+/* ---- read-ahead (queue_fair_ahead.c) ---- */
+
+/* queue_fair_ahead_head finds the first ready record of tn's run at or
+ * after its cursor, as store_tag_head, from tn's buffer when it holds one,
+ * else by a read that fills one; QUEUE_FAIR_NOT_YET when that record is not
+ * committed yet. */
+int queue_fair_ahead_head(queue *q, unsigned level, struct queue_fair *f, tenant *tn, uint64_t *key,
+                          store_rec *rec, int *more);
+
+/* queue_fair_ahead_taken notes that the take of key moved tn's cursor past
+ * it. */
+void queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key);
+
+/* queue_fair_ahead_appended follows a record of tn's tag published: its
+ * run goes on past tn's buffer. */
+void queue_fair_ahead_appended(const struct queue_fair *f, const tenant *tn);
+
+/* queue_fair_ahead_ready follows key of tn made ready past its cursor: a
+ * key inside its buffer's drops the buffer; one past them means the run
+ * goes on. */
+void queue_fair_ahead_ready(struct queue_fair *f, const tenant *tn, uint64_t key);
+
+/* queue_fair_ahead_drop frees tag's buffer, if it has one (its tenant
+ * forgotten, or its copy no longer right); _reset drops every tenant's. */
+void queue_fair_ahead_drop(struct queue_fair *f, uint32_t tag);
+void queue_fair_ahead_reset(struct queue_fair *f);
+
+/* queue_fair_ahead_bytes returns the bytes f's buffers hold. */
+size_t queue_fair_ahead_bytes(const struct queue_fair *f);
+
+#endif /* SLUICE_QUEUE_FAIR_INT_H */
