@@ -85,7 +85,7 @@ $(BUILD)/gen/coord.lua.inc: broker/coord/coord.lua
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 # The pick benchmark measures the broker's pure pick rule (broker/sched/disp.c) in place.
-$(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched
+$(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched -Ibroker/util
 
 PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)

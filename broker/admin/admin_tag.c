@@ -103,7 +103,10 @@ int admin_tag_set(bk *b, const proto_msg *req, proto_msg *rep, char *text, size_
     tagset_rule r;
     if (at != TAGSET_NONE) {
         r = ts->rules[at];
-        r.slots = NULL;
+        r.states = NULL; /* (settings only: the table keeps its states) */
+        r.nstates = 0;
+        r.states_cap = 0;
+        r.index = (hash_index){0};
     } else {
         memset(&r, 0, sizeof r);
         memcpy(r.pattern, pattern, req->tag.len + 1);

@@ -2,8 +2,7 @@
  * tagthrottle.c - the table of throttled tags and cut tag buckets (see
  * tagthrottle.h for what an entry means, the bound and the costs).
  *
- * Entries sit in one dense array; two open-addressing tables (linear
- * probing, load at most 1/2) find them: by tag id, for the fair pick's
+ * Entries sit in one dense array; two indexes (hash.h) find them: by tag id, for the fair pick's
  * question "is this tag paused", and by kind and name, for settlements,
  * tag.list and explain. Both tables are rebuilt whenever an entry comes or
  * goes: that happens at the rate of 429s from new tags and of recoveries,
@@ -36,8 +35,8 @@ void tagthrottle_init(tagthrottle *t)
 void tagthrottle_fini(tagthrottle *t)
 {
     free(t->v);
-    free(t->by_id);
-    free(t->by_name);
+    hash_fini(&t->by_id);
+    hash_fini(&t->by_name);
     uint32_t gen = t->gen;
     tagthrottle_init(t);
     t->gen = gen;
@@ -57,69 +56,68 @@ static int same(const tagthrottle_entry *e, int pattern, const char *name, size_
     return e->pattern == (pattern != 0) && strlen(e->name) == len && memcmp(e->name, name, len) == 0;
 }
 
-/* rebuild fills both tables again for the n entries, in place when they
- * are big enough for a load of at most 1/2 (so a rebuild after entries
- * went, or with as many as before, cannot fail), else in new ones twice the
- * size. SL_ENOMEM leaves the old tables as they were. */
+/* The two indexes' questions. A key by name is a (kind, name) pair. */
+typedef struct name_key {
+    int pattern;
+    const char *name;
+    size_t len;
+} name_key;
+
+static uint32_t by_name_hash(const void *owner, uint32_t pos)
+{
+    const tagthrottle_entry *e = &((const tagthrottle *)owner)->v[pos];
+    return name_hash(e->pattern, e->name, strlen(e->name));
+}
+
+static int by_name_is(const void *owner, uint32_t pos, const void *key)
+{
+    const name_key *k = key;
+    return same(&((const tagthrottle *)owner)->v[pos], k->pattern, k->name, k->len);
+}
+
+static uint32_t by_id_hash(const void *owner, uint32_t pos)
+{
+    return hash_u32(((const tagthrottle *)owner)->v[pos].id);
+}
+
+static int by_id_is(const void *owner, uint32_t pos, const void *id)
+{
+    const tagthrottle_entry *e = &((const tagthrottle *)owner)->v[pos];
+    return !e->pattern && e->id && e->id == *(const uint32_t *)id;
+}
+
+static const hash_ops name_ops = {by_name_hash, by_name_is}, id_ops = {by_id_hash, by_id_is};
+
+/* rebuild indexes the n entries again, in place when the indexes are big
+ * enough (so a rebuild after entries went, or with as many as before,
+ * cannot fail). SL_ENOMEM leaves the old indexes as they were, or (when
+ * only the second could not grow) the first rebuilt over the same entries,
+ * which the caller then takes back to the old count. Entries without an id
+ * are indexed by id too, under id 0, which no lookup asks for. */
 static int rebuild(tagthrottle *t)
 {
-    uint32_t want = t->nslots ? t->nslots : 16;
-    while (want < 2 * t->n)
-        want *= 2;
-    if (want != t->nslots) {
-        uint32_t *id = calloc(want, sizeof *id), *nm = calloc(want, sizeof *nm);
-        if (!id || !nm) {
-            free(id);
-            free(nm);
-            return SL_ENOMEM;
-        }
-        free(t->by_id);
-        free(t->by_name);
-        t->by_id = id;
-        t->by_name = nm;
-        t->nslots = want;
-    } else {
-        memset(t->by_id, 0, want * sizeof *t->by_id);
-        memset(t->by_name, 0, want * sizeof *t->by_name);
-    }
-    uint32_t mask = want - 1;
-    for (uint32_t i = 0; i < t->n; i++) {
-        const tagthrottle_entry *e = &t->v[i];
-        uint32_t j = name_hash(e->pattern, e->name, strlen(e->name)) & mask;
-        while (t->by_name[j])
-            j = (j + 1) & mask;
-        t->by_name[j] = i + 1;
-        if (e->pattern || !e->id)
-            continue;
-        for (j = hash_u32(e->id) & mask; t->by_id[j]; j = (j + 1) & mask)
-            ;
-        t->by_id[j] = i + 1;
-    }
-    return SL_OK;
+    int rc = hash_build(&t->by_name, t->n, &name_ops, t);
+    if (rc == SL_OK)
+        rc = hash_build(&t->by_id, t->n, &id_ops, t);
+    return rc;
 }
 
 tagthrottle_entry *tagthrottle_find(const tagthrottle *t, int pattern, const char *name, size_t len)
 {
-    if (!t->n)
+    uint32_t pos;
+    name_key k = {pattern != 0, name, len};
+    if (!t->n || !hash_find(&t->by_name, name_hash(pattern, name, len), &k, &name_ops, t, &pos))
         return NULL;
-    uint32_t mask = t->nslots - 1;
-    for (uint32_t j = name_hash(pattern, name, len) & mask; t->by_name[j]; j = (j + 1) & mask)
-        if (same(&t->v[t->by_name[j] - 1], pattern, name, len))
-            return &t->v[t->by_name[j] - 1];
-    return NULL;
+    return &t->v[pos];
 }
 
 uint64_t tagthrottle_paused_until(const tagthrottle *t, uint32_t id, uint64_t now_ns)
 {
-    if (!t->n || !id)
+    uint32_t pos;
+    if (!t->n || !id || !hash_find(&t->by_id, hash_u32(id), &id, &id_ops, t, &pos))
         return 0;
-    uint32_t mask = t->nslots - 1;
-    for (uint32_t j = hash_u32(id) & mask; t->by_id[j]; j = (j + 1) & mask) {
-        const tagthrottle_entry *e = &t->v[t->by_id[j] - 1];
-        if (e->id == id)
-            return e->paused_until_ns > now_ns ? e->paused_until_ns : 0;
-    }
-    return 0;
+    const tagthrottle_entry *e = &t->v[pos];
+    return e->paused_until_ns > now_ns ? e->paused_until_ns : 0;
 }
 
 /* done tells whether e holds nothing any more at now_ns. */
@@ -202,7 +200,8 @@ static tagthrottle_entry *require(tagthrottle *t, int pattern, const char *name,
     e->pattern = pattern != 0;
     e->rule = -1;
     if (rebuild(t) != SL_OK) {
-        t->n--; /* the old tables still name the others right */
+        t->n--;
+        (void)rebuild(t); /* as many entries as before: in place, it cannot fail */
         *rc = SL_ENOMEM;
         return NULL;
     }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "aimd.h"
+#include "hash.h"
 #include "proto.h"
 
 #define TAGTHROTTLE_MAX 4096
@@ -57,9 +58,8 @@ typedef struct tagthrottle {
     tagthrottle_entry *v;      /* dense: [0, n) */
     uint32_t n;
     size_t cap;
-    uint32_t *by_id;           /* tag entries with an id: index + 1, 0 empty; linear probing */
-    uint32_t *by_name;         /* every entry by (kind, name): index + 1, 0 empty */
-    uint32_t nslots;           /* of each table: a power of two, or 0 */
+    hash_index by_id;          /* tag entries with an id, by id */
+    hash_index by_name;        /* every entry, by (kind, name) */
     uint64_t next_ns;          /* when tagthrottle_tick next has work: a step, or an entry to drop */
     uint32_t gen;              /* the caller's: the tagset generation the entries were looked up at */
 } tagthrottle;

@@ -64,33 +64,23 @@
 #include "queue_fair_int.h"
 #include "tagset.h"
 
-static uint32_t *slot_of(const struct queue_fair *f, uint32_t tag)
+/* The tenants' index by tag (hash.h). */
+static uint32_t tenant_hash(const void *owner, uint32_t pos)
 {
-    if (!f->nslots)
-        return NULL;
-    for (uint32_t i = hash_u32(tag) & (f->nslots - 1);; i = (i + 1) & (f->nslots - 1)) {
-        if (f->slots[i] == 0 || f->t[f->slots[i] - 1].tag == tag)
-            return &f->slots[i];
-    }
+    return hash_u32(((const struct queue_fair *)owner)->t[pos].tag);
 }
 
-static int rehash(struct queue_fair *f, uint32_t nslots)
+static int tenant_is(const void *owner, uint32_t pos, const void *tag)
 {
-    uint32_t *s = calloc(nslots, sizeof *s);
-    if (!s)
-        return SL_ENOMEM;
-    free(f->slots);
-    f->slots = s;
-    f->nslots = nslots;
-    for (uint32_t i = 0; i < f->n; i++)
-        *slot_of(f, f->t[i].tag) = i + 1;
-    return SL_OK;
+    return ((const struct queue_fair *)owner)->t[pos].tag == *(const uint32_t *)tag;
 }
+
+static const hash_ops tenant_ops = {tenant_hash, tenant_is};
 
 tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag)
 {
-    uint32_t *s = slot_of(f, tag);
-    return s && *s ? &f->t[*s - 1] : NULL;
+    uint32_t pos;
+    return hash_find(&f->index, hash_u32(tag), &tag, &tenant_ops, f, &pos) ? &f->t[pos] : NULL;
 }
 
 static tenant *get(store *st, struct queue_fair *f, uint32_t tag)
@@ -104,7 +94,7 @@ static tenant *get(store *st, struct queue_fair *f, uint32_t tag)
             return NULL;
         f->t = t;
     }
-    if ((f->n + 1) * 2 > f->nslots && rehash(f, f->nslots ? f->nslots * 2 : 32) != SL_OK)
+    if (hash_fit(&f->index, f->n + 1, &tenant_ops, f) != SL_OK)
         return NULL;
     /* its reads start at its run's first key: acknowledged records must be
      * gone from the store by then, not waiting for their batch (store_gone.c;
@@ -115,7 +105,7 @@ static tenant *get(store *st, struct queue_fair *f, uint32_t tag)
     tn->tag = tag;
     tn->cursor = (uint64_t)tag << STORE_TAG_SHIFT;
     tmr_init(&tn->returned);
-    *slot_of(f, tag) = ++f->n;
+    hash_put(&f->index, hash_u32(tag), &tag, &tenant_ops, f, f->n++);
     return tn;
 }
 
@@ -126,28 +116,18 @@ static void forget(struct queue_fair *f, tenant *tn)
         return;
     tmr_fini(&tn->returned);
     queue_fair_ahead_drop(f, tn->tag);
-    /* out of the hash table: empty its slot, then move back each entry of
-     * the probe run after it whose home is not between (backward shift) */
-    uint32_t mask = f->nslots - 1, i = (uint32_t)(slot_of(f, tn->tag) - f->slots);
-    f->slots[i] = 0;
-    for (uint32_t j = (i + 1) & mask; f->slots[j]; j = (j + 1) & mask) {
-        uint32_t home = hash_u32(f->t[f->slots[j] - 1].tag) & mask;
-        if (hash_moves_back(home, i, j, mask)) {
-            f->slots[i] = f->slots[j];
-            f->slots[j] = 0;
-            i = j;
-        }
-    }
+    uint32_t tag = tn->tag;
+    hash_remove(&f->index, hash_u32(tag), &tag, &tenant_ops, f);
     /* out of the dense array: the last tenant takes its place */
     uint32_t at = (uint32_t)(tn - f->t), last = f->n - 1;
     if (at != last) {
-        *slot_of(f, f->t[last].tag) = at + 1;
+        uint32_t moved = f->t[last].tag;
+        hash_moved(&f->index, hash_u32(moved), &moved, &tenant_ops, f, at);
         f->t[at] = f->t[last];
     }
     f->n--;
     f->t = grow_shrink(f->t, &f->cap, f->n, sizeof *f->t, 256);
-    if (f->nslots > 32 && f->n * 8 < f->nslots)
-        rehash(f, f->nslots / 2); /* when it fails, the table as it is stays right */
+    (void)hash_fit(&f->index, f->n, &tenant_ops, f); /* (shrinks: a failure leaves it right) */
 }
 
 static int activate(queue *q, struct queue_fair *f, tenant *tn)
@@ -174,7 +154,7 @@ static void fair_free(struct queue_fair *f)
         tmr_fini(&f->t[i].returned);
     queue_fair_ahead_reset(f);
     free(f->t);
-    free(f->slots);
+    hash_fini(&f->index);
     free(f->held);
     free(f->capped);
     free(f->paused);
@@ -449,7 +429,7 @@ size_t queue_fair_bytes(const queue *q, unsigned level, uint32_t *tenants)
         *tenants = 0;
         return 0;
     }
-    size_t b = sizeof *f + f->cap * sizeof *f->t + f->nslots * sizeof *f->slots + drr_bytes(&f->d) +
+    size_t b = sizeof *f + f->cap * sizeof *f->t + hash_bytes(&f->index) + drr_bytes(&f->d) +
                queue_fair_ahead_bytes(f);
     for (uint32_t i = 0; i < f->n; i++)
         b += f->t[i].returned.cap * sizeof(tmr_entry);

@@ -41,16 +41,17 @@
  * tenant's next read, as a record read from LMDB lives until the
  * transaction's next write: the take's caller encodes it before either.
  *
- * Where a buffer is: a table by tag of the level's own (AHEAD_SLOTS slots,
- * open addressing), not the tenant, whose 48 bytes are what every waiting
- * tag costs; the table exists while a buffer is lent.
+ * Where a buffer is: an array of the level's own (AHEAD_TENANTS entries)
+ * with an index by tag (hash.h), not the tenant, whose 48 bytes are what
+ * every waiting tag costs; the array exists while a buffer is lent.
  *
  * Costs: a read copies up to AHEAD_BYTES and steps a cursor once per record
  * copied; a take served from a buffer decodes (checks the CRC of) its copy
  * and does no seek; finding a tenant's buffer is a probe of the table.
  * Memory: at most AHEAD_TENANTS buffers of AHEAD_BYTES and about 120 bytes
- * each, plus the table's 32 KiB: 1.1 MiB per fair level, freed as tenants
- * are forgotten, counted in the level's tenant bytes (queue_fair_bytes).
+ * each, plus the array's 16 KiB and the index's 8 KiB at most: 1.1 MiB per
+ * fair level, freed as tenants are forgotten, counted in the level's tenant
+ * bytes (queue_fair_bytes).
  */
 #include "queue.h"
 
@@ -61,46 +62,57 @@
 
 #define AHEAD_BYTES   1024 /* room for records per buffer */
 #define AHEAD_TENANTS 1024 /* buffers a level lends at most */
-#define AHEAD_SLOTS   (2 * AHEAD_TENANTS) /* the table by tag: a load of at most 1/2 */
 
-struct ahead_slot {
-    uint32_t tag1; /* the tenant's tag + 1; 0: empty */
+struct ahead_buf {
+    uint32_t tag; /* the tenant's */
     store_ahead *a;
 };
 
-/* slot returns tag's slot in f->ahead, or the empty one where it would go. */
-static struct ahead_slot *slot(const struct queue_fair *f, uint32_t tag)
+/* The buffers' index by tag (hash.h). */
+static uint32_t buf_hash(const void *owner, uint32_t pos)
 {
-    for (uint32_t i = hash_u32(tag) & (AHEAD_SLOTS - 1);; i = (i + 1) & (AHEAD_SLOTS - 1))
-        if (f->ahead[i].tag1 == 0 || f->ahead[i].tag1 == tag + 1)
-            return &f->ahead[i];
+    return hash_u32(((const struct queue_fair *)owner)->ahead[pos].tag);
 }
+
+static int buf_is(const void *owner, uint32_t pos, const void *tag)
+{
+    return ((const struct queue_fair *)owner)->ahead[pos].tag == *(const uint32_t *)tag;
+}
+
+static const hash_ops buf_ops = {buf_hash, buf_is};
 
 static store_ahead *buffer_of(const struct queue_fair *f, const tenant *tn)
 {
-    if (!f->nahead)
+    uint32_t pos;
+    if (!f->nahead || !hash_find(&f->ahead_index, hash_u32(tn->tag), &tn->tag, &buf_ops, f, &pos))
         return NULL;
-    const struct ahead_slot *s = slot(f, tn->tag);
-    return s->tag1 ? s->a : NULL;
+    return f->ahead[pos].a;
+}
+
+/* unlend frees what a level holds for its buffers once none is lent. */
+static void unlend(struct queue_fair *f)
+{
+    free(f->ahead);
+    f->ahead = NULL;
+    hash_fini(&f->ahead_index);
 }
 
 /* lend gives tn an empty buffer, when the level has one to lend. */
 static void lend(struct queue_fair *f, const tenant *tn)
 {
-    if (f->nahead >= AHEAD_TENANTS || (!f->ahead && !(f->ahead = calloc(AHEAD_SLOTS, sizeof *f->ahead))))
+    if (f->nahead >= AHEAD_TENANTS || (!f->ahead && !(f->ahead = calloc(AHEAD_TENANTS, sizeof *f->ahead))))
         return;
     store_ahead *a = malloc(sizeof *a + AHEAD_BYTES);
-    if (!a) {
-        if (!f->nahead) { /* nothing lent: no table either */
-            free(f->ahead);
-            f->ahead = NULL;
-        }
+    if (!a || hash_fit(&f->ahead_index, f->nahead + 1, &buf_ops, f) != SL_OK) {
+        free(a);
+        if (!f->nahead) /* nothing lent: no array either */
+            unlend(f);
         return;
     }
     a->n = a->i = 0;
     a->more = 0;
-    *slot(f, tn->tag) = (struct ahead_slot){tn->tag + 1, a};
-    f->nahead++;
+    f->ahead[f->nahead] = (struct ahead_buf){tn->tag, a};
+    hash_put(&f->ahead_index, hash_u32(tn->tag), &tn->tag, &buf_ops, f, f->nahead++);
 }
 
 /* serve points key, rec and more at a's next record. */
@@ -162,27 +174,21 @@ void queue_fair_ahead_ready(struct queue_fair *f, const tenant *tn, uint64_t key
 
 void queue_fair_ahead_drop(struct queue_fair *f, uint32_t tag)
 {
-    if (!f->nahead)
+    uint32_t at;
+    if (!f->nahead || !hash_find(&f->ahead_index, hash_u32(tag), &tag, &buf_ops, f, &at))
         return;
-    struct ahead_slot *s = slot(f, tag);
-    if (!s->tag1)
-        return;
-    free(s->a);
-    /* out of the table: empty its slot, then move back each entry of the
-     * probe run after it whose home allows (backward shift) */
-    uint32_t mask = AHEAD_SLOTS - 1, i = (uint32_t)(s - f->ahead);
-    f->ahead[i].tag1 = 0;
-    for (uint32_t j = (i + 1) & mask; f->ahead[j].tag1; j = (j + 1) & mask) {
-        if (hash_moves_back(hash_u32(f->ahead[j].tag1 - 1) & mask, i, j, mask)) {
-            f->ahead[i] = f->ahead[j];
-            f->ahead[j].tag1 = 0;
-            i = j;
-        }
+    free(f->ahead[at].a);
+    hash_remove(&f->ahead_index, hash_u32(tag), &tag, &buf_ops, f);
+    uint32_t last = --f->nahead; /* the last buffer takes its place */
+    if (at != last) {
+        uint32_t moved = f->ahead[last].tag;
+        hash_moved(&f->ahead_index, hash_u32(moved), &moved, &buf_ops, f, at);
+        f->ahead[at] = f->ahead[last];
     }
-    if (--f->nahead == 0) { /* nothing lent: the table goes too */
-        free(f->ahead);
-        f->ahead = NULL;
-    }
+    if (!f->nahead) /* nothing lent: the array goes too */
+        unlend(f);
+    else
+        (void)hash_fit(&f->ahead_index, f->nahead, &buf_ops, f);
 }
 
 void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key)
@@ -194,15 +200,14 @@ void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key)
 
 void queue_fair_ahead_reset(struct queue_fair *f)
 {
-    for (uint32_t i = 0; i < AHEAD_SLOTS && f->ahead; i++)
-        if (f->ahead[i].tag1)
-            free(f->ahead[i].a);
-    free(f->ahead);
-    f->ahead = NULL;
+    for (uint32_t i = 0; i < f->nahead; i++)
+        free(f->ahead[i].a);
     f->nahead = 0;
+    unlend(f);
 }
 
 size_t queue_fair_ahead_bytes(const struct queue_fair *f)
 {
-    return f->nahead * (sizeof(store_ahead) + AHEAD_BYTES) + (f->ahead ? AHEAD_SLOTS * sizeof *f->ahead : 0);
+    return f->nahead * (sizeof(store_ahead) + AHEAD_BYTES) + (f->ahead ? AHEAD_TENANTS * sizeof *f->ahead : 0) +
+           hash_bytes(&f->ahead_index);
 }

@@ -7,6 +7,7 @@
 #define SLUICE_QUEUE_FAIR_INT_H
 
 #include "drr.h"
+#include "hash.h"
 #include "queue.h"
 
 typedef struct tenant {
@@ -27,8 +28,7 @@ struct queue_fair {
     tenant *t;
     uint32_t n;
     size_t cap;
-    uint32_t *slots; /* index + 1, 0 empty; linear probing */
-    uint32_t nslots;
+    hash_index index; /* the tenants by tag */
     uint32_t *held;  /* tags blocked until the next commit ends (head not committed) */
     uint32_t nheld;
     size_t heldcap;
@@ -38,8 +38,9 @@ struct queue_fair {
     uint32_t *paused; /* tags blocked by a pause: looked at again on a change of the tags' settings */
     uint32_t npaused;
     size_t pausedcap;
-    struct ahead_slot *ahead; /* tenants' read-ahead buffers by tag (queue_fair_ahead.c), or NULL */
+    struct ahead_buf *ahead;  /* tenants' read-ahead buffers (queue_fair_ahead.c), or NULL */
     uint32_t nahead;          /* buffers held */
+    hash_index ahead_index;   /* ... by tag */
 };
 
 /* A head that is not committed yet (or may be in the commit that is out):

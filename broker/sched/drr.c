@@ -35,70 +35,23 @@
 #define MAX_QUANTUM (UINT64_C(1) << 32)
 #define MAX_COST ((int64_t)MAX_QUANTUM) /* a cost is clamped to the largest quantum */
 
-/* ---- the hash ---- */
+/* ---- the index by key (hash.h) ---- */
 
-static uint32_t hash_of(uint64_t k)
+static uint32_t rec_hash(const void *owner, uint32_t pos)
 {
-    k ^= k >> 33;
-    k *= UINT64_C(0xff51afd7ed558ccd);
-    k ^= k >> 33;
-    k *= UINT64_C(0xc4ceb9fe1a85ec53);
-    k ^= k >> 33;
-    return (uint32_t)k;
+    return hash_u64(((const drr *)owner)->t[pos].key);
 }
 
-/* slot_of returns the slot holding key, or the empty slot where it would go. */
-static uint32_t slot_of(const drr *d, uint64_t key)
+static int rec_is(const void *owner, uint32_t pos, const void *key)
 {
-    uint32_t mask = d->nslots - 1, s = hash_of(key) & mask;
-    while (d->slots[s] && d->t[d->slots[s] - 1].key != key)
-        s = (s + 1) & mask;
-    return s;
+    return ((const drr *)owner)->t[pos].key == *(const uint64_t *)key;
 }
+
+static const hash_ops rec_ops = {rec_hash, rec_is};
 
 static int find_index(const drr *d, uint64_t key, uint32_t *i)
 {
-    if (!d->nslots)
-        return 0;
-    uint32_t s = slot_of(d, key);
-    if (!d->slots[s])
-        return 0;
-    *i = d->slots[s] - 1;
-    return 1;
-}
-
-/* rehash builds a table of nslots slots from the records. */
-static int rehash(drr *d, uint32_t nslots)
-{
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots)
-        return SL_ENOMEM;
-    free(d->slots);
-    d->slots = slots;
-    d->nslots = nslots;
-    for (uint32_t i = 0; i < d->n; i++)
-        d->slots[slot_of(d, d->t[i].key)] = i + 1;
-    return SL_OK;
-}
-
-/* slot_delete empties slot s and shifts back the probe chain behind it. */
-static void slot_delete(drr *d, uint32_t s)
-{
-    uint32_t mask = d->nslots - 1, j = s;
-    d->slots[s] = 0;
-    for (;;) {
-        j = (j + 1) & mask;
-        if (!d->slots[j])
-            return;
-        uint32_t home = hash_of(d->t[d->slots[j] - 1].key) & mask;
-        /* the entry at j may move to s unless its home lies in (s, j] */
-        int stays = s <= j ? (home > s && home <= j) : (home > s || home <= j);
-        if (!stays) {
-            d->slots[s] = d->slots[j];
-            d->slots[j] = 0;
-            s = j;
-        }
-    }
+    return hash_find(&d->index, hash_u64(key), &key, &rec_ops, d, i);
 }
 
 /* ---- the ring ---- */
@@ -257,7 +210,7 @@ static void moved(drr *d, uint32_t from, uint32_t to)
 {
     drr_tenant *t = &d->t[to];
     *t = d->t[from];
-    d->slots[slot_of(d, t->key)] = to + 1;
+    hash_moved(&d->index, hash_u64(t->key), &t->key, &rec_ops, d, to);
     if (t->state == DRR_READY) {
         if (t->next == from) { /* alone in the ring */
             t->next = t->prev = to;
@@ -282,7 +235,7 @@ void drr_init(drr *d, uint64_t quantum)
 void drr_fini(drr *d)
 {
     free(d->t);
-    free(d->slots);
+    hash_fini(&d->index);
     free(d->heap);
     uint64_t q = d->quantum;
     drr_init(d, q);
@@ -303,16 +256,14 @@ int drr_active(drr *d, uint64_t key, uint32_t weight)
             return SL_ENOMEM;
         d->t = t;
     }
-    if ((uint64_t)(d->n + 1) * 2 > d->nslots) {
-        int rc = rehash(d, d->nslots ? d->nslots * 2 : 2 * MIN_CAP);
-        if (rc)
-            return rc;
-    }
+    int rc = hash_fit(&d->index, d->n + 1, &rec_ops, d);
+    if (rc != SL_OK)
+        return rc;
     i = d->n++;
     d->t[i] = (drr_tenant){.key = key, .ready_ns = 0, .weight = weight, .next = DRR_NIL,
                            .prev = DRR_NIL, .heap_pos = DRR_NIL};
     d->t[i].credit = turn_credit(d, &d->t[i]);
-    d->slots[slot_of(d, key)] = i + 1;
+    hash_put(&d->index, hash_u64(key), &key, &rec_ops, d, i);
     ring_insert_tail(d, i);
     return SL_OK;
 }
@@ -326,13 +277,12 @@ int drr_idle(drr *d, uint64_t key)
         ring_remove(d, i);
     if (d->t[i].heap_pos != DRR_NIL)
         heap_remove(d, i);
-    slot_delete(d, slot_of(d, key));
+    hash_remove(&d->index, hash_u64(key), &key, &rec_ops, d);
     uint32_t last = --d->n;
     if (i != last)
         moved(d, last, i);
     d->t = grow_shrink(d->t, &d->cap, d->n, sizeof *d->t, MIN_CAP);
-    if (d->nslots > 2 * MIN_CAP && d->n < d->nslots / 8)
-        (void)rehash(d, d->nslots / 2); /* on failure the bigger table stays */
+    (void)hash_fit(&d->index, d->n, &rec_ops, d); /* (shrinks: on failure the bigger table stays) */
     return 1;
 }
 
@@ -433,6 +383,6 @@ uint32_t drr_count(const drr *d)
 
 size_t drr_bytes(const drr *d)
 {
-    return sizeof *d + (size_t)d->cap * sizeof *d->t + (size_t)d->nslots * sizeof *d->slots +
+    return sizeof *d + (size_t)d->cap * sizeof *d->t + hash_bytes(&d->index) +
            (size_t)d->heap_cap * sizeof *d->heap;
 }

@@ -54,6 +54,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
+
 #define DRR_NEVER UINT64_MAX
 #define DRR_MAX_WEIGHT 1000000u
 #define DRR_BYTES_PER_TENANT_MAX 256 /* the bound above; tests/test_drr.c checks it */
@@ -81,8 +83,7 @@ typedef struct drr {
     drr_tenant *t;       /* dense: [0, n) */
     uint32_t n;
     size_t cap;
-    uint32_t *slots;     /* open addressing, linear probing: index + 1, 0 = empty */
-    uint32_t nslots;     /* a power of two, or 0 */
+    hash_index index;    /* the records by key */
     uint32_t *heap;      /* blocked tenants with a time, min-heap on ready_ns */
     uint32_t nheap;
     size_t heap_cap;

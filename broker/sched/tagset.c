@@ -30,6 +30,30 @@
 #include "hash.h"
 #include "sluice_errors.h"
 
+
+/* A rule's per-tag states by tag id (hash.h). */
+static uint32_t state_hash(const void *owner, uint32_t pos)
+{
+    return hash_u32(((const tagset_rule *)owner)->states[pos].tag);
+}
+
+static int state_is(const void *owner, uint32_t pos, const void *tag)
+{
+    return ((const tagset_rule *)owner)->states[pos].tag == *(const uint32_t *)tag;
+}
+
+static const hash_ops state_ops = {state_hash, state_is};
+
+/* rule_states_free forgets r's per-tag states. */
+static void rule_states_free(tagset_rule *r)
+{
+    free(r->states);
+    r->states = NULL;
+    r->nstates = 0;
+    r->states_cap = 0;
+    hash_fini(&r->index);
+}
+
 void tagset_init(tagset *s)
 {
     memset(s, 0, sizeof *s);
@@ -40,7 +64,7 @@ void tagset_init(tagset *s)
 void tagset_fini(tagset *s)
 {
     for (unsigned i = 0; i < s->n; i++)
-        free(s->rules[i].slots);
+        rule_states_free(&s->rules[i]);
     free(s->rules);
     free(s->paused);
     uint32_t gen = s->gen;
@@ -107,9 +131,7 @@ int tagset_put(tagset *s, const tagset_rule *r, uint64_t now_ns)
             memset(x->shared.b, 0, sizeof x->shared.b);
         x->nwin = nw;
         memcpy(x->win, w, nw * sizeof *w);
-        free(x->slots); /* per-tag states start again under the new windows */
-        x->slots = NULL;
-        x->nslots = x->nused = 0;
+        rule_states_free(x); /* per-tag states start again under the new windows */
     }
     state_follow(&x->shared, x->win, x->nwin, now_ns);
     s->gen++;
@@ -121,7 +143,7 @@ int tagset_del(tagset *s, const char *pattern, size_t len)
     int at = tagset_find(s, pattern, len);
     if (at == TAGSET_NONE)
         return SL_ENOTFOUND;
-    free(s->rules[at].slots);
+    rule_states_free(&s->rules[at]);
     memmove(&s->rules[at], &s->rules[at + 1], (s->n - (unsigned)at - 1) * sizeof *s->rules);
     s->n--;
     s->gen++;
@@ -199,15 +221,8 @@ uint64_t tagset_rate_milli(const tagset *s, int rule)
 
 static tagset_state *slot_find(const tagset_rule *r, uint32_t tag)
 {
-    if (!r->nslots)
-        return NULL;
-    uint32_t mask = r->nslots - 1;
-    for (uint32_t i = hash_u32(tag) & mask;; i = (i + 1) & mask) {
-        if (r->slots[i].key == tag + 1)
-            return &r->slots[i];
-        if (r->slots[i].key == 0)
-            return NULL;
-    }
+    uint32_t pos;
+    return hash_find(&r->index, hash_u32(tag), &tag, &state_ops, r, &pos) ? &r->states[pos] : NULL;
 }
 
 static tagset_state *slot_require(tagset_rule *r, uint32_t tag, uint64_t now_ns)
@@ -215,31 +230,17 @@ static tagset_state *slot_require(tagset_rule *r, uint32_t tag, uint64_t now_ns)
     tagset_state *st = slot_find(r, tag);
     if (st)
         return st;
-    if ((r->nused + 1) * 2 > r->nslots) {
-        uint32_t n = r->nslots ? r->nslots * 2 : 16;
-        tagset_state *v = calloc(n, sizeof *v);
-        if (!v)
-            return NULL;
-        for (uint32_t i = 0; i < r->nslots; i++) {
-            if (!r->slots[i].key)
-                continue;
-            uint32_t j = hash_u32(r->slots[i].key - 1) & (n - 1);
-            while (v[j].key)
-                j = (j + 1) & (n - 1);
-            v[j] = r->slots[i];
-        }
-        free(r->slots);
-        r->slots = v;
-        r->nslots = n;
-    }
-    uint32_t mask = r->nslots - 1, i = hash_u32(tag) & mask;
-    while (r->slots[i].key)
-        i = (i + 1) & mask;
-    st = &r->slots[i];
+    tagset_state *v = grow_array(r->states, &r->states_cap, (size_t)r->nstates + 1, sizeof *v, 16);
+    if (!v)
+        return NULL;
+    r->states = v;
+    if (hash_fit(&r->index, r->nstates + 1, &state_ops, r) != SL_OK)
+        return NULL;
+    st = &r->states[r->nstates];
     memset(st, 0, sizeof *st);
-    st->key = tag + 1;
+    st->tag = tag;
     state_follow(st, r->win, r->nwin, now_ns); /* a new tag's buckets start full */
-    r->nused++;
+    hash_put(&r->index, hash_u32(tag), &tag, &state_ops, r, r->nstates++);
     return st;
 }
 
@@ -325,8 +326,8 @@ void tagset_inflight_reset(tagset *s)
     for (unsigned i = 0; i < s->n; i++) {
         tagset_rule *r = &s->rules[i];
         r->shared.inflight = 0;
-        for (uint32_t k = 0; k < r->nslots; k++)
-            r->slots[k].inflight = 0;
+        for (uint32_t k = 0; k < r->nstates; k++)
+            r->states[k].inflight = 0;
     }
 }
 

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
 #include "proto.h"
 #include "rl.h"
 
@@ -37,7 +38,7 @@
 
 /* A bucket series and the deliveries in flight under it. */
 typedef struct tagset_state {
-    uint32_t key;       /* --each: tag id + 1 (0: an empty slot) */
+    uint32_t tag;       /* --each: the tag's id */
     uint32_t inflight;
     rl_bucket b[RL_MAX_WINDOWS];
 } tagset_state;
@@ -52,8 +53,10 @@ typedef struct tagset_rule {
     unsigned nwin;          /* 0: no rate limit */
     rl_window win[RL_MAX_WINDOWS];
     tagset_state shared;    /* without --each */
-    tagset_state *slots;    /* with --each: open addressing by tag id */
-    uint32_t nslots, nused;
+    tagset_state *states;   /* with --each: one per tag charged, dense */
+    uint32_t nstates;
+    size_t states_cap;
+    hash_index index;       /* ... by tag id */
 } tagset_rule;
 
 typedef struct tagset {
