@@ -112,7 +112,7 @@ static void sample(bk *b)
         return;
     double dt = b->sample_ns ? (double)(b->mono_ns - b->sample_ns) / 1e9 : 0;
     for (unsigned l = 0; l < b->cfg.levels; l++) {
-        uint64_t enq = b->q.lv[l].enqueued, disp = b->q.lv[l].dispatched;
+        uint64_t enq = b->q.lv[l].counters.enqueued, disp = b->q.lv[l].counters.dispatched;
         if (dt > 0) {
             b->arrival_per_s[l] = 0.3 * (double)(enq - b->sample_enqueued[l]) / dt + 0.7 * b->arrival_per_s[l];
             /* deliveries returned uncharged (queue_untake) count down: never below 0 */

@@ -32,14 +32,14 @@ static void take(snap *s, bk *b)
         o->delayed = lv->delayed;
         o->dead = lv->dead;
         o->oldest_ms = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0;
-        o->enqueued = lv->enqueued;
-        o->dispatched = lv->dispatched;
-        o->acked = lv->acked;
-        o->nacked = lv->nacked;
-        o->expired = lv->expired;
-        o->buried = lv->buried;
-        o->throttled = lv->throttled;
-        o->throttled_tag = lv->throttled_tag;
+        o->enqueued = lv->counters.enqueued;
+        o->dispatched = lv->counters.dispatched;
+        o->acked = lv->counters.acked;
+        o->nacked = lv->counters.nacked;
+        o->expired = lv->counters.expired;
+        o->buried = lv->counters.buried;
+        o->throttled = lv->counters.throttled;
+        o->throttled_tag = lv->counters.throttled_tag;
         memcpy(o->picks, b->picks[l], sizeof o->picks);
         o->wait = b->wait_hist[l];
     }

@@ -201,9 +201,9 @@ static int cmd_level_list(cmd_ctx *x)
         *r = (proto_row_level){
             .present = PROTO_ROW_ALL(level), /* fair: 1 when served fair by tag */
             .name = {b->cfg.level_names[l], (uint32_t)strlen(b->cfg.level_names[l])},
-            .deadline_ms = lv->deadline_ms,
-            .aging_ms = lv->aging_ms,
-            .paused = (uint64_t)lv->paused,
+            .deadline_ms = b->policy[l].deadline_ms,
+            .aging_ms = b->policy[l].aging_ms,
+            .paused = (uint64_t)b->policy[l].paused,
             .depth = queue_ready(&b->q, l),
             .oldest_ms = oldest && b->wall_ns > oldest ? (b->wall_ns - oldest) / NS_PER_MS : 0,
             .max_rate_milli = ml->max_rate_milli,
@@ -251,9 +251,9 @@ static int cmd_level_set(cmd_ctx *x)
             return fail(x, rc, "level %s: out of memory for its tags", x->b->cfg.level_names[level]);
     }
     if (x->req->present & PF(deadline_ms))
-        lv->deadline_ms = x->req->deadline_ms;
+        x->b->policy[level].deadline_ms = x->req->deadline_ms;
     if (x->req->present & PF(aging_ms))
-        lv->aging_ms = x->req->aging_ms;
+        x->b->policy[level].aging_ms = x->req->aging_ms;
     if (x->req->present & PF(rate_milli))
         ml->max_rate_milli = x->req->rate_milli;
     if (x->req->present & PF(min_rate_milli))
@@ -270,7 +270,8 @@ static int cmd_level_set(cmd_ctx *x)
     settings_save_level(x->b, level);
     char more[256];
     log_info("admin", "level %s (%s): deadline %llu ms, aging step %llu ms, max rate %.3f/s, min rate %.3f/s, burst %u%s",
-             x->b->cfg.level_names[level], lv->fair ? "fair by tag" : "fifo", (unsigned long long)lv->deadline_ms, (unsigned long long)lv->aging_ms,
+             x->b->cfg.level_names[level], lv->fair ? "fair by tag" : "fifo", (unsigned long long)x->b->policy[level].deadline_ms,
+             (unsigned long long)x->b->policy[level].aging_ms,
              (double)ml->max_rate_milli / 1000.0, (double)ml->min_rate_milli / 1000.0, ml->burst ? ml->burst : 1,
              windows_text(ml->more, ml->nmore, more, sizeof more));
     return SL_OK;
@@ -282,7 +283,7 @@ static int set_level_paused(cmd_ctx *x, int paused)
     int rc = need_level(x, &level);
     if (rc)
         return rc;
-    x->b->q.lv[level].paused = paused;
+    x->b->policy[level].paused = paused;
     settings_save_level(x->b, level);
     log_info("admin", "level %s %s", x->b->cfg.level_names[level], paused ? "paused" : "resumed");
     return SL_OK;

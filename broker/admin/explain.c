@@ -45,8 +45,8 @@ static void why_waiting(const bk *b, unsigned level, uint64_t pos, char *text, s
                   pool_open(c->pool);
     }
     for (unsigned l = 0; l < level; l++)
-        above += b->q.lv[l].paused ? 0 : queue_ready(&b->q, l);
-    if (b->q.lv[level].paused)
+        above += b->policy[l].paused ? 0 : queue_ready(&b->q, l);
+    if (b->policy[level].paused)
         snprintf(text, text_len, "level %s is paused", name);
     else if (!serving)
         snprintf(text, text_len, "no consumer pool with members serves level %s", name);
@@ -84,8 +84,8 @@ static void throttle_note(const bk *b, unsigned level, const char *tag, char *te
         if (paused_ms)
             *until_ms = paused_ms;
     }
-    if (!lv->fair && lv->throttled_until_ns > b->mono_ns && n < text_len) {
-        uint64_t left = (lv->throttled_until_ns - b->mono_ns + NS_PER_MS - 1) / NS_PER_MS;
+    if (!lv->fair && b->tag_held_until_ns[level] > b->mono_ns && n < text_len) {
+        uint64_t left = (b->tag_held_until_ns[level] - b->mono_ns + NS_PER_MS - 1) / NS_PER_MS;
         snprintf(text + n, text_len - n, "; held: level %s waits %llu ms for a tag throttled by its service "
                  "(a FIFO level cannot skip its head)", b->cfg.level_names[level], (unsigned long long)left);
         if (left > *until_ms)

@@ -115,10 +115,11 @@ void settings_save_level(bk *b, unsigned level)
     char key[16];
     const queue_level *lv = &b->q.lv[level];
     const meter_level *ml = &b->meter.lv[level];
-    r[1] = (lv->paused ? 1 : 0) | (lv->fair ? 2 : 0);
+    const disp_policy *pol = &b->policy[level];
+    r[1] = (pol->paused ? 1 : 0) | (lv->fair ? 2 : 0);
     put32(r + 4, ml->burst);
-    put64(r + 8, lv->deadline_ms);
-    put64(r + 16, lv->aging_ms);
+    put64(r + 8, pol->deadline_ms);
+    put64(r + 16, pol->aging_ms);
     put64(r + 24, ml->max_rate_milli);
     put64(r + 32, ml->min_rate_milli);
     put_windows(r + LEVEL_REC_V2, ml->more, ml->nmore);
@@ -157,13 +158,13 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     }
     if (level >= b->cfg.levels)
         return; /* kept for when the level comes back */
-    queue_level *lv = &b->q.lv[level];
+    disp_policy *pol = &b->policy[level];
     meter_level *ml = &b->meter.lv[level];
-    lv->paused = r[1] & 1;
+    pol->paused = r[1] & 1;
     if ((r[1] & 2) && queue_fair_set(&b->q, level, 1, 1) != SL_OK)
         log_error("settings", "cannot rebuild the tags of level %u, served fair by tag", level);
-    lv->deadline_ms = get64(r + 8);
-    lv->aging_ms = get64(r + 16);
+    pol->deadline_ms = get64(r + 8);
+    pol->aging_ms = get64(r + 16);
     if (r[0] >= 2) {
         ml->burst = get32(r + 4);
         ml->max_rate_milli = get64(r + 24);
@@ -346,11 +347,11 @@ int settings_load(bk *b)
 static void snapshot(const bk *b)
 {
     for (unsigned l = 0; l < b->cfg.levels; l++) {
-        const queue_level *lv = &b->q.lv[l];
+        const disp_policy *pol = &b->policy[l];
         const meter_level *ml = &b->meter.lv[l];
-        committed.lv[l].paused = lv->paused;
-        committed.lv[l].deadline_ms = lv->deadline_ms;
-        committed.lv[l].aging_ms = lv->aging_ms;
+        committed.lv[l].paused = pol->paused;
+        committed.lv[l].deadline_ms = pol->deadline_ms;
+        committed.lv[l].aging_ms = pol->aging_ms;
         committed.lv[l].max_rate_milli = ml->max_rate_milli;
         committed.lv[l].min_rate_milli = ml->min_rate_milli;
         committed.lv[l].burst = ml->burst;
@@ -368,11 +369,11 @@ static void snapshot(const bk *b)
 static void restore(bk *b)
 {
     for (unsigned l = 0; l < b->cfg.levels; l++) {
-        queue_level *lv = &b->q.lv[l];
+        disp_policy *pol = &b->policy[l];
         meter_level *ml = &b->meter.lv[l];
-        lv->paused = committed.lv[l].paused;
-        lv->deadline_ms = committed.lv[l].deadline_ms;
-        lv->aging_ms = committed.lv[l].aging_ms;
+        pol->paused = committed.lv[l].paused;
+        pol->deadline_ms = committed.lv[l].deadline_ms;
+        pol->aging_ms = committed.lv[l].aging_ms;
         ml->max_rate_milli = committed.lv[l].max_rate_milli;
         ml->min_rate_milli = committed.lv[l].min_rate_milli;
         ml->burst = committed.lv[l].burst;

@@ -43,6 +43,9 @@ typedef struct bk {
     lease_table leases;
     pool_table pools;
     disp_state disp;
+    disp_policy policy[PROTO_MAX_LEVELS]; /* each level's scheduling settings */
+    uint64_t tag_held_until_ns[PROTO_MAX_LEVELS]; /* a FIFO level: nothing leaves before this (monotonic),
+                                                   * its head's tag throttled on its own (settle_tag.c); 0: none */
     meter meter;                  /* the sink's and the levels' limits, the breaker */
     uint64_t meter_wake_ns;       /* when dispatch held back by the meter may go on */
     struct coord *coord;          /* capacity leases in Redis; NULL: the sink is this broker's alone */

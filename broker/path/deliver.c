@@ -136,12 +136,13 @@ static void level_view(bk *b, unsigned l, disp_level *d)
     uint32_t cost = 1;
     memset(d, 0, sizeof *d);
     d->ready = queue_ready(&b->q, l);
-    d->paused = lv->paused;
-    d->deadline_ns = lv->deadline_ms * NS_PER_MS;
-    d->aging_ns = lv->aging_ms * NS_PER_MS;
-    if (d->ready && !lv->fair && lv->throttled_until_ns > b->mono_ns) { /* its head's tag throttled (settle_tag.c) */
+    const disp_policy *pol = &b->policy[l];
+    d->paused = pol->paused;
+    d->deadline_ns = pol->deadline_ms * NS_PER_MS;
+    d->aging_ns = pol->aging_ms * NS_PER_MS;
+    if (d->ready && !lv->fair && b->tag_held_until_ns[l] > b->mono_ns) { /* its head's tag throttled (settle_tag.c) */
         d->blocked = 1;
-        wake_at(b, lv->throttled_until_ns);
+        wake_at(b, b->tag_held_until_ns[l]);
         return;
     }
     if (!d->ready || !(d->deadline_ns || d->aging_ns || meter_level_limited(&b->meter, l)))

@@ -108,9 +108,9 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
         return;
     }
     if (why == SETTLE_END_EXPIRED)
-        lv->expired++;
+        lv->counters.expired++;
     else if (why == SETTLE_END_NACK)
-        lv->nacked++;
+        lv->counters.nacked++;
     if (attempt >= b->cfg.max_attempts) {
         char reason[160];
         snprintf(reason, sizeof reason, "%u attempts used; last: %s", attempt, end_name(why));
@@ -134,7 +134,7 @@ void settle_throttled(bk *b, lease *l, uint64_t retry_ms, int tag_scope)
     char tag[PROTO_MAX_TAG + 1];
     size_t tag_len = tag_scope ? settle_tag_of(b, level, key, tag) : 0; /* untagged: the sink's */
     release(b, l, METER_NO_OUTCOME);
-    b->q.lv[level].throttled++;
+    b->q.lv[level].counters.throttled++;
     if (queue_requeue(&b->q, level, key) != SL_OK)
         log_error("settle", "out of memory returning a throttled message; it is delivered after restart");
     if (tag_len && settle_tag_throttled(b, level, key, tag, tag_len, pause_ms) == SL_OK)

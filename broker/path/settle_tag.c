@@ -148,11 +148,11 @@ int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, s
                      (unsigned long long)held);
         return err;
     }
-    lv->throttled_tag++;
+    lv->counters.throttled_tag++;
     if (lv->fair) {
         cut(b, tag, len, id, until);
-    } else if (until > lv->throttled_until_ns) {
-        lv->throttled_until_ns = until; /* a FIFO level cannot skip its head: it waits */
+    } else if (until > b->tag_held_until_ns[level]) {
+        b->tag_held_until_ns[level] = until; /* a FIFO level cannot skip its head: it waits */
     }
     log_debug("settle", "tag '%s' (level %u) throttled by its service: paused %llu ms", tag, level,
               (unsigned long long)pause_ms);

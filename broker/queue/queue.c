@@ -1,7 +1,12 @@
 /*
- * queue.c - levels over the store.
+ * queue.c - levels over the store: the front every caller uses.
  *
- * See queue.h for the invariant that keeps taking O(log n). Every function
+ * What is the same however a level is served is done here (the counts a
+ * settlement, an expiry or a dead letter changes, the corrupt records moved
+ * aside, what a commit that is out allows); the rest is asked of the
+ * level's view, FIFO (queue_fifo.c) or fair by tag (queue_fair.c), through
+ * the table in queue_int.h. See queue.h for the invariant that keeps taking
+ * O(log n). Every function
  * that changes a record does so inside the store's open write transaction;
  * nothing here commits. Counters are updated only after the store call
  * succeeded. A failed commit (or a failed write, which fails the commit)
@@ -21,21 +26,18 @@
  * settlement of the open transaction) and a failed commit's recount are in
  * queue_commit.c.
  */
-#include "queue.h"
+#include "queue_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 
-#define TAKE_LATER 64 /* uncommitted returned keys one take steps over */
-
-/* unlease tells a fair level's tenant that its record at key left its
- * lease (before the record is made ready again, if it is). */
+/* unlease tells the level's view that its record at key left its lease
+ * (before the record is made ready again, if it is). */
 static void unlease(queue *q, unsigned level, uint64_t key)
 {
-    if (q->lv[level].fair)
-        queue_fair_unlease(q, level, key);
+    queue_view_of(&q->lv[level])->unlease(q, level, key);
 }
 
 int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *info)
@@ -63,32 +65,14 @@ void queue_close(queue *q)
     q->undo = NULL;
     for (unsigned l = 0; l < q->nlevels; l++) {
         tmr_fini(&q->lv[l].returned);
-        queue_fair_close(q, l);
+        queue_view_of(&q->lv[l])->close(q, l);
     }
     queue_fair_tags_free(q);
 }
 
-uint64_t queue_ready(const queue *q, unsigned level)
-{
-    const queue_level *lv = &q->lv[level];
-    return lv->count > lv->leased ? lv->count - lv->leased : 0;
-}
-
 int queue_append(queue *q, const store_rec *rec)
 {
-    uint64_t key;
-    if (q->lv[rec->level].fair)
-        return queue_fair_append(q, rec);
-    int rc = store_append(q->st, rec, &key);
-    if (rc == SL_OK) {
-        queue_level *lv = &q->lv[rec->level];
-        if (queue_ready(q, rec->level) == 0)
-            lv->head_known = 0;
-        lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
-        q->lv[rec->level].count++;
-        q->lv[rec->level].enqueued++;
-    }
-    return rc;
+    return queue_view_of(&q->lv[rec->level])->append(q, rec);
 }
 
 int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
@@ -96,7 +80,7 @@ int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
     int rc = store_append_delayed(q->st, rec, due_ns);
     if (rc == SL_OK) {
         q->lv[rec->level].delayed++;
-        q->lv[rec->level].enqueued++;
+        q->lv[rec->level].counters.enqueued++;
         if (due_ns < q->next_due_ns)
             q->next_due_ns = due_ns;
     }
@@ -106,8 +90,6 @@ int queue_append_delayed(queue *q, const store_rec *rec, uint64_t due_ns)
 /* A take or a head look moves at most this many corrupt records out of the
  * way before giving up for the pass (the next pass goes on). */
 #define QUEUE_CORRUPT_SKIP 64
-
-static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
 
 /* quarantine moves the ready record at key, which failed its check, to the
  * level's dead letters (store_quarantine), so the level goes on with the
@@ -121,7 +103,7 @@ static int quarantine(queue *q, unsigned level, uint64_t key)
         return rc;
     lv->count--;
     lv->dead++;
-    lv->corrupt++;
+    lv->counters.corrupt++;
     lv->head_known = 0;
     q->unsafe = 1;
     return SL_OK;
@@ -135,11 +117,11 @@ static int take_frozen(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         lv->commit_wait = 1; /* the snapshot cannot be trusted: what is ready waits for the commit */
     if (q->frozen_unsafe || lv->hold)
         return SL_ENOTFOUND;
-    int rc = take(q, level, key, rec);
+    int rc = queue_view_of(lv)->take(q, level, key, rec);
     if (rc == SL_ECORRUPT || (rc == SL_OK && rec->expires_ns && rec->expires_ns <= q->now_wall_ns)) {
         if (rc == SL_OK) {
             lv->leased--;
-            lv->dispatched--;
+            lv->counters.dispatched--;
             unlease(q, level, *key);
         }
         queue_make_ready(q, level, *key); /* below the cursor now: first out of returned */
@@ -155,8 +137,9 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
 {
     if (store_committing(q->st))
         return take_frozen(q, level, key, rec);
+    const queue_view *v = queue_view_of(&q->lv[level]);
     for (int tries = 0; tries < QUEUE_CORRUPT_SKIP; tries++) {
-        int rc = take(q, level, key, rec);
+        int rc = v->take(q, level, key, rec);
         if (rc != SL_ECORRUPT)
             return rc;
         if ((rc = quarantine(q, level, *key)) != SL_OK)
@@ -165,109 +148,13 @@ int queue_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
     return SL_ECORRUPT;
 }
 
-/* take reads the next ready record of level; SL_ECORRUPT with *key naming a
- * record that failed its check (popped from returned, or the cursor moved
- * past it). */
-static int take_from(queue *q, unsigned level, uint64_t *key, store_rec *rec, tmr_entry *later,
-                     unsigned *nlaterp)
-{
-    queue_level *lv = &q->lv[level];
-    tmr_entry e;
-    int rc;
-    if (lv->fair)
-        return queue_fair_take(q, level, key, rec);
-    if (queue_ready(q, level) == 0)
-        return SL_ENOTFOUND;
-    int found = 0;
-    unsigned nlater = 0;
-    while (!found && nlater < TAKE_LATER && tmr_pop(&lv->returned, TMR_NEVER, &e)) {
-        if (!store_key_committed(q->st, level, e.id)) {
-            later[nlater++] = e;
-            *nlaterp = nlater;
-            continue;
-        }
-        rc = store_get(q->st, level, e.id, rec);
-        if (rc == SL_ENOTFOUND && store_committing(q->st)) {
-            tmr_push(&lv->returned, e.at, e.id); /* perhaps not committed yet: after the commit */
-            lv->commit_wait = 1;
-            return rc;
-        }
-        if (rc == SL_ENOTFOUND)
-            continue; /* its time to live ran out while it waited here */
-        if (rc == SL_ECORRUPT) {
-            *key = e.id;
-            return rc;
-        }
-        if (rc != SL_OK) {
-            tmr_push(&lv->returned, e.at, e.id);
-            return rc;
-        }
-        *key = e.id;
-        found = 1;
-        /* a key can be in the heap twice (a refused commit's head key, put
-         * again by a later move, or made ready by its undo too): once out */
-        tmr_entry dup;
-        while (lv->returned.len && lv->returned.v[0].id == e.id && tmr_pop(&lv->returned, TMR_NEVER, &dup))
-            ;
-    }
-    if (!found) {
-        rc = store_seek(q->st, level, lv->cursor, key, rec);
-        if (rc == SL_ENOTFOUND && (store_committing(q->st) || nlater)) {
-            lv->commit_wait |= store_committing(q->st);
-            return rc; /* the rest is in the commit that is out, or the open transaction put it */
-        }
-        if (rc == SL_ENOTFOUND) {
-            log_error("queue", "level %u counts %llu ready but none is stored past its cursor",
-                      level, (unsigned long long)queue_ready(q, level));
-            lv->count = lv->leased; /* resynchronise rather than spin */
-            return SL_ENOTFOUND;
-        }
-        if (rc == SL_ECORRUPT)
-            lv->cursor = *key + 1;
-        if (rc != SL_OK)
-            return rc;
-        if (!store_key_committed(q->st, level, *key))
-            return SL_ENOTFOUND; /* appended by the open transaction: taken once it commits */
-        lv->cursor = *key + 1;
-    }
-    lv->leased++;
-    lv->dispatched++;
-    lv->head_known = 0;
-    return SL_OK;
-}
-
-/* take is take_from, with the returned keys that wait for the open
- * transaction's commit (a delayed message come due: store_key_committed)
- * stepped over and put back: nothing is leased that a refused commit would
- * not have stored. */
-static int take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
-{
-    tmr_entry later[TAKE_LATER];
-    unsigned nlater = 0;
-    int rc = take_from(q, level, key, rec, later, &nlater);
-    for (unsigned i = 0; i < nlater; i++)
-        tmr_push(&q->lv[level].returned, later[i].at, later[i].id); /* popped: room is there */
-    return rc;
-}
-
-int queue_make_ready(queue *q, unsigned level, uint64_t key)
-{
-    queue_level *lv = &q->lv[level];
-    lv->head_known = 0;
-    if (lv->fair)
-        return queue_fair_ready(q, level, key);
-    if (key >= lv->cursor)
-        return SL_OK; /* the seek will find it */
-    return tmr_push(&lv->returned, key, key);
-}
-
 int queue_untake(queue *q, unsigned level, uint64_t key)
 {
     unlease(q, level, key);
     int rc = queue_make_ready(q, level, key);
     if (rc == SL_OK) {
         q->lv[level].leased--;
-        q->lv[level].dispatched--;
+        q->lv[level].counters.dispatched--;
     }
     return rc;
 }
@@ -286,7 +173,7 @@ int queue_settle(queue *q, unsigned level, uint64_t key)
     if (store_committing(q->st)) { /* the lease ends now, the delete after the commit */
         q->lv[level].leased--;
         unlease(q, level, key);
-        q->lv[level].acked++;
+        q->lv[level].counters.acked++;
         return queue_deferred_add(q, level, key);
     }
     int rc = store_del(q->st, level, key);
@@ -294,7 +181,7 @@ int queue_settle(queue *q, unsigned level, uint64_t key)
     unlease(q, level, key);
     if (rc == SL_OK || rc == SL_ENOTFOUND) {
         q->lv[level].count--;
-        q->lv[level].acked++;
+        q->lv[level].counters.acked++;
     }
     if (rc != SL_ENOTFOUND)
         queue_unleased(q, level, key);
@@ -340,11 +227,10 @@ int queue_expire(queue *q, unsigned level, uint64_t key, uint64_t id, const char
     if (rc == SL_OK) {
         q->lv[level].count--;
         q->lv[level].dead++;
-        q->lv[level].buried++;
+        q->lv[level].counters.buried++;
         q->lv[level].head_known = 0;
         q->unsafe = 1; /* a ready record gone that the snapshot still holds */
-        if (q->lv[level].fair)
-            queue_fair_ahead_gone(q, level, key);
+        queue_view_of(&q->lv[level])->gone(q, level, key);
     }
     return rc;
 }
@@ -356,7 +242,7 @@ int queue_expire_delayed(queue *q, uint64_t due_ns, uint64_t id, const char *rea
     if (rc == SL_OK && level < q->nlevels) {
         q->lv[level].delayed--;
         q->lv[level].dead++;
-        q->lv[level].buried++;
+        q->lv[level].counters.buried++;
     }
     return rc;
 }
@@ -402,7 +288,7 @@ int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const c
     if (rc == SL_OK) {
         q->lv[level].count--;
         q->lv[level].dead++;
-        q->lv[level].buried++;
+        q->lv[level].counters.buried++;
     }
     return rc;
 }
@@ -437,60 +323,23 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
 
 int queue_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
 {
-    queue_level *lv = &q->lv[level];
-    if (lv->fair)
-        return queue_fair_head(q, level, enq_ns, cost);
-    if (queue_ready(q, level) == 0)
-        return 0;
-    if (!lv->head_known && store_committing(q->st) && (q->frozen_unsafe || lv->hold))
-        return 0;
-    if (!lv->head_known) {
-        store_rec rec;
-        uint64_t key;
-        int rc = SL_ECORRUPT;
-        for (int tries = 0; tries < QUEUE_CORRUPT_SKIP && rc == SL_ECORRUPT; tries++) {
-            key = lv->returned.len ? lv->returned.v[0].id : 0;
-            rc = lv->returned.len ? store_get(q->st, level, key, &rec)
-                                  : store_seek(q->st, level, lv->cursor, &key, &rec);
-            if (rc == SL_ECORRUPT && store_committing(q->st))
-                return 0; /* moved out of the way after the commit */
-            if (rc == SL_ECORRUPT) { /* out of the way, or it would hide the level from the pick */
-                if (lv->returned.len) {
-                    tmr_entry e;
-                    tmr_pop(&lv->returned, TMR_NEVER, &e);
-                } else {
-                    lv->cursor = key + 1;
-                }
-                if (quarantine(q, level, key) != SL_OK || queue_ready(q, level) == 0)
-                    return 0;
-            }
-        }
-        if (rc != SL_OK)
+    const queue_view *v = queue_view_of(&q->lv[level]);
+    for (int tries = 0; tries < QUEUE_CORRUPT_SKIP && queue_ready(q, level); tries++) {
+        uint64_t bad;
+        int rc = v->head(q, level, enq_ns, cost, &bad);
+        if (rc == SL_OK)
+            return 1;
+        if (rc != SL_ECORRUPT || quarantine(q, level, bad) != SL_OK)
             return 0;
-        lv->head_ns = rec.enq_ns;
-        lv->head_cost = rec.cost ? rec.cost : 1;
-        lv->head_known = 1;
     }
-    *enq_ns = lv->head_ns;
-    *cost = lv->head_cost;
-    return 1;
+    return 0;
 }
 
 uint64_t queue_oldest_ns(queue *q, unsigned level)
 {
-    queue_level *lv = &q->lv[level];
-    uint64_t oldest = 0, key;
-    store_rec rec;
-    uint32_t cost;
     if (queue_ready(q, level) == 0)
         return 0;
-    if (lv->fair) /* the head of the tag whose turn it is */
-        return queue_fair_head(q, level, &oldest, &cost) ? oldest : 0;
-    if (lv->returned.len && store_get(q->st, level, lv->returned.v[0].id, &rec) == SL_OK)
-        oldest = rec.enq_ns;
-    if (store_seek(q->st, level, lv->cursor, &key, &rec) == SL_OK && (!oldest || rec.enq_ns < oldest))
-        oldest = rec.enq_ns;
-    return oldest;
+    return queue_view_of(&q->lv[level])->oldest(q, level);
 }
 
 /* ---- dead letters ---- */
@@ -514,10 +363,10 @@ int queue_dead_requeue(queue *q, unsigned level, uint64_t id, unsigned to_level)
         if (queue_ready(q, to_level) == 0)
             to->head_known = 0;
         to->count++;
-        if (to->fair && queue_fair_ready(q, to_level, key) != SL_OK)
+        if (queue_view_of(to)->ready(q, to_level, key) != SL_OK) /* (at the tail: a FIFO seek finds it) */
             log_error("queue", "out of memory noting a requeued message; it is delivered after a restart");
         q->lv[level].dead--;
-        q->lv[level].dead_requeued++;
+        q->lv[level].counters.dead_requeued++;
     }
     return rc;
 }
@@ -528,9 +377,9 @@ int queue_dead_drop(queue *q, unsigned level, uint64_t id, queue_drop why)
     if (rc == SL_OK) {
         q->lv[level].dead--;
         if (why == QUEUE_DROP_RETENTION)
-            q->lv[level].dead_dropped++;
+            q->lv[level].counters.dead_dropped++;
         else
-            q->lv[level].dead_purged++;
+            q->lv[level].counters.dead_purged++;
     }
     return rc;
 }

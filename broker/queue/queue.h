@@ -24,6 +24,19 @@
 #include "store.h"
 #include "tmr.h"
 
+/* A level's counters since start: what stats and /metrics report. The
+ * queue counts what it does; settle and deliver count the rest. */
+typedef struct queue_counters {
+    uint64_t enqueued, dispatched, acked, nacked, expired, buried;
+    uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
+    uint64_t corrupt;   /* records that failed their check, moved to dead letters */
+    uint64_t throttled; /* deliveries the sink refused (THROTTLED), whatever the scope */
+    uint64_t throttled_tag; /* ... of them, for their tag alone (scope tag; settle_tag.c) */
+} queue_counters;
+
+/* A level's view of its records: how many, where the next ready one is,
+ * what a commit that is out holds back; and its counters. How a level is
+ * served (its scheduling settings) is not the queue's: see disp_policy. */
 typedef struct queue_level {
     uint64_t count;     /* records in q.<L>: ready + leased */
     uint64_t leased;
@@ -33,22 +46,12 @@ typedef struct queue_level {
     uint64_t head_ns;   /* cached: enqueue time of the next message to leave */
     uint32_t head_cost; /* cached: its cost */
     int head_known;     /* head_ns and head_cost are valid */
-    /* scheduling settings (settings.c persists them; rates live in meter.h) */
-    uint64_t deadline_ms, aging_ms;
-    int paused;
-    double cost_avg;    /* smoothed cost of appended messages, for the ETA */
-    uint64_t throttled; /* deliveries the sink refused (THROTTLED), whatever the scope */
-    uint64_t throttled_tag; /* ... of them, for their tag alone (scope tag; settle_tag.c) */
-    uint64_t throttled_until_ns; /* FIFO: nothing leaves before this (monotonic), its head's tag
-                                  * throttled on its own (settle_tag.c); 0: none */
     tmr returned;       /* ready keys below cursor (at = key) */
-    /* counters since start */
-    uint64_t enqueued, dispatched, acked, nacked, expired, buried;
-    uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
-    uint64_t corrupt;   /* records that failed their check, moved to dead letters */
     int hold;           /* frozen: nothing more from this level until the commit ends */
     int commit_wait;    /* frozen: a confirmed message of it is only in the commit that is out */
+    double cost_avg;    /* smoothed cost of appended messages, for the ETA */
     struct queue_fair *fair; /* served fair by tag (queue_fair.c); NULL: FIFO */
+    queue_counters counters;
 } queue_level;
 
 typedef struct queue {
@@ -77,7 +80,11 @@ int queue_open(queue *q, store *st, unsigned nlevels, const store_level_info *in
 void queue_close(queue *q);
 
 /* queue_ready returns the messages of level that may be delivered now. */
-uint64_t queue_ready(const queue *q, unsigned level);
+static inline uint64_t queue_ready(const queue *q, unsigned level)
+{
+    const queue_level *lv = &q->lv[level];
+    return lv->count > lv->leased ? lv->count - lv->leased : 0;
+}
 
 /* queue_append stores rec at the tail of rec->level. */
 int queue_append(queue *q, const store_rec *rec);
@@ -223,8 +230,8 @@ int queue_dead_drop(queue *q, unsigned level, uint64_t id, queue_drop why);
  * tag's invariant is the level's, above, within its run of keys), its
  * returned keys, and its leased count. Taking asks the deficit round robin
  * (drr.h) whose turn it is and takes that tag's head, so one tag's backlog
- * never delays the others. The hooks below are called by queue.c where the
- * FIFO code changes its own cursor and counts. */
+ * never delays the others. queue.c reaches it through the level's view
+ * (queue_int.h), as it reaches a FIFO level's (queue_fifo.c). */
 
 /* queue_fair_set makes level fair (fair != 0) or FIFO. SL_ESTATE unless the
  * level holds nothing (ready, leased or delayed) when its layout changes;
@@ -241,17 +248,6 @@ size_t queue_fair_bytes(const queue *q, unsigned level, uint32_t *tenants);
  * (counted up to max, then max). SL_ENOTFOUND when the level is FIFO. */
 int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint64_t *ahead, uint64_t max);
 
-int queue_fair_append(queue *q, const store_rec *rec);
-int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
-int queue_fair_ready(queue *q, unsigned level, uint64_t key);
-void queue_fair_unlease(queue *q, unsigned level, uint64_t key);
-int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
-void queue_fair_close(queue *q, unsigned level);
-void queue_fair_commit_ended(queue *q, unsigned level, int rc);
-/* queue_fair_ahead_gone follows the ready record at key of a fair level
- * leaving the store other than by a take (expired): its tenant's read-ahead
- * is dropped. */
-void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key);
 
 /* queue_fair_tags_changed follows a change of q->tags (tag.set, tag.pause,
  * a reload): the in-flight counts are counted again from the leased tags,
@@ -285,18 +281,5 @@ int queue_fair_hold(queue *q, unsigned level, uint32_t tag);
 
 /* queue_fair_tags_free frees q->tags and q->throttled (queue_close). */
 void queue_fair_tags_free(queue *q);
-
-/* ---- between queue.c and queue_commit.c ----
- *
- * queue_make_ready makes the record at key of level ready again (into the
- * level's returned keys, or its fair tenant's). queue_unleased notes a
- * leased record that a write of the open transaction took out of its lease,
- * to be made ready again if the commit fails (queue_commit_ended). */
-int queue_make_ready(queue *q, unsigned level, uint64_t key);
-void queue_unleased(queue *q, unsigned level, uint64_t key);
-
-/* queue_deferred_add notes the delete of an ACK taken while a commit is out,
- * for queue_deferred_apply. SL_OK, SL_ENOMEM (logged). */
-int queue_deferred_add(queue *q, unsigned level, uint64_t key);
 
 #endif /* SLUICE_QUEUE_H */

@@ -41,7 +41,7 @@
  * and per ACK taken while a commit is out; a failed commit puts back
  * O(undo) keys and recounts in O(levels).
  */
-#include "queue.h"
+#include "queue_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +132,7 @@ void queue_commit_ended(queue *q, int rc)
     for (unsigned l = 0; l < q->nlevels; l++) {
         q->lv[l].hold = 0;
         q->lv[l].commit_wait = 0;
-        if (q->lv[l].fair)
-            queue_fair_commit_ended(q, l, rc);
+        queue_view_of(&q->lv[l])->commit_ended(q, l, rc);
     }
     if (rc == SL_OK)
         memcpy(q->delayed_committed, q->delayed_sent, sizeof q->delayed_committed);
@@ -162,7 +161,5 @@ void queue_commit_ended(queue *q, int rc)
 
 int queue_committed(const queue *q, unsigned level, uint64_t key)
 {
-    if (q->lv[level].fair)
-        return store_key_committed_fair(q->st, level, key);
-    return store_key_committed(q->st, level, key);
+    return queue_view_of(&q->lv[level])->committed(q, level, key);
 }

@@ -64,26 +64,12 @@
 #include "queue_fair_int.h"
 #include "tagset.h"
 
-/* The tenants' index by tag (hash.h). */
-static uint32_t tenant_hash(const void *owner, uint32_t pos)
-{
-    return hash_u32(((const struct queue_fair *)owner)->t[pos].tag);
-}
+const hash_ops queue_fair_tenant_ops = {queue_fair_tenant_hash, queue_fair_tenant_is};
 
-static int tenant_is(const void *owner, uint32_t pos, const void *tag)
-{
-    return ((const struct queue_fair *)owner)->t[pos].tag == *(const uint32_t *)tag;
-}
-
-static const hash_ops tenant_ops = {tenant_hash, tenant_is};
-
-tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag)
-{
-    uint32_t pos;
-    return hash_find(&f->index, hash_u32(tag), &tag, &tenant_ops, f, &pos) ? &f->t[pos] : NULL;
-}
-
-static tenant *get(store *st, struct queue_fair *f, uint32_t tag)
+/* tenant_require finds tag's tenant, or makes it: a new tenant's reads
+ * start at its run's first key, so making one applies the store's waiting
+ * deletes first (store_gone_flush). NULL when out of memory. */
+static tenant *tenant_require(store *st, struct queue_fair *f, uint32_t tag)
 {
     tenant *tn = queue_fair_find(f, tag);
     if (tn)
@@ -94,7 +80,7 @@ static tenant *get(store *st, struct queue_fair *f, uint32_t tag)
             return NULL;
         f->t = t;
     }
-    if (hash_fit(&f->index, f->n + 1, &tenant_ops, f) != SL_OK)
+    if (hash_fit(&f->index, f->n + 1, &queue_fair_tenant_ops, f) != SL_OK)
         return NULL;
     /* its reads start at its run's first key: acknowledged records must be
      * gone from the store by then, not waiting for their batch (store_gone.c;
@@ -105,7 +91,7 @@ static tenant *get(store *st, struct queue_fair *f, uint32_t tag)
     tn->tag = tag;
     tn->cursor = (uint64_t)tag << STORE_TAG_SHIFT;
     tmr_init(&tn->returned);
-    hash_put(&f->index, hash_u32(tag), &tag, &tenant_ops, f, f->n++);
+    hash_put(&f->index, hash_u32(tag), &tag, &queue_fair_tenant_ops, f, f->n++);
     return tn;
 }
 
@@ -117,17 +103,17 @@ static void forget(struct queue_fair *f, tenant *tn)
     tmr_fini(&tn->returned);
     queue_fair_ahead_drop(f, tn->tag);
     uint32_t tag = tn->tag;
-    hash_remove(&f->index, hash_u32(tag), &tag, &tenant_ops, f);
+    hash_remove(&f->index, hash_u32(tag), &tag, &queue_fair_tenant_ops, f);
     /* out of the dense array: the last tenant takes its place */
     uint32_t at = (uint32_t)(tn - f->t), last = f->n - 1;
     if (at != last) {
         uint32_t moved = f->t[last].tag;
-        hash_moved(&f->index, hash_u32(moved), &moved, &tenant_ops, f, at);
+        hash_moved(&f->index, hash_u32(moved), &moved, &queue_fair_tenant_ops, f, at);
         f->t[at] = f->t[last];
     }
     f->n--;
     f->t = grow_shrink(f->t, &f->cap, f->n, sizeof *f->t, 256);
-    (void)hash_fit(&f->index, f->n, &tenant_ops, f); /* (shrinks: a failure leaves it right) */
+    (void)hash_fit(&f->index, f->n, &queue_fair_tenant_ops, f); /* (shrinks: a failure leaves it right) */
 }
 
 static int activate(queue *q, struct queue_fair *f, tenant *tn)
@@ -189,7 +175,7 @@ int queue_fair_set(queue *q, unsigned level, int fair, int loading)
     uint32_t tag, from = 0;
     int rc = SL_OK;
     while (from <= STORE_TAG_MAX && (rc = store_tag_span(q->st, level, from, &tag, &last)) == SL_OK) {
-        tenant *tn = get(q->st, f, tag);
+        tenant *tn = tenant_require(q->st, f, tag);
         if (!tn || activate(q, f, tn) != SL_OK) {
             rc = SL_ENOMEM;
             break;
@@ -220,8 +206,8 @@ int queue_fair_append(queue *q, const store_rec *rec)
         return rc;
     lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
     lv->count++;
-    lv->enqueued++;
-    tenant *tn = get(q->st, lv->fair, tag);
+    lv->counters.enqueued++;
+    tenant *tn = tenant_require(q->st, lv->fair, tag);
     if (tn)
         queue_fair_ahead_appended(lv->fair, tn);
     if (!tn || activate(q, lv->fair, tn) != SL_OK)
@@ -234,7 +220,7 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key)
 {
     struct queue_fair *f = q->lv[level].fair;
     uint32_t tag = (uint32_t)(key >> STORE_TAG_SHIFT);
-    tenant *tn = get(q->st, f, tag);
+    tenant *tn = tenant_require(q->st, f, tag);
     if (!tn)
         return SL_ENOMEM;
     if (key < tn->cursor) {
@@ -320,7 +306,7 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
         uint64_t t;
         if (drr_pick(&f->d, q->now_ns, &t) != SL_OK)
             return SL_ENOTFOUND;
-        tenant *tn = get(q->st, f, (uint32_t)t);
+        tenant *tn = tenant_require(q->st, f, (uint32_t)t);
         if (!tn)
             return SL_ENOMEM;
         queue_fair_tag_resolve(q, f, tn);
@@ -376,7 +362,7 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         return rc; /* out of the way; queue.c quarantines it */
     tn->leased++;
     lv->leased++;
-    lv->dispatched++;
+    lv->counters.dispatched++;
     lv->head_known = 0;
     drr_charge(&lv->fair->d, tn->tag, rec->cost ? rec->cost : 1);
     if (q->tags && tn->rule != TAGSET_NONE &&
@@ -453,3 +439,29 @@ int queue_fair_place(queue *q, unsigned level, uint64_t key, uint32_t *tag, uint
         *ahead += run; /* the run's keys between its cursor and key: one seek, then steps */
     return SL_OK;
 }
+
+/* ---- the fair view (queue_int.h) ---- */
+
+static int fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost, uint64_t *bad)
+{
+    (void)bad; /* a corrupt head is moved aside by the take that meets it */
+    return queue_fair_head(q, level, enq_ns, cost) ? SL_OK : SL_ENOTFOUND;
+}
+
+/* fair_oldest: the head of the tag whose turn it is. */
+static uint64_t fair_oldest(queue *q, unsigned level)
+{
+    uint64_t oldest;
+    uint32_t cost;
+    return queue_fair_head(q, level, &oldest, &cost) ? oldest : 0;
+}
+
+static int fair_committed(const queue *q, unsigned level, uint64_t key)
+{
+    return store_key_committed_fair(q->st, level, key);
+}
+
+const queue_view queue_fair_view = {
+    "fair",      queue_fair_append,     queue_fair_take,         queue_fair_ready, queue_fair_unlease, fair_head,
+    fair_oldest, queue_fair_ahead_gone, queue_fair_commit_ended, fair_committed,   queue_fair_close,
+};

@@ -8,7 +8,7 @@
 
 #include "drr.h"
 #include "hash.h"
-#include "queue.h"
+#include "queue_int.h"
 
 typedef struct tenant {
     uint32_t tag;
@@ -47,8 +47,38 @@ struct queue_fair {
  * its tenant tries again next pass. */
 #define QUEUE_FAIR_NOT_YET (-1)
 
+/* The tenants' index by tag (hash.h). */
+static inline uint32_t queue_fair_tenant_hash(const void *owner, uint32_t pos)
+{
+    return hash_u32(((const struct queue_fair *)owner)->t[pos].tag);
+}
+
+static inline int queue_fair_tenant_is(const void *owner, uint32_t pos, const void *tag)
+{
+    return ((const struct queue_fair *)owner)->t[pos].tag == *(const uint32_t *)tag;
+}
+
+extern const hash_ops queue_fair_tenant_ops;
+
 /* queue_fair_find returns tag's tenant in f, or NULL. */
-tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag);
+static inline tenant *queue_fair_find(const struct queue_fair *f, uint32_t tag)
+{
+    uint32_t pos;
+    return hash_find(&f->index, hash_u32(tag), &tag, &queue_fair_tenant_ops, f, &pos) ? &f->t[pos] : NULL;
+}
+
+/* The fair view's operations (queue_int.h), for queue_fair_view. */
+int queue_fair_append(queue *q, const store_rec *rec);
+int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec);
+int queue_fair_ready(queue *q, unsigned level, uint64_t key);
+void queue_fair_unlease(queue *q, unsigned level, uint64_t key);
+int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost);
+void queue_fair_close(queue *q, unsigned level);
+void queue_fair_commit_ended(queue *q, unsigned level, int rc);
+/* queue_fair_ahead_gone follows the ready record at key of a fair level
+ * leaving the store other than by a take (expired): its tenant's read-ahead
+ * is dropped. */
+void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key);
 
 /* queue_fair_tag_resolve matches tn against q->tags when they changed since
  * it last was (one meta read for its name, O(patterns); nothing when there

@@ -33,6 +33,14 @@ typedef enum disp_reason {
     DISP_REASON_COUNT_
 } disp_reason;
 
+/* A level's scheduling settings (settings.c persists them; rates live in
+ * meter.h): what deliver turns into a disp_level at each pick. */
+typedef struct disp_policy {
+    uint64_t deadline_ms; /* 0: no deadline */
+    uint64_t aging_ms;    /* 0: no aging */
+    int paused;
+} disp_policy;
+
 /* What the dispatcher needs to know of one level. */
 typedef struct disp_level {
     uint64_t ready;        /* messages that may be delivered now */
