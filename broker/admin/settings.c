@@ -39,12 +39,12 @@
  */
 #include "settings.h"
 
-#include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bk.h"
+#include "byteorder.h"
 #include "member.h"
 #include "meter.h"
 #include "store.h"
@@ -62,19 +62,15 @@
 #define TAGRULE_HEAD 16
 #define TAGRULE_REC (TAGRULE_HEAD + RL_MAX_WINDOWS * WIN_REC)
 
-static void put32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
-static void put64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
-static uint32_t get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
-static uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
 
 /* put_windows writes n windows of w (then zeros) at p. */
 static void put_windows(unsigned char *p, const rl_window *w, unsigned n)
 {
     p[0] = (unsigned char)n;
     for (unsigned i = 0; i < n; i++) {
-        put64(p + 8 + i * WIN_REC, w[i].count_milli);
-        put64(p + 16 + i * WIN_REC, w[i].period_ms);
-        put32(p + 24 + i * WIN_REC, w[i].burst);
+        put_le64(p + 8 + i * WIN_REC, w[i].count_milli);
+        put_le64(p + 16 + i * WIN_REC, w[i].period_ms);
+        put_le32(p + 24 + i * WIN_REC, w[i].burst);
     }
 }
 
@@ -83,7 +79,7 @@ static unsigned get_windows(const unsigned char *p, rl_window *w)
 {
     unsigned n = p[0] > METER_MORE_WINDOWS ? METER_MORE_WINDOWS : p[0];
     for (unsigned i = 0; i < n; i++)
-        w[i] = (rl_window){get64(p + 8 + i * WIN_REC), get64(p + 16 + i * WIN_REC), get32(p + 24 + i * WIN_REC)};
+        w[i] = (rl_window){get_le64(p + 8 + i * WIN_REC), get_le64(p + 16 + i * WIN_REC), get_le32(p + 24 + i * WIN_REC)};
     return n;
 }
 
@@ -117,11 +113,11 @@ void settings_save_level(bk *b, unsigned level)
     const meter_level *ml = &b->meter.lv[level];
     const disp_policy *pol = &b->policy[level];
     r[1] = (pol->paused ? 1 : 0) | (lv->fair ? 2 : 0);
-    put32(r + 4, ml->burst);
-    put64(r + 8, pol->deadline_ms);
-    put64(r + 16, pol->aging_ms);
-    put64(r + 24, ml->max_rate_milli);
-    put64(r + 32, ml->min_rate_milli);
+    put_le32(r + 4, ml->burst);
+    put_le64(r + 8, pol->deadline_ms);
+    put_le64(r + 16, pol->aging_ms);
+    put_le64(r + 24, ml->max_rate_milli);
+    put_le64(r + 32, ml->min_rate_milli);
     put_windows(r + LEVEL_REC_V2, ml->more, ml->nmore);
     snprintf(key, sizeof key, "level/%02u", level);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
@@ -134,11 +130,11 @@ void settings_save_pool(bk *b, const pool *p)
     unsigned char r[POOL_REC] = {1};
     char key[8 + PROTO_MAX_NAME];
     r[1] = (p->paused ? 1 : 0) | (p->autoscale ? 2 : 0);
-    put32(r + 4, p->levels_mask);
-    put32(r + 8, p->size);
-    put32(r + 12, p->min_size);
-    put32(r + 16, p->max_size);
-    put64(r + 20, p->target_wait_ms);
+    put_le32(r + 4, p->levels_mask);
+    put_le32(r + 8, p->size);
+    put_le32(r + 12, p->min_size);
+    put_le32(r + 16, p->max_size);
+    put_le64(r + 20, p->target_wait_ms);
     snprintf(key, sizeof key, "pool/%s", p->name);
     if (store_meta_put(b->st, key, r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the settings of pool %s", p->name);
@@ -163,12 +159,12 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
     pol->paused = r[1] & 1;
     if ((r[1] & 2) && queue_fair_set(&b->q, level, 1, 1) != SL_OK)
         log_error("settings", "cannot rebuild the tags of level %u, served fair by tag", level);
-    pol->deadline_ms = get64(r + 8);
-    pol->aging_ms = get64(r + 16);
+    pol->deadline_ms = get_le64(r + 8);
+    pol->aging_ms = get_le64(r + 16);
     if (r[0] >= 2) {
-        ml->burst = get32(r + 4);
-        ml->max_rate_milli = get64(r + 24);
-        ml->min_rate_milli = get64(r + 32);
+        ml->burst = get_le32(r + 4);
+        ml->max_rate_milli = get_le64(r + 24);
+        ml->min_rate_milli = get_le64(r + 32);
     }
     if (r[0] >= 3) { /* buckets start full, as every bucket does at open */
         rl_window w[METER_MORE_WINDOWS];
@@ -179,9 +175,9 @@ static void load_level(void *ctx, const char *key, size_t key_len, const void *v
 void settings_save_sink(bk *b)
 {
     unsigned char r[SINK_REC] = {2};
-    put32(r + 4, b->meter.sink.burst);
-    put64(r + 8, b->meter.sink.rate_milli);
-    put64(r + 16, b->meter.sink.max_inflight);
+    put_le32(r + 4, b->meter.sink.burst);
+    put_le64(r + 8, b->meter.sink.rate_milli);
+    put_le64(r + 16, b->meter.sink.max_inflight);
     put_windows(r + SINK_REC_V1, b->meter.sink.more, b->meter.sink.nmore);
     if (store_meta_put(b->st, "sink", r, sizeof r) != SL_OK)
         log_error("settings", "cannot store the sink settings");
@@ -198,9 +194,9 @@ static void load_sink(void *ctx, const char *key, size_t key_len, const void *va
         log_warn("settings", "ignoring an unreadable sink setting (%zu bytes)", len);
         return;
     }
-    b->meter.sink.burst = get32(r + 4);
-    b->meter.sink.rate_milli = get64(r + 8);
-    b->meter.sink.max_inflight = get64(r + 16);
+    b->meter.sink.burst = get_le32(r + 4);
+    b->meter.sink.rate_milli = get_le64(r + 8);
+    b->meter.sink.max_inflight = get_le64(r + 16);
     if (r[0] == 2) {
         rl_window w[METER_MORE_WINDOWS];
         meter_windows_set(&b->meter, METER_SINK, w, get_windows(r + SINK_REC_V1, w), 0);
@@ -215,16 +211,16 @@ static void load_pool(void *ctx, const char *key, size_t key_len, const void *va
         log_warn("settings", "ignoring an unreadable pool setting (%zu bytes)", len);
         return;
     }
-    uint32_t mask = get32(r + 4) & b->all_mask;
+    uint32_t mask = get_le32(r + 4) & b->all_mask;
     pool *p = pool_require(&b->pools, key + 5, key_len - 5, mask ? mask : b->all_mask);
     if (!p)
         return;
     p->paused = r[1] & 1;
     p->autoscale = (r[1] >> 1) & 1;
-    p->size = get32(r + 8);
-    p->min_size = get32(r + 12);
-    p->max_size = get32(r + 16);
-    p->target_wait_ms = get64(r + 20);
+    p->size = get_le32(r + 8);
+    p->min_size = get_le32(r + 12);
+    p->max_size = get_le32(r + 16);
+    p->target_wait_ms = get_le64(r + 20);
 }
 
 /* ---- per-tag settings (tagset.h) ---- */
@@ -240,13 +236,13 @@ void settings_save_tag_rule(bk *b, const tagset_rule *r)
     char key[32];
     size_t len = strlen(r->pattern);
     v[1] = r->each ? 1 : 0;
-    put32(v + 4, r->weight);
-    put32(v + 8, r->max_inflight);
-    put32(v + 12, r->nwin);
+    put_le32(v + 4, r->weight);
+    put_le32(v + 8, r->max_inflight);
+    put_le32(v + 12, r->nwin);
     for (unsigned i = 0; i < r->nwin; i++) {
-        put64(v + TAGRULE_HEAD + i * WIN_REC, r->win[i].count_milli);
-        put64(v + TAGRULE_HEAD + 8 + i * WIN_REC, r->win[i].period_ms);
-        put32(v + TAGRULE_HEAD + 16 + i * WIN_REC, r->win[i].burst);
+        put_le64(v + TAGRULE_HEAD + i * WIN_REC, r->win[i].count_milli);
+        put_le64(v + TAGRULE_HEAD + 8 + i * WIN_REC, r->win[i].period_ms);
+        put_le32(v + TAGRULE_HEAD + 16 + i * WIN_REC, r->win[i].burst);
     }
     memcpy(v + TAGRULE_REC, r->pattern, len);
     tagrule_key(key, sizeof key, r->order);
@@ -283,18 +279,18 @@ static void load_tag_rule(void *ctx, const char *key, size_t key_len, const void
     unsigned order;
     memset(&r, 0, sizeof r);
     if (key_len != 16 || sscanf(key + 8, "%8x", &order) != 1 || len <= TAGRULE_REC ||
-        len > TAGRULE_REC + PROTO_MAX_TAG || v[0] != 1 || get32(v + 12) > RL_MAX_WINDOWS) {
+        len > TAGRULE_REC + PROTO_MAX_TAG || v[0] != 1 || get_le32(v + 12) > RL_MAX_WINDOWS) {
         log_warn("settings", "ignoring an unreadable tag pattern setting (%zu bytes)", len);
         return;
     }
     r.order = order;
     r.each = v[1] & 1;
-    r.weight = get32(v + 4);
-    r.max_inflight = get32(v + 8);
-    r.nwin = get32(v + 12);
+    r.weight = get_le32(v + 4);
+    r.max_inflight = get_le32(v + 8);
+    r.nwin = get_le32(v + 12);
     for (unsigned i = 0; i < r.nwin; i++)
-        r.win[i] = (rl_window){get64(v + TAGRULE_HEAD + i * WIN_REC), get64(v + TAGRULE_HEAD + 8 + i * WIN_REC),
-                               get32(v + TAGRULE_HEAD + 16 + i * WIN_REC)};
+        r.win[i] = (rl_window){get_le64(v + TAGRULE_HEAD + i * WIN_REC), get_le64(v + TAGRULE_HEAD + 8 + i * WIN_REC),
+                               get_le32(v + TAGRULE_HEAD + 16 + i * WIN_REC)};
     memcpy(r.pattern, v + TAGRULE_REC, len - TAGRULE_REC);
     if (tagset_put(b->q.tags, &r, b->mono_ns) != SL_OK)
         log_warn("settings", "ignoring tag pattern %s: its settings are out of bounds", r.pattern);

@@ -25,9 +25,9 @@
  */
 #include "rec.h"
 
-#include <endian.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "crc32c.h"
 #include "log.h"
 #include "proto.h"
@@ -60,13 +60,6 @@ enum {
     REC_SEALED = 4,               /* the checksum covers [REC_SEALED, end) */
     REC_TAIL_FIXED_BYTES = 2 + 8, /* reason_len and died_ns */
 };
-
-static void put_le16(unsigned char *p, uint16_t v) { v = htole16(v); memcpy(p, &v, sizeof v); }
-static void put_le32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, sizeof v); }
-static void put_le64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, sizeof v); }
-static uint16_t get_le16(const unsigned char *p) { uint16_t v; memcpy(&v, p, sizeof v); return le16toh(v); }
-static uint32_t get_le32(const unsigned char *p) { uint32_t v; memcpy(&v, p, sizeof v); return le32toh(v); }
-static uint64_t get_le64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return le64toh(v); }
 
 /* seal writes the checksum of p[REC_SEALED..n) into p; n >= REC_HEAD_BYTES. */
 static void seal(unsigned char *p, size_t n)

@@ -17,12 +17,12 @@
 #ifndef SLUICE_STORE_INT_H
 #define SLUICE_STORE_INT_H
 
-#include <endian.h>
 #include <lmdb.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "rec.h"
 #include "store.h"
 #include "store_wal.h"
@@ -112,12 +112,6 @@ struct store {
  * nothing; ttl by big-endian u64 expires_ns then big-endian u64 id, holding
  * one byte where (level, or STORE_TTL_DELAYED) then little-endian u64 loc.
  */
-static inline void put_le32(unsigned char *p, uint32_t v) { v = htole32(v); memcpy(p, &v, sizeof v); }
-static inline void put_le64(unsigned char *p, uint64_t v) { v = htole64(v); memcpy(p, &v, sizeof v); }
-static inline void put_be64(unsigned char *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, sizeof v); }
-static inline uint32_t get_le32(const unsigned char *p) { uint32_t v; memcpy(&v, p, sizeof v); return le32toh(v); }
-static inline uint64_t get_le64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return le64toh(v); }
-static inline uint64_t get_be64(const unsigned char *p) { uint64_t v; memcpy(&v, p, sizeof v); return be64toh(v); }
 
 /* key_u64 points *k at buf, holding key big-endian. */
 static inline void key_u64(MDB_val *k, unsigned char buf[8], uint64_t key)
