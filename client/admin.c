@@ -80,9 +80,8 @@ static int level_check(sl_client *c, unsigned level)
  * error, checks the level and makes m a cmd request naming it. */
 static int level_msg(sl_client *c, proto_msg *m, proto_cmd cmd, unsigned level)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     int rc = level_check(c, level);
     if (rc)
         return rc;
@@ -110,9 +109,8 @@ static uint32_t clamp_u32(uint64_t v)
  * (which must not be NULL); the reply is then in c->reply. */
 static int query(sl_client *c, const void *out, proto_cmd cmd)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!out)
         return client_fail(c, SL_EINVAL);
     proto_msg m;
@@ -287,9 +285,8 @@ int sl_pool_list(sl_client *c, sl_pool_info *out, unsigned *n)
 
 int sl_pool_resize(sl_client *c, const char *pool, uint32_t size)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     admin_init(&m, PROTO_CMD_pool_resize);
     int rc = pool_arg(c, &m, pool);
@@ -301,9 +298,8 @@ int sl_pool_resize(sl_client *c, const char *pool, uint32_t size)
 
 int sl_pool_pause(sl_client *c, const char *pool, int paused)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     admin_init(&m, paused ? PROTO_CMD_pool_pause : PROTO_CMD_pool_resume);
     int rc = pool_arg(c, &m, pool);
@@ -314,9 +310,8 @@ int sl_pool_pause(sl_client *c, const char *pool, int paused)
 
 int sl_pool_delete(sl_client *c, const char *pool, int force)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     admin_init(&m, PROTO_CMD_pool_delete);
     int rc = pool_arg(c, &m, pool);
@@ -330,9 +325,8 @@ int sl_pool_delete(sl_client *c, const char *pool, int force)
 int sl_pool_autoscale(sl_client *c, const char *pool, uint32_t min, uint32_t max,
                       uint64_t target_wait_ms, int enabled)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     admin_init(&m, PROTO_CMD_pool_autoscale);
     int rc = pool_arg(c, &m, pool);
@@ -353,9 +347,8 @@ int sl_pool_autoscale(sl_client *c, const char *pool, uint32_t min, uint32_t max
 
 int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_inflight)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     admin_init(&m, PROTO_CMD_sink_set);
     if (rate_milli != SL_UNCHANGED)
@@ -369,9 +362,8 @@ int sl_sink_set(sl_client *c, uint64_t rate_milli, uint64_t burst, uint64_t max_
 
 int sl_sink_windows(sl_client *c, const sl_window *w, unsigned n)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     admin_init(&m, PROTO_CMD_sink_set);
     int rc = windows_arg(c, &m, w, n);
@@ -411,9 +403,8 @@ int sl_sink_show(sl_client *c, sl_sink_info *out)
 
 int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!out)
         return client_fail(c, SL_EINVAL);
     proto_msg m;

@@ -89,9 +89,19 @@ struct sl_client {
     char last_msg[PROTO_MAX_STR + 1];
 };
 
-/* client_err_clear empties c's error record; every fallible API call starts
- * with it. */
+/* client_err_clear empties c's error record. */
 void client_err_clear(sl_client *c);
+
+/* client_begin is how every fallible API call starts: 0 when c is NULL
+ * (the call returns SL_EINVAL, with no error record to fill), else it
+ * empties c's error record and returns 1. */
+static inline int client_begin(sl_client *c)
+{
+    if (!c)
+        return 0;
+    client_err_clear(c);
+    return 1;
+}
 
 /* client_fail_text records code with text[0..len) (truncated to fit; text
  * may be NULL when len is 0) and returns code. */

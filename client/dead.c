@@ -23,9 +23,8 @@ _Static_assert(SL_DEAD_TEXT == PROTO_MAX_NAME, "list strings are string columns"
 /* start checks c and makes m an ADMIN request for cmd. */
 static int start(sl_client *c, proto_msg *m, proto_cmd cmd, const void *out)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!out)
         return client_fail(c, SL_EINVAL);
     admin_init(m, cmd);

@@ -147,9 +147,8 @@ static int levels_load(sl_client *c)
 
 int sl_levels(sl_client *c, unsigned *count, const char *const **names)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     int rc = levels_load(c);
     if (rc)
         return rc;
@@ -176,9 +175,8 @@ static bool number_parse(const char *text, unsigned *out)
 
 int sl_level_parse(sl_client *c, const char *text, unsigned *level)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!text || !level)
         return client_fail(c, SL_EINVAL);
     int rc = levels_load(c);
@@ -239,9 +237,8 @@ static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
 
 int sl_send(sl_client *c, const sl_put *p, uint64_t *id)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     int rc = put_build(c, p, &m);
     if (rc)
@@ -254,9 +251,8 @@ int sl_send(sl_client *c, const sl_put *p, uint64_t *id)
 
 int sl_send_async(sl_client *c, const sl_put *p, uint64_t *ticket)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     proto_msg m;
     int rc = put_build(c, p, &m);
     if (rc)
@@ -273,9 +269,8 @@ int sl_send_async(sl_client *c, const sl_put *p, uint64_t *ticket)
 
 int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!out)
         return client_fail(c, SL_EINVAL);
     if (c->confirms.count == 0) {
@@ -304,9 +299,8 @@ size_t sl_send_pending(const sl_client *c)
 int sl_subscribe(sl_client *c, const char *pool, const unsigned *levels, size_t nlevels,
                  unsigned credit)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (c->subscribed)
         return client_fail(c, SL_ESTATE);
     if (!levels)
@@ -347,9 +341,8 @@ int sl_subscribe(sl_client *c, const char *pool, const unsigned *levels, size_t 
 
 int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!out)
         return client_fail(c, SL_EINVAL);
     *out = NULL;
@@ -368,18 +361,16 @@ int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out)
 
 int sl_set_limit(sl_client *c, uint64_t max_deliveries)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     c->limit = max_deliveries;
     return SL_OK;
 }
 
 int sl_set_window(sl_client *c, unsigned window)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (window == 0 || window > MAX_CREDIT)
         return client_fail(c, SL_EINVAL);
     if (!c->subscribed)
@@ -436,9 +427,8 @@ static int refusal_take(sl_client *c)
 static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint32_t ms, const char *why,
                       const char *scope)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!d)
         return client_fail(c, SL_EINVAL);
     proto_msg m;
@@ -478,9 +468,8 @@ static int settle_why(sl_client *c, const sl_delivery *d, proto_type type, uint3
 
 int sl_flush(sl_client *c, int timeout_ms)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     int rc = wire_wait_settled(c, timeout_ms);
     int refused = refusal_take(c);
     if (refused != SL_OK)

@@ -18,9 +18,8 @@
 
 int sl_stats_get_ex(sl_client *c, sl_stats *out, sl_stats_ex *ex)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!out)
         return client_fail(c, SL_EINVAL);
     proto_msg m;

@@ -21,9 +21,8 @@
 
 static int tag_msg(sl_client *c, proto_msg *m, proto_cmd cmd, const char *tag)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     size_t len = tag ? strnlen(tag, PROTO_MAX_TAG + 1) : 0;
     if (len == 0 || len > PROTO_MAX_TAG)
         return client_fail(c, SL_EINVAL);
@@ -107,9 +106,8 @@ int sl_tag_list(sl_client *c, sl_tag_info *out, unsigned *n)
 
 int sl_tag_list_ex(sl_client *c, sl_tag_info *out, sl_tag_throttle *thr, unsigned *n)
 {
-    if (!c)
+    if (!client_begin(c))
         return SL_EINVAL;
-    client_err_clear(c);
     if (!out || !n)
         return client_fail(c, SL_EINVAL);
     *n = 0;
