@@ -103,11 +103,12 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sin
 .PHONY: all deps run test test-run bench clean install layering tests
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
-# from position-independent objects of its own; and the man pages, generated from --help.
-# -z nodelete: dlclose leaves it loaded, since threads that decoded hold a zone whose
-# destructor (proto_dec.c) runs in the library when they exit.
+# from position-independent objects of its own; and the man pages, generated from the settings
+# table and from --help. -z nodelete: dlclose leaves it loaded, since threads that decoded hold
+# a zone whose destructor (proto_dec.c) runs in the library when they exit.
 LIBSLUICE_SO := $(BUILD)/libsluice.so.1
-MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.1
+MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.conf.5 $(BUILD)/man/sluice.1 \
+              $(BUILD)/man/sluice-bench.1 $(BUILD)/man/sluice-sink.1
 all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
@@ -180,14 +181,23 @@ $(LIBSLUICE_SO): $(patsubst %.c,$(BUILD)/pic/%.o,$(PROTO_SRC) $(CLIENT_SRC)) too
 	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libsluice.so.1 -Wl,-z,nodelete -Wl,--version-script=tools/dist/libsluice.map \
 	  -o $@ $(filter %.o,$^) $(shell pkg-config --libs libzmq msgpack 2>/dev/null) -lpthread
 
+# The man pages: sluiced(8) and sluice.conf(5) from the settings table (sluiced --man and
+# --man=sluice.conf), the tools' pages from their --help and --version (tools/dist/help2man.sh),
+# each with its NAME line below.
 $(BUILD)/man/sluiced.8: $(BIN)/sluiced
 	@mkdir -p $(dir $@)
 	$(Q)$(BIN)/sluiced --man > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/man/sluice.1: $(BIN)/sluice tools/dist/help2man.sh
+$(BUILD)/man/sluice.conf.5: $(BIN)/sluiced
 	@mkdir -p $(dir $@)
-	$(Q)$(BIN)/sluice --help | sh tools/dist/help2man.sh sluice 1 \
-	  'publish to, consume from, inspect and administer a Sluice broker' > $@.tmp && mv $@.tmp $@
+	$(Q)$(BIN)/sluiced --man=sluice.conf > $@.tmp && mv $@.tmp $@
+
+MAN_WHAT_sluice       := publish to, consume from, inspect and administer a Sluice broker
+MAN_WHAT_sluice-bench := measure a Sluice broker against its performance targets
+MAN_WHAT_sluice-sink  := a rate-limited HTTP service to point Sluice consumers at
+$(BUILD)/man/%.1: $(BIN)/% tools/dist/help2man.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/dist/help2man.sh $(BIN)/$* 1 '$(MAN_WHAT_$*)' > $@.tmp && mv $@.tmp $@
 
 $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
