@@ -105,10 +105,11 @@ function command(s, synopsis,    n, w, i, head, rest) {
     rest = esc(rest)
     return "\\fB" esc(head) "\\fR" (synopsis ? keep(rest) : rest)
 }
-# items renders lines a .. b-1 (none blank) as roff, in fill mode; it
-# returns nothing. A list (.TP) followed by text at its level needs a .PP
-# to end the list.
-function items(a, b,    k, j, i, c, text, inlist, open) {
+# items prints lines a .. b-1 (none blank) as roff, in fill mode: entries,
+# commands, examples and text, with what is indented deeper nested in
+# .RS/.RE. Text after a list (.TP) at its level starts with a .PP, which
+# ends the list.
+function items(a, b,    k, j, i, c, text, inlist) {
     k = a; inlist = 0
     while (k < b) {
         i = I[k]
