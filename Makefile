@@ -7,12 +7,14 @@
 #   make fuzz       fuzz the wire decoder for FUZZ_SECONDS (300); make fuzz-ci: 20 s
 #   make SAN=address,undefined   build the sanitized variant into build/san/
 #   make install PREFIX=/usr/local [DESTDIR=...]   programs, headers, libsluice.a and
-#                libsluice.so.1, sluice.pc, man pages, the systemd unit, an example sluice.conf
+#                libsluice.so.1, sluice.pc, man pages, the systemd unit, an example sluice.conf,
+#                the Grafana dashboard
 
 PREFIX   ?= /usr/local
 # /etc for a system install (PREFIX=/usr), else PREFIX/etc
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 MANDIR   ?= $(PREFIX)/share/man
+DATADIR  ?= $(PREFIX)/share
 UNITDIR  ?= $(PREFIX)/lib/systemd/system
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -103,11 +105,12 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sin
 .PHONY: all deps run test test-run bench clean install layering tests
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
-# from position-independent objects of its own; and the man pages, generated from --help.
-# -z nodelete: dlclose leaves it loaded, since threads that decoded hold a zone whose
-# destructor (proto_dec.c) runs in the library when they exit.
+# from position-independent objects of its own; and the man pages, generated from the settings
+# table and from --help. -z nodelete: dlclose leaves it loaded, since threads that decoded hold
+# a zone whose destructor (proto_dec.c) runs in the library when they exit.
 LIBSLUICE_SO := $(BUILD)/libsluice.so.1
-MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.1
+MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.conf.5 $(BUILD)/man/sluice.1 \
+              $(BUILD)/man/sluice-bench.1 $(BUILD)/man/sluice-sink.1
 all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
@@ -180,14 +183,23 @@ $(LIBSLUICE_SO): $(patsubst %.c,$(BUILD)/pic/%.o,$(PROTO_SRC) $(CLIENT_SRC)) too
 	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libsluice.so.1 -Wl,-z,nodelete -Wl,--version-script=tools/dist/libsluice.map \
 	  -o $@ $(filter %.o,$^) $(shell pkg-config --libs libzmq msgpack 2>/dev/null) -lpthread
 
+# The man pages: sluiced(8) and sluice.conf(5) from the settings table (sluiced --man and
+# --man=sluice.conf), the tools' pages from their --help and --version (tools/dist/help2man.sh),
+# each with its NAME line below.
 $(BUILD)/man/sluiced.8: $(BIN)/sluiced
 	@mkdir -p $(dir $@)
 	$(Q)$(BIN)/sluiced --man > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/man/sluice.1: $(BIN)/sluice tools/dist/help2man.sh
+$(BUILD)/man/sluice.conf.5: $(BIN)/sluiced
 	@mkdir -p $(dir $@)
-	$(Q)$(BIN)/sluice --help | sh tools/dist/help2man.sh sluice 1 \
-	  'publish to, consume from, inspect and administer a Sluice broker' > $@.tmp && mv $@.tmp $@
+	$(Q)$(BIN)/sluiced --man=sluice.conf > $@.tmp && mv $@.tmp $@
+
+MAN_WHAT_sluice       := publish to, consume from, inspect and administer a Sluice broker
+MAN_WHAT_sluice-bench := measure a Sluice broker against its performance targets
+MAN_WHAT_sluice-sink  := a rate-limited HTTP service to point Sluice consumers at
+$(BUILD)/man/%.1: $(BIN)/% tools/dist/help2man.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/dist/help2man.sh $(BIN)/$* 1 '$(MAN_WHAT_$*)' > $@.tmp && mv $@.tmp $@
 
 $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
@@ -399,21 +411,38 @@ layering:
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
 
 # make install PREFIX=/usr DESTDIR=/tmp/stage: the layout a package takes. The unit gets the
-# installed paths; the example sluice.conf is not overwritten when one is there.
+# installed paths; the example sluice.conf is not overwritten when one is there. The man pages
+# and the example name the config file as a system install has it, /etc/sluice/sluice.conf:
+# they are installed with /etc/sluice/ made $(SYSCONFDIR)/sluice/ (a no-op for PREFIX=/usr).
+# The unit's Documentation= names the pages as man: URIs when MANDIR is one that man searches
+# without a MANPATH (so `systemctl help sluiced` shows them, and systemd-analyze verify, which
+# runs man for each man: URI, finds them), else as file: URIs of the installed pages, which
+# systemd-analyze verify accepts wherever they are.
+MAN_SEARCHED := /usr/share/man /usr/local/share/man /usr/local/man /usr/man
+UNIT_DOCS_MAN  := man:sluiced(8) man:sluice.conf(5) man:sluice(1)
+UNIT_DOCS_FILE  = file:$(MANDIR)/man8/sluiced.8 file:$(MANDIR)/man5/sluice.conf.5 file:$(MANDIR)/man1/sluice.1
+UNIT_DOCS       = $(if $(filter $(MANDIR),$(MAN_SEARCHED)),$(UNIT_DOCS_MAN),$(UNIT_DOCS_FILE))
+SYSCONF_FIX := sed -e 's|/etc/sluice/|$(SYSCONFDIR)/sluice/|g'
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/sluice
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+	  $(DESTDIR)$(SYSCONFDIR)/sluice $(DESTDIR)$(DATADIR)/sluice
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 client/sluice.h client/sluice_admin.h proto/sluice_errors.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBSLUICE) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBSLUICE_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libsluice.so.1 $(DESTDIR)$(PREFIX)/lib/libsluice.so
-	install -m 644 $(BUILD)/man/sluice.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 644 $(BUILD)/man/sluiced.8 $(DESTDIR)$(MANDIR)/man8/
-	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' tools/dist/sluiced.service.in \
+	for page in $(MANPAGES); do \
+	  to=$(DESTDIR)$(MANDIR)/man$${page##*.}/$${page##*/}; \
+	  $(SYSCONF_FIX) $$page > $$to && chmod 644 $$to || exit 1; \
+	done
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	  -e 's|@DOCUMENTATION@|$(UNIT_DOCS)|' tools/dist/sluiced.service.in \
 	  > $(DESTDIR)$(UNITDIR)/sluiced.service && chmod 644 $(DESTDIR)$(UNITDIR)/sluiced.service
 	[ -e $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf ] || \
-	  install -m 644 tools/dist/sluice.conf $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf
+	  { $(SYSCONF_FIX) tools/dist/sluice.conf > $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf && \
+	    chmod 644 $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf; }
+	install -m 644 tools/dist/grafana-sluice.json $(DESTDIR)$(DATADIR)/sluice/
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: 1.0.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice\nLibs.private: -lzmq -lmsgpackc -lpthread\n' '$(PREFIX)' \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
 

@@ -7,9 +7,11 @@
  * read (its type), the member of conf it sets, the default, the bounds, the
  * placeholder shown in --help and the help text. From that list come the
  * defaults (conf_defaults parses each default with the setting's own
- * parser), the getopt_long table, the INI file's keys, sluiced --help and
- * every bounds check; tests/test_conf.c checks the README's option table
- * against it. A new ordinary setting is one line here and a member in conf.
+ * parser), the getopt_long table, the INI file's keys, sluiced --help, the
+ * manual pages sluiced(8) and sluice.conf(5) (conf_help.c) and every bounds
+ * check; tests/test_conf.c checks the README's option table against it. A
+ * new ordinary setting is one line here and a member in conf; one that a
+ * SIGHUP applies at once is also named in CONF_LIVE.
  *
  * Layers, later ones winning: the defaults, the INI file (--config), the
  * command line. Nothing is opened before everything has been read and
@@ -83,9 +85,9 @@
     X(coord_user, NULL, "coord-user", 0, "coord", STR, coord_user, NULL, 0, 0, "USER", "Redis ACL user (or SLUICE_COORD_USER)") \
     X(coord_password_file, NULL, "coord-password-file", 0, "coord", STR, coord_password_file, NULL, 0, 0, "FILE", "file holding the Redis password (or SLUICE_COORD_PASSWORD); never on the command line") \
     X(rule, NULL, "tag-rule", 0, "tag_rules", RULE, tag_rules, NULL, 0, 0, "GLOB=LEVEL", "a publish that names no level and whose tag matches GLOB (fnmatch) goes to LEVEL; repeatable, the first match wins; in the INI file: rule = GLOB LEVEL") \
-    X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above; the command line wins over it") \
+    X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above, such as /etc/sluice/sluice.conf (sluice.conf(5)); the command line wins over it") \
     X(ready_fd, NULL, "ready-fd", 0, NULL, NUM, ready_fd, NULL, 0, INT_MAX, "FD", "write \"READY\\n\" to FD once serving, then close it (for supervisors and tests)") \
-    X(man, NULL, "man", 0, NULL, ACTION, action, NULL, CONF_MAN, CONF_MAN, NULL, "write the manual page sluiced(8), in roff, to standard output (make builds and installs it)") \
+    X(man, NULL, "man", 0, NULL, ACTION, action, NULL, CONF_MAN, CONF_MAN, NULL, "write the manual page sluiced(8), in roff, to standard output; --man=sluice.conf writes sluice.conf(5), the config file and its keys (make builds and installs both)") \
     X(help, NULL, "help", 'h', NULL, ACTION, action, NULL, CONF_HELP, CONF_HELP, NULL, "show this help") \
     X(version, NULL, "version", 0, NULL, ACTION, action, NULL, CONF_VERSION, CONF_VERSION, NULL, "show the version")
 
@@ -121,10 +123,14 @@ static const conf_setting table[] = {
 CONF_SETTINGS(CONF_FITS_)
 #undef CONF_FITS_
 
+/* Flags and actions take no value, but --man may name its page (--man=sluice.conf). */
 static const struct option options[] = {
-#define CONF_OPT_(key, alias, lopt, sopt, sect, type, ...)                                                 \
-    {lopt, CONF_##type == CONF_BOOL || CONF_##type == CONF_ACTION ? no_argument : required_argument, NULL, \
-     sopt ? sopt : OPT_BASE + I_##key},
+#define CONF_OPT_(key, alias, lopt, sopt, sect, type, member, def, lo, ...)                                \
+    {lopt,                                                                                                 \
+     CONF_##type == CONF_ACTION && (lo) == CONF_MAN                           ? optional_argument          \
+     : CONF_##type == CONF_BOOL || CONF_##type == CONF_ACTION                 ? no_argument                \
+                                                                              : required_argument,         \
+     NULL, sopt ? sopt : OPT_BASE + I_##key},
     CONF_SETTINGS(CONF_OPT_)
 #undef CONF_OPT_
     {NULL, 0, NULL, 0},
@@ -266,9 +272,17 @@ static int parse_rule(pctx *p, const char *v)
     return SL_OK;
 }
 
+/* parse_action sets the action; --man's value, if any, names the page. */
 static int parse_action(pctx *p, const char *v)
 {
-    (void)v;
+    if (p->s->min == CONF_MAN) {
+        if (!v || !strcmp(v, "sluiced"))
+            conf_man_choose(8);
+        else if (!strcmp(v, "sluice.conf"))
+            conf_man_choose(5);
+        else
+            return fail(p, "'%s' is no page of sluiced: sluiced or sluice.conf", v);
+    }
     *(int *)member(p) = (int)p->s->min;
     return SL_OK;
 }
@@ -288,6 +302,31 @@ static int set(pctx *p, const conf_setting *s, const char *as, const char *value
 }
 
 /* ---- the table ---- */
+
+/* The settings a SIGHUP applies at once, by INI key: those read where they
+ * are used, so that a new value applies to what comes next. reload.c keeps
+ * the same list as RELOAD_LIVE; the documentation reads this one. */
+#define CONF_LIVE(X)                                                                                       \
+    X(log_level) X(lease_ms) X(max_attempts) X(ack_flush_ms) X(consumer_max_inflight)                      \
+    X(throttle_backoff_ms) X(level_max_messages) X(level_max_bytes) X(idem_window_ms) X(rule)              \
+    X(tag_rules_override)
+
+#define CONF_LIVE_CHECK_(k) _Static_assert(I_##k < I_COUNT, #k ": CONF_LIVE names no setting");
+CONF_LIVE(CONF_LIVE_CHECK_)
+#undef CONF_LIVE_CHECK_
+
+int conf_setting_live(const conf_setting *s)
+{
+    static const char *const live[] = {
+#define CONF_LIVE_KEY_(k) #k,
+        CONF_LIVE(CONF_LIVE_KEY_)
+#undef CONF_LIVE_KEY_
+    };
+    for (size_t i = 0; s->section && i < sizeof live / sizeof live[0]; i++)
+        if (!strcmp(live[i], s->key))
+            return 1;
+    return 0;
+}
 
 size_t conf_setting_count(void)
 {

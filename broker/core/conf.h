@@ -92,7 +92,7 @@ typedef enum conf_type {
     CONF_LEVEL,     /* a level by name or number, resolved by conf_finish */
     CONF_RULE,      /* GLOB=LEVEL (INI: rule = GLOB LEVEL), repeatable */
     CONF_FILE,      /* the INI file: command line only, read before the other options */
-    CONF_ACTION,    /* sets conf.action to min (help, version) */
+    CONF_ACTION,    /* sets conf.action to min (help, version, man); --man=PAGE names the page */
 } conf_type;
 
 /* One line of the settings table. */
@@ -146,14 +146,31 @@ int conf_finish(conf *cfg, char *err, size_t errlen);
  * each with its unit, default and bounds, and examples. */
 void conf_usage(FILE *f);
 
-/* conf_man writes the manual page sluiced(8) to f, in roff: its OPTIONS
- * come from the settings table, as --help's do (conf_help.c). */
+/* conf_man writes to f, in roff, the manual page the command line asked
+ * for: sluiced(8) with --man, sluice.conf(5) with --man=sluice.conf (as
+ * conf_man_page does; the last conf_parse_args that met --man chose it). */
 void conf_man(FILE *f);
+
+/* conf_man_page writes manual page section to f, in roff (conf_help.c): 8 is
+ * sluiced(8), whose OPTIONS come from the settings table as --help's do; 5
+ * is sluice.conf(5), the INI file: its syntax and every key of the table
+ * with its section, value, default, bounds and whether SIGHUP applies it.
+ * Any other section writes nothing and returns SL_EINVAL; else SL_OK. */
+int conf_man_page(FILE *f, unsigned section);
+
+/* conf_man_choose makes section the page conf_man writes (8 until called).
+ * conf_parse_args calls it for --man. */
+void conf_man_choose(unsigned section);
 
 /* conf_setting_count and conf_setting_at walk the settings table (i <
  * count), for the README check and anything that lists settings. */
 size_t conf_setting_count(void);
 const conf_setting *conf_setting_at(size_t i);
+
+/* conf_setting_live tells whether a SIGHUP applies s's new value from the
+ * config file at once (1) or s keeps its value until a restart (0): the
+ * documentation's word, which must agree with RELOAD_LIVE in reload.c. */
+int conf_setting_live(const conf_setting *s);
 
 /* conf_default_text writes s's default as shown to users (a derived default
  * without its parentheses; "" when none) into buf and returns buf. */

@@ -17,6 +17,8 @@
 #include "bench_sched.h"
 #include "sluice.h"
 
+#define BENCH_ARGS_VERSION "1.0.0"
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -83,6 +85,7 @@ static void usage(FILE *f)
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
+"      --version       show the version\n"
 "\n"
 "Exit status: 0 when every row ran, whether or not it met its target; 1 on an\n"
 "error (broker unreachable, a publish refused, a message lost); 2 on a usage\n"
@@ -104,7 +107,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -114,6 +117,7 @@ static const struct option options[] = {
     {"quick", no_argument, NULL, 'q'},
     {"tenants", no_argument, NULL, OPT_TENANTS},
     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
@@ -154,6 +158,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case 'h':
             usage(stdout);
+            exit(0);
+        case OPT_VERSION:
+            printf("sluice-bench %s (wire protocol %d)\n", BENCH_ARGS_VERSION, SL_WIRE_VERSION);
             exit(0);
         default:
             fprintf(stderr, "sluice-bench: unknown or incomplete option '%s'; try --help\n",
