@@ -10,6 +10,8 @@
 #                libsluice.so.1, sluice.pc, man pages, the systemd unit, an example sluice.conf,
 #                the Grafana dashboard
 
+# The one place the version is written: every program's --version, the man pages and sluice.pc.
+VERSION  := 1.0.0
 PREFIX   ?= /usr/local
 # /etc for a system install (PREFIX=/usr), else PREFIX/etc
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
@@ -23,7 +25,7 @@ TEST_PKGS := cmocka
 
 # Warnings are forced: they cannot be dropped from the command line by accident.
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
-                   -Wshadow -Wvla -D_GNU_SOURCE
+                   -Wshadow -Wvla -D_GNU_SOURCE -DSLUICE_VERSION='"$(VERSION)"'
 
 ifdef SAN
 BUILD    := build/san
@@ -443,7 +445,7 @@ install: all
 	  { $(SYSCONF_FIX) tools/dist/sluice.conf > $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf && \
 	    chmod 644 $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf; }
 	install -m 644 tools/dist/grafana-sluice.json $(DESTDIR)$(DATADIR)/sluice/
-	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: 1.0.0\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice\nLibs.private: -lzmq -lmsgpackc -lpthread\n' '$(PREFIX)' \
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: $(VERSION)\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice\nLibs.private: -lzmq -lmsgpackc -lpthread\n' '$(PREFIX)' \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
 
 clean:

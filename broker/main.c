@@ -25,8 +25,6 @@
 #include "reload.h"
 #include "store.h"
 
-#define SLUICED_VERSION "1.0.0"
-
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -64,11 +62,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (cfg.action == CONF_MAN) {
-        conf_man(stdout);
+        conf_man_page(stdout, cfg.man_section);
         return 0;
     }
     if (cfg.action == CONF_VERSION) {
-        printf("sluiced %s (protocol %d, store format %d)\n", SLUICED_VERSION, PROTO_VERSION, STORE_FORMAT);
+        printf("sluiced %s (protocol %d, store format %d)\n", SLUICE_VERSION, PROTO_VERSION, STORE_FORMAT);
         return 0;
     }
     log_set_level((enum log_level)cfg.log_level);

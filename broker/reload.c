@@ -10,7 +10,8 @@
  * what it has). A new kind of reload (an auth file, say) is one line in
  * RELOAD_HOOKS and its function in its own module.
  *
- * Which settings change live is RELOAD_LIVE: the ones read where they are
+ * Which settings change live is the settings table's CONF_LIVE (conf.c,
+ * also what sluice.conf(5) lists as live): the ones read where they are
  * used, so that a new value simply applies to what comes next (the next
  * delivery's lease, the next publish's limits, the next log line); each
  * change is logged with its old and new value. Any other setting that
@@ -31,12 +32,6 @@
 #include "conf.h"
 #include "log.h"
 #include "notify.h"
-
-/* The settings whose new value applies at once, by INI key. */
-#define RELOAD_LIVE(X)                                                                                     \
-    X(log_level) X(lease_ms) X(max_attempts) X(ack_flush_ms) X(consumer_max_inflight)                      \
-    X(throttle_backoff_ms) X(level_max_messages) X(level_max_bytes) X(idem_window_ms) X(rule)              \
-    X(tag_rules_override)
 
 static int reload_log(bk *b, const conf *fresh);
 static int reload_settings(bk *b, const conf *fresh);
@@ -70,25 +65,12 @@ int reload_pending(void)
 
 /* reload_log reopens the log file (the old one may have been rotated). The
  * file's name is the one the broker started with: a new name needs a
- * restart, like any setting not in RELOAD_LIVE. */
+ * restart, like any setting not in CONF_LIVE. */
 static int reload_log(bk *b, const conf *fresh)
 {
     (void)fresh;
     if (b->cfg.log_file[0] && log_open_file(b->cfg.log_file) == 0)
         log_info("reload", "log file %s reopened", b->cfg.log_file);
-    return 0;
-}
-
-static int is_live(const char *key)
-{
-    static const char *const live[] = {
-#define RELOAD_KEY_(k) #k,
-        RELOAD_LIVE(RELOAD_KEY_)
-#undef RELOAD_KEY_
-    };
-    for (size_t i = 0; i < sizeof live / sizeof live[0]; i++)
-        if (!strcmp(live[i], key))
-            return 1;
     return 0;
 }
 
@@ -135,7 +117,7 @@ static int reload_settings(bk *b, const conf *fresh)
         const conf_setting *s = conf_setting_at(i);
         if (!s->section || !differs(s, &b->cfg, fresh))
             continue;
-        if (!is_live(s->key)) {
+        if (!conf_setting_live(s)) {
             size_t used = strlen(restart);
             snprintf(restart + used, sizeof restart - used, "%s%s", used ? ", " : "", s->key);
             continue;

@@ -277,9 +277,9 @@ static int parse_action(pctx *p, const char *v)
 {
     if (p->s->min == CONF_MAN) {
         if (!v || !strcmp(v, "sluiced"))
-            conf_man_choose(8);
+            p->c->man_section = 8;
         else if (!strcmp(v, "sluice.conf"))
-            conf_man_choose(5);
+            p->c->man_section = 5;
         else
             return fail(p, "'%s' is no page of sluiced: sluiced or sluice.conf", v);
     }
@@ -377,6 +377,7 @@ void conf_defaults(conf *cfg)
     cfg->default_level = cfg->levels / 2;
     cfg->soft_limit_pct = 90; /* not a setting: publishes stop at 90 % of the map */
     cfg->ready_fd = -1;
+    cfg->man_section = 8;
 }
 
 /* ---- the INI file ---- */

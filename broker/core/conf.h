@@ -73,6 +73,7 @@ typedef struct conf {
     int ready_fd;                                         /* -1: none */
     char log_file[4096];                                  /* "" = stderr */
     int action;                                           /* enum conf_action */
+    unsigned man_section;                                 /* with CONF_MAN: 8 (sluiced) or 5 (sluice.conf) */
     char config_file[4096];                               /* "" when none */
     /* Kept as given until the number of levels is known (conf_finish). */
     char default_level_text[PROTO_MAX_NAME + 1];          /* "" = the middle level */
@@ -146,21 +147,12 @@ int conf_finish(conf *cfg, char *err, size_t errlen);
  * each with its unit, default and bounds, and examples. */
 void conf_usage(FILE *f);
 
-/* conf_man writes to f, in roff, the manual page the command line asked
- * for: sluiced(8) with --man, sluice.conf(5) with --man=sluice.conf (as
- * conf_man_page does; the last conf_parse_args that met --man chose it). */
-void conf_man(FILE *f);
-
 /* conf_man_page writes manual page section to f, in roff (conf_help.c): 8 is
  * sluiced(8), whose OPTIONS come from the settings table as --help's do; 5
  * is sluice.conf(5), the INI file: its syntax and every key of the table
  * with its section, value, default, bounds and whether SIGHUP applies it.
  * Any other section writes nothing and returns SL_EINVAL; else SL_OK. */
 int conf_man_page(FILE *f, unsigned section);
-
-/* conf_man_choose makes section the page conf_man writes (8 until called).
- * conf_parse_args calls it for --man. */
-void conf_man_choose(unsigned section);
 
 /* conf_setting_count and conf_setting_at walk the settings table (i <
  * count), for the README check and anything that lists settings. */

@@ -17,7 +17,6 @@
 #include "bench_sched.h"
 #include "sluice.h"
 
-#define BENCH_ARGS_VERSION "1.0.0"
 
 static void usage(FILE *f)
 {
@@ -160,7 +159,7 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             usage(stdout);
             exit(0);
         case OPT_VERSION:
-            printf("sluice-bench %s (wire protocol %d)\n", BENCH_ARGS_VERSION, SL_WIRE_VERSION);
+            printf("sluice-bench %s (wire protocol %d)\n", SLUICE_VERSION, SL_WIRE_VERSION);
             exit(0);
         default:
             fprintf(stderr, "sluice-bench: unknown or incomplete option '%s'; try --help\n",

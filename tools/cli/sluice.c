@@ -56,7 +56,6 @@
 #include "cli_text.h"
 #include "cli_top.h"
 
-#define SLUICE_VERSION     "1.0.0"
 #define DEFAULT_TIMEOUT_MS 5000
 
 /* Long-only options get values outside the char range. */

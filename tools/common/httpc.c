@@ -52,7 +52,7 @@
 
 #include "sluice_errors.h"
 
-#define USER_AGENT "sluice/1.0.0"
+#define USER_AGENT "sluice/" SLUICE_VERSION
 
 struct httpc {
     char *url;                  /* as given */

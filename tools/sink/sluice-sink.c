@@ -43,7 +43,6 @@
 #include "sink_limit.h"
 #include "sluice_errors.h"
 
-#define SINK_VERSION "1.0.0"
 #define MAX_RETRY_AFTER_S 86400
 
 static void usage(FILE *f)
@@ -291,7 +290,7 @@ static int parse_args(int argc, char **argv, settings *st)
             usage(stdout);
             exit(0);
         } else if (opt == OPT_VERSION) {
-            printf("sluice-sink %s\n", SINK_VERSION);
+            printf("sluice-sink %s\n", SLUICE_VERSION);
             exit(0);
         } else if (opt == '?') {
             fprintf(stderr, "sluice-sink: unknown or incomplete option '%s'; try sluice-sink --help\n",
