@@ -296,7 +296,7 @@ bench: deps
 	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
 
 # The flush experiments (tools/bench/flush/bench_flush.c): what a durable commit costs on this
-# disk, by design (README, "Where the time goes"). Not part of all: make bench-flush, then run
+# disk, by design (broker/DESIGN.md, "Where the time goes"). Not part of all: make bench-flush, then run
 # build/rel/bench-flush (--help).
 .PHONY: bench-flush
 bench-flush: $(BUILD)/bench-flush

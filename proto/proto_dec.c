@@ -20,8 +20,8 @@
  * point into the input) comes from one msgpack zone per thread, cleared
  * after each message and freed when the thread ends. A zone made and freed
  * per message (msgpack_unpack_next's way) was a malloc and a free of an
- * 8 KiB chunk each time: 8 % of a publishing client's main thread (README,
- * *The write-ahead log, before and after*). The zone is the one state kept
+ * 8 KiB chunk each time: 8 % of a publishing client's main thread (broker/DESIGN.md,
+ * "A msgpack zone per thread"). The zone is the one state kept
  * between calls; it holds no message. Built with AddressSanitizer, each
  * call has a zone of its own again, so that a pointer kept into the decoded
  * objects is still caught.

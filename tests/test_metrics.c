@@ -1,7 +1,7 @@
 /*
  * test_metrics.c - sluiced --metrics: /metrics scraped while producers and a
- * consumer keep the broker busy. Every scrape must hold every series the
- * README promises, pass `promtool check metrics`, and no counter may go
+ * consumer keep the broker busy. Every scrape must hold every series
+ * broker/README.md promises, pass `promtool check metrics`, and no counter may go
  * down from one scrape to the next; after the load the counters must add up
  * to what was published and acknowledged. Real sluiced, real HTTP over
  * loopback, real promtool (Debian's prometheus package; make deps installs it).

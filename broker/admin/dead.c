@@ -21,7 +21,7 @@
  * dead.<L>, and purge walks by id, so nothing is done twice. Between two
  * chunks the loop serves everyone else; a chunk of 1,000 requeues takes 5
  * to 11 ms end to end, commit and round trip included, a chunk of purges 7
- * to 15 ms (README "Operations: dead letters"): the longest a request of
+ * to 15 ms (broker/README.md, "Dead letters"): the longest a request of
  * this file holds the loop.
  *
  * No read here depends on the chunk's own writes: every walk goes on from

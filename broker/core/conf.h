@@ -155,7 +155,7 @@ void conf_usage(FILE *f);
 int conf_man_page(FILE *f, unsigned section);
 
 /* conf_setting_count and conf_setting_at walk the settings table (i <
- * count), for the README check and anything that lists settings. */
+ * count), for the manual pages and anything that lists settings. */
 size_t conf_setting_count(void);
 const conf_setting *conf_setting_at(size_t i);
 

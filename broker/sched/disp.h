@@ -5,7 +5,7 @@
  * time, and returns a level with the reason it won. The loop calls it once
  * per delivery, so it is O(levels) and never looks at the backlog.
  *
- * The rule, in order (see README, "Scheduling"):
+ * The rule, in order (see broker/README.md, "How sluiced serves messages"):
  *   1. overdue: a level whose head has waited past the level's deadline is
  *      served first, earliest deadline first, as long as overdue picks stay
  *      within overdue_share_pct of all picks;

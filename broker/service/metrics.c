@@ -21,7 +21,7 @@
  * prefix, base units (seconds, bytes), _total for counters; a rate of 0
  * means unlimited; the breaker is a state set (one series per state, 1 for
  * the current one). Change a name and the dashboard
- * (tools/dist/grafana-sluice.json) and the README's table go with it.
+ * (tools/dist/grafana-sluice.json) and broker/README.md's table go with it.
  *
  * Signals are blocked in the server's thread, so SIGTERM and SIGHUP reach
  * the loop. The thread never touches the broker.

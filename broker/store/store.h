@@ -21,7 +21,7 @@
  * In-flight deliveries are NOT written: a leased message stays in its q.<L>
  * record; the lease lives in memory (lease.c). So dispatch costs no write, an
  * ack is one delete, and after a crash every in-flight message is simply still
- * at the head of its level. See README "Design notes".
+ * at the head of its level. See broker/DESIGN.md, "Dispatch writes nothing".
  *
  * Transactions: the store keeps at most one write transaction open. Every
  * operation below runs inside it, beginning it lazily; store_commit commits

@@ -10,8 +10,8 @@
  * fdatasync costs about 1.8 times an overwrite of a written block). A batch
  * of about 100 messages appends pages on every commit. Writing zeros over
  * the next chunk beforehand, and syncing them once, turns those commits'
- * writes into overwrites of allocated, written blocks: README, "Where the
- * time goes", has the numbers. Zeros are written, not fallocate'd: an
+ * writes into overwrites of allocated, written blocks: broker/DESIGN.md,
+ * "The data file extended ahead", has the numbers. Zeros are written, not fallocate'd: an
  * fallocate'd range is "unwritten" on ext4 and its first write is a
  * metadata change again.
  *

@@ -10,7 +10,7 @@
  * with a cursor that stays on the page from one key to the next. Draining
  * 1,000 tags, with the read-ahead of queue_fair_ahead.c, the loop's CPU per
  * fair message beyond a FIFO one fell from 24 to 9 clock ticks per 200,000
- * messages (README, Benchmarks, Tenants).
+ * messages (broker/DESIGN.md, "Fair levels: read ahead, delete in batches").
  *
  * How. store_del of a fair level's record notes the delete in the open
  * batch of the write-ahead log at once (STORE_WAL_GONE: the batch's record

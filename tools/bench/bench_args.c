@@ -97,8 +97,9 @@ static void usage(FILE *f)
 "  sluice-bench -b tcp://127.0.0.1:7470 --seconds 10\n"
 "\n"
 "Load scenarios (a broker, a throttled sink and consumers, end to end, with a\n"
-"CSV, a chart and a summary): sluice-bench --scenario\n"
-"throttle-quiz|priorities|ingest [options]; see sluice-bench --scenario x --help.\n",
+"CSV, a chart and a summary): sluice-bench --scenario NAME [options], NAME one\n"
+"of throttle-quiz, priorities, ingest, shared-sink, pace, pace-stress,\n"
+"pace-exact, pace-429, tag-limits; see sluice-bench --scenario NAME --help.\n",
             BENCH_CORE_BODY_BYTES, PRODUCERS, WINDOW_MSGS, CONSUMERS, DRAIN_MSGS,
             BENCH_LATENCY_RATE_PER_S, BENCH_SCHED_POOLS, BENCH_SCHED_CREDIT, DISPATCH_MSGS,
             BENCH_SCHED_BUSY_MS, BENCH_SCHED_DEADLINE_MS, BENCH_PICK_LEVELS, LMDB_BATCH_PUTS, BENCH_LATENCY_RATE_PER_S,

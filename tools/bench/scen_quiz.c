@@ -253,7 +253,7 @@ static double latency_mean(const quiz *q)
     return n ? sum / (double)n : 0;
 }
 
-/* summary prints the figures the README quotes. */
+/* summary prints the figures tools/bench/README.md quotes. */
 static void summary(quiz *q, int ok)
 {
     const scen_log_totals *t = scen_log_totals_get(q->log);

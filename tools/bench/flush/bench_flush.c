@@ -1,6 +1,6 @@
 /*
  * bench_flush.c - where a durable commit's time goes on this disk: the
- * flush experiments behind README's "Where the time goes".
+ * flush experiments behind broker/DESIGN.md's "Where the time goes".
  *
  * A standalone program (build/rel/bench-flush, `make bench-flush`), not a
  * row of sluice-bench: it measures the file system and LMDB, never Sluice.
