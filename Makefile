@@ -212,8 +212,8 @@ $(BIN)/sluice-sink: $(call obj,$(wildcard tools/sink/*.c))
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SINK_LIBS) -lpthread
 
-# test_sink also links the sink's limiters and its per-key table (pure; no libmicrohttpd).
-$(BUILD)/tests/test_sink: $(call obj,tools/sink/sink_limit.c tools/sink/sink_keys.c)
+# test_sink_limit links the sink's limiters and its per-key table (pure; no libmicrohttpd).
+$(BUILD)/tests/test_sink_limit: $(call obj,tools/sink/sink_limit.c tools/sink/sink_keys.c)
 
 # The client library's own tests also link the scripted fake broker.
 $(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,tests/th_fake.c)
