@@ -3,6 +3,7 @@
 #   make            build everything into bin/ (and build/)
 #   make run        install missing Debian packages, build, start sluiced with defaults
 #   make test       install, build, run every test (plain and ASan+UBSan builds)
+#   make check-unit the unit tests alone (tests/unit/), in seconds; make check-e2e: the rest
 #   make bench      run the benchmark and print its table
 #   make fuzz       fuzz the wire decoder for FUZZ_SECONDS (300); make fuzz-ci: 20 s
 #   make SAN=address,undefined   build the sanitized variant into build/san/
@@ -107,7 +108,7 @@ E2E_TESTS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(E2E_SRC))
 TESTS      := $(UNIT_TESTS) $(E2E_TESTS)
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
-.PHONY: all deps run test test-run bench clean install layering tests tests-unit tests-e2e
+.PHONY: all deps run test test-run bench clean install layering tests tests-unit tests-e2e check-unit check-e2e
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
 # from position-independent objects of its own; and the man pages, generated from --help.
@@ -291,6 +292,19 @@ test: deps
 
 test-run: all tests
 	@tests/run.sh $(BUILD)/tests:$(BIN)
+
+# make check-unit: the unit tests alone (tests/unit/), in seconds: the plain build (SAN=... for the
+# sanitized one), run with SLUICE_BIN an empty directory, so that a test starting sluiced (or any
+# other program of ours) fails. make check-e2e: the end-to-end tests (tests/e2e/), plain and
+# ASan+UBSan builds. make test runs both sets in both builds, plus the short campaigns.
+check-unit: deps
+	@$(MAKE) --no-print-directory tests-unit
+	@tests/run.sh $(BUILD)/tests/unit
+
+check-e2e: deps
+	@$(MAKE) --no-print-directory SAN= all tests-e2e
+	@$(MAKE) --no-print-directory SAN=address,undefined all tests-e2e
+	@tests/run.sh build/rel/tests/e2e:bin build/san/tests/e2e:build/san/bin
 
 bench: deps
 	@$(MAKE) --no-print-directory all
