@@ -8,7 +8,7 @@
  * placeholder shown in --help and the help text. From that list come the
  * defaults (conf_defaults parses each default with the setting's own
  * parser), the getopt_long table, the INI file's keys, sluiced --help and
- * every bounds check; tests/test_conf.c checks the README's option table
+ * every bounds check; tests/unit/test_conf.c checks the README's option table
  * against it. A new ordinary setting is one line here and a member in conf.
  *
  * Layers, later ones winning: the defaults, the INI file (--config), the

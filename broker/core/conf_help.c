@@ -10,7 +10,7 @@
  * conf_man writes the manual page sluiced(8) from the same table and the
  * same text: its OPTIONS are --help's, in roff; the rest (description,
  * signals, systemd, files) is written here once. make builds the page with
- * `sluiced --man` and installs it; tests/test_man.c fails when an option of
+ * `sluiced --man` and installs it; tests/e2e/test_install.c fails when an option of
  * --help is missing from it or groff warns about it.
  */
 #include "conf.h"
