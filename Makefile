@@ -3,6 +3,7 @@
 #   make            build everything into bin/ (and build/)
 #   make run        install missing Debian packages, build, start sluiced with defaults
 #   make test       install, build, run every test (plain and ASan+UBSan builds)
+#   make check-unit the unit tests alone (tests/unit/), in seconds; make check-e2e: the rest
 #   make bench      run the benchmark and print its table
 #   make fuzz       fuzz the wire decoder for FUZZ_SECONDS (300); make fuzz-ci: 20 s
 #   make SAN=address,undefined   build the sanitized variant into build/san/
@@ -80,7 +81,11 @@ USE_admin   := admin $(USE_path)
 USE_auth    := auth $(USE_path)
 $(foreach d,$(BROKER_DIRS),$(eval INC_broker/$(d) := $(patsubst %,-Ibroker/%,$(USE_$(d))) -Iproto))
 INC_broker       := -Ibroker $(patsubst %,-Ibroker/%,$(BROKER_DIRS)) -Iproto
-INC_tests        := -Itests -Iproto -Iclient $(INC_broker) -Itools/common -Itools/sink
+# The tests: tests/unit/ never start a program of ours, tests/e2e/ drive the real ones,
+# tests/campaign/ holds the reliability campaigns, tests/lib/ what they share; all four see the
+# same headers, the broker's among them (a unit test drives a module in place).
+TEST_INC := -Itests/lib -Itests/campaign -Iproto -Iclient $(INC_broker) -Itools/common -Itools/sink
+$(foreach d,unit e2e campaign lib,$(eval INC_tests/$(d) := $(TEST_INC)))
 inc = $(INC_$(patsubst %/,%,$(dir $(1))))
 # coord.c embeds the lease script, kept readable in broker/coord/coord.lua, as a C string.
 $(BUILD)/broker/coord/coord.o: EXTRA_INC := -I$(BUILD)/gen
@@ -94,17 +99,20 @@ $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched -Ibroker/util
 PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
 BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c $(BROKER_DIRS:%=broker/%/*.c)))
-TEST_SRC   := $(wildcard tests/test_*.c)
-TEST_LIB_SRC := tests/harness.c tools/common/proc.c
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+E2E_SRC    := $(wildcard tests/e2e/test_*.c)
+TEST_LIB_SRC := tests/lib/harness.c tools/common/proc.c
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
 LIBSLUICE  := $(BUILD)/libsluice.a
 LIBBROKER  := $(BUILD)/libbroker.a
-TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+E2E_TESTS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(E2E_SRC))
+TESTS      := $(UNIT_TESTS) $(E2E_TESTS)
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
-.PHONY: all deps run test test-run bench clean install layering tests
+.PHONY: all deps run test test-run bench clean install layering tests tests-unit tests-e2e check-unit check-e2e
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
 # from position-independent objects of its own; and the man pages, generated from the settings
@@ -117,8 +125,8 @@ all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
-# (prometheus, whose promtool checks /metrics in tests/test_metrics.c, and groff-base, which
-#  checks the man pages in tests/test_install.c, when command -v cannot)
+# (prometheus, whose promtool checks /metrics in tests/e2e/test_metrics.c, and groff-base, which
+#  checks the man pages in tests/e2e/test_install.c, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -226,52 +234,61 @@ $(BIN)/sluice-sink: $(call obj,$(wildcard tools/sink/*.c))
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SINK_LIBS) -lpthread
 
-# test_sink also links the sink's limiters and its per-key table (pure; no libmicrohttpd).
-$(BUILD)/tests/test_sink: $(call obj,tools/sink/sink_limit.c tools/sink/sink_keys.c)
+# test_sink_limit links the sink's limiters and its per-key table (pure; no libmicrohttpd).
+$(BUILD)/tests/unit/test_sink_limit: $(call obj,tools/sink/sink_limit.c tools/sink/sink_keys.c)
 
 # The client library's own tests also link the scripted fake broker.
-$(BUILD)/tests/test_client_local $(BUILD)/tests/test_client_admin: $(call obj,tests/th_fake.c)
+$(BUILD)/tests/unit/test_client_local $(BUILD)/tests/unit/test_client_admin: $(call obj,tests/lib/th_fake.c)
 
 # test_slowdisk preloads the slow-disk shim into the broker (order-only: not linked in).
-$(BUILD)/tests/test_slowdisk: | $(BUILD)/slowdisk.so
+$(BUILD)/tests/e2e/test_slowdisk: | $(BUILD)/slowdisk.so
 # test_notify too, for a commit stuck in its flush.
-$(BUILD)/tests/test_notify: | $(BUILD)/slowdisk.so
+$(BUILD)/tests/e2e/test_notify: | $(BUILD)/slowdisk.so
 # test_nospace preloads the full-disk shim likewise.
-$(BUILD)/tests/test_nospace: | $(BUILD)/tests/nospace_shim.so
+$(BUILD)/tests/e2e/test_nospace: | $(BUILD)/tests/lib/nospace_shim.so
 # The shared-sink tests also link their own redis-server's helper.
-$(BUILD)/tests/test_share $(BUILD)/tests/test_coord: $(call obj,tests/th_redis.c)
+$(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord: $(call obj,tests/lib/th_redis.c)
 
 # test_history also links the campaigns' record that it checks.
-$(BUILD)/tests/test_history: $(call obj,tests/history.c)
+$(BUILD)/tests/unit/test_history: $(call obj,tests/campaign/history.c)
 # The store's, the log's and the queue's tests without a broker share a store of their own per
-# test (objects before the libraries when linked: extra prerequisites come after them in $^).
-$(BUILD)/tests/test_store $(BUILD)/tests/test_store_layout $(BUILD)/tests/test_wal $(BUILD)/tests/test_fair_queue \
-  $(BUILD)/tests/test_tenants: $(call obj,tests/store_fixture.c)
+# test (objects before the libraries when linked: extra prerequisites come after them in $^);
+# test_tenants opens a stopped broker's store with it.
+$(BUILD)/tests/unit/test_store $(BUILD)/tests/unit/test_store_layout $(BUILD)/tests/unit/test_wal \
+  $(BUILD)/tests/unit/test_fair_queue $(BUILD)/tests/e2e/test_tenants: $(call obj,tests/lib/store_fixture.c)
 
-# The reliability campaigns (tests/campaign_*.c) and the power-loss shim.
-CAMPAIGN_SRC := tests/campaign.c tests/history.c $(TEST_LIB_SRC)
-$(BUILD)/tests/campaign_%: $(call obj,tests/campaign_%.c $(CAMPAIGN_SRC)) $(LIBSLUICE)
+# The reliability campaigns (tests/campaign/campaign_*.c) and the power-loss shim.
+CAMPAIGN_SRC := tests/campaign/campaign.c tests/campaign/history.c $(TEST_LIB_SRC)
+$(BUILD)/tests/campaign/campaign_%: $(call obj,tests/campaign/campaign_%.c $(CAMPAIGN_SRC)) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 # Loaded into an uninstrumented sluiced, so never built with sanitizers.
-$(BUILD)/tests/nospace_shim.so: tests/nospace_shim.c
+$(BUILD)/tests/lib/nospace_shim.so: tests/lib/nospace_shim.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
 	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
 
-$(BUILD)/tests/powerloss_shim.so: tests/powerloss_shim.c
+$(BUILD)/tests/campaign/powerloss_shim.so: tests/campaign/powerloss_shim.c
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC      $@")
 	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
 
-$(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
+# A test program: its object, the harness, then the libraries.
+define link_test
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) -lpthread
+endef
+$(BUILD)/tests/unit/test_%: $(call obj,tests/unit/test_%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
+	$(link_test)
+$(BUILD)/tests/e2e/test_%: $(call obj,tests/e2e/test_%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
+	$(link_test)
 
 tests: $(TESTS)
+tests-unit: $(UNIT_TESTS)
+tests-e2e: $(E2E_TESTS)
 
 # ---- the two commands ----
 run: deps
@@ -289,6 +306,19 @@ test: deps
 
 test-run: all tests
 	@tests/run.sh $(BUILD)/tests:$(BIN)
+
+# make check-unit: the unit tests alone (tests/unit/), in seconds: the plain build (SAN=... for the
+# sanitized one), run with SLUICE_BIN an empty directory, so that a test starting sluiced (or any
+# other program of ours) fails. make check-e2e: the end-to-end tests (tests/e2e/), plain and
+# ASan+UBSan builds. make test runs both sets in both builds, plus the short campaigns.
+check-unit: deps
+	@$(MAKE) --no-print-directory tests-unit
+	@tests/run.sh $(BUILD)/tests/unit
+
+check-e2e: deps
+	@$(MAKE) --no-print-directory SAN= all tests-e2e
+	@$(MAKE) --no-print-directory SAN=address,undefined all tests-e2e
+	@tests/run.sh build/rel/tests/e2e:bin build/san/tests/e2e:build/san/bin
 
 bench: deps
 	@$(MAKE) --no-print-directory all
@@ -323,7 +353,8 @@ $(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
 # SLUICE_SEED=N replays a run.
 CRASH_SECONDS    ?= 60
 POWERLOSS_TRIALS ?= 1000
-CAMPAIGNS := build/rel/tests/campaign_crash build/rel/tests/campaign_powerloss build/rel/tests/powerloss_shim.so
+CAMPAIGNS := build/rel/tests/campaign/campaign_crash build/rel/tests/campaign/campaign_powerloss \
+             build/rel/tests/campaign/powerloss_shim.so
 .PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults
 
 campaigns:
@@ -333,27 +364,27 @@ campaign-bins: bin/sluiced $(CAMPAIGNS)
 	@:
 
 # make faults                             EIO and ENOSPC injected with strace into a running broker
-#                                          (tests/test_faults.c; also part of make test)
+#                                          (tests/e2e/test_faults.c; also part of make test)
 faults: deps
-	@$(MAKE) --no-print-directory all build/rel/tests/test_faults
-	@SLUICE_BIN=bin build/rel/tests/test_faults
+	@$(MAKE) --no-print-directory all build/rel/tests/e2e/test_faults
+	@SLUICE_BIN=bin build/rel/tests/e2e/test_faults
 
 crash: deps
 	@$(MAKE) --no-print-directory campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign_crash $(CRASH_SECONDS) $(CRASH_FLAGS)
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_crash $(CRASH_SECONDS) $(CRASH_FLAGS)
 
 crash-ci: campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign_crash 10 --quiet
-	@SLUICE_BIN=bin build/rel/tests/campaign_crash 10 --fair --quiet
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_crash 10 --quiet
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_crash 10 --fair --quiet
 
 powerloss: deps
 	@$(MAKE) --no-print-directory campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign_powerloss $(POWERLOSS_TRIALS) --control \
-	  --shim build/rel/tests/powerloss_shim.so
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_powerloss $(POWERLOSS_TRIALS) --control \
+	  --shim build/rel/tests/campaign/powerloss_shim.so
 
 powerloss-ci: campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign_powerloss 20 --control --quiet \
-	  --shim build/rel/tests/powerloss_shim.so
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_powerloss 20 --control --quiet \
+	  --shim build/rel/tests/campaign/powerloss_shim.so
 
 # ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
 # make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding

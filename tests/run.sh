@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # run.sh - run every test program and print one closing line: "N passed, N failed".
 #
-# usage: tests/run.sh TESTDIR:BINDIR [TESTDIR:BINDIR ...]
-# Each TESTDIR holds cmocka test programs; each runs with SLUICE_BIN=BINDIR (the
-# sluiced/sluice it drives) and a 300 s limit. A program that dies without a
-# cmocka summary counts as one failure. Output of failing programs is shown.
+# usage: tests/run.sh TESTDIR[:BINDIR] [TESTDIR[:BINDIR] ...]
+# A TESTDIR is a build's tests directory (build/rel/tests), whose unit/ and
+# e2e/ programs both run, or one of those two alone (build/rel/tests/unit).
+# An end-to-end program runs with SLUICE_BIN=BINDIR (the sluiced, sluice and
+# sluice-sink it drives); a unit program runs with SLUICE_BIN an empty
+# directory, whatever BINDIR says, so that a unit test which started one of
+# our programs would fail. Each program has a 300 s limit. A program that
+# dies without a cmocka summary counts as one failure. Output of failing
+# programs is shown.
 #
 # SLUICE_TEST_JOBS programs run at once (default 2): every test owns its
 # directory, endpoints and ports, and the suite must pass with other work
@@ -14,6 +19,8 @@ set -u
 jobs_max=${SLUICE_TEST_JOBS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+nobin="$tmp/no-programs" # SLUICE_BIN of the unit tests: empty
+mkdir "$nobin"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
@@ -21,7 +28,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # its output's tail) to $tmp/ID.line and "passed failed" to $tmp/ID.count.
 run_one() {
   local t=$1 bdir=$2 variant=$3 id=$4 name start rc ms secs p f
-  name=$(basename "$t")
+  name=$(basename "$(dirname "$t")")/$(basename "$t")
   start=$(date +%s%N)
   SLUICE_BIN="$bdir" CMOCKA_MESSAGE_OUTPUT=stdout timeout -k 10 300 "$t" >"$tmp/$id.out" 2>&1
   rc=$?
@@ -44,16 +51,30 @@ run_one() {
 n=0
 for pair in "$@"; do
   tdir=${pair%%:*} bdir=${pair#*:}
-  variant=$(basename "$(dirname "$tdir")")
-  for t in "$tdir"/test_*; do
-    [ -x "$t" ] || continue
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
-    n=$((n + 1))
-    run_one "$t" "$bdir" "$variant" "$n" &
+  [ "$bdir" = "$pair" ] && bdir="$nobin" # no BINDIR: unit tests only
+  tdir=${tdir%/}
+  case $tdir in
+    */unit | */e2e) dirs=$tdir ;;
+    *) dirs="$tdir/unit $tdir/e2e" ;;
+  esac
+  variant=${tdir%/tests*}
+  variant=$(basename "$variant") # build/rel/tests/unit -> rel
+  for d in $dirs; do
+    case $d in */unit) sb=$nobin ;; *) sb=$bdir ;; esac
+    for t in "$d"/test_*; do
+      [ -x "$t" ] || continue
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+      n=$((n + 1))
+      run_one "$t" "$sb" "$variant" "$n" &
+    done
   done
 done
 wait
 passed=0 failed=0
+if [ "$n" -eq 0 ]; then
+  echo "run.sh: no test programs in: $*"
+  failed=1
+fi
 for i in $(seq 1 "$n"); do
   if [ -e "$tmp/$i.count" ]; then
     read -r p f <"$tmp/$i.count"

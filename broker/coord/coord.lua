@@ -19,7 +19,7 @@
 --                                        (refused: LIMIT below the sum)
 --   split TOTAL D1 D2 ...             -> fair shares (the pure split, for tests)
 --   grant TOTAL FAIR CLAIMED OTHERS_HELD LEARNING -> one grant (for tests)
--- Keep split and grant equal to broker/coord/share.c (tests/test_share.c).
+-- Keep split and grant equal to broker/coord/share.c (tests/unit/test_share.c).
 local key = KEYS[1]
 local op = ARGV[1]
 local KEEP_TTLS = 100

@@ -4,7 +4,7 @@
  * Owns nothing: two functions of their arguments. coord.lua does the same
  * arithmetic on the Redis server, inside the one script that grants, renews
  * and returns slices atomically; this copy is what the tests pin down and what
- * broker/README.md explains. Keep them equal (tests/test_share.c runs one table of
+ * broker/README.md explains. Keep them equal (tests/unit/test_share.c runs one table of
  * cases against both).
  *
  * Water filling: with R slices left and k brokers unsatisfied, every broker

@@ -1,6 +1,6 @@
 /*
  * share.h - the fair split of a sink's shared slices among brokers, pure.
- * The same arithmetic runs inside Redis as broker/coord/coord.lua; tests/test_share.c
+ * The same arithmetic runs inside Redis as broker/coord/coord.lua; tests/unit/test_share.c
  * runs one table of cases against both, so a change here is a change there.
  */
 #ifndef SLUICE_SHARE_H

@@ -9,7 +9,7 @@
  * defaults (conf_defaults parses each default with the setting's own
  * parser), the getopt_long table, the INI file's keys, sluiced --help, the
  * manual pages sluiced(8) and sluice.conf(5) (conf_help.c) and every bounds
- * check; tests/test_install.c checks the man pages against --help. A
+ * check; tests/e2e/test_install.c checks the man pages against --help. A
  * new ordinary setting is one line here and a member in conf; one that a
  * SIGHUP applies at once is also named in CONF_LIVE.
  *

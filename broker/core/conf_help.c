@@ -14,7 +14,7 @@
  * default, bounds, option and whether a SIGHUP applies it (CONF_LIVE in
  * conf.c). The rest of each page (description, signals, systemd, files, the
  * example) is written here once. make builds the pages with `sluiced --man`
- * and `sluiced --man=sluice.conf` and installs them; tests/test_install.c fails
+ * and `sluiced --man=sluice.conf` and installs them; tests/e2e/test_install.c fails
  * when an option of --help is missing from sluiced(8), when groff warns
  * about a page, or when the example of sluice.conf(5) does not load.
  *

@@ -58,7 +58,7 @@
 
 #define DRR_NEVER UINT64_MAX
 #define DRR_MAX_WEIGHT 1000000u
-#define DRR_BYTES_PER_TENANT_MAX 256 /* the bound above; tests/test_drr.c checks it */
+#define DRR_BYTES_PER_TENANT_MAX 256 /* the bound above; tests/unit/test_drr.c checks it */
 
 typedef enum drr_state {
     DRR_READY = 1,   /* in the ring */

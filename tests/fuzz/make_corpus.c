@@ -5,7 +5,7 @@
  * required and optional fields with plausible values (ROWS fields three rows
  * of every column), encoded by proto_encode; for every admin command of
  * PROTO_ADMIN_CMDS a request and, when it answers with something, its
- * ADMIN_OK; and the malformed inputs that tests/test_proto.c pins down (huge
+ * ADMIN_OK; and the malformed inputs that tests/unit/test_proto.c pins down (huge
  * declared sizes, deep nesting, too many objects, trailing bytes, bad rows).
  * The dictionary holds every field key, every column key, every message name
  * and every command name as a msgpack string, so mutations reach the
@@ -233,7 +233,7 @@ static int write_utf8(const char *dir)
     return 0;
 }
 
-/* The malformed inputs of tests/test_proto.c. */
+/* The malformed inputs of tests/unit/test_proto.c. */
 static int write_bad(const char *dir)
 {
     static const unsigned char map32[] = {0xdf, 0xff, 0xff, 0xff, 0xff};

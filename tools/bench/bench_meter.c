@@ -2,7 +2,7 @@
  * bench_meter.c - the metering rows of sluice-bench: the figures that the
  * metering tests used to assert as lower bounds and now leave to the bench.
  *
- * The tests (tests/test_meter.c, tests/test_sinkflow.c) assert what must
+ * The tests (tests/e2e/test_metering.c, tests/e2e/test_sinkflow.c) assert what must
  * always hold: never above rate*tau + burst in any window, on the broker's
  * own release times. How close a backlogged bucket comes to its rate is a
  * figure: on a busy machine a descheduled consumer or broker loses some of

@@ -3,7 +3,7 @@
  *
  * sluice-sink answers each request with whatever sink_limit_take decides,
  * so these functions are the whole behaviour of the simulated downstream
- * service, and test_sink.c drives them with a hand clock. Each mode keeps
+ * service, and tests/unit/test_sink_limit.c drives them with a hand clock. Each mode keeps
  * only what it needs:
  *
  *   gcra            Generic cell rate algorithm. The emission interval T is

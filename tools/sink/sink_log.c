@@ -7,7 +7,7 @@
  * it holds no space ("-" for a request without one). The body is cut at
  * SINK_LOG_BODY_BYTES bytes, with "\n" for a newline, "\\" for a backslash
  * and "\xNN" (lower-case hex) for any other byte outside 0x20..0x7e. Change
- * this format, update test_sink.c, scen_log.c (which reads it) and the
+ * this format, update tests/e2e/test_sink.c, scen_log.c (which reads it) and the
  * --help text.
  *
  * Writes go to a 64 KB stdio buffer, flushed by the main loop's tick (at

@@ -23,7 +23,7 @@
  * delay is read with a once-guard, the count is atomic.
  *
  * Never built with sanitizers: it goes into an uninstrumented sluiced, as
- * the power-loss shim does (tests/powerloss_shim.c).
+ * the power-loss shim does (tests/campaign/powerloss_shim.c).
  */
 
 #include <dlfcn.h>

@@ -1,5 +1,5 @@
 /*
- * test_pace_unit.c - the consumer's pacing bucket (client/pace.c) on a hand
+ * test_pace.c - the consumer's pacing bucket (client/pace.c) on a hand
  * clock: exact next times, tokens taken at the moment of sending, the burst,
  * debt carried over a rate change, and the window bound (never more than
  * rate * tau + burst in any window, however the askers bunch).

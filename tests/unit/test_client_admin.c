@@ -7,7 +7,7 @@
  *
  * As in test_client_local.c, each test binds a real ZeroMQ ROUTER socket on
  * ipc:// in its own temporary directory and serves it from the fake broker's
- * thread (th_fake, in harness.c) with one of the handlers below, which play
+ * thread (th_fake, in tests/lib/th_fake.c) with one of the handlers below, which play
  * the broker's ADMIN side with fixed figures. The test reads what the fake
  * received after th_fake_stop has joined the thread. Every test is bounded by
  * the client's timeouts and, as a backstop, by alarm(). Nothing here is

@@ -293,6 +293,33 @@ static void sluiced_rejects_bad_settings(void **state)
     th_rmrf(dir);
 }
 
+/* The real binary says why a setting is out of its bounds, on stderr, and
+ * exits 2: from the command line, and from an INI file with its line (the
+ * parser's messages themselves: tests/unit/test_conf.c). */
+static void sluiced_says_why_a_setting_is_out_of_bounds(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sluice-cfg-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/c.ini", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("[broker]\nlisten = tcp://127.0.0.1:0\n\n[leases]\nheartbeat_ms = 70000\n", f);
+    fclose(f);
+
+    /* the real binary: exit status 2 and the message on stderr */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "exec %s --overdue-share 0 2>&1", th_bin("sluiced"));
+    const char *sh[] = {"/bin/sh", "-c", cmd, NULL};
+    assert_int_equal(th_run(sh, NULL, out, sizeof out), 2);
+    assert_string_equal(out, "sluiced: --overdue-share: '0' is not a number from 1 to 100\n");
+    snprintf(cmd, sizeof cmd, "exec %s -c %s 2>&1", th_bin("sluiced"), path);
+    assert_int_equal(th_run(sh, NULL, out, sizeof out), 2);
+    assert_non_null(strstr(out, ":5: heartbeat_ms: '70000'"));
+    th_rmrf(dir);
+}
+
 static void config_file_sets_levels(void **state)
 {
     (void)state;
@@ -394,6 +421,7 @@ int main(void)
         cmocka_unit_test(level_set_fair_as_typed),
         cmocka_unit_test(global_options_work_after_the_command),
         cmocka_unit_test(sluiced_rejects_bad_settings),
+        cmocka_unit_test(sluiced_says_why_a_setting_is_out_of_bounds),
         cmocka_unit_test(config_file_sets_levels),
         cmocka_unit_test(key_options_work_after_the_command),
     };

@@ -1,7 +1,7 @@
 /*
  * test_nospace.c - a full disk refuses a batch and the broker goes on.
  *
- * The full-disk shim (tests/nospace_shim.c, preloaded into sluiced) makes
+ * The full-disk shim (tests/lib/nospace_shim.c, preloaded into sluiced) makes
  * every page write of LMDB's data file fail with ENOSPC while a flag file
  * exists. With it set, a commit fails as it does on a full disk: every
  * publish of that batch is answered SL_ENOSPC (none left without a reply),
@@ -20,7 +20,7 @@
  * runs with a small one, and crashes the broker before space is freed: the
  * restart replays every batch the log confirmed.
  *
- * The shim is $(BUILD)/tests/nospace_shim.so, beside this program; it is
+ * The shim is $(BUILD)/tests/lib/nospace_shim.so (found from this program's path); it is
  * never sanitized, so under ASan the broker is told not to insist on its
  * runtime coming first.
  */
@@ -83,7 +83,7 @@ static void shimmed_start(th_broker *b, char flag[400])
     snprintf(flag, 400, "%s/disk-full", b->dir);
     snprintf(flag_env, sizeof flag_env, "SLUICE_NOSPACE_FLAG=%s", flag);
     const char *env[] = {flag_env, NULL};
-    th_broker_preload(b, "tests/nospace_shim.so", env);
+    th_broker_preload(b, "tests/lib/nospace_shim.so", env);
     assert_int_equal(th_broker_start(b), 0);
 }
 

@@ -315,7 +315,7 @@ static void report_trial(const trial *t, unsigned seed)
     if (!t->control && (history_bad(&t->r) || t->failed_open || t->other_death)) {
         history_print(&t->r, "powerloss:   ", stdout);
         printf("powerloss:   replay the same trigger points (timing aside): SLUICE_SEED=%u SLUICE_BIN=bin "
-               "build/rel/tests/campaign_powerloss %u\n",
+               "build/rel/tests/campaign/campaign_powerloss %u\n",
                seed, t->n);
     }
 }
@@ -342,7 +342,7 @@ static void add(totals *s, const trial *t)
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){.trials = 1000};
-    snprintf(o->shim, sizeof o->shim, "build/rel/tests/powerloss_shim.so");
+    snprintf(o->shim, sizeof o->shim, "build/rel/tests/campaign/powerloss_shim.so");
     for (int i = 1; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "--control") == 0) {

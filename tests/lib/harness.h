@@ -65,8 +65,8 @@ void th_broker_kill9(th_broker *b);
 void th_broker_fini(th_broker *b);
 
 /* th_broker_preload makes b's starts run sluiced under env with
- * LD_PRELOAD of shim (a path in the build directory, the parent of this
- * test's own directory: "slowdisk.so", "tests/nospace_shim.so"), then the
+ * LD_PRELOAD of shim (a path in the build directory, the one above this
+ * program's tests/: "slowdisk.so", "tests/lib/nospace_shim.so"), then the
  * variables in env ("NAME=value", NULL-terminated, may be NULL; they must
  * outlive the starts), then the inherited ASAN_OPTIONS plus
  * verify_asan_link_order=0. Prints why and aborts when the shim cannot be

@@ -575,7 +575,7 @@ static char *read_protocol(void)
     static const char *const paths[] = {"proto/PROTOCOL.md", "../proto/PROTOCOL.md"};
     char beside[512];
     const char *slash = strrchr(__FILE__, '/');
-    snprintf(beside, sizeof beside, "%.*s/../proto/PROTOCOL.md", slash ? (int)(slash - __FILE__) : 1,
+    snprintf(beside, sizeof beside, "%.*s/../../proto/PROTOCOL.md", slash ? (int)(slash - __FILE__) : 1,
              slash ? __FILE__ : ".");
     FILE *f = NULL;
     for (size_t i = 0; i < 2 && !f; i++)

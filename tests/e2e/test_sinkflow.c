@@ -26,7 +26,7 @@
  * How close a backlogged limiter comes to its rate is a figure, not an
  * invariant: a test keeps a floor of half the rate (a broken limiter still
  * fails), prints the figure, and `make bench` measures it against its target
- * (tools/bench_meter.c). Each test runs under alarm(TEST_TIMEOUT_S); every
+ * (tools/bench/bench_meter.c). Each test runs under alarm(TEST_TIMEOUT_S); every
  * loop is bounded in time and count.
  */
 #include <setjmp.h>

@@ -6,7 +6,7 @@
  *
  * Each test binds a real ZeroMQ ROUTER socket on ipc:// in its own temporary
  * directory and, where it needs answers, serves it from a thread running a
- * small handler: the fake broker (th_fake, in harness.c) speaks the wire
+ * small handler: the fake broker (th_fake, in tests/lib/th_fake.c) speaks the wire
  * protocol through proto/, so what is tested is the library's behaviour on
  * the wire, not a mock. The administration and metering calls are tested
  * the same way in test_client_admin.c.

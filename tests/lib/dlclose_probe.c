@@ -9,7 +9,7 @@
  * unloaded, the thread's exit jumps into unmapped code.
  *
  * usage: dlclose_probe LIBRARY ENDPOINT; prints "ok" and exits 0, or says
- * what failed and exits 1. Not a test of its own (not tests/test_*.c).
+ * what failed and exits 1. Not a test of its own (it sits in tests/lib/).
  */
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /*
- * test_meter_unit.c - the meter with a hand clock: the sink bucket and the
+ * test_meter.c - the meter with a hand clock: the sink bucket and the
  * level ceiling (admit, refuse, the exact retry time), the guarantee, cost
  * charged to every bucket, the in-flight cap, the pause after THROTTLED
  * (exact resume, no burst after it), AIMD (one cut a second, the climb

@@ -200,8 +200,8 @@ static void make_install_lays_out_the_files(void **state)
     assert_int_equal(th_broker_start(&b), 0);
 
     /* loaded with dlopen, used from a thread, closed with dlclose while that
-     * thread runs: the thread still ends cleanly (tests/dlclose_probe.c) */
-    rc = sh("cd %s && %s %s/tests/dlclose_probe.c -I%s/usr/include -o dlclose_probe -ldl -lpthread 2>&1 && "
+     * thread runs: the thread still ends cleanly (tests/lib/dlclose_probe.c) */
+    rc = sh("cd %s && %s %s/tests/lib/dlclose_probe.c -I%s/usr/include -o dlclose_probe -ldl -lpthread 2>&1 && "
             "./dlclose_probe %s/usr/lib/libsluice.so.1 %s 2>&1",
             tmp, cc, getenv("PWD") ? getenv("PWD") : ".", tmp, tmp, b.endpoint);
     size_t got = strlen(out);

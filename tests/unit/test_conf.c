@@ -1,9 +1,10 @@
 /*
  * test_conf.c - sluiced's settings: the defaults, an INI file, the command
- * line beating the file, bounds errors (message and exit status), unknown
- * options and keys, tag rules, level names, --help; and the example INI file
- * of broker/README.md loaded (the options themselves are checked against
- * their man page by test_install).
+ * line beating the file, bounds errors (the message; the real binary's exit
+ * status is tests/e2e/test_cli.c's), unknown options and keys, tag rules,
+ * level names, --help; and the example INI file of broker/README.md loaded
+ * (the options themselves are checked against their man page by
+ * tests/e2e/test_install.c).
  *
  * Deterministic: no random input, no seed. Each test writes its INI files in
  * its own temporary directory. Run from the repository root (README.md).
@@ -160,16 +161,6 @@ static void bounds_errors_name_the_setting(void **state)
     char want[256];
     snprintf(want, sizeof want, "%s:5: heartbeat_ms: '70000' is not a number from 100 to 60000", path);
     assert_string_equal(err, want);
-
-    /* the real binary: exit status 2 and the message on stderr */
-    char cmd[512], out[2048];
-    snprintf(cmd, sizeof cmd, "exec %s --overdue-share 0 2>&1", th_bin("sluiced"));
-    const char *sh[] = {"/bin/sh", "-c", cmd, NULL};
-    assert_int_equal(th_run(sh, NULL, out, sizeof out), 2);
-    assert_string_equal(out, "sluiced: --overdue-share: '0' is not a number from 1 to 100\n");
-    snprintf(cmd, sizeof cmd, "exec %s -c %s 2>&1", th_bin("sluiced"), path);
-    assert_int_equal(th_run(sh, NULL, out, sizeof out), 2);
-    assert_non_null(strstr(out, ":5: heartbeat_ms: '70000'"));
 }
 
 static void unknown_options_and_keys_are_refused(void **state)

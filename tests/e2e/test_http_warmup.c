@@ -1,5 +1,5 @@
 /*
- * test_pace_warm.c - `sluice consume --post` opens every worker's HTTP
+ * test_http_warmup.c - `sluice consume --post` opens every worker's HTTP
  * connection (a HEAD) before that worker takes a delivery: the first
  * workers before the consumer subscribes, and the workers a pool resize
  * adds before the credit window grows. Against a real sluiced and a small

@@ -1,5 +1,5 @@
 /*
- * test_meter.c - metering in the real sluiced: the sink bucket's bound in
+ * test_metering.c - metering in the real sluiced: the sink bucket's bound in
  * every window, a THROTTLED pause with no sends during it and no attempt
  * charged, level ceilings and guaranteed rates under saturation, priority
  * order under metering, live rate changes, costs, the in-flight cap, the
@@ -13,7 +13,7 @@
  * the consumer add the scheduler's jitter on top; they are only printed
  * ("# " lines). Rates a backlogged limiter reaches are figures: the tests
  * keep a sanity floor of half the configured rate (a broken limiter still
- * fails), and the exact figures are rows of `make bench` (tools/bench_meter.c).
+ * fails), and the exact figures are rows of `make bench` (tools/bench/bench_meter.c).
  * A pause is asserted never early, and late by at most the loop's resolution
  * plus LATE_ALLOWANCE_NS for a descheduled broker on a busy machine. Where a
  * rate is measured the consumer has credit for the whole backlog and holds

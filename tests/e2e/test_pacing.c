@@ -1,5 +1,5 @@
 /*
- * test_pace.c - the broker hands each consumer its share of the sink for
+ * test_pacing.c - the broker hands each consumer its share of the sink for
  * pacing (POOL rate_milli and burst, read with sl_pace_share), against a
  * real sluiced: one consumer alone gets the whole rate and burst; two that
  * are both being sent deliveries get their part (about half) with the

@@ -271,12 +271,12 @@ void th_broker_preload(th_broker *b, const char *shim, const char *const *env)
     if (n <= 0)
         th_fatal("readlink /proc/self/exe: %s", strerror(errno));
     exe[n] = '\0';
-    for (int up = 0; up < 2; up++) { /* .../tests/test_x -> the build directory */
-        char *slash = strrchr(exe, '/');
-        if (!slash)
-            th_fatal("no build directory above %s", exe);
-        *slash = '\0';
-    }
+    char *tests = NULL; /* .../tests/e2e/test_x -> the build directory, above tests/ */
+    for (char *p = strstr(exe, "/tests/"); p; p = strstr(p + 1, "/tests/"))
+        tests = p;
+    if (!tests)
+        th_fatal("no build directory above %s", exe);
+    *tests = '\0';
     int len = snprintf(b->preload, sizeof b->preload, "LD_PRELOAD=%s/%s", exe, shim);
     if (len < 0 || (size_t)len >= sizeof b->preload)
         th_fatal("shim path too long: %s/%s", exe, shim);
