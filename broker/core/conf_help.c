@@ -337,7 +337,7 @@ static const char *value_text(const conf_setting *s, char *buf, size_t len)
     return buf;
 }
 
-/* The example of sluice.conf(5); tests/test_install.c loads it. */
+/* The example of sluice.conf(5); tests/e2e/test_install.c loads it. */
 static const char conf_example[] =
     "[broker]\n"
     "listen = tcp://0.0.0.0:7470\n"

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "drr.h"
+#include "harness.h"
 #include "sluice_errors.h"
 
 /* serve picks at now_ns, charges cost and returns the key picked. */
@@ -297,9 +298,7 @@ static void bad_weights_are_refused(void **state)
 static void churn_keeps_every_structure_whole(void **state)
 {
     (void)state;
-    unsigned seed = (unsigned)time(NULL);
-    printf("seed %u\n", seed);
-    srand(seed);
+    srand(th_seed()); /* printed; SLUICE_SEED replays it */
     enum { KEYS = 300, STEPS = 20000 };
     static char known[KEYS];
     memset(known, 0, sizeof known);
