@@ -309,10 +309,13 @@ class Client(_Conn, AdminMixin):
         (from 1) gets the key ``KEY:N``, as ``sluice send -k`` does. Returns the
         ids in the order of bodies, once every one is durably stored.
 
-        Raises the first failure, after every outstanding publish has been
-        answered; the exception's ``ids`` attribute then lists the ids, None
-        for messages not stored (or whose fate is unknown), and ``index`` the
-        position of the first failed one.
+        Raises the first failure, once every outstanding publish has been
+        answered (or, after a Timeout, without waiting for the rest); the
+        exception's ``ids`` attribute then lists the ids, None for messages
+        not stored or whose fate is unknown, and ``index`` the position of
+        the first failed one. A publish the connection lost before its
+        answer (the broker restarted) fails with ConnectError: it may or may
+        not have been stored, so send it again with a key where it matters.
         """
         if window < 1:
             raise InvalidArgument("window must be at least 1")
@@ -363,10 +366,9 @@ class Client(_Conn, AdminMixin):
                 ids.append(None)
             while done < len(ids):
                 take()
-        except Error as e:
-            e.ids = ids  # type: ignore[attr-defined]
-            e.index = done  # type: ignore[attr-defined]
-            raise
+        except Error as e:  # no answer (Timeout, ...): the rest have an unknown fate
+            if failed is None:
+                failed = (done, e)
         if failed is not None:
             at, err = failed
             err.ids = ids  # type: ignore[attr-defined]
