@@ -117,6 +117,7 @@ all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
+# (python3-pytest, which runs the Python client's tests, when /usr/bin/python3 cannot import it)
 # (prometheus, whose promtool checks /metrics in tests/test_metrics.c, and groff-base, which
 #  checks the man pages in tests/test_install.c, when command -v cannot)
 DEB_libzmq := libzmq3-dev
@@ -135,6 +136,7 @@ deps:
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing="$$missing python3-pytest"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
@@ -273,6 +275,22 @@ $(BUILD)/tests/%: $(call obj,tests/%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE
 
 tests: $(TESTS)
 
+# The Python client (client/python/): its pytest suite, against the plain build only (an
+# ASan libsluice cannot be loaded into python3). make check-python runs it alone; make test
+# runs it as one more program of tests/run.sh, a wrapper beside the C tests that prints
+# cmocka's summary lines from pytest's counts (client/python/run_tests.sh).
+PY_TESTS := $(if $(SAN),,$(BUILD)/tests/$(if $(wildcard tests/e2e),e2e/)test_python $(BUILD)/slowdisk.so)
+tests: $(PY_TESTS)
+$(BUILD)/tests/test_python $(BUILD)/tests/e2e/test_python: client/python/run_tests.sh
+	@mkdir -p $(dir $@)
+	$(Q)printf '#!/bin/sh\nexec "%s/client/python/run_tests.sh" "$$@"\n' '$(CURDIR)' > $@ && chmod +x $@
+
+.PHONY: check-python
+check-python: deps
+	@$(MAKE) --no-print-directory SAN= all build/rel/slowdisk.so
+	@SLUICE_LIB=build/rel/libsluice.so.1 SLUICE_BIN=bin /usr/bin/python3 -m pytest -p no:cacheprovider -q \
+	  client/python/tests
+
 # ---- the two commands ----
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -293,7 +311,9 @@ test-run: all tests
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN= build/rel/slowdisk.so
-	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
+	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so > $(BUILD)/bench.txt; \
+	  rc=$$?; cat $(BUILD)/bench.txt; exit $$rc
+	@/usr/bin/python3 client/python/bench.py --bin $(BIN) --lib $(LIBSLUICE_SO) --c-table $(BUILD)/bench.txt
 
 # The flush experiments (tools/bench/flush/bench_flush.c): what a durable commit costs on this
 # disk, by design (README, "Where the time goes"). Not part of all: make bench-flush, then run
