@@ -18,7 +18,6 @@ import ctypes.util
 import os
 import threading
 from ctypes import (
-    POINTER,
     Structure,
     c_char,
     c_char_p,
@@ -323,8 +322,6 @@ STRUCTS = {
 }
 
 _P = c_void_p  # an sl_client *, opaque
-_u64p = POINTER(c_uint64)
-_uintp = POINTER(c_uint)
 
 # name: (restype, argtypes). Pointer arguments that the binding passes with
 # byref() are declared c_void_p so that byref, pointers and None all pass.

@@ -166,15 +166,15 @@ class _Conn:
 
     def _level(self, level: Level) -> int:
         """_level turns a level's name or number into its number, checked against the broker's levels."""
+        if isinstance(level, bool) or not isinstance(level, (int, str)):
+            raise NoLevel(f"no such level {level!r} (a name or a number)")
         got = self._level_ids.get(level)
         if got is not None:
             return got
-        if isinstance(level, bool) or not isinstance(level, (int, str)):
-            raise NoLevel(f"no such level {level!r} (a name or a number)")
-        out = c_uint()
-        text = str(level) if not isinstance(level, str) else level
         if isinstance(level, int) and level < 0:
             raise NoLevel(f"no such level {level}")
+        out = c_uint()
+        text = level if isinstance(level, str) else str(level)
         self._check(self._L.sl_level_parse(self._handle(), text.encode(), byref(out)))
         self._level_ids[level] = out.value
         return out.value
