@@ -311,9 +311,8 @@ test-run: all tests
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN= build/rel/slowdisk.so
-	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so > $(BUILD)/bench.txt; \
-	  rc=$$?; cat $(BUILD)/bench.txt; exit $$rc
-	@/usr/bin/python3 client/python/bench.py --bin $(BIN) --lib $(LIBSLUICE_SO) --c-table $(BUILD)/bench.txt
+	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
+	@/usr/bin/python3 client/python/bench.py --bin $(BIN) --lib $(LIBSLUICE_SO)
 
 # The flush experiments (tools/bench/flush/bench_flush.c): what a durable commit costs on this
 # disk, by design (README, "Where the time goes"). Not part of all: make bench-flush, then run

@@ -5,25 +5,25 @@ Starts its own sluiced (defaults, an ipc:// socket in a fresh directory under
 /tmp, readiness by --ready-fd, stopped by PID) and measures, with 100-byte
 bodies as sluice-bench uses:
 
-  send, 1 x 1        Client.send in a loop: one publish outstanding, each
-                     confirmed durable before the next.
-  send_many, 1 x 100 Client.send_many with a window of 100 outstanding.
-  consume, credit 64 one Consumer of credit 64 acking every delivery, over a
-                     backlog of 100,000 (20,000 with --quick), until the
-                     broker reports the queue empty.
+  send, 1 x 1         Client.send in a loop: one publish outstanding, each
+                      confirmed durable before the next.
+  send_many, 1 x 100  Client.send_many with a window of 100 outstanding.
+  consume, credit 64  one Consumer of credit 64 acking every delivery, over a
+                      backlog of at least 100,000 (20,000 with --quick): all
+                      that is queued, as sluice-bench's drain takes it all.
 
-Each row is printed beside the C figure of the same shape and the issue's
-target, a fraction of it: send >= 0.8 x `confirmed enqueue, 1 producer, 1
-outstanding`, send_many >= 0.5 x `confirmed enqueue, 1 producer, 100
-outstanding`, consume >= 0.3 x `drain, 1 consumer, credit 64, ack each`.
+The C figure of each row is measured on the same broker, turn about with the
+Python one, by sluice-bench's own code for that row (bench_c.c, compiled here
+with tools/bench/bench_workers.c and bench_client.c and linked with the same
+libsluice.so.1): `confirmed enqueue, 1 producer, 1 outstanding`, `...,
+100 outstanding`, and the drain with one consumer of credit 64. Each pair
+runs --rounds times (3; 1 with --quick), the side that goes first
+alternating, and the medians are compared, so that the machine's other work
+falls on both alike. The targets: send >= 0.8, send_many >= 0.5 and consume
+>= 0.3 times the C figure. A missed target is a result (MISS), not an error:
+the exit status is 0 when every row ran, 1 on an error.
 
-The C figures come from the table sluice-bench printed earlier in the same
-`make bench` run (--c-table FILE), or, without it, from running
-`sluice-bench -b` (every broker row, --quick) against a broker of its own
-first. A missed target is a result (MISS), not an error: the exit status is
-0 when every row ran, 1 on an error.
-
-usage: bench.py [--bin DIR] [--lib PATH] [--seconds S] [--quick] [--c-table FILE]
+usage: bench.py [--bin DIR] [--lib PATH] [--seconds S] [--rounds N] [--quick]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import os
 import select
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,13 +45,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BODY = bytes((i * 7 + 13) & 0xFF for i in range(100))
 
-# row label: (the C row it is held against, the fraction of it to reach)
-TARGETS: Dict[str, Tuple[str, float]] = {
-    "python send, 1 producer, 1 outstanding": ("confirmed enqueue, 1 producer, 1 outstanding", 0.8),
-    "python send_many, 1 producer, 100 outstanding": ("confirmed enqueue, 1 producer, 100 outstanding", 0.5),
-    "python consume, 1 consumer, credit 64, ack each": ("drain, 1 consumer, credit 64, ack each", 0.3),
-}
-C_CONTEXT = "drain, 4 consumers, credit 1, ack each"  # shown beside, for reference
+# row: (its label, the C row it is held against, the fraction of it to reach)
+ROWS: List[Tuple[str, str, str, float]] = [
+    ("send", "python send, 1 producer, 1 outstanding", "confirmed enqueue, 1 producer, 1 outstanding", 0.8),
+    ("window", "python send_many, 1 producer, 100 outstanding", "confirmed enqueue, 1 producer, 100 outstanding",
+     0.5),
+    ("drain", "python consume, 1 consumer, credit 64, ack each", "drain, 1 consumer, credit 64, ack each", 0.3),
+]
 
 
 def say(text: str) -> None:
@@ -103,31 +104,27 @@ class Broker:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def c_rows(text: str) -> Dict[str, float]:
-    """c_rows reads sluice-bench's table: scenario -> result."""
-    rows = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.split(" | ")]
-        if len(cells) == 5:
-            try:
-                rows[cells[0]] = float(cells[1])
-            except ValueError:
-                pass
-    return rows
+def build_c(tmp: str, lib: str) -> str:
+    """build_c compiles bench_c.c with sluice-bench's row code, linked with lib; returns its path."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise RuntimeError("no C compiler for the C side (bench_c.c)")
+    exe = f"{tmp}/bench_c"
+    bench = ROOT / "tools/bench"
+    subprocess.run([cc, "-O2", "-std=c11", "-D_GNU_SOURCE", "-I", str(ROOT / "client"), "-I", str(ROOT / "proto"),
+                    "-I", str(bench), str(HERE / "bench_c.c"), str(bench / "bench_workers.c"),
+                    str(bench / "bench_client.c"), str(bench / "bench_core.c"), os.path.abspath(lib),
+                    f"-Wl,-rpath,{os.path.dirname(os.path.abspath(lib))}", "-lpthread", "-o", exe],
+                   check=True, timeout=300)
+    return exe
 
 
-def run_c_bench(bench: str, sluiced: str, seconds: int, quick: bool) -> str:
-    """run_c_bench runs sluice-bench -b against a broker of its own and returns its table."""
-    b = Broker(sluiced)
-    try:
-        args = [bench, "-b", b.endpoint, "--seconds", str(seconds)] + (["--quick"] if quick else [])
-        say("the C rows: " + " ".join(args[:1] + args[3:]))
-        p = subprocess.run(args, stdout=subprocess.PIPE, timeout=3600)
-        if p.returncode != 0:
-            raise RuntimeError(f"sluice-bench exited {p.returncode}")
-        return p.stdout.decode()
-    finally:
-        b.stop()
+def run_c(exe: str, mode: str, endpoint: str, n: int) -> float:
+    """run_c runs one C row and returns its rate."""
+    p = subprocess.run([exe, mode, endpoint, str(n)], stdout=subprocess.PIPE, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"bench_c {mode} exited {p.returncode}")
+    return float(p.stdout.decode().strip())
 
 
 def row_send(c, seconds: float) -> float:
@@ -153,93 +150,98 @@ def row_send_many(c, seconds: float) -> float:
     return len(ids) / (time.monotonic() - start)
 
 
-def queued(c) -> Tuple[int, int, int]:
-    levels = c.stats()["levels"]
-    return (sum(r["depth"] for r in levels), sum(r["inflight"] for r in levels), sum(r["delayed"] for r in levels))
+def topup(c, backlog: int) -> int:
+    """topup publishes until at least backlog messages are ready; returns how many are.
 
-
-def row_consume(c, backlog: int) -> float:
-    ready = queued(c)[0]
+    A drain takes them all, as sluice-bench's does (it ends when no delivery comes).
+    """
+    ready = sum(r["depth"] for r in c.stats()["levels"])
     if ready < backlog:
         say(f"top-up: {ready} queued, publishing {backlog - ready} more")
         c.send_many([BODY] * (backlog - ready), window=100)
         ready = backlog
-    say(f"consume, credit 64, ack each ({ready} messages)")
+    return ready
+
+
+def row_consume(c, backlog: int) -> float:
     got = 0
-    start = time.monotonic()
     with c.consume(credit=64) as k:
         recv = k.recv
-        while got < ready:
+        start = time.monotonic()
+        while got < backlog:
             d = recv(5000)
             if d is None:
-                raise RuntimeError(f"no delivery for 5 s after {got} of {ready}")
+                raise RuntimeError(f"no delivery for 5 s after {got} of {backlog}")
             d.ack()
             got += 1
         elapsed = time.monotonic() - start
         k.flush()
-    left = queued(c)
-    if any(left):
-        raise RuntimeError(f"queue not empty after the drain: {left[0]} ready, {left[1]} in flight, "
-                           f"{left[2]} delayed")
     return got / elapsed
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="The Python client's bench rows against their C rows.")
-    ap.add_argument("--bin", default=str(ROOT / "bin"), help="where sluiced and sluice-bench are (bin)")
+    ap.add_argument("--bin", default=str(ROOT / "bin"), help="where sluiced is (bin)")
     ap.add_argument("--lib", default=str(ROOT / "build/rel/libsluice.so.1"), help="libsluice.so.1 to load")
     ap.add_argument("--seconds", type=int, default=3, help="length of each timed row (3)")
-    ap.add_argument("--quick", action="store_true", help="1 s rows and a 20,000-message drain")
-    ap.add_argument("--c-table", help="a table sluice-bench printed in this run: take the C rows from it")
+    ap.add_argument("--rounds", type=int, default=0, help="pairs of C and Python runs per row (3)")
+    ap.add_argument("--quick", action="store_true", help="1 s rows, one round, a 20,000-message drain")
     a = ap.parse_args()
-    os.environ.setdefault("SLUICE_LIB", a.lib)
+    os.environ["SLUICE_LIB"] = os.path.abspath(a.lib)
     sys.path.insert(0, str(HERE))
     import sluice
 
     seconds = 1 if a.quick else a.seconds
+    rounds = a.rounds or (1 if a.quick else 3)
     backlog = 20000 if a.quick else 100000
-    sluiced = str(Path(a.bin) / "sluiced")
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    got: Dict[str, Dict[str, List[float]]] = {mode: {"c": [], "py": []} for mode, *_ in ROWS}
+    tmp = tempfile.mkdtemp(prefix="sluice-pybench-c-")
     try:
-        if a.c_table:
-            c_text = Path(a.c_table).read_text()
-        else:
-            c_text = run_c_bench(str(Path(a.bin) / "sluice-bench"), sluiced, seconds, a.quick)
-        c = c_rows(c_text)
-        missing = [src for src, _ in TARGETS.values() if src not in c]
-        if missing:
-            raise RuntimeError("the C table lacks the rows: " + "; ".join(missing))
-        started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-        b = Broker(sluiced)
+        exe = build_c(tmp, a.lib)
+        b = Broker(str(Path(a.bin) / "sluiced"))
         try:
             with sluice.Client(b.endpoint) as client:
-                say(f"send, 1 x 1 ({seconds} s)")
-                got = {"python send, 1 producer, 1 outstanding": row_send(client, seconds)}
-                say(f"send_many, window 100 ({seconds} s)")
-                got["python send_many, 1 producer, 100 outstanding"] = row_send_many(client, seconds)
-                got["python consume, 1 consumer, credit 64, ack each"] = row_consume(client, backlog)
+                for r in range(rounds):
+                    for mode, label, *_ in ROWS:
+                        for side in (("c", "py") if r % 2 == 0 else ("py", "c")):
+                            ready = topup(client, backlog) if mode == "drain" else 0
+                            say(f"round {r + 1}/{rounds}: {label if side == 'py' else 'C ' + mode}"
+                                + (f" ({ready} messages)" if ready else ""))
+                            if side == "c":
+                                v = run_c(exe, mode, b.endpoint, ready if mode == "drain" else seconds)
+                            elif mode == "send":
+                                v = row_send(client, seconds)
+                            elif mode == "window":
+                                v = row_send_many(client, seconds)
+                            else:
+                                v = row_consume(client, ready)
+                            got[mode][side].append(v)
         finally:
             b.stop()
-    except (RuntimeError, OSError, sluice.Error) as e:
+    except (RuntimeError, OSError, subprocess.SubprocessError, sluice.Error) as e:
         say(f"error: {e}")
         return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
     rows: List[Tuple[str, str, str, str, str]] = []
-    for label, value in got.items():
-        src, frac = TARGETS[label]
-        target = frac * c[src]
-        rows.append((label, f"{value:.0f}", "msgs/s", f">= {target:.0f} ({frac} x C {c[src]:.0f})",
-                     "yes" if value >= target else "MISS"))
-    if C_CONTEXT in c:
-        rows.append((f"(C {C_CONTEXT})", f"{c[C_CONTEXT]:.0f}", "msgs/s", "-", "-"))
+    for mode, label, c_label, frac in ROWS:
+        py, c = statistics.median(got[mode]["py"]), statistics.median(got[mode]["c"])
+        rows.append((f"(C) {c_label}", f"{c:.0f}", "msgs/s", "-", "-"))
+        rows.append((label, f"{py:.0f}", "msgs/s", f">= {frac * c:.0f} ({frac} x C)",
+                     "yes" if py >= frac * c else "MISS"))
     head = ("scenario", "result", "unit", "target", "ok?")
     width = [max(len(r[k]) for r in [head, *rows]) for k in range(5)]
-    print(f"# bench.py, the Python client (ctypes over libsluice.so.1), {started}, nproc {os.cpu_count()}, "
-          f"{len(BODY)}-byte bodies, {seconds} s per timed row")
-    for r in [head, None, *rows]:
-        if r is None:
+    print(f"# bench.py, the Python client (ctypes over libsluice.so.1) against the same rows in C, {started}, "
+          f"nproc {os.cpu_count()}, {len(BODY)}-byte bodies, {seconds} s per timed row, medians of {rounds} "
+          f"round{'s' if rounds > 1 else ''}")
+    for row in [head, None, *rows]:
+        if row is None:
             print("-+-".join("-" * w for w in width))
             continue
-        print(" | ".join(r[k].rjust(width[k]) if k == 1 else r[k].ljust(width[k]) for k in range(4)) + " | " + r[4])
+        print(" | ".join(row[k].rjust(width[k]) if k == 1 else row[k].ljust(width[k]) for k in range(4)) + " | "
+              + row[4])
     return 0
 
 

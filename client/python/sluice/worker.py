@@ -119,6 +119,7 @@ class Worker:
         client_key: KeyArg = None,
         server_key: Optional[str] = None,
         signals: bool = True,
+        client: Optional[Client] = None,
     ) -> None:
         if workers < 1 or workers > 256:
             raise InvalidArgument("workers is 1 to 256")
@@ -134,6 +135,7 @@ class Worker:
         self.client_key = client_key
         self.server_key = server_key
         self.signals = signals
+        self.client = client
         self._stop = threading.Event()
         self._signal: Optional[int] = None
         self.result = WorkResult()
@@ -190,20 +192,24 @@ class Worker:
         if self.signals and threading.current_thread() is threading.main_thread():
             for s in (signal.SIGTERM, signal.SIGINT):
                 old[s] = signal.signal(s, self._on_signal)
+        own = None
         try:
-            with Client(self.endpoint, timeout_ms=self.timeout_ms, client_key=self.client_key,
-                        server_key=self.server_key) as client:
-                with client.consume(self.levels, pool=self.pool, credit=self.credit,
-                                    limit=self.count) as consumer:
-                    if self.workers == 1:
-                        self._run_inline(consumer)
-                    else:
-                        self._run_pool(consumer)
-                    try:
-                        consumer.flush()
-                    except Error as e:
-                        self.result.errors.append(e)
+            client = self.client
+            if client is None:
+                client = own = Client(self.endpoint, timeout_ms=self.timeout_ms, client_key=self.client_key,
+                                      server_key=self.server_key)
+            with client.consume(self.levels, pool=self.pool, credit=self.credit, limit=self.count) as consumer:
+                if self.workers == 1:
+                    self._run_inline(consumer)
+                else:
+                    self._run_pool(consumer)
+                try:
+                    consumer.flush()
+                except Error as e:
+                    self.result.errors.append(e)
         finally:
+            if own is not None:
+                own.close()
             for s, h in old.items():
                 signal.signal(s, h)
         r = self.result
@@ -291,6 +297,8 @@ def work(
         workers: how many messages are handled at once, each on its own thread.
         endpoint, pool, credit, timeout_ms, client_key, server_key: as for
             Client and Client.consume (credit defaults to workers).
+        client: a Client whose endpoint and keys to use instead (the
+            consumer still has a connection of its own; the client stays open).
         count: stop once this many messages were settled (0: no limit).
         idle_exit_ms: stop once nothing arrived or was in hand this long (0: never).
         signals: catch SIGTERM and SIGINT to stop cleanly (main thread only).

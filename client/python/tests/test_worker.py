@@ -46,6 +46,8 @@ def test_count_ends_it_after_that_many(client, broker):
     r = sluice.work(lambda d: None, endpoint=broker.endpoint, count=4)
     assert (r.reason, r.acked) == ("count", 4)
     assert level_row(client, "normal")["depth"] == 6
+    r = sluice.work(lambda d: None, client=client, count=2)  # the client's endpoint; it stays open
+    assert (r.reason, r.acked, level_row(client, "normal")["depth"]) == ("count", 2, 4)
 
 
 def test_stop_from_another_thread_and_workers_run_at_once(client, broker):
