@@ -587,7 +587,16 @@ class Consumer(_Conn):
         self._stopping = True
 
     def close(self) -> None:
-        """close says BYE: the broker takes back every unsettled delivery, uncharged. Idempotent."""
+        """close says BYE: the broker takes back every unsettled delivery, uncharged. Idempotent.
+
+        It first waits (up to timeout_ms) for the broker's answers to the
+        settlements sent, so that they are applied before the BYE; a refusal
+        found then is not raised (call flush for that): its message is
+        delivered again.
+        """
+        h = self._h
+        if h is not None:
+            self._L.sl_flush(h, self.timeout_ms)
         self._close()
 
     @property

@@ -94,7 +94,7 @@ def test_keys_may_be_given_as_z85_text(secured):
 
 def test_an_unknown_key_and_a_plaintext_client_are_refused_at_once(secured):
     b, keys = secured
-    for c in (as_(secured, "stranger", timeout_ms=10000), sluice.Client(b.endpoint, timeout_ms=10000)):
+    for c in (as_(secured, "stranger", timeout_ms=20000), sluice.Client(b.endpoint, timeout_ms=20000)):
         with c, pytest.raises(sluice.Permission) as e:
             c.send(b"let me in")
         assert "refused" in e.value.message

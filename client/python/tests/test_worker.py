@@ -30,7 +30,7 @@ def test_each_outcome_settles_as_it_says(client, broker):
         if d.text == "crash" and d.attempt == 1:
             raise ValueError("a bug in the handler")
 
-    r = sluice.work(handler, "low", endpoint=broker.endpoint, idle_exit_ms=700)
+    r = sluice.work(handler, "low", endpoint=broker.endpoint, idle_exit_ms=1500)
     assert r.reason == "idle"
     assert seen["ok"] == [1] and seen["retry"] == [1, 2] and seen["crash"] == [1, 2] and seen["reject"] == [1]
     assert seen["throttle"] == [1, 1]  # returned uncharged
