@@ -29,6 +29,7 @@ VOLATILE: Dict[str, float] = {
     "paused_ms": 5000,
     "throttled_ms": 5000,
     "lease_left_ms": 5000,
+    "recommended": 64,  # a pool's size autoscaling would choose, computed again as the backlog moves
 }
 
 
