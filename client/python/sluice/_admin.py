@@ -238,6 +238,8 @@ class AdminMixin:
         min_rate: Any = None,
         burst: Union[int, str, None] = None,
         fair: Union[bool, str, None] = None,
+        max_rate_milli: Optional[int] = None,
+        min_rate_milli: Optional[int] = None,
     ) -> None:
         """level_set changes a level's settings, as ``sluice level set``; None leaves one as it is.
 
@@ -250,13 +252,21 @@ class AdminMixin:
             burst: the per-second window's burst; 0 or "off" removes it.
             fair: True (or "tag") to serve the level fair by tag, False (or
                 "fifo") for FIFO; only while the level is empty (else InvalidState).
+            max_rate_milli, min_rate_milli: the two rates in thousandths of a
+                unit per second, as level_list shows them (instead of max_rate,
+                min_rate).
 
         Raises NoLevel, InvalidArgument (a value the broker refused; its
         message says which), InvalidState.
         """
+        max_rate = _one_of("ceiling", max_rate=max_rate, max_rate_milli=max_rate_milli)
+        if min_rate is not None and min_rate_milli is not None:
+            raise InvalidArgument("give min_rate or min_rate_milli, not both")
         b = SL_UNCHANGED if burst is None else _limit(burst, "burst")
         ws = windows_read(max_rate, b, "max_rate")
         mn = SL_UNCHANGED if min_rate is None else rate_milli(min_rate, "min_rate")
+        if min_rate_milli is not None:
+            mn = _limit(min_rate_milli, "min_rate_milli", 10**15)
         dl = SL_UNCHANGED if deadline_ms is None else _limit(deadline_ms, "deadline_ms", 10**12)
         ag = SL_UNCHANGED if aging_ms is None else _limit(aging_ms, "aging_ms", 10**12)
         fair_on: Optional[int] = None
@@ -375,22 +385,20 @@ class AdminMixin:
         inflight: Union[int, str, None] = None,
         max_rate: Any = None,
         max_inflight: Union[int, str, None] = None,
+        rate_milli: Optional[int] = None,
     ) -> None:
         """sink_set changes the sink's limit, as ``sluice sink set``; None leaves a setting as it is.
 
         Args:
             rate: units per second, or windows ("10/s", "500/min", a list);
-                0 or "off": unlimited. ``max_rate`` is the same.
+                0 or "off": unlimited. ``max_rate`` is the same, and
+                ``rate_milli`` in thousandths, as sink_show shows it.
             burst: the per-second window's burst; 0 or "off" removes it.
             inflight: the most deliveries out at once; 0 or "off": no cap.
                 ``max_inflight`` is the same.
         """
-        if rate is not None and max_rate is not None:
-            raise InvalidArgument("give rate or max_rate, not both")
-        if inflight is not None and max_inflight is not None:
-            raise InvalidArgument("give inflight or max_inflight, not both")
-        rate = max_rate if rate is None else rate
-        inflight = max_inflight if inflight is None else inflight
+        rate = _one_of("rate", rate=rate, max_rate=max_rate, rate_milli=rate_milli)
+        inflight = _one_of("in-flight cap", inflight=inflight, max_inflight=max_inflight)
         b = SL_UNCHANGED if burst is None else _limit(burst, "burst")
         cap = SL_UNCHANGED if inflight is None else _limit(inflight, "inflight")
         ws = windows_read(rate, b, "rate")
@@ -464,6 +472,7 @@ class AdminMixin:
         each: Optional[bool] = None,
         off: bool = False,
         max_inflight: Union[int, str, None] = None,
+        rate_milli: Optional[int] = None,
     ) -> None:
         """tag_set sets the settings of the tags pattern matches, as ``sluice tag set``.
 
@@ -475,10 +484,11 @@ class AdminMixin:
             weight: 1..1000, turns per round of the fair pick.
             each: True for a bucket and a cap per matching tag, False for one shared.
             off: remove the pattern's settings (alone).
+            max_inflight, rate_milli: the same as inflight and max_rate (in
+                thousandths), as tag_list shows them.
         """
-        if inflight is not None and max_inflight is not None:
-            raise InvalidArgument("give inflight or max_inflight, not both")
-        inflight = max_inflight if inflight is None else inflight
+        inflight = _one_of("in-flight cap", inflight=inflight, max_inflight=max_inflight)
+        max_rate = _one_of("rate", max_rate=max_rate, rate_milli=rate_milli)
         if not pattern:
             raise InvalidArgument("a tag pattern must not be empty")
         any_set = any(x is not None for x in (max_rate, burst, inflight, weight, each))
@@ -652,6 +662,24 @@ class AdminMixin:
             if not after.value or (limit and purged >= limit):
                 break
         return {"purged": purged}
+
+
+def _one_of(what: str, **given: Any) -> Any:
+    """_one_of returns the one value given among aliases (None when none), refusing two.
+
+    A name ending in _milli is a rate in thousandths, as the listings show it,
+    and becomes a per-second window (0: off).
+    """
+    got = [(k, v) for k, v in given.items() if v is not None]
+    if len(got) > 1:
+        raise InvalidArgument(f"give one of {', '.join(given)} for the {what}, not several")
+    if not got:
+        return None
+    k, v = got[0]
+    if k.endswith("_milli"):
+        n = _limit(v, k, 10**15)
+        return 0 if n == 0 else {"count_milli": n, "period_ms": 1000}
+    return v
 
 
 def _nonempty(s: str, what: str) -> bytes:

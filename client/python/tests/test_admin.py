@@ -253,3 +253,22 @@ def test_levels_are_named_or_numbered_everywhere(client):
         with pytest.raises(sluice.NoLevel):
             client.level_pause(bad)  # type: ignore[arg-type]
     assert re.search("no such", str(pytest.raises(sluice.NoLevel, client.level_resume, "zzz").value))
+
+
+def test_rates_in_thousandths_as_the_listings_show_them(broker: Broker):
+    with broker.client() as c:
+        c.sink_set(rate_milli=2500, max_inflight=3)
+        mine = c.sink_show()
+        broker.cli("sink", "set", "--max-rate", "2.5", "--inflight", "3")
+        theirs = c.sink_show()
+        assert (mine["rate_milli"], mine["max_inflight"], mine["windows"][0]["count_milli"]) == \
+            (theirs["rate_milli"], theirs["max_inflight"], theirs["windows"][0]["count_milli"]) == (2500, 3, 2500)
+        c.level_set("low", max_rate_milli=1500, min_rate_milli=500)
+        low = c.level_list()["levels"][2]
+        assert (low["max_rate_milli"], low["min_rate_milli"]) == (1500, 500)
+        c.tag_set("x-*", rate_milli=3000)
+        assert c.tag_list()["patterns"][0]["rate_milli"] == 3000
+        c.sink_set(rate_milli=0)
+        assert c.sink_show()["rate_milli"] == 0
+        with pytest.raises(sluice.InvalidArgument):
+            c.sink_set(rate=1, rate_milli=1000)
