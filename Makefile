@@ -116,8 +116,8 @@ MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.conf.5 $(BUILD)/man/slu
 all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
-# (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 # (python3-pytest, which runs the Python client's tests, when /usr/bin/python3 cannot import it)
+# (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 # (prometheus, whose promtool checks /metrics in tests/test_metrics.c, and groff-base, which
 #  checks the man pages in tests/test_install.c, when command -v cannot)
 DEB_libzmq := libzmq3-dev
