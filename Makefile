@@ -124,6 +124,7 @@ MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.conf.5 $(BUILD)/man/slu
 all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
+# (python3-pytest, which runs the Python client's tests, when /usr/bin/python3 cannot import it)
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 # (prometheus, whose promtool checks /metrics in tests/e2e/test_metrics.c, and groff-base, which
 #  checks the man pages in tests/e2e/test_install.c, when command -v cannot)
@@ -143,6 +144,7 @@ deps:
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing="$$missing python3-pytest"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
@@ -290,6 +292,22 @@ tests: $(TESTS)
 tests-unit: $(UNIT_TESTS)
 tests-e2e: $(E2E_TESTS)
 
+# The Python client (client/python/): its pytest suite, against the plain build only (an
+# ASan libsluice cannot be loaded into python3). make check-python runs it alone; make test
+# runs it as one more program of tests/run.sh, a wrapper beside the C tests that prints
+# cmocka's summary lines from pytest's counts (client/python/run_tests.sh).
+PY_TESTS := $(if $(SAN),,$(BUILD)/tests/$(if $(wildcard tests/e2e),e2e/)test_python $(BUILD)/slowdisk.so)
+tests: $(PY_TESTS)
+$(BUILD)/tests/test_python $(BUILD)/tests/e2e/test_python: client/python/run_tests.sh
+	@mkdir -p $(dir $@)
+	$(Q)printf '#!/bin/sh\nexec "%s/client/python/run_tests.sh" "$$@"\n' '$(CURDIR)' > $@ && chmod +x $@
+
+.PHONY: check-python
+check-python: deps
+	@$(MAKE) --no-print-directory SAN= all build/rel/slowdisk.so
+	@SLUICE_LIB=build/rel/libsluice.so.1 SLUICE_BIN=bin /usr/bin/python3 -m pytest -p no:cacheprovider -q \
+	  client/python/tests
+
 # ---- the two commands ----
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -324,6 +342,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN= build/rel/slowdisk.so
 	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
+	@/usr/bin/python3 client/python/bench.py --bin $(BIN) --lib $(LIBSLUICE_SO)
 
 # The flush experiments (tools/bench/flush/bench_flush.c): what a durable commit costs on this
 # disk, by design (broker/DESIGN.md, "Where the time goes"). Not part of all: make bench-flush, then run

@@ -1,0 +1,274 @@
+"""The admin calls return what ``sluice ... --json`` prints, on one real broker.
+
+One broker is set up with something in every listing (level settings, a
+paused level, a fair level with tags and patterns, pools, a sink limit, dead
+letters with awkward bodies), then every Python listing is compared with the
+CLI's JSON of the same moment: the same keys in the same order, the same
+types, the same values; only figures that move with the clock (uptime, ages,
+refilling buckets) may differ, within a bound. Changes made through Python
+and through the CLI must read back the same, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict
+
+import pytest
+
+import sluice
+from conftest import Broker, level_row, wait_for
+
+# figures that move with the clock between two reads, and how far they may
+VOLATILE: Dict[str, float] = {
+    "uptime_ms": 5000,
+    "oldest_ms": 5000,
+    "tokens_milli": 20000,
+    "eta_ms": 5000,
+    "rate_per_s": 50.0,
+    "paused_ms": 5000,
+    "throttled_ms": 5000,
+    "lease_left_ms": 5000,
+    "recommended": 64,  # a pool's size autoscaling would choose, computed again as the backlog moves
+}
+
+
+def same(py: Any, cli: Any, where: str = "$", key: str = "") -> None:
+    """same asserts that py is what the CLI printed (see the module)."""
+    assert type(py) is type(cli), f"{where}: {type(py).__name__} here, {type(cli).__name__} from the CLI"
+    if isinstance(py, dict):
+        assert list(py) == list(cli), f"{where}: keys {list(py)} here, {list(cli)} from the CLI"
+        for k in py:
+            same(py[k], cli[k], f"{where}.{k}", k)
+    elif isinstance(py, list):
+        assert len(py) == len(cli), f"{where}: {len(py)} rows here, {len(cli)} from the CLI"
+        for i, (a, b) in enumerate(zip(py, cli)):
+            same(a, b, f"{where}[{i}]", key)
+    elif key in VOLATILE and isinstance(py, (int, float)):
+        assert abs(py - cli) <= VOLATILE[key], f"{where}: {py} here, {cli} from the CLI"
+    else:
+        assert py == cli, f"{where}: {py!r} here, {cli!r} from the CLI"
+
+
+@pytest.fixture(scope="module")
+def rich():
+    """rich is a broker with something in every listing, and a client on it."""
+    b = Broker().start()
+    c = b.client()
+    try:
+        c.level_set("high", deadline_ms=2500, aging_ms=1000)
+        c.level_set("normal", max_rate=["10/s", "500/min"], burst=5, min_rate=0.5)
+        c.level_set("low", fair=True)
+        c.level_pause("normal")
+        c.pool_resize("render", 4)
+        c.pool_resize("mail", 0)
+        c.pool_pause("mail")
+        c.sink_set(rate=[100, "6000/min:200"], burst=10, inflight=50)
+        c.tag_set("gold-*", weight=4, max_rate=5, each=True)
+        c.tag_set("free-*", inflight=2, max_rate="20/min")
+        c.tag_pause("free-2")
+        c.send_many([b"n1", b"n2"], level="normal")
+        for tag in ("gold-1", "gold-1", "free-2", "plain"):
+            c.send(tag.encode(), level="low", tag=tag)
+        c.send(b"untagged", level="low")
+        bodies = [b"\x00\x01binary\xff", "é utf-8 ✓ \"quoted\" \\ back".encode(), b"x" * 100, b"\ttab\nnl"]
+        dead_ids = c.send_many(bodies, level="high", tag="t\"q")
+        with c.consume(["high"], credit=4) as k:
+            for _ in bodies:
+                d = k.recv(5000)
+                assert d is not None
+                d.reject(f"bad \"{d.id}\"")
+            k.flush()
+        c.send(b"ready", level="high")
+        wait_for("the dead letters", lambda: level_row(c, "high")["dead"] == len(bodies))
+        yield b, c, dead_ids
+    finally:
+        c.close()
+        b.remove()
+
+
+def test_stats_is_stats_json(rich):
+    b, c, _ = rich
+    py = c.stats()
+    same(py, b.cli_json("stats"))
+    assert py["levels"][0]["dead"] == 4 and py["sink"]["rate_milli"] == 100000
+
+
+def test_level_list_is_level_list_json(rich):
+    b, c, _ = rich
+    py = c.level_list()
+    same(py, b.cli_json("level", "list"))
+    normal = py["levels"][1]
+    assert normal["paused"] is True and normal["min_rate_milli"] == 500 and normal["burst"] == 5
+    assert [(w["count_milli"], w["period_ms"]) for w in normal["windows"]] == [(10000, 1000), (500000, 60000)]
+    assert (py["levels"][0]["deadline_ms"], py["levels"][0]["aging_ms"], py["levels"][2]["fair"]) == (2500, 1000, True)
+
+
+def test_pool_list_is_pool_list_json(rich):
+    b, c, _ = rich
+    py = c.pool_list()
+    same(py, b.cli_json("pool", "list"))
+    pools = {p["name"]: p for p in py["pools"]}
+    assert pools["render"]["size"] == 4 and pools["render"]["levels"] == ["high", "normal", "low"]
+    assert pools["mail"]["paused"] is True
+
+
+def test_sink_show_is_sink_show_json(rich):
+    b, c, _ = rich
+    py = c.sink_show()
+    same(py, b.cli_json("sink", "show"))
+    assert (py["rate_milli"], py["burst"], py["max_inflight"], py["coord"]) == (100000, 10, 50, None)
+    assert [(w["count_milli"], w["period_ms"], w["burst"]) for w in py["windows"]] == [
+        (100000, 1000, 10), (6000000, 60000, 200)]
+
+
+def test_tag_list_is_tag_list_json(rich):
+    b, c, _ = rich
+    py = c.tag_list()
+    same(py, b.cli_json("tag", "list"))
+    assert [p["pattern"] for p in py["patterns"]] == ["gold-*", "free-*"]
+    tags = {t["tag"]: t for t in py["tags"]}
+    assert tags["gold-1"]["depth"] == 2 and tags["gold-1"]["level"] == "low" and tags["gold-1"]["weight"] == 4
+    assert tags["free-2"]["paused"] is True and tags["plain"]["pattern"] is None
+
+
+def test_dead_list_is_dead_list_json(rich):
+    b, c, ids = rich
+    py = c.dead_list("high")
+    same(py, b.cli_json("dead", "list", "high"))
+    assert [r["id"] for r in py] == ids
+    assert py[0]["body_preview"].startswith("\\x00\\x01binary")
+    assert py[1]["body_preview"] == "é utf-8 ✓ \"quoted\" \\ back"
+    assert py[2]["body_bytes"] == 100 and len(py[2]["body_preview"]) == 64
+    same(c.dead_list("high", limit=2, after=ids[0]), b.cli_json("dead", "list", "0", "--limit", "2", "--after",
+                                                                  str(ids[0])))
+    same(c.dead_list("normal"), b.cli_json("dead", "list", "normal"))
+
+
+def explain_text(e: Dict[str, Any]) -> str:
+    """explain_text is what `sluice explain ID` prints for e (cli_admin.c), for the states that stay put."""
+    lv = e["level"]
+    if e["state"] == "ready":
+        s = f"ready at the head of level {lv}" if e["position"] == 0 else \
+            f"ready in level {lv}, {e['position']} ahead of it"
+    elif e["state"] == "dead":
+        s = f"a dead letter of level {lv}"
+    else:
+        s = e["state"]
+    return f"message {e['id']}: {s}{'; ' if e['why'] else ''}{e['why']}\n"
+
+
+def test_explain_says_what_sluice_explain_says(rich):
+    b, c, ids = rich
+    ready = c.send(b"behind one", level="high")
+    for sid in (ids[0], ready, ready - 1, 10**9):
+        e = c.explain(sid)
+        assert explain_text(e) == b.cli("explain", str(sid)).stdout.decode()
+    assert c.explain(ready)["position"] == 1
+    gone = c.explain(10**9)
+    assert (gone["id"], gone["state"], gone["level"]) == (10**9, "gone", None)
+
+
+def test_changes_made_here_read_back_as_the_clis(broker: Broker):
+    c = broker.client()
+    c.level_set("high", max_rate=["10/s:3", "500/min"], min_rate="0.5", deadline_ms=1500, aging_ms=250)
+    broker.cli("level", "set", "normal", "--max-rate", "10/s:3", "--max-rate", "500/min", "--min-rate", "0.5",
+               "--deadline", "1.5", "--aging-step", "0.25")
+    c.level_set("low", max_rate=2.5, burst=7)
+    rows = c.level_list()["levels"]
+    for k in ("deadline_ms", "aging_ms", "max_rate_milli", "min_rate_milli", "burst", "windows"):
+        assert rows[0][k] == rows[1][k], k
+    broker.cli("level", "set", "high", "--max-rate", "2.5", "--burst", "7")
+    rows = c.level_list()["levels"]
+    assert (rows[0]["max_rate_milli"], rows[0]["burst"]) == (rows[2]["max_rate_milli"], rows[2]["burst"]) == (2500, 7)
+
+    c.sink_set(max_rate=["8/10s", "1000/h:50"], inflight=9)
+    mine = c.sink_show()
+    broker.cli("sink", "set", "--max-rate", "off", "--inflight", "off")
+    broker.cli("sink", "set", "--max-rate", "8/10s", "--max-rate", "1000/h:50", "--inflight", "9")
+    theirs = c.sink_show()
+    for k in ("rate_milli", "burst", "max_inflight", "windows"):
+        same(mine[k], theirs[k], k, k)
+
+    c.tag_set("a-*", max_rate=["3/s", "100/min"], burst=2, inflight=4, weight=7, each=True)
+    broker.cli("tag", "set", "b-*", "--max-rate", "3/s", "--max-rate", "100/min", "--burst", "2", "--inflight", "4",
+               "--weight", "7", "--each")
+    a, bb = c.tag_list()["patterns"]
+    assert {**a, "pattern": "b-*"} == bb
+    c.tag_set("a-*", off=True)
+    assert [p["pattern"] for p in c.tag_list()["patterns"]] == ["b-*"]
+
+    c.pool_resize("p1", 3)
+    c.pool_resize("p2", 3)
+    assert c.pool_delete("p1") == {**broker.cli_json("pool", "delete", "p2"), "pool": "p1"}
+    assert not {"p1", "p2"} & {p["name"] for p in c.pool_list()["pools"]}
+
+    c.level_pause("low")
+    assert c.level_list()["levels"][2]["paused"] is True
+    c.level_resume(2)
+    assert c.level_list()["levels"][2]["paused"] is False
+    c.close()
+
+
+def test_requeue_and_purge_count_as_the_cli_does(broker: Broker):
+    c = broker.client()
+    for lv in ("high", "low"):
+        c.send_many([b"d"] * 5, level=lv)
+    with c.consume(["high", "low"], credit=10) as k:
+        for _ in range(10):
+            d = k.recv(5000)
+            assert d is not None
+            d.reject("no")
+        k.flush()
+    wait_for("ten dead letters", lambda: sum(r["dead"] for r in c.stats()["levels"]) == 10)
+    one = c.dead_list("high")[0]["id"]
+    other = c.dead_list("low")[0]["id"]
+    assert c.dead_requeue(id=one) == broker.cli_json("dead", "requeue", f"id:{other}") == {"requeued": 1}
+    assert c.dead_requeue("high", limit=2) == broker.cli_json("dead", "requeue", "low", "--limit", "2") == \
+        {"requeued": 2}
+    assert c.dead_purge("high", older_than_ms=3_600_000) == \
+        broker.cli_json("dead", "purge", "low", "--older-than", "3600") == {"purged": 0}
+    assert c.dead_purge("high") == broker.cli_json("dead", "purge", "low") == {"purged": 2}
+    assert c.dead_requeue("high") == broker.cli_json("dead", "requeue", "low") == {"requeued": 0}
+    assert [r["depth"] for r in c.stats()["levels"]] == [3, 0, 3]
+    c.send(b"to-be-dead", level="normal")
+    with c.consume(["normal"]) as k:
+        d = k.recv(5000)
+        assert d is not None
+        d.reject()
+        k.flush()
+    wait_for("the dead letter", lambda: level_row(c, "normal")["dead"] == 1)
+    assert c.dead_requeue("normal", to="high") == {"requeued": 1}
+    assert level_row(c, "high")["depth"] == 4
+    with pytest.raises(sluice.InvalidArgument):
+        c.dead_requeue("high", id=1)
+    c.close()
+
+
+def test_levels_are_named_or_numbered_everywhere(client):
+    client.level_pause(0)
+    client.level_pause("2")
+    assert [r["paused"] for r in client.level_list()["levels"]] == [True, False, True]
+    for bad in ("nope", 3, -1, None, 1.5):
+        with pytest.raises(sluice.NoLevel):
+            client.level_pause(bad)  # type: ignore[arg-type]
+    assert re.search("no such", str(pytest.raises(sluice.NoLevel, client.level_resume, "zzz").value))
+
+
+def test_rates_in_thousandths_as_the_listings_show_them(broker: Broker):
+    with broker.client() as c:
+        c.sink_set(rate_milli=2500, max_inflight=3)
+        mine = c.sink_show()
+        broker.cli("sink", "set", "--max-rate", "2.5", "--inflight", "3")
+        theirs = c.sink_show()
+        assert (mine["rate_milli"], mine["max_inflight"], mine["windows"][0]["count_milli"]) == \
+            (theirs["rate_milli"], theirs["max_inflight"], theirs["windows"][0]["count_milli"]) == (2500, 3, 2500)
+        c.level_set("low", max_rate_milli=1500, min_rate_milli=500)
+        low = c.level_list()["levels"][2]
+        assert (low["max_rate_milli"], low["min_rate_milli"]) == (1500, 500)
+        c.tag_set("x-*", rate_milli=3000)
+        assert c.tag_list()["patterns"][0]["rate_milli"] == 3000
+        c.sink_set(rate_milli=0)
+        assert c.sink_show()["rate_milli"] == 0
+        with pytest.raises(sluice.InvalidArgument):
+            c.sink_set(rate=1, rate_milli=1000)
