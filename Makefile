@@ -296,9 +296,9 @@ tests-e2e: $(E2E_TESTS)
 # ASan libsluice cannot be loaded into python3). make check-python runs it alone; make test
 # runs it as one more program of tests/run.sh, a wrapper beside the C tests that prints
 # cmocka's summary lines from pytest's counts (client/python/run_tests.sh).
-PY_TESTS := $(if $(SAN),,$(BUILD)/tests/$(if $(wildcard tests/e2e),e2e/)test_python $(BUILD)/slowdisk.so)
+PY_TESTS := $(if $(SAN),,$(BUILD)/tests/e2e/test_python $(BUILD)/slowdisk.so)
 tests: $(PY_TESTS)
-$(BUILD)/tests/test_python $(BUILD)/tests/e2e/test_python: client/python/run_tests.sh
+$(BUILD)/tests/e2e/test_python: client/python/run_tests.sh
 	@mkdir -p $(dir $@)
 	$(Q)printf '#!/bin/sh\nexec "%s/client/python/run_tests.sh" "$$@"\n' '$(CURDIR)' > $@ && chmod +x $@
 
