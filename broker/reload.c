@@ -30,17 +30,20 @@
 #include "bk.h"
 #include "auth.h"
 #include "conf.h"
+#include "decl.h"
 #include "log.h"
 #include "notify.h"
 
 static int reload_log(bk *b, const conf *fresh);
 static int reload_settings(bk *b, const conf *fresh);
 static int reload_auth(bk *b, const conf *fresh);
+static int reload_declared(bk *b, const conf *fresh);
 
 /* X(name, function): what a SIGHUP runs, in this order. */
 #define RELOAD_HOOKS(X)                                                                                    \
     X(log, reload_log)                                                                                     \
     X(settings, reload_settings)                                                                           \
+    X(declared, reload_declared)                                                                           \
     X(auth, reload_auth)
 
 static volatile sig_atomic_t requested;
@@ -164,4 +167,24 @@ static int reload_auth(bk *b, const conf *fresh)
 {
     (void)fresh;
     return auth_reload(b) == SL_OK ? 0 : -1;
+}
+
+/* reload_declared applies the levels, sink, pools and tags the config file
+ * declares (decl.c): the file wins again for what it declares, over changes
+ * made with the CLI since. Levels are named as the running broker names
+ * them; a file that does not read changes nothing. */
+static int reload_declared(bk *b, const conf *fresh)
+{
+    char err[1024];
+    decl_list *l = NULL;
+    if (!fresh)
+        return -1;
+    if (decl_read(&b->cfg, fresh->config_file, &l, err, sizeof err) != SL_OK) {
+        log_error("reload", "%s: the declared settings stay as they are", err);
+        decl_free(&l);
+        return -1;
+    }
+    decl_apply(b, l);
+    decl_free(&l);
+    return 0;
 }
