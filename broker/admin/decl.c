@@ -469,8 +469,11 @@ unsigned decl_apply(bk *b, const decl_list *l)
             if (strcmp(want, have))
                 diff |= 1u << k;
         }
-        if (!diff && (now.exists || o->kind == DECL_SINK || o->kind == DECL_LEVEL))
-            continue;
+        uint32_t rule_keys = 1u << DECL_K_weight | 1u << DECL_K_max_rate | 1u << DECL_K_burst |
+                             1u << DECL_K_inflight | 1u << DECL_K_each;
+        int make = !now.exists && (o->kind == DECL_POOL || (o->kind == DECL_TAG && (o->set & rule_keys)));
+        if (!diff && !make)
+            continue; /* as declared already (a pool or a pattern that does not exist is made) */
         objects++;
         switch (o->kind) {
         case DECL_SINK: refused += apply_sink(b, l, o, diff); break;

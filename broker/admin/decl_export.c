@@ -11,7 +11,7 @@
  *
  * What is written: the sink; every level; the pools an operator set
  * something on (a size, a pause, autoscaling: the ones that do not go away
- * by themselves, poolend.c), in the table's order; the tag patterns in
+ * by themselves, poolend.c), by name; the tag patterns in
  * their order, then the paused tags that are not patterns. A pool's size is
  * left out while autoscaling sets it, and its autoscale bounds while it
  * does not; a pattern's burst without a per-second rate, which it then
@@ -151,6 +151,11 @@ static void section(bk *b, const decl_obj *o)
     }
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const pool *const *)a)->name, (*(const pool *const *)b)->name);
+}
+
 int decl_export(bk *b, proto_msg *rep, char *text, size_t text_len)
 {
     decl_obj which, now;
@@ -170,8 +175,12 @@ int decl_export(bk *b, proto_msg *rep, char *text, size_t text_len)
         section(b, &now);
     }
     which.kind = DECL_POOL;
-    for (unsigned i = 0; i < b->pools.n; i++) {
-        const pool *p = b->pools.v[i];
+    const pool *sorted[PROTO_MAX_POOLS];
+    unsigned np = b->pools.n < PROTO_MAX_POOLS ? b->pools.n : PROTO_MAX_POOLS;
+    memcpy(sorted, b->pools.v, np * sizeof sorted[0]);
+    qsort(sorted, np, sizeof sorted[0], by_name); /* the table's order is not kept across a restart */
+    for (unsigned i = 0; i < np; i++) {
+        const pool *p = sorted[i];
         if (!p->size && !p->paused && !p->autoscale)
             continue; /* made by a consumer naming it, and reaped once idle: nothing set on it */
         which.name_len = strlen(p->name);

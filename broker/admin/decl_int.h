@@ -13,37 +13,9 @@
 #include "decl.h"
 #include "rl.h"
 
-/* The kinds of object a section declares. */
-enum decl_kind { DECL_SINK, DECL_LEVEL, DECL_POOL, DECL_TAG, DECL_KINDS };
-
-/* X(ID, "key", "alias" or NULL, kinds (bits of enum decl_kind), type): the
- * keys of the sections, named as the CLI's options (sluice level set
- * --aging-step: aging-step). Their order is the order export writes them. */
-#define DECL_KEYS(X)                                                                  \
-    X(deadline,    "deadline",    NULL,   1u << DECL_LEVEL, DURATION)                 \
-    X(aging,       "aging-step",  NULL,   1u << DECL_LEVEL, DURATION)                 \
-    X(size,        "size",        NULL,   1u << DECL_POOL, COUNT)                     \
-    X(weight,      "weight",      NULL,   1u << DECL_TAG, COUNT)                      \
-    X(max_rate,    "max-rate",    "rate", 1u << DECL_LEVEL | 1u << DECL_SINK | 1u << DECL_TAG, WINDOWS) \
-    X(min_rate,    "min-rate",    NULL,   1u << DECL_LEVEL, RATE)                     \
-    X(burst,       "burst",       NULL,   1u << DECL_LEVEL | 1u << DECL_SINK | 1u << DECL_TAG, COUNT) \
-    X(inflight,    "inflight",    NULL,   1u << DECL_SINK | 1u << DECL_TAG, COUNT)    \
-    X(each,        "each",        NULL,   1u << DECL_TAG, BOOL)                       \
-    X(fair,        "fair",        NULL,   1u << DECL_LEVEL, FAIR)                     \
-    X(autoscale,   "autoscale",   NULL,   1u << DECL_POOL, BOOL)                      \
-    X(min,         "min",         NULL,   1u << DECL_POOL, COUNT)                     \
-    X(max,         "max",         NULL,   1u << DECL_POOL, COUNT)                     \
-    X(target_wait, "target-wait", NULL,   1u << DECL_POOL, DURATION)                  \
-    X(paused,      "paused",      NULL,   1u << DECL_LEVEL | 1u << DECL_POOL | 1u << DECL_TAG, BOOL)
-
-enum decl_key {
-#define DECL_KEY_ENUM_(id, name, alias, kinds, type) DECL_K_##id,
-    DECL_KEYS(DECL_KEY_ENUM_)
-#undef DECL_KEY_ENUM_
-    DECL_K_COUNT_
-};
-
-enum decl_type { DECL_DURATION, DECL_COUNT, DECL_RATE, DECL_WINDOWS, DECL_BOOL, DECL_FAIR };
+/* The kinds of object, and the keys: core's table (conf_decl.h), from which
+ * sluice.conf(5) documents them too. */
+#include "conf_decl.h"
 
 typedef struct decl_key_def {
     const char *name, *alias;

@@ -36,7 +36,7 @@
 #define MAX_RATE_MILLI UINT64_C(100000000000)
 
 const decl_key_def decl_keys[DECL_K_COUNT_] = {
-#define DECL_KEY_DEF_(id, name, alias, kinds, type) {name, alias, kinds, DECL_##type},
+#define DECL_KEY_DEF_(id, name, alias, kinds, type, value, help) {name, alias, kinds, DECL_##type},
     DECL_KEYS(DECL_KEY_DEF_)
 #undef DECL_KEY_DEF_
 };
