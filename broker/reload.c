@@ -10,6 +10,10 @@
  * what it has). A new kind of reload (an auth file, say) is one line in
  * RELOAD_HOOKS and its function in its own module.
  *
+ * The levels, sink, pools and tags the file declares (admin/decl.c) are
+ * read again and applied where they differ from the running ones: the file
+ * wins again for what it declares (reload_declared).
+ *
  * Which settings change live is the settings table's CONF_LIVE (conf.c,
  * also what sluice.conf(5) lists as live): the ones read where they are
  * used, so that a new value simply applies to what comes next (the next

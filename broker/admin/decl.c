@@ -159,7 +159,7 @@ static int section(reader *r, const char *text, decl_obj **o)
             if (*p != ']')
                 return fail(r, "expected ] after the quoted name");
         } else {
-            const char *close = strrchr(p, ']');
+            const char *close = strchr(p, ']'); /* a name holding ']' is quoted */
             if (!close)
                 return fail(r, "expected ] at the end of the section's name");
             len = (size_t)(close - p);

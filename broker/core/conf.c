@@ -22,7 +22,10 @@
  * number of levels is known (level names, the default level, the map's
  * ceiling); it is shown, never parsed. In the INI file a key is accepted in
  * any section but [tag_rules], which holds only rule lines: the section in
- * the table is where the key is documented.
+ * the table is where the key is documented. The sections that declare live
+ * settings ([level NAME], [pool NAME], [tag NAME]) reach inih as blank lines
+ * (ini_read), and the [sink] keys that are not the table's are skipped:
+ * admin/decl.c reads both (conf_decl.h holds their keys).
  *
  * Costs: a lookup walks the table (about thirty lines); this runs once.
  */

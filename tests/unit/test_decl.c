@@ -3,8 +3,9 @@
  * (admin/decl.c, decl_text.c): each kind of section and value, the
  * canonical text of each value (what a declaration is compared with, and
  * what an export writes), every kind of bad line named with its file and
- * line, and the broker's own reading of the same file (conf.c) leaving the
- * declarations to decl.c.
+ * line, the broker's own reading of the same file (conf.c) leaving the
+ * declarations to decl.c, and broker/README.md's example read. Run from the
+ * repository root.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -271,6 +272,39 @@ static void the_broker_reading_leaves_declarations_to_decl(void **state)
     assert_non_null(strstr(err, ":4: unknown key 'frobs' in [broker]"));
 }
 
+/* The declarations of broker/README.md's example read, and the broker's
+ * own reading of it leaves them alone. */
+static void the_documented_example_reads(void **state)
+{
+    (void)state;
+    FILE *f = fopen("broker/README.md", "r"), *out = NULL;
+    assert_non_null(f);
+    char line[1024], err[512];
+    int seen = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (out && !strncmp(line, "```", 3))
+            break;
+        if (out)
+            fputs(line, out);
+        else if (strstr(line, "**Settings declared in the file.**"))
+            seen = 1;
+        else if (seen && !strncmp(line, "```ini", 6))
+            out = fopen(path, "w");
+    }
+    fclose(f);
+    assert_non_null(out);
+    fclose(out);
+    decl_list *l = NULL;
+    int rc = decl_read(config(), path, &l, err, sizeof err);
+    if (rc != SL_OK)
+        print_error("%s\n", err);
+    assert_int_equal(rc, SL_OK);
+    assert_true(l->n >= 5);
+    text_of(&l->v[0], DECL_K_max_rate, "100\n5000/min:5000");
+    decl_free(&l);
+    assert_int_equal(conf_load_ini(config(), path, err, sizeof err), SL_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +312,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(canonical_text_reads_back_the_same, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_lines_are_named_with_file_and_line, setup, teardown),
         cmocka_unit_test_setup_teardown(the_broker_reading_leaves_declarations_to_decl, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_documented_example_reads, setup, teardown),
     };
     return cmocka_run_group_tests_name("decl", tests, NULL, NULL);
 }

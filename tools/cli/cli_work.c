@@ -79,14 +79,14 @@ static int exec_outcome(const consumer *k, job *j)
     }
     j->delay_ms = httpc_backoff_ms(d->attempt);
     if (WIFEXITED(status))
-        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked, delivered again in "
-                     "%" PRIu32 " ms", d->id, WEXITSTATUS(status), j->delay_ms);
+        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked (attempt %u), back "
+                     "off %" PRIu32 " ms", d->id, WEXITSTATUS(status), d->attempt, j->delay_ms);
     else if (WIFSIGNALED(status))
         /* glibc's strsignal returns constant text for every real signal */
         cli_text_say(k->cmd,
                      "message %" PRIu64 ": the command was killed by signal %d (%s); "
-                     "nacked, delivered again in %" PRIu32 " ms",
-                     d->id, WTERMSIG(status), strsignal(WTERMSIG(status)), j->delay_ms);
+                     "nacked (attempt %u), back off %" PRIu32 " ms",
+                     d->id, WTERMSIG(status), strsignal(WTERMSIG(status)), d->attempt, j->delay_ms);
     return CLI_OUTCOME_NACK;
 }
 
