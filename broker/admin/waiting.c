@@ -163,7 +163,7 @@ int waiting_peek(struct bk *b, const proto_msg *req, proto_msg *r, char *text, s
     rows->n = 0;
     uint64_t key;
     store_rec rec;
-    int waiting, got;
+    int waiting, got = 0;
     while (rows->n < most && (got = walk_next(b, &w, &key, &rec, &waiting, &rc)) == 1) {
         if (!waiting)
             continue;
@@ -198,7 +198,7 @@ static int change(struct bk *b, const proto_msg *req, proto_msg *r, int to_level
     uint64_t age_ns = (req->present & PF(older_than_ms)) ? req->older_than_ms * NS_PER_MS : 0;
     uint64_t most = chunk_of(req), done = 0, leased = 0, key;
     store_rec rec;
-    int waiting, got;
+    int waiting, got = 0;
     while (done < most && (got = walk_next(b, &w, &key, &rec, &waiting, &rc)) == 1) {
         if (age_ns && rec.enq_ns + age_ns > b->wall_ns)
             continue;

@@ -246,6 +246,16 @@ static void delete_purge_and_move_leave_the_leased_alone(void **state)
     assert_int_equal(got[0], t[3]);
     assert_int_equal(got[2], t[5]);
     assert_int_equal(level_stats(f->c, 1).depth, 3);
+    sl_tag_info tags[SL_MAX_TAG_ROWS];
+    unsigned ntags, p_depth = 0, q_depth = 0;
+    assert_int_equal(sl_tag_list(f->c, tags, &ntags), SL_OK); /* the fair level's tags, counted afresh */
+    for (unsigned i = 0; i < ntags; i++)
+        if (tags[i].has_level && tags[i].level == 1) {
+            p_depth += !strcmp(tags[i].tag, "p") ? (unsigned)tags[i].depth : 0;
+            q_depth += !strcmp(tags[i].tag, "q") ? (unsigned)tags[i].depth : 0;
+        }
+    assert_int_equal(p_depth, 3);
+    assert_int_equal(q_depth, 0);
     sluice(&f->b, out, sizeof out, 0, "move", "high", "--to", "normal", NULL);
     assert_int_equal(peek_ids(f->c, 1, "q", got, 8), 3);
     assert_int_equal(got[0], t[3]);
