@@ -38,6 +38,11 @@
  *                    (the meter and the throttled tags, heartbeats, the watchdog, /metrics, coord);
  *                    lease expiry, delayed releases and the sweeps wait for
  *                    the commit's end, which wakes the loop
+ *   every pass       a backup (backup.c): its copy starts once its
+ *                    checkpoint has ended, and its end is noted; every
+ *                    10 ms while one runs. While the copy reads, LMDB
+ *                    commits wait (store_backup.c): checkpoints are not
+ *                    due, and a commit that could only be one is held
  *   ack_flush_ms     after the oldest uncommitted write, a commit is due
  *                    (cron_commit_due), even if no reply waits for it; after
  *                    a commit refused for want of space that no reply
@@ -60,6 +65,7 @@
 
 #include <sys/statvfs.h>
 
+#include "backup.h"
 #include "dead.h"
 #include "coord.h"
 #include "lease.h"
@@ -226,6 +232,7 @@ void cron_tick(bk *b)
         dead_retain(b, sweep);
         sample(b);
     }
+    backup_tick(b); /* a backup's copy starts after its checkpoint, and its end is noted */
     meter_tick(&b->meter, b->mono_ns);
     settle_tag_tick(b); /* the throttled tags' buckets climb back */
     member_pace_shares(b, 0);
@@ -289,10 +296,18 @@ static uint64_t flush_at(const bk *b)
     return at < b->nospace_until_ns ? b->nospace_until_ns : at;
 }
 
+/* ckpt_wanted: an LMDB commit is wanted (b->checkpoint_wanted), and none
+ * waits for a backup copy to end (store_backup.c: checkpoints wait then). */
+static int ckpt_wanted(const bk *b)
+{
+    return b->checkpoint_wanted && !store_copying(b->st);
+}
+
 int cron_commit_due(bk *b)
 {
-    if (store_checkpoint_due(b->st, b->mono_ns, b->checkpoint_wanted) ||
-        (b->checkpoint_wanted && !store_held(b->st)))
+    if (store_commit_held(b->st))
+        return 0; /* it could only be an LMDB commit, and a backup copy reads: after the copy */
+    if (store_checkpoint_due(b->st, b->mono_ns, ckpt_wanted(b)) || (ckpt_wanted(b) && !store_held(b->st)))
         return 1; /* an LMDB commit: the log's batches, or to reuse what the last one freed */
     if (!store_dirty(b->st))
         return net_queued(b->net, NET_AFTER_COMMIT) > 0;
@@ -320,9 +335,11 @@ uint64_t cron_next_wake(bk *b)
             wake = b->notify.next_ping_ns; /* a ping past the stall is withheld: no wake for it */
         return wake;
     }
-    if (!store_busy(b->st)) { /* while a log record is out, its end wakes the loop for the next */
-        uint64_t ckpt = b->checkpoint_wanted && !store_held(b->st) ? b->mono_ns
-                                                                   : store_checkpoint_at(b->st, b->checkpoint_wanted);
+    if (backup_next_wake(b) < wake)
+        wake = backup_next_wake(b); /* a backup: its checkpoint, then its copy, looked at */
+    if (!store_busy(b->st) && !store_commit_held(b->st)) { /* a log record's end wakes the loop for the next */
+        uint64_t ckpt = ckpt_wanted(b) && !store_held(b->st) ? b->mono_ns
+                                                             : store_checkpoint_at(b->st, ckpt_wanted(b));
         if (b->dirty_since_ns && flush_at(b) < wake)
             wake = flush_at(b);
         if (ckpt < wake)

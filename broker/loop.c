@@ -178,7 +178,8 @@ static int receiving(bk *b)
 static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) ||
-        (!store_busy(b->st) && ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b)) || park_count(b->loop->parked))))
+        (!store_busy(b->st) && !store_commit_held(b->st) &&
+         ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b)) || park_count(b->loop->parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
     if (gathering(b) && gather_deadline(&b->loop->gath) < wake)
@@ -352,6 +353,8 @@ static int end_pass(bk *b, int force)
     flush_now(b);
     if (store_busy(b->st))
         return SL_OK; /* the next batch goes on growing */
+    if (store_commit_held(b->st) && !force)
+        return SL_OK; /* a backup copy reads, and it could only be an LMDB commit: after the copy (shutdown waits) */
     if (!force && (!cron_commit_due(b) || gathering(b)))
         return SL_OK;
     loop_state *ls = b->loop;
@@ -364,7 +367,7 @@ static int end_pass(bk *b, int force)
     settings_commit_started(b);
     size_t puts = b->puts_unsealed;
     b->puts_unsealed = 0;
-    int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted, &started);
+    int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted && !store_copying(b->st), &started);
     if (!started)
         return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
     b->commit_out_ns = loop_now_mono();
@@ -408,7 +411,8 @@ static int run(bk *b, volatile sig_atomic_t *stop)
         set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
-        if (b->checkpoint_wanted && !store_busy(b->st) && !store_held(b->st) && (rc = end_pass(b, 1)) != SL_OK)
+        if (b->checkpoint_wanted && !store_busy(b->st) && !store_held(b->st) && !store_copying(b->st) &&
+            (rc = end_pass(b, 1)) != SL_OK)
             return rc; /* an LMDB commit so that what the last one freed is reusable (cron_between_commits) */
         if (!store_committing(b->st)) /* what waited for the commit, before anything newer */
             park_drain(b->loop->parked, handle_parked, b);

@@ -5,7 +5,9 @@
  *
  * What the settings are, their defaults, bounds and help live in one table in
  * conf.c (defaults < INI file < command line); everything is read and checked
- * there before the broker opens anything.
+ * there before the broker opens anything. The live settings a config file
+ * declares (levels, the sink, pools, tags: admin/decl.c) are read then too,
+ * and applied once the broker is open, over what its store holds.
  *
  * Exit status: 0 after a clean shutdown (or --help, --version), 1 when the
  * broker failed while running (for example a failed commit), 2 for a usage
@@ -19,6 +21,7 @@
 
 #include "bk.h"
 #include "conf.h"
+#include "decl.h"
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
@@ -69,6 +72,12 @@ int main(int argc, char **argv)
         printf("sluiced %s (protocol %d, store format %d)\n", SLUICE_VERSION, PROTO_VERSION, STORE_FORMAT);
         return 0;
     }
+    decl_list *decls = NULL; /* levels, the sink, pools and tags declared in the file: checked now, applied once open */
+    if (decl_read(&cfg, cfg.config_file, &decls, err, sizeof err) != SL_OK) {
+        fprintf(stderr, "sluiced: %s\n", err);
+        decl_free(&decls);
+        return 2;
+    }
     log_set_level((enum log_level)cfg.log_level);
     if (cfg.log_file[0] && log_open_file(cfg.log_file) != 0)
         return 2;
@@ -86,8 +95,11 @@ int main(int argc, char **argv)
     bk *b = NULL;
     if (bk_open(&cfg, loop_now_mono(), loop_now_wall(), &b) != SL_OK) {
         log_error("main", "cannot start; see the messages above");
+        decl_free(&decls);
         return 2;
     }
+    decl_apply(b, decls); /* over the stored settings: the file wins for what it declares */
+    decl_free(&decls);
     signal_ready(cfg.ready_fd);
     notify_sendf(&b->notify, "READY=1\nSTATUS=serving %u levels on %s\nMAINPID=%d", cfg.levels, cfg.listen,
                  (int)getpid());

@@ -10,6 +10,10 @@
  * what it has). A new kind of reload (an auth file, say) is one line in
  * RELOAD_HOOKS and its function in its own module.
  *
+ * The levels, sink, pools and tags the file declares (admin/decl.c) are
+ * read again and applied where they differ from the running ones: the file
+ * wins again for what it declares (reload_declared).
+ *
  * Which settings change live is the settings table's CONF_LIVE (conf.c,
  * also what sluice.conf(5) lists as live): the ones read where they are
  * used, so that a new value simply applies to what comes next (the next
@@ -30,17 +34,20 @@
 #include "bk.h"
 #include "auth.h"
 #include "conf.h"
+#include "decl.h"
 #include "log.h"
 #include "notify.h"
 
 static int reload_log(bk *b, const conf *fresh);
 static int reload_settings(bk *b, const conf *fresh);
 static int reload_auth(bk *b, const conf *fresh);
+static int reload_declared(bk *b, const conf *fresh);
 
 /* X(name, function): what a SIGHUP runs, in this order. */
 #define RELOAD_HOOKS(X)                                                                                    \
     X(log, reload_log)                                                                                     \
     X(settings, reload_settings)                                                                           \
+    X(declared, reload_declared)                                                                           \
     X(auth, reload_auth)
 
 static volatile sig_atomic_t requested;
@@ -164,4 +171,24 @@ static int reload_auth(bk *b, const conf *fresh)
 {
     (void)fresh;
     return auth_reload(b) == SL_OK ? 0 : -1;
+}
+
+/* reload_declared applies the levels, sink, pools and tags the config file
+ * declares (decl.c): the file wins again for what it declares, over changes
+ * made with the CLI since. Levels are named as the running broker names
+ * them; a file that does not read changes nothing. */
+static int reload_declared(bk *b, const conf *fresh)
+{
+    char err[1024];
+    decl_list *l = NULL;
+    if (!fresh)
+        return -1;
+    if (decl_read(&b->cfg, fresh->config_file, &l, err, sizeof err) != SL_OK) {
+        log_error("reload", "%s: the declared settings stay as they are", err);
+        decl_free(&l);
+        return -1;
+    }
+    decl_apply(b, l);
+    decl_free(&l);
+    return 0;
 }

@@ -1,9 +1,9 @@
 /*
  * sluice_admin.h - the administration calls of the Sluice client library:
- * levels, pools, the sink's limits, explain, dead letters and per-tag
- * settings. Part of sluice.h, which includes it (include <sluice.h>, not
- * this file); the threading rules, errors and guarantees stated there hold
- * here too.
+ * levels, pools, the sink's limits, explain, dead letters, waiting messages,
+ * backups, the settings as declarations and per-tag settings. Part of
+ * sluice.h, which includes it (include <sluice.h>, not this file); the
+ * threading rules, errors and guarantees stated there hold here too.
  */
 #ifndef SLUICE_ADMIN_H
 #define SLUICE_ADMIN_H
@@ -315,6 +315,109 @@ int sl_dead_requeue_id(sl_client *c, uint64_t id, unsigned to_level);
  * goes on, or 0 at the end of the level. */
 int sl_dead_purge(sl_client *c, unsigned level, uint64_t older_than_ms, uint64_t max, uint64_t *after,
                   uint64_t *purged);
+
+/* ---- waiting messages ----
+ *
+ * A level's waiting messages are those ready to be delivered: not out with
+ * a consumer (leased), not delayed. These calls read them without taking
+ * them, delete them and move them to another level. Purge and move work in
+ * chunks like the dead-letter calls: one call changes at most
+ * SL_MSG_CHUNK messages in one transaction of the broker (a crash leaves
+ * each message where it was or where it went) and looks at no more than
+ * 10,000; *after is where the next call goes on (0: the level's end). A
+ * series cut short is run again from the start (*after 0): what was
+ * deleted or moved is no longer there, so nothing is done twice. Leased
+ * messages are left alone and counted in *leased: acknowledged, they are
+ * gone; given back, they are ready again in the level they came from. */
+
+#define SL_MSG_CHUNK 1000u   /* most messages one sl_msg_purge or sl_msg_move changes */
+#define SL_MSG_PAGE  64u     /* most messages one sl_msg_peek returns */
+#define SL_MSG_TEXT  64u     /* bytes of tag and preview in a peek */
+
+/* A waiting message as sl_msg_peek shows it. tag is cut to SL_MSG_TEXT
+ * bytes (at a UTF-8 character's start) and NUL-terminated; preview holds
+ * the body's first preview_len bytes, cut before the first that is not
+ * UTF-8 (any character, control characters included: escape it before
+ * showing it). */
+typedef struct sl_waiting {
+    uint64_t id;
+    char tag[SL_MSG_TEXT + 1];
+    uint64_t attempts;       /* deliveries charged so far */
+    uint64_t age_ms;         /* since it was published, by the broker's clock */
+    uint32_t cost;
+    uint64_t body_bytes;     /* the whole body's size */
+    unsigned char preview[SL_MSG_TEXT];
+    size_t preview_len;
+    uint64_t pos;            /* its place in the level: after, for the next page */
+} sl_waiting;
+
+/* sl_msg_peek reads up to max (at most SL_MSG_PAGE; 0 means that many)
+ * waiting messages of level whose place is past after (0: from the head),
+ * those of tag only when tag is not NULL, in the level's order (a FIFO
+ * level's delivery order; a level served fair by tag, tag by tag), into
+ * out[0..*n), and sets *next to where the next page goes on (0: the
+ * level's end; a page may hold fewer than max with *next not 0, when the
+ * broker looked at 10,000 messages, leased or of other tags). Nothing is
+ * taken. Returns SL_OK, SL_ENOLEVEL, SL_EINVAL, SL_EPROTO, SL_ETIMEDOUT. */
+int sl_msg_peek(sl_client *c, unsigned level, const char *tag, uint64_t after, unsigned max, sl_waiting *out,
+                unsigned *n, uint64_t *next);
+
+/* sl_msg_delete deletes waiting message id, ready in its level or delayed;
+ * *level (may be NULL) says where it was. SL_ESTATE while it is out with a
+ * consumer; SL_ENOTFOUND when no waiting message has that id (a dead letter
+ * is deleted with sl_dead_purge; a message past the first million of its
+ * level is not looked for). */
+int sl_msg_delete(sl_client *c, uint64_t id, unsigned *level);
+
+/* sl_msg_purge deletes waiting messages of level for good, going on past
+ * *after (0: from the head): all, or those of tag (not NULL), or those
+ * published at least older_than_ms ago (0: any age), at most max (0 or
+ * more than SL_MSG_CHUNK: SL_MSG_CHUNK). With dry_run, it deletes nothing
+ * and counts what it would. *purged says how many, *leased (may be NULL)
+ * how many it left alone, *after where the next call goes on (0: the end). */
+int sl_msg_purge(sl_client *c, unsigned level, const char *tag, uint64_t older_than_ms, int dry_run,
+                 uint64_t max, uint64_t *after, uint64_t *purged, uint64_t *leased);
+
+/* sl_msg_move moves waiting messages of level (of tag only, when not NULL)
+ * to the tail of to_level, another level, in their order, each keeping its
+ * id, tag, body, cost, attempts and time to live; chunks, *after and
+ * *leased as sl_msg_purge. Moves are not refused by to_level's
+ * --level-max-messages. SL_EINVAL when to_level is level. */
+int sl_msg_move(sl_client *c, unsigned level, unsigned to_level, const char *tag, uint64_t max, uint64_t *after,
+                uint64_t *moved, uint64_t *leased);
+
+/* ---- backups ---- */
+
+/* sl_backup starts a backup of the broker's store into dir, an absolute
+ * path on the broker's machine that does not exist (the broker makes it)
+ * or is an empty directory: the broker makes a checkpoint, so that LMDB
+ * holds everything confirmed before the call, then copies it, compacted,
+ * into dir/data.mdb on a thread of its own while it goes on serving. The
+ * call returns once the backup has started: follow it with
+ * sl_backup_status. SL_ESTATE while one runs; SL_EINVAL for a relative
+ * path, a directory that is not empty or that cannot be made. */
+int sl_backup(sl_client *c, const char *dir);
+
+/* What the broker's last backup did. */
+typedef struct sl_backup_info {
+    char state[16];          /* "none", "checkpoint", "copying", "done" or "failed" */
+    char path[1025];
+    uint64_t bytes;          /* the copy's size, once done */
+    uint64_t elapsed_ms;     /* from the request to its end (so far, while it runs) */
+    char msg[1025];          /* what it did, or why it failed */
+} sl_backup_info;
+
+/* sl_backup_status reads the last backup's state. */
+int sl_backup_status(sl_client *c, sl_backup_info *out);
+
+/* ---- settings ---- */
+
+/* sl_settings_export reads the running settings of the sink, the levels,
+ * the configured pools and the tag patterns as sluice.conf declarations
+ * (text, *len bytes, not NUL-terminated): what a config file may declare,
+ * applied at start and on SIGHUP. *text points into the client's last
+ * reply: valid until the next call on c. */
+int sl_settings_export(sl_client *c, const char **text, size_t *len);
 
 /* ---- per-tag settings of levels served fair by tag ---- */
 

@@ -128,7 +128,13 @@
     X(window_rows, "window_rows",   ROWS, window)         \
     X(tag_rows,   "tag_rows",       ROWS, tag)            \
     X(scope,      "scope",          STR,  PROTO_MAX_NAME) \
-    X(pacers,     "pacers",         U64,  0)
+    X(pacers,     "pacers",         U64,  0)              \
+    X(msg_rows,   "msg_rows",       ROWS, msg)            \
+    X(dry_run,    "dry_run",        U64,  0)              \
+    X(leased,     "leased",         U64,  0)              \
+    X(path,       "path",           STR,  PROTO_MAX_STR)  \
+    X(bytes,      "bytes",          U64,  0)              \
+    X(elapsed_ms, "elapsed_ms",     U64,  0)
 
 /* ---- rows ----
  *
@@ -145,7 +151,8 @@
     X(dead,       PROTO_MAX_ARRAY)      \
     X(coord,      1)                    \
     X(window,     PROTO_MAX_WINDOW_ROWS) \
-    X(tag,        PROTO_MAX_ARRAY)
+    X(tag,        PROTO_MAX_ARRAY)      \
+    X(msg,        PROTO_MAX_ARRAY)
 
 /* STATS_OK: one row per level, counters since the broker started. */
 #define PROTO_COLS_level_stat(X, K)                        \
@@ -210,6 +217,19 @@
     X(K, reason,           "reason",           STR, REQ) \
     X(K, preview,          "preview",          STR, REQ) \
     X(K, body_bytes,       "body_bytes",       U64, REQ)
+
+/* msg.peek: one row per waiting message, in key order (a FIFO level's
+ * delivery order; a fair level's tag by tag). Strings are cut to
+ * PROTO_MAX_NAME bytes; pos is the message's place, for the next page. */
+#define PROTO_COLS_msg(X, K)                               \
+    X(K, id,               "id",               U64, REQ) \
+    X(K, tag,              "tag",              STR, REQ) \
+    X(K, attempts,         "attempts",         U64, REQ) \
+    X(K, age_ms,           "age_ms",           U64, REQ) \
+    X(K, cost,             "cost",             U64, REQ) \
+    X(K, body_bytes,       "body_bytes",       U64, REQ) \
+    X(K, preview,          "preview",          STR, REQ) \
+    X(K, pos,              "pos",              U64, REQ)
 
 /* sink.show and STATS_OK of a broker sharing its sink (--coord): one row,
  * its capacity lease. Absent when the sink is the broker's alone. */
@@ -355,7 +375,19 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(tag_set,        "tag.set",        PF(tag), PF(tag_rows) | PF(window_rows), NONE, 0) \
     X(tag_list,       "tag.list",       0, 0, ROWS, PF(tag_rows) | PF(window_rows)) \
     X(tag_pause,      "tag.pause",      PF(tag), 0, NONE, 0)                      \
-    X(tag_resume,     "tag.resume",     PF(tag), 0, NONE, 0)
+    X(tag_resume,     "tag.resume",     PF(tag), 0, NONE, 0)                      \
+    X(msg_peek,       "msg.peek",       PF(level), PF(tag) | PF(after) | PF(n), FIELDS, \
+      PF(msg_rows) | PF(after))                                                   \
+    X(msg_delete,     "msg.delete",     PF(id), 0, FIELDS, PF(level) | PF(state))  \
+    X(msg_purge,      "msg.purge",      PF(level),                                \
+      PF(tag) | PF(older_than_ms) | PF(after) | PF(n) | PF(dry_run), FIELDS,        \
+      PF(n) | PF(after) | PF(leased))                                             \
+    X(msg_move,       "msg.move",       PF(level) | PF(to_level), PF(tag) | PF(after) | PF(n), FIELDS, \
+      PF(n) | PF(after) | PF(leased))                                             \
+    X(backup,         "backup",         PF(path), 0, NONE, 0)                     \
+    X(backup_status,  "backup.status",  0, 0, FIELDS,                             \
+      PF(state) | PF(path) | PF(bytes) | PF(elapsed_ms) | PF(msg))                 \
+    X(settings_export, "settings.export", 0, 0, FIELDS, PF(body))
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 

@@ -51,7 +51,14 @@ typedef enum proto_role {
     X(tag_set,        ADMIN)      \
     X(tag_list,       MONITOR)    \
     X(tag_pause,      ADMIN)      \
-    X(tag_resume,     ADMIN)
+    X(tag_resume,     ADMIN)      \
+    X(msg_peek,       ADMIN)      \
+    X(msg_delete,     ADMIN)      \
+    X(msg_purge,      ADMIN)      \
+    X(msg_move,       ADMIN)      \
+    X(backup,         ADMIN)      \
+    X(backup_status,  MONITOR)    \
+    X(settings_export, MONITOR)
 
 enum {
 #define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,

@@ -10,14 +10,18 @@
  * same pass (settings.c), so the ADMIN_OK (sent after the commit) means
  * "applied and durable". List results (level.list, pool.list) are rows, one
  * per level or pool, their columns from proto's PROTO_COLS_ tables. explain
- * lives in explain.c, the dead-letter commands (dead.*) in dead.c.
+ * lives in explain.c, the dead-letter commands (dead.*) in dead.c, those on
+ * waiting messages (msg.*) in waiting.c, backup and backup.status in
+ * backup.c, settings.export in decl_export.c.
  */
 #include "admin.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "backup.h"
 #include "dead.h"
+#include "decl.h"
 #include "coord.h"
 #include "deliver.h"
 #include "explain.h"
@@ -26,6 +30,7 @@
 #include "poolend.h"
 #include "settings.h"
 #include "units.h"
+#include "waiting.h"
 
 #define MAX_SIZE 100000u
 
@@ -244,9 +249,13 @@ static int cmd_level_set(cmd_ctx *x)
         if (!fair && !str_is(x->req->state, "fifo"))
             return fail(x, SL_EINVAL, "a level is served fair by %s", "\"tag\" or \"fifo\" (in order)");
         rc = queue_fair_set(&x->b->q, level, fair, 0);
-        if (rc == SL_ESTATE)
-            return fail(x, rc, "level %s holds messages: a level changes how it is served only while it is empty",
-                        x->b->cfg.level_names[level]);
+        if (rc == SL_ESTATE) {
+            const char *name = x->b->cfg.level_names[level];
+            snprintf(x->text, x->text_len, "level %s holds messages: a level changes how it is served only while it is "
+                     "empty; move its waiting messages to another level first (sluice move %s --to LEVEL) and let "
+                     "those in flight or delayed settle", name, name);
+            return rc;
+        }
         if (rc != SL_OK)
             return fail(x, rc, "level %s: out of memory for its tags", x->b->cfg.level_names[level]);
     }
@@ -481,6 +490,16 @@ static int cmd_tag_set(cmd_ctx *x) { return admin_tag_set(x->b, x->req, x->rep, 
 static int cmd_tag_list(cmd_ctx *x) { return admin_tag_list(x->b, x->req, x->rep, x->text, x->text_len); }
 static int cmd_tag_pause(cmd_ctx *x) { return admin_tag_pause(x->b, x->req, x->rep, x->text, x->text_len, 1); }
 static int cmd_tag_resume(cmd_ctx *x) { return admin_tag_pause(x->b, x->req, x->rep, x->text, x->text_len, 0); }
+
+/* ---- waiting messages (waiting.c), backups (backup.c), settings (decl.c) ---- */
+
+static int cmd_msg_peek(cmd_ctx *x) { return waiting_peek(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_msg_delete(cmd_ctx *x) { return waiting_delete(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_msg_purge(cmd_ctx *x) { return waiting_purge(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_msg_move(cmd_ctx *x) { return waiting_move(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_backup(cmd_ctx *x) { return backup_start(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_backup_status(cmd_ctx *x) { return backup_status(x->b, x->req, x->rep, x->text, x->text_len); }
+static int cmd_settings_export(cmd_ctx *x) { return decl_export(x->b, x->rep, x->text, x->text_len); }
 
 /* ---- the table ---- */
 

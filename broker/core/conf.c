@@ -22,7 +22,10 @@
  * number of levels is known (level names, the default level, the map's
  * ceiling); it is shown, never parsed. In the INI file a key is accepted in
  * any section but [tag_rules], which holds only rule lines: the section in
- * the table is where the key is documented.
+ * the table is where the key is documented. The sections that declare live
+ * settings ([level NAME], [pool NAME], [tag NAME]) reach inih as blank lines
+ * (ini_read), and the [sink] keys that are not the table's are skipped:
+ * admin/decl.c reads both (conf_decl.h holds their keys).
  *
  * Costs: a lookup walks the table (about thirty lines); this runs once.
  */
@@ -400,6 +403,26 @@ static const conf_setting *ini_find(const char *section, const char *key)
     return NULL;
 }
 
+int conf_ini_known(const char *section, const char *key)
+{
+    return ini_find(section, key) != NULL;
+}
+
+/* declared_section tells whether the section header line (its text after
+ * '[') opens a declaration: [level NAME], [pool NAME], [tag NAME]. */
+int conf_declared_section(const char *name)
+{
+    static const char *const kinds[] = {"level", "pool", "tag"};
+    while (*name == ' ' || *name == '\t')
+        name++;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t n = strlen(kinds[i]);
+        if (!strncmp(name, kinds[i], n) && (name[n] == ' ' || name[n] == '\t'))
+            return 1;
+    }
+    return 0;
+}
+
 static int ini_cb(void *user, const char *section, const char *key, const char *value)
 {
     ini_state *st = user;
@@ -409,6 +432,8 @@ static int ini_cb(void *user, const char *section, const char *key, const char *
     for (size_t i = 0; conf_sections[i].name; i++)
         known |= !strcmp(section, conf_sections[i].name);
     const conf_setting *s = known ? ini_find(section, key) : NULL;
+    if (!s && !strcmp(section, "sink"))
+        return 1; /* the sink's limits, declared in the CLI's syntax: decl.c reads them, and refuses the unknown */
     if (!section[0])
         snprintf(st->p.err, st->p.errlen, "'%s' comes before any [section]", key);
     else if (!known)
@@ -420,14 +445,57 @@ static int ini_cb(void *user, const char *section, const char *key, const char *
     return !st->failed;
 }
 
+/* The file as inih reads it: the lines of declaration sections ([level
+ * NAME], [pool NAME], [tag NAME]: admin/decl.c reads them, names of any
+ * length included) become empty lines, so that inih sees only the broker's
+ * own sections and its line numbers stay the file's. */
+typedef struct ini_lines {
+    FILE *f;
+    char *line;      /* the line being handed out, in pieces of inih's size */
+    size_t cap, at, len;
+    int declared;    /* inside a declaration section */
+} ini_lines;
+
+static char *ini_read(char *str, int num, void *stream)
+{
+    ini_lines *r = stream;
+    if (r->at >= r->len) {
+        ssize_t n = getline(&r->line, &r->cap, r->f);
+        if (n <= 0)
+            return NULL;
+        r->len = (size_t)n;
+        r->at = 0;
+        const char *p = r->line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '[')
+            r->declared = conf_declared_section(p + 1);
+        if (r->declared) {
+            r->len = 0;
+            snprintf(str, (size_t)num, "\n");
+            return str;
+        }
+    }
+    size_t take = r->len - r->at < (size_t)num - 1 ? r->len - r->at : (size_t)num - 1; /* as fgets would */
+    memcpy(str, r->line + r->at, take);
+    str[take] = '\0';
+    r->at += take;
+    return str;
+}
+
 int conf_load_ini(conf *cfg, const char *path, char *err, size_t errlen)
 {
     char msg[512] = "";
     ini_state st = {.p = {.c = cfg, .ini = 1, .err = msg, .errlen = sizeof msg}};
-    int line = ini_parse(path, ini_cb, &st);
+    ini_lines r = {.f = fopen(path, "re")};
+    int line = r.f ? ini_parse_stream(ini_read, &r, ini_cb, &st) : -1;
+    int read_errno = errno;
+    if (r.f)
+        fclose(r.f);
+    free(r.line);
     if (line < 0) {
         snprintf(err, errlen, "cannot read config file %s: %s", path,
-                 line == -1 ? strerror(errno) : "out of memory");
+                 line == -1 ? strerror(read_errno) : "out of memory");
         return SL_ENOTFOUND;
     }
     if (line > 0) {

@@ -138,6 +138,15 @@ int conf_parse_args(conf *cfg, int argc, char **argv, char *err, size_t errlen);
  * after it (conf_parse_args does). */
 int conf_load_ini(conf *cfg, const char *path, char *err, size_t errlen);
 
+/* conf_declared_section tells whether a section header's text (after its
+ * '[') opens a declaration of live settings ([level NAME], [pool NAME],
+ * [tag NAME]), which conf_load_ini leaves to admin/decl.c; in [sink], keys
+ * that are not the broker's settings (conf_ini_known) are left to it too. */
+int conf_declared_section(const char *name);
+
+/* conf_ini_known tells whether key is a setting of the table in section. */
+int conf_ini_known(const char *section, const char *key);
+
 /* conf_finish resolves what depends on the number of levels (names, the
  * default level, the tag rules' levels) and the map's ceiling. SL_OK or
  * SL_EINVAL with the reason in err. */

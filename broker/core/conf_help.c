@@ -23,6 +23,7 @@
  * it installs when SYSCONFDIR is elsewhere.
  */
 #include "conf.h"
+#include "conf_decl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -359,10 +360,26 @@ static const char conf_example[] =
     "\n"
     "[sink]\n"
     "throttle_backoff_ms = 2000\n"
+    "; the sink's limits, as sluice sink set\n"
+    "max-rate = 100\n"
+    "max-rate = 5000/min\n"
+    "burst = 10\n"
     "\n"
     "[tag_rules]\n"
     "rule = paying-* high\n"
-    "rule = batch:* bulk\n";
+    "rule = batch:* bulk\n"
+    "\n"
+    "[level urgent]\n"
+    "deadline = 30s\n"
+    "\n"
+    "[level normal]\n"
+    "fair = tag\n"
+    "\n"
+    "[pool render]\n"
+    "size = 8\n"
+    "\n"
+    "[tag \"gold-*\"]\n"
+    "weight = 4\n";
 
 /* man_conf writes sluice.conf(5). */
 static void man_conf(FILE *f)
@@ -399,7 +416,8 @@ static void man_conf(FILE *f)
           "continues the one before it: it sets the same key again, to its own text (for\n"
           "\\fBrule\\fR, it adds a rule).\n"
           ".PP\n"
-          "A key given twice keeps its last value; \\fBrule\\fR adds a rule each time. An unknown\n"
+          "A key given twice keeps its last value; \\fBrule\\fR adds a rule each time (for the\n"
+          "sections of DECLARED SETTINGS, see there). An unknown\n"
           "section or key, a value out of bounds or a line that is none of the above stops sluiced\n"
           "at start (exit status 2) with a message naming the file, the line and the key; on SIGHUP\n"
           "it changes nothing (see RELOADING).\n"
@@ -453,6 +471,69 @@ static void man_conf(FILE *f)
                   f);
         }
     }
+    fputs(".SH DECLARED SETTINGS\n"
+          "Besides the broker's own keys, the file may declare what \\fBsluice\\fR(1) sets while\n"
+          "the broker runs and the store keeps: levels, the sink's limits, pools and per-tag settings,\n"
+          "so that a broker set up by configuration management needs no script of CLI calls.\n"
+          "Keys are the CLI's option names and values the CLI's values:\n"
+          ".TP\n\\fB[level\\fR \\fINAME\\fR\\fB]\\fR\n"
+          "a level, by name or number, as \\fBsluice level set\\fR and \\fBlevel pause\\fR.\n"
+          ".TP\n\\fB[sink]\\fR\n"
+          "the sink's limits, as \\fBsluice sink set\\fR, beside the section's own keys above.\n"
+          ".TP\n\\fB[pool\\fR \\fINAME\\fR\\fB]\\fR\n"
+          "a pool, made (for every level) if it does not exist, as \\fBsluice pool resize\\fR,\n"
+          "\\fBpause\\fR and \\fBautoscale\\fR.\n"
+          ".TP\n\\fB[tag \"\\fR\\fIPATTERN\\fR\\fB\"]\\fR\n"
+          "a tag pattern, as \\fBsluice tag set\\fR (in the file's order, the first that matches a\n"
+          "tag wins); \\fBpaused\\fR pauses the exact tag named, as \\fBsluice tag pause\\fR.\n"
+          ".PP\n"
+          "A name in quotes may hold any character (\\e\" and \\e\\e, \\en, \\et and \\exHH\n"
+          "escapes); a pattern is at most 255 bytes, a pool's name 64. In these sections a key may be\n"
+          "given once, except \\fBmax-rate\\fR, which is repeated for each window of a limit.\n"
+          "A \\fIDURATION\\fR is off, seconds (0.5), or a number with a unit: 500ms, 30s, 5m, 1h,\n"
+          "1d; a \\fIRATE\\fR units per second with up to three decimals, or off.\n"
+          ".PP\n"
+          "Precedence: at start, after the stored settings are loaded, and on every SIGHUP, each\n"
+          "declared setting whose running value differs is applied as the CLI would apply it (checked,\n"
+          "logged, stored): the file wins for what it declares. What it does not declare keeps what\n"
+          "the store holds: the last change made with the CLI, or the default. A change made with the\n"
+          "CLI to a declared setting lasts until the next SIGHUP or restart; taking a declaration out\n"
+          "of the file changes nothing (declare the value wanted instead). A declaration the broker\n"
+          "refuses (\\fBfair = tag\\fR for a level holding messages) is logged with its line and the\n"
+          "others still apply; a declaration that does not read stops sluiced at start, like a bad key.\n"
+          "\\fBsluice settings export\\fR prints the running settings in this syntax: loaded into a\n"
+          "fresh broker, they export the same again.\n",
+          f);
+    static const char *const kinds[] = {"[sink]", "[level]", "[pool]", "[tag]"};
+    static const struct {
+        const char *key, *alias, *value, *help;
+        unsigned kinds;
+    } dkeys[] = {
+#define DECL_KEY_DOC_(id, name, alias, in, type, value, help) {name, alias, value, help, in},
+        DECL_KEYS(DECL_KEY_DOC_)
+#undef DECL_KEY_DOC_
+    };
+    for (size_t i = 0; i < sizeof dkeys / sizeof dkeys[0]; i++) {
+        fputs(".TP\n\\fB", f);
+        roff(f, dkeys[i].key);
+        fputs("\\fR", f);
+        if (dkeys[i].alias) {
+            fputs(" (or \\fB", f);
+            roff(f, dkeys[i].alias);
+            fputs("\\fR)", f);
+        }
+        fputs(" = \\fI", f);
+        roff(f, dkeys[i].value);
+        fputs("\\fR\nIn", f);
+        for (unsigned k = 0, first = 1; k < DECL_KINDS; k++)
+            if (dkeys[i].kinds >> k & 1) {
+                fprintf(f, "%s%s", first ? " " : ", ", kinds[k]);
+                first = 0;
+            }
+        fputs(": ", f);
+        roff(f, dkeys[i].help);
+        fputs(".\n", f);
+    }
     char live[512];
     fputs(".SH RELOADING\n"
           "\\fBsystemctl reload sluiced\\fR sends SIGHUP: sluiced then reads this file again, and its\n"
@@ -465,13 +546,15 @@ static void man_conf(FILE *f)
     fputs(".\n"
           ".PP\n"
           "Every other key keeps its value until sluiced restarts, and a warning names each one\n"
-          "that changed. SIGHUP also reopens the \\fBlog_file\\fR (after rotation) and reads the\n"
-          "principals of the \\fBauth\\fR file again; a new name for either waits for a restart.\n"
+          "that changed. SIGHUP also reopens the \\fBlog_file\\fR (after rotation), reads the\n"
+          "principals of the \\fBauth\\fR file again (a new name for either waits for a restart), and\n"
+          "applies the DECLARED SETTINGS again.\n"
           "A file that no longer reads changes nothing: the error is logged, and every setting\n"
           "stays as it was.\n"
           ".SH EXAMPLE\n"
           "A broker that serves other machines, with CURVE and principals, metrics on loopback, five\n"
-          "levels, and two tag rules:\n"
+          "levels, two tag rules, the sink's limits, a deadline, a level served fair by tag, a pool\n"
+          "and a tag pattern:\n"
           ".PP\n.RS 4\n.nf\n",
           f);
     roff(f, conf_example);

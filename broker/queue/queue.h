@@ -223,6 +223,36 @@ int queue_dead_requeue(queue *q, unsigned level, uint64_t id, unsigned to_level)
 typedef enum queue_drop { QUEUE_DROP_PURGE, QUEUE_DROP_RETENTION } queue_drop;
 int queue_dead_drop(queue *q, unsigned level, uint64_t id, queue_drop why);
 
+/* ---- waiting messages, for operators (queue_waiting.c) ----
+ *
+ * A waiting message is a ready one: stored in its level, not out with a
+ * consumer. Leased messages are never touched by these. */
+
+/* queue_waiting_span gives the keys of level that may hold tag's messages,
+ * [*from, *below): tag's run in a fair level; the whole level for a FIFO
+ * level (whose caller compares tags) or when tag is NULL. SL_ENOTFOUND
+ * when a fair level cannot hold the tag (it never had an id). */
+int queue_waiting_span(queue *q, unsigned level, const char *tag, size_t len, uint64_t *from, uint64_t *below);
+
+/* queue_record_next reads the first record of level with a key in
+ * [from, below) into *key and *rec (valid until the next call into the
+ * queue or the store) and says in *waiting whether it is ready (0: out
+ * with a consumer). SL_ENOTFOUND past the span's last; SL_ECORRUPT with
+ * *key naming a record that failed its check (step past it). One seek. */
+int queue_record_next(queue *q, unsigned level, uint64_t from, uint64_t below, uint64_t *key, store_rec *rec,
+                      int *waiting);
+
+/* queue_waiting_drop deletes the waiting message at key of level (purge, delete);
+ * queue_waiting_move moves it to the tail of to_level (another level), keeping id,
+ * tag, body, cost, attempts and time to live. Store errors as
+ * store_drop and store_move. */
+int queue_waiting_drop(queue *q, unsigned level, uint64_t key);
+int queue_waiting_move(queue *q, unsigned level, uint64_t key, unsigned to_level);
+
+/* queue_delayed_drop deletes delayed message id (due at due_ns); its level
+ * into *level. SL_ENOTFOUND when it is not delayed there. */
+int queue_delayed_drop(queue *q, uint64_t due_ns, uint64_t id, unsigned *level);
+
 /* ---- levels served fair by tag (queue_fair.c) ----
  *
  * A fair level keeps its records under tag-led keys (store.h) and, in

@@ -461,7 +461,23 @@ static int fair_committed(const queue *q, unsigned level, uint64_t key)
     return store_key_committed_fair(q->st, level, key);
 }
 
+/* fair_waiting: a tag with no tenant has nothing leased (a tenant is
+ * forgotten only then), so its stored records are all ready; acknowledged
+ * ones waiting for their batched delete are gone by the time anything
+ * reads the level (store_txn_level deletes them first). */
+static int fair_waiting(const queue *q, unsigned level, uint64_t key)
+{
+    const tenant *tn = queue_fair_find(q->lv[level].fair, (uint32_t)(key >> STORE_TAG_SHIFT));
+    if (!tn || key >= tn->cursor)
+        return 1;
+    for (size_t i = 0; i < tn->returned.len; i++)
+        if (tn->returned.v[i].id == key)
+            return 1;
+    return 0;
+}
+
 const queue_view queue_fair_view = {
     "fair",      queue_fair_append,     queue_fair_take,         queue_fair_ready, queue_fair_unlease, fair_head,
     fair_oldest, queue_fair_ahead_gone, queue_fair_commit_ended, fair_committed,   queue_fair_close,
+    fair_waiting,
 };

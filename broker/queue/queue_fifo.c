@@ -194,7 +194,18 @@ static void fifo_close(queue *q, unsigned level)
     (void)q, (void)level;
 }
 
+static int fifo_waiting(const queue *q, unsigned level, uint64_t key)
+{
+    const queue_level *lv = &q->lv[level];
+    if (key >= lv->cursor)
+        return 1;
+    for (size_t i = 0; i < lv->returned.len; i++)
+        if (lv->returned.v[i].id == key)
+            return 1;
+    return 0;
+}
+
 const queue_view queue_fifo_view = {
     "fifo",        fifo_append, fifo_take, fifo_ready,        fifo_unlease,   fifo_head,
-    fifo_oldest,   fifo_gone,   fifo_commit_ended, fifo_committed, fifo_close,
+    fifo_oldest,   fifo_gone,   fifo_commit_ended, fifo_committed, fifo_close, fifo_waiting,
 };

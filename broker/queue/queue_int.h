@@ -41,6 +41,10 @@ typedef struct queue_view {
     int (*committed)(const queue *q, unsigned level, uint64_t key);
     /* close frees what the view holds for level. */
     void (*close)(queue *q, unsigned level);
+    /* waiting tells whether the stored record at key is ready (not out
+     * with a consumer), by the view's invariant: at or past its cursor, or
+     * among its returned keys. O(returned keys) at worst. */
+    int (*waiting)(const queue *q, unsigned level, uint64_t key);
 } queue_view;
 
 extern const queue_view queue_fifo_view, queue_fair_view;

@@ -303,6 +303,7 @@ void store_close(store **sp)
     store *s = sp ? *sp : NULL;
     if (!s)
         return;
+    store_backup_close(s); /* waits for a backup copy that runs */
     store_writer_close(s); /* waits for a commit that is out */
     if (store_wal_held(s) && s->failed == SL_OK && store_commit_sync(s) == SL_OK)
         log_info("store", "checkpointed the log: nothing to replay at the next start");

@@ -157,6 +157,28 @@ int store_held(const store *s);
  * publishes until a checkpoint succeeds. */
 int store_log_stuck(const store *s);
 
+/* ---- a backup of the running store (store_backup.c) ----
+ *
+ * store_backup_start starts copying the last committed state, compacted,
+ * into dir/data.mdb (dir exists and is empty: the caller checks) on a
+ * thread of its own; make a checkpoint first, so that the last commit
+ * holds every confirmed batch. SL_ESTATE while an LMDB commit is out or a
+ * copy exists, SL_ENOMEM, SL_EINVAL for a path too long. While it copies
+ * (store_copying), no LMDB commit runs: batches go to the log and
+ * checkpoints wait; store_commit_held tells the loop that the next commit
+ * could only be an LMDB commit (no log, the log half used) and must wait
+ * for the copy, and store_commit_start waits for it itself should one come
+ * all the same. store_backup_poll reports a finished copy once (1: *rc
+ * SL_OK, SL_ENOSPC or SL_EIO, *bytes the copy's size, why the error's
+ * text), 0 while it runs or when there is none; store_backup_wait blocks
+ * until a running copy ends (its result then waits for store_backup_poll).
+ * store_close waits for a copy that runs. */
+int store_backup_start(store *s, const char *dir);
+int store_copying(const store *s);
+int store_commit_held(const store *s);
+int store_backup_poll(store *s, int *rc, uint64_t *bytes, char *why, size_t why_len);
+void store_backup_wait(store *s);
+
 /* What made batches durable since open: log records (one flush each) and
  * LMDB commits (two; with the log, the checkpoints). */
 typedef struct store_counts {
@@ -291,6 +313,24 @@ int store_dead_requeue(store *s, unsigned level, uint64_t id, unsigned to_level,
  * absent. */
 int store_dead_del(store *s, unsigned level, uint64_t id);
 
+/* ---- waiting messages, for operators (store_waiting.c) ---- */
+
+/* store_drop deletes the record at key in level at once (also in a fair
+ * level, where an acknowledgement's delete waits for its batch).
+ * SL_ENOTFOUND if absent. */
+int store_drop(store *s, unsigned level, uint64_t key);
+
+/* store_move moves the record at key in level to the tail of to_level (of
+ * its tag's run there, when to_level is fair), unchanged but for its level,
+ * and returns its new order key in *new_key. SL_ENOTFOUND if absent,
+ * SL_ECORRUPT, SL_EINVAL for a level past the store's, or the
+ * transaction's error. */
+int store_move(store *s, unsigned level, uint64_t key, unsigned to_level, uint64_t *new_key);
+
+/* store_delayed_del deletes delayed message id, due at due_ns; its level
+ * into *level_out. SL_ENOTFOUND if it is not there. */
+int store_delayed_del(store *s, uint64_t due_ns, uint64_t id, unsigned *level_out);
+
 /* store_delay moves the record at key in level to the delayed database, due at
  * due_ns (wall clock). */
 int store_delay(store *s, unsigned level, uint64_t key, uint64_t due_ns);
@@ -394,6 +434,10 @@ uint64_t store_level_bytes(store *s, unsigned level);
  * open transaction) when it has none. An empty tag is 0. SL_ENOSPC when
  * every id is taken. */
 int store_tag_intern(store *s, const char *tag, size_t len, uint32_t *id);
+
+/* store_tag_find reads tag's id into *id without giving it one (an empty
+ * tag is 0). SL_ENOTFOUND when the tag never had one. */
+int store_tag_find(store *s, const char *tag, size_t len, uint32_t *id);
 
 /* store_tag_name copies tag id's name to buf (at most cap - 1 bytes, NUL
  * ended). SL_ENOTFOUND for an id never handed out. */

@@ -94,6 +94,7 @@ struct store {
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
     uint64_t held_bytes;                  /* of those, freed by the last commit: reusable after the next */
     uint64_t txn_added_bytes;             /* what the open transaction appended */
+    struct store_copy *copy;              /* a backup copy (store_backup.c), or NULL */
     unsigned char *scratch;               /* a record being moved or rewritten */
     size_t scratch_bytes;
 };
@@ -147,6 +148,10 @@ void store_txn_drop(store *s);
 /* store_commit_sync commits the open transaction on the calling thread
  * (store_open, shutdown, tests; store_writer.c): store_commit's old body. */
 int store_commit_sync(store *s);
+
+/* store_backup_close waits for a backup copy that runs, if any
+ * (store_close, before the environment closes). */
+void store_backup_close(store *s);
 
 /* store_writer_close stops the writer thread, if any (store_close). */
 void store_writer_close(store *s);

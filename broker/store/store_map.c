@@ -118,8 +118,8 @@ uint64_t store_map_bytes(store *s)
 
 int store_grow(store *s, uint64_t map_bytes)
 {
-    if (s->txn)
-        return SL_ESTATE; /* only between transactions */
+    if (s->txn || store_copying(s))
+        return SL_ESTATE; /* only between transactions, and not under a backup copy's reads */
     int rc = mdb_env_set_mapsize(s->env, map_bytes);
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "grow the map to %" PRIu64 " bytes", map_bytes);

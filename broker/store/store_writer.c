@@ -189,12 +189,12 @@ static int log_start(store *s, int *started)
 
 int store_checkpoint_due(const store *s, uint64_t now_ns, int wanted)
 {
-    return store_wal_due(s, now_ns, s->checkpoint_ns, wanted);
+    return !store_copying(s) && store_wal_due(s, now_ns, s->checkpoint_ns, wanted); /* none under a backup copy */
 }
 
 uint64_t store_checkpoint_at(const store *s, int wanted)
 {
-    return store_wal_due_at(s, s->checkpoint_ns, wanted);
+    return store_copying(s) ? UINT64_MAX : store_wal_due_at(s, s->checkpoint_ns, wanted);
 }
 
 int store_held(const store *s)
@@ -237,6 +237,8 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
         return store_commit_sync(s); /* a poisoned pass aborts at once; an empty one has nothing to flush */
     int checkpoint = !s->wal || s->wal_nomem || store_wal_due(s, now_ns, s->checkpoint_ns, want_checkpoint) ||
                      (want_checkpoint && !store_wal_held(s));
+    if (store_copying(s) && s->wal && !s->wal_nomem)
+        checkpoint = 0; /* postponed while a backup copy reads (store_backup.c): the log carries the batch */
     if (!checkpoint && !s->dirty)
         return SL_OK; /* nothing since the last record: what waited for it may go */
     if (!checkpoint) {
@@ -246,6 +248,7 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
         if (err != SL_EFULL && err != SL_ENOMEM)
             return store_commit_sync(s); /* the transaction failed while sealing: abort, put back */
     }
+    store_backup_wait(s); /* an LMDB commit never runs under a backup copy's reads (store_backup.c) */
     /* the acknowledged keys still waiting go into this commit; then where
      * replay starts after it */
     if ((err = store_gone_flush(s)) != SL_OK || (s->wal && (err = store_wal_ckpt_put(s)) != SL_OK))
@@ -419,6 +422,7 @@ int store_commit_sync(store *s)
     if (err == SL_OK && s->wal && s->txn) /* where replay starts after this commit */
         err = store_wal_ckpt_put(s);
     if (err == SL_OK && s->txn) {
+        store_backup_wait(s); /* never under a backup copy's reads (store_backup.c) */
         int rc = mdb_txn_commit(s->txn);
         s->txn = NULL; /* LMDB frees it, committed or not */
         if (rc == MDB_SUCCESS) {

@@ -242,6 +242,8 @@ static const expect cmd_expect[] = {
     {"dead.list", R_M | R_A},   {"dead.peek", R_A},    {"dead.requeue", R_A},   {"dead.purge", R_A},
     {"pool.delete", R_A},
     {"tag.set", R_A},           {"tag.list", R_M | R_A}, {"tag.pause", R_A},    {"tag.resume", R_A},
+    {"msg.peek", R_A},          {"msg.delete", R_A},   {"msg.purge", R_A},      {"msg.move", R_A},
+    {"backup", R_A},            {"backup.status", R_M | R_A}, {"settings.export", R_M | R_A},
 };
 
 static const expect *expect_find(const expect *t, size_t n, const char *what)
@@ -288,7 +290,11 @@ static void build(proto_msg *m, proto_type t, int cmd, int subscribe, uint64_t s
             proto_set(m, id, 1);
         if (args & PF(tag))
             proto_set_str(m, PROTO_F_tag, "matrix", 6);
-        args &= ~(PF(level) | PF(pool) | PF(size) | PF(id) | PF(tag));
+        if (args & PF(to_level))
+            proto_set(m, to_level, 1);
+        if (args & PF(path)) /* relative: refused by backup's own check, after the role's */
+            proto_set_str(m, PROTO_F_path, "matrix", 6);
+        args &= ~(PF(level) | PF(pool) | PF(size) | PF(id) | PF(tag) | PF(to_level) | PF(path));
         if (args)
             fail_msg("ADMIN %s requires an argument this test does not fill: add it to build()", name);
     }

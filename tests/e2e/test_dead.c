@@ -186,9 +186,11 @@ static void commands_list_peek_requeue_and_purge(void **state)
     assert_int_equal(ls.dead_purged, 2);
     assert_int_equal(ls.dead_requeued, 1);
 
-    /* errors: unknown id (1), no level (2), ambiguous number (2), bad level (2) */
+    /* no level: every level's (test_exec has two levels'), with a LEVEL column */
+    sluice(&f->b, out, sizeof out, 0, "dead", "list", NULL);
+    assert_non_null(strstr(out, "LEVEL"));
+    /* errors: unknown id (1), ambiguous number (2), bad level (2) */
     sluice(&f->b, out, sizeof out, 1, "dead", "peek", "999999", NULL);
-    sluice(&f->b, out, sizeof out, 2, "dead", "list", NULL);
     sluice(&f->b, out, sizeof out, 2, "dead", "list", "nosuch", NULL);
     sluice(&f->b, out, sizeof out, 1, "dead", "requeue", "id:999999", NULL);
     sluice(&f->b, out, sizeof out, 2, "dead", "purge", "normal", "--older-than", "soon", NULL);

@@ -560,6 +560,7 @@ static void admin_commands_are_checked_by_the_list(void **state)
             assert_true(fields == 0);
         else if (result == PROTO_RES_FIELDS)
             assert_true(fields != 0 && !(fields & (PF(level_rows) | PF(pool_rows) | PF(level_stats) | PF(dead_rows))));
+            /* (msg.peek: its rows and where the next page goes on) */
         else
             assert_true((fields & ~PF(window_rows)) == PF(level_rows) || fields == PF(pool_rows) ||
                         fields == PF(dead_rows) || (fields & ~PF(window_rows)) == PF(tag_rows));

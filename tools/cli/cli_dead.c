@@ -3,9 +3,10 @@
  * with dead letters (messages that used up their attempts, or whose time to
  * live ran out).
  *
- *   list LEVEL [--limit N] [--after ID] [--json]
+ *   list [LEVEL] [--limit N] [--after ID] [--json]
  *       pages of SL_DEAD_PAGE through the library until N are shown
- *       (default 100), as a table or a JSON array of objects.
+ *       (default 100), as a table or a JSON array of objects; without a
+ *       level, every level's in turn, with a LEVEL column.
  *   peek ID
  *       the whole body on standard output, byte for byte.
  *   requeue LEVEL|ID [--to LEVEL] [--limit N] [--json]
@@ -185,17 +186,25 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const int allowed[] = {OPT_LIMIT, OPT_AFTER, OPT_JSON, 0};
     dead_opts o;
-    unsigned level;
+    unsigned level = 0, last = 0, nlevels = 0;
+    const char *const *names;
     int st = opts_parse(g, cmd, argc, argv, allowed, &o);
-    if (st == CLI_CORE_GO_ON)
+    if (st == CLI_CORE_GO_ON && argc - optind != 0) /* no level: every level's, a LEVEL column beside */
         st = one_operand(cmd, argc, argv, "a level");
     if (st != CLI_CORE_GO_ON)
         return st;
-    if ((st = cli_core_connect(g, cmd)) || (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
+    bool all = argc - optind == 0;
+    if ((st = cli_core_connect(g, cmd)) || (!all && (st = cli_core_level_resolve(g, cmd, argv[optind], &level))))
         return st;
+    int rc = all ? sl_levels(g->c, &nlevels, &names) : SL_OK;
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "reading the broker's levels", NULL);
+    last = all ? nlevels - 1 : level;
     uint64_t limit = o.limit ? o.limit : LIST_DEFAULT, shown = 0, after = o.after;
-    static const char *const head[] = {"ID", "TAG", "ATTEMPTS", "WHEN", "REASON", "BODY"};
-    cli_table *t = o.json ? NULL : cli_table_new(6, head, "rlrlll", (unsigned)(limit < 1000000 ? limit : 1000000));
+    static const char *const head[] = {"LEVEL", "ID", "TAG", "ATTEMPTS", "WHEN", "REASON", "BODY"};
+    cli_table *t = o.json ? NULL
+                          : cli_table_new(all ? 7 : 6, all ? head : head + 1, all ? "lrlrlll" : "rlrlll",
+                                          (unsigned)(limit < 1000000 ? limit : 1000000));
     char number[16];
     const char *lname = cli_core_level_name(g, level, number, sizeof number);
     if (!o.json && !t) {
@@ -204,7 +213,6 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
     }
     if (o.json)
         printf("[");
-    int rc = SL_OK;
     if (!o.json && limit > 1000000)
         limit = 1000000; /* a table holds so many rows; --json streams any number */
     for (uint64_t i = 0; shown < limit && i < UINT32_MAX; i++) {
@@ -212,11 +220,14 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
         unsigned n = 0, want = limit - shown < SL_DEAD_PAGE ? (unsigned)(limit - shown) : SL_DEAD_PAGE;
         if ((rc = sl_dead_list(g->c, level, after, want, page, &n)))
             break;
+        lname = cli_core_level_name(g, level, number, sizeof number);
         for (unsigned k = 0; k < n; k++) {
             const sl_dead_letter *d = &page[k];
             if (o.json) {
                 letter_json(d, lname, shown == 0);
             } else {
+                if (all)
+                    cli_table_add(t, "%s", lname);
                 char when[40], preview[SL_DEAD_TEXT * 4 + 8];
                 when_format(d->died_ms, when, sizeof when);
                 preview_text(d->preview, d->preview_len, false, preview, sizeof preview);
@@ -230,8 +241,12 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
             shown++;
             after = d->id;
         }
-        if (n < want)
+        if (n < want && level == last)
             break;
+        if (n < want) { /* every level's: the next one, from the start (or --after) */
+            level++;
+            after = o.after;
+        }
     }
     if (o.json)
         printf("%s]\n", shown ? "\n" : "");

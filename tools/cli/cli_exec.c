@@ -3,50 +3,78 @@
  *
  * cli_exec_run forks /bin/sh -c CMD with the message body on its standard
  * input and waits for it; the caller turns the exit status into a
- * settlement (0 ack, 75 throttled, 76 throttled for its tag alone, else
- * nack). It is called from worker
- * threads, so the child makes only async-signal-safe calls before exec and
- * restores the signal mask and SIGPIPE its caller's shell would give it.
- * A command that does not read its whole input simply closes the pipe:
- * the EPIPE is ignored. Costs: a fork and an exec per message.
+ * settlement (0 ack, 65 reject, 75 throttled, 76 throttled for its tag
+ * alone, else nack with a backoff). It is called from worker threads, so
+ * the child makes only async-signal-safe calls before exec and restores
+ * the signal mask and SIGPIPE its caller's shell would give it. A command
+ * that does not read its whole input simply closes the pipe: the EPIPE is
+ * ignored. Its standard error passes through a pipe of ours to ours, as it
+ * comes, and its last non-empty line (at most CLI_EXEC_LINE_MAX bytes) is
+ * kept for the dead letter's reason of a rejected message. Costs: a fork
+ * and an exec per message, and a copy of what it writes to standard error.
  */
 #include "cli_exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static bool write_all(int fd, const void *data, size_t len)
+/* last_line keeps the last non-empty line of what the command wrote to
+ * its standard error, at most cap - 1 bytes of it (the line's start). */
+typedef struct last_line {
+    char *last, cur[CLI_EXEC_LINE_MAX + 1];
+    size_t cap, cur_len;
+} last_line;
+
+static void last_line_end(last_line *l)
 {
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return false;
-        p += w;
-        len -= (size_t)w;
+    while (l->cur_len && l->cur[l->cur_len - 1] == '\r')
+        l->cur_len--;
+    if (l->cur_len) {
+        size_t n = l->cur_len < l->cap - 1 ? l->cur_len : l->cap - 1;
+        memcpy(l->last, l->cur, n);
+        l->last[n] = '\0';
     }
-    return true;
+    l->cur_len = 0;
 }
 
-int cli_exec_run(const char *cmd, const void *body, size_t body_len, int *status)
+static void last_line_add(last_line *l, const char *p, size_t n)
 {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC))
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n')
+            last_line_end(l);
+        else if (l->cur_len < sizeof l->cur - 1)
+            l->cur[l->cur_len++] = p[i];
+    }
+}
+
+int cli_exec_run(const char *cmd, const void *body, size_t body_len, int *status, char *err_line, size_t err_cap)
+{
+    int in[2], err[2];
+    if (pipe2(in, O_CLOEXEC))
         return -1;
+    if (pipe2(err, O_CLOEXEC)) {
+        int e = errno;
+        close(in[0]);
+        close(in[1]);
+        errno = e;
+        return -1;
+    }
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
-        int err = errno;
-        close(fds[0]);
-        close(fds[1]);
-        errno = err;
+        int e = errno;
+        close(in[0]);
+        close(in[1]);
+        close(err[0]);
+        close(err[1]);
+        errno = e;
         return -1;
     }
     if (pid == 0) {
@@ -58,14 +86,66 @@ int cli_exec_run(const char *cmd, const void *body, size_t body_len, int *status
         sigemptyset(&none);
         sigaction(SIGPIPE, &dfl, NULL);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        if (dup2(fds[0], STDIN_FILENO) < 0)
+        if (dup2(in[0], STDIN_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0)
             _exit(127);
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    close(fds[0]);
-    write_all(fds[1], body, body_len); /* EPIPE: it did not read it all */
-    close(fds[1]);
+    close(in[0]);
+    close(err[1]);
+    /* Write the body and read its standard error at once (either may fill
+     * its pipe first), passing what it says on to ours, until its standard
+     * error ends, or it has exited and nothing more is there (a child it
+     * left behind may hold the pipe open). */
+    fcntl(in[1], F_SETFL, O_NONBLOCK);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    last_line l = {.last = err_line, .cap = err_cap};
+    if (err_cap)
+        err_line[0] = '\0';
+    const char *p = body;
+    size_t left = body_len;
+    int in_fd = in[1], exited = 0;
+    if (!left) {
+        close(in_fd);
+        in_fd = -1;
+    }
+    for (;;) {
+        struct pollfd fds[2] = {{.fd = err[0], .events = POLLIN}, {.fd = in_fd, .events = POLLOUT}};
+        if (poll(fds, in_fd >= 0 ? 2 : 1, exited ? 0 : 100) < 0 && errno != EINTR)
+            break;
+        if (in_fd >= 0 && fds[1].revents) {
+            ssize_t w = write(in_fd, p, left);
+            if (w > 0)
+                p += w, left -= (size_t)w;
+            if ((w < 0 && errno != EAGAIN && errno != EINTR) || !left) { /* EPIPE: it did not read it all */
+                close(in_fd);
+                in_fd = -1;
+            }
+        }
+        char buf[4096];
+        ssize_t n = read(err[0], buf, sizeof buf);
+        if (n > 0) {
+            (void)!write(STDERR_FILENO, buf, (size_t)n);
+            if (err_cap)
+                last_line_add(&l, buf, (size_t)n);
+            continue;
+        }
+        if (n == 0 || (exited && (errno == EAGAIN || errno == EWOULDBLOCK)))
+            break; /* its standard error ended; or it exited, and what it left is read */
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        if (!exited) {
+            pid_t r = waitpid(pid, status, WNOHANG);
+            exited = r == pid;
+        }
+    }
+    if (in_fd >= 0)
+        close(in_fd);
+    close(err[0]);
+    if (err_cap)
+        last_line_end(&l);
+    if (exited)
+        return 0;
     while (waitpid(pid, status, 0) < 0)
         if (errno != EINTR)
             return -1;

@@ -7,10 +7,13 @@
  *
  *   print    the body as one whole line under the output lock (shared by
  *            every broker's consumer), with -v its id, level, tag, attempt
- *   --exec   the command on the body (cli_exec.c): exit 0 acks, 75
+ *   --exec   the command on the body (cli_exec.c): exit 0 acks, 65
+ *            (EX_DATAERR) rejects (a dead letter at once, its reason the
+ *            status and the last line of standard error), 75
  *            (EX_TEMPFAIL) is THROTTLED, 76 THROTTLED for the message's
  *            tag alone (scope tag; the sink's for an untagged one),
- *            anything else nacks
+ *            anything else nacks with --post's backoff (0.5 s doubling per
+ *            attempt, at most 60 s)
  *   --post   cli_post.c: paced, POSTed, the answer read as an outcome
  *   warm-up  (--post) a new worker opens its own connection before it
  *            takes a job (cli_work_warm, the crew's start function), the
@@ -33,19 +36,32 @@
 #include "cli_exec.h"
 #include "cli_text.h"
 
+#define EXIT_DATAERR 65  /* sysexits.h's EX_DATAERR: the message can never succeed */
 #define EXIT_TEMPFAIL 75 /* sysexits.h's EX_TEMPFAIL: the sink is throttled */
 #define EXIT_TAG_THROTTLED 76 /* the sink throttled this message's tag alone (a per-tenant limit) */
 
-/* exec_outcome runs the command on d, on a worker thread. */
-static int exec_outcome(const consumer *k, const sl_delivery *d)
+/* exec_outcome runs the command on j's delivery, on a worker thread, and
+ * sets what its settlement carries: a NACK's backoff (0.5 s doubling per
+ * attempt, at most 60 s, as --post's), a REJECT's reason (the exit status
+ * and the last line of standard error). */
+static int exec_outcome(const consumer *k, job *j)
 {
+    const sl_delivery *d = j->d;
+    char last[CLI_EXEC_LINE_MAX + 1];
     int status;
-    if (cli_exec_run(k->exec, d->body, d->body_len, &status)) {
+    if (cli_exec_run(k->exec, d->body, d->body_len, &status, last, sizeof last)) {
         cli_text_say(k->cmd, "cannot run the command: %s", cli_text_strerror(errno));
         return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return CLI_OUTCOME_ACK;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_DATAERR) {
+        snprintf(j->why, sizeof j->why, "the command exited with status %d (EX_DATAERR)%s%s", EXIT_DATAERR,
+                 last[0] ? ": " : "", last);
+        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d (EX_DATAERR); rejected, now a "
+                     "dead letter", d->id, EXIT_DATAERR);
+        return CLI_OUTCOME_REFUSED;
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_TEMPFAIL) {
         cli_text_say(k->cmd,
                      "message %" PRIu64 ": the command exited with status %d (EX_TEMPFAIL); "
@@ -61,15 +77,16 @@ static int exec_outcome(const consumer *k, const sl_delivery *d)
                      d->id, EXIT_TAG_THROTTLED, tag ? "tag" : "sink (it has no tag)");
         return tag ? CLI_OUTCOME_THROTTLED_TAG : CLI_OUTCOME_THROTTLED;
     }
+    j->delay_ms = httpc_backoff_ms(d->attempt);
     if (WIFEXITED(status))
-        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked",
-                     d->id, WEXITSTATUS(status));
+        cli_text_say(k->cmd, "message %" PRIu64 ": the command exited with status %d; nacked (attempt %u), back "
+                     "off %" PRIu32 " ms", d->id, WEXITSTATUS(status), d->attempt, j->delay_ms);
     else if (WIFSIGNALED(status))
         /* glibc's strsignal returns constant text for every real signal */
         cli_text_say(k->cmd,
                      "message %" PRIu64 ": the command was killed by signal %d (%s); "
-                     "nacked",
-                     d->id, WTERMSIG(status), strsignal(WTERMSIG(status)));
+                     "nacked (attempt %u), back off %" PRIu32 " ms",
+                     d->id, WTERMSIG(status), strsignal(WTERMSIG(status)), d->attempt, j->delay_ms);
     return CLI_OUTCOME_NACK;
 }
 
@@ -84,7 +101,7 @@ int cli_work_run(void *ctx, void *arg)
     if (k->http)
         return cli_post_outcome(&k->post, k->cmd, k->verbose, d, &j->delay_ms, j->why, sizeof j->why);
     if (k->exec)
-        return exec_outcome(k, d);
+        return exec_outcome(k, j);
     pthread_mutex_lock(k->out_lock);
     if (k->verbose) {
         char number[16];

@@ -18,7 +18,7 @@ typedef struct job {
     sl_delivery *d;
     uint32_t delay_ms; /* NACK: redeliver after this; THROTTLED: the pause
                           asked for (0: the broker's default) */
-    char why[160];     /* REFUSED: the reason the dead letter records */
+    char why[384];     /* REFUSED: the reason the dead letter records (--exec: with a line of stderr) */
 } job;
 
 typedef struct consumer {

@@ -15,6 +15,10 @@
  *            look after the broker's scheduling (cli_admin.c).
  *   sink     sets and shows the sink's rate limits (cli_sink.c).
  *   dead     lists, shows, requeues and purges dead letters (cli_dead.c).
+ *   peek, delete, purge, move
+ *            the messages waiting in a level (cli_msgs.c).
+ *   backup, settings
+ *            a copy of the store; the settings as declarations (cli_backup.c).
  *   bench    runs sluice-bench from the same directory (the benchmark and
  *            its load scenarios live there).
  *
@@ -44,12 +48,14 @@
 #include <unistd.h>
 
 #include "cli_admin.h"
+#include "cli_backup.h"
 #include "cli_level.h"
 #include "cli_tag.h"
 #include "cli_consume.h"
 #include "cli_dead.h"
 #include "cli_core.h"
 #include "cli_keygen.h"
+#include "cli_msgs.h"
 #include "cli_send.h"
 #include "cli_sink.h"
 #include "cli_stats.h"
@@ -135,15 +141,20 @@ static const char help_text[] =
 "                           waiting for a worker included (default: the\n"
 "                           number of workers; at most 100000)\n"
 "      --exec CMD           run /bin/sh -c CMD for each message with the body\n"
-"                           on its standard input: exit status 0 acks it; 75\n"
+"                           on its standard input: exit status 0 acks it; 65\n"
+"                           (EX_DATAERR: it can never succeed) rejects it, a\n"
+"                           dead letter at once whose reason keeps the status\n"
+"                           and the last line of standard error; 75\n"
 "                           (EX_TEMPFAIL: the sink said \"too many requests\")\n"
 "                           returns it without charging an attempt, and the\n"
 "                           broker pauses and slows the sink; 76 (the sink\n"
 "                           limited this message's tag, not itself) does the\n"
 "                           same for its tag alone: that tag pauses and its\n"
 "                           rate is cut, the rest flows on (an untagged\n"
-"                           message: as 75); anything else nacks it (the\n"
-"                           broker redelivers it up to its attempt limit).\n"
+"                           message: as 75); anything else nacks it with a\n"
+"                           backoff as --post's (0.5 s doubling per attempt,\n"
+"                           at most 60 s; the broker redelivers it up to its\n"
+"                           attempt limit).\n"
 "                           Bodies are not printed.\n"
 "      --post URL           POST each body to URL (http or https): 2xx acks;\n"
 "                           429 or 503 returns it as throttled, honouring\n"
@@ -283,10 +294,11 @@ static const char help_text[] =
 "      Say where message ID is (ready, leased, delayed, dead or gone) and why\n"
 "      it has not been delivered yet.\n"
 "\n"
-"  sluice dead list LEVEL [--limit N] [--after ID] [--json]\n"
-"      List the dead letters of LEVEL (messages that used up their attempts,\n"
-"      or whose time to live ran out), oldest (smallest id) first: id, tag,\n"
-"      attempts, when it died (UTC), reason and the start of the body.\n"
+"  sluice dead list [LEVEL] [--limit N] [--after ID] [--json]\n"
+"      List the dead letters of LEVEL, or of every level (messages that used\n"
+"      up their attempts, or whose time to live ran out), oldest (smallest\n"
+"      id) first: id, tag, attempts, when it died (UTC), reason and the start\n"
+"      of the body.\n"
 "      --limit N   show at most N (default 100)\n"
 "      --after ID  start after ID\n"
 "      --json      an array of objects: id, level, tag, attempts, when,\n"
@@ -303,6 +315,28 @@ static const char help_text[] =
 "  sluice dead purge LEVEL [--older-than S] [--limit N] [--json]\n"
 "      Delete dead letters of LEVEL for good: all, or those that died more\n"
 "      than S seconds ago; at most N. Chunks of 1000, like requeue.\n"
+"\n"
+"  sluice peek LEVEL [--tag T] [--limit N] [--json]\n"
+"      Show the messages waiting in LEVEL without taking them (default 20):\n"
+"      id, tag, attempts, age, cost, size and the start of the body.\n"
+"  sluice delete ID [--json]\n"
+"      Delete one waiting (or delayed) message; not one out with a consumer.\n"
+"  sluice purge LEVEL [--tag T] [--older-than S] [--dry-run] [--limit N] [--json]\n"
+"  sluice move LEVEL --to LEVEL [--tag T] [--limit N] [--json]\n"
+"      Delete the waiting messages of LEVEL (all, a tag's, or those older\n"
+"      than S seconds), or move them to the tail of another level keeping\n"
+"      their order (to empty a level, e.g. before level set --fair). Chunks\n"
+"      of 1000, each one transaction: cut short, run it again. Messages out\n"
+"      with consumers are left alone (the output says how many).\n"
+"\n"
+"  sluice backup --to DIR [--json]\n"
+"  sluice backup status [--json]\n"
+"      Copy the running broker's store into DIR on its machine (new, or\n"
+"      empty), consistent as of a checkpoint made first, while it serves;\n"
+"      `sluiced --data DIR` opens the copy. Waits until the copy is done.\n"
+"  sluice settings export\n"
+"      Print the running settings of the sink, levels, pools and tags as\n"
+"      sluice.conf declarations ([level NAME], [pool NAME], [tag \"P\"]).\n"
 "\n"
 "  Changes made with pool, level and sink take effect at once (new rates\n"
 "  within a second) and survive a broker restart.\n"
@@ -377,6 +411,8 @@ int main(int argc, char **argv)
         {"pool", cli_admin_pool}, {"level", cli_level_main},    {"explain", cli_admin_explain},
         {"sink", cli_sink_main},  {"bench", cmd_bench},          {"help", cmd_help},
         {"dead", cli_dead_main},
+        {"peek", cli_msgs_peek},      {"delete", cli_msgs_delete},   {"purge", cli_msgs_purge},
+        {"move", cli_msgs_move},      {"backup", cli_backup_main},   {"settings", cli_settings_main},
         {"top", cli_top_main},
         {"tag", cli_tag_main},
     };
