@@ -207,9 +207,11 @@ $(BUILD)/man/sluice.conf.5: $(BIN)/sluiced
 MAN_WHAT_sluice       := publish to, consume from, inspect and administer a Sluice broker
 MAN_WHAT_sluice-bench := measure a Sluice broker against its performance targets
 MAN_WHAT_sluice-sink  := a rate-limited HTTP service to point Sluice consumers at
+# sluice --help is an overview; its page holds every command's help
+MAN_HELP_sluice       := help --all
 $(BUILD)/man/%.1: $(BIN)/% tools/dist/help2man.sh
 	@mkdir -p $(dir $@)
-	$(Q)sh tools/dist/help2man.sh $(BIN)/$* 1 '$(MAN_WHAT_$*)' > $@.tmp && mv $@.tmp $@
+	$(Q)sh tools/dist/help2man.sh $(BIN)/$* 1 '$(MAN_WHAT_$*)' '$(or $(MAN_HELP_$*),--help)' > $@.tmp && mv $@.tmp $@
 
 $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^

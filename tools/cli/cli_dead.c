@@ -38,6 +38,39 @@
 #include "cli_table.h"
 #include "cli_text.h"
 
+/* `sluice dead --help`; the layout is cli_core.h's */
+const cli_core_help cli_dead_help = {
+    .summary = "list, show, requeue and purge dead letters",
+    .body =
+        "  sluice dead list LEVEL [--limit N] [--after ID] [--json]\n"
+        "      List the dead letters of LEVEL (messages that used up their attempts,\n"
+        "      or whose time to live ran out), oldest (smallest id) first: id, tag,\n"
+        "      attempts, when it died (UTC), reason and the start of the body.\n"
+        "      --limit N            show at most N (default 100)\n"
+        "      --after ID           start after ID\n"
+        "      --json               an array of objects: id, level, tag, attempts,\n"
+        "                           when, died_ms, reason, body_preview, body_bytes\n"
+        "  sluice dead peek ID\n"
+        "      Write dead letter ID's whole body to standard output, byte for byte.\n"
+        "  sluice dead requeue LEVEL|ID [--to LEVEL] [--limit N] [--json]\n"
+        "      Put the dead letters of LEVEL (or the one with id ID) back at the tail\n"
+        "      of their level, or of --to LEVEL, as new: attempt 0, no time to live.\n"
+        "      A plain number is a dead letter's id if there is one, else a level;\n"
+        "      level:N and id:N say which. Works in chunks of 1000, each one\n"
+        "      transaction: if it is cut short (Ctrl-C, a lost broker), it says how\n"
+        "      many moved; run it again: no message is lost or requeued twice.\n"
+        "  sluice dead purge LEVEL [--older-than DURATION] [--limit N] [--json]\n"
+        "      Delete dead letters of LEVEL for good: all, or those that died more\n"
+        "      than DURATION ago (seconds, or 30m, 2h, 7d); at most N. Chunks of\n"
+        "      1000, like requeue, and it says how many went if cut short.\n"
+        "      Values shown in the tables (tags, reasons, bodies) escape control\n"
+        "      characters and invalid UTF-8 (\\e, \\x07, \\n); --json is exact.\n",
+    .examples =
+        "  sluice dead list normal --limit 20           the first 20 of normal\n"
+        "  sluice dead requeue normal --to low          back, into level low\n"
+        "  sluice dead purge normal --older-than 7d     those dead for a week\n",
+};
+
 #define LIST_DEFAULT 100
 
 enum { OPT_LIMIT = 256, OPT_AFTER, OPT_TO, OPT_OLDER_THAN, OPT_JSON };
@@ -81,7 +114,7 @@ static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const
             return cli_text_usage_error(cmd, "this command takes no --%s", opt->name ? opt->name : "?");
         }
         switch (ch) {
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         case OPT_JSON: o->json = true; break;
         case OPT_TO: o->to = optarg; break;
         case OPT_LIMIT:
@@ -389,14 +422,10 @@ static int dead_purge(cli_core *g, const char *cmd, int argc, char **argv)
 int cli_dead_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
-        {"list", dead_list},
-        {"peek", dead_peek},
-        {"requeue", dead_requeue},
-        {"purge", dead_purge},
+        {"list", dead_list, NULL},
+        {"peek", dead_peek, NULL},
+        {"requeue", dead_requeue, NULL},
+        {"purge", dead_purge, NULL},
     };
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(g->help, stdout);
-        return cli_core_output_done(cmd);
-    }
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

@@ -17,6 +17,36 @@
 #include "cli_text.h"
 #include "cli_top.h"
 
+/* `sluice stats --help`; the layout is cli_core.h's */
+const cli_core_help cli_stats_help = {
+    .summary = "show each level's figures, and the sink's rate",
+    .body =
+        "  sluice stats [--wide] [--json]\n"
+        "      Show each level's depth, in-flight, delayed and dead-letter counts,\n"
+        "      the age of its oldest ready message (\"-\" when it has none), and how\n"
+        "      long its ready messages should take to leave at the rate it gets\n"
+        "      (ETA); and, as 'sink show' says it, the sink's rate, the rate in use\n"
+        "      now and why (configured, coordinated share, cut after 429,\n"
+        "      recovering). The table fits 100 columns.\n"
+        "      --wide               add the counters since the broker started: in,\n"
+        "                           out, acknowledged, nacked, expired, deliveries\n"
+        "                           won by priority (PRIO), by aging (AGED) and past\n"
+        "                           the deadline (OVERDUE), sink refusals (THROTTLED;\n"
+        "                           BY-TAG: those for their tag alone)\n"
+        "      --json               every figure as one JSON object (key \"sink\" for\n"
+        "                           the sink)\n"
+        "  sluice stats --watch [S] [--count N] [--wide] [--json]\n"
+        "      The same every S seconds (default 2; 0.5, 500ms, 1m), each table\n"
+        "      after a line with the time (with --json, one object per line), until\n"
+        "      Ctrl-C or N times. No escape sequences: for plain terminals and logs.\n"
+        "      With -b A,B (or SLUICE_BROKER alike): one table, a row per broker and\n"
+        "      the totals.\n",
+    .examples =
+        "  sluice stats                                 one table\n"
+        "  sluice stats --watch 5 --count 12            a minute of tables\n"
+        "  sluice -b tcp://a:7470,tcp://b:7470 stats    two brokers and their totals\n",
+};
+
 /* stats_json prints st as one JSON object, with the sink's rate and why it
  * is where it is when sink is not NULL. */
 static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_info *sink)

@@ -8,7 +8,10 @@
  * never interleave.
  *
  * Values. Command-line numbers are decimal and must be whole: "12x", " 12"
- * and "+12" are refused, not read as 12. Seconds and rates are decimal too,
+ * and "+12" are refused, not read as 12. A duration may carry a unit (500ms,
+ * 30s, 5m or 5min, 1h, 1d); a plain number is in the option's own unit, as
+ * its help says (milliseconds for --timeout, --delay, --ttl, --idle-exit,
+ * --http-timeout; seconds for the rest). Seconds and rates are decimal too,
  * never floating point, so "0.1" is exactly 100 ms, or 100 thousandths of a
  * unit per second (the broker keeps both in thousandths); precision finer
  * than that is refused rather than rounded away.
@@ -24,12 +27,15 @@
 
 /* ---- messages ---- */
 
-static void vsay(const char *cmd, const char *fmt, va_list ap, const char *tail)
+static void vsay(const char *cmd, const char *fmt, va_list ap, bool hint)
 {
     flockfile(stderr);
     fprintf(stderr, "sluice: %s%s", cmd ? cmd : "", cmd ? ": " : "");
     vfprintf(stderr, fmt, ap);
-    fputs(tail, stderr);
+    if (hint)
+        fprintf(stderr, "\nTry 'sluice %s%s--help' for more information.", cmd ? cmd : "",
+                cmd ? " " : "");
+    fputc('\n', stderr);
     funlockfile(stderr);
 }
 
@@ -37,7 +43,7 @@ void cli_text_say(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsay(cmd, fmt, ap, "\n");
+    vsay(cmd, fmt, ap, false);
     va_end(ap);
 }
 
@@ -45,7 +51,7 @@ int cli_text_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsay(cmd, fmt, ap, "\nTry 'sluice --help' for more information.\n");
+    vsay(cmd, fmt, ap, true);
     va_end(ap);
     return CLI_TEXT_EXIT_USAGE;
 }
@@ -120,13 +126,46 @@ static bool milli_parse(const char *text, uint64_t max_whole, uint64_t *out)
     return true;
 }
 
-bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms)
+bool cli_text_duration_parse(const char *text, uint64_t unit_ms, bool allow_off, uint64_t max_ms,
+                             uint64_t *ms)
 {
+    static const struct {
+        const char *suffix;
+        uint64_t ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"min", 60000}, {"h", 3600000}, {"d", 86400000}};
     if (allow_off && strcmp(text, "off") == 0) {
         *ms = 0;
         return true;
     }
-    return milli_parse(text, CLI_TEXT_SECONDS_MAX, ms);
+    size_t len = strlen(text), num = len;
+    while (num > 0 && text[num - 1] >= 'a' && text[num - 1] <= 'z')
+        num--;
+    if (num < len) {
+        size_t i = 0;
+        while (i < sizeof units / sizeof units[0] && strcmp(text + num, units[i].suffix) != 0)
+            i++;
+        if (i == sizeof units / sizeof units[0])
+            return false;
+        unit_ms = units[i].ms;
+    }
+    char digits[40];
+    uint64_t milli;
+    if (num == 0 || num >= sizeof digits)
+        return false;
+    memcpy(digits, text, num);
+    digits[num] = '\0';
+    if (!milli_parse(digits, max_ms, &milli) || milli > UINT64_MAX / unit_ms)
+        return false;
+    uint64_t total = milli * unit_ms; /* thousandths of a millisecond */
+    if (total % 1000 || total / 1000 > max_ms)
+        return false; /* finer than a millisecond, or too long */
+    *ms = total / 1000;
+    return true;
+}
+
+bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms)
+{
+    return cli_text_duration_parse(text, 1000, allow_off, (uint64_t)CLI_TEXT_SECONDS_MAX * 1000, ms);
 }
 
 bool cli_text_rate_parse(const char *text, uint64_t *milli)

@@ -46,9 +46,17 @@ bool cli_text_number_parse(const char *text, long min, long max, long *out);
 /* cli_text_u64_parse reads a decimal unsigned 64-bit integer, and nothing else. */
 bool cli_text_u64_parse(const char *text, uint64_t *out);
 
-/* cli_text_seconds_parse reads a number of seconds such as "30", "0.5" or ".25"
- * into milliseconds: at most CLI_TEXT_SECONDS_MAX, at most three decimals (the
- * broker keeps milliseconds). "off" reads as 0 when allow_off. */
+/* cli_text_duration_parse reads a duration into milliseconds: a decimal
+ * ("30", "0.5", ".25") with a unit (ms, s, m or min, h, d), or without one
+ * in unit_ms (1 for an option in milliseconds, 1000 for one in seconds);
+ * whole milliseconds, at most max_ms. "off" reads as 0 when allow_off. */
+bool cli_text_duration_parse(const char *text, uint64_t unit_ms, bool allow_off, uint64_t max_ms,
+                             uint64_t *ms);
+
+/* cli_text_seconds_parse reads a duration whose plain numbers are seconds,
+ * such as "30", "0.5", "500ms" or "5m", into milliseconds: at most
+ * CLI_TEXT_SECONDS_MAX seconds, whole milliseconds (the broker keeps
+ * milliseconds). "off" reads as 0 when allow_off. */
 #define CLI_TEXT_SECONDS_MAX 1000000000 /* about 31 years */
 bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms);
 

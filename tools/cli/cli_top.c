@@ -35,6 +35,25 @@
 
 #include "cli_text.h"
 
+/* `sluice top --help`; the layout is cli_core.h's */
+const cli_core_help cli_top_help = {
+    .summary = "a full-screen live view",
+    .body =
+        "  sluice top [--interval S]\n"
+        "      A full-screen view of the broker, refreshed every S seconds (default\n"
+        "      1; 0.5, 500ms, 2s): per level the ready, in-flight, delayed and dead\n"
+        "      messages, the oldest's age, messages in, out and acknowledged per\n"
+        "      second over the last interval, THROTTLED refusals and the ETA; each\n"
+        "      pool's size, members, in-flight deliveries, rate and recommended\n"
+        "      size; the sink's rates and breaker. Press q to quit. The title line\n"
+        "      stays at the top on any terminal height. When the broker does not\n"
+        "      answer, the title says \"disconnected, retrying\" and the view resumes\n"
+        "      once it is back. Needs a terminal; for plain output use\n"
+        "      'sluice stats --watch [S]'.\n",
+    .examples =
+        "  sluice top --interval 0.5                    twice a second\n",
+};
+
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -52,14 +71,13 @@ static void catch_signals(void)
     sigaction(SIGHUP, &sa, NULL);
 }
 
-/* seconds_ms reads "2" or "0.5" as milliseconds within [100 ms, 1 h]. */
+/* seconds_ms reads "2", "0.5" or "500ms" as milliseconds within [100 ms, 1 h]. */
 static int seconds_ms(const char *text, int *ms)
 {
-    char *end;
-    double s = strtod(text, &end);
-    if (end == text || *end || !(s >= 0.1 && s <= 3600))
+    uint64_t v;
+    if (!cli_text_duration_parse(text, 1000, false, 3600000, &v) || v < 100)
         return -1;
-    *ms = (int)(s * 1000 + 0.5);
+    *ms = (int)v;
     return 0;
 }
 
@@ -242,24 +260,12 @@ static void restore_terminal(void)
     fflush(stdout);
 }
 
-static const char top_help[] =
-    "Usage: sluice top [--interval S]\n"
-    "\n"
-    "A full-screen view of the broker, refreshed every S seconds (default 1,\n"
-    "fractions allowed): per level the ready, in-flight, delayed and dead\n"
-    "messages, the oldest's age, messages in, out and acknowledged per second\n"
-    "over the last interval, THROTTLED refusals and the ETA; each pool's size,\n"
-    "members, in-flight deliveries, rate and recommended size; the sink's rates\n"
-    "and breaker. Press q to quit. Needs a terminal; for plain output use\n"
-    "'sluice stats --watch [S]'.\n";
-
 int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     int interval_ms = 1000;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
-            fputs(top_help, stdout);
-            return cli_core_output_done(cmd);
+            return cli_core_help_show(g, cmd);
         }
         if (!strcmp(argv[k], "--interval") && k + 1 < argc) {
             if (seconds_ms(argv[++k], &interval_ms))
