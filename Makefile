@@ -239,6 +239,10 @@ $(BIN)/sluice-sink: $(call obj,$(wildcard tools/sink/*.c))
 # test_sink_limit links the sink's limiters and its per-key table (pure; no libmicrohttpd).
 $(BUILD)/tests/unit/test_sink_limit: $(call obj,tools/sink/sink_limit.c tools/sink/sink_keys.c)
 
+# test_cli_text links the command line's text functions (pure: no broker, no client).
+$(BUILD)/tests/unit/test_cli_text: $(call obj,tools/cli/cli_text.c)
+$(BUILD)/tests/unit/test_cli_text.o: EXTRA_INC := -Itools/cli
+
 # The client library's own tests also link the scripted fake broker.
 $(BUILD)/tests/unit/test_client_local $(BUILD)/tests/unit/test_client_admin: $(call obj,tests/lib/th_fake.c)
 

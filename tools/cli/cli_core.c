@@ -227,8 +227,10 @@ int cli_core_broker_error(cli_core *g, const char *cmd, int rc, const char *cont
     const char *generic = sl_strerror(rc);
     const char *text = g->c ? sl_last_error(g->c) : generic;
     bool detail = strcmp(text, generic) != 0 && text[0];
+    char safe[1024]; /* the broker's words may quote a client's text */
+    cli_text_safe(text, strlen(text), safe, sizeof safe);
     cli_text_say(cmd, "%s%s%s (%s)%s%s%s", context, context[0] ? ": " : "", generic, sl_errname(rc),
-                 detail ? ": " : "", detail ? text : "", extra ? extra : "");
+                 detail ? ": " : "", detail ? safe : "", extra ? extra : "");
     return CLI_TEXT_EXIT_FAILURE;
 }
 

@@ -252,7 +252,7 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
             } else {
                 char when[40], preview[SL_DEAD_TEXT * 4 + 8];
                 when_format(d->died_ms, when, sizeof when);
-                preview_text(d->preview, d->preview_len, false, preview, sizeof preview);
+                cli_text_safe((const char *)d->preview, d->preview_len, preview, sizeof preview);
                 cli_table_add(t, "%" PRIu64, d->id);
                 cli_table_add(t, "%s", d->tag[0] ? d->tag : "-");
                 cli_table_add(t, "%" PRIu64, d->attempts);

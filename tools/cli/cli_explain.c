@@ -36,7 +36,7 @@ int cli_explain_main(cli_core *g, const char *cmd, int argc, char **argv)
     int rc = sl_explain(g->c, id, &e);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, "", NULL);
-    char number[16], until[32];
+    char number[16], until[32], state[4 * sizeof e.state], why[4 * sizeof e.why];
     const char *level = cli_core_level_name(g, e.level, number, sizeof number);
     cli_text_age_format(e.until_ms, until, sizeof until);
     printf("message %" PRIu64 ": ", id);
@@ -51,7 +51,8 @@ int cli_explain_main(cli_core *g, const char *cmd, int argc, char **argv)
     else if (strcmp(e.state, "dead") == 0)
         printf("a dead letter of level %s", level);
     else
-        printf("%s", e.state);
-    printf("%s%s\n", e.why[0] ? "; " : "", e.why);
+        printf("%s", cli_text_safe(e.state, strlen(e.state), state, sizeof state));
+    /* why names tags and pools: a client's text */
+    printf("%s%s\n", e.why[0] ? "; " : "", cli_text_safe(e.why, strlen(e.why), why, sizeof why));
     return cli_core_output_done(cmd);
 }

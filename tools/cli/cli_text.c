@@ -270,6 +270,116 @@ void cli_text_rate_format(uint64_t milli, const char *off_text, char *buf, size_
         snprintf(buf, size, "%s", off_text);
 }
 
+/* ---- text that came from clients ---- */
+
+/* utf8_char returns the length (2..4) of the valid UTF-8 character at p
+ * (len bytes available) and its code point, or 0 when p does not start one:
+ * no overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_char(const unsigned char *p, size_t len, uint32_t *cp)
+{
+    size_t n;
+    uint32_t c;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        n = 2, c = p[0] & 0x1Fu;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF)
+        n = 3, c = p[0] & 0x0Fu;
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4)
+        n = 4, c = p[0] & 0x07u;
+    else
+        return 0;
+    if (n > len)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3Fu);
+    }
+    if ((n == 3 && c < 0x800) || (n == 4 && c < 0x10000) || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+/* shown_as says how the byte or character at p is shown: 0 as it is (*n
+ * bytes), or the escape written into esc (for its first byte only when
+ * *n is 1). */
+static int shown_as(const unsigned char *p, size_t len, size_t *n, char esc[8])
+{
+    uint32_t cp = 0;
+    *n = 1;
+    if (p[0] >= 0x20 && p[0] < 0x7f)
+        return 0;
+    if (p[0] >= 0x80) {
+        size_t k = utf8_char(p, len, &cp);
+        bool control = cp < 0xA0 || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+        if (k && !control) {
+            *n = k;
+            return 0;
+        }
+        if (k)
+            *n = k; /* a control character: each of its bytes escaped */
+    }
+    switch (p[0]) {
+    case '\n': strcpy(esc, "\\n"); break;
+    case '\t': strcpy(esc, "\\t"); break;
+    case '\r': strcpy(esc, "\\r"); break;
+    case 0x1b: strcpy(esc, "\\e"); break;
+    default: esc[0] = '\0'; break;
+    }
+    return 1;
+}
+
+const char *cli_text_safe(const char *s, size_t len, char *buf, size_t size)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t used = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n;
+        char esc[8];
+        if (!shown_as(p + i, len - i, &n, esc)) {
+            if (used + n >= size)
+                break;
+            memcpy(buf + used, p + i, n);
+            used += n, i += n;
+            continue;
+        }
+        /* escaped: one \xHH per byte, or the short form of a control */
+        size_t need = esc[0] ? strlen(esc) : 4 * n;
+        if (used + need >= size)
+            break;
+        if (esc[0]) {
+            memcpy(buf + used, esc, need);
+        } else {
+            for (size_t k = 0; k < n; k++)
+                snprintf(buf + used + 4 * k, 5, "\\x%02x", p[i + k]);
+        }
+        used += need, i += n;
+    }
+    buf[used] = '\0';
+    return buf;
+}
+
+char *cli_text_safe_dup(const char *s, size_t len)
+{
+    size_t size = len * 4 + 1;
+    char *buf = malloc(size);
+    return buf ? (char *)cli_text_safe(s, len, buf, size) : NULL;
+}
+
+bool cli_text_is_safe(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        size_t n;
+        char esc[8];
+        if (shown_as(p + i, len - i, &n, esc))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 void cli_text_json_string(const char *s)
 {
     putchar('"');

@@ -99,6 +99,29 @@ void cli_text_milli_format(uint64_t milli, char *buf, size_t size);
  * off_text when it is 0 (no limit). */
 void cli_text_rate_format(uint64_t milli, const char *off_text, char *buf, size_t size);
 
+/* ---- text that came from clients ---- */
+
+/* cli_text_safe writes the len bytes at s into buf (size bytes, at least 5,
+ * always NUL-terminated) as text a terminal shows without acting on it:
+ * printable ASCII and whole, valid UTF-8 characters as they are; \n, \t,
+ * \r and \e for those controls; any other control byte, DEL, a C1 control
+ * (U+0080..U+009F), a bidirectional override (U+202A..U+202E,
+ * U+2066..U+2069) and every byte of invalid UTF-8 as \xHH (one per byte).
+ * A backslash stays as it is, so safe text is its own escape (escaping
+ * twice changes nothing). Text that does not fit is cut at a whole
+ * character or escape. Returns buf. Every table cell (cli_table.c) and
+ * every message that shows a tag, a pool name, a reason, a body or the
+ * broker's words goes through it. */
+const char *cli_text_safe(const char *s, size_t len, char *buf, size_t size);
+
+/* cli_text_safe_dup returns a malloc'ed cli_text_safe copy of s (len
+ * bytes), or NULL when out of memory. */
+char *cli_text_safe_dup(const char *s, size_t len);
+
+/* cli_text_is_safe tells whether cli_text_safe would leave the NUL-terminated
+ * s as it is. */
+bool cli_text_is_safe(const char *s);
+
 /* cli_text_json_string writes s to standard output as a JSON string. */
 void cli_text_json_string(const char *s);
 

@@ -158,11 +158,12 @@ __attribute__((format(printf, 2, 3))) static void line(screen *s, const char *fm
 {
     if (s->row >= s->rows)
         return;
-    char text[512];
+    char raw[512], text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    cli_text_safe(raw, strlen(raw), text, sizeof text); /* pool names are clients' text */
     size_t n = strlen(text);
     if (n >= (size_t)s->cols) /* the last column left free: no auto-wrap */
         n = s->cols > 1 ? (size_t)s->cols - 1 : 0;
