@@ -28,6 +28,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -297,6 +298,35 @@ static int dead_peek(cli_core *g, const char *cmd, int argc, char **argv)
 
 /* ---- requeue and purge ---- */
 
+/* Ctrl-C (or SIGTERM) during a requeue or a purge stops it between chunks:
+ * each chunk is one transaction, so what was done is whole, and it is said.
+ * A second signal stops at once (the handler resets itself). */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    interrupted = sig;
+}
+
+static void interrupt_catch(void)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt, .sa_flags = SA_RESETHAND};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* done_so_far says, after an interruption or a failure, how many dead
+ * letters of level were moved (what, "requeued" or "purged") before it. */
+static void done_so_far(cli_core *g, const char *cmd, const char *what, uint64_t n, unsigned level,
+                        const char *why)
+{
+    char number[16];
+    cli_text_say(cmd, "%s after %s %" PRIu64 " dead letter%s of level %s (each chunk of 1000 is whole: run it "
+                      "again for the rest)",
+                 why, what, n, n == 1 ? "" : "s", cli_core_level_name(g, level, number, sizeof number));
+}
+
 /* target reads LEVEL|ID (see the essay): *is_id tells which. */
 static int target(cli_core *g, const char *cmd, const char *text, bool *is_id, unsigned *level, uint64_t *id)
 {
@@ -365,7 +395,8 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
         if ((rc = sl_stats_get(g->c, &now)) == SL_OK && level < now.nlevels &&
             (!o.limit || now.level[level].dead < o.limit))
             o.limit = now.level[level].dead;
-        for (uint64_t after = 1; rc == SL_OK && after && o.limit && moved < o.limit;) {
+        interrupt_catch();
+        for (uint64_t after = 1; rc == SL_OK && after && o.limit && moved < o.limit && !interrupted;) {
             uint64_t n = 0;
             rc = sl_dead_requeue(g->c, level, to, o.limit - moved, &n, &after);
             if (rc || n == 0)
@@ -373,10 +404,20 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
             moved += n;
         }
     }
-    if (rc)
-        return cli_core_broker_error(g, cmd, rc, argv[optind],
-                                     moved ? "; the dead letters requeued before it stay requeued" : NULL);
+    if (rc) {
+        int failed = cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+        if (!is_id)
+            done_so_far(g, cmd, "requeuing", moved, level, "stopped");
+        return failed;
+    }
     char number[16];
+    if (interrupted && !is_id) {
+        done_so_far(g, cmd, "requeuing", moved, level, "interrupted");
+        if (o.json)
+            printf("{\"requeued\":%" PRIu64 ",\"interrupted\":true}\n", moved);
+        cli_core_output_done(cmd);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
     if (o.json)
         printf("{\"requeued\":%" PRIu64 "}\n", moved);
     else if (is_id)
@@ -402,14 +443,24 @@ static int dead_purge(cli_core *g, const char *cmd, int argc, char **argv)
     if ((st = cli_core_connect(g, cmd)) || (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
         return st;
     int rc;
+    interrupt_catch();
     do {
         uint64_t n = 0;
         rc = sl_dead_purge(g->c, level, o.older_ms, o.limit ? o.limit - purged : 0, &after, &n);
         purged += rc ? 0 : n;
-    } while (rc == SL_OK && after && (!o.limit || purged < o.limit));
-    if (rc)
-        return cli_core_broker_error(g, cmd, rc, argv[optind],
-                                     purged ? "; the dead letters purged before it are gone" : NULL);
+    } while (rc == SL_OK && after && (!o.limit || purged < o.limit) && !interrupted);
+    if (rc) {
+        int failed = cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+        done_so_far(g, cmd, "purging", purged, level, "stopped");
+        return failed;
+    }
+    if (interrupted && after) {
+        done_so_far(g, cmd, "purging", purged, level, "interrupted");
+        if (o.json)
+            printf("{\"purged\":%" PRIu64 ",\"interrupted\":true}\n", purged);
+        cli_core_output_done(cmd);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
     char number[16];
     if (o.json)
         printf("{\"purged\":%" PRIu64 "}\n", purged);
