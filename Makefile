@@ -297,9 +297,10 @@ tests-unit: $(UNIT_TESTS)
 tests-e2e: $(E2E_TESTS)
 
 # ---- the two commands ----
+# make run ARGS='-l tcp://127.0.0.1:17601 -d /tmp/x': ARGS go to sluiced as they are
 run: deps
 	@$(MAKE) --no-print-directory all
-	exec $(BIN)/sluiced
+	exec $(BIN)/sluiced $(ARGS)
 
 # make test: the plain build, then the ASan+UBSan build, then one run over both.
 test: deps
