@@ -117,7 +117,10 @@ static int levels_table(const sl_level_info *levels, unsigned n)
         char deadline[32], aging[32], oldest[32], max_rate[320], min_rate[40], tokens[32], eta[32];
         setting_format(l->deadline_ms, deadline, sizeof deadline);
         setting_format(l->aging_ms, aging, sizeof aging);
-        cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        if (l->depth)
+            cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        else
+            snprintf(oldest, sizeof oldest, "-"); /* nothing ready: no age to tell */
         cli_window_list_format(l->windows, l->nwindows, "-", max_rate, sizeof max_rate);
         cli_text_rate_format(l->min_rate_milli, "-", min_rate, sizeof min_rate);
         /* tokens to a tenth: the bucket refills as it is read */

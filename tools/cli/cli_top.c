@@ -226,7 +226,10 @@ static void draw(screen *s, const char *endpoint, const sl_stats *st, const sl_s
         count_text(x->inflight, b, sizeof b);
         count_text(x->delayed, c, sizeof c);
         count_text(x->dead, d, sizeof d);
-        cli_text_age_format(x->oldest_ms, e, sizeof e);
+        if (x->depth)
+            cli_text_age_format(x->oldest_ms, e, sizeof e);
+        else
+            snprintf(e, sizeof e, "-"); /* nothing ready */
         rate_text(per_s(x->enqueued, p->enqueued, dt), f, sizeof f);
         rate_text(per_s(x->dispatched, p->dispatched, dt), h, sizeof h);
         rate_text(per_s(x->acked, p->acked, dt), i, sizeof i);
