@@ -8,6 +8,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <limits.h>
@@ -227,6 +228,20 @@ static void errors_have_documented_exit_codes(void **state)
     uint64_t t0 = th_now_ms();
     assert_int_equal(th_run(unreachable, NULL, out, sizeof out), 1);
     assert_true(th_now_ms() - t0 < 10000);
+    /* nothing listening on a tcp port: refused, said within about 0.5 s
+     * (the socket monitor sees it), not after the 10 s timeout */
+    uint16_t port = 0;
+    int held = th_loopback_socket(false, &port); /* bound, not listening: refuses */
+    assert_true(held >= 0);
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", (unsigned)port);
+    const char *refused[] = {"/bin/sh", "-c", "\"$0\" -b \"$1\" --timeout 10000 stats 2>&1", th_bin("sluice"), ep, NULL};
+    t0 = th_now_ms();
+    assert_int_equal(th_run(refused, NULL, out, sizeof out), 1);
+    uint64_t took = th_now_ms() - t0;
+    print_message("a refused tcp connection reported in %llu ms\n", (unsigned long long)took);
+    assert_true(took < 2000);
+    assert_non_null(strstr(out, "(connection refused); is sluiced running?"));
+    close(held);
 }
 
 /* stats fits 100 columns, --wide has every counter, and a level with

@@ -200,7 +200,10 @@ static int keys_read(cli_core *g, const char *cmd, sl_options *o, char *pub, cha
 
 int cli_core_connect(cli_core *g, const char *cmd)
 {
-    sl_options o = {.timeout_ms = g->timeout_ms};
+    /* a long heartbeat: a broker that stalls (stopped, a long commit) for up
+     * to a minute keeps its connection, and what is in flight is answered
+     * when it goes on; a broker that exits closes the connection at once */
+    sl_options o = {.timeout_ms = g->timeout_ms, .heartbeat_ms = CLI_CORE_HEARTBEAT_MS};
     char pub[SL_KEY_BYTES], sec[SL_KEY_BYTES], server[SL_KEY_BYTES];
     int st = keys_read(g, cmd, &o, pub, sec, server);
     if (st != CLI_CORE_GO_ON)
@@ -222,6 +225,10 @@ int cli_core_broker_error(cli_core *g, const char *cmd, int rc, const char *cont
     if (rc == SL_ETIMEDOUT && !g->answered) {
         cli_text_say(NULL, "cannot reach broker at %s (timed out after %d ms); is sluiced running?",
                      g->endpoint, g->timeout_ms);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    if (rc == SL_ECONNECT && !g->answered) {
+        cli_text_say(NULL, "cannot reach broker at %s (connection refused); is sluiced running?", g->endpoint);
         return CLI_TEXT_EXIT_FAILURE;
     }
     const char *generic = sl_strerror(rc);

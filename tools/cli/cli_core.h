@@ -21,6 +21,7 @@
 
 #define CLI_CORE_GO_ON          (-1) /* from argument checks: no exit status yet */
 #define CLI_CORE_NAME_MAX_BYTES 64   /* a pool's name */
+#define CLI_CORE_HEARTBEAT_MS   20000 /* the connection's heartbeat: a broker silent 3x this is gone */
 
 /* The global options and the connection every command uses. */
 typedef struct cli_core {

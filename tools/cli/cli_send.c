@@ -41,9 +41,10 @@ const cli_core_help cli_send_help = {
         "      the broker's largest body is an error). Prints the id of each message\n"
         "      once the broker has durably stored it, one per line, in input order.\n"
         "      Stops at the first failure; messages sent after the failed one may\n"
-        "      have been stored, and the error says how many. While the broker does\n"
-        "      not answer (a restart, a stall), send waits and retries with a backoff\n"
-        "      for up to 60 s, saying so on standard error, before it gives up.\n"
+        "      have been stored, and the error says how many. A broker that stops\n"
+        "      answering after the first reply (a stall, a long commit) is waited\n"
+        "      for, in doubling steps from --timeout, up to 60 s in all, saying so\n"
+        "      on standard error; then send gives up (exit 1).\n"
         "      With -b A,B each message goes to one of the brokers in turn.\n"
         "      -p, --level LEVEL    priority level, by name or number (default: the\n"
         "                           broker's default level)\n"
@@ -68,6 +69,7 @@ const cli_core_help cli_send_help = {
 #define LINE_MAX_BYTES (16u << 20) /* the protocol's ceiling on a body */
 #define TAG_MAX_BYTES  255
 #define DURATION_MAX_MS (365ull * 24 * 3600 * 1000) /* --delay and --ttl: a year */
+#define STALL_LIMIT_MS 60000 /* how long a broker that answered once may stall before send gives up */
 
 /* Long-only options get values outside the char range. */
 enum { OPT_COST = 256, OPT_DELAY, OPT_TTL };
@@ -120,6 +122,19 @@ static int sender_collect(sender *s)
         fflush(stdout); /* about to block: show what is confirmed */
         rc = sl_send_wait(s->g->c, s->g->timeout_ms, &k);
     }
+    /* a broker that stalls (stopped, a long commit) or restarts: wait it out,
+     * in growing steps, up to STALL_LIMIT_MS, saying so; the publishes in
+     * flight are confirmed when it answers again */
+    for (int64_t waited = s->g->timeout_ms, step = s->g->timeout_ms;
+         rc == SL_ETIMEDOUT && s->g->answered && waited < STALL_LIMIT_MS; waited += step) {
+        step = step * 2 < STALL_LIMIT_MS - waited ? step * 2 : STALL_LIMIT_MS - waited;
+        cli_text_say("send", "no confirmation from the broker for %.1f s (stalled or restarting); waiting %.1f s "
+                             "more (at most %d s in all)",
+                     (double)waited / 1000.0, (double)step / 1000.0, STALL_LIMIT_MS / 1000);
+        rc = sl_send_wait(s->g->c, (int)step, &k);
+        if (rc == SL_OK)
+            cli_text_say("send", "the broker answers again; going on");
+    }
     if (rc) {
         sender_later(s, 0, later, sizeof later);
         snprintf(context, sizeof context, "%s %zu", s->what, sender_at(s, 0)->index);
@@ -127,7 +142,7 @@ static int sender_collect(sender *s)
             return cli_core_broker_error(s->g, "send", rc, context, later);
         cli_text_say("send",
                      "%s: no confirmation within %d ms (SL_ETIMEDOUT); it may have been stored%s",
-                     context, s->g->timeout_ms, later);
+                     context, s->g->answered ? STALL_LIMIT_MS : s->g->timeout_ms, later);
         return CLI_TEXT_EXIT_FAILURE;
     }
     size_t i = 0;
