@@ -174,10 +174,14 @@ __attribute__((format(printf, 2, 3))) static void line(screen *s, const char *fm
             return;
         s->buf = p, s->cap = cap;
     }
+    /* a newline before each line but the first, none after the last: the
+     * bottom row never scrolls the screen, so the title stays on top */
+    if (s->row)
+        s->buf[s->len++] = '\n';
     memcpy(s->buf + s->len, text, n);
     s->len += n;
-    memcpy(s->buf + s->len, "\033[K\n", 4); /* clear the rest of the line */
-    s->len += 4;
+    memcpy(s->buf + s->len, "\033[K", 3); /* clear the rest of the line */
+    s->len += 3;
     s->row++;
 }
 
@@ -264,6 +268,16 @@ static void restore_terminal(void)
     fflush(stdout);
 }
 
+/* frame_show writes the frame in s from the top left corner and clears
+ * what is below it. */
+static void frame_show(const screen *s)
+{
+    fputs("\033[H", stdout);
+    fwrite(s->buf, 1, s->len, stdout);
+    fputs("\033[J", stdout);
+    fflush(stdout);
+}
+
 int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     int interval_ms = 1000;
@@ -299,28 +313,43 @@ int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
     sl_sink_info sink;
     int have_prev = 0, rc = 0;
     int64_t prev_ms = 0;
+    int64_t lost_ms = 0;
     while (!stop_flag) {
         unsigned npools = 0;
+        struct winsize ws;
+        s.rows = 24, s.cols = 80;
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+            s.rows = ws.ws_row, s.cols = ws.ws_col;
+        if (!have_prev && !lost_ms) { /* the first answer may take up to --timeout: say what is going on */
+            s.len = 0, s.row = 0;
+            line(&s, "sluice top - %s  connecting...  q: quit", g->endpoint);
+            frame_show(&s);
+        }
         rc = sl_stats_get(g->c, &cur);
         if (!rc)
             rc = sl_pool_list(g->c, pools, &npools);
         if (!rc)
             rc = sl_sink_show(g->c, &sink);
-        if (rc)
-            break;
         int64_t now_ms = cli_core_now_ms();
-        struct winsize ws;
-        s.rows = 24, s.cols = 80;
-        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
-            s.rows = ws.ws_row, s.cols = ws.ws_col;
         s.len = 0, s.row = 0;
-        draw(&s, g->endpoint, &cur, have_prev ? &prev : NULL, (double)(now_ms - prev_ms) / 1000.0, pools, npools,
-             &sink, interval_ms);
-        fputs("\033[H", stdout);
-        fwrite(s.buf, 1, s.len, stdout);
-        fputs("\033[J", stdout); /* clear below the frame */
-        fflush(stdout);
-        prev = cur, prev_ms = now_ms, have_prev = 1;
+        if (rc) { /* the broker is gone, restarting, stalled or not there: say so, and try again */
+            if (!lost_ms)
+                lost_ms = now_ms;
+            char gone[32];
+            cli_text_age_format((uint64_t)(now_ms - lost_ms), gone, sizeof gone);
+            line(&s, "sluice top - %s  disconnected, retrying (%s, %s)  q: quit", g->endpoint,
+                 rc == SL_ECONNECT && !sl_connected(g->c) ? "connection refused" : sl_errname(rc), gone);
+            line(&s, "%s", "");
+            line(&s, "No answer from the broker (%s): the view comes back when it does.",
+                 sl_last_error(g->c));
+            have_prev = 0; /* rates start again when it is back */
+        } else {
+            lost_ms = 0;
+            draw(&s, g->endpoint, &cur, have_prev ? &prev : NULL, (double)(now_ms - prev_ms) / 1000.0, pools,
+                 npools, &sink, interval_ms);
+            prev = cur, prev_ms = now_ms, have_prev = 1;
+        }
+        frame_show(&s);
         /* wait for the next refresh or a key */
         for (int64_t until = now_ms + interval_ms; !stop_flag;) {
             int64_t left = until - cli_core_now_ms();
@@ -337,6 +366,7 @@ int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
             }
         }
     }
+    rc = 0; /* a broker that is gone is shown, not an error: q ends top */
     restore_terminal();
     free(s.buf);
     if (rc)
