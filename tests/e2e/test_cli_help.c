@@ -132,7 +132,7 @@ static void durations_take_units(void **state)
     assert_int_equal(run_err("stats --watch 50ms"), 2); /* below 100 ms */
     th_broker *b = NULL;
     assert_int_equal(th_broker_new(NULL, &b), 0);
-    /* --delay 5m is 300 s; --delay 2000 is still milliseconds */
+    /* --delay 5m is 300 s; --delay 600000 is still milliseconds */
     const char *later[] = {th_bin("sluice"), "-b", b->endpoint, "--timeout", "5s", "send", "--delay", "5m", "x", NULL};
     assert_int_equal(th_run(later, NULL, out, sizeof out), 0);
     uint64_t id = strtoull(out, NULL, 10);
@@ -142,13 +142,13 @@ static void durations_take_units(void **state)
     assert_int_equal(th_run(explain, NULL, out, sizeof out), 0);
     if (!strstr(out, "due in 4m5") && !strstr(out, "due in 5m0s"))
         fail_msg("send --delay 5m: %s", out);
-    const char *soon[] = {th_bin("sluice"), "-b", b->endpoint, "send", "--delay", "2000", "y", NULL};
+    const char *soon[] = {th_bin("sluice"), "-b", b->endpoint, "send", "--delay", "600000", "y", NULL};
     assert_int_equal(th_run(soon, NULL, out, sizeof out), 0);
     snprintf(idt, sizeof idt, "%llu", strtoull(out, NULL, 10));
     const char *explain2[] = {th_bin("sluice"), "-b", b->endpoint, "explain", idt, NULL};
     assert_int_equal(th_run(explain2, NULL, out, sizeof out), 0);
-    if (!strstr(out, "due in 1.") && !strstr(out, "due in 2s"))
-        fail_msg("send --delay 2000: %s", out);
+    if (!strstr(out, "due in 9m") && !strstr(out, "due in 10m0s")) /* milliseconds: 10 minutes */
+        fail_msg("send --delay 600000: %s", out);
     /* a level's deadline: 5m, 1.5s and a plain 30 (seconds) */
     const char *set[] = {th_bin("sluice"), "-b", b->endpoint, "level", "set", "low", "--deadline", "5m",
                          "--aging-step", "1500ms", NULL};
