@@ -56,7 +56,7 @@ static void every_command_has_its_own_help(void **state)
     assert_non_null(list);
     unsigned commands = 0, subs = 0;
     for (const char *p = strchr(list + 1, '\n'); p && strncmp(p, "\n  ", 3) == 0; p = strchr(p + 1, '\n')) {
-        char cmd[64], what[128];
+        char cmd[64], what[192];
         assert_int_equal(sscanf(p + 3, "%63s", cmd), 1);
         commands++;
         const char *via_help[] = {th_bin("sluice"), "help", cmd, NULL};

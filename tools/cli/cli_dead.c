@@ -375,7 +375,7 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
     dead_opts o;
     unsigned level = 0, to = SL_SAME_LEVEL;
     uint64_t id = 0, moved = 0;
-    bool is_id;
+    bool is_id, cut_short = false; /* Ctrl-C before the last chunk */
     int st = opts_parse(g, cmd, argc, argv, allowed, &o);
     if (st == CLI_CORE_GO_ON)
         st = one_operand(cmd, argc, argv, "a level or a message id");
@@ -396,7 +396,11 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
             (!o.limit || now.level[level].dead < o.limit))
             o.limit = now.level[level].dead;
         interrupt_catch();
-        for (uint64_t after = 1; rc == SL_OK && after && o.limit && moved < o.limit && !interrupted;) {
+        for (uint64_t after = 1; rc == SL_OK && after && o.limit && moved < o.limit;) {
+            if (interrupted) {
+                cut_short = true;
+                break;
+            }
             uint64_t n = 0;
             rc = sl_dead_requeue(g->c, level, to, o.limit - moved, &n, &after);
             if (rc || n == 0)
@@ -411,7 +415,7 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
         return failed;
     }
     char number[16];
-    if (interrupted && !is_id) {
+    if (cut_short) {
         done_so_far(g, cmd, "requeuing", moved, level, "interrupted");
         if (o.json)
             printf("{\"requeued\":%" PRIu64 ",\"interrupted\":true}\n", moved);
