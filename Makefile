@@ -209,9 +209,11 @@ $(BUILD)/man/sluice.conf.5: $(BIN)/sluiced
 MAN_WHAT_sluice       := publish to, consume from, inspect and administer a Sluice broker
 MAN_WHAT_sluice-bench := measure a Sluice broker against its performance targets
 MAN_WHAT_sluice-sink  := a rate-limited HTTP service to point Sluice consumers at
+# sluice --help is an overview; its page holds every command's help
+MAN_HELP_sluice       := help --all
 $(BUILD)/man/%.1: $(BIN)/% tools/dist/help2man.sh
 	@mkdir -p $(dir $@)
-	$(Q)sh tools/dist/help2man.sh $(BIN)/$* 1 '$(MAN_WHAT_$*)' > $@.tmp && mv $@.tmp $@
+	$(Q)sh tools/dist/help2man.sh $(BIN)/$* 1 '$(MAN_WHAT_$*)' '$(or $(MAN_HELP_$*),--help)' > $@.tmp && mv $@.tmp $@
 
 $(LIBBROKER): $(call obj,$(PROTO_SRC) $(BROKER_SRC))
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
@@ -238,6 +240,10 @@ $(BIN)/sluice-sink: $(call obj,$(wildcard tools/sink/*.c))
 
 # test_sink_limit links the sink's limiters and its per-key table (pure; no libmicrohttpd).
 $(BUILD)/tests/unit/test_sink_limit: $(call obj,tools/sink/sink_limit.c tools/sink/sink_keys.c)
+
+# test_cli_text links the command line's text functions (pure: no broker, no client).
+$(BUILD)/tests/unit/test_cli_text: $(call obj,tools/cli/cli_text.c)
+$(BUILD)/tests/unit/test_cli_text.o: EXTRA_INC := -Itools/cli
 
 # The client library's own tests also link the scripted fake broker.
 $(BUILD)/tests/unit/test_client_local $(BUILD)/tests/unit/test_client_admin: $(call obj,tests/lib/th_fake.c)
@@ -309,9 +315,10 @@ check-python: deps
 	  client/python/tests
 
 # ---- the two commands ----
+# make run ARGS='-l tcp://127.0.0.1:17601 -d /tmp/x': ARGS go to sluiced as they are
 run: deps
 	@$(MAKE) --no-print-directory all
-	exec $(BIN)/sluiced
+	exec $(BIN)/sluiced $(ARGS)
 
 # make test: the plain build, then the ASan+UBSan build, then one run over both.
 test: deps

@@ -184,6 +184,8 @@ static uint64_t wait_ns(bk *b)
     uint64_t wake = cron_next_wake(b);
     if (gathering(b) && gather_deadline(&b->loop->gath) < wake)
         wake = gather_deadline(&b->loop->gath);
+    if (!store_committing(b->st) && reload_wake_ns() < wake) /* SIGHUPs coalesced into a due reload (a commit out wakes the loop when it ends) */
+        wake = reload_wake_ns();
     if (store_committing(b->st) && b->commit_out_ns + LOOP_PATIENCE_NS > b->mono_ns &&
         b->commit_out_ns + LOOP_PATIENCE_NS < wake)
         wake = b->commit_out_ns + LOOP_PATIENCE_NS; /* from then on it receives (receiving) */
@@ -416,7 +418,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
             return rc; /* an LMDB commit so that what the last one freed is reusable (cron_between_commits) */
         if (!store_committing(b->st)) /* what waited for the commit, before anything newer */
             park_drain(b->loop->parked, handle_parked, b);
-        if (reload_pending() && !store_committing(b->st)) /* SIGHUP: as soon as no commit is out */
+        if (reload_due(b->mono_ns) && !store_committing(b->st)) /* SIGHUP: as soon as no commit is out */
             reload_run(b);
         for (int i = 0; i < RECV_BATCH && receiving(b) && net_recv(b->net, &in) == 1; i++)
             if ((rc = receive(b, &in)) != SL_OK)
@@ -425,7 +427,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
         deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
-        if (reload_pending() && !store_committing(b->st)) /* SIGHUP: between passes, no commit out */
+        if (reload_due(b->mono_ns) && !store_committing(b->st)) /* SIGHUP: between passes, no commit out */
             reload_run(b);
     }
     /* Shutdown: the commit that is out ends and is confirmed; what arrived

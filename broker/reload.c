@@ -23,11 +23,20 @@
  * restart (the endpoint, the levels, the store's map, the metrics address,
  * the breaker's policy and heartbeats, whose values live in other objects).
  *
+ * SIGHUPs are coalesced: the handler counts them, and a reload runs at most
+ * once every RELOAD_GAP_NS. The first SIGHUP after a quiet second reloads
+ * at the end of the pass; the ones that follow within the second are one
+ * reload when the second is over (the loop wakes for it: reload_wake_ns),
+ * whose "done" line says how many SIGHUPs it answered. A storm of 2,000
+ * SIGHUPs is a reload or two and a handful of log lines, and the last
+ * SIGHUP is always answered by a reload that starts after it.
+ *
  * Costs: one parse of the config file and a walk of the settings table
- * (about thirty lines) per SIGHUP.
+ * (about thirty lines) per reload, at most one a second.
  */
 #include "reload.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +59,11 @@ static int reload_declared(bk *b, const conf *fresh);
     X(declared, reload_declared)                                                                           \
     X(auth, reload_auth)
 
-static volatile sig_atomic_t requested;
+#define RELOAD_GAP_NS 1000000000ull /* at most one reload a second */
+
+static volatile sig_atomic_t hups; /* SIGHUPs received: only the handler writes it */
+static sig_atomic_t answered;      /* the SIGHUPs reloads have answered: only the loop writes it */
+static uint64_t last_ns;           /* when the last reload ran (the loop's clock), 0: never */
 static int saved_argc;
 static char **saved_argv;
 
@@ -62,12 +75,17 @@ void reload_init(int argc, char **argv)
 
 void reload_request(void)
 {
-    requested = 1;
+    hups++; /* the handler is not re-entered: SIGHUP is blocked while it runs */
 }
 
-int reload_pending(void)
+int reload_due(uint64_t now_ns)
 {
-    return requested != 0;
+    return hups != answered && (!last_ns || now_ns - last_ns >= RELOAD_GAP_NS);
+}
+
+uint64_t reload_wake_ns(void)
+{
+    return hups != answered && last_ns ? last_ns + RELOAD_GAP_NS : UINT64_MAX;
 }
 
 /* reload_log reopens the log file (the old one may have been rotated). The
@@ -114,6 +132,8 @@ static int differs(const conf_setting *s, const conf *a, const conf *b)
 
 /* reload_settings applies the live settings that changed and names the
  * others that did. */
+static unsigned coalesced; /* the SIGHUPs the running reload answers */
+
 static int reload_settings(bk *b, const conf *fresh)
 {
     if (!fresh)
@@ -140,13 +160,20 @@ static int reload_settings(bk *b, const conf *fresh)
     log_set_level((enum log_level)b->cfg.log_level);
     if (restart[0])
         log_warn("reload", "changed in the config file but kept until a restart: %s", restart);
-    log_info("reload", "done: %u settings changed live", applied);
+    if (coalesced > 1)
+        log_info("reload", "done: %u settings changed live (%u SIGHUPs answered by this reload)", applied,
+                 coalesced);
+    else
+        log_info("reload", "done: %u settings changed live", applied);
     return 0;
 }
 
 void reload_run(bk *b)
 {
-    requested = 0;
+    sig_atomic_t upto = hups;
+    coalesced = (unsigned)(upto - answered);
+    answered = upto;
+    last_ns = b->mono_ns ? b->mono_ns : 1;
     notify_send(&b->notify, "RELOADING=1\nSTATUS=reloading");
     static conf fresh; /* large: off the stack */
     char err[1024];

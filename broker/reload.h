@@ -6,6 +6,7 @@
 #define SLUICE_RELOAD_H
 
 #include <signal.h>
+#include <stdint.h>
 
 struct bk;
 
@@ -14,12 +15,18 @@ struct bk;
  * that the command line still wins. */
 void reload_init(int argc, char **argv);
 
-/* reload_request asks for a reload at the end of the current pass. Async-
- * signal-safe: the SIGHUP handler calls it. */
+/* reload_request asks for a reload (counts one SIGHUP). Async-signal-safe:
+ * the SIGHUP handler calls it. */
 void reload_request(void);
 
-/* reload_pending tells whether a reload was requested and not yet run. */
-int reload_pending(void);
+/* reload_due tells whether a reload was requested and may run at now_ns:
+ * at most one runs every second; requests in between are coalesced into
+ * the next. */
+int reload_due(uint64_t now_ns);
+
+/* reload_wake_ns returns when a coalesced reload falls due (the loop's
+ * clock), or UINT64_MAX when none waits. */
+uint64_t reload_wake_ns(void);
 
 /* reload_run runs the reload hooks (RELOAD_HOOKS in reload.c) in order, in
  * the loop's thread, between passes (no write transaction is open), telling

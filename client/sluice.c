@@ -390,6 +390,11 @@ int sl_set_window(sl_client *c, unsigned window)
     return SL_OK;
 }
 
+int sl_connected(const sl_client *c)
+{
+    return c && c->connected;
+}
+
 unsigned sl_share(const sl_client *c)
 {
     return c ? c->share : 0;

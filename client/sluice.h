@@ -80,8 +80,15 @@ typedef struct sl_options {
 /* sl_connect creates a client for the broker at endpoint (a ZeroMQ endpoint
  * such as "tcp://127.0.0.1:7470" or "ipc:///run/sluice.sock"; NULL means
  * SL_DEFAULT_ENDPOINT). opts may be NULL. Connecting is asynchronous in
- * ZeroMQ: an unreachable broker shows as SL_ETIMEDOUT on the first call that
- * waits for a reply, not here.
+ * ZeroMQ, so nothing is known here: the first call that waits for a reply
+ * says. When nothing listens at the endpoint (the connection is refused, as
+ * tcp and ipc tell at once) and no connection has ever succeeded, that call
+ * fails SL_ECONNECT about 0.3 s after the first refusal (ZeroMQ retries
+ * meanwhile, so a broker that is just starting is still reached), with
+ * sl_last_error saying "connection refused"; a broker that cannot be reached
+ * otherwise (a host that drops packets, a broker that never answers) shows
+ * as SL_ETIMEDOUT once timeout_ms has passed. Once connected, a lost
+ * connection is retried by ZeroMQ and calls wait up to timeout_ms.
  * Returns SL_OK and sets *out, SL_EINVAL (bad endpoint, or keys that are
  * not all three valid, or CURVE asked of a libzmq without it), SL_ENOMEM.
  * With auth on, a command the client's role may not send fails SL_EPERM. */
@@ -278,6 +285,15 @@ int sl_set_limit(sl_client *c, uint64_t max_deliveries);
 /* sl_recv waits up to timeout_ms (-1 forever, 0 poll) for the next delivery.
  * Returns SL_OK with *out set, SL_ETIMEDOUT, SL_ESTATE (not subscribed). */
 int sl_recv(sl_client *c, int timeout_ms, sl_delivery **out);
+
+/* sl_connected tells whether c's connection to the broker is up, as the
+ * last call that waited saw it (sl_recv, a request, a flush): 1 once a
+ * handshake has succeeded and no disconnection has been seen since, else 0.
+ * While it is down ZeroMQ reconnects by itself (every 100 ms), a consumer's
+ * subscription and credit are renewed on the new connection, and its
+ * deliveries not settled are delivered again by the broker; a consumer may
+ * use it to tell its user that it waits for the broker. */
+int sl_connected(const sl_client *c);
 
 /* sl_delivery_free frees *d and sets it to NULL; accepts NULL. */
 void sl_delivery_free(sl_delivery **d);

@@ -68,6 +68,7 @@
 #define MONITOR_BATCH        64       /* monitor events handled per pump pass */
 #define MONITOR_EVERY_NS     1000000  /* between frames, the monitor is looked at this often */
 #define MONITOR_PREFIX       "inproc://sluice-monitor-"
+#define REFUSED_GRACE_NS     300000000 /* a refused first connection fails the call this long after */
 
 typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
 
@@ -238,7 +239,11 @@ static void monitor_drain(sl_client *c, bool closing)
             (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH))
             c->auth_refused = 1;
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
-            c->auth_refused = 0;
+            c->auth_refused = 0, c->refused_since_ns = 0;
+        /* never connected, and the attempt failed (refused: nothing listens
+         * there); libzmq retries it */
+        if (event == ZMQ_EVENT_CONNECT_RETRIED && c->handshakes == 0 && !c->refused_since_ns)
+            c->refused_since_ns = now_ns();
         /* an event is two frames: id and value, then the endpoint */
         while (zmq_msg_more(&ev) && zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) >= 0)
             ;
@@ -322,7 +327,17 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
                                       "file, or CURVE is on at one end only (check --key and --server-key)";
             return client_fail_text(c, SL_EPERM, why, sizeof why - 1);
         }
+        int64_t refused_until = c->refused_since_ns && c->handshakes == 0 ? c->refused_since_ns + REFUSED_GRACE_NS : 0;
+        if (refused_until && now_ns() >= refused_until) { /* refused, retried for a while: nothing listens */
+            static const char why[] = "connection refused: nothing listens at the broker's endpoint";
+            return client_fail_text(c, SL_ECONNECT, why, sizeof why - 1);
+        }
         long wait_ms = wait_ms_until(deadline_ns);
+        if (refused_until) { /* wake when the grace ends */
+            long grace_ms = (long)((refused_until - now_ns()) / 1000000) + 1;
+            if (wait_ms < 0 || grace_ms < wait_ms)
+                wait_ms = grace_ms;
+        }
         bool got;
         int rc = frame_take(c, &got);
         if (rc)
@@ -468,7 +483,7 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     /* the monitor is in place before connecting, so it sees the first handshake */
     if (zmq_socket_monitor(c->sock, mon_endpoint,
                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) ||
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_CONNECT_RETRIED) ||
         !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
         zmq_setsockopt(c->mon, ZMQ_LINGER, &mon_linger_ms, sizeof mon_linger_ms) ||
         zmq_connect(c->mon, mon_endpoint))

@@ -244,6 +244,12 @@ static int cmd_level_set(cmd_ctx *x)
         return rc;
     if ((x->req->present & PF(burst)) && x->req->burst > MAX_BURST)
         return fail(x, SL_EINVAL, "burst must be at most %s", "1000000");
+    /* durations are kept in ns: bounded here, so that none wraps (a deadline
+     * of 2^64 ms would make every message overdue at once) */
+    if ((x->req->present & PF(deadline_ms)) && x->req->deadline_ms > PROTO_MAX_TIME_MS)
+        return fail(x, SL_EINVAL, "deadline_ms must be at most %s (ten years)", "315360000000");
+    if ((x->req->present & PF(aging_ms)) && x->req->aging_ms > PROTO_MAX_TIME_MS)
+        return fail(x, SL_EINVAL, "aging_ms must be at most %s (ten years)", "315360000000");
     if (x->req->present & PF(state)) { /* how the level is served: "tag" (fair by tag) or "fifo" */
         int fair = str_is(x->req->state, "tag");
         if (!fair && !str_is(x->req->state, "fifo"))
@@ -384,6 +390,8 @@ static int cmd_pool_autoscale(cmd_ctx *x)
     uint64_t hi = (m->present & PF(max)) ? m->max : p->max_size;
     if (lo < 1 || hi < lo || hi > MAX_SIZE)
         return fail(x, SL_EINVAL, "autoscale needs 1 <= min <= max <= 100000 (pool %s)", p->name);
+    if ((m->present & PF(target_wait_ms)) && m->target_wait_ms > PROTO_MAX_TIME_MS)
+        return fail(x, SL_EINVAL, "target_wait_ms must be at most %s (ten years)", "315360000000");
     p->min_size = (uint32_t)lo;
     p->max_size = (uint32_t)hi;
     if (m->present & PF(target_wait_ms))

@@ -14,10 +14,13 @@
  * first: every tag with something ready or in flight in a fair level, and
  * the paused ones and those throttled by their service (a THROTTLED for
  * their tag alone: the pause left and the cut rate, settle_tag.c). A tag's
- * depth is counted when asked, not kept: a seek
- * per ready message of each tag (up to QUEUE_FAIR_COUNT_MAX each), so a
- * list of 100,000 tags of one message costs about as much as a restart's
- * rebuild of them; nothing is spent on it while messages flow.
+ * depth is counted when asked, not kept: one seek for its head's age and
+ * its run's keys stepped by one cursor, no record read (up to
+ * QUEUE_FAIR_COUNT_MAX each, LIST_COUNT_BUDGET keys in all: past it, the
+ * other tags show the ready messages counted so far, at least their
+ * returned ones); nothing is spent on it while messages flow. Matching
+ * each tag to its pattern is a compare of literal ends per pattern
+ * (tagset_match), not an fnmatch each.
  *
  * Bad input (an empty pattern, a weight of 0 or over 1,000, a bad window,
  * more than TAGSET_MAX_RULES patterns or TAGSET_MAX_PAUSED paused tags) is
@@ -40,6 +43,7 @@
 #define LIST_ROWS 48              /* rows in all, and at most LIST_WINDOWS window rows: a reply of */
 #define LIST_WINDOWS 32           /* 48 x 31 + 32 x 11 msgpack objects stays below PROTO_MAX_OBJECTS */
 #define MAX_INFLIGHT 1000000u
+#define LIST_COUNT_BUDGET 1000000 /* keys counted per tag.list: a few tens of ms of the loop at most */
 
 /* Strings the reply's rows point at (one broker per process, one command at a time). */
 static char row_text[PROTO_MAX_ARRAY][2][PROTO_MAX_NAME + 1];
@@ -300,10 +304,12 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
         }
         rows->n++;
     }
-    /* the tags: every fair level's, then the paused ones not among them */
+    /* the tags: every fair level's, then the paused ones not among them;
+     * their depths counted within LIST_COUNT_BUDGET keys in all */
     size_t total = 0, n = 0;
+    uint64_t budget = LIST_COUNT_BUDGET;
     for (unsigned l = 0; l < b->cfg.levels; l++)
-        total += queue_fair_tags(&b->q, l, NULL, 0);
+        total += queue_fair_tags(&b->q, l, NULL, 0, &budget);
     listed *v = malloc((total + ts->npaused + 1) * sizeof *v);
     queue_fair_tag *buf = malloc((total + 1) * sizeof *buf);
     if (!v || !buf) {
@@ -312,7 +318,7 @@ int admin_tag_list(bk *b, const proto_msg *req, proto_msg *rep, char *text, size
         return fail(text, text_len, SL_ENOMEM, "%s", "out of memory listing the tags");
     }
     for (unsigned l = 0; l < b->cfg.levels; l++) {
-        uint32_t k = queue_fair_tags(&b->q, l, buf, (uint32_t)(total - n));
+        uint32_t k = queue_fair_tags(&b->q, l, buf, (uint32_t)(total - n), &budget);
         for (uint32_t i = 0; i < k && n < total; i++)
             v[n++] = (listed){buf[i], l};
     }

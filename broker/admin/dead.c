@@ -219,6 +219,9 @@ int dead_purge(struct bk *b, const proto_msg *req, proto_msg *r, char *text, siz
     int rc = level_arg(b, req, PROTO_F_level, &level, text, text_len);
     if (rc)
         return rc;
+    if ((req->present & PF(older_than_ms)) && req->older_than_ms > PROTO_MAX_TIME_MS) /* ns must not wrap */
+        return fail(text, text_len, SL_EINVAL, "older_than_ms must be at most %" PRIu64 " (ten years)",
+                    (uint64_t)PROTO_MAX_TIME_MS);
     uint64_t after = (req->present & PF(after)) ? req->after : 0, purged = 0, id = after;
     uint64_t age_ns = (req->present & PF(older_than_ms)) ? req->older_than_ms * NS_PER_MS : 0;
     uint64_t most = chunk_of(req);

@@ -132,6 +132,8 @@ static int sock_open(net *n, const net_cfg *cfg, const char *endpoint, void **ou
         rc = sl_from_zmq(e);
         goto sock_close;
     }
+    if (n->zap) /* handshakes refused before ZAP is asked count too (logged if not) */
+        zap_watch(n->zap, n->ctx, sock);
     return SL_OK;
 
 sock_close:

@@ -15,6 +15,14 @@
  * sees it. Because the listening socket sets ZMQ_ZAP_ENFORCE_DOMAIN, a
  * handler that is missing or does not answer refuses, never admits.
  *
+ * Not every refused client reaches ZAP: a client without CURVE (mechanism
+ * mismatch) or with the wrong server key (its HELLO cannot be opened) fails
+ * the handshake inside libzmq. zap_watch puts a socket monitor on each
+ * listening socket, read by the same thread, and every failed handshake it
+ * reports that ZAP did not refuse itself (not HANDSHAKE_FAILED_AUTH, which
+ * follows a ZAP refusal) is counted too, so handshakes_refused counts every
+ * refused client, once per attempt.
+ *
  * The thread polls with a 100 ms timeout to notice zap_close; costs are one
  * Z85 encode and one binary search over the keys per handshake, nothing per
  * message.
@@ -24,6 +32,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -34,6 +43,7 @@
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
 #define ZAP_FRAMES 7
 #define POLL_MS 100
+#define ZAP_MONITORS 2 /* the listening sockets: --listen and --admin-listen */
 
 struct zap {
     void *sock;
@@ -43,6 +53,8 @@ struct zap {
     size_t nkeys;
     atomic_int stop;
     atomic_uint_least64_t refused;
+    void *mon[ZAP_MONITORS]; /* PAIR sockets reading the listening sockets' monitors */
+    atomic_int nmon;         /* set by zap_watch, read by the thread */
 };
 
 static int key_cmp(const void *a, const void *b)
@@ -124,18 +136,83 @@ close:
         zmq_msg_close(&f[i]);
 }
 
+/* monitor_one reads one event of a listening socket's monitor and counts
+ * a handshake that failed before ZAP was asked (ZAP's own refusals are
+ * counted by serve_one). */
+static void monitor_one(zap *z, void *mon)
+{
+    zmq_msg_t f;
+    int more = 1, first = 1;
+    uint16_t event = 0;
+    while (more) {
+        zmq_msg_init(&f);
+        if (zmq_msg_recv(&f, mon, 0) < 0) {
+            zmq_msg_close(&f);
+            return;
+        }
+        if (first && zmq_msg_size(&f) >= 6)
+            memcpy(&event, zmq_msg_data(&f), sizeof event);
+        first = 0;
+        more = zmq_msg_more(&f);
+        zmq_msg_close(&f);
+    }
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+        uint64_t count = atomic_fetch_add(&z->refused, 1) + 1;
+        if (count <= 10 || count % 1000 == 0)
+            log_warn("zap", "handshake #%llu refused: %s", (unsigned long long)count,
+                     event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                         ? "the client does not speak CURVE with this broker's key"
+                         : "the handshake failed");
+    }
+}
+
 static void *run(void *arg)
 {
     zap *z = arg;
     while (!atomic_load(&z->stop)) {
-        zmq_pollitem_t item = {.socket = z->sock, .events = ZMQ_POLLIN};
-        int rc = zmq_poll(&item, 1, POLL_MS);
-        if (rc > 0)
-            serve_one(z);
-        else if (rc < 0 && zmq_errno() == ETERM)
+        zmq_pollitem_t item[1 + ZAP_MONITORS] = {{.socket = z->sock, .events = ZMQ_POLLIN}};
+        int nmon = atomic_load(&z->nmon);
+        for (int i = 0; i < nmon; i++)
+            item[1 + i] = (zmq_pollitem_t){.socket = z->mon[i], .events = ZMQ_POLLIN};
+        int rc = zmq_poll(item, 1 + nmon, POLL_MS);
+        if (rc < 0 && zmq_errno() == ETERM)
             break;
+        if (rc <= 0)
+            continue;
+        if (item[0].revents & ZMQ_POLLIN)
+            serve_one(z);
+        for (int i = 0; i < nmon; i++)
+            if (item[1 + i].revents & ZMQ_POLLIN)
+                monitor_one(z, z->mon[i]);
     }
     return NULL;
+}
+
+int zap_watch(zap *z, void *ctx, void *listener)
+{
+    int at = atomic_load(&z->nmon);
+    if (at >= ZAP_MONITORS)
+        return SL_EFULL;
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "inproc://sluice-zap-monitor-%d", at);
+    if (zmq_socket_monitor(listener, endpoint,
+                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0) {
+        log_warn("zap", "cannot monitor the listening socket (%s): handshakes refused inside libzmq go uncounted",
+                 zmq_strerror(zmq_errno()));
+        return SL_EIO;
+    }
+    void *mon = zmq_socket(ctx, ZMQ_PAIR);
+    int linger = 0;
+    if (!mon || zmq_setsockopt(mon, ZMQ_LINGER, &linger, sizeof linger) || zmq_connect(mon, endpoint) != 0) {
+        log_warn("zap", "cannot read the listening socket's monitor (%s)", zmq_strerror(zmq_errno()));
+        if (mon)
+            zmq_close(mon);
+        zmq_socket_monitor(listener, NULL, 0);
+        return SL_EIO;
+    }
+    z->mon[at] = mon;
+    atomic_store(&z->nmon, at + 1); /* hands the socket to the thread */
+    return SL_OK;
 }
 
 int zap_open(void *ctx, zap **out)
@@ -187,6 +264,8 @@ void zap_close(zap **zp)
         return;
     atomic_store(&z->stop, 1);
     pthread_join(z->thread, NULL);
+    for (int i = 0; i < atomic_load(&z->nmon); i++)
+        zmq_close(z->mon[i]);
     zmq_close(z->sock);
     pthread_mutex_destroy(&z->lock);
     free(z->keys);

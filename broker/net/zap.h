@@ -34,7 +34,16 @@ void zap_close(zap **z);
  * the next handshake. Returns SL_OK or SL_ENOMEM (the old set stays). */
 int zap_set_keys(zap *z, const char *const *keys, size_t n);
 
-/* zap_refused returns how many handshakes the handler refused. */
+/* zap_watch counts the handshakes that fail on listener (a bound CURVE
+ * socket of ctx) before ZAP is asked: a client without CURVE, or with the
+ * wrong server key. Call it from the thread that owns listener, before the
+ * socket is closed; zap_close stops the watch. Returns SL_OK, SL_EFULL (two
+ * sockets are watched already) or SL_EIO (logged; the broker runs on, those
+ * refusals uncounted). */
+int zap_watch(zap *z, void *ctx, void *listener);
+
+/* zap_refused returns how many handshakes were refused: by the handler, and
+ * inside libzmq on a watched socket. */
 uint64_t zap_refused(const zap *z);
 
 #endif /* SLUICE_ZAP_H */

@@ -294,7 +294,7 @@ typedef struct queue_fair_tag {
     uint32_t tag;
     int rule;           /* its pattern (tagset index), or TAGSET_NONE */
     int paused;
-    uint64_t depth;     /* ready records, counted up to QUEUE_FAIR_COUNT_MAX */
+    uint64_t depth;     /* ready records, counted up to QUEUE_FAIR_COUNT_MAX (and the budget) */
     uint64_t leased;
     uint64_t oldest_ns; /* enqueue time of its head (wall), 0 when none ready */
 } queue_fair_tag;
@@ -302,8 +302,10 @@ typedef struct queue_fair_tag {
 
 /* queue_fair_tags fills out[0..max) with level's tags, at most max; returns
  * how many there are in all (which may be more). Each tag's depth costs a
- * seek per ready record (up to QUEUE_FAIR_COUNT_MAX). */
-uint32_t queue_fair_tags(queue *q, unsigned level, queue_fair_tag *out, uint32_t max);
+ * seek for its head and a cursor step per ready key (no record read), up to
+ * QUEUE_FAIR_COUNT_MAX a tag and *budget steps in all (*budget goes down by
+ * what was counted; a tag the budget cut has counted 0). */
+uint32_t queue_fair_tags(queue *q, unsigned level, queue_fair_tag *out, uint32_t max, uint64_t *budget);
 
 /* queue_fair_hold names what holds tag of fair level (a pause, its rate, its
  * in-flight cap) at the dispatch's last clock: TAGSET_GO (0) when nothing. */

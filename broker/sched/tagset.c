@@ -85,6 +85,29 @@ int tagset_find(const tagset *s, const char *pattern, size_t len)
     return TAGSET_NONE;
 }
 
+/* is_glob tells whether fnmatch (flags 0) may read ch as more than itself. */
+static int is_glob(char ch)
+{
+    return ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\';
+}
+
+/* literal_ends finds x's literal prefix and suffix: the characters before
+ * its first glob character and after its last. A tag the pattern matches
+ * starts with the one and ends with the other, so a tag that does not is
+ * refused without fnmatch. */
+static void literal_ends(tagset_rule *x)
+{
+    size_t len = strlen(x->pattern), p = 0, q = len;
+    while (p < len && !is_glob(x->pattern[p]))
+        p++;
+    x->literal = p == len;
+    while (q > p && !is_glob(x->pattern[q - 1]))
+        q--;
+    x->len = (uint16_t)len;
+    x->plen = (uint16_t)p;
+    x->slen = (uint16_t)(x->literal ? 0 : len - q);
+}
+
 /* state_follow makes st's buckets follow windows w[0..n) at now_ns. */
 static void state_follow(tagset_state *st, const rl_window *w, unsigned n, uint64_t now_ns)
 {
@@ -116,6 +139,7 @@ int tagset_put(tagset *s, const tagset_rule *r, uint64_t now_ns)
         x = &s->rules[s->n++];
         memset(x, 0, sizeof *x);
         memcpy(x->pattern, r->pattern, len);
+        literal_ends(x);
         x->order = r->order ? r->order : s->next_order;
         if (x->order >= s->next_order)
             s->next_order = x->order + 1;
@@ -199,9 +223,19 @@ int tagset_match(const tagset *s, const char *tag, size_t len)
         len = PROTO_MAX_TAG;
     memcpy(t, tag, len);
     t[len] = '\0';
-    for (unsigned i = 0; i < s->n; i++)
-        if (fnmatch(s->rules[i].pattern, t, 0) == 0)
+    for (unsigned i = 0; i < s->n; i++) {
+        const tagset_rule *x = &s->rules[i];
+        if (x->literal) { /* an exact tag */
+            if (x->plen == len && memcmp(x->pattern, t, len) == 0)
+                return (int)i;
+            continue;
+        }
+        if (x->plen + x->slen > len || memcmp(x->pattern, t, x->plen) != 0 ||
+            memcmp(x->pattern + x->len - x->slen, t + len - x->slen, x->slen) != 0)
+            continue; /* its literal ends do not fit: fnmatch could not match */
+        if (fnmatch(x->pattern, t, 0) == 0)
             return (int)i;
+    }
     return TAGSET_NONE;
 }
 

@@ -17,8 +17,10 @@
  * any change (tagset.gen moves), queue_fair_tags_changed zeroes them and
  * adds each leased tag's count back (tagset_inflight_reset, _add).
  *
- * Costs: tagset_match O(rules + paused) string compares, done once per tag
- * per change (queue_fair.c caches the answer); admit, charge and release
+ * Costs: tagset_match O(rules) compares of a literal prefix and suffix (a
+ * pattern with no glob character is one compare; fnmatch runs only for
+ * patterns whose literal ends fit the tag), done once per tag per change
+ * (queue_fair.c caches the answer); tagset_is_paused O(paused) compares; admit, charge and release
  * O(windows) plus one hash lookup with --each.
  */
 #ifndef SLUICE_TAGSET_H
@@ -46,6 +48,8 @@ typedef struct tagset_state {
 /* One pattern and its settings (the first five persisted). */
 typedef struct tagset_rule {
     char pattern[PROTO_MAX_TAG + 1];
+    uint16_t len, plen, slen; /* its length, its literal prefix and suffix (no glob character) */
+    uint8_t literal;        /* no glob character at all: an exact tag */
     uint32_t order;         /* its place: first set, first matched */
     uint32_t weight;        /* 1..TAGSET_MAX_WEIGHT */
     uint32_t max_inflight;  /* 0: no cap */

@@ -433,6 +433,52 @@ static void plaintext_client_is_refused(void **state)
     rig_destroy(&r);
 }
 
+/* refused_grows waits up to 5 s for handshakes_refused to pass before. */
+static uint64_t refused_grows(const rig *r, uint64_t before)
+{
+    uint64_t now = before;
+    for (uint64_t until = th_now_ms() + 5000; now <= before && th_now_ms() < until; usleep(20000))
+        now = stats_as_admin(r).handshakes_refused;
+    return now;
+}
+
+/* Every refused client is counted in handshakes_refused, whichever way it
+ * was refused: by ZAP (a key not in the auth file), or inside libzmq before
+ * ZAP is asked (a plaintext client: mechanism mismatch; a CURVE client with
+ * the wrong server key: its HELLO cannot be opened). Before, only the first
+ * of the three counted. */
+static void every_refused_client_is_counted(void **state)
+{
+    (void)state;
+    rig *r = rig_new(1);
+    uint64_t before = stats_as_admin(r).handshakes_refused, now;
+    sl_client *c = client_as(r, &r->k[K_STRANGER], 2000);
+    put(c, 2, NULL);
+    sl_close(&c);
+    now = refused_grows(r, before);
+    assert_true(now > before);
+    before = now;
+    c = client_as(r, NULL, 2000); /* plaintext */
+    put(c, 2, NULL);
+    sl_close(&c);
+    now = refused_grows(r, before);
+    if (now <= before)
+        fail_msg("a plaintext client's refusal is not counted (%llu)", (unsigned long long)now);
+    before = now;
+    sl_options o = {.timeout_ms = 1000, .heartbeat_ms = 200, .server_key = r->k[K_ADMIN].pub,
+                    .public_key = r->k[K_ADMIN].pub, .secret_key = r->k[K_ADMIN].sec}; /* not the broker's key */
+    assert_int_equal(sl_connect(r->b.endpoint, &o, &c), SL_OK);
+    put(c, 2, NULL);
+    sl_close(&c);
+    now = refused_grows(r, before);
+    if (now <= before)
+        fail_msg("a client with the wrong server key is not counted (%llu)", (unsigned long long)now);
+    sl_stats st = stats_as_admin(r);
+    for (unsigned l = 0; l < st.nlevels; l++)
+        assert_int_equal(st.level[l].enqueued, 0);
+    rig_destroy(&r);
+}
+
 /* A client cannot name itself: libzmq will not send a User-Id property, and
  * a look-alike property is not the ZAP handler's User-Id. */
 static void forged_user_id_is_refused(void **state)
@@ -742,6 +788,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(role_matrix_every_command_every_role, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(unknown_key_is_refused_at_the_handshake, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(plaintext_client_is_refused, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(every_refused_client_is_counted, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(forged_user_id_is_refused, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(revocation_by_sighup_refuses_the_next_command, th_timeout_arm,
                                         th_timeout_disarm),

@@ -3,7 +3,9 @@
  * goes on serving: garbage on the wire (raw ZeroMQ: text, lying lengths,
  * deep nesting, unknown and broker-only types, extra frames) gets a typed
  * error each and is counted once; times on the wire that would overflow are
- * refused with SL_EINVAL while the maximum works; str fields that are not
+ * refused with SL_EINVAL while the maximum works, the admin commands'
+ * durations (level.set deadline_ms and aging_ms, pool.autoscale
+ * target_wait_ms, dead.purge older_than_ms) too; str fields that are not
  * UTF-8 are refused by the decoder with SL_EPROTO, bodies stay bytes.
  */
 #include <setjmp.h>
@@ -19,6 +21,7 @@
 
 #include "harness.h"
 #include "sluice.h"
+#include "sluice_admin.h"
 
 /* put publishes body synchronously and returns its id, which is never 0. */
 static uint64_t put(sl_client *c, int level, const char *body)
@@ -160,6 +163,43 @@ static void huge_times_are_refused_and_the_maximum_works(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* The admin commands' durations are bounded as a message's are: a deadline,
+ * an aging step, an autoscale target wait or a purge's age past ten years is
+ * refused with SL_EINVAL and changes nothing. Before, level.set deadline_ms
+ * = 2^64-2 wrapped in nanoseconds and every message of the level was overdue
+ * at once. The maximum itself is taken. */
+static void huge_admin_times_are_refused(void **state)
+{
+    (void)state;
+    th_fixture *f = NULL;
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    assert_int_equal(sl_level_set(f->c, 2, 60000, 30000), SL_OK);
+    assert_int_equal(sl_level_set(f->c, 2, UINT64_MAX - 1, SL_UNCHANGED), SL_EINVAL);
+    assert_non_null(strstr(sl_last_error(f->c), "deadline_ms must be at most"));
+    assert_int_equal(sl_level_set(f->c, 2, PROTO_MAX_TIME_MS + 1, SL_UNCHANGED), SL_EINVAL);
+    assert_int_equal(sl_level_set(f->c, 2, SL_UNCHANGED, UINT64_C(1) << 60), SL_EINVAL);
+    sl_level_info lv[SL_MAX_LEVELS];
+    unsigned n = 0;
+    assert_int_equal(sl_level_list(f->c, lv, &n), SL_OK);
+    assert_int_equal(lv[2].deadline_ms, 60000); /* nothing changed */
+    assert_int_equal(lv[2].aging_ms, 30000);
+    assert_int_equal(sl_level_set(f->c, 2, PROTO_MAX_TIME_MS, PROTO_MAX_TIME_MS), SL_OK);
+    assert_int_equal(sl_pool_resize(f->c, "p", 4), SL_OK);
+    assert_int_equal(sl_pool_autoscale(f->c, "p", 1, 4, UINT64_MAX - 1, 1), SL_EINVAL);
+    uint64_t after = 0, purged = 0;
+    assert_int_equal(sl_dead_purge(f->c, 1, UINT64_MAX - 1, 10, &after, &purged), SL_EINVAL);
+    assert_int_equal(sl_dead_purge(f->c, 1, PROTO_MAX_TIME_MS, 10, &after, &purged), SL_OK);
+    /* a message of that level is not overdue: it still waits behind a higher one */
+    put(f->c, 2, "low");
+    put(f->c, 0, "high");
+    assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(f->c, 5000, &d), SL_OK);
+    assert_int_equal(d->level, 0);
+    sl_delivery_free(&d);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 /* A str field that is not well-formed UTF-8 is refused by the decoder with
  * SL_EPROTO: before, a tag of arbitrary bytes was stored and sent on to
  * consumers as a msgpack str. A body stays bytes; UTF-8 tags pass through. */
@@ -210,6 +250,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(huge_times_are_refused_and_the_maximum_works, th_timeout_arm,
                                         th_timeout_disarm),
         cmocka_unit_test_setup_teardown(str_fields_must_be_utf8, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(huge_admin_times_are_refused, th_timeout_arm, th_timeout_disarm),
     };
     th_seed();
     return cmocka_run_group_tests_name("bad_input", tests, NULL, NULL);

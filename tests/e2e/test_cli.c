@@ -8,6 +8,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <limits.h>
@@ -227,6 +228,61 @@ static void errors_have_documented_exit_codes(void **state)
     uint64_t t0 = th_now_ms();
     assert_int_equal(th_run(unreachable, NULL, out, sizeof out), 1);
     assert_true(th_now_ms() - t0 < 10000);
+    /* nothing listening on a tcp port: refused, said within about 0.5 s
+     * (the socket monitor sees it), not after the 10 s timeout */
+    uint16_t port = 0;
+    int held = th_loopback_socket(false, &port); /* bound, not listening: refuses */
+    assert_true(held >= 0);
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", (unsigned)port);
+    const char *refused[] = {"/bin/sh", "-c", "\"$0\" -b \"$1\" --timeout 10000 stats 2>&1", th_bin("sluice"), ep, NULL};
+    t0 = th_now_ms();
+    assert_int_equal(th_run(refused, NULL, out, sizeof out), 1);
+    uint64_t took = th_now_ms() - t0;
+    print_message("a refused tcp connection reported in %llu ms\n", (unsigned long long)took);
+    assert_true(took < 2000);
+    assert_non_null(strstr(out, "(connection refused); is sluiced running?"));
+    close(held);
+}
+
+/* stats fits 100 columns, --wide has every counter, and a level with
+ * nothing ready shows its OLDEST as "-" (not "0s"), in level list too. */
+static void stats_fits_100_columns(void **state)
+{
+    (void)state;
+    th_broker *b = NULL;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    const char *send[] = {th_bin("sluice"), "-b", b->endpoint, "send", "-p", "high", "waiting", NULL};
+    assert_int_equal(th_run(send, NULL, out, sizeof out), 0);
+    const char *stats[] = {th_bin("sluice"), "-b", b->endpoint, "stats", NULL};
+    assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
+    for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strlen(line) > 100)
+            fail_msg("stats: a line of %zu columns: %s", strlen(line), line);
+        char lv[16], name[32], oldest[16];
+        unsigned long depth, inflight, delayed, dead;
+        if (sscanf(line, "%15s %31s %lu %lu %lu %lu %15s", lv, name, &depth, &inflight, &delayed, &dead, oldest) == 7) {
+            if (strcmp(name, "low") == 0)
+                assert_string_equal(oldest, "-"); /* empty */
+            if (strcmp(name, "high") == 0)
+                assert_true(oldest[0] >= '0' && oldest[0] <= '9');
+        }
+    }
+    assert_int_equal(th_run(stats, NULL, out, sizeof out), 0);
+    assert_null(strstr(out, "PRIO"));
+    assert_non_null(strstr(out, "THROTTLED"));
+    const char *wide[] = {th_bin("sluice"), "-b", b->endpoint, "stats", "--wide", NULL};
+    assert_int_equal(th_run(wide, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "PRIO"));
+    assert_non_null(strstr(out, "BY-TAG"));
+    const char *levels[] = {th_bin("sluice"), "-b", b->endpoint, "level", "list", NULL};
+    assert_int_equal(th_run(levels, NULL, out, sizeof out), 0);
+    char *low = strstr(out, "\n2 ");
+    assert_non_null(low);
+    char f[7][32];
+    assert_int_equal(sscanf(low, "%31s %31s %31s %31s %31s %31s %31s", f[0], f[1], f[2], f[3], f[4], f[5], f[6]), 7);
+    assert_string_equal(f[1], "low");
+    assert_string_equal(f[6], "-"); /* OLDEST of an empty level */
+    assert_int_equal(th_broker_destroy(&b), 0);
 }
 
 /* level set --fair: a level served fair by tag as typed, a bad value a
@@ -419,6 +475,7 @@ int main(void)
         cmocka_unit_test(several_windows_as_typed),
         cmocka_unit_test(errors_have_documented_exit_codes),
         cmocka_unit_test(level_set_fair_as_typed),
+        cmocka_unit_test(stats_fits_100_columns),
         cmocka_unit_test(global_options_work_after_the_command),
         cmocka_unit_test(sluiced_rejects_bad_settings),
         cmocka_unit_test(sluiced_says_why_a_setting_is_out_of_bounds),

@@ -300,6 +300,17 @@ static void kill9_mid_requeue_loses_and_duplicates_nothing(void **state)
         }
     assert_int_equal(queued + left, MANY);
     assert_true(queued > 0 && left > 0);
+    /* the command said how many it had requeued before it lost the broker:
+     * every chunk it counted is in the store, and at most the chunk whose
+     * answer was lost besides */
+    static char said[1 << 14];
+    th_read_file(log, said, sizeof said);
+    const char *at = strstr(said, "stopped after requeuing ");
+    if (!at)
+        fail_msg("the interrupted requeue did not say how many moved:\n%s", said);
+    uint64_t told = strtoull(at + strlen("stopped after requeuing "), NULL, 10);
+    print_message("the command said %" PRIu64 " requeued, the store holds %" PRIu64 "\n", told, queued);
+    assert_true(told <= queued && queued <= told + 1000);
 
     /* running it again finishes the job */
     assert_int_equal(th_broker_start(&b), SL_OK);
@@ -331,6 +342,46 @@ static void kill9_mid_requeue_loses_and_duplicates_nothing(void **state)
     for (unsigned id = 1; id <= MANY; id++)
         assert_int_equal(seen[id], 1);
     free(seen);
+    th_broker_fini(&b);
+}
+
+/* Ctrl-C in the middle of a requeue stops it between chunks and says how
+ * many moved: exactly those now back in their level. */
+static void interrupted_requeue_says_how_many_moved(void **state)
+{
+    (void)state;
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), SL_OK);
+    bury_many(b.data, 1, MANY, wall_ns());
+    assert_int_equal(th_broker_start(&b), SL_OK);
+    sl_client *c = th_client(&b, 5000);
+    char out[400], err[400];
+    snprintf(out, sizeof out, "%s/requeue.out", b.dir);
+    snprintf(err, sizeof err, "%s/requeue.err", b.dir);
+    const char *argv[] = {th_bin("sluice"), "-b", b.endpoint, "dead", "requeue", "normal", NULL};
+    proc_spec spec = {.argv = argv, .out_path = out, .err_path = err, .truncate = true, .null_stdin = true,
+                      .die_with_parent = true};
+    proc p;
+    assert_int_equal(proc_start(&p, "requeue", &spec), 0);
+    uint64_t dead = MANY, until = th_now_ms() + 60000;
+    while (th_now_ms() < until && (dead = level_stats(c, 1).dead) > MANY / 4 * 3)
+        usleep(2000);
+    assert_true(dead < MANY);
+    assert_int_equal(kill(p.pid, SIGINT), 0);
+    assert_int_equal(proc_wait(&p, 20000), 1);
+    static char said[1 << 14];
+    th_read_file(err, said, sizeof said);
+    const char *at = strstr(said, "interrupted after requeuing ");
+    if (!at)
+        fail_msg("no count after Ctrl-C:\n%s", said);
+    uint64_t told = strtoull(at + strlen("interrupted after requeuing "), NULL, 10);
+    sl_level_stats ls = level_stats(c, 1);
+    print_message("interrupted with %" PRIu64 " requeued, %" PRIu64 " still dead\n", told, ls.dead);
+    assert_true(told > 0 && told < MANY);
+    assert_int_equal(ls.depth, told);
+    assert_int_equal(ls.dead + told, MANY);
+    sl_close(&c);
+    assert_int_equal(th_broker_stop(&b), 0);
     th_broker_fini(&b);
 }
 
@@ -428,6 +479,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(commands_list_peek_requeue_and_purge, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(interrupted_requeue_says_how_many_moved, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(kill9_mid_requeue_loses_and_duplicates_nothing, th_timeout_arm,
                                         th_timeout_disarm),
         cmocka_unit_test_setup_teardown(purge_of_many_goes_by_chunks, th_timeout_arm, th_timeout_disarm),

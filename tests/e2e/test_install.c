@@ -27,6 +27,7 @@
  */
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -256,8 +257,8 @@ static void make_install_elsewhere_names_its_own_paths(void **state)
 }
 
 /* options_in_page checks that every --option of help is in page (as roff
- * writes it, \-\-option). */
-static void options_in_page(const char *help, const char *page, const char *what)
+ * writes it, \-\-option), and that help has at least min of them. */
+static void options_in_page(const char *help, const char *page, const char *what, unsigned min)
 {
     unsigned n = 0;
     for (const char *p = strstr(help, "--"); p; p = strstr(p + 2, "--")) {
@@ -275,7 +276,7 @@ static void options_in_page(const char *help, const char *page, const char *what
             fail_msg("%s: --%.*s is in --help but not in the man page", what, (int)len, p + 2);
         n++;
     }
-    assert_true(n >= 10);
+    assert_true(n >= min);
 }
 
 static void man_pages_follow_help(void **state)
@@ -285,10 +286,13 @@ static void man_pages_follow_help(void **state)
     for (size_t i = 0; i < NPAGES; i++) {
         if (!pages[i].program[0])
             continue;
-        const char *argv[] = {th_bin(pages[i].program), "--help", NULL};
+        /* sluice --help is an overview; its page is made from `sluice help --all` */
+        bool sluice = strcmp(pages[i].program, "sluice") == 0;
+        const char *argv[] = {th_bin(pages[i].program), sluice ? "help" : "--help", sluice ? "--all" : NULL,
+                              NULL};
         assert_int_equal(th_run(argv, NULL, help, sizeof help), 0);
         read_page(i, page, sizeof page);
-        options_in_page(help, page, pages[i].file);
+        options_in_page(help, page, pages[i].file, 10);
     }
 
     /* the pages sluiced writes are the built ones */
@@ -301,19 +305,32 @@ static void man_pages_follow_help(void **state)
             fail_msg("sluiced %s is not the built %s", man_args[i], pages[i].file);
     }
 
-    /* every command of sluice --help has its entry in sluice(1) */
+    /* every command of sluice --help's list has its entry in sluice(1), and
+     * every option of its own --help is in the page */
     const char *sluice_help[] = {th_bin("sluice"), "--help", NULL};
     assert_int_equal(th_run(sluice_help, NULL, help, sizeof help), 0);
     read_page(2, page, sizeof page);
-    for (const char *p = strstr(help, "\n  sluice "); p; p = strstr(p + 1, "\n  sluice ")) {
+    const char *list = strstr(help, "\nCommands:\n");
+    assert_non_null(list);
+    unsigned commands = 0;
+    /* the list: "  NAME  what it does" lines up to a blank line */
+    for (const char *p = strchr(list + 1, '\n'); p && strncmp(p, "\n  ", 3) == 0; p = strchr(p + 1, '\n')) {
         char cmd[64];
-        if (sscanf(p + 10, "%63s", cmd) == 1) {
-            char entry[96];
-            snprintf(entry, sizeof entry, "sluice %s", cmd);
-            if (!strstr(page, entry))
-                fail_msg("sluice(1) lacks the command '%s'", cmd);
+        if (sscanf(p + 3, "%63s", cmd) != 1)
+            break;
+        char entry[96];
+        snprintf(entry, sizeof entry, "sluice %s", cmd);
+        if (!strstr(page, entry))
+            fail_msg("sluice(1) lacks the command '%s'", cmd);
+        static char own[1 << 14];
+        const char *argv[] = {th_bin("sluice"), cmd, "--help", NULL};
+        if (strcmp(cmd, "bench") != 0) { /* bench --help is sluice-bench's */
+            assert_int_equal(th_run(argv, NULL, own, sizeof own), 0);
+            options_in_page(own, page, entry, 1);
         }
+        commands++;
     }
+    assert_true(commands >= 12);
 }
 
 /* render writes page (a path) as man shows it at 80 columns into out;

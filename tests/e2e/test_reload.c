@@ -3,7 +3,8 @@
  * --log-file: a live setting changed in the file applies to what comes next
  * (the lease of the next delivery), a setting that needs a restart is named
  * and kept, a file that no longer parses changes nothing, the command line
- * still wins over the file, and a rotated log file is reopened.
+ * still wins over the file, a rotated log file is reopened, and a storm of
+ * SIGHUPs is coalesced into a reload or two.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -113,12 +114,63 @@ static void sighup_rereads_live_settings_and_reopens_the_log(void **state)
     th_broker_fini(&b);
 }
 
+/* 2,000 SIGHUPs in a burst are a reload or two and a handful of log lines
+ * (coalesced, at most one reload a second), and the last one is answered:
+ * a change written before it applies. Before, each SIGHUP was a reload of
+ * its own and three log lines. */
+static void a_sighup_storm_is_coalesced(void **state)
+{
+    (void)state;
+    th_broker b;
+    assert_int_equal(th_broker_init(&b, NULL), 0);
+    char ini[400], logp[400];
+    snprintf(ini, sizeof ini, "%s/sluice.conf", b.dir);
+    snprintf(logp, sizeof logp, "%s/broker.log", b.dir);
+    write_file(ini, "[leases]\nlease_ms = 30000\n");
+    const char *extra[] = {"--config", ini, "--log-file", logp, NULL};
+    for (int i = 0; extra[i]; i++)
+        b.extra[i] = extra[i];
+    assert_int_equal(th_broker_start(&b), 0);
+    static char log[1 << 20];
+    th_read_file(logp, log, sizeof log);
+    unsigned lines0 = occurrences(log, "\n");
+    for (int i = 0; i < 1999; i++) {
+        assert_int_equal(kill(b.pid, SIGHUP), 0);
+        if (i % 50 == 0)
+            usleep(1000); /* let the broker run between bursts: signals are not all merged by the kernel */
+    }
+    write_file(ini, "[leases]\nlease_ms = 7000\n");
+    assert_int_equal(kill(b.pid, SIGHUP), 0); /* the 2,000th, after the change */
+    /* its reload: the change applied (within the second it may be deferred) */
+    for (uint64_t until = th_now_ms() + 10000; th_now_ms() < until; usleep(20 * 1000)) {
+        th_read_file(logp, log, sizeof log);
+        if (strstr(log, "lease_ms: 30000 -> 7000"))
+            break;
+    }
+    assert_non_null(strstr(log, "lease_ms: 30000 -> 7000"));
+    usleep(1500 * 1000); /* a second reload, had one been left, would be logged by now */
+    th_read_file(logp, log, sizeof log);
+    unsigned lines = occurrences(log, "\n") - lines0, reloads = occurrences(log, "reload: done");
+    if (lines > 30 || reloads > 10)
+        fail_msg("2,000 SIGHUPs gave %u log lines and %u reloads:\n%s", lines, reloads, log);
+    assert_non_null(strstr(log, "SIGHUPs answered by this reload"));
+    sl_client *c = th_client(&b, 5000);
+    sl_client *w = th_client(&b, 5000);
+    assert_int_equal(sl_subscribe(w, NULL, NULL, 0, 1), SL_OK);
+    assert_int_equal(lease_of_next_delivery(c, w), 7000);
+    sl_close(&w);
+    sl_close(&c);
+    assert_int_equal(th_broker_stop(&b), 0);
+    th_broker_fini(&b);
+}
+
 int main(void)
 {
     th_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(sighup_rereads_live_settings_and_reopens_the_log, th_timeout_arm,
                                         th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(a_sighup_storm_is_coalesced, th_timeout_arm, th_timeout_disarm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

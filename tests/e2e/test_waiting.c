@@ -129,7 +129,7 @@ static void peek_reads_without_taking_and_skips_the_leased(void **state)
     char out[8192], id[32];
     sluice(&f->b, out, sizeof out, 0, "peek", "normal", NULL);
     assert_non_null(strstr(out, "ATTEMPTS"));
-    assert_non_null(strstr(out, "x\\x1b[31my\\x07z"));
+    assert_non_null(strstr(out, "x\\e[31my\\x07z"));
     assert_null(strchr(out, '\x1b'));
     snprintf(id, sizeof id, "%" PRIu64, a1);
     assert_null(strstr(out, "first")); /* the leased one is not waiting */
@@ -137,7 +137,7 @@ static void peek_reads_without_taking_and_skips_the_leased(void **state)
     snprintf(id, sizeof id, "{\"id\":%" PRIu64 ",", b1);
     assert_non_null(strstr(out, id));
     assert_non_null(strstr(out, "\"level\":\"normal\",\"tag\":\"b\",\"attempts\":0,\"age_ms\":"));
-    assert_non_null(strstr(out, "\"body_preview\":\"x\\\\x1b[31my\\\\x07z\""));
+    assert_non_null(strstr(out, "\"body_preview\":\"x\\\\e[31my\\\\x07z\""));
     sluice(&f->b, out, sizeof out, 0, "peek", "normal", "--limit", "1", NULL);
     assert_non_null(strstr(out, "second"));
     assert_null(strstr(out, "third"));

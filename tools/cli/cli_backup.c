@@ -32,6 +32,33 @@
 
 #include "cli_text.h"
 
+const cli_core_help cli_backup_help = {
+    .summary = "copy a running broker's store into a directory",
+    .body =
+        "  sluice backup --to DIR [--json]\n"
+        "  sluice backup status [--json]\n"
+        "      Copy the running broker's store into DIR on the broker's machine (new,\n"
+        "      or empty; a relative DIR is taken from here), consistent as of a\n"
+        "      checkpoint made first, while the broker serves; 'sluiced --data DIR'\n"
+        "      opens the copy. Waits until the copy is done; 'status' shows the last\n"
+        "      one.\n"
+        "      --to DIR             where the copy goes\n"
+        "      --json               the result as an object\n",
+    .examples =
+        "  sluice backup --to /var/backups/sluice/today  a hot copy\n",
+};
+
+const cli_core_help cli_settings_help = {
+    .summary = "print the running settings as sluice.conf declarations",
+    .body =
+        "  sluice settings export\n"
+        "      Print the running settings of the sink, levels, pools and tags as\n"
+        "      sluice.conf declarations ([sink], [level NAME], [pool NAME],\n"
+        "      [tag \"P\"]), which a broker started with that file applies.\n",
+    .examples =
+        "  sluice settings export >> /etc/sluice/sluice.conf\n",
+};
+
 #define POLL_MS 100
 
 enum { OPT_TO = 256, OPT_JSON };
@@ -90,7 +117,7 @@ int cli_backup_main(cli_core *g, const char *cmd, int argc, char **argv)
         switch (ch) {
         case OPT_TO: to = optarg; break;
         case OPT_JSON: json = true; break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
@@ -151,11 +178,7 @@ static int settings_export(cli_core *g, const char *cmd, int argc, char **argv)
 int cli_settings_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
-        {"export", settings_export},
+        {"export", settings_export, &cli_settings_help},
     };
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(g->help, stdout);
-        return cli_core_output_done(cmd);
-    }
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

@@ -85,6 +85,66 @@
 #include "httpc.h"
 #include "cli_text.h"
 
+/* `sluice consume --help`; the layout is cli_core.h's */
+const cli_core_help cli_consume_help = {
+    .summary = "receive messages: print them, run a command or POST them",
+    .body =
+        "  sluice consume [--pool NAME] [-p LEVELS] [-n COUNT] [--workers N]\n"
+        "                 [-c CREDIT] [--exec CMD | --post URL [--header H]...\n"
+        "                 [--http-timeout DURATION] [--tag-limit-header NAME[=VALUE]]]\n"
+        "                 [--verbose] [--idle-exit DURATION]\n"
+        "      Receive messages, print each body on its own line, and acknowledge it\n"
+        "      once printed. Runs until SIGINT or SIGTERM unless -n or --idle-exit\n"
+        "      ends it; messages in progress are then settled, the others return to\n"
+        "      the broker (a second signal stops at once). A broker that stalls for\n"
+        "      up to a minute keeps the connection; one that restarts or is gone\n"
+        "      longer is said on standard error and reconnected to (every 0.1 s) for\n"
+        "      up to 10 minutes before consume exits 1; what was not settled is\n"
+        "      delivered again. With -b A,B: one consumer per broker.\n"
+        "      --pool NAME          consumer pool to join (default: \"default\")\n"
+        "      -p, --levels LEVELS  comma-separated level names or numbers, such as\n"
+        "                           high,normal or 0,2 (default: all levels)\n"
+        "      -n, --count COUNT    stop after COUNT messages acked, nacked or\n"
+        "                           returned as throttled\n"
+        "      --workers N          process up to N messages at once, each in its own\n"
+        "                           thread (default 1, at most 256); with a pool size,\n"
+        "                           the workers follow this member's share of it\n"
+        "      -c, --credit CREDIT  deliveries to hold unacknowledged at once, those\n"
+        "                           waiting for a worker included (default: the\n"
+        "                           number of workers; at most 100000)\n"
+        "      --exec CMD           run /bin/sh -c CMD for each message with the body\n"
+        "                           on its standard input: exit 0 acks it; 65 (it can\n"
+        "                           never succeed) rejects it, a dead letter at once\n"
+        "                           whose reason keeps the status and the last line\n"
+        "                           of standard error; 75 (the sink said \"too many\n"
+        "                           requests\") returns it uncharged, and the broker\n"
+        "                           pauses and slows the sink; 76 does that for its\n"
+        "                           tag alone; anything else nacks it with --post's\n"
+        "                           backoff. Bodies are not printed.\n"
+        "      --post URL           POST each body to URL (http or https): 2xx acks;\n"
+        "                           429 or 503 returns it as throttled, honouring\n"
+        "                           Retry-After; another 5xx, no answer or a timeout\n"
+        "                           nacks with backoff (0.5 s doubling, at most 60 s);\n"
+        "                           another 4xx rejects it to the dead letters.\n"
+        "      --header 'Name: value'  add a request header (repeatable)\n"
+        "      --http-timeout DURATION  limit for each request (default 10s; a plain\n"
+        "                           number is milliseconds)\n"
+        "      --tag-limit-header NAME[=VALUE]\n"
+        "                           a 429 or 503 carrying header NAME (with VALUE, any\n"
+        "                           case) hit a per-tag limit: the message returns as\n"
+        "                           throttled for its tag alone (as exit 76 of --exec)\n"
+        "      -v, --verbose        prefix each body with\n"
+        "                           \"id=ID level=NAME tag=TAG attempt=N \" (and\n"
+        "                           \"cost=N \" when not 1); with --post, say what each\n"
+        "                           429 and 5xx did\n"
+        "      --idle-exit DURATION  exit once no message has arrived or been in\n"
+        "                           progress for this long (milliseconds, or 2s, 5m)\n",
+    .examples =
+        "  sluice consume -p high,normal --exec ./job.sh --idle-exit 2s\n"
+        "  sluice consume --pool render --workers 4 --exec ./render.sh\n"
+        "  sluice consume --post http://127.0.0.1:8080/jobs --workers 8\n",
+};
+
 #define MAX_CREDIT    100000 /* the broker's cap per connection */
 #define MAX_WORKERS   256    /* threads, whatever the share */
 #define RECV_SLICE_MS 200    /* how often the loop looks at signals and the share */
@@ -92,6 +152,7 @@
 #define MAX_HEADERS   64     /* --header options */
 #define FLUSH_MS      5000   /* at the end, the longest wait for settlements' answers */
 #define WARM_WAIT_MS  5000   /* the longest wait for workers opening their connections */
+#define RECONNECT_LIMIT_MS (10 * 60 * 1000) /* a broker gone this long ends consume (exit 1) */
 
 /* Long-only options get values outside the char range. */
 enum {
@@ -176,10 +237,46 @@ static int consume_settle(consumer *k, const job *j, int outcome)
                      sl_last_error(k->g->c));
         return 0;
     }
+    if (rc == SL_ECONNECT) {
+        /* settlements sent on a connection that was lost: the broker delivers
+         * their messages again; this consumer goes on once it is back */
+        cli_text_say(k->cmd, "lost the connection to the broker: %s; going on", sl_last_error(k->g->c));
+        return 0;
+    }
     if (rc) {
         char context[64];
         snprintf(context, sizeof context, "%s of message %" PRIu64, verb[outcome], d->id);
         return cli_core_broker_error(k->g, k->cmd, rc, context, NULL);
+    }
+    return 0;
+}
+
+/* consume_watch says when the broker stops answering and when it is back,
+ * and gives up (exit 1) once it has been gone for RECONNECT_LIMIT_MS.
+ * ZeroMQ reconnects by itself; the subscription and credit are renewed on
+ * the new connection. Returns 0 or an exit status. */
+static int consume_watch(consumer *k)
+{
+    int64_t now = cli_core_now_ms();
+    if (sl_connected(k->g->c)) {
+        if (k->lost_ms)
+            cli_text_say(k->cmd, "the broker at %s is back after %.1f s; going on", k->g->endpoint,
+                         (double)(now - k->lost_ms) / 1000.0);
+        k->lost_ms = 0;
+        k->was_connected = true;
+        return 0;
+    }
+    if (!k->was_connected)
+        return 0; /* not seen up yet (the subscription's answer came, so it is) */
+    if (!k->lost_ms) {
+        k->lost_ms = now;
+        cli_text_say(k->cmd, "the broker at %s does not answer (stopped, restarting or stalled); reconnecting "
+                             "for up to %d minutes",
+                     k->g->endpoint, RECONNECT_LIMIT_MS / 60000);
+    } else if (now - k->lost_ms >= RECONNECT_LIMIT_MS) {
+        cli_text_say(k->cmd, "the broker at %s has not answered for %d minutes; giving up", k->g->endpoint,
+                     RECONNECT_LIMIT_MS / 60000);
+        return CLI_TEXT_EXIT_FAILURE;
     }
     return 0;
 }
@@ -300,6 +397,10 @@ static int consume_loop(consumer *k, cli_crew *crew, long count, long idle_ms)
         }
         sl_delivery *d = NULL;
         int rc = sl_recv(k->g->c, slice_ms, &d);
+        if ((st = consume_watch(k))) {
+            sl_delivery_free(&d); /* unsettled: it returns to the broker */
+            break;
+        }
         if (k->http)
             cli_post_follow(&k->post, k->g->c, k->cmd, k->verbose);
         if (rc == SL_OK && !k->exec && !k->http) {
@@ -443,6 +544,7 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
     long count = 0, credit = 1, workers = 1, idle_ms = 0;
     long http_timeout_ms = HTTPC_TIMEOUT_MS_DEFAULT;
     bool http_timeout_set = false;
+    uint64_t duration;
     int ch;
     optind = 0;
     while ((ch = getopt_long(argc, argv, ":p:n:c:vh", opts, NULL)) != -1) {
@@ -477,21 +579,24 @@ int cli_consume_main(cli_core *g, const char *cmd, int argc, char **argv)
             headers[nheaders++] = optarg;
             break;
         case OPT_HTTP_TIMEOUT:
-            if (!cli_text_number_parse(optarg, 1, HTTPC_TIMEOUT_MS_MAX, &http_timeout_ms))
+            if (!cli_text_duration_parse(optarg, 1, false, HTTPC_TIMEOUT_MS_MAX, &duration) ||
+                !duration)
                 return cli_text_usage_error(cmd,
                                             "bad --http-timeout '%s' (expected 1 to %d "
-                                            "milliseconds)",
+                                            "milliseconds, or 30s)",
                                             optarg, HTTPC_TIMEOUT_MS_MAX);
+            http_timeout_ms = (long)duration;
             http_timeout_set = true;
             break;
         case OPT_TAG_LIMIT: tag_limit = optarg; break;
         case 'v': k.verbose = true; break;
         case OPT_IDLE_EXIT:
-            if (!cli_text_number_parse(optarg, 1, INT_MAX, &idle_ms))
-                return cli_text_usage_error(cmd, "bad --idle-exit '%s' (expected milliseconds)",
+            if (!cli_text_duration_parse(optarg, 1, false, INT_MAX, &duration) || !duration)
+                return cli_text_usage_error(cmd, "bad --idle-exit '%s' (expected milliseconds, or 2s, 5m)",
                                             optarg);
+            idle_ms = (long)duration;
             break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }

@@ -6,6 +6,9 @@
 
 #include "cli_core.h"
 
+/* cli_consume_help is `sluice consume --help`. */
+extern const cli_core_help cli_consume_help;
+
 /* What a worker made of a delivery; the main thread settles it so.
  * THROTTLED_TAG: THROTTLED for the delivery's tag alone (SL_SCOPE_TAG). */
 enum {

@@ -3,14 +3,27 @@
  * the broker shares its sink, the lease's state and Redis's reachability,
  * slices held, the reserved and granted rates, when the grant expires, the
  * epoch, and whether the operator's rule (every reserved rate together no
- * more than the sink's limit) holds.
+ * more than the sink's limit) holds: "learning" while it cannot be told
+ * (Redis's first lease period, or a limit set on another broker that has
+ * not reached this one yet: within its next renewal, TTL/3), never a false
+ * "DOES NOT FIT".
  */
 #include "cli_coord.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli_text.h"
+
+/* learning tells whether c cannot judge the reserved rates yet: Redis's
+ * first lease period (state "learning"), or no limit known here yet (set on
+ * another broker, it arrives with this one's next renewal). */
+static bool learning(const sl_coord_info *c)
+{
+    return strcmp(c->state, "learning") == 0 || c->limit_milli == 0;
+}
 
 void cli_coord_json(const sl_coord_info *c)
 {
@@ -26,7 +39,7 @@ void cli_coord_json(const sl_coord_info *c)
            ",\"brokers\":%" PRIu64 ",\"redis_ops\":%" PRIu64 "}",
            c->reachable ? "true" : "false", c->slices_held, c->slices, c->reserved_milli, c->granted_milli,
            c->lease_left_ms, c->epoch, c->limit_milli, c->sum_reserved_milli,
-           c->sum_reserved_milli <= c->limit_milli ? "true" : "false", c->brokers, c->ops);
+           learning(c) ? "null" : c->sum_reserved_milli <= c->limit_milli ? "true" : "false", c->brokers, c->ops);
 }
 
 void cli_coord_print(const sl_coord_info *c)
@@ -44,6 +57,7 @@ void cli_coord_print(const sl_coord_info *c)
            c->slices, c->lease_left_ms);
     printf("reserved   %s + granted %s\n", reserved, granted);
     printf("limit      %s for %" PRIu64 " brokers; reserved in all %s: %s\n", limit, c->brokers, sum,
-           c->sum_reserved_milli <= c->limit_milli ? "fits (reserved + shared <= limit)"
-                                                   : "DOES NOT FIT: lower --reserved-rate or raise the rate");
+           learning(c) ? "learning (the limit and the brokers are known after the first lease period)"
+           : c->sum_reserved_milli <= c->limit_milli ? "fits (reserved + shared <= limit)"
+                                                     : "DOES NOT FIT: lower --reserved-rate or raise the rate");
 }

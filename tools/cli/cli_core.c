@@ -20,18 +20,80 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli_text.h"
 
+void cli_core_help_print(const cli_core_help *h, FILE *out)
+{
+    fprintf(out, "Usage:\n%s", h->body);
+    if (h->examples)
+        fprintf(out, "\nExamples:\n%s", h->examples);
+    fputs("\nGlobal options (-b, --timeout, --client-key, --server-key) and exit status:\n"
+          "'sluice --help'. Every command's help: 'sluice help --all', or man sluice.\n",
+          out);
+}
+
+int cli_core_help_show(cli_core *g, const char *cmd)
+{
+    if (g->help)
+        cli_core_help_print(g->help, stdout);
+    return cli_core_output_done(cmd);
+}
+
+/* distance is the optimal string alignment distance of a and b (edits,
+ * a swap of neighbours counting one), at most 32 bytes of each. */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 32), lb = strnlen(b, 32), d[33][33];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+const char *cli_core_nearest(const cli_core_command *table, size_t n, const char *word)
+{
+    const char *best = NULL, *prefixed = NULL;
+    size_t best_d = SIZE_MAX, prefixes = 0, len = strlen(word);
+    for (size_t i = 0; i < n; i++) {
+        size_t d = distance(word, table[i].name);
+        if (d < best_d)
+            best_d = d, best = table[i].name;
+        if (len >= 2 && strncmp(table[i].name, word, len) == 0)
+            prefixes++, prefixed = table[i].name;
+    }
+    if (best && best_d <= (strlen(best) > 4 ? 2u : 1u) && best_d < len)
+        return best;
+    return prefixes == 1 ? prefixed : NULL;
+}
+
 int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, size_t n, int argc,
                  char **argv)
 {
-    char names[160] = "", cmd[64];
+    char names[200] = "", cmd[64];
+    if (group && argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0))
+        return cli_core_help_show(g, group);
     for (size_t i = 0; i < n; i++) {
         if (argc > 0 && strcmp(argv[0], table[i].name) == 0) {
             snprintf(cmd, sizeof cmd, "%s%s%s", group ? group : "", group ? " " : "", argv[0]);
+            if (table[i].help)
+                g->help = table[i].help;
             return table[i].fn(g, cmd, argc, argv);
         }
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
@@ -42,12 +104,15 @@ int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, 
     }
     if (argc == 0)
         return cli_text_usage_error(group, "no command given (%s)", names);
+    const char *near = cli_core_nearest(table, n, argv[0]);
+    if (near)
+        return cli_text_usage_error(group, "unknown command '%s': did you mean '%s'?", argv[0], near);
     return cli_text_usage_error(group, "unknown command '%s' (%s)", argv[0], names);
 }
 
 int cli_core_global_set(cli_core *g, const char *name, const char *value)
 {
-    long timeout_ms;
+    uint64_t timeout_ms;
     if (strcmp(name, "broker") == 0) {
         g->endpoint = value;
         return CLI_CORE_GO_ON;
@@ -56,8 +121,8 @@ int cli_core_global_set(cli_core *g, const char *name, const char *value)
         *(name[0] == 'k' ? &g->key_file : &g->server_key_file) = value;
         return CLI_CORE_GO_ON;
     }
-    if (!cli_text_number_parse(value, 1, INT_MAX, &timeout_ms))
-        return cli_text_usage_error(NULL, "bad --timeout '%s' (expected milliseconds)", value);
+    if (!cli_text_duration_parse(value, 1, false, INT_MAX, &timeout_ms) || !timeout_ms)
+        return cli_text_usage_error(NULL, "bad --timeout '%s' (expected milliseconds, or 5s, 1m)", value);
     g->timeout_ms = (int)timeout_ms;
     return CLI_CORE_GO_ON;
 }
@@ -135,7 +200,10 @@ static int keys_read(cli_core *g, const char *cmd, sl_options *o, char *pub, cha
 
 int cli_core_connect(cli_core *g, const char *cmd)
 {
-    sl_options o = {.timeout_ms = g->timeout_ms};
+    /* a long heartbeat: a broker that stalls (stopped, a long commit) for up
+     * to a minute keeps its connection, and what is in flight is answered
+     * when it goes on; a broker that exits closes the connection at once */
+    sl_options o = {.timeout_ms = g->timeout_ms, .heartbeat_ms = CLI_CORE_HEARTBEAT_MS};
     char pub[SL_KEY_BYTES], sec[SL_KEY_BYTES], server[SL_KEY_BYTES];
     int st = keys_read(g, cmd, &o, pub, sec, server);
     if (st != CLI_CORE_GO_ON)
@@ -159,11 +227,17 @@ int cli_core_broker_error(cli_core *g, const char *cmd, int rc, const char *cont
                      g->endpoint, g->timeout_ms);
         return CLI_TEXT_EXIT_FAILURE;
     }
+    if (rc == SL_ECONNECT && !g->answered) {
+        cli_text_say(NULL, "cannot reach broker at %s (connection refused); is sluiced running?", g->endpoint);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
     const char *generic = sl_strerror(rc);
     const char *text = g->c ? sl_last_error(g->c) : generic;
     bool detail = strcmp(text, generic) != 0 && text[0];
+    char safe[1024]; /* the broker's words may quote a client's text */
+    cli_text_safe(text, strlen(text), safe, sizeof safe);
     cli_text_say(cmd, "%s%s%s (%s)%s%s%s", context, context[0] ? ": " : "", generic, sl_errname(rc),
-                 detail ? ": " : "", detail ? text : "", extra ? extra : "");
+                 detail ? ": " : "", detail ? safe : "", extra ? extra : "");
     return CLI_TEXT_EXIT_FAILURE;
 }
 
@@ -230,7 +304,7 @@ int cli_core_plain_args(cli_core *g, const char *cmd, int argc, char **argv, boo
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (ch) {
         case 'j': *json = true; break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }

@@ -15,11 +15,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sluice.h"
 
 #define CLI_CORE_GO_ON          (-1) /* from argument checks: no exit status yet */
 #define CLI_CORE_NAME_MAX_BYTES 64   /* a pool's name */
+#define CLI_CORE_HEARTBEAT_MS   20000 /* the connection's heartbeat: a broker silent 3x this is gone */
 
 /* The global options and the connection every command uses. */
 typedef struct cli_core {
@@ -27,23 +29,54 @@ typedef struct cli_core {
     int timeout_ms;
     const char *key_file;        /* --key: this client's .key file (CURVE), or NULL */
     const char *server_key_file; /* --server-key: the broker's .pub file, or NULL */
-    const char *help; /* what --help prints */
+    const struct cli_core_help *help; /* what --help prints: the running command's */
     sl_client *c;     /* NULL until cli_core_connect */
     bool answered;    /* the broker has replied once: a timeout is then not "unreachable" */
 } cli_core;
 
 typedef int (*cli_core_fn)(cli_core *g, const char *cmd, int argc, char **argv);
 
+/* A command's help, kept in the command's own file. body is in the layout
+ * tools/dist/help2man.sh reads: each synopsis at column 2 ("  sluice pool
+ * resize NAME SIZE", continued by lines starting with '['), its text at
+ * column 6, options at 6 with their text at 27. examples are lines
+ * "  COMMAND LINE   what it does" (two spaces or more before the comment).
+ * `sluice COMMAND --help` prints body and examples (at most 80 lines of at
+ * most 80 columns, checked by tests/unit/test_cli_help.c); `sluice help --all`
+ * prints every body under "Commands:" and every example under "Examples:",
+ * and the manual page sluice(1) is made from that. */
+typedef struct cli_core_help {
+    const char *summary;  /* one line for `sluice --help`: "publish messages" */
+    const char *body;     /* synopses and what they do, options included */
+    const char *examples; /* NULL for none */
+} cli_core_help;
+
+/* One line of a command table: a command's name, what runs it and its help
+ * (NULL in a group's table: the group's help serves its subcommands). */
 typedef struct cli_core_command {
     const char *name;
     cli_core_fn fn;
+    const cli_core_help *help;
 } cli_core_command;
 
-/* cli_core_run runs the command table[i] named argv[0], or reports that
- * there is none. group names the family for messages ("pool"), or is NULL
- * at the top level. Returns the exit status. */
+/* cli_core_run runs the command table[i] named argv[0] (making table[i].help,
+ * when set, g->help), or reports that there is none, suggesting the nearest
+ * name. In a group, "--help" or "-h" instead of a subcommand prints the
+ * group's help. group names the family for messages ("pool"), or is NULL at
+ * the top level. Returns the exit status. */
 int cli_core_run(cli_core *g, const char *group, const cli_core_command *table, size_t n, int argc,
                  char **argv);
+
+/* cli_core_help_print writes h as `sluice COMMAND --help` shows it. */
+void cli_core_help_print(const cli_core_help *h, FILE *out);
+
+/* cli_core_help_show prints the running command's help (g->help) on
+ * standard output, for its --help option. Returns the exit status. */
+int cli_core_help_show(cli_core *g, const char *cmd);
+
+/* cli_core_nearest returns the name of table nearest to word (a typo's
+ * distance, or a prefix of one name), or NULL when none is near. */
+const char *cli_core_nearest(const cli_core_command *table, size_t n, const char *word);
 
 /* cli_core_global_set applies the global option name ("broker",
  * "timeout", "key" or "server-key") with value to g. Returns CLI_CORE_GO_ON, or the exit status of

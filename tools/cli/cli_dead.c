@@ -29,6 +29,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,40 @@
 
 #include "cli_table.h"
 #include "cli_text.h"
+
+/* `sluice dead --help`; the layout is cli_core.h's */
+const cli_core_help cli_dead_help = {
+    .summary = "list, show, requeue and purge dead letters",
+    .body =
+        "  sluice dead list [LEVEL] [--limit N] [--after ID] [--json]\n"
+        "      List the dead letters of LEVEL, or of every level without one\n"
+        "      (messages that used up their attempts, or whose time to live ran\n"
+        "      out), oldest (smallest id) first: id, tag, attempts, when it died\n"
+        "      (UTC), reason and the start of the body.\n"
+        "      --limit N            show at most N (default 100)\n"
+        "      --after ID           start after ID\n"
+        "      --json               an array of objects: id, level, tag, attempts,\n"
+        "                           when, died_ms, reason, body_preview, body_bytes\n"
+        "  sluice dead peek ID\n"
+        "      Write dead letter ID's whole body to standard output, byte for byte.\n"
+        "  sluice dead requeue LEVEL|ID [--to LEVEL] [--limit N] [--json]\n"
+        "      Put the dead letters of LEVEL (or the one with id ID) back at the tail\n"
+        "      of their level, or of --to LEVEL, as new: attempt 0, no time to live.\n"
+        "      A plain number is a dead letter's id if there is one, else a level;\n"
+        "      level:N and id:N say which. Works in chunks of 1000, each one\n"
+        "      transaction: if it is cut short (Ctrl-C, a lost broker), it says how\n"
+        "      many moved; run it again: no message is lost or requeued twice.\n"
+        "  sluice dead purge LEVEL [--older-than DURATION] [--limit N] [--json]\n"
+        "      Delete dead letters of LEVEL for good: all, or those that died more\n"
+        "      than DURATION ago (seconds, or 30m, 2h, 7d); at most N. Chunks of\n"
+        "      1000, like requeue, and it says how many went if cut short.\n"
+        "      Values shown in the tables (tags, reasons, bodies) escape control\n"
+        "      characters and invalid UTF-8 (\\e, \\x07, \\n); --json is exact.\n",
+    .examples =
+        "  sluice dead list normal --limit 20           the first 20 of normal\n"
+        "  sluice dead requeue normal --to low          back, into level low\n"
+        "  sluice dead purge normal --older-than 7d     those dead for a week\n",
+};
 
 #define LIST_DEFAULT 100
 
@@ -82,7 +117,7 @@ static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const
             return cli_text_usage_error(cmd, "this command takes no --%s", opt->name ? opt->name : "?");
         }
         switch (ch) {
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         case OPT_JSON: o->json = true; break;
         case OPT_TO: o->to = optarg; break;
         case OPT_LIMIT:
@@ -127,51 +162,11 @@ static void when_format(uint64_t ms, char *buf, size_t size)
     snprintf(buf + used, size - used, ".%03uZ", (unsigned)(ms % 1000));
 }
 
-/* utf8_len returns the length of the valid UTF-8 character (2 to 4 bytes)
- * starting at p[0] within len bytes, or 0. */
-static size_t utf8_len(const unsigned char *p, size_t len)
-{
-    size_t n = p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 && p[0] < 0xE0 ? 2 : 0;
-    if (n == 0 || n > len)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
-/* preview_text writes bytes as text for a terminal or a JSON string:
- * printable ASCII and whole UTF-8 characters as they are (with '"' and '\\'
- * escaped for JSON), any other byte as \xHH (\\xHH in JSON), so that no
- * byte of a body can move the cursor or break the JSON. */
-static void preview_text(const unsigned char *p, size_t len, bool json, char *buf, size_t size)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < len && used + 8 < size; i++) {
-        unsigned char ch = p[i];
-        size_t n = ch >= 0x80 ? utf8_len(p + i, len - i) : 0;
-        if (n) {
-            memcpy(buf + used, p + i, n);
-            used += n;
-            buf[used] = '\0';
-            i += n - 1;
-        } else if (json && (ch == '"' || ch == '\\')) {
-            used += (size_t)snprintf(buf + used, size - used, "\\%c", ch);
-        } else if (ch >= 0x20 && ch < 0x7f) {
-            buf[used++] = (char)ch;
-            buf[used] = '\0';
-        } else {
-            used += (size_t)snprintf(buf + used, size - used, json ? "\\\\x%02x" : "\\x%02x", ch);
-        }
-    }
-}
-
 static void letter_json(const sl_dead_letter *d, const char *level, bool first)
 {
     char when[40], preview[SL_DEAD_TEXT * 5 + 8];
     when_format(d->died_ms, when, sizeof when);
-    preview_text(d->preview, d->preview_len, true, preview, sizeof preview);
+    cli_text_preview(d->preview, d->preview_len, true, preview, sizeof preview);
     printf("%s\n  {\"id\":%" PRIu64 ",\"level\":", first ? "" : ",", d->id);
     cli_text_json_string(level);
     printf(",\"tag\":");
@@ -230,7 +225,7 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
                     cli_table_add(t, "%s", lname);
                 char when[40], preview[SL_DEAD_TEXT * 4 + 8];
                 when_format(d->died_ms, when, sizeof when);
-                preview_text(d->preview, d->preview_len, false, preview, sizeof preview);
+                cli_text_safe((const char *)d->preview, d->preview_len, preview, sizeof preview);
                 cli_table_add(t, "%" PRIu64, d->id);
                 cli_table_add(t, "%s", d->tag[0] ? d->tag : "-");
                 cli_table_add(t, "%" PRIu64, d->attempts);
@@ -278,6 +273,35 @@ static int dead_peek(cli_core *g, const char *cmd, int argc, char **argv)
 }
 
 /* ---- requeue and purge ---- */
+
+/* Ctrl-C (or SIGTERM) during a requeue or a purge stops it between chunks:
+ * each chunk is one transaction, so what was done is whole, and it is said.
+ * A second signal stops at once (the handler resets itself). */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    interrupted = sig;
+}
+
+static void interrupt_catch(void)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt, .sa_flags = SA_RESETHAND};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* done_so_far says, after an interruption or a failure, how many dead
+ * letters of level were moved (what, "requeued" or "purged") before it. */
+static void done_so_far(cli_core *g, const char *cmd, const char *what, uint64_t n, unsigned level,
+                        const char *why)
+{
+    char number[16];
+    cli_text_say(cmd, "%s after %s %" PRIu64 " dead letter%s of level %s (each chunk of 1000 is whole: run it "
+                      "again for the rest)",
+                 why, what, n, n == 1 ? "" : "s", cli_core_level_name(g, level, number, sizeof number));
+}
 
 /* target reads LEVEL|ID (see the essay): *is_id tells which. */
 static int target(cli_core *g, const char *cmd, const char *text, bool *is_id, unsigned *level, uint64_t *id)
@@ -327,7 +351,7 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
     dead_opts o;
     unsigned level = 0, to = SL_SAME_LEVEL;
     uint64_t id = 0, moved = 0;
-    bool is_id;
+    bool is_id, cut_short = false; /* Ctrl-C before the last chunk */
     int st = opts_parse(g, cmd, argc, argv, allowed, &o);
     if (st == CLI_CORE_GO_ON)
         st = one_operand(cmd, argc, argv, "a level or a message id");
@@ -347,7 +371,12 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
         if ((rc = sl_stats_get(g->c, &now)) == SL_OK && level < now.nlevels &&
             (!o.limit || now.level[level].dead < o.limit))
             o.limit = now.level[level].dead;
+        interrupt_catch();
         for (uint64_t after = 1; rc == SL_OK && after && o.limit && moved < o.limit;) {
+            if (interrupted) {
+                cut_short = true;
+                break;
+            }
             uint64_t n = 0;
             rc = sl_dead_requeue(g->c, level, to, o.limit - moved, &n, &after);
             if (rc || n == 0)
@@ -355,10 +384,20 @@ static int dead_requeue(cli_core *g, const char *cmd, int argc, char **argv)
             moved += n;
         }
     }
-    if (rc)
-        return cli_core_broker_error(g, cmd, rc, argv[optind],
-                                     moved ? "; the dead letters requeued before it stay requeued" : NULL);
+    if (rc) {
+        int failed = cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+        if (!is_id)
+            done_so_far(g, cmd, "requeuing", moved, level, "stopped");
+        return failed;
+    }
     char number[16];
+    if (cut_short) {
+        done_so_far(g, cmd, "requeuing", moved, level, "interrupted");
+        if (o.json)
+            printf("{\"requeued\":%" PRIu64 ",\"interrupted\":true}\n", moved);
+        cli_core_output_done(cmd);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
     if (o.json)
         printf("{\"requeued\":%" PRIu64 "}\n", moved);
     else if (is_id)
@@ -384,14 +423,24 @@ static int dead_purge(cli_core *g, const char *cmd, int argc, char **argv)
     if ((st = cli_core_connect(g, cmd)) || (st = cli_core_level_resolve(g, cmd, argv[optind], &level)))
         return st;
     int rc;
+    interrupt_catch();
     do {
         uint64_t n = 0;
         rc = sl_dead_purge(g->c, level, o.older_ms, o.limit ? o.limit - purged : 0, &after, &n);
         purged += rc ? 0 : n;
-    } while (rc == SL_OK && after && (!o.limit || purged < o.limit));
-    if (rc)
-        return cli_core_broker_error(g, cmd, rc, argv[optind],
-                                     purged ? "; the dead letters purged before it are gone" : NULL);
+    } while (rc == SL_OK && after && (!o.limit || purged < o.limit) && !interrupted);
+    if (rc) {
+        int failed = cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+        done_so_far(g, cmd, "purging", purged, level, "stopped");
+        return failed;
+    }
+    if (interrupted && after) {
+        done_so_far(g, cmd, "purging", purged, level, "interrupted");
+        if (o.json)
+            printf("{\"purged\":%" PRIu64 ",\"interrupted\":true}\n", purged);
+        cli_core_output_done(cmd);
+        return CLI_TEXT_EXIT_FAILURE;
+    }
     char number[16];
     if (o.json)
         printf("{\"purged\":%" PRIu64 "}\n", purged);
@@ -404,14 +453,10 @@ static int dead_purge(cli_core *g, const char *cmd, int argc, char **argv)
 int cli_dead_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
-        {"list", dead_list},
-        {"peek", dead_peek},
-        {"requeue", dead_requeue},
-        {"purge", dead_purge},
+        {"list", dead_list, NULL},
+        {"peek", dead_peek, NULL},
+        {"requeue", dead_requeue, NULL},
+        {"purge", dead_purge, NULL},
     };
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(g->help, stdout);
-        return cli_core_output_done(cmd);
-    }
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

@@ -6,6 +6,9 @@
 
 #include "cli_core.h"
 
+/* cli_dead_help is `sluice dead --help`. */
+extern const cli_core_help cli_dead_help;
+
 /* cli_dead_main runs `sluice dead SUBCOMMAND ...` (argv[0] is "dead").
  * Returns the exit status. */
 int cli_dead_main(cli_core *g, const char *cmd, int argc, char **argv);

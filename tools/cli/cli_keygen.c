@@ -22,6 +22,21 @@
 
 #include "cli_text.h"
 
+/* `sluice keygen --help`; the layout is cli_core.h's */
+const cli_core_help cli_keygen_help = {
+    .summary = "write a new CURVE key pair",
+    .body =
+        "  sluice keygen NAME [--force] [--json]\n"
+        "      Write a new CURVE key pair here: NAME.key (public and secret keys,\n"
+        "      mode 0600; for sluiced --curve-secret or sluice --client-key) and\n"
+        "      NAME.pub (the public key; for the broker's --auth file, or\n"
+        "      --server-key). Refuses to replace existing files unless --force.\n"
+        "      --force              replace NAME.key and NAME.pub when they exist\n"
+        "      --json               print the files and the public key as JSON\n",
+    .examples =
+        "  sluice keygen worker1                        worker1.key and worker1.pub\n",
+};
+
 enum { OPT_FORCE = 256, OPT_JSON };
 
 /* write_file writes text to path with mode, refusing an existing file
@@ -53,7 +68,7 @@ int cli_keygen_main(cli_core *g, const char *cmd, int argc, char **argv)
         switch (ch) {
         case OPT_FORCE: force = true; break;
         case OPT_JSON: json = true; break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }

@@ -6,6 +6,9 @@
 
 #include "cli_core.h"
 
+/* cli_keygen_help is `sluice keygen --help`. */
+extern const cli_core_help cli_keygen_help;
+
 /* cli_keygen_main runs `sluice keygen`. Returns the exit status. */
 int cli_keygen_main(cli_core *g, const char *cmd, int argc, char **argv);
 

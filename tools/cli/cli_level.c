@@ -23,6 +23,53 @@
 #include "cli_text.h"
 #include "cli_window.h"
 
+/* `sluice level --help`; the layout is cli_core.h's */
+const cli_core_help cli_level_help = {
+    .summary = "set and show how each priority level is served",
+    .body =
+        "  sluice level list [--json]\n"
+        "      Show each level's deadline and aging step, whether it is paused, its\n"
+        "      ready messages and the age of the oldest (\"-\" when it has none), its\n"
+        "      rate ceiling (MAX-RATE, each window joined by +) with its burst and\n"
+        "      tokens, its guaranteed rate (MIN-RATE), and its ETA.\n"
+        "  sluice level set LEVEL [--deadline DURATION] [--aging-step DURATION]\n"
+        "                   [--max-rate WINDOW]... [--min-rate RATE] [--burst N]\n"
+        "                   [--fair tag|fifo]\n"
+        "      Change how LEVEL (a name or a number) is served; an option not given\n"
+        "      leaves its setting as it is; \"off\" or 0 switches a setting off.\n"
+        "      --deadline DURATION  a message that has waited longer than this is\n"
+        "                           served before higher levels (seconds, fractions\n"
+        "                           allowed, or 500ms, 5m, 1h)\n"
+        "      --aging-step DURATION  each time a message has waited this long, it\n"
+        "                           counts as one level higher (as --deadline)\n"
+        "      --max-rate WINDOW    the most units per second (message costs; see\n"
+        "                           send --cost) that leave the level, with bursts of\n"
+        "                           up to --burst; or, repeated, up to 4 windows that\n"
+        "                           all hold: RATE, or COUNT/PERIOD as 500/min or\n"
+        "                           8/10s (periods ms, s, min, h, d), either with\n"
+        "                           :BURST\n"
+        "      --min-rate RATE      units per second of the sink's rate the level\n"
+        "                           gets before lower levels; what it leaves unused\n"
+        "                           goes to others\n"
+        "      --burst N            the burst of a per-second --max-rate\n"
+        "      --fair tag|fifo      tag: serve the level fair by tag (deficit round\n"
+        "                           robin over the tags with messages waiting, FIFO\n"
+        "                           within a tag; untagged messages are one tenant\n"
+        "                           of their own; see 'sluice tag'); fifo: in\n"
+        "                           publish order (the default). Only while the\n"
+        "                           level holds no messages.\n"
+        "  sluice level pause LEVEL\n"
+        "  sluice level resume LEVEL\n"
+        "      Stop, or restart, deliveries from a level; publishing to it goes on.\n"
+        "  Changes to levels take effect at once (new rates within a second) and\n"
+        "  survive a broker restart.\n",
+    .examples =
+        "  sluice level set low --aging-step 30         low waits at most ~1 min\n"
+        "  sluice level set low --min-rate 5            low is never starved below 5/s\n"
+        "  sluice level set normal --max-rate 10/s --max-rate 500/min\n"
+        "  sluice level set normal --fair tag           turns among the tags\n",
+};
+
 /* Long-only options get values outside the char range. */
 enum { OPT_DEADLINE = 256, OPT_AGING_STEP, OPT_MAX_RATE, OPT_MIN_RATE, OPT_BURST };
 
@@ -70,7 +117,10 @@ static int levels_table(const sl_level_info *levels, unsigned n)
         char deadline[32], aging[32], oldest[32], max_rate[320], min_rate[40], tokens[32], eta[32];
         setting_format(l->deadline_ms, deadline, sizeof deadline);
         setting_format(l->aging_ms, aging, sizeof aging);
-        cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        if (l->depth)
+            cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        else
+            snprintf(oldest, sizeof oldest, "-"); /* nothing ready: no age to tell */
         cli_window_list_format(l->windows, l->nwindows, "-", max_rate, sizeof max_rate);
         cli_text_rate_format(l->min_rate_milli, "-", min_rate, sizeof min_rate);
         /* tokens to a tenth: the bucket refills as it is read */
@@ -216,7 +266,7 @@ static int level_set(cli_core *g, const char *cmd, int argc, char **argv)
                 return cli_text_usage_error(cmd, "bad --fair '%s' (expected tag or fifo)", optarg);
             fair = strcmp(optarg, "tag") == 0;
             break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
@@ -287,10 +337,10 @@ static int level_pause(cli_core *g, const char *cmd, int argc, char **argv)
 int cli_level_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
-        {"list", level_list},
-        {"set", level_set},
-        {"pause", level_pause},
-        {"resume", level_pause},
+        {"list", level_list, NULL},
+        {"set", level_set, NULL},
+        {"pause", level_pause, NULL},
+        {"resume", level_pause, NULL},
     };
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

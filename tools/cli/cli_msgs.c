@@ -35,6 +35,68 @@
 
 #define PEEK_DEFAULT 20
 
+const cli_core_help cli_peek_help = {
+    .summary = "show a level's waiting messages without taking them",
+    .body =
+        "  sluice peek LEVEL [--tag T] [--limit N] [--json]\n"
+        "      Show the messages waiting in LEVEL without taking them, oldest first:\n"
+        "      id, tag, attempts, age, cost, size and the start of the body (control\n"
+        "      bytes escaped). Messages out with a consumer are not shown.\n"
+        "      -t, --tag T          only tag T's messages\n"
+        "      --limit N            show at most N (default 20)\n"
+        "      --json               an array of objects: id, level, tag, attempts,\n"
+        "                           age_ms, cost, body_bytes, body_preview\n",
+    .examples =
+        "  sluice peek normal --limit 5                 the next five of normal\n",
+};
+
+const cli_core_help cli_delete_help = {
+    .summary = "delete one waiting or delayed message",
+    .body =
+        "  sluice delete ID [--json]\n"
+        "      Delete message ID, waiting or delayed; one out with a consumer is\n"
+        "      refused (exit 1): settle it, or wait for its lease to end.\n",
+    .examples =
+        "  sluice delete 42                             message 42 is gone\n",
+};
+
+const cli_core_help cli_purge_help = {
+    .summary = "delete a level's waiting messages",
+    .body =
+        "  sluice purge LEVEL [--tag T] [--older-than DURATION] [--dry-run]\n"
+        "               [--limit N] [--json]\n"
+        "      Delete the waiting messages of LEVEL: all, a tag's, or those published\n"
+        "      more than DURATION ago. In chunks of 1000, one transaction each, up\n"
+        "      to as many as the level held when it started: cut short, run it\n"
+        "      again; nothing is done twice. Messages out with consumers are left\n"
+        "      alone, and the output says how many.\n"
+        "      -t, --tag T          only tag T's messages\n"
+        "      --older-than DURATION  only those published longer ago (30m, 7d;\n"
+        "                           a plain number is seconds)\n"
+        "      --dry-run            count them, delete nothing\n"
+        "      --limit N            delete at most N\n"
+        "      --json               what was done, as an object\n",
+    .examples =
+        "  sluice purge low --tag batch7 --dry-run      how many would go\n",
+};
+
+const cli_core_help cli_move_help = {
+    .summary = "move a level's waiting messages to another level",
+    .body =
+        "  sluice move LEVEL --to LEVEL [--tag T] [--limit N] [--json]\n"
+        "      Move the waiting messages of LEVEL (all, or a tag's) to the tail of\n"
+        "      the --to level, in their order, keeping id, tag, body, cost, attempts\n"
+        "      and time to live: to empty a level before 'level set --fair', say.\n"
+        "      In chunks of 1000 like purge; messages out with consumers stay, and\n"
+        "      the output says how many.\n"
+        "      --to LEVEL           the level to move them to\n"
+        "      -t, --tag T          only tag T's messages\n"
+        "      --limit N            move at most N\n"
+        "      --json               what was done, as an object\n",
+    .examples =
+        "  sluice move normal --to low                  empty normal into low\n",
+};
+
 enum { OPT_LIMIT = 256, OPT_TAG, OPT_TO, OPT_OLDER_THAN, OPT_DRY_RUN, OPT_JSON };
 
 /* The options of every command here; each takes the ones it accepts. */
@@ -80,7 +142,7 @@ static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const
             return cli_text_usage_error(cmd, "this command takes no --%s", opt->name ? opt->name : "?");
         }
         switch (ch) {
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         case OPT_JSON: o->json = true; break;
         case OPT_DRY_RUN: o->dry_run = true; break;
         case OPT_TO: o->to = optarg; break;
@@ -95,8 +157,8 @@ static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const
             break;
         default:
             if (!cli_text_seconds_parse(optarg, false, &o->older_ms) || o->older_ms == 0)
-                return cli_text_usage_error(cmd, "bad --older-than '%s' (expected seconds above 0, such as 3600 "
-                                            "or 0.5)", optarg);
+                return cli_text_usage_error(cmd, "bad --older-than '%s' (expected a duration above 0, such as "
+                                            "3600, 30m or 7d; plain numbers are seconds)", optarg);
             break;
         }
     }
@@ -106,45 +168,12 @@ static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const
                          : cli_text_usage_error(cmd, "expected %s", what);
 }
 
-/* safe_text writes bytes for a terminal or a JSON string: printable ASCII
- * and whole UTF-8 characters as they are (with '"' and '\\' escaped for
- * JSON), any other byte as \xHH (\\xHH in JSON), so that no byte of a body
- * can move the cursor or break the JSON. */
-static void safe_text(const unsigned char *p, size_t len, bool json, char *buf, size_t size)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < len && used + 8 < size; i++) {
-        unsigned char ch = p[i];
-        size_t n = 0;
-        if (ch >= 0xC2 && ch <= 0xF4) { /* a whole UTF-8 character, or not */
-            n = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
-            for (size_t k = 1; k < n; k++)
-                if (i + k >= len || (p[i + k] & 0xC0) != 0x80)
-                    n = 0;
-        }
-        if (n && !(n == 2 && ch == 0xC2 && p[i + 1] < 0xA0)) { /* (C1 controls escaped too) */
-            memcpy(buf + used, p + i, n);
-            used += n;
-            buf[used] = '\0';
-            i += n - 1;
-        } else if (json && (ch == '"' || ch == '\\')) {
-            used += (size_t)snprintf(buf + used, size - used, "\\%c", ch);
-        } else if (ch >= 0x20 && ch < 0x7f) {
-            buf[used++] = (char)ch;
-            buf[used] = '\0';
-        } else {
-            used += (size_t)snprintf(buf + used, size - used, json ? "\\\\x%02x" : "\\x%02x", ch);
-        }
-    }
-}
-
 /* ---- peek ---- */
 
 static void waiting_json(const sl_waiting *w, const char *level, bool first)
 {
     char preview[SL_MSG_TEXT * 5 + 8];
-    safe_text(w->preview, w->preview_len, true, preview, sizeof preview);
+    cli_text_preview(w->preview, w->preview_len, true, preview, sizeof preview);
     printf("%s\n  {\"id\":%" PRIu64 ",\"level\":", first ? "" : ",", w->id);
     cli_text_json_string(level);
     printf(",\"tag\":");
@@ -190,9 +219,9 @@ int cli_msgs_peek(cli_core *g, const char *cmd, int argc, char **argv)
             } else {
                 char age[32], preview[SL_MSG_TEXT * 4 + 8];
                 cli_text_age_format(w->age_ms, age, sizeof age);
-                safe_text(w->preview, w->preview_len, false, preview, sizeof preview);
+                cli_text_preview(w->preview, w->preview_len, false, preview, sizeof preview);
                 char tag[SL_MSG_TEXT * 4 + 8];
-                safe_text((const unsigned char *)w->tag, strlen(w->tag), false, tag, sizeof tag);
+                cli_text_preview((const unsigned char *)w->tag, strlen(w->tag), false, tag, sizeof tag);
                 cli_table_add(t, "%" PRIu64, w->id);
                 cli_table_add(t, "%s", tag[0] ? tag : "-");
                 cli_table_add(t, "%" PRIu64, w->attempts);

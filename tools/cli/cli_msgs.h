@@ -11,6 +11,8 @@
  * cli_msgs_peek shows a level's waiting messages, cli_msgs_delete deletes
  * one by id, cli_msgs_purge deletes a level's (or a tag's, or the old
  * ones), cli_msgs_move moves them to another level. */
+extern const cli_core_help cli_peek_help, cli_delete_help, cli_purge_help, cli_move_help;
+
 int cli_msgs_peek(cli_core *g, const char *cmd, int argc, char **argv);
 int cli_msgs_delete(cli_core *g, const char *cmd, int argc, char **argv);
 int cli_msgs_purge(cli_core *g, const char *cmd, int argc, char **argv);

@@ -30,9 +30,46 @@
 #include "cli_multi.h"
 #include "cli_text.h"
 
+/* `sluice send --help`; the layout is cli_core.h's */
+const cli_core_help cli_send_help = {
+    .summary = "publish messages",
+    .body =
+        "  sluice send [-p LEVEL] [-t TAG] [--cost N] [-k KEY] [--delay DURATION]\n"
+        "              [--ttl DURATION] [BODY...]\n"
+        "      Publish messages. Each BODY argument is one message; with none, each\n"
+        "      line of standard input is one (without its newline; a line longer than\n"
+        "      the broker's largest body is an error). Prints the id of each message\n"
+        "      once the broker has durably stored it, one per line, in input order.\n"
+        "      Stops at the first failure; messages sent after the failed one may\n"
+        "      have been stored, and the error says how many. A broker that stops\n"
+        "      answering after the first reply (a stall, a long commit) is waited\n"
+        "      for, in doubling steps from --timeout, up to 60 s in all, saying so\n"
+        "      on standard error; then send gives up (exit 1).\n"
+        "      With -b A,B each message goes to one of the brokers in turn.\n"
+        "      -p, --level LEVEL    priority level, by name or number (default: the\n"
+        "                           broker's default level)\n"
+        "      -t, --tag TAG        tag every message with TAG (up to 255 bytes)\n"
+        "      --cost N             units each message uses of every rate limit it\n"
+        "                           passes (requests, rows, ...; default 1)\n"
+        "      -k, --key KEY        idempotency key: a repeat within the broker's window\n"
+        "                           (default 5 minutes) stores nothing and prints the\n"
+        "                           first message's id. With several messages, message\n"
+        "                           N gets the key KEY:N\n"
+        "      --delay DURATION     deliver no sooner than this from now: milliseconds,\n"
+        "                           or with a unit (500ms, 30s, 5m, 1h, 1d)\n"
+        "      --ttl DURATION       time to live (milliseconds, or 30s, 5m, ...): not\n"
+        "                           delivered in time, the message becomes a dead letter\n",
+    .examples =
+        "  sluice send -p high 'rebuild index'          publish one urgent message\n"
+        "  seq 1000 | sluice send -t batch7             publish 1000 messages\n"
+        "  sluice send --delay 5m -k report-7 'mail the report'  once, in 5 minutes\n",
+};
+
 #define SEND_WINDOW    256         /* publishes in flight */
 #define LINE_MAX_BYTES (16u << 20) /* the protocol's ceiling on a body */
 #define TAG_MAX_BYTES  255
+#define DURATION_MAX_MS (365ull * 24 * 3600 * 1000) /* --delay and --ttl: a year */
+#define STALL_LIMIT_MS 60000 /* how long a broker that answered once may stall before send gives up */
 
 /* Long-only options get values outside the char range. */
 enum { OPT_COST = 256, OPT_DELAY, OPT_TTL };
@@ -85,6 +122,19 @@ static int sender_collect(sender *s)
         fflush(stdout); /* about to block: show what is confirmed */
         rc = sl_send_wait(s->g->c, s->g->timeout_ms, &k);
     }
+    /* a broker that stalls (stopped, a long commit) or restarts: wait it out,
+     * in growing steps, up to STALL_LIMIT_MS, saying so; the publishes in
+     * flight are confirmed when it answers again */
+    for (int64_t waited = s->g->timeout_ms, step = s->g->timeout_ms;
+         rc == SL_ETIMEDOUT && s->g->answered && waited < STALL_LIMIT_MS; waited += step) {
+        step = step * 2 < STALL_LIMIT_MS - waited ? step * 2 : STALL_LIMIT_MS - waited;
+        cli_text_say("send", "no confirmation from the broker for %.1f s (stalled or restarting); waiting %.1f s "
+                             "more (at most %d s in all)",
+                     (double)waited / 1000.0, (double)step / 1000.0, STALL_LIMIT_MS / 1000);
+        rc = sl_send_wait(s->g->c, (int)step, &k);
+        if (rc == SL_OK)
+            cli_text_say("send", "the broker answers again; going on");
+    }
     if (rc) {
         sender_later(s, 0, later, sizeof later);
         snprintf(context, sizeof context, "%s %zu", s->what, sender_at(s, 0)->index);
@@ -92,7 +142,7 @@ static int sender_collect(sender *s)
             return cli_core_broker_error(s->g, "send", rc, context, later);
         cli_text_say("send",
                      "%s: no confirmation within %d ms (SL_ETIMEDOUT); it may have been stored%s",
-                     context, s->g->timeout_ms, later);
+                     context, s->g->answered ? STALL_LIMIT_MS : s->g->timeout_ms, later);
         return CLI_TEXT_EXIT_FAILURE;
     }
     size_t i = 0;
@@ -219,7 +269,6 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
     s->g = g;
     s->level = SL_LEVEL_DEFAULT;
     optind = 0;
-    long delay = 0;
     while (!st && (ch = getopt_long(argc, argv, ":p:t:k:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'p': level_text = optarg; break;
@@ -230,14 +279,12 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
                 st = cli_text_usage_error(cmd, "bad --key: 1 to 240 bytes, please%s", "");
             break;
         case OPT_DELAY:
-            if (!cli_text_number_parse(optarg, 0, 365L * 24 * 3600 * 1000, &delay))
-                st = cli_text_usage_error(cmd, "bad --delay '%s' (milliseconds)", optarg);
-            s->delay_ms = (uint64_t)delay;
+            if (!cli_text_duration_parse(optarg, 1, false, DURATION_MAX_MS, &s->delay_ms))
+                st = cli_text_usage_error(cmd, "bad --delay '%s' (milliseconds, or 30s, 5m, 1h; at most a year)", optarg);
             break;
         case OPT_TTL:
-            if (!cli_text_number_parse(optarg, 1, 365L * 24 * 3600 * 1000, &delay))
-                st = cli_text_usage_error(cmd, "bad --ttl '%s' (milliseconds)", optarg);
-            s->ttl_ms = (uint64_t)delay;
+            if (!cli_text_duration_parse(optarg, 1, false, DURATION_MAX_MS, &s->ttl_ms) || !s->ttl_ms)
+                st = cli_text_usage_error(cmd, "bad --ttl '%s' (milliseconds, or 30s, 5m, 1h; at most a year)", optarg);
             break;
         case OPT_COST:
             if (!cli_text_number_parse(optarg, 1, UINT32_MAX, &cost))
@@ -246,8 +293,7 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
             s->cost = (uint32_t)cost;
             break;
         case 'h':
-            fputs(g->help, stdout);
-            st = cli_core_output_done(cmd);
+            st = cli_core_help_show(g, cmd);
             goto done;
         default: st = cli_text_option_error(cmd, ch, argv); break;
         }

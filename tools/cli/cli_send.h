@@ -6,6 +6,9 @@
 
 #include "cli_core.h"
 
+/* cli_send_help is `sluice send --help`. */
+extern const cli_core_help cli_send_help;
+
 /* cli_send_main runs `sluice send [options] [BODY...]` (a cli_core_fn). */
 int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv);
 

@@ -27,6 +27,38 @@
 #include "cli_text.h"
 #include "cli_window.h"
 
+/* `sluice sink --help`; the layout is cli_core.h's */
+const cli_core_help cli_sink_help = {
+    .summary = "limit the sink (the service consumers call), and show its state",
+    .body =
+        "  sluice sink set [--max-rate WINDOW]... [--burst N] [--inflight N]\n"
+        "      Limit the sink, the service consumers call: at most RATE units per\n"
+        "      second (fractions allowed) with bursts of up to N, and at most\n"
+        "      --inflight deliveries out at once. Give at least one; \"off\" or 0\n"
+        "      removes a limit; an option not given leaves its limit as it is. When\n"
+        "      the sink refuses a message (consume --exec exits 75), the broker\n"
+        "      pauses and lowers the rate it uses, then climbs back to RATE.\n"
+        "      --max-rate WINDOW    RATE (per second; its burst is --burst, else the\n"
+        "                           one it had), or COUNT/PERIOD as 500/min or 8/10s\n"
+        "                           (periods ms, s, min, h, d; its burst is COUNT),\n"
+        "                           either followed by :BURST. Repeat for up to 4\n"
+        "                           windows, all of which hold (\"10/s and 500/min\");\n"
+        "                           together they replace the windows the limit had.\n"
+        "                           --rate is the same option.\n"
+        "      --burst N            the burst of a per-second rate\n"
+        "      --inflight N         at most N deliveries out at once (0 or off: none)\n"
+        "  sluice sink show [--json]\n"
+        "      Show the sink's limits, the rate the broker uses now and why, the\n"
+        "      deliveries out, the tokens in its bucket, and how long dispatch stays\n"
+        "      paused. With brokers sharing the rate (--coord), the share this broker\n"
+        "      holds, or \"learning\" while the first lease period runs.\n"
+        "  Changes to the sink take effect at once and survive a broker restart.\n",
+    .examples =
+        "  sluice sink set --rate 100 --burst 20        the sink takes 100 a second\n"
+        "  sluice sink set --max-rate 10/s --max-rate 500/min  10 a second, 500 a minute\n"
+        "  sluice sink show --json\n",
+};
+
 /* Long-only options get values outside the char range. */
 enum { OPT_RATE = 256, OPT_BURST, OPT_INFLIGHT };
 
@@ -62,7 +94,7 @@ static int sink_set(cli_core *g, const char *cmd, int argc, char **argv)
                                             "bad --inflight '%s' (expected a number; or off)",
                                             optarg);
             break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
@@ -189,8 +221,8 @@ static int sink_show(cli_core *g, const char *cmd, int argc, char **argv)
 int cli_sink_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
-        {"set", sink_set},
-        {"show", sink_show},
+        {"set", sink_set, NULL},
+        {"show", sink_show, NULL},
     };
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

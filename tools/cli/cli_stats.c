@@ -10,12 +10,44 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli_coord.h"
 #include "cli_multi.h"
 #include "cli_table.h"
 #include "cli_text.h"
 #include "cli_top.h"
+
+/* `sluice stats --help`; the layout is cli_core.h's */
+const cli_core_help cli_stats_help = {
+    .summary = "show each level's figures, and the sink's rate",
+    .body =
+        "  sluice stats [--wide] [--json]\n"
+        "      Show each level's depth, in-flight, delayed and dead-letter counts,\n"
+        "      the age of its oldest ready message (\"-\" when it has none), messages\n"
+        "      in (ENQ) and acknowledged (ACK) since the broker started, the sink's\n"
+        "      refusals (THROTTLED) and how long its ready messages should take to\n"
+        "      leave at the rate it gets (ETA); and, as 'sink show' says it, the\n"
+        "      sink's rate, the rate in use now and why (configured, coordinated\n"
+        "      share, cut after 429, recovering). The table fits 100 columns.\n"
+        "      --wide               every counter: also out (DISP), nacked, expired,\n"
+        "                           deliveries won by priority (PRIO), by aging\n"
+        "                           (AGED), past the deadline (OVERDUE) and by a\n"
+        "                           guarantee (GUAR), and of the THROTTLED those for\n"
+        "                           their tag alone (BY-TAG)\n"
+        "      --json               every figure as one JSON object (key \"sink\" for\n"
+        "                           the sink)\n"
+        "  sluice stats --watch [S] [--count N] [--wide] [--json]\n"
+        "      The same every S seconds (default 2; 0.5, 500ms, 1m), each table\n"
+        "      after a line with the time (with --json, one object per line), until\n"
+        "      Ctrl-C or N times. No escape sequences: for plain terminals and logs.\n"
+        "      With -b A,B (or SLUICE_BROKER alike): one table, a row per broker and\n"
+        "      the totals.\n",
+    .examples =
+        "  sluice stats                                 one table\n"
+        "  sluice stats --watch 5 --count 12            a minute of tables\n"
+        "  sluice -b tcp://a:7470,tcp://b:7470 stats    two brokers and their totals\n",
+};
 
 /* stats_json prints st as one JSON object, with the sink's rate and why it
  * is where it is when sink is not NULL. */
@@ -69,20 +101,30 @@ static void stats_sink_line(const sl_sink_info *sink)
     printf("%s%s\n", sink->reason[0] ? ": " : "", sink->reason);
 }
 
+/* wide: --wide, every counter as a column (the default table fits 100
+ * columns: the figures to look at first) */
+static bool wide;
+
 static int stats_table(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_info *sink)
 {
-    static const char *const head[] = {"LEVEL",   "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
-                                       "DEAD",    "OLDEST",  "ENQ",   "DISP",     "ACK",
-                                       "NACK",    "EXPIRED", "PRIO",  "AGED",     "OVERDUE",
-                                       "GUAR",    "THROTTLED", "BY-TAG", "ETA"};
+    static const char *const head_wide[] = {"LEVEL",   "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
+                                            "DEAD",    "OLDEST",  "ENQ",   "DISP",     "ACK",
+                                            "NACK",    "EXPIRED", "PRIO",  "AGED",     "OVERDUE",
+                                            "GUAR",    "THROTTLED", "BY-TAG", "ETA"};
+    static const char *const head[] = {"LEVEL", "NAME", "DEPTH", "INFLIGHT", "DELAYED", "DEAD",
+                                       "OLDEST", "ENQ", "ACK", "THROTTLED", "ETA"};
     /* level and name read left to right; figures line up on the right */
-    cli_table *t = cli_table_new(19, head, "llrrrrrrrrrrrrrrrrr", st->nlevels);
+    cli_table *t = wide ? cli_table_new(19, head_wide, "llrrrrrrrrrrrrrrrrr", st->nlevels)
+                        : cli_table_new(11, head, "llrrrrrrrrr", st->nlevels);
     if (!t)
         return -1;
     for (unsigned i = 0; i < st->nlevels; i++) {
         const sl_level_stats *l = &st->level[i];
         char oldest[32], eta[32];
-        cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        if (l->depth)
+            cli_text_age_format(l->oldest_ms, oldest, sizeof oldest);
+        else
+            snprintf(oldest, sizeof oldest, "-"); /* nothing ready: no age to tell */
         cli_text_eta_format(l->eta_ms, eta, sizeof eta);
         cli_table_add(t, "%u", i);
         cli_table_add(t, "%s", l->name);
@@ -94,8 +136,11 @@ static int stats_table(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_
                                   l->nacked,     l->expired,        l->picks_priority,
                                   l->picks_aged, l->picks_overdue, l->picks_guaranteed, l->throttled,
                                   ex->throttled_tag[i]};
-        for (size_t k = 0; k < sizeof after / sizeof after[0]; k++)
-            cli_table_add(t, "%" PRIu64, after[k]);
+        const uint64_t narrow[] = {l->enqueued, l->acked, l->throttled};
+        const uint64_t *shown = wide ? after : narrow;
+        size_t nshown = wide ? sizeof after / sizeof after[0] : sizeof narrow / sizeof narrow[0];
+        for (size_t k = 0; k < nshown; k++)
+            cli_table_add(t, "%" PRIu64, shown[k]);
         cli_table_add(t, "%s", eta);
     }
     char uptime[32];
@@ -128,6 +173,20 @@ int cli_stats_main(cli_core *g, const char *cmd, int argc, char **argv)
     argc = cli_top_watch_take(cmd, argc, argv, &watch_ms, &count);
     if (argc < 0)
         return -argc;
+    int kept = 1; /* --wide: taken out here, the rest parsed as any show command's */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < argc)
+                argv[kept++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--wide") == 0)
+            wide = true;
+        else
+            argv[kept++] = argv[i];
+    }
+    argv[kept] = NULL;
+    argc = kept;
     if (cli_multi_is(g)) { /* -b a,b: a row per broker */
         int st = cli_core_plain_args(g, cmd, argc, argv, &json, 0, "");
         return st != CLI_CORE_GO_ON ? st : cli_multi_stats(g, cmd, json);

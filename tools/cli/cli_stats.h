@@ -6,6 +6,9 @@
 
 #include "cli_core.h"
 
+/* cli_stats_help is `sluice stats --help`. */
+extern const cli_core_help cli_stats_help;
+
 /* cli_stats_main runs `sluice stats` (a cli_core_fn). */
 int cli_stats_main(cli_core *g, const char *cmd, int argc, char **argv);
 

@@ -4,7 +4,9 @@
  * Cells are formatted as they are added and measured when printed, in
  * characters rather than bytes, so a UTF-8 level name does not push its row
  * out of line. Columns are two spaces apart; a left-aligned last column is
- * not padded, so no line ends in spaces. A table costs one allocation per
+ * not padded, so no line ends in spaces. Every cell goes through
+ * cli_text_safe: a tag, a pool name or a reason a client wrote cannot move
+ * the cursor, ring the bell or start a row of its own. A table costs one allocation per
  * cell; the ones `sluice` prints have at most a few hundred.
  */
 #include "cli_table.h"
@@ -13,6 +15,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "cli_text.h"
 
 struct cli_table {
     unsigned ncols, max_rows;
@@ -44,10 +49,17 @@ void cli_table_add(cli_table *t, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&t->cell[t->filled], fmt, ap) < 0) {
-        t->cell[t->filled] = NULL;
+    char *cell = NULL;
+    if (vasprintf(&cell, fmt, ap) < 0) {
+        cell = NULL;
         t->failed = true;
+    } else if (!cli_text_is_safe(cell)) { /* a client's text: no control reaches the terminal */
+        char *safe = cli_text_safe_dup(cell, strlen(cell));
+        free(cell);
+        cell = safe;
+        t->failed |= !safe;
     }
+    t->cell[t->filled] = cell;
     va_end(ap);
     t->filled++;
 }

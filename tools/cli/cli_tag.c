@@ -23,47 +23,53 @@
 #include "cli_text.h"
 #include "cli_window.h"
 
-static const char tag_help[] =
-"Usage:\n"
-"  sluice tag set PATTERN [--max-rate WINDOW]... [--burst B] [--inflight N]\n"
-"                 [--weight W] [--each] [--off]\n"
-"      Settings for the tags PATTERN matches (a glob such as 'gold-*', or an\n"
-"      exact tag) in every level served fair by tag (level set --fair tag).\n"
-"      The first pattern, in the order they were first set, that matches a\n"
-"      tag gives it its settings; setting a pattern again keeps its place and\n"
-"      changes only what is given. They are stored, survive a restart and\n"
-"      apply at once.\n"
-"      --max-rate WINDOW  at most this rate leaves for these tags: RATE per\n"
-"                  second (10 or 10/s), COUNT/PERIOD (500/min, 8/10s), each\n"
-"                  optionally :BURST; repeat for up to 4 windows that all\n"
-"                  hold; off removes the limit.\n"
-"      --burst B   the per-second window's burst (units at once).\n"
-"      --inflight N  at most N of their deliveries out at once (0 or off:\n"
-"                  no cap).\n"
-"      --weight W  1..1000: turns per round of the fair pick (a tag of weight\n"
-"                  4 gets 4 messages for each 1 of a tag of weight 1).\n"
-"      --each      a bucket and an in-flight cap per matching tag, instead\n"
-"                  of one shared by all of them.\n"
-"      --off       remove the pattern's settings.\n"
-"      A tag held by its rate, cap or pause never holds up the other tags of\n"
-"      its level. Message costs (send --cost) are charged to the tag's\n"
-"      bucket, the level's and the sink's.\n"
-"      Example: sluice tag set 'free-*' --max-rate 5/s --each\n"
-"               sluice tag set 'gold-*' --weight 4\n"
-"  sluice tag list [--json]\n"
-"      The patterns with their settings, then the tags with the most messages\n"
-"      waiting in fair levels (and the paused or throttled ones): level, depth\n"
-"      (ready), in flight, rate limit, tokens in its bucket, weight, paused,\n"
-"      age of its oldest waiting message, and THROTTLED: what a 429 for the\n"
-"      tag alone left (consume --tag-limit-header, exit 76 of --exec): the\n"
-"      pause still to run and, when the tag has a rate limit, the rate its\n"
-"      bucket was cut to (a pattern's CUT: its shared bucket's). --json adds\n"
-"      throttled_ms and effective_rate_milli (0: none).\n"
-"  sluice tag pause TAG\n"
-"  sluice tag resume TAG\n"
-"      Stop, or restart, deliveries of one tag (exact text); the other tags\n"
-"      of its level flow on. Stored; survives a restart.\n"
-"      Example: sluice tag pause cust-42\n";
+/* `sluice tag --help`; the layout is cli_core.h's */
+const cli_core_help cli_tag_help = {
+    .summary = "per-tag rate limits, caps, weights and pauses of fair levels",
+    .body =
+        "  sluice tag set PATTERN [--max-rate WINDOW]... [--burst B] [--inflight N]\n"
+        "                 [--weight W] [--each] [--off]\n"
+        "      Settings for the tags PATTERN matches (a glob such as 'gold-*', or an\n"
+        "      exact tag) in every level served fair by tag (level set --fair tag).\n"
+        "      The first pattern, in the order they were first set, that matches a\n"
+        "      tag gives it its settings; setting a pattern again keeps its place and\n"
+        "      changes only what is given. They are stored, survive a restart and\n"
+        "      apply at once.\n"
+        "      --max-rate WINDOW    at most this rate leaves for these tags: RATE per\n"
+        "                           second (10 or 10/s), COUNT/PERIOD (500/min,\n"
+        "                           8/10s), each optionally :BURST; repeat for up to\n"
+        "                           4 windows that all hold; off removes the limit\n"
+        "      --burst B            the per-second window's burst (units at once)\n"
+        "      --inflight N         at most N of their deliveries out at once (0 or\n"
+        "                           off: no cap)\n"
+        "      --weight W           1..1000: turns per round of the fair pick (a tag\n"
+        "                           of weight 4 gets 4 messages for each 1 of a tag\n"
+        "                           of weight 1)\n"
+        "      --each               a bucket and an in-flight cap per matching tag,\n"
+        "                           instead of one shared by all of them\n"
+        "      --off                remove the pattern's settings\n"
+        "      A tag held by its rate, cap or pause never holds up the other tags of\n"
+        "      its level. Message costs (send --cost) are charged to the tag's\n"
+        "      bucket, the level's and the sink's.\n"
+        "  sluice tag list [--json]\n"
+        "      The patterns with their settings, then the tags with the most messages\n"
+        "      waiting in fair levels (and the paused or throttled ones): level, depth\n"
+        "      (ready), in flight, rate limit, tokens in its bucket, weight, paused,\n"
+        "      age of its oldest waiting message, and THROTTLED: what a 429 for the\n"
+        "      tag alone left (consume --tag-limit-header, exit 76 of --exec): the\n"
+        "      pause still to run and, when the tag has a rate limit, the rate its\n"
+        "      bucket was cut to (a pattern's CUT: its shared bucket's). --json adds\n"
+        "      throttled_ms and effective_rate_milli (0: none). Tags and patterns\n"
+        "      are shown with control characters and invalid UTF-8 escaped.\n"
+        "  sluice tag pause TAG\n"
+        "  sluice tag resume TAG\n"
+        "      Stop, or restart, deliveries of one tag (exact text); the other tags\n"
+        "      of its level flow on. Stored; survives a restart.\n",
+    .examples =
+        "  sluice tag set 'free-*' --max-rate 5/s --each  5 a second for each free tag\n"
+        "  sluice tag set 'gold-*' --weight 4           4 turns for each of the others' 1\n"
+        "  sluice tag pause cust-42                     hold one tenant\n",
+};
 
 enum { OPT_MAX_RATE = 256, OPT_BURST, OPT_INFLIGHT, OPT_WEIGHT, OPT_EACH, OPT_OFF };
 
@@ -107,7 +113,7 @@ static int tag_set(cli_core *g, const char *cmd, int argc, char **argv)
             break;
         case OPT_EACH: s.each = 1; break;
         case OPT_OFF: off = true; break;
-        case 'h': fputs(tag_help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
@@ -291,8 +297,7 @@ static int tag_list(cli_core *g, const char *cmd, int argc, char **argv)
     bool json = false;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(tag_help, stdout);
-            return cli_core_output_done(cmd);
+            return cli_core_help_show(g, cmd);
         }
     int st = cli_core_show_args(g, cmd, argc, argv, &json);
     if (st != CLI_CORE_GO_ON)
@@ -318,8 +323,7 @@ static int tag_pause(cli_core *g, const char *cmd, int argc, char **argv)
     bool pause = strcmp(argv[0], "pause") == 0;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(tag_help, stdout);
-            return cli_core_output_done(cmd);
+            return cli_core_help_show(g, cmd);
         }
     int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 1, "a tag");
     if (st != CLI_CORE_GO_ON)
@@ -338,14 +342,10 @@ static int tag_pause(cli_core *g, const char *cmd, int argc, char **argv)
 int cli_tag_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
-        {"list", tag_list},
-        {"set", tag_set},
-        {"pause", tag_pause},
-        {"resume", tag_pause},
+        {"list", tag_list, NULL},
+        {"set", tag_set, NULL},
+        {"pause", tag_pause, NULL},
+        {"resume", tag_pause, NULL},
     };
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-        fputs(tag_help, stdout);
-        return argc < 2 ? CLI_TEXT_EXIT_USAGE : cli_core_output_done(cmd);
-    }
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

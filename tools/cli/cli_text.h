@@ -46,9 +46,17 @@ bool cli_text_number_parse(const char *text, long min, long max, long *out);
 /* cli_text_u64_parse reads a decimal unsigned 64-bit integer, and nothing else. */
 bool cli_text_u64_parse(const char *text, uint64_t *out);
 
-/* cli_text_seconds_parse reads a number of seconds such as "30", "0.5" or ".25"
- * into milliseconds: at most CLI_TEXT_SECONDS_MAX, at most three decimals (the
- * broker keeps milliseconds). "off" reads as 0 when allow_off. */
+/* cli_text_duration_parse reads a duration into milliseconds: a decimal
+ * ("30", "0.5", ".25") with a unit (ms, s, m or min, h, d), or without one
+ * in unit_ms (1 for an option in milliseconds, 1000 for one in seconds);
+ * whole milliseconds, at most max_ms. "off" reads as 0 when allow_off. */
+bool cli_text_duration_parse(const char *text, uint64_t unit_ms, bool allow_off, uint64_t max_ms,
+                             uint64_t *ms);
+
+/* cli_text_seconds_parse reads a duration whose plain numbers are seconds,
+ * such as "30", "0.5", "500ms" or "5m", into milliseconds: at most
+ * CLI_TEXT_SECONDS_MAX seconds, whole milliseconds (the broker keeps
+ * milliseconds). "off" reads as 0 when allow_off. */
 #define CLI_TEXT_SECONDS_MAX 1000000000 /* about 31 years */
 bool cli_text_seconds_parse(const char *text, bool allow_off, uint64_t *ms);
 
@@ -90,6 +98,35 @@ void cli_text_milli_format(uint64_t milli, char *buf, size_t size);
 /* cli_text_rate_format writes a rate kept in thousandths as "0.5/s", or
  * off_text when it is 0 (no limit). */
 void cli_text_rate_format(uint64_t milli, const char *off_text, char *buf, size_t size);
+
+/* ---- text that came from clients ---- */
+
+/* cli_text_safe writes the len bytes at s into buf (size bytes, at least 5,
+ * always NUL-terminated) as text a terminal shows without acting on it:
+ * printable ASCII and whole, valid UTF-8 characters as they are; \n, \t,
+ * \r and \e for those controls; any other control byte, DEL, a C1 control
+ * (U+0080..U+009F), a bidirectional override (U+202A..U+202E,
+ * U+2066..U+2069) and every byte of invalid UTF-8 as \xHH (one per byte).
+ * A backslash stays as it is, so safe text is its own escape (escaping
+ * twice changes nothing). Text that does not fit is cut at a whole
+ * character or escape. Returns buf. Every table cell (cli_table.c) and
+ * every message that shows a tag, a pool name, a reason, a body or the
+ * broker's words goes through it. */
+const char *cli_text_safe(const char *s, size_t len, char *buf, size_t size);
+
+/* cli_text_preview writes the start of a message body (len bytes at p) into
+ * buf (size bytes) as cli_text_safe shows it, for a terminal; with json, as
+ * the inside of a JSON string: the same text with '"' and '\\' escaped, so
+ * that what a JSON reader gets is what the terminal shows. */
+void cli_text_preview(const void *p, size_t len, bool json, char *buf, size_t size);
+
+/* cli_text_safe_dup returns a malloc'ed cli_text_safe copy of s (len
+ * bytes), or NULL when out of memory. */
+char *cli_text_safe_dup(const char *s, size_t len);
+
+/* cli_text_is_safe tells whether cli_text_safe would leave the NUL-terminated
+ * s as it is. */
+bool cli_text_is_safe(const char *s);
 
 /* cli_text_json_string writes s to standard output as a JSON string. */
 void cli_text_json_string(const char *s);

@@ -35,6 +35,25 @@
 
 #include "cli_text.h"
 
+/* `sluice top --help`; the layout is cli_core.h's */
+const cli_core_help cli_top_help = {
+    .summary = "a full-screen live view",
+    .body =
+        "  sluice top [--interval S]\n"
+        "      A full-screen view of the broker, refreshed every S seconds (default\n"
+        "      1; 0.5, 500ms, 2s): per level the ready, in-flight, delayed and dead\n"
+        "      messages, the oldest's age, messages in, out and acknowledged per\n"
+        "      second over the last interval, THROTTLED refusals and the ETA; each\n"
+        "      pool's size, members, in-flight deliveries, rate and recommended\n"
+        "      size; the sink's rates and breaker. Press q to quit. The title line\n"
+        "      stays at the top on any terminal height. When the broker does not\n"
+        "      answer, the title says \"disconnected, retrying\" and the view resumes\n"
+        "      once it is back. Needs a terminal; for plain output use\n"
+        "      'sluice stats --watch [S]'.\n",
+    .examples =
+        "  sluice top --interval 0.5                    twice a second\n",
+};
+
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -52,14 +71,13 @@ static void catch_signals(void)
     sigaction(SIGHUP, &sa, NULL);
 }
 
-/* seconds_ms reads "2" or "0.5" as milliseconds within [100 ms, 1 h]. */
+/* seconds_ms reads "2", "0.5" or "500ms" as milliseconds within [100 ms, 1 h]. */
 static int seconds_ms(const char *text, int *ms)
 {
-    char *end;
-    double s = strtod(text, &end);
-    if (end == text || *end || !(s >= 0.1 && s <= 3600))
+    uint64_t v;
+    if (!cli_text_duration_parse(text, 1000, false, 3600000, &v) || v < 100)
         return -1;
-    *ms = (int)(s * 1000 + 0.5);
+    *ms = (int)v;
     return 0;
 }
 
@@ -140,11 +158,12 @@ __attribute__((format(printf, 2, 3))) static void line(screen *s, const char *fm
 {
     if (s->row >= s->rows)
         return;
-    char text[512];
+    char raw[512], text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    cli_text_safe(raw, strlen(raw), text, sizeof text); /* pool names are clients' text */
     size_t n = strlen(text);
     if (n >= (size_t)s->cols) /* the last column left free: no auto-wrap */
         n = s->cols > 1 ? (size_t)s->cols - 1 : 0;
@@ -155,10 +174,14 @@ __attribute__((format(printf, 2, 3))) static void line(screen *s, const char *fm
             return;
         s->buf = p, s->cap = cap;
     }
+    /* a newline before each line but the first, none after the last: the
+     * bottom row never scrolls the screen, so the title stays on top */
+    if (s->row)
+        s->buf[s->len++] = '\n';
     memcpy(s->buf + s->len, text, n);
     s->len += n;
-    memcpy(s->buf + s->len, "\033[K\n", 4); /* clear the rest of the line */
-    s->len += 4;
+    memcpy(s->buf + s->len, "\033[K", 3); /* clear the rest of the line */
+    s->len += 3;
     s->row++;
 }
 
@@ -207,7 +230,10 @@ static void draw(screen *s, const char *endpoint, const sl_stats *st, const sl_s
         count_text(x->inflight, b, sizeof b);
         count_text(x->delayed, c, sizeof c);
         count_text(x->dead, d, sizeof d);
-        cli_text_age_format(x->oldest_ms, e, sizeof e);
+        if (x->depth)
+            cli_text_age_format(x->oldest_ms, e, sizeof e);
+        else
+            snprintf(e, sizeof e, "-"); /* nothing ready */
         rate_text(per_s(x->enqueued, p->enqueued, dt), f, sizeof f);
         rate_text(per_s(x->dispatched, p->dispatched, dt), h, sizeof h);
         rate_text(per_s(x->acked, p->acked, dt), i, sizeof i);
@@ -242,24 +268,22 @@ static void restore_terminal(void)
     fflush(stdout);
 }
 
-static const char top_help[] =
-    "Usage: sluice top [--interval S]\n"
-    "\n"
-    "A full-screen view of the broker, refreshed every S seconds (default 1,\n"
-    "fractions allowed): per level the ready, in-flight, delayed and dead\n"
-    "messages, the oldest's age, messages in, out and acknowledged per second\n"
-    "over the last interval, THROTTLED refusals and the ETA; each pool's size,\n"
-    "members, in-flight deliveries, rate and recommended size; the sink's rates\n"
-    "and breaker. Press q to quit. Needs a terminal; for plain output use\n"
-    "'sluice stats --watch [S]'.\n";
+/* frame_show writes the frame in s from the top left corner and clears
+ * what is below it. */
+static void frame_show(const screen *s)
+{
+    fputs("\033[H", stdout);
+    fwrite(s->buf, 1, s->len, stdout);
+    fputs("\033[J", stdout);
+    fflush(stdout);
+}
 
 int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     int interval_ms = 1000;
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
-            fputs(top_help, stdout);
-            return cli_core_output_done(cmd);
+            return cli_core_help_show(g, cmd);
         }
         if (!strcmp(argv[k], "--interval") && k + 1 < argc) {
             if (seconds_ms(argv[++k], &interval_ms))
@@ -289,28 +313,43 @@ int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
     sl_sink_info sink;
     int have_prev = 0, rc = 0;
     int64_t prev_ms = 0;
+    int64_t lost_ms = 0;
     while (!stop_flag) {
         unsigned npools = 0;
+        struct winsize ws;
+        s.rows = 24, s.cols = 80;
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+            s.rows = ws.ws_row, s.cols = ws.ws_col;
+        if (!have_prev && !lost_ms) { /* the first answer may take up to --timeout: say what is going on */
+            s.len = 0, s.row = 0;
+            line(&s, "sluice top - %s  connecting...  q: quit", g->endpoint);
+            frame_show(&s);
+        }
         rc = sl_stats_get(g->c, &cur);
         if (!rc)
             rc = sl_pool_list(g->c, pools, &npools);
         if (!rc)
             rc = sl_sink_show(g->c, &sink);
-        if (rc)
-            break;
         int64_t now_ms = cli_core_now_ms();
-        struct winsize ws;
-        s.rows = 24, s.cols = 80;
-        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
-            s.rows = ws.ws_row, s.cols = ws.ws_col;
         s.len = 0, s.row = 0;
-        draw(&s, g->endpoint, &cur, have_prev ? &prev : NULL, (double)(now_ms - prev_ms) / 1000.0, pools, npools,
-             &sink, interval_ms);
-        fputs("\033[H", stdout);
-        fwrite(s.buf, 1, s.len, stdout);
-        fputs("\033[J", stdout); /* clear below the frame */
-        fflush(stdout);
-        prev = cur, prev_ms = now_ms, have_prev = 1;
+        if (rc) { /* the broker is gone, restarting, stalled or not there: say so, and try again */
+            if (!lost_ms)
+                lost_ms = now_ms;
+            char gone[32];
+            cli_text_age_format((uint64_t)(now_ms - lost_ms), gone, sizeof gone);
+            line(&s, "sluice top - %s  disconnected, retrying (%s, %s)  q: quit", g->endpoint,
+                 rc == SL_ECONNECT && !sl_connected(g->c) ? "connection refused" : sl_errname(rc), gone);
+            line(&s, "%s", "");
+            line(&s, "No answer from the broker (%s): the view comes back when it does.",
+                 sl_last_error(g->c));
+            have_prev = 0; /* rates start again when it is back */
+        } else {
+            lost_ms = 0;
+            draw(&s, g->endpoint, &cur, have_prev ? &prev : NULL, (double)(now_ms - prev_ms) / 1000.0, pools,
+                 npools, &sink, interval_ms);
+            prev = cur, prev_ms = now_ms, have_prev = 1;
+        }
+        frame_show(&s);
         /* wait for the next refresh or a key */
         for (int64_t until = now_ms + interval_ms; !stop_flag;) {
             int64_t left = until - cli_core_now_ms();
@@ -327,6 +366,7 @@ int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv)
             }
         }
     }
+    rc = 0; /* a broker that is gone is shown, not an error: q ends top */
     restore_terminal();
     free(s.buf);
     if (rc)

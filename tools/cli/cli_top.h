@@ -9,6 +9,9 @@
 
 #include "cli_core.h"
 
+/* cli_top_help is `sluice top --help`. */
+extern const cli_core_help cli_top_help;
+
 /* cli_top_main runs `sluice top [--interval S]`. Returns the exit status. */
 int cli_top_main(cli_core *g, const char *cmd, int argc, char **argv);
 

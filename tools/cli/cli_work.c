@@ -104,10 +104,11 @@ int cli_work_run(void *ctx, void *arg)
         return exec_outcome(k, j);
     pthread_mutex_lock(k->out_lock);
     if (k->verbose) {
-        char number[16];
+        char number[16], tag[4 * 256 + 1];
         snprintf(number, sizeof number, "%u", d->level);
+        cli_text_safe(d->tag, strlen(d->tag), tag, sizeof tag); /* the producer's text */
         printf("id=%" PRIu64 " level=%s tag=%s attempt=%u ", d->id,
-               d->level < k->nlevels ? k->level_names[d->level] : number, d->tag, d->attempt);
+               d->level < k->nlevels ? k->level_names[d->level] : number, tag, d->attempt);
         if (d->cost != 1)
             printf("cost=%" PRIu32 " ", d->cost);
     }

@@ -41,6 +41,8 @@ typedef struct consumer {
     size_t held;      /* received and not yet settled */
     int64_t last_ms; /* when a message last arrived or was settled */
     bool broken;     /* settling failed: settle no more */
+    bool was_connected; /* the connection was up once */
+    int64_t lost_ms;    /* when it was seen down, 0 while it is up */
 } consumer;
 
 

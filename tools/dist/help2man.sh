@@ -3,10 +3,11 @@
 # the page cannot drift from them: the Makefile builds sluice(1),
 # sluice-bench(1) and sluice-sink(1) with it at every build.
 #
-#   help2man.sh PROGRAM SECTION 'one-line description' > NAME.SECTION
+#   help2man.sh PROGRAM SECTION 'one-line description' [HELP ARGS] > NAME.SECTION
 #
-# PROGRAM is run with --help and --version (the version is the second word
-# of its first line). The page is set in fill mode, so that it fits any
+# PROGRAM is run with HELP ARGS (default --help; `sluice help --all` for
+# sluice, whose --help is a short overview) and --version (the version is
+# the second word of its first line). The page is set in fill mode, so that it fits any
 # terminal width; the help's layout says what each line is:
 #
 #   - the first line ("usage: NAME ...") and the lines after it up to a blank
@@ -29,16 +30,17 @@
 #   - anything else is text, filled into a paragraph; a blank line ends one.
 #
 # The SEE ALSO section names the other pages of Sluice.
-prog=$1 section=$2 what=$3
-if [ $# -ne 3 ] || [ ! -x "$prog" ]; then
-    echo "usage: help2man.sh PROGRAM SECTION 'one-line description'" >&2
+prog=$1 section=$2 what=$3 help_args=${4:---help}
+if [ $# -lt 3 ] || [ $# -gt 4 ] || [ ! -x "$prog" ]; then
+    echo "usage: help2man.sh PROGRAM SECTION 'one-line description' [HELP ARGS]" >&2
     exit 2
 fi
 name=${prog##*/}
-help=$("$prog" --help) || { echo "help2man.sh: $prog --help failed" >&2; exit 1; }
+# shellcheck disable=SC2086 # HELP ARGS are words
+help=$("$prog" $help_args) || { echo "help2man.sh: $prog $help_args failed" >&2; exit 1; }
 version=$("$prog" --version | awk 'NR == 1 { print $2 }')
 [ -n "$version" ] || { echo "help2man.sh: $prog --version printed no version" >&2; exit 1; }
-printf '%s\n' "$help" | awk -v name="$name" -v section="$section" -v what="$what" -v version="$version" '
+printf '%s\n' "$help" | awk -v name="$name" -v helpargs="$help_args" -v section="$section" -v what="$what" -v version="$version" '
 # esc escapes text for roff: a backslash, a minus (so that options copy
 # and paste), quotes (typewriter quotes, not typographic ones), and a
 # leading dot.
@@ -186,7 +188,7 @@ function newsection(t, paren) {
 BEGIN { N = 0 }
 { L[N] = $0; I[N] = indent($0); T[N] = trim($0); N++ }
 END {
-    printf ".\\\" Generated from %s --help by tools/dist/help2man.sh: do not edit.\n", name
+    printf ".\\\" Generated from %s %s by tools/dist/help2man.sh: do not edit.\n", name, helpargs
     printf ".TH %s %s \"\" \"Sluice %s\" \"User Commands\"\n", toupper(name), section, version
     print ".nh"
     print ".ad l"

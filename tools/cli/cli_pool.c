@@ -1,7 +1,7 @@
 /*
- * cli_admin.c - the `sluice` commands that look after the broker's
- * consumers: pool (list, resize, pause, resume, autoscale, delete) and
- * explain. The level commands are in cli_level.c, the sink's in cli_sink.c.
+ * cli_pool.c - `sluice pool`: the commands that look after the broker's
+ * consumer pools (list, resize, pause, resume, autoscale, delete). The level
+ * commands are in cli_level.c, the sink's in cli_sink.c.
  *
  * Each is one request through the client library (its administration
  * calls), whose answer is printed: lists as a table or as JSON, changes as
@@ -11,7 +11,7 @@
  * checks every value against its own limits and says which one it refused;
  * this file checks only what it must to build the request.
  */
-#include "cli_admin.h"
+#include "cli_pool.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,6 +22,41 @@
 
 #include "cli_table.h"
 #include "cli_text.h"
+
+/* `sluice pool --help`; the layout is cli_core.h's */
+const cli_core_help cli_pool_help = {
+    .summary = "look after consumer pools: list, resize, pause, autoscale, delete",
+    .body =
+        "  sluice pool list [--json]\n"
+        "      Show each consumer pool: the levels it serves, its size (the most\n"
+        "      deliveries its members hold at once; \"-\" for no limit), its members,\n"
+        "      the deliveries they hold, deliveries per second, the size autoscaling\n"
+        "      would choose, and whether it is paused or autoscaled.\n"
+        "  sluice pool resize NAME SIZE\n"
+        "      Let pool NAME hold at most SIZE deliveries at once (0: no limit),\n"
+        "      creating it, for all levels, if needed. Shrinking never takes back a\n"
+        "      delivery in progress. Members are told their share of the size.\n"
+        "  sluice pool pause NAME\n"
+        "  sluice pool resume NAME\n"
+        "      Stop, or restart, deliveries to the pool's members.\n"
+        "  sluice pool delete NAME [--force] [--json]\n"
+        "      Delete pool NAME and its settings. A pool with members is refused\n"
+        "      unless --force, which drops them as if they had said goodbye (their\n"
+        "      deliveries return uncharged). A pool consumers created by naming it,\n"
+        "      and nobody sized, paused or autoscaled, goes away by itself once idle\n"
+        "      for --pool-reap-ms (a minute); the broker holds --pool-max pools.\n"
+        "  sluice pool autoscale NAME --min A --max B --target-wait DURATION\n"
+        "  sluice pool autoscale NAME --off\n"
+        "      Let the broker size the pool between A and B from its backlog, its\n"
+        "      arrival rate and how long messages take, so that a message waits\n"
+        "      about DURATION (seconds, fractions allowed, or 500ms, 2m) before it\n"
+        "      is delivered. --off stops that and keeps the current size.\n"
+        "  Changes to pools take effect at once and survive a broker restart.\n",
+    .examples =
+        "  sluice pool resize render 8                  8 at once across the pool\n"
+        "  sluice pool autoscale render --min 1 --max 32 --target-wait 2s\n"
+        "  sluice pool pause render                     hold deliveries to render\n",
+};
 
 /* Long-only options get values outside the char range. */
 enum {
@@ -217,7 +252,7 @@ static int pool_delete(cli_core *g, const char *cmd, int argc, char **argv)
         switch (ch) {
         case OPT_FORCE: force = true; break;
         case 'j': json = true; break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
@@ -273,7 +308,7 @@ static int pool_autoscale(cli_core *g, const char *cmd, int argc, char **argv)
             have_wait = true;
             break;
         case OPT_OFF: off = true; break;
-        case 'h': fputs(g->help, stdout); return cli_core_output_done(cmd);
+        case 'h': return cli_core_help_show(g, cmd);
         default: return cli_text_option_error(cmd, ch, argv);
         }
     }
@@ -305,44 +340,12 @@ static int pool_autoscale(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
-int cli_admin_pool(cli_core *g, const char *cmd, int argc, char **argv)
+int cli_pool_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
-        {"list", pool_list},    {"resize", pool_resize},       {"pause", pool_pause},
-        {"resume", pool_pause}, {"autoscale", pool_autoscale},
-        {"delete", pool_delete},
+        {"list", pool_list, NULL},    {"resize", pool_resize, NULL},       {"pause", pool_pause, NULL},
+        {"resume", pool_pause, NULL}, {"autoscale", pool_autoscale, NULL},
+        {"delete", pool_delete, NULL},
     };
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
-}
-
-/* ---- explain ---- */
-
-int cli_admin_explain(cli_core *g, const char *cmd, int argc, char **argv)
-{
-    uint64_t id;
-    int st = cli_core_id_args(g, cmd, argc, argv, &id);
-    if (st != CLI_CORE_GO_ON)
-        return st;
-    sl_explain_info e;
-    int rc = sl_explain(g->c, id, &e);
-    if (rc)
-        return cli_core_broker_error(g, cmd, rc, "", NULL);
-    char number[16], until[32];
-    const char *level = cli_core_level_name(g, e.level, number, sizeof number);
-    cli_text_age_format(e.until_ms, until, sizeof until);
-    printf("message %" PRIu64 ": ", id);
-    if (strcmp(e.state, "ready") == 0 && e.position == 0)
-        printf("ready at the head of level %s", level);
-    else if (strcmp(e.state, "ready") == 0)
-        printf("ready in level %s, %" PRIu64 " ahead of it", level, e.position);
-    else if (strcmp(e.state, "leased") == 0)
-        printf("leased from level %s, for %s more", level, until);
-    else if (strcmp(e.state, "delayed") == 0)
-        printf("delayed in level %s, due in %s", level, until);
-    else if (strcmp(e.state, "dead") == 0)
-        printf("a dead letter of level %s", level);
-    else
-        printf("%s", e.state);
-    printf("%s%s\n", e.why[0] ? "; " : "", e.why);
-    return cli_core_output_done(cmd);
 }
