@@ -128,7 +128,9 @@
     X(window_rows, "window_rows",   ROWS, window)         \
     X(tag_rows,   "tag_rows",       ROWS, tag)            \
     X(scope,      "scope",          STR,  PROTO_MAX_NAME) \
-    X(pacers,     "pacers",         U64,  0)
+    X(pacers,     "pacers",         U64,  0)              \
+    X(settle_refused, "settle_refused", U64, 0)           \
+    X(settle_foreign, "settle_foreign", U64, 0)
 
 /* ---- rows ----
  *
@@ -170,7 +172,8 @@
     X(K, dead_purged,      "dead_purged",      U64, OPT) \
     X(K, dead_dropped,     "dead_dropped",     U64, OPT) \
     X(K, corrupt,          "corrupt",          U64, OPT) \
-    X(K, throttled_tag,    "throttled_tag",    U64, OPT)
+    X(K, throttled_tag,    "throttled_tag",    U64, OPT) \
+    X(K, throttled_ms,     "throttled_ms",     U64, OPT)
 
 /* level.list: one row per level, its settings and state. */
 #define PROTO_COLS_level(X, K)                             \
@@ -186,7 +189,8 @@
     X(K, tokens_milli,     "tokens_milli",     U64, REQ) \
     X(K, eta_ms,           "eta_ms",           U64, REQ) \
     X(K, fair_tenants,     "fair_tenants",     U64, OPT) \
-    X(K, fair,             "fair",             U64, OPT)
+    X(K, fair,             "fair",             U64, OPT) \
+    X(K, throttled_ms,     "throttled_ms",     U64, OPT)
 
 /* pool.list: one row per pool. */
 #define PROTO_COLS_pool(X, K)                              \
@@ -355,7 +359,8 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(tag_set,        "tag.set",        PF(tag), PF(tag_rows) | PF(window_rows), NONE, 0) \
     X(tag_list,       "tag.list",       0, 0, ROWS, PF(tag_rows) | PF(window_rows)) \
     X(tag_pause,      "tag.pause",      PF(tag), 0, NONE, 0)                      \
-    X(tag_resume,     "tag.resume",     PF(tag), 0, NONE, 0)
+    X(tag_resume,     "tag.resume",     PF(tag), 0, NONE, 0)                      \
+    X(sink_resume,    "sink.resume",    0, 0, FIELDS, PF(paused_ms))
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 
@@ -398,7 +403,8 @@ typedef enum proto_cmd {
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(uptime_ms) | PF(consumers) | PF(level_stats) | \
                                  PF(breaker) | PF(breaker_trips) | PF(rx_bad) | PF(tx_failed), \
-                                 PF(auth_refused) | PF(handshakes_refused) | PF(coord_rows)) \
+                                 PF(auth_refused) | PF(handshakes_refused) | PF(coord_rows) | \
+                                 PF(settle_refused) | PF(settle_foreign)) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \

@@ -51,7 +51,8 @@ typedef enum proto_role {
     X(tag_set,        ADMIN)      \
     X(tag_list,       MONITOR)    \
     X(tag_pause,      ADMIN)      \
-    X(tag_resume,     ADMIN)
+    X(tag_resume,     ADMIN)      \
+    X(sink_resume,    ADMIN)
 
 enum {
 #define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,

@@ -275,6 +275,7 @@ static const char help_text[] =
 "      many may go at once), either followed by :BURST to say its burst.\n"
 "      Repeat --max-rate for up to 4 windows, all of which hold (\"10/s and\n"
 "      500/min\"); together they replace the windows the limit had.\n"
+"  sluice sink resume   end the sink's pause after THROTTLED at once\n"
 "  sluice sink show [--json]\n"
 "      Show the sink's limits, the rate the broker uses now, the deliveries\n"
 "      out, the tokens in its bucket, and how long dispatch stays paused.\n"
