@@ -26,7 +26,9 @@
  *
  * A consumer is a connection, not a routing id: member_find (member.c)
  * finds the conn of a message's connection, by routing id, endpoint, key
- * and descriptor; a settlement is taken only from the connection that
+ * and descriptor, for every message that passes auth_check, so that any
+ * word from a connection that took a vanished consumer's routing id ends
+ * that consumer; a settlement is taken only from the connection that
  * holds its lease (settle_holder), anything else is SL_ESTALE. A conn made
  * here is narrowed to its principal's levels at once (auth_note_conn),
  * whether a HELLO or a bare CREDIT made it.
@@ -448,6 +450,7 @@ int handle_message(bk *b, const net_in *in)
         return HANDLE_DONE;
     }
     b->rx[m.type]++;
+    (void)member_find(b, in); /* a routing id another connection held: that consumer is gone (member.c) */
     handlers[m.type](b, in, &m);
     conn *c = conn_find(&b->conns, in->sock, in->rid, in->rid_len);
     if (c && member_same(c, in)) /* it is reading: see settle_expire_leases */
