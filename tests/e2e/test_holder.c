@@ -17,7 +17,11 @@
  *   - a consumer made by a bare CREDIT (no HELLO) is served its
  *     principal's levels only;
  *   - NACK's delay and TOUCH's lease are cut at --max-nack-delay and
- *     --max-lease, and TOUCH's OK says the lease granted.
+ *     --max-lease, and TOUCH's OK says the lease granted;
+ *   - a consumer may pause only what it may consume: a principal limited
+ *     to low that says THROTTLED pauses low alone (the sink neither paused
+ *     nor cut, high flowing), until `level resume`; and a THROTTLED for a
+ *     tag pauses that tag in low only, not in high.
  *
  * The routing-id cases speak the wire (a CURVE DEALER with ZMQ_ROUTING_ID
  * and proto/), since the client library never chooses its routing id.
@@ -490,6 +494,83 @@ static void nack_delay_and_touch_are_bounded(void **state)
     rig_destroy(&r);
 }
 
+/* What a THROTTLED may pause follows the consumer's principal. */
+static void limited_consumer_pauses_only_its_levels(void **state)
+{
+    (void)state;
+    rig *r = rig_new();
+    sl_client *admin = client_as(r, K_ADMIN), *worker = client_as(r, K_WORKER), *low = client_as(r, K_LOW);
+    assert_int_equal(sl_sink_set(admin, 1000 * 1000, SL_UNCHANGED, SL_UNCHANGED), SL_OK);
+    assert_int_equal(sl_level_fair(admin, 0, 1), SL_OK);
+    assert_int_equal(sl_level_fair(admin, 2, 1), SL_OK);
+    assert_int_equal(sl_subscribe(low, "low", NULL, 0, 1), SL_OK);
+    uint64_t l1 = put(admin, 2, "l1");
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(low, 5000, &d), SL_OK);
+    assert_int_equal(d->id, l1);
+    assert_int_equal(sl_throttled(low, d, 600000), SL_OK); /* ten minutes, for the sink */
+    assert_int_equal(sl_flush(low, 5000), SL_OK);
+    sl_delivery_free(&d);
+    sl_close(&low);
+    sl_sink_info s;
+    assert_int_equal(sl_sink_show(admin, &s), SL_OK);
+    assert_int_equal(s.paused_ms, 0);                      /* not the sink */
+    assert_true(s.effective_rate_milli == 1000 * 1000);    /* nor its rate */
+    sl_level_info lv[SL_MAX_LEVELS];
+    uint64_t thr[SL_MAX_LEVELS];
+    unsigned n = 0;
+    assert_int_equal(sl_level_list_ex(admin, lv, thr, &n), SL_OK);
+    assert_true(thr[2] > 290000 && thr[2] <= 300000); /* low, at most --max-throttle-pause */
+    assert_true(thr[0] == 0 && thr[1] == 0);
+    sl_stats st;
+    sl_stats_more more = {.size = sizeof more};
+    assert_int_equal(sl_stats_get_more(admin, &st, NULL, &more), SL_OK);
+    assert_true(more.throttled_ms[2] > 0 && more.throttled_ms[0] == 0);
+    /* high flows; low waits */
+    assert_int_equal(sl_subscribe(worker, "work", NULL, 0, 1), SL_OK);
+    uint64_t h1 = put(admin, 0, "h1");
+    assert_int_equal(sl_recv(worker, 5000, &d), SL_OK);
+    assert_int_equal(d->id, h1);
+    assert_int_equal(sl_ack(worker, d), SL_OK);
+    sl_delivery_free(&d);
+    assert_int_equal(sl_recv(worker, 300, &d), SL_ETIMEDOUT);
+    assert_int_equal(sl_level_pause(admin, 2, 0), SL_OK); /* level resume low */
+    assert_int_equal(sl_recv(worker, 5000, &d), SL_OK);
+    assert_int_equal(d->id, l1);
+    assert_int_equal(d->attempt, 1);
+    assert_int_equal(sl_ack(worker, d), SL_OK);
+    assert_int_equal(sl_flush(worker, 5000), SL_OK);
+    sl_delivery_free(&d);
+    sl_close(&worker);
+    /* a tag's pause from it holds the tag in low only */
+    uint64_t a_low = 0, a_high;
+    sl_put m = {.body = "a", .body_len = 1, .level = 2, .tag = "acme"};
+    assert_int_equal(sl_send(admin, &m, &a_low), SL_OK);
+    low = client_as(r, K_LOW);
+    assert_int_equal(sl_subscribe(low, "low", NULL, 0, 1), SL_OK);
+    assert_int_equal(sl_recv(low, 5000, &d), SL_OK);
+    assert_int_equal(d->id, a_low);
+    assert_int_equal(sl_throttled_scope(low, d, 600000, SL_SCOPE_TAG), SL_OK);
+    assert_int_equal(sl_flush(low, 5000), SL_OK);
+    sl_delivery_free(&d);
+    sl_close(&low);
+    m.level = 0;
+    assert_int_equal(sl_send(admin, &m, &a_high), SL_OK);
+    worker = client_as(r, K_WORKER);
+    assert_int_equal(sl_subscribe(worker, "work", NULL, 0, 1), SL_OK);
+    assert_int_equal(sl_recv(worker, 5000, &d), SL_OK);
+    assert_int_equal(d->id, a_high); /* acme goes in high */
+    assert_int_equal(sl_ack(worker, d), SL_OK);
+    sl_delivery_free(&d);
+    assert_int_equal(sl_recv(worker, 300, &d), SL_ETIMEDOUT); /* and waits in low */
+    sl_explain_info e;
+    explain(admin, a_low, &e);
+    assert_non_null(strstr(e.why, "tag 'acme' was throttled by its service"));
+    sl_close(&worker);
+    sl_close(&admin);
+    rig_destroy(&r);
+}
+
 int main(void)
 {
     th_seed();
@@ -500,6 +581,7 @@ int main(void)
                                         th_timeout_disarm),
         cmocka_unit_test_setup_teardown(bare_credit_is_served_its_levels_only, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(nack_delay_and_touch_are_bounded, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(limited_consumer_pauses_only_its_levels, th_timeout_arm, th_timeout_disarm),
     };
     return cmocka_run_group_tests_name("holder", tests, NULL, NULL);
 }
