@@ -210,9 +210,13 @@ conn *member_find(bk *b, const net_in *in)
     if (!c)
         return NULL;
     if (!member_same(c, in)) {
-        log_info("member", "a new connection took the routing id of a consumer in pool %s (principal %s): that "
-                 "consumer is gone; its %u deliveries go back uncharged", c->pool ? c->pool->name : "-",
-                 c->principal[0] ? c->principal : "-", c->nleases);
+        static log_limit replaced_log; /* once a second (one broker per process) */
+        uint64_t held = 0;
+        if (log_limit_pass(&replaced_log, b->mono_ns, NS_PER_S, &held))
+            log_info("member", "a new connection took the routing id of a consumer in pool %s (principal %s): "
+                     "that consumer is gone; its %u deliveries go back uncharged (%llu such lines held back)",
+                     c->pool ? c->pool->name : "-", c->principal[0] ? c->principal : "-", c->nleases,
+                     (unsigned long long)held);
         settle_drop_conn(b, c, SETTLE_END_REPLACED);
         return NULL;
     }
