@@ -47,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,7 +131,6 @@ static int lock_dir(const char *dir, int *fd_out)
 int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
 {
     store_level_info info[PROTO_MAX_LEVELS];
-    uint32_t prefix = 0;
     int rc;
     bk *b = calloc(1, sizeof *b);
     if (!b)
@@ -151,12 +149,10 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
         goto unlock;
     queue_open(&b->q, b->st, cfg->levels, info);
     room_init(&b->room, b->cfg.data_dir, cfg->soft_limit_pct, cfg->map_max_bytes);
-    if (getrandom(&prefix, sizeof prefix, 0) != sizeof prefix)
-        prefix = (uint32_t)(wall_ns ^ (uint64_t)getpid());
     rc = conn_table_init(&b->conns);
     if (rc != SL_OK)
         goto queue_close;
-    rc = lease_table_init(&b->leases, prefix);
+    rc = lease_table_init(&b->leases);
     if (rc != SL_OK)
         goto conns_fini;
     pool_table_init(&b->pools);

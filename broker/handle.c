@@ -2,7 +2,7 @@
  * handle.c - the handler table, derived from PROTO_MSGS.
  *
  * Each handler checks what the message alone cannot tell (level numbers in a
- * HELLO, tokens against the lease table), calls the module that does the
+ * HELLO, tokens against the lease table and their holder), calls the module that does the
  * work (admit for PUT, settle for ACK, NACK, THROTTLED, REJECT, TOUCH and
  * BYE, member for pools, admin, stats) and queues the reply. A handler
  * routes; it does no work of its own.
@@ -23,6 +23,15 @@
  *
  * When auth is on, every message passes auth_check (auth.c) before its
  * handler: a refused one is answered SL_EPERM and never reaches it.
+ *
+ * A consumer is a connection, not a routing id: member_find (member.c)
+ * finds the conn of a message's connection, by routing id, endpoint, key
+ * and descriptor, for every message that passes auth_check, so that any
+ * word from a connection that took a vanished consumer's routing id ends
+ * that consumer; a settlement is taken only from the connection that
+ * holds its lease (settle_holder), anything else is SL_ESTALE. A conn made
+ * here is narrowed to its principal's levels at once (auth_note_conn),
+ * whether a HELLO or a bare CREDIT made it.
  *
  * Bad input is counted and logged at a limited rate (the first ten, then one
  * in a thousand), so a misbehaving client cannot flood the log.
@@ -108,14 +117,21 @@ static void reply_ok(bk *b, const net_in *in, const proto_msg *req, proto_msg *r
     reply(b, in, rep, when_for(b, req));
 }
 
-static void add_credit(bk *b, const net_in *in, uint64_t n)
+/* add_credit gives in's connection n more credit, making it a consumer
+ * (in the default pool, within its principal's levels) if it was not one;
+ * returns its conn, or NULL when out of memory. */
+static conn *add_credit(bk *b, const net_in *in, uint64_t n)
 {
-    conn *c = member_require(b, in->rid, in->rid_len);
+    int created = 0;
+    conn *c = member_require(b, in, &created);
     if (!c)
-        return;
+        return NULL;
+    if (created)
+        auth_note_conn(b, c, in);
     c->credit = c->credit + n > BK_CREDIT_CAP ? BK_CREDIT_CAP : c->credit + n;
     if (n)
         c->consumer = 1;
+    return c;
 }
 
 static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask);
@@ -158,7 +174,7 @@ static void h_HELLO(bk *b, const net_in *in, const proto_msg *m)
  * has replied with the error. */
 static int join(bk *b, const net_in *in, const proto_msg *m, uint32_t mask)
 {
-    conn *c = conn_require(&b->conns, in->rid, in->rid_len, b->all_mask);
+    conn *c = member_conn(b, in, NULL);
     const char *name = (m->present & PF(pool)) ? m->pool.ptr : "default";
     size_t name_len = (m->present & PF(pool)) ? m->pool.len : 7;
     pool *p = pool_find(&b->pools, name, name_len);
@@ -219,14 +235,17 @@ static void h_CREDIT(bk *b, const net_in *in, const proto_msg *m)
     add_credit(b, in, m->n);
 }
 
-/* find_lease answers ESTALE itself when the token is not held. */
+/* find_lease returns the lease m settles when in's connection holds it,
+ * and otherwise answers SL_ESTALE itself (settle_holder counts and logs
+ * the refusal). Credit it carries is taken either way. */
 static lease *find_lease(bk *b, const net_in *in, const proto_msg *m)
 {
-    if (m->present & PF(credit))
-        add_credit(b, in, m->credit);
-    lease *l = lease_find(&b->leases, m->token);
+    conn *c = (m->present & PF(credit)) ? add_credit(b, in, m->credit) : member_find(b, in);
+    lease *l = settle_holder(b, c, m->token, proto_name(m->type));
     if (!l)
-        reply_err(b, in, m, SL_ESTALE, "unknown or expired lease token; the message may be redelivered");
+        reply_err(b, in, m, SL_ESTALE,
+                  "unknown or expired lease token, or a lease this connection does not hold; the message may be "
+                  "redelivered");
     return l;
 }
 
@@ -254,7 +273,7 @@ static void h_NACK(bk *b, const net_in *in, const proto_msg *m)
     lease *l = find_lease(b, in, m);
     if (!l)
         return;
-    settle_end_lease(b, l, SETTLE_END_NACK, (m->present & PF(delay_ms)) ? m->delay_ms : 0);
+    settle_nack(b, l, (m->present & PF(delay_ms)) ? m->delay_ms : 0); /* cut at --max-nack-delay */
     proto_msg r;
     proto_init(&r, PROTO_OK);
     reply_ok(b, in, m, &r);
@@ -326,7 +345,7 @@ static void h_STATS(bk *b, const net_in *in, const proto_msg *m)
  * processed, or the consumer would have settled it. */
 static void h_BYE(bk *b, const net_in *in, const proto_msg *m)
 {
-    conn *c = conn_find(&b->conns, in->rid, in->rid_len);
+    conn *c = member_find(b, in);
     if (c)
         settle_drop_conn(b, c, SETTLE_END_LEFT);
     if (m->present & PF(seq)) {
@@ -394,8 +413,10 @@ static int handle_now(bk *b, const net_in *in, const proto_msg *m)
     case PROTO_TOUCH:
     case PROTO_THROTTLED:
         return 1;
-    case PROTO_CREDIT: /* credit from a peer not yet known would make a member, which may write */
-        return conn_find(&b->conns, in->rid, in->rid_len) != NULL;
+    case PROTO_CREDIT: { /* credit from a peer not yet known would make a member, which may write */
+        const conn *c = conn_find(&b->conns, in->sock, in->rid, in->rid_len);
+        return c && member_same(c, in);
+    }
     case PROTO_ACK: /* its delete waits for the commit's end, its OK (ack_flush_ms 0) for the next one's */
         return 1;
     default: /* PUT, NACK, REJECT, HELLO, BYE and admin commands write, or may; STATS and the read-only
@@ -429,9 +450,10 @@ int handle_message(bk *b, const net_in *in)
         return HANDLE_DONE;
     }
     b->rx[m.type]++;
+    (void)member_find(b, in); /* a routing id another connection held: that consumer is gone (member.c) */
     handlers[m.type](b, in, &m);
-    conn *c = conn_find(&b->conns, in->rid, in->rid_len);
-    if (c) /* it is reading: see settle_expire_leases */
+    conn *c = conn_find(&b->conns, in->sock, in->rid, in->rid_len);
+    if (c && member_same(c, in)) /* it is reading: see settle_expire_leases */
         c->last_rx_ns = b->mono_ns;
     return HANDLE_DONE;
 }

@@ -41,6 +41,7 @@ static void take(snap *s, bk *b)
         o->throttled = lv->counters.throttled;
         o->throttled_tag = lv->counters.throttled_tag;
         memcpy(o->picks, b->picks[l], sizeof o->picks);
+        o->pause_ns = b->level_pause[l].until_ns > b->mono_ns ? b->level_pause[l].until_ns - b->mono_ns : 0;
         o->wait = b->wait_hist[l];
     }
     s->npools = b->pools.n;
@@ -80,6 +81,8 @@ static void take(snap *s, bk *b)
     s->consumers = member_consumers(b);
     s->rx_bad = b->rx_bad;
     s->tx_failed = b->tx_failed;
+    s->settle_refused = b->settle_refused;
+    s->settle_foreign = b->settle_foreign;
     s->uptime_ns = b->mono_ns - b->started_mono_ns;
 }
 

@@ -162,6 +162,11 @@ static void window_copy(sl_window *w, const proto_row_window *r)
 
 int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
 {
+    return sl_level_list_ex(c, out, NULL, n);
+}
+
+int sl_level_list_ex(sl_client *c, sl_level_info *out, uint64_t *throttled_ms, unsigned *n)
+{
     if (n)
         *n = 0;
     int rc = query(c, n ? (const void *)out : NULL, PROTO_CMD_level_list);
@@ -186,6 +191,8 @@ int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n)
         l->tokens_milli = r->tokens_milli;
         l->eta_ms = r->eta_ms;
         l->fair = r->fair || r->fair_tenants;
+        if (throttled_ms)
+            throttled_ms[i] = r->throttled_ms; /* an optional column: 0 when absent */
     }
     const proto_rows_window *win = &c->reply.window_rows;
     bool listed[SL_MAX_LEVELS] = {false};
@@ -397,6 +404,20 @@ int sl_sink_show(sl_client *c, sl_sink_info *out)
     for (unsigned i = 0; (r->present & PF(window_rows)) && i < r->window_rows.n && i < SL_MAX_WINDOWS; i++)
         window_copy(&out->windows[out->nwindows++], &r->window_rows.v[i]);
     return SL_OK;
+}
+
+int sl_sink_resume(sl_client *c, uint64_t *left_ms)
+{
+    if (left_ms)
+        *left_ms = 0;
+    if (!client_begin(c))
+        return SL_EINVAL;
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_sink_resume);
+    int rc = admin_call(c, &m);
+    if (rc == SL_OK && left_ms)
+        *left_ms = c->reply.paused_ms;
+    return rc;
 }
 
 /* ---- explain ---- */

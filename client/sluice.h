@@ -458,6 +458,27 @@ typedef struct sl_stats_ex {
  * same reply. Returns as sl_stats_get. */
 int sl_stats_get_ex(sl_client *c, sl_stats *out, sl_stats_ex *ex);
 
+/* Figures of STATS added after sl_stats_ex's layout was fixed. The struct
+ * starts with its own size, which the caller sets (size = sizeof *more):
+ * the library fills only the members that fit in it, so that members may
+ * be added at its end without a new call, and a program built against an
+ * older sluice.h keeps working with libsluice.so.1. A broker that does not
+ * send a figure reports 0. */
+typedef struct sl_stats_more {
+    size_t size;             /* set by the caller: sizeof (sl_stats_more) */
+    uint64_t settle_refused; /* settlements refused with SL_ESTALE: a token no lease has
+                                (expired, settled, from before a restart, never given),
+                                or a lease another connection holds */
+    uint64_t settle_foreign; /* of those, a lease another connection holds */
+    uint64_t throttled_ms[SL_MAX_LEVELS]; /* per level: what its pause after a THROTTLED
+                                             has left (sl_level_list_ex); 0: none */
+} sl_stats_more;
+
+/* sl_stats_get_more is sl_stats_get_ex, also filling *more (may be NULL;
+ * its size set) from the same reply. Returns as sl_stats_get, and
+ * SL_EINVAL when more's size is below that of its first member. */
+int sl_stats_get_more(sl_client *c, sl_stats *out, sl_stats_ex *ex, sl_stats_more *more);
+
 /* The administration calls (levels, pools, the sink, explain, dead letters,
  * per-tag settings) are declared in sluice_admin.h, part of this header. */
 #include "sluice_admin.h"

@@ -56,6 +56,17 @@ typedef struct sl_level_info {
  * 0. */
 int sl_level_list(sl_client *c, sl_level_info *out, unsigned *n);
 
+/* sl_level_list_ex is sl_level_list, also filling throttled_ms[0..*n)
+ * (room for SL_MAX_LEVELS; may be NULL) from the same reply: for each
+ * level, the ms its pause after a THROTTLED has left (0: none). Such a
+ * pause holds a level when a consumer whose principal may consume only
+ * some levels says THROTTLED (it pauses those, not the sink), or when a
+ * FIFO level waits for its head's tag; it lasts at most the broker's
+ * --max-throttle-pause, and sl_level_pause(c, level, 0) ends it at once.
+ * (A field of its own, so that sl_level_info keeps its size in
+ * libsluice.so.1.) */
+int sl_level_list_ex(sl_client *c, sl_level_info *out, uint64_t *throttled_ms, unsigned *n);
+
 /* sl_level_set changes a level's deadline and aging step. Pass
  * SL_UNCHANGED to leave one as it is, 0 to switch it off. */
 #define SL_UNCHANGED UINT64_MAX
@@ -78,7 +89,8 @@ int sl_level_rate(sl_client *c, unsigned level, uint64_t max_rate_milli, uint64_
 int sl_level_windows(sl_client *c, unsigned level, const sl_window *w, unsigned n);
 
 /* sl_level_pause stops (paused = 1) or resumes (0) deliveries from a level.
- * Publishing to a paused level still works. */
+ * Publishing to a paused level still works. Resuming also ends a pause a
+ * THROTTLED caused (sl_level_list_ex). */
 int sl_level_pause(sl_client *c, unsigned level, int paused);
 
 #define SL_MAX_POOLS 64
@@ -203,7 +215,8 @@ typedef struct sl_sink_info {
     uint64_t max_inflight;         /* most deliveries out at once; 0 = no cap */
     uint64_t inflight;             /* deliveries out now */
     uint64_t tokens_milli;         /* units that could go now, x 1000 */
-    uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED; 0 = running */
+    uint64_t paused_ms;            /* ms until dispatch resumes after THROTTLED (at most the
+                                      broker's --max-throttle-pause); 0 = running */
     char breaker[16];              /* "closed", "open" or "half-open" */
     uint64_t breaker_trips;        /* times the breaker opened */
     char reason[48];               /* why the effective rate is where it is: "configured",
@@ -215,7 +228,9 @@ typedef struct sl_sink_info {
 } sl_sink_info;
 
 /* sl_sink_set changes the sink's rate, burst and in-flight cap
- * (SL_UNCHANGED leaves one as it is; 0 removes a limit). On a broker sharing
+ * (SL_UNCHANGED leaves one as it is; 0 removes a limit). A change applies
+ * at once: it also ends a pause after THROTTLED and restores the rate AIMD
+ * cut. On a broker sharing
  * its sink (coord.coordinated), the rate is the sink's limit for every
  * broker, set through Redis: SL_EINVAL when it is below the brokers'
  * reserved rates, SL_ESTATE when Redis is unreachable. */
@@ -230,14 +245,22 @@ int sl_sink_windows(sl_client *c, const sl_window *w, unsigned n);
 /* sl_sink_show reads the sink's settings and state. */
 int sl_sink_show(sl_client *c, sl_sink_info *out);
 
+/* sl_sink_resume ends the sink's pause after a THROTTLED at once, setting
+ * *left_ms (may be NULL) to what it had left (0: it was not paused).
+ * Dispatch goes on one unit at a time, as when a pause runs out; the rate
+ * stays where AIMD put it (sl_sink_set, which also ends such a pause,
+ * restores the configured one). Needs the admin role. */
+int sl_sink_resume(sl_client *c, uint64_t *left_ms);
+
 /* Where a message is and why it has not been delivered. */
 typedef struct sl_explain_info {
     char state[32];     /* "ready", "leased", "delayed", "dead" or "gone" */
     unsigned level;
     uint64_t position;  /* ready: messages ahead of it in its level */
     uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due;
-                           ready: until its tag's pause after a THROTTLED for its
-                           tag ends (or its FIFO level's wait for one), else 0 */
+                           ready: until what holds it now ends, when known (its
+                           tag's or its level's or the sink's pause after a
+                           THROTTLED, a rate limit), else 0 */
     char why[1025];     /* a sentence for humans: paused level or pool, no credit, ... */
 } sl_explain_info;
 

@@ -1,5 +1,5 @@
 /*
- * stats.c - sl_stats_get and sl_stats_get_ex: one STATS request, its
+ * stats.c - sl_stats_get, sl_stats_get_ex and sl_stats_get_more: one STATS request, its
  * STATS_OK read into the caller's structs.
  *
  * The decoder checked every level_stat row against its column table, so a
@@ -7,7 +7,9 @@
  * send reads as 0. Figures added after sl_stats's layout was fixed go into
  * sl_stats_ex, a struct of their own, so that a program built against an
  * older sluice.h (whose sl_stats is the same size) keeps working with
- * libsluice.so.1. No state; one round trip per call.
+ * libsluice.so.1; those added after it, into sl_stats_more, which carries
+ * its own size and is filled only as far as it goes. No state; one round
+ * trip per call.
  */
 #include "sluice.h"
 
@@ -18,9 +20,14 @@
 
 int sl_stats_get_ex(sl_client *c, sl_stats *out, sl_stats_ex *ex)
 {
+    return sl_stats_get_more(c, out, ex, NULL);
+}
+
+int sl_stats_get_more(sl_client *c, sl_stats *out, sl_stats_ex *ex, sl_stats_more *more)
+{
     if (!client_begin(c))
         return SL_EINVAL;
-    if (!out)
+    if (!out || (more && more->size < sizeof more->size))
         return client_fail(c, SL_EINVAL);
     proto_msg m;
     proto_init(&m, PROTO_STATS);
@@ -36,6 +43,7 @@ int sl_stats_get_ex(sl_client *c, sl_stats *out, sl_stats_ex *ex)
     memset(out, 0, sizeof *out);
     if (ex)
         memset(ex, 0, sizeof *ex);
+    sl_stats_more all = {.size = sizeof all, .settle_refused = r->settle_refused, .settle_foreign = r->settle_foreign};
     out->nlevels = rows->n;
     client_str_copy(out->breaker, sizeof out->breaker, r->breaker);
     out->breaker_trips = r->breaker_trips;
@@ -72,6 +80,11 @@ int sl_stats_get_ex(sl_client *c, sl_stats *out, sl_stats_ex *ex)
         s->corrupt = row->corrupt;
         if (ex)
             ex->throttled_tag[i] = row->throttled_tag;
+        all.throttled_ms[i] = row->throttled_ms;
+    }
+    if (more) { /* only what fits the caller's struct: it may be an older, shorter one */
+        size_t size = more->size < sizeof all ? more->size : sizeof all;
+        memcpy((char *)more + sizeof more->size, (const char *)&all + sizeof all.size, size - sizeof all.size);
     }
     return SL_OK;
 }

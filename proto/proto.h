@@ -134,7 +134,9 @@
     X(leased,     "leased",         U64,  0)              \
     X(path,       "path",           STR,  PROTO_MAX_STR)  \
     X(bytes,      "bytes",          U64,  0)              \
-    X(elapsed_ms, "elapsed_ms",     U64,  0)
+    X(elapsed_ms, "elapsed_ms",     U64,  0)              \
+    X(settle_refused, "settle_refused", U64, 0)           \
+    X(settle_foreign, "settle_foreign", U64, 0)
 
 /* ---- rows ----
  *
@@ -177,7 +179,8 @@
     X(K, dead_purged,      "dead_purged",      U64, OPT) \
     X(K, dead_dropped,     "dead_dropped",     U64, OPT) \
     X(K, corrupt,          "corrupt",          U64, OPT) \
-    X(K, throttled_tag,    "throttled_tag",    U64, OPT)
+    X(K, throttled_tag,    "throttled_tag",    U64, OPT) \
+    X(K, throttled_ms,     "throttled_ms",     U64, OPT)
 
 /* level.list: one row per level, its settings and state. */
 #define PROTO_COLS_level(X, K)                             \
@@ -193,7 +196,8 @@
     X(K, tokens_milli,     "tokens_milli",     U64, REQ) \
     X(K, eta_ms,           "eta_ms",           U64, REQ) \
     X(K, fair_tenants,     "fair_tenants",     U64, OPT) \
-    X(K, fair,             "fair",             U64, OPT)
+    X(K, fair,             "fair",             U64, OPT) \
+    X(K, throttled_ms,     "throttled_ms",     U64, OPT)
 
 /* pool.list: one row per pool. */
 #define PROTO_COLS_pool(X, K)                              \
@@ -387,7 +391,8 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(backup,         "backup",         PF(path), 0, NONE, 0)                     \
     X(backup_status,  "backup.status",  0, 0, FIELDS,                             \
       PF(state) | PF(path) | PF(bytes) | PF(elapsed_ms) | PF(msg))                 \
-    X(settings_export, "settings.export", 0, 0, FIELDS, PF(body))
+    X(settings_export, "settings.export", 0, 0, FIELDS, PF(body))                  \
+    X(sink_resume,    "sink.resume",    0, 0, FIELDS, PF(paused_ms))
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 
@@ -430,7 +435,8 @@ typedef enum proto_cmd {
     X(STATS,    "STATS",    C2B, PF(seq),              0)                    \
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(uptime_ms) | PF(consumers) | PF(level_stats) | \
                                  PF(breaker) | PF(breaker_trips) | PF(rx_bad) | PF(tx_failed), \
-                                 PF(auth_refused) | PF(handshakes_refused) | PF(coord_rows)) \
+                                 PF(auth_refused) | PF(handshakes_refused) | PF(coord_rows) | \
+                                 PF(settle_refused) | PF(settle_foreign)) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \

@@ -58,7 +58,8 @@ typedef enum proto_role {
     X(msg_move,       ADMIN)      \
     X(backup,         ADMIN)      \
     X(backup_status,  MONITOR)    \
-    X(settings_export, MONITOR)
+    X(settings_export, MONITOR)   \
+    X(sink_resume,    ADMIN)
 
 enum {
 #define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,

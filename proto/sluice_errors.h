@@ -17,7 +17,7 @@
     X(SL_ETOOBIG,    3, "message exceeds a size limit")                       \
     X(SL_ENOSPC,     4, "broker storage is full; retry later")                \
     X(SL_EFULL,      5, "level is full")                                      \
-    X(SL_ESTALE,     6, "unknown or expired lease token")                     \
+    X(SL_ESTALE,     6, "unknown or expired lease token, or another's lease") \
     X(SL_ENOLEVEL,   7, "no such priority level")                             \
     X(SL_EVERSION,   8, "unsupported protocol version")                       \
     X(SL_EIO,        9, "storage I/O error; the operation was not committed") \

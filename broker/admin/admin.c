@@ -8,7 +8,9 @@
  * command does not take), so a command only checks values. Every change
  * takes effect at once and is written to the store's meta database in the
  * same pass (settings.c), so the ADMIN_OK (sent after the commit) means
- * "applied and durable". List results (level.list, pool.list) are rows, one
+ * "applied and durable". Pauses a THROTTLED caused are not settings (they
+ * end by themselves): sink.resume and level.resume end them at once
+ * (pause.c), and so does sink.set for the sink's. List results (level.list, pool.list) are rows, one
  * per level or pool, their columns from proto's PROTO_COLS_ tables. explain
  * lives in explain.c, the dead-letter commands (dead.*) in dead.c, those on
  * waiting messages (msg.*) in waiting.c, backup and backup.status in
@@ -27,6 +29,7 @@
 #include "explain.h"
 #include "log.h"
 #include "member.h"
+#include "pause.h"
 #include "poolend.h"
 #include "settings.h"
 #include "units.h"
@@ -217,6 +220,9 @@ static int cmd_level_list(cmd_ctx *x)
             .tokens_milli = tokens == UINT64_MAX ? 0 : tokens,
             .eta_ms = deliver_eta_ms(b, l),
         };
+        r->throttled_ms = pause_left_ms(b, l); /* a pause after THROTTLED: sent only while there is one */
+        if (!r->throttled_ms)
+            r->present &= ~(1u << PROTO_COL_level_throttled_ms);
         if (lv->fair) { /* fair by tag: how many tags it knows (waiting or leased) */
             uint32_t tenants;
             queue_fair_bytes(&b->q, l, &tenants);
@@ -301,6 +307,8 @@ static int set_level_paused(cmd_ctx *x, int paused)
     x->b->policy[level].paused = paused;
     settings_save_level(x->b, level);
     log_info("admin", "level %s %s", x->b->cfg.level_names[level], paused ? "paused" : "resumed");
+    if (!paused) /* and a pause a THROTTLED caused, if it has one */
+        pause_resume(x->b, level, "level resume");
     return SL_OK;
 }
 
@@ -433,6 +441,7 @@ static int cmd_sink_set(cmd_ctx *x)
     }
     if (m->present & PF(max_inflight))
         s->max_inflight = m->max_inflight;
+    pause_resume(x->b, PAUSE_SINK, "sink set"); /* a new limit applies at once: no pause after THROTTLED stands */
     meter_sink_apply(&x->b->meter, x->b->mono_ns);
     member_pace_shares(x->b, 1);
     settings_save_sink(x->b);
@@ -473,6 +482,18 @@ static int cmd_sink_show(cmd_ctx *x)
         if (r->coord_rows.v[0].limit_milli)
             r->rate_milli = r->coord_rows.v[0].limit_milli;
     }
+    return SL_OK;
+}
+
+/* sink.resume ends the sink's pause after THROTTLED at once and answers
+ * the ms it had left (0: it was not paused). Its rate stays as it is
+ * (sink.set restores it). Nothing is stored: a pause is not a setting, and
+ * a restart ends it anyway. */
+static int cmd_sink_resume(cmd_ctx *x)
+{
+    proto_set(x->rep, paused_ms, pause_resume(x->b, PAUSE_SINK, "sink resume"));
+    if (!x->rep->paused_ms)
+        log_info("admin", "sink resume: the sink was not paused");
     return SL_OK;
 }
 

@@ -8,9 +8,14 @@
  * served fair by tag: among its tag's, O(that position) seeks), and a
  * sentence naming what holds the message back (in a fair level, its tag's
  * pause, rate limit or in-flight cap too: queue_fair_hold; and what a
- * THROTTLED for its tag alone left: a pause, a cut rate, a FIFO level
- * waiting). An operator's question, not a hot path:
- * nothing here runs during dispatch.
+ * THROTTLED for its tag alone left: a pause, a cut rate), and then what
+ * holds its level or the sink now, in the order dispatch meets them
+ * (hold_note): a pause a THROTTLED caused, of its level or of the sink,
+ * with where it came from and the command that ends it; its level's
+ * ceiling; the circuit breaker; the sink's in-flight cap; the sink's rate,
+ * for the message's own cost (a cost above a bucket's burst goes when the
+ * bucket is full). An operator's question, not a hot path: nothing here
+ * runs during dispatch, and nothing it asks the meter changes it.
  */
 #include "explain.h"
 
@@ -18,6 +23,7 @@
 #include <string.h>
 
 #include "bk.h"
+#include "pause.h"
 #include "settle_tag.h"
 #include "store.h"
 #include "tagset.h"
@@ -64,12 +70,9 @@ static void why_waiting(const bk *b, unsigned level, uint64_t pos, char *text, s
 }
 
 /* throttle_note appends what THROTTLEDs for tag alone (scope tag) left on
- * it to text: its pause (also in *until_ms) and its bucket's cut; and, in a
- * FIFO level, the level's wait for such a pause. */
-static void throttle_note(const bk *b, unsigned level, const char *tag, char *text, size_t text_len,
-                          uint64_t *until_ms)
+ * it to text: its pause (also in *until_ms) and its bucket's cut. */
+static void throttle_note(const bk *b, const char *tag, char *text, size_t text_len, uint64_t *until_ms)
 {
-    const queue_level *lv = &b->q.lv[level];
     size_t len = strlen(tag), n = strlen(text);
     int rule = b->q.tags && len ? tagset_match(b->q.tags, tag, len) : TAGSET_NONE;
     uint64_t paused_ms, rate_milli;
@@ -84,13 +87,66 @@ static void throttle_note(const bk *b, unsigned level, const char *tag, char *te
         if (paused_ms)
             *until_ms = paused_ms;
     }
-    if (!lv->fair && b->tag_held_until_ns[level] > b->mono_ns && n < text_len) {
-        uint64_t left = (b->tag_held_until_ns[level] - b->mono_ns + NS_PER_MS - 1) / NS_PER_MS;
-        snprintf(text + n, text_len - n, "; held: level %s waits %llu ms for a tag throttled by its service "
-                 "(a FIFO level cannot skip its head)", b->cfg.level_names[level], (unsigned long long)left);
-        if (left > *until_ms)
-            *until_ms = left;
+}
+
+/* ms_until returns the ms from b's clock to at_ns, rounded up. */
+static uint64_t ms_until(const bk *b, uint64_t at_ns)
+{
+    return at_ns > b->mono_ns ? (at_ns - b->mono_ns + NS_PER_MS - 1) / NS_PER_MS : 0;
+}
+
+/* hold_note appends to text what holds level, for a message of cost, now:
+ * the first reason dispatch meets (a pause after THROTTLED, the level's
+ * ceiling, then the sink: its pause, the breaker, its in-flight cap, its
+ * rate), and sets *until_ms to when it ends, when that is known. Reads the
+ * meter, never changes it. */
+static void hold_note(const bk *b, unsigned level, uint64_t cost, char *text, size_t text_len, uint64_t *until_ms)
+{
+    const meter *m = &b->meter;
+    const meter_sink *s = &m->sink;
+    const char *name = b->cfg.level_names[level];
+    size_t n = strlen(text);
+    char why[512];
+    uint64_t at = 0, left;
+    if (n >= text_len)
+        return;
+    if (pause_level_held(b, level, &at)) {
+        left = ms_until(b, at);
+        snprintf(text + n, text_len - n, "; held: level %s is paused for %llu ms more %s (sluice level resume %s "
+                 "ends it)", name, (unsigned long long)left, pause_describe(b, &b->level_pause[level], why, sizeof why),
+                 name);
+    } else if (!meter_level_admits(m, level, cost, b->mono_ns, &at)) {
+        left = ms_until(b, at);
+        snprintf(text + n, text_len - n, "; held: level %s's rate ceiling admits it (cost %llu) in %llu ms%s", name,
+                 (unsigned long long)cost, (unsigned long long)left,
+                 cost > (m->lv[level].burst ? m->lv[level].burst : 1) ? ", once its bucket is full: a cost above "
+                 "the burst goes then and leaves the bucket in debt" : "");
+    } else if (s->paused_until_ns > b->mono_ns) {
+        left = ms_until(b, at = s->paused_until_ns);
+        snprintf(text + n, text_len - n, "; held: the sink is paused for %llu ms more %s (sluice sink resume ends "
+                 "it)", (unsigned long long)left, pause_describe(b, &b->sink_pause, why, sizeof why));
+    } else if (m->breaker.state != BREAKER_CLOSED) {
+        at = breaker_next_ns(&m->breaker);
+        snprintf(text + n, text_len - n, "; held: the circuit breaker is %s (too many deliveries failed)",
+                 breaker_name(m->breaker.state));
+    } else if (s->max_inflight && s->inflight >= s->max_inflight) {
+        snprintf(text + n, text_len - n, "; held: the sink's in-flight cap (%llu) is reached: a settlement frees it",
+                 (unsigned long long)s->max_inflight);
+    } else if (!rl_series_allows(s->more_b, s->nmore, cost, b->mono_ns, &at) ||
+               !rl_allows(&s->bucket, cost, b->mono_ns)) {
+        uint64_t t = rl_next_ns(&s->bucket, cost, b->mono_ns);
+        at = at > t ? at : t;
+        left = ms_until(b, at);
+        snprintf(text + n, text_len - n, "; held: the sink's rate admits it (cost %llu) in %llu ms%s",
+                 (unsigned long long)cost, (unsigned long long)left,
+                 cost > (s->burst ? s->burst : 1) ? ", once its bucket is full: a cost above the burst goes then and "
+                 "leaves the bucket in debt" : "");
+    } else {
+        return;
     }
+    left = ms_until(b, at);
+    if (at != UINT64_MAX && left > *until_ms)
+        *until_ms = left;
 }
 
 int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_len)
@@ -146,14 +202,18 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
             else if (hold == TAGSET_INFLIGHT)
                 snprintf(text + n, text_len - n, "; held: tag '%s' is at its in-flight cap", tag);
             if (tag_id)
-                throttle_note(b, level, tag, text, text_len, &r->until_ms);
+                throttle_note(b, tag, text, text_len, &r->until_ms);
         } else {
             why_waiting(b, level, r->position, text, text_len);
             char tag[PROTO_MAX_TAG + 1] = "";
             if (b->q.throttled && b->q.throttled->n) /* its tag: one read, only when some tag is throttled */
                 settle_tag_of(b, level, key, tag);
-            throttle_note(b, level, tag, text, text_len, &r->until_ms);
+            throttle_note(b, tag, text, text_len, &r->until_ms);
         }
+        uint64_t cost = 1; /* what holds its level or the sink, for its own cost */
+        if (meter_wants_cost(&b->meter, level) && store_get(b->st, level, key, &rec) == SL_OK && rec.cost)
+            cost = rec.cost;
+        hold_note(b, level, cost, text, text_len, &r->until_ms);
         r->msg = (proto_buf){text, (uint32_t)strlen(text)};
         return SL_OK;
     }

@@ -4,8 +4,11 @@
  * breaker, uptime, consumers and the bad-input counters (rx_bad: messages
  * refused as malformed or unexpected; tx_failed: replies and deliveries
  * that could not be sent), when auth is on, the refusals (auth_refused:
- * commands refused SL_EPERM; handshakes_refused: by the ZAP handler), and
- * with a shared sink, one coord row (its lease).
+ * commands refused SL_EPERM; handshakes_refused: by the ZAP handler), the
+ * settlements refused SL_ESTALE (settle_refused; of those, settle_foreign:
+ * a lease another connection holds; sent once there is one), each level's
+ * pause after THROTTLED (throttled_ms, sent while there is one), and with
+ * a shared sink, one coord row (its lease).
  *
  * stats_fill reads the broker's in-memory view only (two B-tree reads per
  * level for the oldest message's age); it changes nothing. O(levels).
@@ -19,6 +22,7 @@
 #include "deliver.h"
 #include "member.h"
 #include "net.h"
+#include "pause.h"
 #include "units.h"
 #include "zap.h"
 
@@ -56,7 +60,10 @@ void stats_fill(bk *b, proto_msg *r)
             .dead_dropped = lv->counters.dead_dropped,
             .corrupt = lv->counters.corrupt,
             .throttled_tag = lv->counters.throttled_tag,
+            .throttled_ms = pause_left_ms(b, l),
         };
+        if (!rows->v[l].throttled_ms) /* sent only while a pause after THROTTLED holds the level */
+            rows->v[l].present &= ~(1u << PROTO_COL_level_stat_throttled_ms);
     }
     const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
@@ -68,6 +75,10 @@ void stats_fill(bk *b, proto_msg *r)
     if (b->auth) { /* commands refused by their role, handshakes by their key */
         proto_set(r, auth_refused, b->auth_refused);
         proto_set(r, handshakes_refused, net_zap(b->net) ? zap_refused(net_zap(b->net)) : 0);
+    }
+    if (b->settle_refused) { /* settlements refused SL_ESTALE; of those, another connection's lease */
+        proto_set(r, settle_refused, b->settle_refused);
+        proto_set(r, settle_foreign, b->settle_foreign);
     }
     if (b->coord) { /* a shared sink: its lease */
         r->present |= PF(coord_rows);

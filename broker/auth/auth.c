@@ -50,6 +50,7 @@
 #include "admit.h"
 #include "grow.h"
 #include "log.h"
+#include "member.h"
 #include "peers.h"
 #include "settle.h"
 #include "zap.h"
@@ -295,8 +296,10 @@ int auth_reload(bk *b)
         if (!p || (c->consumer && p->role != PROTO_ROLE_CONSUMER && p->role != PROTO_ROLE_ADMIN)) {
             settle_drop_conn(b, c, SETTLE_END_LEFT);
             dropped++;
-        } else if (p->levels_mask && p->role != PROTO_ROLE_ADMIN) {
-            c->levels_mask &= p->levels_mask;
+        } else {
+            c->allowed_mask = p->levels_mask && p->role != PROTO_ROLE_ADMIN ? p->levels_mask & b->all_mask
+                                                                             : b->all_mask;
+            c->levels_mask &= c->allowed_mask;
         }
     }
     unsigned closed = peers_drop(b->peers, still_known, b);
@@ -321,8 +324,9 @@ void auth_note_conn(bk *b, conn *c, const net_in *in)
     if (!p || !c)
         return;
     memcpy(c->user_id, p->key, sizeof p->key);
-    if (p->levels_mask && p->role != PROTO_ROLE_ADMIN)
-        c->levels_mask &= p->levels_mask;
+    snprintf(c->principal, sizeof c->principal, "%s", p->name);
+    c->allowed_mask = p->levels_mask && p->role != PROTO_ROLE_ADMIN ? p->levels_mask & b->all_mask : b->all_mask;
+    c->levels_mask &= c->allowed_mask;
 }
 
 int auth_secret_load(const char *path, char *secret, char *err, size_t errlen)
@@ -411,7 +415,7 @@ static int refuse(bk *b, const net_in *in, const char *text)
     b->auth_refused++;
     if (b->auth_refused <= 10 || b->auth_refused % 1000 == 0)
         log_warn("auth", "refused #%llu: %s", (unsigned long long)b->auth_refused, text);
-    conn *c = b->auth && in->sock == NET_MAIN ? conn_find(&b->conns, in->rid, in->rid_len) : NULL;
+    conn *c = b->auth && in->sock == NET_MAIN ? member_find(b, in) : NULL;
     if (c && (!in->user_id || !auth_find(b->auth, in->user_id, in->user_id_len)))
         settle_drop_conn(b, c, SETTLE_END_LEFT);
     if (b->auth && in->user_id && !auth_find(b->auth, in->user_id, in->user_id_len)) /* a revoked key */

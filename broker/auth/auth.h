@@ -83,9 +83,11 @@ int auth_secret_load(const char *path, char *secret, char *err, size_t errlen);
  * logged at a limited rate, and drop the consumer state of an unknown key. */
 int auth_check(bk *b, const net_in *in, const proto_msg *m, char *text, size_t text_len);
 
-/* auth_note_conn records on c, a consumer joining a pool, the key of its
- * connection in (when auth is on), so that a reload that removes the key
- * drops it, and narrows its levels to its principal's. */
+/* auth_note_conn records on c, a consumer joining a pool or made by its
+ * credit, the key of its connection in and its principal's name (when auth
+ * is on), so that a reload that removes the key drops it, and narrows its
+ * levels to its principal's (allowed_mask: the levels a THROTTLED of it
+ * may pause, settle.c). */
 void auth_note_conn(bk *b, conn *c, const net_in *in);
 
 #endif /* SLUICE_AUTH_H */

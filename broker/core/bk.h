@@ -34,6 +34,19 @@ struct auth_table;
 struct coord;
 struct loop_state;
 
+/* A pause a THROTTLED caused (path/pause.c): until when, and where it came
+ * from, for the log, explain and the operator. */
+typedef struct bk_pause {
+    uint64_t until_ns;            /* monotonic; nothing it holds leaves before it; 0: none */
+    uint64_t asked_ms;            /* the retry-after the consumer gave; 0: none (the backoff) */
+    uint64_t applied_ms;          /* the pause set, after --max-throttle-pause */
+    uint64_t id;                  /* the message whose THROTTLED set it */
+    unsigned level;               /* that message's level */
+    char principal[PROTO_MAX_NAME + 1]; /* its consumer's principal ("" without auth) */
+    char pool[PROTO_MAX_NAME + 1];      /* its consumer's pool */
+    char tag[PROTO_MAX_NAME + 1];       /* a FIFO level waiting for its head's tag: the tag (cut), else "" */
+} bk_pause;
+
 typedef struct bk {
     conf cfg;
     struct store *st;
@@ -44,8 +57,10 @@ typedef struct bk {
     pool_table pools;
     disp_state disp;
     disp_policy policy[PROTO_MAX_LEVELS]; /* each level's scheduling settings */
-    uint64_t tag_held_until_ns[PROTO_MAX_LEVELS]; /* a FIFO level: nothing leaves before this (monotonic),
-                                                   * its head's tag throttled on its own (settle_tag.c); 0: none */
+    bk_pause level_pause[PROTO_MAX_LEVELS]; /* a level that THROTTLED paused (pause.c): a FIFO level waiting for
+                                             * its head's tag (settle_tag.c), or the levels of a consumer whose
+                                             * principal may not pause the sink */
+    bk_pause sink_pause;          /* where the sink's pause came from (its time: meter.sink.paused_until_ns) */
     meter meter;                  /* the sink's and the levels' limits, the breaker */
     uint64_t meter_wake_ns;       /* when dispatch held back by the meter may go on */
     struct coord *coord;          /* capacity leases in Redis; NULL: the sink is this broker's alone */
@@ -94,6 +109,8 @@ typedef struct bk {
     struct auth_table *auth;      /* the principals (auth.c); NULL when auth is off */
     struct peers *peers;          /* each key's connection descriptors, for revocation (peers.c) */
     uint64_t auth_refused;        /* commands refused by auth_check */
+    uint64_t settle_refused;      /* settlements refused SL_ESTALE: unknown token, or not this connection's lease */
+    uint64_t settle_foreign;      /* ... of those, a lease another connection holds (settle_holder) */
     struct loop_state *loop;      /* the loop's own state while it runs (loop.c); NULL otherwise */
 } bk;
 

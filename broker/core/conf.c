@@ -69,6 +69,8 @@
     X(tag_rules_override, NULL, "tag-rules-override", 0, "levels", BOOL, tag_rules_override, "off", 0, 0, NULL, "tag rules apply to publishes that name a level too") \
     X(lease_ms, NULL, "lease-ms", 0, "leases", NUM, lease_ms, "30000", 100, DAY_MS, "MS", "how long a consumer holds a delivery") \
     X(max_attempts, NULL, "max-attempts", 0, "leases", NUM, max_attempts, "5", 1, 1000000, "N", "deliveries before a message becomes a dead letter") \
+    X(max_lease_ms, NULL, "max-lease", 0, "leases", NUM, max_lease_ms, "3600000", 100, DAY_MS, "MS", "the longest lease a TOUCH may ask for (never less than --lease-ms); its OK says the lease granted") \
+    X(max_nack_delay_ms, NULL, "max-nack-delay", 0, "leases", NUM, max_nack_delay_ms, "86400000", 0, PROTO_MAX_TIME_MS, "MS", "the longest delay a NACK may ask for; a longer one is cut to this") \
     X(heartbeat_ms, NULL, "heartbeat-ms", 0, "leases", NUM, heartbeat_ms, "1000", 100, 60000, "MS", "heartbeat interval; a peer silent three intervals is gone") \
     X(ack_flush_ms, NULL, "ack-flush-ms", 0, "leases", NUM, ack_flush_ms, "10", 0, 1000, "MS", "longest an acknowledgement's delete waits for a commit; 0 = every ACK's OK waits for its commit") \
     X(consumer_max_inflight, NULL, "consumer-max-inflight", 0, "leases", NUM, consumer_max_inflight, "10000", 1, 100000, "N", "deliveries one consumer may hold, whatever its credit") \
@@ -77,6 +79,7 @@
     X(dead_max_messages, NULL, "dead-max-messages", 0, "leases", NUM, dead_max_messages, "0", 0, UINT64_MAX, "N", "keep at most N dead letters in all; past it the oldest (smallest id) go first; 0 = no limit") \
     X(dead_max_age, NULL, "dead-max-age", 0, "leases", NUM, dead_max_age_s, "0", 0, 100ULL * 365 * 86400, "S", "drop dead letters that died more than S seconds ago; 0 = keep them") \
     X(throttle_backoff_ms, NULL, "throttle-backoff-ms", 0, "sink", NUM, throttle_backoff_ms, "1000", 1, 3600000, "MS", "dispatch pause after a THROTTLED that gives no retry-after") \
+    X(max_throttle_pause_ms, NULL, "max-throttle-pause", 0, "sink", NUM, max_throttle_pause_ms, "300000", 1, DAY_MS, "MS", "the longest pause of the sink or of a level that one THROTTLED may cause, whatever its retry-after (a tag's own pause: a day); sluice sink resume and level resume end one at once") \
     X(breaker_threshold_pct, NULL, "breaker-threshold", 0, "sink", NUM, breaker_threshold_pct, "50", 0, 100, "PCT", "open the circuit breaker when more than PCT% of the last deliveries failed (NACK or expired lease); 0 = off") \
     X(breaker_window, NULL, "breaker-window", 0, "sink", NUM, breaker_window, "20", 2, 1024, "N", "deliveries the breaker looks back over") \
     X(breaker_cooldown_ms, NULL, "breaker-cooldown-ms", 0, "sink", NUM, breaker_cooldown_ms, "5000", 1, 3600000, "MS", "how long an open breaker waits before one probe") \
@@ -312,7 +315,7 @@ static int set(pctx *p, const conf_setting *s, const char *as, const char *value
 #define CONF_LIVE(X)                                                                                       \
     X(log_level) X(lease_ms) X(max_attempts) X(ack_flush_ms) X(consumer_max_inflight)                      \
     X(throttle_backoff_ms) X(level_max_messages) X(level_max_bytes) X(idem_window_ms) X(rule)              \
-    X(tag_rules_override)
+    X(tag_rules_override) X(max_lease_ms) X(max_nack_delay_ms) X(max_throttle_pause_ms)
 
 #define CONF_LIVE_CHECK_(k) _Static_assert(I_##k < I_COUNT, #k ": CONF_LIVE names no setting");
 CONF_LIVE(CONF_LIVE_CHECK_)

@@ -44,6 +44,9 @@ typedef struct conf {
     unsigned soft_limit_pct;                              /* refuse PUT above this map use */
     unsigned overdue_share_pct;                           /* most overdue picks per 100 */
     uint32_t throttle_backoff_ms;                         /* pause after THROTTLED without retry-after */
+    uint32_t max_throttle_pause_ms;                       /* the longest sink or level pause one THROTTLED causes */
+    uint32_t max_lease_ms;                                /* the longest lease a TOUCH may ask for */
+    uint64_t max_nack_delay_ms;                           /* the longest delay a NACK may ask for */
     uint32_t breaker_threshold_pct;                       /* 0: no circuit breaker */
     uint32_t breaker_window;
     uint32_t breaker_cooldown_ms;

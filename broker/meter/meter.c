@@ -213,6 +213,8 @@ int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;
     uint64_t until = now_ns + pause_ns;
+    if (s->paused_until_ns <= now_ns) /* a new pause: what the bucket owes before it */
+        s->unpaused_tat_ns = s->bucket.tat_ns;
     if (until > s->paused_until_ns)
         s->paused_until_ns = until;
     /* multiplicative decrease, once per epoch; before the pause is written
@@ -222,6 +224,23 @@ int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
         rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
     rl_pause_until(&s->bucket, s->paused_until_ns); /* and no burst when it resumes */
     return cut;
+}
+
+uint64_t meter_resume(meter *m, uint64_t now_ns)
+{
+    meter_sink *s = &m->sink;
+    uint64_t left = s->paused_until_ns > now_ns ? s->paused_until_ns - now_ns : 0;
+    if (!left)
+        return 0;
+    s->paused_until_ns = 0;
+    rl_bucket *k = &s->bucket;
+    if (k->interval_ns) { /* one unit may go now, as when a pause runs out; no debt owed before it is forgiven */
+        uint64_t one = now_ns + (uint64_t)(k->burst - 1) * k->interval_ns;
+        uint64_t floor = s->unpaused_tat_ns > one ? s->unpaused_tat_ns : one;
+        if (k->tat_ns > floor)
+            k->tat_ns = floor;
+    }
+    return left;
 }
 
 uint64_t meter_tick(meter *m, uint64_t now_ns)

@@ -67,6 +67,7 @@ typedef struct meter_sink {
     uint64_t inflight;             /* deliveries out now */
     rl_bucket bucket;              /* effective_rate_milli, burst */
     uint64_t paused_until_ns;      /* no delivery before (THROTTLED) */
+    uint64_t unpaused_tat_ns;      /* the bucket's TAT when the pause began: the debt it owed then */
     aimd aimd;                     /* when the last cut and step were, how hard the last cut was */
     int coordinated;               /* shared with other brokers: the rate is reserved + granted */
     uint64_t reserved_milli;       /* coordinated: the rate this broker may always use */
@@ -169,6 +170,13 @@ void meter_settle(meter *m, meter_outcome outcome, uint64_t now_ns);
  * METER_CUT_REPEATED_PCT (full AIMD). When the pause ends, the bucket lets
  * one unit at a time through: no burst. Returns 1 when it cut the rate. */
 int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns);
+
+/* meter_resume ends the sink's pause at now_ns (an operator's sink
+ * resume): dispatch may go at once, one unit at a time as after a pause
+ * that ran out, and the debt the bucket owed before the pause is kept.
+ * Returns the ns the pause had left (0: none). The rate stays as it is
+ * (cut or not); meter_sink_apply restores it. */
+uint64_t meter_resume(meter *m, uint64_t now_ns);
 
 /* meter_tick is the additive increase: once METER_CUT_EVERY_NS has passed
  * since the last cut, the effective rate climbs each METER_RAISE_EVERY_NS by

@@ -3,6 +3,15 @@
  *
  * All sums saturate instead of wrapping, so an absurd cost or a far-future
  * pause degrades to "not allowed for a long time" rather than to "allowed".
+ *
+ * A cost above the burst could never fit under B*T, and such a message,
+ * never sent, would hold its level and every level below it for good (and
+ * a burst lowered under a stored message's cost would strand it). So the
+ * question checks at most the burst: a message whose cost exceeds it goes
+ * once the bucket is full (TAT <= now), and its charge, the whole cost,
+ * puts the bucket into debt: TAT = now + cost*T, so what follows waits
+ * until the debt is paid. The bound over a window tau becomes rate*tau +
+ * max(B, the largest cost sent); see rl.h.
  * The emission interval is rounded to the nearest nanosecond; at 1,000,000/s
  * that is exact, at 3/s the error is under 1 ns per unit; a window of
  * count per period rounds the same way (500/min: exactly 120 ms a unit).
@@ -106,12 +115,20 @@ static uint64_t after(const rl_bucket *b, uint64_t cost, uint64_t now_ns)
     return sat_add(base, sat_mul(cost, b->interval_ns));
 }
 
+/* asked returns the part of cost the question checks: all of it up to the
+ * burst, the burst above it (such a message needs a full bucket, and its
+ * charge puts the bucket into debt for the rest). */
+static uint64_t asked(const rl_bucket *b, uint64_t cost)
+{
+    return cost < b->burst ? cost : b->burst;
+}
+
 int rl_allows(const rl_bucket *b, uint64_t cost, uint64_t now_ns)
 {
     if (!b->interval_ns)
         return 1;
     uint64_t limit = sat_add(now_ns, sat_mul(b->burst, b->interval_ns));
-    return after(b, cost, now_ns) <= limit;
+    return after(b, asked(b, cost), now_ns) <= limit;
 }
 
 void rl_take(rl_bucket *b, uint64_t cost, uint64_t now_ns)
@@ -124,8 +141,9 @@ uint64_t rl_next_ns(const rl_bucket *b, uint64_t cost, uint64_t now_ns)
 {
     if (!b->interval_ns || rl_allows(b, cost, now_ns))
         return now_ns;
-    /* allowed at t when after(t) - t <= B*T, i.e. t >= TAT + c*T - B*T */
-    uint64_t t = sat_add(b->tat_ns, sat_mul(cost, b->interval_ns));
+    /* allowed at t when after(t) - t <= B*T, i.e. t >= TAT + c*T - B*T
+     * (c at most B: a larger cost waits for a full bucket, t >= TAT) */
+    uint64_t t = sat_add(b->tat_ns, sat_mul(asked(b, cost), b->interval_ns));
     uint64_t room = sat_mul(b->burst, b->interval_ns);
     t = t > room ? t - room : 0;
     return t > now_ns ? t : now_ns;

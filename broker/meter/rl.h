@@ -4,10 +4,20 @@
  * A bucket is the Generic Cell Rate Algorithm: one timestamp, the
  * theoretical arrival time (TAT), plus an emission interval T (1 / rate) and
  * a burst B. A request of cost c is allowed at time t when
- * max(TAT, t) + c*T - t <= B*T; allowing it sets TAT to max(TAT, t) + c*T.
- * This is a token bucket of depth B refilled at `rate`, kept as one number,
- * so it is exact at any time resolution and never overshoots: over any
- * window tau, what it allows is at most rate*tau + B.
+ * max(TAT, t) + min(c, B)*T - t <= B*T; allowing it sets TAT to
+ * max(TAT, t) + c*T. This is a token bucket of depth B refilled at `rate`,
+ * kept as one number, so it is exact at any time resolution.
+ *
+ * A cost above the burst goes when the bucket is full (TAT <= t) and puts
+ * it into debt for the rest: the bucket never refuses a message for good,
+ * whatever its cost and however low the burst is set later. The bound is
+ * then exact in this form: over any window tau, what a bucket allows is at
+ * most rate*tau + max(B, c_last), where c_last is the cost of the last
+ * request allowed in the window; so at most rate*tau + max(B, the largest
+ * cost), and rate*tau + B while no cost exceeds B. (Sum the costs sent in
+ * [s, s + tau]: before the last one, c_k at t_k, TAT has moved at least
+ * (sum - c_k)*T from s, and it may be at most (B - min(c_k, B))*T ahead of
+ * t_k <= s + tau.)
  *
  * Time is integer nanoseconds on the caller's clock (monotonic in the
  * broker); nothing here reads a clock. Rates are in thousandths of a unit
@@ -31,7 +41,8 @@ typedef struct rl_bucket {
  * raising the rate lets a burst through. */
 void rl_set(rl_bucket *b, uint64_t rate_milli, uint32_t burst, uint64_t now_ns);
 
-/* rl_allows tells whether cost units may go at now_ns. */
+/* rl_allows tells whether cost units may go at now_ns: the bucket holds
+ * cost tokens, or, for a cost above the burst, it is full. */
 int rl_allows(const rl_bucket *b, uint64_t cost, uint64_t now_ns);
 
 /* rl_take charges cost units at now_ns (whether or not rl_allows said yes:
@@ -39,7 +50,7 @@ int rl_allows(const rl_bucket *b, uint64_t cost, uint64_t now_ns);
 void rl_take(rl_bucket *b, uint64_t cost, uint64_t now_ns);
 
 /* rl_next_ns returns the earliest time >= now_ns at which cost units are
- * allowed. */
+ * allowed (for a cost above the burst: when the bucket is full again). */
 uint64_t rl_next_ns(const rl_bucket *b, uint64_t cost, uint64_t now_ns);
 
 /* rl_tokens_milli returns the units that could go now, x 1000 (burst x 1000

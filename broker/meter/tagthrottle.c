@@ -111,13 +111,13 @@ tagthrottle_entry *tagthrottle_find(const tagthrottle *t, int pattern, const cha
     return &t->v[pos];
 }
 
-uint64_t tagthrottle_paused_until(const tagthrottle *t, uint32_t id, uint64_t now_ns)
+uint64_t tagthrottle_paused_until(const tagthrottle *t, uint32_t id, unsigned level, uint64_t now_ns)
 {
     uint32_t pos;
-    if (!t->n || !id || !hash_find(&t->by_id, hash_u32(id), &id, &id_ops, t, &pos))
+    if (!t->n || !id || level >= PROTO_MAX_LEVELS || !hash_find(&t->by_id, hash_u32(id), &id, &id_ops, t, &pos))
         return 0;
     const tagthrottle_entry *e = &t->v[pos];
-    return e->paused_until_ns > now_ns ? e->paused_until_ns : 0;
+    return e->level_until_ns[level] > now_ns ? e->level_until_ns[level] : 0;
 }
 
 /* done tells whether e holds nothing any more at now_ns. */
@@ -208,13 +208,16 @@ static tagthrottle_entry *require(tagthrottle *t, int pattern, const char *name,
     return e;
 }
 
-tagthrottle_entry *tagthrottle_pause(tagthrottle *t, const char *tag, size_t len, uint32_t id, uint64_t until_ns,
-                                     uint64_t now_ns, int *err)
+tagthrottle_entry *tagthrottle_pause(tagthrottle *t, const char *tag, size_t len, uint32_t id, uint32_t levels_mask,
+                                     uint64_t until_ns, uint64_t now_ns, int *err)
 {
     tagthrottle_entry *e = require(t, 0, tag, len, now_ns, err);
     if (!e)
         return NULL;
-    if (until_ns > e->paused_until_ns)
+    for (unsigned l = 0; l < PROTO_MAX_LEVELS; l++)
+        if ((levels_mask >> l & 1) && until_ns > e->level_until_ns[l])
+            e->level_until_ns[l] = until_ns;
+    if (levels_mask && until_ns > e->paused_until_ns)
         e->paused_until_ns = until_ns;
     e->throttles++;
     if (id && e->id != id) {

@@ -6,8 +6,10 @@
  * clock, no I/O, no logging; time is a parameter. settle_tag.c feeds it,
  * cron.c ticks it, queue_fair_tag.c asks it at each pick of a fair level.
  *
- * Entries are of two kinds. A tag entry holds a tag's pause (no delivery
- * of the tag before paused_until_ns) and, when the tag's pattern gives
+ * Entries are of two kinds. A tag entry holds a tag's pause, level by
+ * level (no delivery of the tag from level L before level_until_ns[L]: a
+ * consumer's THROTTLED pauses the tag only in the levels its principal
+ * may consume) and, when the tag's pattern gives
  * each tag its own bucket (--each), that bucket's cut. A pattern entry
  * holds the cut of a pattern's shared bucket: every tag of the pattern
  * passes it, so the 429s of any of them cut it, as one service limit. A
@@ -25,8 +27,9 @@
  * nothing at all while the table is empty; by name a hash probe and a
  * compare; inserting or dropping an entry rebuilds both hash tables
  * (O(entries), at most TAGTHROTTLE_MAX: at the rate of new 429s, never per
- * pick); a tick O(entries). Memory: about 340 bytes an entry (the name is
- * stored whole), so 1.4 MB with the table full, nothing while it is empty.
+ * pick); a tick O(entries). Memory: about 470 bytes an entry (the name is
+ * stored whole, and a pause per level), so 1.9 MB with the table full,
+ * nothing while it is empty.
  */
 #ifndef SLUICE_TAGTHROTTLE_H
 #define SLUICE_TAGTHROTTLE_H
@@ -45,7 +48,8 @@ typedef struct tagthrottle_entry {
     char name[PROTO_MAX_TAG + 1]; /* the tag, or the pattern whose shared bucket is cut */
     int pattern;               /* 1: a pattern entry; 0: a tag entry */
     uint32_t id;               /* a tag entry's id in the fair levels; 0: not known (seen in FIFO levels only) */
-    uint64_t paused_until_ns;  /* a tag entry: none of the tag leaves before this; 0: none */
+    uint64_t paused_until_ns;  /* a tag entry: the latest of its levels' pauses; 0: none */
+    uint64_t level_until_ns[PROTO_MAX_LEVELS]; /* ... none of the tag leaves level L before [L] */
     uint64_t base_milli;       /* the bucket's rate (its first window's, per second); 0: no cut, a pause only */
     uint64_t rate_milli;       /* the rate in use: cut by aimd_cut, climbing back to base_milli */
     aimd aimd;
@@ -76,18 +80,18 @@ void tagthrottle_fini(tagthrottle *t);
  * name[0..len), or NULL. */
 tagthrottle_entry *tagthrottle_find(const tagthrottle *t, int pattern, const char *name, size_t len);
 
-/* tagthrottle_paused_until returns when tag id's pause ends, if it is
- * paused at now_ns (a time > now_ns), else 0. O(1); 0 at once when the
- * table is empty. */
-uint64_t tagthrottle_paused_until(const tagthrottle *t, uint32_t id, uint64_t now_ns);
+/* tagthrottle_paused_until returns when tag id's pause in level ends, if
+ * it is paused there at now_ns (a time > now_ns), else 0. O(1); 0 at once
+ * when the table is empty. */
+uint64_t tagthrottle_paused_until(const tagthrottle *t, uint32_t id, unsigned level, uint64_t now_ns);
 
-/* tagthrottle_pause pauses tag (1..PROTO_MAX_TAG bytes) until until_ns
- * (the later of that and any pause it has), notes id (0: keep the one
- * known), counts the throttle, and returns its entry; NULL when the table
- * is full of entries still in use, or out of memory (*err SL_EFULL or
- * SL_ENOMEM; may be NULL). */
-tagthrottle_entry *tagthrottle_pause(tagthrottle *t, const char *tag, size_t len, uint32_t id, uint64_t until_ns,
-                                     uint64_t now_ns, int *err);
+/* tagthrottle_pause pauses tag (1..PROTO_MAX_TAG bytes) in the levels of
+ * levels_mask until until_ns (in each, the later of that and any pause it
+ * has there), notes id (0: keep the one known), counts the throttle, and
+ * returns its entry; NULL when the table is full of entries still in use,
+ * or out of memory (*err SL_EFULL or SL_ENOMEM; may be NULL). */
+tagthrottle_entry *tagthrottle_pause(tagthrottle *t, const char *tag, size_t len, uint32_t id, uint32_t levels_mask,
+                                     uint64_t until_ns, uint64_t now_ns, int *err);
 
 /* tagthrottle_cut cuts the bucket of kind pattern named name (its rate
  * limit's first window, base_milli per second), making its entry if need

@@ -29,6 +29,7 @@
 #include "endpoint.h"
 #include "grow.h"
 #include "log.h"
+#include "peers.h"
 #include "zap.h"
 
 #ifndef ZMQ_ZAP_ENFORCE_DOMAIN
@@ -42,6 +43,8 @@ typedef struct out_rec {
     uint64_t token;
     uint64_t seq;
     int has_seq;
+    int fd;            /* net_queue_guarded: sent only while fd is the socket of inode ino */
+    uint64_t ino;      /* 0: no check */
 } out_rec;
 
 typedef struct outq {
@@ -289,8 +292,23 @@ int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, ui
     return net_queue_via(n, NET_MAIN, rid, rid_len, m, token, when);
 }
 
+static int enqueue(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
+                   net_when when, int fd, uint64_t ino);
+
+int net_queue_guarded(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
+                      net_when when, int fd, uint64_t ino)
+{
+    return enqueue(n, NET_MAIN, rid, rid_len, m, token, when, fd, fd >= 0 ? ino : 0);
+}
+
 int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
                   net_when when)
+{
+    return enqueue(n, sock, rid, rid_len, m, token, when, -1, 0);
+}
+
+static int enqueue(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
+                   net_when when, int fd, uint64_t ino)
 {
     if (when == NET_AFTER_COMMIT && n->sealed)
         when = NET_AFTER_NEXT_COMMIT; /* its write is not in the commit that is out */
@@ -322,6 +340,8 @@ int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, con
         .token = token,
         .seq = m->seq,
         .has_seq = (m->present & PF(seq)) != 0,
+        .fd = fd,
+        .ino = ino,
     };
     return SL_OK;
 }
@@ -334,12 +354,25 @@ size_t net_queued(const net *n, net_when when)
 void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
 {
     outq *q = &n->q[when];
+    int seen_fd = -1;      /* the last descriptor looked at, and its socket's inode */
+    uint64_t seen_ino = 0;
     for (size_t i = 0; i < q->nrecs; i++) {
         const out_rec *r = &q->recs[i];
         const uint8_t *rid = (const uint8_t *)q->arena.data + r->off;
         void *sock = n->sock[r->sock];
         /* the admin endpoint holds no consumers: nothing to settle there */
         net_fail_fn on_fail = r->sock == NET_MAIN ? fail : NULL;
+        if (r->ino) { /* for one connection: is its descriptor still that socket? */
+            if (r->fd != seen_fd) {
+                seen_fd = r->fd;
+                seen_ino = peers_inode(r->fd);
+            }
+            if (seen_ino != r->ino) {
+                if (on_fail)
+                    on_fail(ctx, rid, r->rid_len, r->token, SL_ESTALE);
+                continue;
+            }
+        }
         if (zmq_send(sock, rid, r->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             int e = zmq_errno();
             if (on_fail)

@@ -50,8 +50,9 @@ typedef struct net_in {
 } net_in;
 
 /* Called by net_flush for each message that could not be sent: err is
- * SL_ECONNECT (the peer is gone) or SL_EFULL (its queue is full). token is
- * what net_queue was given (0 for plain replies). */
+ * SL_ECONNECT (the peer is gone), SL_EFULL (its queue is full) or SL_ESTALE
+ * (net_queue_guarded: the connection it was for is gone, whoever holds its
+ * routing id now). token is what net_queue was given (0 for plain replies). */
 typedef void (*net_fail_fn)(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
 
 /* net_open creates the context and socket and binds (failures logged).
@@ -84,6 +85,17 @@ int net_recv(net *n, net_in *in);
  * net_flush. token marks a delivery (0 otherwise). Returns SL_OK, SL_EINVAL
  * (m is not valid: a bug, logged), SL_ENOMEM. */
 int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when);
+
+/* net_queue_guarded is net_queue for a message to one connection: the one
+ * that came in on descriptor fd, a socket of inode ino. A routing id names
+ * whichever connection holds it when the message leaves, and once a
+ * connection is gone another may take its routing id (a peer may choose
+ * its own); so at net_flush the message leaves only while fd is still that
+ * socket, and is otherwise reported to fail as SL_ESTALE, unsent. fd < 0 or
+ * ino 0: no check. Costs an fstat(2) per message (one per run of messages
+ * to the same descriptor). */
+int net_queue_guarded(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
+                      net_when when, int fd, uint64_t ino);
 
 /* net_queue_via is net_queue to a peer of endpoint sock (net_queue: the
  * main one). A failed send of a reply on the admin endpoint is not reported

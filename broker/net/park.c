@@ -20,8 +20,15 @@
  * loop stops receiving until the commit ends, and the rest waits in
  * ZeroMQ's queue (as before this module existed).
  *
+ * The descriptor a request came in on may be closed, and reused by another
+ * connection, before the commit ends: its socket's inode is noted when it
+ * is parked, and a request handed back whose descriptor is another socket
+ * by then comes back with fd -1 (not known), so that nothing is noted on
+ * the new connection in its name (peers.c, path/member.c).
+ *
  * Costs: one malloc'd copy per parked request (its body, routing id and
- * User-Id). park_holds_peer first tests a 4096-bit filter of the parked
+ * User-Id), and an fstat(2) when parked and when handed back (one per run
+ * of requests from the same descriptor when parked). park_holds_peer first tests a 4096-bit filter of the parked
  * peers' hashes, so a peer with nothing parked is usually answered in O(1);
  * otherwise it scans the parked requests, newest first (at most
  * PARK_MAX_MSGS compares of a routing id, five bytes from a ROUTER).
@@ -33,11 +40,13 @@
 #include <string.h>
 
 #include "grow.h"
+#include "peers.h"
 #include "proto.h"
 
 typedef struct parked {
     net_in in;          /* pointers into buf */
     unsigned char *buf; /* rid, body, User-Id and its NUL */
+    uint64_t ino;       /* in.fd's socket's inode when parked; 0: none */
 } parked;
 
 #define PARK_FILTER_BITS 4096 /* a bit per hash of a peer that has something parked */
@@ -128,7 +137,11 @@ int park_add(park *p, const net_in *in)
     if (in->body_len)
         memcpy(buf + in->rid_len, in->body, in->body_len);
     k->in.body = buf + in->rid_len;
-    k->in.fd = -1; /* the descriptor may be closed and reused before the commit ends: not noted (peers.c) */
+    /* the descriptor may be closed and reused before the commit ends: its socket is known again by its inode */
+    if (p->n >= 2 && in->fd >= 0 && p->v[p->n - 2].in.fd == in->fd)
+        k->ino = p->v[p->n - 2].ino;
+    else
+        k->ino = peers_inode(in->fd);
     if (in->user_id) {
         char *u = (char *)buf + in->rid_len + in->body_len;
         memcpy(u, in->user_id, in->user_id_len);
@@ -143,7 +156,17 @@ int park_add(park *p, const net_in *in)
 
 void park_drain(park *p, void (*fn)(void *ctx, const net_in *in), void *ctx)
 {
-    for (size_t i = 0; i < p->n; i++)
-        fn(ctx, &p->v[i].in);
+    int seen_fd = -1;
+    uint64_t seen_ino = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        net_in *in = &p->v[i].in;
+        if (in->fd >= 0 && in->fd != seen_fd) {
+            seen_fd = in->fd;
+            seen_ino = peers_inode(in->fd);
+        }
+        if (in->fd >= 0 && (!p->v[i].ino || seen_ino != p->v[i].ino))
+            in->fd = -1; /* closed, or another connection's now */
+        fn(ctx, in);
+    }
     clear(p);
 }

@@ -51,8 +51,10 @@ struct peers {
     size_t cap;
 };
 
-static uint64_t inode_of(int fd)
+uint64_t peers_inode(int fd)
 {
+    if (fd < 0)
+        return 0;
     struct stat st;
     return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? (uint64_t)st.st_ino : 0;
 }
@@ -75,7 +77,7 @@ int peers_note(peers **pp, int fd, const char *user_id, size_t len)
     peer_fd *e = &p->by_fd[fd];
     if (e->ino && strncmp(e->key, user_id, len) == 0 && e->key[len] == '\0')
         return SL_OK;
-    e->ino = inode_of(fd);
+    e->ino = peers_inode(fd);
     memcpy(e->key, user_id, len);
     e->key[len] = '\0';
     return SL_OK;
@@ -86,7 +88,7 @@ static int drop(peer_fd *e, int fd)
 {
     uint64_t ino = e->ino;
     e->ino = 0;
-    if (!ino || inode_of(fd) != ino)
+    if (!ino || peers_inode(fd) != ino)
         return 0; /* closed, or reused by another connection since */
     if (shutdown(fd, SHUT_RDWR) != 0)
         return 0;

@@ -6,6 +6,7 @@
 #define SLUICE_PEERS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct peers peers;
 
@@ -31,6 +32,12 @@ unsigned peers_drop(peers *p, peers_keep_fn keep, void *ctx);
 /* peers_drop_fd shuts down descriptor fd if it is recorded with user_id
  * and is still the same socket; returns 1 when it did. Accepts NULL. */
 int peers_drop_fd(peers *p, int fd, const char *user_id, size_t len);
+
+/* peers_inode returns the inode of the socket on descriptor fd, or 0 when
+ * fd is not an open socket: compared with one noted before, it tells
+ * whether fd is still the same connection (descriptors are reused; socket
+ * inodes come from a counter). One fstat(2). */
+uint64_t peers_inode(int fd);
 
 /* peers_destroy frees *p and NULLs it; accepts NULL and *p == NULL. */
 void peers_destroy(peers **p);

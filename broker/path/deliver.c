@@ -33,10 +33,11 @@
  * In a level served fair by tag, a tag held by its pause, rate or in-flight
  * cap (or throttled on its own by the sink) is set aside by queue_fair.c and
  * the next tag's head goes instead; the earliest time such a tag may go
- * again joins meter_wake_ns. A FIFO level cannot skip its head: after a
- * THROTTLED for its head's tag alone the level waits out that pause
- * (queue_level.throttled_until_ns), like a level its ceiling holds, while
- * the other levels and the sink go on.
+ * again joins meter_wake_ns. A level a THROTTLED paused (pause.c: a FIFO
+ * level, which cannot skip its head, waiting for its head's tag; or the
+ * levels of a consumer whose principal may not pause the sink) is held
+ * like a level its ceiling holds, while the other levels and the sink go
+ * on.
  *
  * Costs: O(levels) for the view, then O(consumers + deliveries x levels) per
  * pass; the head's cost is read (cached) only for levels with limits.
@@ -51,6 +52,7 @@
 #include "meter.h"
 #include "hist.h"
 #include "net.h"
+#include "pause.h"
 #include "queue.h"
 #include "units.h"
 
@@ -90,7 +92,7 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
         proto_set(&m, cost, rec.cost);
     /* a message whose publish is not yet durable waits for the commit */
     net_when when = queue_committed(&b->q, level, key) ? NET_NOW : NET_AFTER_COMMIT;
-    rc = net_queue(b->net, c->rid, c->rid_len, &m, l->token, when);
+    rc = net_queue_guarded(b->net, c->rid, c->rid_len, &m, l->token, when, c->fd, c->fd_ino); /* its connection only */
     if (rc != SL_OK) {
         lease_free(&b->leases, l);
         queue_untake(&b->q, level, key);
@@ -131,7 +133,6 @@ static void wake_at(bk *b, uint64_t at_ns)
  * should look again. */
 static void level_view(bk *b, unsigned l, disp_level *d)
 {
-    const queue_level *lv = &b->q.lv[l];
     uint64_t enq = 0, retry_ns;
     uint32_t cost = 1;
     memset(d, 0, sizeof *d);
@@ -140,9 +141,10 @@ static void level_view(bk *b, unsigned l, disp_level *d)
     d->paused = pol->paused;
     d->deadline_ns = pol->deadline_ms * NS_PER_MS;
     d->aging_ns = pol->aging_ms * NS_PER_MS;
-    if (d->ready && !lv->fair && b->tag_held_until_ns[l] > b->mono_ns) { /* its head's tag throttled (settle_tag.c) */
+    uint64_t paused_until;
+    if (d->ready && pause_level_held(b, l, &paused_until)) { /* a THROTTLED paused it (pause.c) */
         d->blocked = 1;
-        wake_at(b, b->tag_held_until_ns[l]);
+        wake_at(b, paused_until);
         return;
     }
     if (!d->ready || !(d->deadline_ns || d->aging_ns || meter_level_limited(&b->meter, l)))

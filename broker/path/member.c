@@ -30,17 +30,36 @@
  * so that several processes keep the broker's spacing between them; it is
  * announced again when it crosses 1.
  *
+ * Who a conn is. A conn is a connection: its endpoint, the CURVE key of
+ * its principal and the descriptor its messages come in on (with that
+ * socket's inode), all noted when it is made. A message whose routing id
+ * names a conn of its endpoint but whose key or descriptor is another comes
+ * from another connection: libzmq gives a routing id to a new connection
+ * only once the old one is gone, so that consumer is gone, and a peer that
+ * chose the routing id of one that vanished gets none of its state: the
+ * old conn is dropped, its deliveries back uncharged (it may never have
+ * seen them), and the new one starts with no credit and no leases. What
+ * the broker sends a consumer (deliver.c, cron.c's PING) leaves only
+ * while the conn's descriptor is still its socket (net_queue_guarded), so
+ * nothing goes to a newcomer that took the routing id before saying a
+ * word; the send failing drops the old conn (settle_send_failed).
+ *
  * Costs: O(conns) per announcement and per look (4 a second); joins are
- * rare next to deliveries.
+ * rare next to deliveries; member_find is O(1) and compares a key (41
+ * bytes) per message, with an fstat only when a conn first learns its
+ * descriptor.
  */
 #include "member.h"
 
 #include <string.h>
 
 #include "conn.h"
+#include "log.h"
 #include "net.h"
 #include "meter.h"
+#include "peers.h"
 #include "pool.h"
+#include "settle.h"
 #include "units.h"
 
 #define MEMBER_ACTIVE_NS (1000 * NS_PER_MS)   /* a consumer sent nothing this long is idle */
@@ -158,9 +177,79 @@ void member_pace_shares(bk *b, int force)
     }
 }
 
-conn *member_require(bk *b, const uint8_t *rid, size_t rid_len)
+/* key_of returns in's CURVE key (User-Id), "" without one, in a buffer
+ * the size of a conn's. */
+static const char *key_of(const net_in *in, char *key, size_t size)
 {
-    conn *c = conn_require(&b->conns, rid, rid_len, b->all_mask);
+    size_t n = in->user_id && in->user_id_len < size ? in->user_id_len : 0;
+    memcpy(key, n ? in->user_id : "", n);
+    key[n] = '\0';
+    return key;
+}
+
+int member_same(const conn *c, const net_in *in)
+{
+    char key[sizeof c->user_id];
+    if (c->sock != (uint8_t)in->sock || strcmp(c->user_id, key_of(in, key, sizeof key)) != 0)
+        return 0;
+    return c->fd < 0 || in->fd < 0 || c->fd == in->fd;
+}
+
+/* note_fd gives c the descriptor in came in on, and its socket's inode. */
+static void note_fd(conn *c, const net_in *in)
+{
+    if (in->fd < 0)
+        return;
+    c->fd = in->fd;
+    c->fd_ino = peers_inode(in->fd);
+}
+
+conn *member_find(bk *b, const net_in *in)
+{
+    conn *c = conn_find(&b->conns, in->sock, in->rid, in->rid_len);
+    if (!c)
+        return NULL;
+    if (!member_same(c, in)) {
+        static log_limit replaced_log; /* once a second (one broker per process) */
+        uint64_t held = 0;
+        if (log_limit_pass(&replaced_log, b->mono_ns, NS_PER_S, &held))
+            log_info("member", "a new connection took the routing id of a consumer in pool %s (principal %s): "
+                     "that consumer is gone; its %u deliveries go back uncharged (%llu such lines held back)",
+                     c->pool ? c->pool->name : "-", c->principal[0] ? c->principal : "-", c->nleases,
+                     (unsigned long long)held);
+        settle_drop_conn(b, c, SETTLE_END_REPLACED);
+        return NULL;
+    }
+    if (c->fd < 0)
+        note_fd(c, in);
+    return c;
+}
+
+conn *member_conn(bk *b, const net_in *in, int *created)
+{
+    conn *c = member_find(b, in);
+    if (created)
+        *created = 0;
+    if (c)
+        return c;
+    c = conn_require(&b->conns, in->sock, in->rid, in->rid_len, b->all_mask);
+    if (!c)
+        return NULL;
+    key_of(in, c->user_id, sizeof c->user_id);
+    note_fd(c, in);
+    if (created)
+        *created = 1;
+    return c;
+}
+
+int member_gone(const conn *c)
+{
+    return c->fd >= 0 && c->fd_ino && peers_inode(c->fd) != c->fd_ino;
+}
+
+conn *member_require(bk *b, const net_in *in, int *created)
+{
+    conn *c = member_conn(b, in, created);
     if (c && !c->pool) {
         pool *p = pool_require(&b->pools, "default", 7, b->all_mask);
         if (p)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "bk.h"
+#include "net.h"
 
 /* member_join moves c into pool p (leaving its old pool; p NULL: no pool)
  * and tells both pools' members their new shares. */
@@ -25,10 +26,36 @@ void member_pool_changed(bk *b, pool *p);
  * at most every MEMBER_PACE_EVERY_NS unless forced (a sink change). */
 void member_pace_shares(bk *b, int force);
 
-/* member_require returns the conn for the peer rid, creating it in the
- * default pool (created too when missing). NULL when out of memory or the
- * routing id is unusable. */
-conn *member_require(bk *b, const uint8_t *rid, size_t rid_len);
+/* member_same tells whether c is the connection in came from: the same
+ * endpoint, the same CURVE key, and the same descriptor (when both are
+ * known). Changes nothing. */
+int member_same(const conn *c, const net_in *in);
+
+/* member_find returns the conn of the connection in came from, or NULL.
+ * A conn of in's routing id and endpoint that is another connection (its
+ * key or descriptor differs: libzmq hands a routing id to a new connection
+ * only once the old one is gone, and a peer may choose its routing id) is
+ * a consumer that is gone: it is dropped and its deliveries go back
+ * uncharged (settle_drop_conn, SETTLE_END_REPLACED), and NULL is returned.
+ * A conn whose descriptor was not known (a parked request made it) takes
+ * in's. */
+conn *member_find(bk *b, const net_in *in);
+
+/* member_conn is member_find, creating the conn when there is none (with
+ * in's endpoint, key and descriptor; no pool, every level asked for and
+ * allowed: auth_note_conn narrows them). *created (may be NULL) says
+ * whether it is new. NULL when out of memory or the routing id is
+ * unusable. */
+conn *member_conn(bk *b, const net_in *in, int *created);
+
+/* member_require is member_conn, also putting a conn with no pool in the
+ * default pool (created too when missing). */
+conn *member_require(bk *b, const net_in *in, int *created);
+
+/* member_gone tells whether c's connection is gone: the descriptor it came
+ * in on is no longer its socket (one fstat). 0 when its descriptor is not
+ * known. */
+int member_gone(const conn *c);
 
 /* member_consumers returns the connections that have granted credit. */
 size_t member_consumers(const bk *b);

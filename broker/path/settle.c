@@ -12,6 +12,9 @@
  *   gone       the same: the consumer vanished with it
  *   unsent     back at its place, uncharged, the credit given back
  *   left (BYE) back at its place, uncharged
+ *   replaced   another connection took the consumer's routing id
+ *              (member.c): that consumer is gone, and may never have seen
+ *              it; back at its place, uncharged
  *   unread     the lease ran out, but its consumer has sent nothing at all
  *              since the delivery (no settlement, no PONG, no CREDIT), though
  *              the broker's heartbeat PING went out after it with a whole
@@ -20,10 +23,23 @@
  *              there unread; back at its place, uncharged, no outcome for
  *              the breaker. A consumer that read it and keeps talking is
  *              charged as expired. A crash is charged as gone.
- *   THROTTLED  back at its place, uncharged; the sink pauses and its rate is cut,
- *              or, for its tag alone (scope tag), that tag pauses and its
- *              bucket is cut while the sink goes on (settle_tag.c)
+ *   THROTTLED  back at its place, uncharged; the sink pauses (at most
+ *              --max-throttle-pause, pause.c) and its rate is cut, or, for
+ *              its tag alone (scope tag), that tag pauses and its bucket is
+ *              cut while the sink goes on (settle_tag.c). What it may pause
+ *              follows its consumer's principal: one limited to some levels
+ *              (levels=) pauses those levels instead of the sink, cuts no
+ *              rate, and pauses a tag only in its levels
  *   REJECT     a dead letter now
+ *
+ * Who may settle: only the connection that holds the lease
+ * (settle_holder). A token is 64 random bits (lease.c), so another
+ * consumer cannot guess one; one it learned anyway (a token that leaked, a
+ * routing id taken over) still gets SL_ESTALE, counted in settle_refused
+ * and logged at most once a second, and the delivery stays with its
+ * holder. NACK's delay is cut at --max-nack-delay and TOUCH's lease at
+ * --max-lease (never below --lease-ms): TOUCH's OK says the lease granted,
+ * NACK's OK carries nothing (the protocol has no field for it there).
  *
  * A charged ending that used the last of max_attempts makes a dead letter.
  * Nothing here commits: the store's changes join the pass's transaction.
@@ -41,12 +57,14 @@
 #include "log.h"
 #include "member.h"
 #include "meter.h"
+#include "net.h"
+#include "pause.h"
 #include "pool.h"
 #include "queue.h"
 #include "settle_tag.h"
 #include "units.h"
 
-#define MAX_LEASE_MS (24ULL * 3600 * 1000)
+static log_limit refused_log; /* refused settlements: once a second (one broker per process) */
 
 static const char *end_name(settle_end why)
 {
@@ -57,6 +75,7 @@ static const char *end_name(settle_end why)
     case SETTLE_END_UNSENT: return "not sent";
     case SETTLE_END_LEFT: return "consumer left";
     case SETTLE_END_UNREAD: return "consumer stopped reading";
+    case SETTLE_END_REPLACED: return "its routing id was taken by another connection";
     }
     return "?";
 }
@@ -80,6 +99,32 @@ static void release(bk *b, lease *l, meter_outcome outcome)
     lease_free(&b->leases, l);
 }
 
+lease *settle_holder(bk *b, conn *c, uint64_t token, const char *what)
+{
+    lease *l = lease_find(&b->leases, token);
+    if (l && c && l->owner == c)
+        return l;
+    uint64_t held = 0;
+    b->settle_refused++;
+    if (l)
+        b->settle_foreign++;
+    if (log_limit_pass(&refused_log, b->mono_ns, NS_PER_S, &held)) {
+        const char *who = c && c->principal[0] ? c->principal : "-";
+        const char *in_pool = c && c->pool ? c->pool->name : "-";
+        if (l)
+            log_warn("settle", "%s refused (SL_ESTALE): message %llu is out with another connection (pool %s, "
+                     "principal %s), not with this one (pool %s, principal %s); %llu such refusals in all, %llu "
+                     "not logged", what, (unsigned long long)l->id, l->pool ? l->pool->name : "-",
+                     l->owner && l->owner->principal[0] ? l->owner->principal : "-", in_pool, who,
+                     (unsigned long long)b->settle_refused, (unsigned long long)held);
+        else
+            log_info("settle", "%s refused (SL_ESTALE): no lease has its token (expired, settled, from before a "
+                     "restart, or never given) (pool %s, principal %s); %llu such refusals in all, %llu not "
+                     "logged", what, in_pool, who, (unsigned long long)b->settle_refused, (unsigned long long)held);
+    }
+    return NULL;
+}
+
 int settle_ack(bk *b, lease *l)
 {
     int rc = queue_settle(&b->q, l->level, l->key);
@@ -98,7 +143,8 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
     int failed = why == SETTLE_END_EXPIRED || why == SETTLE_END_NACK;
     release(b, l, failed ? METER_FAILED : METER_NO_OUTCOME);
     queue_level *lv = &b->q.lv[level];
-    if (why == SETTLE_END_UNSENT || why == SETTLE_END_LEFT || why == SETTLE_END_UNREAD) {
+    if (why == SETTLE_END_UNSENT || why == SETTLE_END_LEFT || why == SETTLE_END_UNREAD ||
+        why == SETTLE_END_REPLACED) {
         b->picks[level][picked]--; /* as dispatched is: it never counted as a delivery */
         if (queue_untake(&b->q, level, key) != SL_OK)
             log_error("settle", "out of memory returning message %llu; it is delivered after restart",
@@ -126,22 +172,38 @@ void settle_end_lease(bk *b, lease *l, settle_end why, uint64_t delay_ms)
                   proto_strerror(rc));
 }
 
+uint64_t settle_nack(bk *b, lease *l, uint64_t delay_ms)
+{
+    if (delay_ms > b->cfg.max_nack_delay_ms)
+        delay_ms = b->cfg.max_nack_delay_ms;
+    settle_end_lease(b, l, SETTLE_END_NACK, delay_ms);
+    return delay_ms;
+}
+
 void settle_throttled(bk *b, lease *l, uint64_t retry_ms, int tag_scope)
 {
     unsigned level = l->level;
     uint64_t key = l->key;
-    uint64_t pause_ms = retry_ms ? retry_ms : b->cfg.throttle_backoff_ms;
+    bk_pause origin;
+    pause_origin(l, retry_ms, &origin);
+    /* what it may pause: the levels its principal may consume (pause.c) */
+    uint32_t allowed = l->owner ? l->owner->allowed_mask & b->all_mask : b->all_mask;
     char tag[PROTO_MAX_TAG + 1];
     size_t tag_len = tag_scope ? settle_tag_of(b, level, key, tag) : 0; /* untagged: the sink's */
     release(b, l, METER_NO_OUTCOME);
     b->q.lv[level].counters.throttled++;
     if (queue_requeue(&b->q, level, key) != SL_OK)
         log_error("settle", "out of memory returning a throttled message; it is delivered after restart");
-    if (tag_len && settle_tag_throttled(b, level, key, tag, tag_len, pause_ms) == SL_OK)
+    if (tag_len && settle_tag_throttled(b, level, key, tag, tag_len, retry_ms, &origin, allowed) == SL_OK)
         return; /* that tag alone waits: the sink is not paused, not cut */
-    if (meter_throttled(&b->meter, pause_ms * NS_PER_MS, b->mono_ns))
-        log_info("settle", "sink throttled: pausing %llu ms, rate now %.3f/s", (unsigned long long)pause_ms,
-                 (double)b->meter.sink.effective_rate_milli / 1000.0);
+    uint64_t ms = pause_length_ms(b, retry_ms);
+    if (allowed == b->all_mask) {
+        pause_sink(b, &origin, ms);
+        return;
+    }
+    for (unsigned l2 = 0; l2 < b->cfg.levels; l2++) /* its levels only: the others share the sink, not its 429 */
+        if (allowed >> l2 & 1)
+            pause_level(b, l2, &origin, ms);
 }
 
 void settle_reject(bk *b, lease *l, const char *reason, size_t reason_len)
@@ -162,8 +224,9 @@ void settle_reject(bk *b, lease *l, const char *reason, size_t reason_len)
 uint64_t settle_touch(bk *b, lease *l, uint64_t lease_ms)
 {
     uint64_t ms = lease_ms ? lease_ms : b->cfg.lease_ms;
-    if (ms > MAX_LEASE_MS)
-        ms = MAX_LEASE_MS;
+    uint64_t most = b->cfg.max_lease_ms > b->cfg.lease_ms ? b->cfg.max_lease_ms : b->cfg.lease_ms;
+    if (ms > most)
+        ms = most;
     lease_extend(&b->leases, l, b->mono_ns + ms * NS_PER_MS);
     return ms;
 }
@@ -186,8 +249,9 @@ void settle_expire_leases(bk *b, unsigned max)
 void settle_drop_conn(bk *b, conn *c, settle_end why)
 {
     if (c->nleases)
-        log_info("settle", "consumer in pool %s %s with %u deliveries outstanding; returning them",
-                 c->pool ? c->pool->name : "-", why == SETTLE_END_LEFT ? "left" : "gone", c->nleases);
+        log_info("settle", "consumer in pool %s %s with %u deliveries outstanding; returning them%s",
+                 c->pool ? c->pool->name : "-", why == SETTLE_END_LEFT ? "left" : "gone", c->nleases,
+                 why == SETTLE_END_GONE ? "" : " uncharged");
     while (c->leases)
         settle_end_lease(b, c->leases, why, 0);
     member_join(b, c, NULL);
@@ -209,9 +273,11 @@ void settle_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t 
                 owner->credit--;
         }
     }
-    if (err == SL_ECONNECT) {
-        conn *c = conn_find(&b->conns, rid, rid_len);
-        if (c)
+    if (err == SL_ECONNECT || err == SL_ESTALE) {
+        /* ESTALE: the connection the message was for is gone, and another may
+         * hold its routing id now: drop the conn only if its own socket is gone */
+        conn *c = conn_find(&b->conns, NET_MAIN, rid, rid_len);
+        if (c && (err == SL_ECONNECT || member_gone(c)))
             settle_drop_conn(b, c, SETTLE_END_GONE);
     }
 }

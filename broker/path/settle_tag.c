@@ -8,20 +8,23 @@
  * tagthrottle.h, pure) and the per-tag settings (q.tags, tagset.h):
  *
  *   pause   the tag's entry holds its pause (the retry-after, else the
- *           broker's throttle backoff; at most a day). A fair level's pick
- *           sets the tag aside until then (queue_fair_tag_gate, a timed
- *           drr block: no head-of-line blocking); a FIFO level cannot skip
- *           its head, so it waits out the pause (queue_level's
- *           throttled_until_ns, seen by deliver.c as a held level): one
- *           redelivery per pause, never a tight loop against the sink.
+ *           broker's throttle backoff; at most a day), in the levels the
+ *           consumer's principal may consume. A fair level's pick sets the
+ *           tag aside until then (queue_fair_tag_gate, a timed drr block:
+ *           no head-of-line blocking); a FIFO level cannot skip its head,
+ *           so it waits out the pause, a level pause (pause.c: at most
+ *           --max-throttle-pause, like every pause that holds a whole
+ *           level; seen by deliver.c as a held level): one redelivery per
+ *           pause, never a tight loop against the sink.
  *   cut     in a fair level, when the tag's pattern has a rate limit, the
  *           bucket it passes is cut by aimd.h's policy (an isolated 429 a
  *           little, repeated ones the full AIMD) and climbs back on cron's
  *           tick: the tag's own with --each (paused as well, so no burst
  *           follows the pause), else the pattern's shared one (not paused:
  *           the pattern's other tags go on, only slower). A tag with no
- *           rate limit is paused only. Tag limits do not apply in FIFO
- *           levels, so nothing is cut there.
+ *           rate limit is paused only, and so is a tag throttled by a
+ *           consumer limited to some levels: the bucket is every level's.
+ *           Tag limits do not apply in FIFO levels, so nothing is cut there.
  *
  * An untagged message, or one whose tag cannot be read or noted (the
  * table full of tags still held, no memory), is throttled as the sink's:
@@ -39,6 +42,7 @@
  */
 #include "settle_tag.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,7 +130,8 @@ static void cut(bk *b, const char *tag, size_t len, uint32_t id, uint64_t until_
                  e->aimd.repeated ? "repeated" : "isolated", (unsigned long long)held);
 }
 
-int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, size_t len, uint64_t pause_ms)
+int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, size_t len, uint64_t retry_ms,
+                         const bk_pause *origin, uint32_t allowed)
 {
     queue *q = &b->q;
     queue_level *lv = &q->lv[level];
@@ -135,12 +140,14 @@ int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, s
             return SL_ENOMEM;
         tagthrottle_init(q->throttled);
     }
+    /* a fair level holds the tag alone (a day at most); a FIFO level waits whole (pause.c's cap) */
+    uint64_t pause_ms = lv->fair ? (retry_ms ? retry_ms : b->cfg.throttle_backoff_ms) : pause_length_ms(b, retry_ms);
     if (pause_ms > SETTLE_TAG_PAUSE_MAX_MS)
         pause_ms = SETTLE_TAG_PAUSE_MAX_MS;
     uint64_t until = units_after_ms(b->mono_ns, pause_ms);
     uint32_t id = lv->fair ? (uint32_t)(key >> STORE_TAG_SHIFT) : 0;
     int err = SL_OK;
-    if (!tagthrottle_pause(q->throttled, tag, len, id, until, b->mono_ns, &err)) {
+    if (!tagthrottle_pause(q->throttled, tag, len, id, allowed, until, b->mono_ns, &err)) {
         uint64_t held = 0;
         if (log_limit_pass(&full_log, b->mono_ns, NS_PER_S, &held))
             log_warn("settle", "cannot note tag '%s' as throttled (%s: %u tags held at most); the sink is paused "
@@ -150,9 +157,12 @@ int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, s
     }
     lv->counters.throttled_tag++;
     if (lv->fair) {
-        cut(b, tag, len, id, until);
-    } else if (until > b->tag_held_until_ns[level]) {
-        b->tag_held_until_ns[level] = until; /* a FIFO level cannot skip its head: it waits */
+        if (allowed == b->all_mask) /* the bucket is every level's: only one who may consume them all cuts it */
+            cut(b, tag, len, id, until);
+    } else { /* a FIFO level cannot skip its head: it waits */
+        bk_pause o = *origin;
+        snprintf(o.tag, sizeof o.tag, "%.*s", (int)proto_utf8_prefix(tag, (uint32_t)(len < sizeof o.tag ? len : sizeof o.tag - 1)), tag);
+        pause_level(b, level, &o, pause_ms);
     }
     log_debug("settle", "tag '%s' (level %u) throttled by its service: paused %llu ms", tag, level,
               (unsigned long long)pause_ms);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "bk.h"
+#include "pause.h"
 
 #define SETTLE_TAG_PAUSE_MAX_MS (24ULL * 3600 * 1000) /* a tag's pause is cut at a day */
 
@@ -20,15 +21,19 @@
 size_t settle_tag_of(bk *b, unsigned level, uint64_t key, char *tag);
 
 /* settle_tag_throttled follows a THROTTLED with scope tag of the message
- * at key of level (already back at its place), whose tag is tag[0..len):
- * that tag alone pauses for pause_ms (cut at SETTLE_TAG_PAUSE_MAX_MS), and
- * in a fair level the bucket of its rate limit, if it has one, is cut
- * (AIMD: its own with --each, else its pattern's shared one); a FIFO level,
- * which cannot skip its head, waits out the pause instead. Counted in the
- * level's throttled_tag. Returns SL_OK; SL_EFULL or SL_ENOMEM when the tag
- * could not be noted (logged at a limited rate): the caller then treats
- * the THROTTLED as the sink's. */
-int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, size_t len, uint64_t pause_ms);
+ * at key of level (already back at its place), whose tag is tag[0..len),
+ * asking retry_ms (0: the backoff), from origin, whose principal may
+ * consume the levels of allowed: that tag alone pauses in those levels
+ * (cut at SETTLE_TAG_PAUSE_MAX_MS), and in a fair level the bucket of its
+ * rate limit, if it has one, is cut (AIMD: its own with --each, else its
+ * pattern's shared one; only when allowed is every level, since the bucket
+ * is shared by all); a FIFO level, which cannot skip its head, waits out
+ * the pause instead (a level pause, at most --max-throttle-pause: pause.c).
+ * Counted in the level's throttled_tag. Returns SL_OK; SL_EFULL or
+ * SL_ENOMEM when the tag could not be noted (logged at a limited rate):
+ * the caller then treats the THROTTLED as the sink's. */
+int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, size_t len, uint64_t retry_ms,
+                         const bk_pause *origin, uint32_t allowed);
 
 /* settle_tag_tick is cron's: when the table of throttled tags has work (a
  * step of a cut bucket's climb back, an entry to forget) or the per-tag

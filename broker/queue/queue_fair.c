@@ -329,7 +329,7 @@ static int pick_head(queue *q, unsigned level, tenant **out, uint64_t *key, stor
             continue;
         }
         if (rc == SL_OK) { /* its tag's pause, rate or cap: set aside, the next tag's turn */
-            int g = queue_fair_tag_gate(q, f, tn, rec->cost ? rec->cost : 1);
+            int g = queue_fair_tag_gate(q, f, level, tn, rec->cost ? rec->cost : 1);
             if (g < 0)
                 return SL_ENOTFOUND; /* out of memory: the level waits for the next pass */
             if (g)

@@ -86,11 +86,12 @@ void queue_fair_ahead_gone(queue *q, unsigned level, uint64_t key);
  * its next turn on. */
 void queue_fair_tag_resolve(queue *q, struct queue_fair *f, tenant *tn);
 
-/* queue_fair_tag_gate asks tn's tag settings whether its head (of cost)
- * may go at q->now_ns: 0 yes; 1 no, and tn is set aside (until its bucket
- * admits again, a settlement, or a change of the settings); -1 out of
+/* queue_fair_tag_gate asks tn's tag settings (and its pause in level after
+ * a THROTTLED for it alone) whether its head (of cost) may go at q->now_ns:
+ * 0 yes; 1 no, and tn is set aside (until its bucket admits again, its
+ * pause ends, a settlement, or a change of the settings); -1 out of
  * memory. */
-int queue_fair_tag_gate(queue *q, struct queue_fair *f, tenant *tn, uint64_t cost);
+int queue_fair_tag_gate(queue *q, struct queue_fair *f, unsigned level, tenant *tn, uint64_t cost);
 
 /* queue_fair_tag_unleased ends one of tn's deliveries in flight under its
  * settings and lets the tags held by a cap be looked at again. */

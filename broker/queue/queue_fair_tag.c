@@ -107,9 +107,9 @@ void queue_fair_tag_resolve(queue *q, struct queue_fair *f, tenant *tn)
         drr_set_weight(&f->d, tn->tag, tagset_weight(ts, tn->rule));
 }
 
-int queue_fair_tag_gate(queue *q, struct queue_fair *f, tenant *tn, uint64_t cost)
+int queue_fair_tag_gate(queue *q, struct queue_fair *f, unsigned level, tenant *tn, uint64_t cost)
 {
-    uint64_t until = q->throttled ? tagthrottle_paused_until(q->throttled, tn->tag, q->now_ns) : 0;
+    uint64_t until = q->throttled ? tagthrottle_paused_until(q->throttled, tn->tag, level, q->now_ns) : 0;
     if (until) /* its service throttled this tag alone: aside until the pause ends, no list to keep */
         return drr_block(&f->d, tn->tag, until) == SL_OK ? 1 : -1;
     if (!q->tags || (tn->rule == TAGSET_NONE && !tn->paused))

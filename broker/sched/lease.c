@@ -1,19 +1,27 @@
 /*
  * lease.c - the lease table.
  *
- * A chained hash by token (tokens are well mixed, so the low bits index the
- * buckets after a multiplicative mix) plus a deadline heap. Extending a lease
+ * A chained hash by token plus a deadline heap. Tokens are random (64 bits
+ * from getrandom, drawn LEASE_RANDOM_BATCH at a time so that a delivery
+ * costs a system call only once in 64), drawn again on the rare 0 or a
+ * token already held: they are unguessable, and unique in the table. A
+ * MAC over the lease (its id, level and key under a secret) was the other
+ * way: as unguessable, but it needs a key and a hash function for no gain,
+ * since the table is looked up anyway and is the authority on what is out. Extending a lease
  * pushes a new heap entry and leaves the old one, which lease_expired skips
  * because its time no longer matches the lease. The heap therefore holds at
  * most one entry per lease per TOUCH; it is rebuilt from the live leases when
  * stale entries outnumber live ones three to one.
  *
- * Costs: new, find, free O(1); expiry O(log n) per popped entry.
+ * Costs: new, find, free O(1) (new: a system call per LEASE_RANDOM_BATCH
+ * tokens); expiry O(log n) per popped entry.
  */
 #include "lease.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "conn.h"
 #include "log.h"
@@ -24,14 +32,46 @@ static size_t bucket_of(const lease_table *t, uint64_t token)
     return (size_t)((token * 0x9E3779B97F4A7C15ULL) >> 20) % t->nbuckets;
 }
 
-int lease_table_init(lease_table *t, uint32_t boot_prefix)
+/* kernel_fill reads n tokens from getrandom(2) (the urandom pool; blocks
+ * only before the kernel's pool is first seeded, at boot). */
+static int kernel_fill(uint64_t *buf, size_t n)
+{
+    size_t want = n * sizeof *buf, got = 0;
+    while (got < want) {
+        ssize_t r = getrandom((char *)buf + got, want - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int lease_table_init(lease_table *t)
 {
     memset(t, 0, sizeof *t);
     t->nbuckets = 1024;
     t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
-    t->next_token = ((uint64_t)(boot_prefix & 0xFFFFFF) << 40) | 1;
+    t->fill = kernel_fill;
     tmr_init(&t->deadlines);
     return t->buckets ? SL_OK : SL_ENOMEM;
+}
+
+/* draw returns a random token that is not 0 and no lease holds. */
+static uint64_t draw(lease_table *t)
+{
+    for (;;) {
+        if (!t->nrandom) {
+            if (t->fill(t->random, LEASE_RANDOM_BATCH) != 0)
+                log_die(__FILE__, __LINE__, "no randomness for lease tokens (getrandom failed)");
+            t->nrandom = LEASE_RANDOM_BATCH;
+        }
+        uint64_t token = t->random[--t->nrandom];
+        t->random[t->nrandom] = 0; /* a token handed out is not kept */
+        if (token && !lease_find(t, token))
+            return token;
+    }
 }
 
 void lease_table_fini(lease_table *t)
@@ -90,11 +130,12 @@ lease *lease_new(lease_table *t, struct conn *owner, uint8_t level, uint64_t key
     lease *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
-    if (tmr_push(&t->deadlines, deadline_ns, t->next_token) != SL_OK) {
+    uint64_t token = draw(t);
+    if (tmr_push(&t->deadlines, deadline_ns, token) != SL_OK) {
         free(l);
         return NULL;
     }
-    l->token = t->next_token++;
+    l->token = token;
     l->key = key;
     l->id = id;
     l->level = level;

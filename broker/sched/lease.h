@@ -6,9 +6,12 @@
  * its queue), so a broker restart ends them all, and every message they held
  * is simply still at the head of its level.
  *
- * Tokens are unique across restarts with overwhelming probability: the top 24
- * bits are random per boot, the low 40 count up. A token from before a
- * restart is therefore stale, never someone else's lease.
+ * Tokens are 64 random bits (getrandom), never 0 and unique in the table:
+ * another consumer cannot guess a token it was not given, and a token from
+ * before a restart is stale, never someone else's lease (the chance that a
+ * random token repeats a live one is the number of leases in 2^64). A
+ * token is still only half the check: settle.c also asks that the
+ * settlement come from the connection that holds the lease.
  */
 #ifndef SLUICE_LEASE_H
 #define SLUICE_LEASE_H
@@ -36,22 +39,32 @@ typedef struct lease {
     struct lease *cprev, *cnext; /* owner's list */
 } lease;
 
+/* lease_fill_fn fills buf[0..n) with random tokens; returns 0, or -1 when
+ * no randomness can be had. */
+typedef int (*lease_fill_fn)(uint64_t *buf, size_t n);
+
+#define LEASE_RANDOM_BATCH 64 /* tokens drawn from the kernel at a time */
+
 typedef struct lease_table {
     lease **buckets;
     size_t nbuckets, len;
-    uint64_t next_token;
     tmr deadlines;         /* (deadline_ns, token); stale entries skipped */
+    lease_fill_fn fill;    /* where tokens come from: getrandom (tests may replace it) */
+    uint64_t random[LEASE_RANDOM_BATCH]; /* tokens drawn, used from the end */
+    size_t nrandom;
 } lease_table;
 
-/* lease_table_init prepares an empty table whose tokens start with the 24-bit
- * boot_prefix. Returns SL_OK or SL_ENOMEM. */
-int lease_table_init(lease_table *t, uint32_t boot_prefix);
+/* lease_table_init prepares an empty table whose tokens come from
+ * getrandom(2). Returns SL_OK or SL_ENOMEM. */
+int lease_table_init(lease_table *t);
 
 /* lease_table_fini frees every lease (their owners' lists are not touched). */
 void lease_table_fini(lease_table *t);
 
 /* lease_new creates a lease owned by owner (linked into its list) with a new
- * token. Returns NULL when out of memory. */
+ * random token, not 0 and not held by another lease. Returns NULL when out
+ * of memory. Aborts (log_die) when the kernel gives no randomness: a
+ * guessable token would let one consumer settle another's deliveries. */
 lease *lease_new(lease_table *t, struct conn *owner, uint8_t level, uint64_t key, uint64_t id,
                  uint32_t attempt, uint64_t deadline_ns);
 

@@ -189,6 +189,16 @@ static void render(FILE *f, const snap *s)
             fprintf(f, "\",reason=\"%s\"} %llu\n", disp_reason_name((disp_reason)r),
                     (unsigned long long)s->lv[l].picks[r]);
         }
+    head(f, "sluice_level_pause_remaining_seconds", "gauge",
+         "How long the level's pause after THROTTLED still lasts (a consumer limited to it, or a FIFO level "
+         "waiting for its head's tag); 0: none.");
+    for (unsigned l = 0; l < s->nlevels; l++) {
+        fputs("sluice_level_pause_remaining_seconds{level=\"", f);
+        label(f, s->lv[l].name);
+        fputs("\"} ", f);
+        sec(f, s->lv[l].pause_ns);
+        fputc('\n', f);
+    }
     head(f, "sluice_level_wait_seconds", "histogram", "Time from publish to first delivery.");
     for (unsigned l = 0; l < s->nlevels; l++)
         hist_series(f, "sluice_level_wait_seconds", "level", s->lv[l].name, &s->lv[l].wait, HIST_WAIT);
@@ -275,6 +285,12 @@ static void render(FILE *f, const snap *s)
     fprintf(f, "sluice_consumers %llu\n", (unsigned long long)s->consumers);
     head(f, "sluice_bad_input_total", "counter", "Messages refused as malformed or unexpected.");
     fprintf(f, "sluice_bad_input_total %llu\n", (unsigned long long)s->rx_bad);
+    head(f, "sluice_settlements_refused_total", "counter",
+         "Settlements refused with SL_ESTALE: a token no lease has (expired, settled, from before a restart, "
+         "never given), or a lease another connection holds.");
+    fprintf(f, "sluice_settlements_refused_total{reason=\"unknown\"} %llu\n",
+            (unsigned long long)(s->settle_refused - s->settle_foreign));
+    fprintf(f, "sluice_settlements_refused_total{reason=\"not_holder\"} %llu\n", (unsigned long long)s->settle_foreign);
     head(f, "sluice_send_failed_total", "counter", "Replies and deliveries that could not be sent.");
     fprintf(f, "sluice_send_failed_total %llu\n", (unsigned long long)s->tx_failed);
     head(f, "sluice_uptime_seconds", "gauge", "Seconds since the broker started.");

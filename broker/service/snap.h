@@ -22,6 +22,7 @@ typedef struct snap_level {
     uint64_t depth, inflight, delayed, dead, oldest_ms;
     uint64_t enqueued, dispatched, acked, nacked, expired, buried, throttled, throttled_tag;
     uint64_t picks[DISP_REASON_COUNT_];
+    uint64_t pause_ns;   /* what its pause after THROTTLED has left; 0: none */
     hist wait;
 } snap_level;
 
@@ -43,6 +44,7 @@ typedef struct snap {
     hist commit;
     uint64_t map_used, map_size, map_max;
     uint64_t connections, consumers, rx_bad, tx_failed, uptime_ns;
+    uint64_t settle_refused, settle_foreign; /* settlements refused SL_ESTALE; of those, another's lease */
 } snap;
 
 

@@ -244,6 +244,7 @@ static const expect cmd_expect[] = {
     {"tag.set", R_A},           {"tag.list", R_M | R_A}, {"tag.pause", R_A},    {"tag.resume", R_A},
     {"msg.peek", R_A},          {"msg.delete", R_A},   {"msg.purge", R_A},      {"msg.move", R_A},
     {"backup", R_A},            {"backup.status", R_M | R_A}, {"settings.export", R_M | R_A},
+    {"sink.resume", R_A},
 };
 
 static const expect *expect_find(const expect *t, size_t n, const char *what)

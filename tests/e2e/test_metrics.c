@@ -44,7 +44,8 @@ static const char *const required[] = {
     "sluice_store_commit_seconds_bucket{le=\"+Inf\"}", "sluice_store_commits_total ", "sluice_store_fsyncs_total ",
     "sluice_store_log_records_total ", "sluice_store_log_bytes_total ", "sluice_store_lmdb_commits_total ",
     "sluice_store_map_used_bytes ", "sluice_store_map_size_bytes ", "sluice_connections ", "sluice_consumers ",
-    "sluice_bad_input_total ",
+    "sluice_bad_input_total ", "sluice_level_pause_remaining_seconds{level=\"high\"}",
+    "sluice_settlements_refused_total{reason=\"not_holder\"}",
 };
 
 /* metrics_port reads the port sluiced logged ("metrics: serving http://127.0.0.1:PORT/metrics"). */

@@ -1,7 +1,8 @@
 /*
  * test_meter.c - the meter with a hand clock: the sink bucket and the
  * level ceiling (admit, refuse, the exact retry time), the guarantee, cost
- * charged to every bucket, the in-flight cap, the pause after THROTTLED
+ * charged to every bucket (one above a burst passing a full bucket and
+ * leaving it in debt), the in-flight cap, the pause after THROTTLED
  * (exact resume, no burst after it), AIMD (one cut a second, the climb
  * back), the breaker gate, live changes without a burst, the ETA, and
  * limits of several windows (the sink's and a level's).
@@ -137,6 +138,36 @@ static void cost_is_charged_to_every_bucket(void **state)
     assert_int_equal(meter_admit(&m, 1, 2, 0, &retry), METER_GO);
     assert_int_equal(meter_admit(&m, 1, 3, 0, &retry), METER_HOLD_SINK);
     assert_true(retry == 100 * MS);
+}
+
+/* A cost above a bucket's burst goes when the bucket is full and leaves it
+ * in debt, at every bucket: the sink's, a level's ceiling (and its further
+ * windows). The level below then flows once the debt is paid: nothing is
+ * held for good by a message's cost. */
+static void cost_above_a_burst_passes_and_leaves_debt(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry = 0;
+    fresh(&m);
+    set_sink(&m, 100 * 1000, 1, 0); /* 100/s, burst 1 */
+    assert_int_equal(meter_admit(&m, 0, 2, 0, &retry), METER_GO);
+    meter_charge(&m, 0, 2, 0);
+    assert_int_equal(meter_admit(&m, 2, 1, 0, &retry), METER_HOLD_SINK);
+    assert_true(retry == 20 * MS); /* the whole cost owed: 2 x 10 ms */
+    assert_int_equal(meter_admit(&m, 2, 1, 20 * MS, &retry), METER_GO);
+    meter_charge(&m, 2, 1, 20 * MS);
+    /* a level ceiling of burst 2 and a window of 3/s, cost 5 */
+    set_sink(&m, 0, 1, 20 * MS);
+    set_level(&m, 1, 10 * 1000, 0, 2, 0);
+    rl_window w = {3 * 1000, 1000, 1};
+    meter_windows_set(&m, 1, &w, 1, 0);
+    assert_int_equal(meter_admit(&m, 1, 5, 0, &retry), METER_GO);
+    meter_charge(&m, 1, 5, 0);
+    assert_int_equal(meter_admit(&m, 1, 1, 0, &retry), METER_HOLD_LEVEL);
+    /* the 3/s window owes 5 units (1,667 ms), the ceiling 5 - 2 units' worth */
+    assert_true(retry == 1666666665ULL);
+    assert_int_equal(meter_admit(&m, 1, 1, retry, &retry), METER_GO);
 }
 
 static void inflight_cap_waits_for_a_settlement(void **state)
@@ -448,6 +479,7 @@ int main(void)
         cmocka_unit_test(level_ceiling_holds_only_its_level),
         cmocka_unit_test(guarantee_marks_a_level_below_min),
         cmocka_unit_test(cost_is_charged_to_every_bucket),
+        cmocka_unit_test(cost_above_a_burst_passes_and_leaves_debt),
         cmocka_unit_test(inflight_cap_waits_for_a_settlement),
         cmocka_unit_test(throttled_pauses_exactly_and_resumes_without_burst),
         cmocka_unit_test(isolated_429_costs_little),

@@ -1,7 +1,9 @@
 /*
  * test_rl.c - GCRA buckets with a hand clock: spacing, bursts, the
  * conformance bound over every window, live rate changes without a burst,
- * pauses that resume without one, and costs; windows of a count per
+ * pauses that resume without one, and costs (one above the burst goes
+ * when the bucket is full and leaves it in debt; the bound rate*tau +
+ * max(burst, largest cost) in every window); windows of a count per
  * period, and several of them in series.
  */
 #include <setjmp.h>
@@ -113,14 +115,86 @@ static void cost_is_charged_in_units(void **state)
     rl_bucket b = {0};
     rl_set(&b, 20000 * 1000ULL, 100, 0); /* 20,000 units/s, burst 100 */
     assert_true(rl_allows(&b, 100, 0));
-    assert_false(rl_allows(&b, 101, 0));
     rl_take(&b, 10, 0);
+    assert_false(rl_allows(&b, 91, 0)); /* 90 tokens left */
+    assert_true(rl_allows(&b, 90, 0));
     rl_take(&b, 90, 0);
     assert_false(rl_allows(&b, 10, 0));
     assert_true(rl_next_ns(&b, 10, 0) == 500000); /* 10 units at 50 us each */
     assert_true(rl_allows(&b, 1, UINT64_MAX / 2));
     rl_take(&b, UINT64_MAX, 0); /* saturates, never wraps */
     assert_false(rl_allows(&b, 1, UINT64_MAX / 2));
+}
+
+/* A cost above the burst goes when the bucket is full, and the bucket owes
+ * the rest: the next unit waits until the whole cost is paid. Without that
+ * such a message would never go, and would hold everything behind it. */
+static void cost_above_the_burst_goes_into_debt(void **state)
+{
+    (void)state;
+    rl_bucket b = {0};
+    rl_set(&b, 100 * 1000, 1, 0); /* 100/s, burst 1: 10 ms a unit */
+    assert_true(rl_allows(&b, 2, 0)); /* full: cost 2 goes at once */
+    rl_take(&b, 2, 0);
+    assert_true(b.tat_ns == 20 * MS); /* TAT advanced by the whole cost */
+    assert_false(rl_allows(&b, 1, 19 * MS));
+    assert_true(rl_next_ns(&b, 1, 0) == 20 * MS); /* the debt paid: one unit */
+    assert_true(rl_allows(&b, 1, 20 * MS));
+    /* in debt (not full), a cost above the burst waits for a full bucket */
+    rl_take(&b, 1, 20 * MS);
+    assert_false(rl_allows(&b, 5, 25 * MS));
+    assert_true(rl_next_ns(&b, 5, 25 * MS) == 30 * MS);
+    assert_true(rl_allows(&b, 5, 30 * MS));
+    /* a burst lowered under a waiting cost strands nothing: it goes when full */
+    rl_bucket c = {0};
+    rl_set(&c, 10 * 1000, 50, 0); /* 10/s, burst 50 */
+    rl_take(&c, 50, 0);
+    rl_set(&c, 10 * 1000, 1, 0); /* burst 1 now; a cost-40 message waits */
+    assert_false(rl_allows(&c, 40, 4 * S));
+    assert_true(rl_next_ns(&c, 40, 0) == 5 * S); /* the 50 owed, paid at 10/s */
+    assert_true(rl_allows(&c, 40, 5 * S));
+    /* a burst of 3 with costs of 7: the full bucket lets 7 go, then 0.7 s */
+    rl_bucket d = {0};
+    rl_set(&d, 10 * 1000, 3, 0);
+    rl_take(&d, 7, 0);
+    assert_true(rl_next_ns(&d, 7, 0) == 700 * MS);
+    assert_true(rl_next_ns(&d, 1, 0) == 500 * MS); /* a unit fits two tokens early */
+}
+
+/* A greedy sender of mixed costs, some above the burst: in every window tau
+ * at most rate*tau + max(burst, the largest cost), and it keeps the rate. */
+static void debt_bound_in_every_window(void **state)
+{
+    (void)state;
+    enum { N = 4000 };
+    uint64_t *t = calloc(N, sizeof *t), *c = calloc(N, sizeof *c);
+    assert_non_null(t);
+    assert_non_null(c);
+    rl_bucket b = {0};
+    rl_set(&b, 200 * 1000, 3, 0); /* 200 units/s, burst 3 */
+    uint64_t now = 0, units = 0, seed = 7;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        c[i] = 1 + (seed >> 33) % 9; /* 1..9: most above the burst */
+        now = rl_next_ns(&b, c[i], now);
+        rl_take(&b, c[i], now);
+        t[i] = now;
+        units += c[i];
+    }
+    const uint64_t windows[] = {10 * MS, 100 * MS, S, 10 * S};
+    for (size_t w = 0; w < 4; w++) {
+        uint64_t in = 0;
+        for (size_t i = 0, j = 0; i < N; i++) {
+            in += c[i];
+            while (t[i] - t[j] > windows[w])
+                in -= c[j++];
+            assert_true(in <= 200 * windows[w] / S + 9); /* max(3, 9) */
+        }
+    }
+    /* the rate is kept: the units took no longer than units / rate */
+    assert_true(t[N - 1] <= units * 5 * MS);
+    free(t);
+    free(c);
 }
 
 static void fractional_rates(void **state)
@@ -225,6 +299,8 @@ int main(void)
         cmocka_unit_test(rate_change_never_bursts),
         cmocka_unit_test(pause_resumes_without_burst),
         cmocka_unit_test(cost_is_charged_in_units),
+        cmocka_unit_test(cost_above_the_burst_goes_into_debt),
+        cmocka_unit_test(debt_bound_in_every_window),
         cmocka_unit_test(fractional_rates),
         cmocka_unit_test(a_window_is_count_per_period),
         cmocka_unit_test(windows_in_series_obey_both),

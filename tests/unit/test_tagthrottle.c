@@ -2,7 +2,7 @@
  * test_tagthrottle.c - the state a THROTTLED for one tag leaves, pure and
  * with a hand clock, exact: aimd.c's cut and climb (the policy the sink and
  * the tags share), the table of throttled tags (broker/meter/tagthrottle.c: a
- * pause found by tag id, a bucket's cut and its steps back, entries
+ * pause found by tag id, level by level, a bucket's cut and its steps back, entries
  * dropped once they hold nothing, the bound and what it evicts), and a cut
  * written into a tag's bucket (tagset_cut) holding that tag to the cut
  * rate after its pause, with no burst.
@@ -23,6 +23,7 @@
 
 #define MS NS_PER_MS
 #define T0 (1000 * NS_PER_S) /* the hand clock starts here, far from 0 */
+#define ALL 0xFFFFu /* every level */
 
 static void cut_and_climb_exact(void **state)
 {
@@ -73,30 +74,30 @@ static void pause_is_found_by_id_until_it_ends(void **state)
     (void)state;
     tagthrottle t;
     tagthrottle_init(&t);
-    assert_int_equal(tagthrottle_paused_until(&t, 7, T0), 0); /* empty: nothing */
+    assert_int_equal(tagthrottle_paused_until(&t, 7, 0, T0), 0); /* empty: nothing */
     int err = SL_OK;
-    tagthrottle_entry *e = tagthrottle_pause(&t, "acme", 4, 7, T0 + 500 * MS, T0, &err);
+    tagthrottle_entry *e = tagthrottle_pause(&t, "acme", 4, 7, ALL, T0 + 500 * MS, T0, &err);
     assert_non_null(e);
     assert_int_equal(e->throttles, 1);
-    assert_int_equal(tagthrottle_paused_until(&t, 7, T0), T0 + 500 * MS);
-    assert_int_equal(tagthrottle_paused_until(&t, 7, T0 + 499 * MS), T0 + 500 * MS);
-    assert_int_equal(tagthrottle_paused_until(&t, 7, T0 + 500 * MS), 0);
-    assert_int_equal(tagthrottle_paused_until(&t, 8, T0), 0); /* another tag: free */
+    assert_int_equal(tagthrottle_paused_until(&t, 7, 0, T0), T0 + 500 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 7, 0, T0 + 499 * MS), T0 + 500 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 7, 0, T0 + 500 * MS), 0);
+    assert_int_equal(tagthrottle_paused_until(&t, 8, 0, T0), 0); /* another tag: free */
     /* a shorter pause never shortens it; a later one extends it */
-    assert_ptr_equal(tagthrottle_pause(&t, "acme", 4, 7, T0 + 100 * MS, T0 + 10 * MS, &err), e);
-    assert_int_equal(tagthrottle_paused_until(&t, 7, T0 + 200 * MS), T0 + 500 * MS);
-    tagthrottle_pause(&t, "acme", 4, 0, T0 + 800 * MS, T0 + 20 * MS, &err); /* id 0: keep the one known */
-    assert_int_equal(tagthrottle_paused_until(&t, 7, T0 + 600 * MS), T0 + 800 * MS);
+    assert_ptr_equal(tagthrottle_pause(&t, "acme", 4, 7, ALL, T0 + 100 * MS, T0 + 10 * MS, &err), e);
+    assert_int_equal(tagthrottle_paused_until(&t, 7, 0, T0 + 200 * MS), T0 + 500 * MS);
+    tagthrottle_pause(&t, "acme", 4, 0, ALL, T0 + 800 * MS, T0 + 20 * MS, &err); /* id 0: keep the one known */
+    assert_int_equal(tagthrottle_paused_until(&t, 7, 0, T0 + 600 * MS), T0 + 800 * MS);
     assert_int_equal(e->throttles, 3);
     /* a tag seen in a FIFO level only (no id) is found by name, never by id 0 */
-    assert_non_null(tagthrottle_pause(&t, "fifo-only", 9, 0, T0 + 300 * MS, T0, &err));
-    assert_int_equal(tagthrottle_paused_until(&t, 0, T0), 0);
+    assert_non_null(tagthrottle_pause(&t, "fifo-only", 9, 0, ALL, T0 + 300 * MS, T0, &err));
+    assert_int_equal(tagthrottle_paused_until(&t, 0, 0, T0), 0);
     assert_non_null(tagthrottle_find(&t, 0, "fifo-only", 9));
     assert_null(tagthrottle_find(&t, 1, "fifo-only", 9)); /* a pattern of that name: another entry */
     /* bad names are refused */
-    assert_null(tagthrottle_pause(&t, "", 0, 3, T0 + MS, T0, &err));
+    assert_null(tagthrottle_pause(&t, "", 0, 3, ALL, T0 + MS, T0, &err));
     assert_int_equal(err, SL_EINVAL);
-    assert_null(tagthrottle_pause(&t, "a\0b", 3, 3, T0 + MS, T0, &err));
+    assert_null(tagthrottle_pause(&t, "a\0b", 3, 3, ALL, T0 + MS, T0, &err));
     assert_int_equal(err, SL_EINVAL);
     /* pause-only entries go when their pause is over (no cut to remember) */
     assert_int_equal(tagthrottle_next_ns(&t), T0 + 300 * MS);
@@ -106,6 +107,18 @@ static void pause_is_found_by_id_until_it_ends(void **state)
     assert_int_equal(tagthrottle_tick(&t, T0 + 800 * MS, NULL, NULL), TAGTHROTTLE_NEVER);
     assert_int_equal(t.n, 0);
     assert_null(t.v); /* an empty table holds no memory */
+    tagthrottle_fini(&t);
+    /* a pause in some levels only (a consumer limited to them): elsewhere the tag goes */
+    tagthrottle_init(&t);
+    assert_non_null(tagthrottle_pause(&t, "low-only", 8, 11, 1u << 2, T0 + 400 * MS, T0, &err));
+    assert_int_equal(tagthrottle_paused_until(&t, 11, 2, T0), T0 + 400 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 11, 0, T0), 0);
+    assert_int_equal(tagthrottle_paused_until(&t, 11, 1, T0), 0);
+    tagthrottle_pause(&t, "low-only", 8, 11, 1u << 0, T0 + 200 * MS, T0, &err); /* another, in level 0 */
+    assert_int_equal(tagthrottle_paused_until(&t, 11, 0, T0), T0 + 200 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 11, 2, T0 + 300 * MS), T0 + 400 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 11, 0, T0 + 300 * MS), 0);
+    assert_int_equal(tagthrottle_next_ns(&t), T0 + 400 * MS); /* it goes once its last level's pause is over */
     tagthrottle_fini(&t);
 }
 
@@ -173,30 +186,30 @@ static void bound_evicts_only_what_holds_nothing(void **state)
     int err = SL_OK, cut = 0;
     for (uint32_t i = 0; i < TAGTHROTTLE_MAX; i++) { /* every one paused for i ms more than a second */
         snprintf(name, sizeof name, "t%u", i);
-        assert_non_null(tagthrottle_pause(&t, name, strlen(name), i + 1, T0 + (1000 + i) * MS, T0, &err));
+        assert_non_null(tagthrottle_pause(&t, name, strlen(name), i + 1, ALL, T0 + (1000 + i) * MS, T0, &err));
     }
     assert_int_equal(t.n, TAGTHROTTLE_MAX);
     for (uint32_t i = 0; i < TAGTHROTTLE_MAX; i += 511) { /* each found by its id */
         snprintf(name, sizeof name, "t%u", i);
-        assert_int_equal(tagthrottle_paused_until(&t, i + 1, T0), T0 + (1000 + i) * MS);
+        assert_int_equal(tagthrottle_paused_until(&t, i + 1, 0, T0), T0 + (1000 + i) * MS);
     }
     /* full of tags still paused: refused, nothing lost */
-    assert_null(tagthrottle_pause(&t, "one-more", 8, 99999, T0 + 9000 * MS, T0, &err));
+    assert_null(tagthrottle_pause(&t, "one-more", 8, 99999, ALL, T0 + 9000 * MS, T0, &err));
     assert_int_equal(err, SL_EFULL);
     assert_null(tagthrottle_cut(&t, 1, "p*", 2, 1000, T0, &cut, &err));
     assert_int_equal(err, SL_EFULL);
     assert_int_equal(t.n, TAGTHROTTLE_MAX);
     /* once t0's pause is over it holds nothing: it makes room, the others stay */
-    assert_non_null(tagthrottle_pause(&t, "one-more", 8, 99999, T0 + 9000 * MS, T0 + 1000 * MS, &err));
+    assert_non_null(tagthrottle_pause(&t, "one-more", 8, 99999, ALL, T0 + 9000 * MS, T0 + 1000 * MS, &err));
     assert_int_equal(t.n, TAGTHROTTLE_MAX);
     assert_null(tagthrottle_find(&t, 0, "t0", 2));
-    assert_int_equal(tagthrottle_paused_until(&t, 1, T0 + 1000 * MS), 0);
-    assert_int_equal(tagthrottle_paused_until(&t, 2, T0 + 1000 * MS), T0 + 1001 * MS);
-    assert_int_equal(tagthrottle_paused_until(&t, 99999, T0 + 1000 * MS), T0 + 9000 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 1, 0, T0 + 1000 * MS), 0);
+    assert_int_equal(tagthrottle_paused_until(&t, 2, 0, T0 + 1000 * MS), T0 + 1001 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 99999, 0, T0 + 1000 * MS), T0 + 9000 * MS);
     /* all pauses over: one tick forgets them all but the last */
     tagthrottle_tick(&t, T0 + (1000 + TAGTHROTTLE_MAX) * MS, NULL, NULL);
     assert_int_equal(t.n, 1);
-    assert_int_equal(tagthrottle_paused_until(&t, 99999, T0 + 8999 * MS), T0 + 9000 * MS);
+    assert_int_equal(tagthrottle_paused_until(&t, 99999, 0, T0 + 8999 * MS), T0 + 9000 * MS);
     tagthrottle_fini(&t);
 }
 

@@ -1,7 +1,9 @@
 /*
  * cli_level.c - `sluice level list|set|pause|resume`: the levels'
  * scheduling settings (deadline, aging step, pause) and their rates (the
- * ceiling's windows, the guarantee, the burst).
+ * ceiling's windows, the guarantee, the burst). A level a THROTTLED paused
+ * shows it in PAUSED ("429 4m59s": what is left; throttled_ms in JSON), and
+ * resume ends that pause too.
  *
  * Each is one or two requests through the client library, whose answer is
  * printed: the list as a table or as JSON, a change as one line that says
@@ -73,7 +75,7 @@ const cli_core_help cli_level_help = {
 /* Long-only options get values outside the char range. */
 enum { OPT_DEADLINE = 256, OPT_AGING_STEP, OPT_MAX_RATE, OPT_MIN_RATE, OPT_BURST };
 
-static void levels_json(const sl_level_info *levels, unsigned n)
+static void levels_json(const sl_level_info *levels, const uint64_t *throttled_ms, unsigned n)
 {
     printf("{\"levels\":[");
     for (unsigned i = 0; i < n; i++) {
@@ -86,7 +88,7 @@ static void levels_json(const sl_level_info *levels, unsigned n)
                ",\"burst\":%" PRIu32 ",\"tokens_milli\":%" PRIu64 ",\"eta_ms\":%" PRIu64,
                l->deadline_ms, l->aging_ms, l->paused ? "true" : "false", l->depth, l->oldest_ms,
                l->max_rate_milli, l->min_rate_milli, l->burst, l->tokens_milli, l->eta_ms);
-        printf(",\"fair\":%s", l->fair ? "true" : "false");
+        printf(",\"fair\":%s,\"throttled_ms\":%" PRIu64, l->fair ? "true" : "false", throttled_ms[i]);
         cli_window_json(l->windows, l->nwindows);
         printf("}");
     }
@@ -103,7 +105,7 @@ static void setting_format(uint64_t ms, char *buf, size_t size)
         snprintf(buf, size, "-");
 }
 
-static int levels_table(const sl_level_info *levels, unsigned n)
+static int levels_table(const sl_level_info *levels, const uint64_t *throttled_ms, unsigned n)
 {
     static const char *const head[] = {"LEVEL",    "NAME",     "DEADLINE", "AGING",
                                        "PAUSED",   "DEPTH",    "OLDEST",   "MAX-RATE",
@@ -130,7 +132,13 @@ static int levels_table(const sl_level_info *levels, unsigned n)
         cli_table_add(t, "%s", l->name);
         cli_table_add(t, "%s", deadline);
         cli_table_add(t, "%s", aging);
-        cli_table_add(t, "%s", l->paused ? "yes" : "no");
+        if (throttled_ms[i]) { /* paused by a THROTTLED: what is left */
+            char left[32];
+            cli_text_age_format(throttled_ms[i], left, sizeof left);
+            cli_table_add(t, "%s429 %s", l->paused ? "yes, " : "", left);
+        } else {
+            cli_table_add(t, "%s", l->paused ? "yes" : "no");
+        }
         cli_table_add(t, "%" PRIu64, l->depth);
         cli_table_add(t, "%s", oldest);
         cli_table_add(t, "%s", max_rate);
@@ -155,13 +163,14 @@ static int level_list(cli_core *g, const char *cmd, int argc, char **argv)
     if (st != CLI_CORE_GO_ON)
         return st;
     sl_level_info levels[SL_MAX_LEVELS];
+    uint64_t throttled_ms[SL_MAX_LEVELS] = {0};
     unsigned n = 0;
-    int rc = sl_level_list(g->c, levels, &n);
+    int rc = sl_level_list_ex(g->c, levels, throttled_ms, &n);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, "", NULL);
     if (json) {
-        levels_json(levels, n);
-    } else if (levels_table(levels, n)) {
+        levels_json(levels, throttled_ms, n);
+    } else if (levels_table(levels, throttled_ms, n)) {
         cli_text_say(cmd, "out of memory");
         return CLI_TEXT_EXIT_FAILURE;
     }

@@ -1,7 +1,7 @@
 /*
- * cli_sink.c - `sluice sink set` and `sluice sink show`: the rate (its
- * windows), burst and in-flight cap of the sink, the service that consumers
- * call.
+ * cli_sink.c - `sluice sink set`, `sluice sink show` and `sluice sink
+ * resume`: the rate (its windows), burst and in-flight cap of the sink, the
+ * service that consumers call, and the end of its pause after THROTTLED.
  *
  * `--rate` and `--max-rate` are one option, repeatable: each gives one
  * window of the sink's limit ("--max-rate 10/s --max-rate 500/min"; syntax
@@ -11,8 +11,10 @@
  * sl_sink_show). A change prints one line with what now holds; show prints
  * the settings beside what the broker does now: its effective rate, lower
  * than the configured one after the sink said THROTTLED, the deliveries out,
- * the tokens in the bucket, and how long dispatch stays paused. Rates are
- * read and shown exactly in units per second (cli_text.c). The broker checks
+ * the tokens in the bucket, and how long dispatch stays paused; resume
+ * ends such a pause at once and says what it had left (a change with set
+ * ends it too). Rates are read and shown exactly in units per second
+ * (cli_text.c). The broker checks
  * every value against its own limits and says which one it refused.
  */
 #include "cli_sink.h"
@@ -52,11 +54,16 @@ const cli_core_help cli_sink_help = {
         "      deliveries out, the tokens in its bucket, and how long dispatch stays\n"
         "      paused. With brokers sharing the rate (--coord), the share this broker\n"
         "      holds, or \"learning\" while the first lease period runs.\n"
+        "  sluice sink resume\n"
+        "      End the sink's pause after THROTTLED at once (a pause lasts at most\n"
+        "      the broker's --max-throttle-pause, 5 minutes by default) and say how\n"
+        "      much of it was left. 'sink set' ends it too.\n"
         "  Changes to the sink take effect at once and survive a broker restart.\n",
     .examples =
         "  sluice sink set --rate 100 --burst 20        the sink takes 100 a second\n"
         "  sluice sink set --max-rate 10/s --max-rate 500/min  10 a second, 500 a minute\n"
-        "  sluice sink show --json\n",
+        "  sluice sink show --json\n"
+        "  sluice sink resume                           the service is back: go on\n",
 };
 
 /* Long-only options get values outside the char range. */
@@ -194,7 +201,7 @@ static void sink_print(const sl_sink_info *s)
     }
     cli_text_age_format(s->paused_ms, paused, sizeof paused);
     if (s->paused_ms)
-        printf("paused     for %s more, after THROTTLED\n", paused);
+        printf("paused     for %s more, after THROTTLED (sluice sink resume ends it)\n", paused);
     else
         printf("paused     no\n");
     printf("breaker    %s (opened %" PRIu64 " times)\n", s->breaker[0] ? s->breaker : "-", s->breaker_trips);
@@ -218,11 +225,32 @@ static int sink_show(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
+static int sink_resume(cli_core *g, const char *cmd, int argc, char **argv)
+{
+    int st = cli_core_plain_args(g, cmd, argc, argv, NULL, 0, "nothing");
+    if (st != CLI_CORE_GO_ON)
+        return st;
+    if ((st = cli_core_connect(g, cmd)))
+        return st;
+    uint64_t left = 0;
+    int rc = sl_sink_resume(g->c, &left);
+    if (rc)
+        return cli_core_broker_error(g, cmd, rc, "", NULL);
+    char text[32];
+    cli_text_age_format(left, text, sizeof text);
+    if (left)
+        printf("sink: resumed (its pause after THROTTLED had %s left)\n", text);
+    else
+        printf("sink: not paused\n");
+    return cli_core_output_done(cmd);
+}
+
 int cli_sink_main(cli_core *g, const char *cmd, int argc, char **argv)
 {
     static const cli_core_command subs[] = {
         {"set", sink_set, NULL},
         {"show", sink_show, NULL},
+        {"resume", sink_resume, NULL},
     };
     return cli_core_run(g, cmd, subs, sizeof subs / sizeof subs[0], argc - 1, argv + 1);
 }

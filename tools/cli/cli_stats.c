@@ -49,15 +49,19 @@ const cli_core_help cli_stats_help = {
         "  sluice -b tcp://a:7470,tcp://b:7470 stats    two brokers and their totals\n",
 };
 
-/* stats_json prints st as one JSON object, with the sink's rate and why it
- * is where it is when sink is not NULL. */
-static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_info *sink)
+/* stats_json prints st as one JSON object, with the sink's rate, why it is
+ * where it is and its pause when sink is not NULL, and the refused
+ * settlements and levels' pauses when more is not NULL. */
+static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_stats_more *more, const sl_sink_info *sink)
 {
     printf("{\"uptime_ms\":%" PRIu64 ",\"consumers\":%" PRIu64 ",\"breaker\":", st->uptime_ms,
            st->consumers);
     cli_text_json_string(st->breaker);
     printf(",\"auth_refused\":%" PRIu64 ",\"handshakes_refused\":%" PRIu64, st->auth_refused,
            st->handshakes_refused);
+    if (more)
+        printf(",\"settle_refused\":%" PRIu64 ",\"settle_foreign\":%" PRIu64, more->settle_refused,
+               more->settle_foreign);
     printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
            st->breaker_trips, st->rx_bad, st->tx_failed);
     for (unsigned i = 0; i < st->nlevels; i++) {
@@ -74,14 +78,17 @@ static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_
                l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
                l->picks_guaranteed, l->throttled, l->eta_ms);
         printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64
-               ",\"corrupt\":%" PRIu64 ",\"throttled_tag\":%" PRIu64 "}",
+               ",\"corrupt\":%" PRIu64 ",\"throttled_tag\":%" PRIu64,
                l->dead_requeued, l->dead_purged, l->dead_dropped, l->corrupt, ex->throttled_tag[i]);
+        if (more)
+            printf(",\"throttled_ms\":%" PRIu64, more->throttled_ms[i]);
+        printf("}");
     }
     printf("]");
     cli_coord_json(&st->coord);
     if (sink) {
-        printf(",\"sink\":{\"rate_milli\":%" PRIu64 ",\"effective_rate_milli\":%" PRIu64 ",\"reason\":",
-               sink->rate_milli, sink->effective_rate_milli);
+        printf(",\"sink\":{\"rate_milli\":%" PRIu64 ",\"effective_rate_milli\":%" PRIu64 ",\"paused_ms\":%" PRIu64
+               ",\"reason\":", sink->rate_milli, sink->effective_rate_milli, sink->paused_ms);
         cli_text_json_string(sink->reason);
         printf("}");
     }
@@ -159,7 +166,7 @@ static int stats_table(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_
 static int stats_print(const sl_stats *st, const sl_stats_ex *ex, bool json)
 {
     if (json) {
-        stats_json(st, ex, NULL);
+        stats_json(st, ex, NULL, NULL);
         return 0;
     }
     return stats_table(st, ex, NULL);
@@ -198,13 +205,14 @@ int cli_stats_main(cli_core *g, const char *cmd, int argc, char **argv)
         return cli_top_watch(g, cmd, watch_ms, count, json, stats_print);
     sl_stats stats;
     sl_stats_ex ex;
-    int rc = sl_stats_get_ex(g->c, &stats, &ex);
+    sl_stats_more more = {.size = sizeof more};
+    int rc = sl_stats_get_more(g->c, &stats, &ex, &more);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, "", NULL);
     sl_sink_info sink; /* why the sink's rate is where it is: sink show's line */
     const sl_sink_info *shown = sl_sink_show(g->c, &sink) == SL_OK ? &sink : NULL;
     if (json) {
-        stats_json(&stats, &ex, shown);
+        stats_json(&stats, &ex, &more, shown);
     } else if (stats_table(&stats, &ex, shown)) {
         cli_text_say(cmd, "out of memory");
         return CLI_TEXT_EXIT_FAILURE;
