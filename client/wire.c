@@ -241,8 +241,12 @@ static void monitor_drain(sl_client *c, bool closing)
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             c->auth_refused = 0, c->refused_since_ns = 0;
         /* never connected, and the attempt failed (refused: nothing listens
-         * there); libzmq retries it */
-        if (event == ZMQ_EVENT_CONNECT_RETRIED && c->handshakes == 0 && !c->refused_since_ns)
+         * there); libzmq retries it. A retry after a connection was made
+         * (a broker that closed it, as one with CURVE does to a plaintext
+         * client) is no refusal: the handshake's own event says why. */
+        if (event == ZMQ_EVENT_CONNECTED)
+            c->reached = true, c->refused_since_ns = 0;
+        if (event == ZMQ_EVENT_CONNECT_RETRIED && c->handshakes == 0 && !c->reached && !c->refused_since_ns)
             c->refused_since_ns = now_ns();
         /* an event is two frames: id and value, then the endpoint */
         while (zmq_msg_more(&ev) && zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) >= 0)
@@ -483,7 +487,8 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     /* the monitor is in place before connecting, so it sees the first handshake */
     if (zmq_socket_monitor(c->sock, mon_endpoint,
                            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_CONNECT_RETRIED) ||
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_CONNECT_RETRIED |
+                               ZMQ_EVENT_CONNECTED) ||
         !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
         zmq_setsockopt(c->mon, ZMQ_LINGER, &mon_linger_ms, sizeof mon_linger_ms) ||
         zmq_connect(c->mon, mon_endpoint))
