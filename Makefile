@@ -121,7 +121,7 @@ PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sin
 LIBSLUICE_SO := $(BUILD)/libsluice.so.1
 MANPAGES   := $(BUILD)/man/sluiced.8 $(BUILD)/man/sluice.conf.5 $(BUILD)/man/sluice.1 \
               $(BUILD)/man/sluice-bench.1 $(BUILD)/man/sluice-sink.1
-all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
+all: layering $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 
 # ---- Debian packages: installed only when pkg-config cannot find them ----
 # (python3-pytest, which runs the Python client's tests, when /usr/bin/python3 cannot import it)
@@ -322,7 +322,7 @@ run: deps
 
 # make test: the plain build, then the ASan+UBSan build, then one run over both.
 test: deps
-	@$(MAKE) --no-print-directory all tests layering
+	@$(MAKE) --no-print-directory all tests
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests
 	@$(MAKE) --no-print-directory fuzz-ci
 	@$(MAKE) --no-print-directory crash-ci
