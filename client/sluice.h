@@ -436,6 +436,16 @@ typedef struct sl_stats_ex {
     uint64_t throttled_tag[SL_MAX_LEVELS]; /* per level: of `throttled`, the
                                               deliveries refused for their tag
                                               alone (SL_SCOPE_TAG) */
+    int quarantined_level[SL_MAX_LEVELS];  /* per level: 1 when its stored
+                                              trees failed the broker's checks
+                                              at start (state "quarantined"):
+                                              nothing is delivered from it, a
+                                              publish to it is SL_ECORRUPT */
+    uint64_t quarantined[SL_MAX_LEVELS];   /* per level: the messages (queued
+                                              and dead letters) it held then,
+                                              which the broker does not serve;
+                                              `sluice salvage` recovers them */
+    uint64_t quarantined_total;            /* the sum over the levels */
 } sl_stats_ex;
 
 /* sl_stats_get_ex is sl_stats_get, also filling *ex (may be NULL) from the

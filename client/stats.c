@@ -70,9 +70,14 @@ int sl_stats_get_ex(sl_client *c, sl_stats *out, sl_stats_ex *ex)
         s->dead_purged = row->dead_purged;
         s->dead_dropped = row->dead_dropped;
         s->corrupt = row->corrupt;
-        if (ex)
+        if (ex) {
             ex->throttled_tag[i] = row->throttled_tag;
+            ex->quarantined_level[i] = row->state.len == 11 && memcmp(row->state.ptr, "quarantined", 11) == 0;
+            ex->quarantined[i] = row->quarantined;
+        }
     }
+    if (ex)
+        ex->quarantined_total = r->quarantined;
     return SL_OK;
 }
 

@@ -64,8 +64,10 @@
 #include "proto.h"
 #include "rec.h"
 
-/* Change the record layout (rec.c) or the key layout: bump STORE_FORMAT. */
-#define STORE_FORMAT 2 /* 2: an anchor key in q.<L> and delayed (store_int.h); 1 is upgraded at open */
+/* Change the record layout (rec.c), the key layout or meta's: bump
+ * STORE_FORMAT, and upgrade older stores at open (store_upgrade.c). */
+#define STORE_FORMAT 3 /* 3: checksums cover keys, meta values sealed; 2: an anchor key in q.<L> and delayed
+                        * (store_int.h); 1 and 2 are upgraded at open */
 
 #define STORE_KEY_MID (UINT64_C(1) << 63)
 
@@ -104,6 +106,44 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info);
 /* store_close aborts any open transaction, closes the environment and NULLs
  * *s. Accepts NULL. */
 void store_close(store **s);
+
+/* ---- damage (store_check.c, store_skip.c, store_salvage.c) ----
+ *
+ * store_open checks every page of the data file before LMDB reads it and
+ * refuses (SL_ECORRUPT, logged) damage it cannot confine, and quarantines
+ * a level whose trees (q.<L>, dead.<L>) fail: every operation on that
+ * level then returns SL_ECORRUPT without touching them. The store holds
+ * an exclusive flock on its data file while open (SL_ESTATE when another
+ * process holds it). */
+
+/* store_level_quarantined tells whether level's trees failed their checks
+ * at open; store_quarantined_msgs how many messages (queued and dead) LMDB
+ * counted in them then (0 for a level that is not quarantined). */
+int store_level_quarantined(const store *s, unsigned level);
+uint64_t store_quarantined_msgs(const store *s, unsigned level);
+
+/* What salvage did (store_salvage). */
+typedef struct store_salvage_report {
+    uint64_t pages, pages_carved;             /* pages of the data file; read node by node */
+    uint64_t trees_bad;                       /* trees that failed a check (read up to the fault) */
+    uint64_t records, records_bad, dupes;     /* records copied; failing their check; seen twice */
+    uint64_t meta, meta_bad;                  /* meta values copied; dropped */
+    uint64_t log_records, log_entries;        /* log records replayed, and their entries */
+    unsigned levels;                          /* the new store's */
+    uint64_t next_id;
+    uint64_t per_level[PROTO_MAX_LEVELS];     /* messages per level (queued, dead and delayed) */
+} store_salvage_report;
+
+/* store_salvage reads the data file and the log of the stopped broker's
+ * dir without LMDB, every page checked (store_pages.c), and copies every
+ * record whose checksum holds (and every meta value whose seal holds) into
+ * a new store in to (which must not hold one), then replays the log's
+ * records on top. Damaged trees are read node by node. Each step is logged
+ * (log.h), and *r says what it did. Returns SL_OK, SL_EINVAL (to holds a
+ * store, or dir none), SL_ESTATE (a broker holds dir), SL_ECORRUPT (the
+ * data file's meta pages are not LMDB's: nothing to read), SL_EIO,
+ * SL_ENOMEM. */
+int store_salvage(const char *dir, const char *to, uint64_t map_bytes, store_salvage_report *r);
 
 /* store_commit commits the open write transaction, if any, durably (an LMDB
  * commit: with the log, a checkpoint). Returns SL_OK (also when nothing was
@@ -259,11 +299,12 @@ int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt);
  * (a short text) and died_ns. */
 int store_bury(store *s, unsigned level, uint64_t key, const char *reason, uint64_t died_ns);
 
-/* store_quarantine moves the record at key in level, which failed its
- * check, out of q.<level> into dead.<level> under a new id (*id_out), tag
- * "corrupt", its raw bytes as the body, reason "corrupt: ..." and died_ns
- * (store_corrupt.c). Returns SL_OK, SL_ENOTFOUND, SL_ENOMEM or an LMDB
- * failure. */
+/* store_quarantine sets the record at key in level, which failed its
+ * check, aside: it stays in q.<level>, never deleted, and every read steps
+ * over it (store_skip.c); a copy goes to dead.<level> under a new id
+ * (*id_out), tag "corrupt", its raw bytes as the body, reason "corrupt:
+ * ..." and died_ns (store_corrupt.c). Returns SL_OK, SL_ENOTFOUND (absent,
+ * or set aside already), SL_ENOMEM or an LMDB failure. */
 int store_quarantine(store *s, unsigned level, uint64_t key, uint64_t died_ns, uint64_t *id_out);
 
 /* store_dead_get reads the dead letter with message id in dead.<level>,
@@ -304,6 +345,16 @@ int store_delayed_first(store *s, uint64_t *due_ns);
  * when the level is empty): its new order key is *key_out and its level
  * *level_out. SL_ENOTFOUND when nothing is due. */
 int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *key_out);
+
+/* store_delayed_set_aside sets the earliest due delayed record, which
+ * store_delayed_pop found failing its check (SL_ECORRUPT), aside: it stays
+ * in delayed, skipped from now on (store_skip.c), and a copy of its bytes
+ * becomes dead letter *id_out of level *dead_level (the level its bytes
+ * name, or the first that is not quarantined). *counted is the level
+ * store_delayed_counts counted it in (its level byte; PROTO_MAX_LEVELS or
+ * more: none). SL_ENOTFOUND when nothing is due (or every level is
+ * quarantined), or a write's error. */
+int store_delayed_set_aside(store *s, uint64_t now_ns, unsigned *counted, unsigned *dead_level, uint64_t *id_out);
 
 /* store_delayed_counts returns the number of delayed records per level into
  * counts[0..levels). O(delayed); called once at open. */

@@ -49,7 +49,7 @@ int store_dead_next(store *s, unsigned level, uint64_t after, uint64_t *id, stor
     if (err != SL_OK)
         return err;
     *id = get_be64(k.mv_data);
-    return store_decode(s, s->dead[level], &v, *id, out);
+    return store_decode(s, s->dead[level], &k, &v, out);
 }
 
 int store_dead_requeue(store *s, unsigned level, uint64_t id, unsigned to_level, uint64_t *key)
@@ -70,8 +70,8 @@ int store_dead_requeue(store *s, unsigned level, uint64_t id, unsigned to_level,
     int fair = (s->fair_mask >> to_level) & 1; /* a tag-led key, at its tag's tail (store_tag.c) */
     if (fair && (err = store_tag_key(s, to_level, &rec, 0, &next)) != SL_OK)
         return err;
-    copy.mv_size = rec_revive(copy.mv_data, copy.mv_size, to_level);
     key_u64(&k, kb, next);
+    copy.mv_size = rec_revive(copy.mv_data, copy.mv_size, to_level, store_rec_key(&k));
     err = store_mdb_put(s, s->q[to_level], &k, &copy, fair ? MDB_NOOVERWRITE : MDB_APPEND);
     if (err != SL_OK)
         return err;

@@ -162,9 +162,7 @@ static int next_id_put(store *s, uint64_t next_id)
 {
     unsigned char v[8];
     put_le64(v, next_id);
-    MDB_val k = {.mv_size = 7, .mv_data = "next_id"}, val = {.mv_size = 8, .mv_data = v};
-    int err = store_txn_need(s);
-    return err != SL_OK ? err : store_mdb_put(s, s->meta, &k, &val, 0);
+    return store_meta_write(s, "next_id", 7, v, sizeof v);
 }
 
 /* log_start seals the open batch into a log record and hands it to the
@@ -227,9 +225,7 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
                                                         * freed reusable (store_measure), so write a count */
         unsigned char v[8];
         put_le64(v, ++s->lmdb_forced);
-        MDB_val k = {.mv_size = 4, .mv_data = "ckpt"}, val = {.mv_size = 8, .mv_data = v};
-        if ((err = store_txn_need(s)) == SL_OK)
-            err = store_mdb_put(s, s->meta, &k, &val, 0);
+        err = store_meta_write(s, "ckpt", 4, v, sizeof v);
     }
     if (err == SL_OK && s->next_id != s->next_id_saved)
         err = next_id_put(s, s->next_id);

@@ -5,6 +5,8 @@
  * show's line). With -b A,B a row per broker and the totals (cli_multi.c);
  * with --watch the same every S seconds (cli_top.c). BY-TAG (throttled_tag
  * in JSON) counts the THROTTLEDs for a message's tag alone among THROTTLED.
+ * A quarantined level (its stored trees failed the broker's checks) gets a
+ * line above the table, and "state" and "quarantined" in JSON.
  */
 #include "cli_stats.h"
 
@@ -26,8 +28,9 @@ static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_
     cli_text_json_string(st->breaker);
     printf(",\"auth_refused\":%" PRIu64 ",\"handshakes_refused\":%" PRIu64, st->auth_refused,
            st->handshakes_refused);
-    printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
-           st->breaker_trips, st->rx_bad, st->tx_failed);
+    printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64
+           ",\"quarantined\":%" PRIu64 ",\"levels\":[",
+           st->breaker_trips, st->rx_bad, st->tx_failed, ex->quarantined_total);
     for (unsigned i = 0; i < st->nlevels; i++) {
         const sl_level_stats *l = &st->level[i];
         printf("%s{\"level\":%u,\"name\":", i ? "," : "", i);
@@ -42,8 +45,9 @@ static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_
                l->acked, l->nacked, l->expired, l->picks_priority, l->picks_aged, l->picks_overdue,
                l->picks_guaranteed, l->throttled, l->eta_ms);
         printf(",\"dead_requeued\":%" PRIu64 ",\"dead_purged\":%" PRIu64 ",\"dead_dropped\":%" PRIu64
-               ",\"corrupt\":%" PRIu64 ",\"throttled_tag\":%" PRIu64 "}",
-               l->dead_requeued, l->dead_purged, l->dead_dropped, l->corrupt, ex->throttled_tag[i]);
+               ",\"corrupt\":%" PRIu64 ",\"throttled_tag\":%" PRIu64 ",\"state\":\"%s\",\"quarantined\":%" PRIu64 "}",
+               l->dead_requeued, l->dead_purged, l->dead_dropped, l->corrupt, ex->throttled_tag[i],
+               ex->quarantined_level[i] ? "quarantined" : "ok", ex->quarantined[i]);
     }
     printf("]");
     cli_coord_json(&st->coord);
@@ -105,6 +109,11 @@ static int stats_table(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_
     if (sink)
         stats_sink_line(sink);
     cli_coord_print(&st->coord);
+    for (unsigned i = 0; i < st->nlevels; i++)
+        if (ex->quarantined_level[i])
+            printf("level %u (%s) is QUARANTINED: %" PRIu64 " messages not served; its stored trees failed the "
+                   "broker's checks at start (see its log; sluice salvage recovers them)\n", i, st->level[i].name,
+                   ex->quarantined[i]);
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
     return rc;

@@ -17,6 +17,7 @@
  *   dead     lists, shows, requeues and purges dead letters (cli_dead.c).
  *   bench    runs sluice-bench from the same directory (the benchmark and
  *            its load scenarios live there).
+ *   salvage  runs sluiced --salvage from the same directory (cli_salvage.c).
  *
  * The global options -b, --timeout, --client-key (alias --key) and
  * --server-key are also taken after the command's name
@@ -50,6 +51,7 @@
 #include "cli_dead.h"
 #include "cli_core.h"
 #include "cli_keygen.h"
+#include "cli_salvage.h"
 #include "cli_send.h"
 #include "cli_sink.h"
 #include "cli_stats.h"
@@ -304,6 +306,16 @@ static const char help_text[] =
 "      Delete dead letters of LEVEL for good: all, or those that died more\n"
 "      than S seconds ago; at most N. Chunks of 1000, like requeue.\n"
 "\n"
+"  sluice salvage --data DIR --to NEWDIR\n"
+"      Rebuild a damaged store: read the stopped broker's data directory DIR\n"
+"      (every page of its data file checked, damaged pages read record by\n"
+"      record, then its write-ahead log), copy every message, dead letter and\n"
+"      setting whose checksum holds into a new data directory NEWDIR, and say\n"
+"      what could not be recovered. DIR is only read. Runs sluiced --salvage\n"
+"      from this program's directory; then start sluiced --data NEWDIR. For a\n"
+"      broker that refuses its store as corrupt, or one with a level\n"
+"      QUARANTINED (stats).\n"
+"\n"
 "  Changes made with pool, level and sink take effect at once (new rates\n"
 "  within a second) and survive a broker restart.\n"
 "\n"
@@ -379,6 +391,7 @@ int main(int argc, char **argv)
         {"dead", cli_dead_main},
         {"top", cli_top_main},
         {"tag", cli_tag_main},
+        {"salvage", cli_salvage_main},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,
