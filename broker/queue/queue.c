@@ -2,8 +2,8 @@
  * queue.c - levels over the store: the front every caller uses.
  *
  * What is the same however a level is served is done here (the counts a
- * settlement, an expiry or a dead letter changes, the corrupt records moved
- * aside, what a commit that is out allows); the rest is asked of the
+ * settlement, an expiry or a dead letter changes, the corrupt records set
+ * aside, delayed ones too, what a commit that is out allows); the rest is asked of the
  * level's view, FIFO (queue_fifo.c) or fair by tag (queue_fair.c), through
  * the table in queue_int.h. See queue.h for the invariant that keeps taking
  * O(log n). Every function

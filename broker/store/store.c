@@ -34,14 +34,18 @@
  *     q.<L> or dead.<L> it is found in. Scans that only count peek at the
  *     level byte.
  *
- * Lifecycle: store_open creates the databases, checks the format and the
- * level count (refusing to drop a level that still holds messages) and
- * commits; the loop then runs passes, each ending in store_commit. Between
+ * Lifecycle: store_open locks the data file (an flock on data.mdb, held
+ * until store_close: one process per store), checks every page of it before
+ * LMDB reads one (store_check.c: a damaged level is quarantined, other
+ * damage refused), creates the databases, checks the format (upgrading an
+ * older one, store_upgrade.c), every meta value's seal and the level count
+ * (refusing to drop a level that still holds messages) and commits; the loop then runs passes, each ending in store_commit. Between
  * passes the broker measures the space in use and grows the map as it
  * fills: store_map.c.
  *
- * Costs: a read is one lookup plus a CRC. The open-time check when levels
- * are dropped walks the whole delayed database.
+ * Costs: a read is one lookup plus a CRC. Open reads every page in use once
+ * (store_check.c) and every meta value; the check when levels are dropped
+ * walks the whole delayed database.
  */
 #include "store.h"
 
@@ -356,6 +360,9 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info)
     s->levels = cfg->levels;
     s->checkpoint_ns = cfg->checkpoint_ns;
     s->lock_fd = -1;
+    err = SL_ENOMEM;
+    if (!(s->dir = strdup(cfg->dir)))
+        goto done;
     err = SL_EIO;
     if (mkdir(cfg->dir, STORE_DIR_MODE) != 0 && errno != EEXIST) {
         log_error("store", "cannot create data dir %s: %s", cfg->dir, strerror(errno));
@@ -403,6 +410,7 @@ void store_close(store **sp)
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* (after LMDB's own descriptors: the lock outlives every write) */
     store_skip_free(s);
+    free(s->dir);
     free(s->scratch);
     free(s->gone);
     free(s);

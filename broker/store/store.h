@@ -11,7 +11,8 @@
  *   delayed    messages waiting for a due time, keyed by (big-endian u64 due
  *              wall-clock ns, big-endian u64 message id).
  *   meta       "format" (u32 STORE_FORMAT), "levels" (u32 level count),
- *              "next_id" (u64).
+ *              "next_id" (u64), the log's place, settings, tag names, the
+ *              keys set aside ("skip/"); every value sealed (store_meta.c).
  *
  * q.<L> and delayed also hold an anchor, a one-byte key that is never
  * deleted, so that emptying them does not cost a page per message
@@ -32,9 +33,10 @@
  * until the next call into the store (any may write: store_txn_level deletes
  * acknowledged records first, store_gone.c): copy what you keep.
  *
- * Every record value starts with a CRC32C of the rest of the record; reads
- * verify it, and the record's lengths, and return SL_ECORRUPT on mismatch.
- * rec.h defines the record's bytes.
+ * Every record value starts with a CRC32C of its key and the rest of the
+ * record; reads verify it, and the record's lengths, and return SL_ECORRUPT
+ * on mismatch. rec.h defines the record's bytes. Meta values end with a
+ * CRC32C of their key and bytes (store_meta.c).
  *
  * Errors: functions return sl_err codes. A failing mdb_* call is logged once
  * in the store, with its LMDB message, and mapped: MDB_MAP_FULL -> SL_ENOSPC,
@@ -43,11 +45,14 @@
  * returns the error (store_failed reports it), and the caller must not
  * confirm anything from that pass.
  *
- * The module's files: store.c (the environment, open, the pass, space),
- * store_msg.c (messages, delayed ones included), store_dead.c (what is done
- * with dead letters: walk, requeue, delete), store_meta.c (settings
- * blobs, lookups, level sizes), store_idem.c (idempotency keys), store_ttl.c
- * (the expiry index); store_int.h is what they share, for them only.
+ * The module's files: store.c (the environment, open, the lock),
+ * store_io.c (the pass, the wrappers), store_msg.c (messages, delayed ones
+ * included), store_dead.c (what is done with dead letters: walk, requeue,
+ * delete), store_meta.c (sealed meta values, settings blobs, lookups, level
+ * sizes), store_idem.c (idempotency keys), store_ttl.c (the expiry index),
+ * store_check.c, store_pages.c, store_skip.c, store_corrupt.c (damage),
+ * store_upgrade.c (older formats), store_salvage*.c (salvage); store_int.h
+ * is what they share, for them only.
  *
  * Callers: queue.c is the only caller of the message operations (messages,
  * delayed, idempotency keys, the expiry index, level sizes). Others may use
@@ -318,7 +323,9 @@ uint64_t store_dead_count(store *s, unsigned level);
 
 /* store_dead_next reads the dead letter of level with the smallest id above
  * after: *id and *out (reason and died_ns included; pointers valid until the
- * next write). SL_ENOTFOUND when there is none. O(log n). */
+ * next write). A dead letter that fails its check is logged and stepped
+ * over, left in place (up to 64 in a row; past them SL_ECORRUPT).
+ * SL_ENOTFOUND when there is none. O(log n). */
 int store_dead_next(store *s, unsigned level, uint64_t after, uint64_t *id, store_rec *out);
 
 /* store_dead_requeue moves dead letter id of dead.<level> to the tail of

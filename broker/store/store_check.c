@@ -27,11 +27,17 @@
  * one fails: a damaged next id, log position or tag name must not be
  * believed.
  *
+ * While the broker runs, an LMDB call that fails on a damaged page
+ * (MDB_PAGE_NOTFOUND, MDB_CORRUPTED: store_fail notes it) loses the pass's
+ * transaction; store_recheck then walks the file again: a level whose trees
+ * now fail is quarantined and the batch refused (SL_ECORRUPT, the broker
+ * goes on, the log's batches put back), damage elsewhere stops the broker,
+ * whose next start refuses the store here, once.
+ *
  * What this does not protect: damage that arrives while the broker runs
- * (pages LMDB already holds in the page cache are not read again; a page
- * read from a disk that changed under it may still crash liblmdb, or fail
- * the pass's transaction and stop the broker, whose next start then finds
- * the damage here); and values whose shape is right (a named tree's counts
+ * and that liblmdb reads without failing (a node whose sizes point outside
+ * its page may still crash it: only what is on disk at open, or at a
+ * recheck, is walked first); and values whose shape is right (a named tree's counts
  * that add up, an idempotency key's id, a TTL index entry, which are
  * checked when used: see DESIGN.md).
  *
@@ -103,7 +109,9 @@ static int refuse(const char *dir, const char *why)
     return SL_ECORRUPT;
 }
 
-int store_check(store *s, const char *dir)
+/* check walks dir's data file as store_check says; runtime: the broker is
+ * running (store_recheck): only levels not yet quarantined are logged. */
+static int check(store *s, const char *dir, int runtime)
 {
     char path[4200], why[320];
     pg_file f;
@@ -136,22 +144,43 @@ int store_check(store *s, const char *dir)
         else if (level < 0)
             err = refuse(dir, why);
         else {
-            if (!((bad >> level) & 1))
-                log_error("store", "level %d is quarantined: %s. Its trees are not read while the broker runs "
+            if (!((bad >> level) & 1) && !store_level_quarantined(s, (unsigned)level))
+                log_error("store", "level %d is quarantined%s: %s. Its trees are not read while the broker runs "
                           "(nothing is delivered from it, publishes to it are refused); the other levels go on. "
                           "`sluice salvage --data %s --to NEWDIR` rebuilds the store with every record whose "
-                          "checksum holds", level, why, dir);
+                          "checksum holds", level, runtime ? " (LMDB failed on its pages as the broker ran)" : "", why,
+                          dir);
             bad |= 1u << level;
         }
     }
     if (err == SL_OK) {
-        s->quarantined = bad;
         for (unsigned l = 0; l < PROTO_MAX_LEVELS; l++)
-            s->quarantined_msgs[l] = (bad >> l) & 1 ? held[l] : 0;
+            if ((bad >> l) & 1 && !store_level_quarantined(s, l))
+                s->quarantined_msgs[l] = held[l];
+        s->quarantined |= bad;
     }
     free(t);
     pg_close(&f);
     return err;
+}
+
+int store_check(store *s, const char *dir)
+{
+    return check(s, dir, 0);
+}
+
+int store_recheck(store *s)
+{
+    uint32_t before = s->quarantined;
+    s->damage_seen = 0;
+    int err = check(s, s->dir, 1);
+    if (err != SL_OK || s->quarantined == before) {
+        log_error("store", "LMDB failed on a page of %s as the broker ran, and %s: stopping", s->dir,
+                  err != SL_OK ? "the damage is outside the levels' trees (see above)"
+                               : "no level's tree fails the checks on disk");
+        return SL_EIO;
+    }
+    return SL_ECORRUPT;
 }
 
 int store_check_meta(store *s, const char *dir)

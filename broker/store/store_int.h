@@ -3,13 +3,16 @@
  * layout and the helpers around every mdb_* call.
  *
  * The store module is store.h and the files behind it: store.c (the
- * environment, open, the pass's transaction and the mdb wrappers below),
- * store_msg.c (messages in q.<L>, dead.<L> and delayed), store_dead.c
- * (walking, requeueing and deleting dead letters), store_meta.c
- * (settings blobs, explain's lookups, level sizes), store_idem.c
- * (idempotency keys) and store_ttl.c (the time-to-live index). Only those
- * files include this header: struct store and lmdb.h stay out of sight of
- * the rest of the broker.
+ * environment, open, the lock), store_io.c (the pass's transaction and the
+ * mdb wrappers below), store_msg.c (messages in q.<L>, dead.<L> and
+ * delayed), store_dead.c (walking, requeueing and deleting dead letters),
+ * store_meta.c (sealed meta values, settings blobs, explain's lookups,
+ * level sizes), store_idem.c (idempotency keys), store_ttl.c (the
+ * time-to-live index), store_check.c, store_pages.c, store_skip.c and
+ * store_corrupt.c (damage), store_upgrade.c (older formats), store_salvage*.c
+ * (salvage), and the log's and writer's files. Only those files include this
+ * header: struct store and lmdb.h stay out of sight of the rest of the
+ * broker.
  *
  * The store_* helpers below return an sl_err. Those that call LMDB log a
  * failure once, through store_fail, and leave the transaction poisoned.
@@ -97,6 +100,8 @@ struct store {
     uint64_t skip_hint[PROTO_MAX_LEVELS]; /* keys skipped per level, a hint (store_skip.c) */
     struct store_skip *skip;              /* the skipped keys, a superset of meta's "skip/" */
     int lock_fd;                          /* data.mdb, flocked for as long as the store is open */
+    int damage_seen;                      /* an LMDB call failed on a damaged page: store_recheck at the commit */
+    char *dir;                            /* the data directory */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
     uint64_t held_bytes;                  /* of those, freed by the last commit: reusable after the next */
@@ -234,6 +239,13 @@ void store_meta_key_text(const void *key, size_t len, char *buf, size_t cap);
  * (s->quarantined, logged once), damage anywhere else is refused. SL_OK,
  * SL_ECORRUPT (logged, naming the page and `sluice salvage`), SL_ENOMEM. */
 int store_check(store *s, const char *dir);
+
+/* store_recheck walks the data file again after an LMDB call failed on a
+ * damaged page while the broker ran (damage_seen): SL_ECORRUPT when a level
+ * not quarantined before now is (logged; the batch is refused and the
+ * broker goes on), SL_EIO when the damage is elsewhere or not found
+ * (logged: the broker stops). */
+int store_recheck(store *s);
 
 /* store_check_meta checks every meta value's seal (a store of format 3):
  * SL_OK, or SL_ECORRUPT (logged as store_check's). */

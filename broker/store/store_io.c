@@ -10,8 +10,13 @@
  * snapshot.
  *
  * Records: every record read for use goes through store_decode, which
- * checks its CRC-32C and lengths (rec_decode) and that its level byte
- * matches the q.<L> or dead.<L> it was found in.
+ * checks its CRC-32C (over its key and bytes) and lengths (rec_decode) and
+ * that its level byte matches the q.<L> or dead.<L> it was found in.
+ *
+ * Levels: every operation on a level's trees comes through store_txn_level
+ * or store_txn_lazy, which refuse a quarantined level (SL_ECORRUPT): its
+ * trees failed their checks (store_check.c) and are never read again. An
+ * LMDB failure on a damaged page is noted for store_recheck.
  *
  * The anchor: a key below every record key of a queue database, written
  * once, keeps an emptied queue from giving back (and then taking again) a
@@ -60,6 +65,7 @@ int store_fail(store *s, int rc, const char *fmt, ...)
         log_error("store", "cannot %s while a commit is in progress: %s", what, mdb_strerror(rc));
         return rc == EACCES ? SL_ESTATE : err_from_mdb(rc);
     }
+    s->damage_seen |= rc == MDB_PAGE_NOTFOUND || rc == MDB_CORRUPTED; /* which tree: store_recheck */
     int nospace = err_from_mdb(rc) == SL_ENOSPC;
     if (nospace && s->nospace_logged)
         ; /* once until a commit succeeds: the loop counts the refusals in a rate-limited line */

@@ -21,6 +21,10 @@
  *     into q.<L> or delayed, notes its new place in the expiry index
  *     (store_ttl_note), in the same transaction.
  *
+ * Delayed records of a quarantined level are stepped over (never moved
+ * into its trees), and a delayed record that fails its check when it comes
+ * due is set aside (store_delayed_set_aside), so what is behind it goes on.
+ *
  * Costs: an append is one B-tree insert plus a CRC over the record; a read
  * is one lookup plus a CRC; an ack is one delete. Moves and rewrites (bury,
  * delay, delayed pop, set_attempt) first copy the record to the scratch

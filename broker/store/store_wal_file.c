@@ -27,7 +27,14 @@
  * wal.log.new, synced, renamed, the directory synced, so a crash never
  * leaves half a file under the name). A log that cannot be made (no room
  * for --wal-mb) is reported and the broker runs without it. --wal-mb 0
- * replays what a log holds, then removes it.
+ * replays what a log holds, then removes it. The file is flocked while open
+ * (a second process is refused, as for data.mdb), and a replay that would
+ * write a quarantined level's trees (store_check.c) refuses the open: only
+ * salvage reads such a log.
+ *
+ * The record format here is the log's own (WAL_VERSION), independent of
+ * STORE_FORMAT: an entry carries a key's value as the store holds it (a
+ * record, a sealed meta value) in whatever format the store writes.
  *
  * Costs: replay reads at most the ring and applies each record's entries
  * (a put or a delete each); making a log writes its size in zeros once.

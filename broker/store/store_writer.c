@@ -23,7 +23,7 @@
  * Why a transaction can change threads: LMDB binds a write transaction to a
  * thread only through its writer mutex and its reader slots in lock.mdb.
  * The environment is opened with MDB_NOLOCK (one process owns the data
- * directory: bk.c holds an flock on sluiced.lock) and MDB_NOTLS, so neither
+ * directory: store.c holds an flock on data.mdb) and MDB_NOTLS, so neither
  * exists; the loop and the writer hand the transaction over under a mutex,
  * never using it at the same time.
  *
@@ -335,6 +335,8 @@ int store_commit_poll(store *s, int *result)
     } else {
         *result = store_fail(s, rc, "commit");
         s->failed = SL_OK; /* the transaction is gone; the next one starts clean */
+        if (s->damage_seen)
+            *result = store_recheck(s);
     }
     if (s->wal) { /* a checkpoint: the log is free again, or its batches go back into a new transaction */
         int held = store_wal_held(s);
@@ -428,6 +430,8 @@ int store_commit_sync(store *s)
     store_txn_drop(s); /* committed (txn NULL), or gone with the transaction */
     if (s->wal)
         store_wal_ckpt_done(s, err == SL_OK, s->ckpt_started_ns);
+    if (err != SL_OK && s->damage_seen) /* a damaged page: a level quarantined (the batch refused), or stop */
+        err = store_recheck(s);
     if (err != SL_OK && held && store_wal_reapply(s) != SL_OK) /* confirmed batches were in it */
         err = SL_EIO;
     return err;

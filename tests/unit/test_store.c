@@ -440,6 +440,33 @@ static void test_a_corrupt_record_is_set_aside_in_place(void **state)
     assert_int_equal(store_dead_count(f->s, 0), 1);
 }
 
+/* A dead letter that fails its check is stepped over by the walk that
+ * lists, requeues, purges and retains dead letters, and left in place. */
+static void test_a_corrupt_dead_letter_is_stepped_over(void **state)
+{
+    sfix *f = *state;
+    uint64_t ids[3], id;
+    store_rec rec;
+    const char *bodies[3] = {"the first dead", "SLUICE-DEAD-CORRUPTION-TARGET-0123456789", "the third dead"};
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    for (int i = 0; i < 3; i++) {
+        uint64_t key = sfix_append(f->s, 0, bodies[i], &ids[i]);
+        assert_int_equal(store_bury(f->s, 0, key, "dead", 1), SL_OK);
+    }
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    assert_true(flip_pattern(f->dir, bodies[1]) >= 1);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(store_dead_next(f->s, 0, 0, &id, &rec), SL_OK);
+    assert_int_equal(id, ids[0]);
+    assert_int_equal(store_dead_next(f->s, 0, id, &id, &rec), SL_OK);
+    assert_int_equal(id, ids[2]); /* the second, damaged, stepped over */
+    sfix_assert_body(&rec, bodies[2]);
+    assert_int_equal(store_dead_next(f->s, 0, id, &id, &rec), SL_ENOTFOUND);
+    assert_int_equal(store_dead_get(f->s, 0, ids[1], &rec), SL_ECORRUPT);
+    assert_int_equal(store_dead_count(f->s, 0), 3);
+}
+
 static void test_map_full_fails_the_pass_only(void **state)
 {
     sfix *f = *state;
@@ -546,6 +573,7 @@ int main(void)
         T(test_corrupt_record_is_detected),
         T(test_a_record_under_another_key_is_detected),
         T(test_a_corrupt_record_is_set_aside_in_place),
+        T(test_a_corrupt_dead_letter_is_stepped_over),
         T(test_map_full_fails_the_pass_only),
         T(test_used_bytes_grow_with_data),
         T(test_bad_arguments_are_refused),

@@ -2,7 +2,8 @@
  * test_store_damage.c - a data file damaged on disk, opened by the store:
  * a level whose trees fail their checks is quarantined (never read or
  * written again, its messages counted, the other levels served), damage
- * elsewhere is refused at open, and a second open of the same store is
+ * elsewhere is refused at open, damage LMDB meets while the store is open
+ * quarantines its level at the next commit, and a second open of the same store is
  * refused whatever else was deleted. Against a real LMDB environment; the
  * damage is made from outside with pwrite, at pages found by reading the
  * file as store_pages.c does.
@@ -203,6 +204,48 @@ static void damage_outside_the_levels_is_refused(void **state)
     }
 }
 
+/* Damage that arrives while the store is open: LMDB's descent through
+ * level 1's branch page meets a child page number past the file's end
+ * (MDB_PAGE_NOTFOUND), which loses the pass's transaction. The commit then
+ * walks the file again, finds level 1's tree failing, quarantines it and
+ * answers SL_ECORRUPT (the batch refused, the store goes on), where it used
+ * to answer SL_EIO, which stops the broker; level 0 goes on taking writes. */
+static void damage_found_while_open_quarantines_its_level(void **state)
+{
+    sfix *f = *state;
+    uint32_t psize;
+    uint64_t key;
+    store_rec rec;
+    fill(f, 2, 400); /* level 1 deep enough for a branch page */
+    assert_int_equal(store_commit(f->s), SL_OK);
+    uint64_t root = root_of(f->dir, "q.1", &psize);
+    unsigned char *page = malloc(psize);
+    assert_non_null(page);
+    page_rw(f->dir, root, psize, page, 0);
+    assert_int_equal(page[10], 0x01); /* a branch */
+    unsigned lower = (unsigned)page[12] | (unsigned)page[13] << 8;
+    assert_true(lower >= 16 + 2 * 2);
+    for (unsigned i = 0; 16 + 2 * i < lower; i++) { /* every child: far past the file's end */
+        unsigned off = (unsigned)page[16 + 2 * i] | (unsigned)page[17 + 2 * i] << 8;
+        page[off] = page[off + 1] = page[off + 2] = page[off + 3] = 0xee;
+    }
+    page_rw(f->dir, root, psize, page, 1); /* the store maps the file: it reads this next */
+    free(page);
+    assert_int_equal(store_seek(f->s, 1, 0, &key, &rec), SL_EIO);
+    assert_false(store_level_quarantined(f->s, 1));
+    assert_int_equal(store_commit(f->s), SL_ECORRUPT);
+    assert_true(store_level_quarantined(f->s, 1));
+    assert_int_equal(store_quarantined_msgs(f->s, 1), 400);
+    assert_int_equal(store_seek(f->s, 1, 0, &key, &rec), SL_ECORRUPT);
+    sfix_append(f->s, 0, "level 0 goes on", NULL);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    assert_int_equal(store_level_count(f->s, 0), 401);
+    store_close(&f->s);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK); /* and at the next open, at once */
+    assert_true(store_level_quarantined(f->s, 1));
+    assert_int_equal(f->info[0].count, 401);
+}
+
 /* One process per store: a second open of the same data directory is
  * refused while the first holds it (an flock on data.mdb itself, which no
  * deleted lock file can take away), and allowed once it is closed. */
@@ -225,6 +268,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, sfix_setup, sfix_teardown)
         T(a_damaged_queue_tree_quarantines_its_level),
         T(damage_outside_the_levels_is_refused),
+        T(damage_found_while_open_quarantines_its_level),
         T(a_second_open_is_refused),
 #undef T
     };
