@@ -34,8 +34,8 @@
  *     q.<L> or dead.<L> it is found in. Scans that only count peek at the
  *     level byte.
  *
- * Lifecycle: store_open locks the data file (an flock on data.mdb, held
- * until store_close: one process per store), checks every page of it before
+ * Lifecycle: store_open locks the data directory and file (flocks on both,
+ * held until store_close: one process per store), checks every page of it before
  * LMDB reads one (store_check.c: a damaged level is quarantined, other
  * damage refused), creates the databases, checks the format (upgrading an
  * older one, store_upgrade.c), every meta value's seal and the level count
@@ -130,19 +130,12 @@ static int meta_put(store *s, const char *name, uint64_t value, size_t size)
 
 /* ---- open and close ---- */
 
-/* store_lock takes an exclusive flock on the data file itself (made empty
- * if missing: LMDB takes an empty file for a new one), kept until
- * store_close. LMDB runs with MDB_NOLOCK, so nothing else stops a second
- * process from opening the same files; a lock on a file of its own
- * (sluiced.lock) can be deleted away while the broker runs, and the next
- * broker would lock a new file of that name. data.mdb cannot go without
- * the store going with it. SL_ESTATE (logged) when another process holds
- * it. */
-static int store_lock(store *s, const char *dir)
+/* lock_one takes an exclusive, non-blocking flock on path (a directory
+ * when flags has O_DIRECTORY; else made if missing), into *fd. SL_ESTATE
+ * (logged) when another process holds it, SL_EIO. */
+static int lock_one(const char *dir, const char *path, int flags, int *fd_out)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/data.mdb", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, STORE_FILE_MODE);
+    int fd = open(path, flags | O_CLOEXEC, STORE_FILE_MODE);
     if (fd < 0) {
         log_error("store", "cannot open %s: %s", path, strerror(errno));
         return SL_EIO;
@@ -151,15 +144,32 @@ static int store_lock(store *s, const char *dir)
         int e = errno;
         close(fd);
         if (e == EWOULDBLOCK) {
-            log_error("store", "another process is using %s (its data file %s is locked): one broker per data "
-                      "directory", dir, path);
+            log_error("store", "another process is using %s (%s is locked): one broker per data directory", dir,
+                      path);
             return SL_ESTATE;
         }
         log_error("store", "cannot lock %s: %s", path, strerror(e));
         return SL_EIO;
     }
-    s->lock_fd = fd;
+    *fd_out = fd;
     return SL_OK;
+}
+
+/* store_lock takes exclusive flocks, kept until store_close, on the data
+ * directory itself and on its data file (made empty if missing: LMDB takes
+ * an empty file for a new one); the log's file takes its own
+ * (store_wal_file.c). LMDB runs with MDB_NOLOCK, so nothing else stops a
+ * second process from opening the same files; a lock on a file of its own
+ * (sluiced.lock) can be deleted away while the broker runs, and the next
+ * broker would lock a new file of that name. Neither the directory nor
+ * data.mdb can go without the store going with it. SL_ESTATE (logged) when
+ * another process holds one. */
+static int store_lock(store *s, const char *dir)
+{
+    char path[4200];
+    int err = lock_one(dir, dir, O_RDONLY | O_DIRECTORY, &s->dir_lock_fd);
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    return err == SL_OK ? lock_one(dir, path, O_RDWR | O_CREAT, &s->lock_fd) : err;
 }
 
 static int env_open(store *s, const store_cfg *cfg)
@@ -359,7 +369,7 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info)
         goto done;
     s->levels = cfg->levels;
     s->checkpoint_ns = cfg->checkpoint_ns;
-    s->lock_fd = -1;
+    s->lock_fd = s->dir_lock_fd = -1;
     err = SL_ENOMEM;
     if (!(s->dir = strdup(cfg->dir)))
         goto done;
@@ -408,7 +418,9 @@ void store_close(store **sp)
     if (s->env)
         mdb_env_close(s->env);
     if (s->lock_fd >= 0)
-        close(s->lock_fd); /* (after LMDB's own descriptors: the lock outlives every write) */
+        close(s->lock_fd); /* (after LMDB's own descriptors: the locks outlive every write) */
+    if (s->dir_lock_fd >= 0)
+        close(s->dir_lock_fd);
     store_skip_free(s);
     free(s->dir);
     free(s->scratch);

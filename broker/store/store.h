@@ -118,8 +118,8 @@ void store_close(store **s);
  * refuses (SL_ECORRUPT, logged) damage it cannot confine, and quarantines
  * a level whose trees (q.<L>, dead.<L>) fail: every operation on that
  * level then returns SL_ECORRUPT without touching them. The store holds
- * an exclusive flock on its data file while open (SL_ESTATE when another
- * process holds it). */
+ * exclusive flocks on its directory and its data file while open
+ * (SL_ESTATE when another process holds one). */
 
 /* store_level_quarantined tells whether level's trees failed their checks
  * at open; store_quarantined_msgs how many messages (queued and dead) LMDB

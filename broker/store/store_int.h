@@ -100,6 +100,7 @@ struct store {
     uint64_t skip_hint[PROTO_MAX_LEVELS]; /* keys skipped per level, a hint (store_skip.c) */
     struct store_skip *skip;              /* the skipped keys, a superset of meta's "skip/" */
     int lock_fd;                          /* data.mdb, flocked for as long as the store is open */
+    int dir_lock_fd;                      /* the data directory, flocked likewise */
     int damage_seen;                      /* an LMDB call failed on a damaged page: store_recheck at the commit */
     char *dir;                            /* the data directory */
     size_t page_bytes;

@@ -247,14 +247,20 @@ static void damage_found_while_open_quarantines_its_level(void **state)
 }
 
 /* One process per store: a second open of the same data directory is
- * refused while the first holds it (an flock on data.mdb itself, which no
- * deleted lock file can take away), and allowed once it is closed. */
+ * refused while the first holds it (flocks on the directory and on
+ * data.mdb itself, which no deleted lock file can take away: even with
+ * data.mdb deleted, the directory's stays), and allowed once it is closed. */
 static void a_second_open_is_refused(void **state)
 {
     sfix *f = *state;
     store *second = NULL;
+    char path[200];
     store_cfg cfg = {.dir = f->dir, .levels = 1, .map_bytes = SFIX_MAP_BYTES};
     assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(store_open(&cfg, &second, NULL), SL_ESTATE);
+    assert_null(second);
+    snprintf(path, sizeof path, "%s/data.mdb", f->dir);
+    assert_int_equal(unlink(path), 0);
     assert_int_equal(store_open(&cfg, &second, NULL), SL_ESTATE);
     assert_null(second);
     store_close(&f->s);
