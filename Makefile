@@ -263,6 +263,7 @@ $(BUILD)/tests/unit/test_history: $(call obj,tests/campaign/history.c)
 # test (objects before the libraries when linked: extra prerequisites come after them in $^);
 # test_tenants opens a stopped broker's store with it.
 $(BUILD)/tests/unit/test_store $(BUILD)/tests/unit/test_store_layout $(BUILD)/tests/unit/test_wal \
+  $(BUILD)/tests/unit/test_store_damage $(BUILD)/tests/unit/test_salvage \
   $(BUILD)/tests/unit/test_fair_queue $(BUILD)/tests/e2e/test_tenants: $(call obj,tests/lib/store_fixture.c)
 
 # The reliability campaigns (tests/campaign/campaign_*.c) and the power-loss shim.
@@ -327,6 +328,7 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz-ci
 	@$(MAKE) --no-print-directory crash-ci
 	@$(MAKE) --no-print-directory powerloss-ci
+	@$(MAKE) --no-print-directory corrupt-ci
 	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin
 
 test-run: all tests
@@ -376,12 +378,18 @@ $(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
 # make powerloss [POWERLOSS_TRIALS=1000]   simulated power loss under LMDB (an LD_PRELOAD shim undoes
 #                                          unsynced writes), then recover and drain; plus the control
 # make powerloss-ci                        20 trials and the control run (part of make test)
+# make corrupt [CORRUPT_TRIALS=100]        one random byte flipped in a stopped broker's data file per
+#                                          trial: no crash, no restart loop, every message delivered,
+#                                          dead-lettered or counted as quarantined; salvage brings back
+#                                          all but the flipped record
+# make corrupt-ci                          the same, 10 trials (part of make test)
 # SLUICE_SEED=N replays a run.
 CRASH_SECONDS    ?= 60
 POWERLOSS_TRIALS ?= 1000
+CORRUPT_TRIALS   ?= 100
 CAMPAIGNS := build/rel/tests/campaign/campaign_crash build/rel/tests/campaign/campaign_powerloss \
-             build/rel/tests/campaign/powerloss_shim.so
-.PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults
+             build/rel/tests/campaign/powerloss_shim.so build/rel/tests/campaign/campaign_corrupt
+.PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults corrupt corrupt-ci
 
 campaigns:
 	@$(MAKE) --no-print-directory SAN= campaign-bins
@@ -411,6 +419,13 @@ powerloss: deps
 powerloss-ci: campaigns
 	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_powerloss 20 --control --quiet \
 	  --shim build/rel/tests/campaign/powerloss_shim.so
+
+corrupt: deps
+	@$(MAKE) --no-print-directory campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_corrupt $(CORRUPT_TRIALS)
+
+corrupt-ci: campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_corrupt 10 --quiet
 
 # ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
 # make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding

@@ -105,7 +105,11 @@ static int open_coord(bk *b)
     return SL_OK;
 }
 
-/* lock_dir creates dir if needed and locks it; *fd is the lock's. */
+/* lock_dir creates dir if needed and locks it; *fd is the lock's. The lock
+ * that keeps a second broker out is the store's, on data.mdb and wal.log
+ * themselves (store_open): this file can be deleted while the broker runs,
+ * and then locks nothing; it stays so that the usual refusal names the
+ * directory at once. */
 static int lock_dir(const char *dir, int *fd_out)
 {
     char path[4200];

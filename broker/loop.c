@@ -32,7 +32,10 @@
  *
  * A failed commit: for want of space (ENOSPC, MDB_MAP_FULL) the batch's
  * replies become SL_ENOSPC with a retry-after, the queue puts its view back
- * (queue_commit_ended) and the broker goes on; any other failure turns every
+ * (queue_commit_ended) and the broker goes on; when LMDB failed on a damaged
+ * page of one level's trees, that level is quarantined (store_recheck) and
+ * the batch's replies become SL_ECORRUPT, and the broker goes on too; any
+ * other failure turns every
  * reply of the batch into SL_EIO and the broker stops rather than guess what
  * reached the disk (fsync errors are not reliably retryable). Signals only
  * set a flag; the loop notices it at the end of a pass and lets the commit
@@ -287,8 +290,8 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
     b->commit_stall_noted = 0;
     queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
     settings_commit_ended(b, rc);  /* and the settings it changed (all since the last durable batch) */
-    if (rc == SL_OK || rc == SL_ENOSPC) { /* no transaction is open yet: measure, grow (at once after ENOSPC) */
-        cron_between_commits(b, rc == SL_ENOSPC);
+    if (rc == SL_OK || rc == SL_ENOSPC || rc == SL_ECORRUPT) { /* no transaction is open yet: measure, grow */
+        cron_between_commits(b, rc == SL_ENOSPC); /* (at once after ENOSPC) */
         queue_deferred_apply(&b->q); /* the deletes of ACKs taken while it was out open the next one */
     }
     if (wrote && rc == SL_OK) {
@@ -323,6 +326,18 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
             net_promote(b->net);
         }
         if (logged) /* the next batch's publishes were refused with it: none waits now */
+            b->puts_unsealed = 0;
+        return SL_OK;
+    }
+    if (rc == SL_ECORRUPT) { /* a level's tree failed as LMDB read it: quarantined (store_recheck), the rest go on */
+        for (int i = 0; i < 1 + logged; i++) {
+            net_fail_queued(b->net, SL_ECORRUPT,
+                            "a level's stored tree turned out damaged while this batch was made: the level is "
+                            "quarantined and this batch was not committed (nothing of it is stored); retry", 0);
+            net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
+            net_promote(b->net);
+        }
+        if (logged)
             b->puts_unsealed = 0;
         return SL_OK;
     }

@@ -1,7 +1,8 @@
 /*
  * main.c - sluiced: arguments -> conf -> open -> loop -> close, plus signals
  * --ready-fd, READY/STOPPING to the service manager (notify.c), and SIGHUP
- * asking for a reload (reload.c). Nothing else.
+ * asking for a reload (reload.c); or, with --salvage, one salvage of a
+ * stopped broker's store (store_salvage.c) and its report. Nothing else.
  *
  * What the settings are, their defaults, bounds and help live in one table in
  * conf.c (defaults < INI file < command line); everything is read and checked
@@ -9,9 +10,10 @@
  * declares (levels, the sink, pools, tags: admin/decl.c) are read then too,
  * and applied once the broker is open, over what its store holds.
  *
- * Exit status: 0 after a clean shutdown (or --help, --version), 1 when the
- * broker failed while running (for example a failed commit), 2 for a usage
- * or configuration error, or when the broker cannot start.
+ * Exit status: 0 after a clean shutdown (or --help, --version, a salvage
+ * done), 1 when the broker failed while running (for example a failed
+ * commit), 2 for a usage or configuration error, or when the broker cannot
+ * start (or the salvage could not make the new store).
  */
 #include <errno.h>
 #include <signal.h>
@@ -40,6 +42,30 @@ static void on_hup(int sig)
 {
     (void)sig;
     reload_request();
+}
+
+/* salvage runs --salvage DIR --to NEWDIR and prints what it recovered:
+ * the lines of the log as it goes (stderr), a summary on stdout. */
+static int salvage(const conf *cfg)
+{
+    store_salvage_report r;
+    int rc = store_salvage(cfg->salvage_dir, cfg->salvage_to, cfg->map_bytes, &r);
+    if (rc != SL_OK) {
+        fprintf(stderr, "sluiced: salvage of %s failed (%s); see the messages above\n", cfg->salvage_dir,
+                proto_strerror(rc));
+        return 2;
+    }
+    printf("salvaged %s into %s: %llu messages in %u levels (next id %llu)\n", cfg->salvage_dir, cfg->salvage_to,
+           (unsigned long long)r.records, r.levels, (unsigned long long)r.next_id);
+    for (unsigned l = 0; l < r.levels; l++)
+        printf("  level %u: %llu messages (queued, delayed and dead letters)\n", l, (unsigned long long)r.per_level[l]);
+    printf("not recovered: %llu records that failed their check (the damaged ones), %llu meta values "
+           "(settings fall back to their defaults)\n", (unsigned long long)r.records_bad, (unsigned long long)r.meta_bad);
+    printf("read: %llu pages, %llu of them node by node (%llu trees failed a check); %llu log records replayed; "
+           "%llu copies met twice\n", (unsigned long long)r.pages, (unsigned long long)r.pages_carved,
+           (unsigned long long)r.trees_bad, (unsigned long long)r.log_records, (unsigned long long)r.dupes);
+    printf("start it with: sluiced --data %s (with the same --levels and settings as before)\n", cfg->salvage_to);
+    return 0;
 }
 
 static void signal_ready(int fd)
@@ -81,6 +107,8 @@ int main(int argc, char **argv)
     log_set_level((enum log_level)cfg.log_level);
     if (cfg.log_file[0] && log_open_file(cfg.log_file) != 0)
         return 2;
+    if (cfg.salvage_dir[0])
+        return salvage(&cfg);
     reload_init(argc, argv);
 
     struct sigaction sa = {.sa_handler = on_signal};

@@ -472,6 +472,14 @@ typedef struct sl_stats_more {
     uint64_t settle_foreign; /* of those, a lease another connection holds */
     uint64_t throttled_ms[SL_MAX_LEVELS]; /* per level: what its pause after a THROTTLED
                                              has left (sl_level_list_ex); 0: none */
+    int quarantined_level[SL_MAX_LEVELS]; /* per level: 1 when its stored trees failed the
+                                             broker's checks (state "quarantined"): nothing
+                                             is delivered from it, a publish to it is
+                                             SL_ECORRUPT */
+    uint64_t quarantined[SL_MAX_LEVELS];  /* per level: the messages (queued, delayed and
+                                             dead letters) it held then, which the broker
+                                             does not serve; `sluice salvage` recovers them */
+    uint64_t quarantined_total;           /* the sum over the levels */
 } sl_stats_more;
 
 /* sl_stats_get_more is sl_stats_get_ex, also filling *more (may be NULL;

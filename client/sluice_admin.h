@@ -254,7 +254,9 @@ int sl_sink_resume(sl_client *c, uint64_t *left_ms);
 
 /* Where a message is and why it has not been delivered. */
 typedef struct sl_explain_info {
-    char state[32];     /* "ready", "leased", "delayed", "dead" or "gone" */
+    char state[32];     /* "ready", "leased", "delayed", "dead" or "gone"; or
+                           "quarantined": found nowhere, while a level whose
+                           stored trees failed the broker's checks may hold it */
     unsigned level;
     uint64_t position;  /* ready: messages ahead of it in its level */
     uint64_t until_ms;  /* leased or delayed: ms until the lease ends or it is due;

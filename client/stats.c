@@ -81,7 +81,10 @@ int sl_stats_get_more(sl_client *c, sl_stats *out, sl_stats_ex *ex, sl_stats_mor
         if (ex)
             ex->throttled_tag[i] = row->throttled_tag;
         all.throttled_ms[i] = row->throttled_ms;
+        all.quarantined_level[i] = row->state.len == 11 && memcmp(row->state.ptr, "quarantined", 11) == 0;
+        all.quarantined[i] = row->quarantined;
     }
+    all.quarantined_total = r->quarantined;
     if (more) { /* only what fits the caller's struct: it may be an older, shorter one */
         size_t size = more->size < sizeof all ? more->size : sizeof all;
         memcpy((char *)more + sizeof more->size, (const char *)&all + sizeof all.size, size - sizeof all.size);

@@ -136,7 +136,8 @@
     X(bytes,      "bytes",          U64,  0)              \
     X(elapsed_ms, "elapsed_ms",     U64,  0)              \
     X(settle_refused, "settle_refused", U64, 0)           \
-    X(settle_foreign, "settle_foreign", U64, 0)
+    X(settle_foreign, "settle_foreign", U64, 0)           \
+    X(quarantined, "quarantined",   U64,  0)
 
 /* ---- rows ----
  *
@@ -180,7 +181,9 @@
     X(K, dead_dropped,     "dead_dropped",     U64, OPT) \
     X(K, corrupt,          "corrupt",          U64, OPT) \
     X(K, throttled_tag,    "throttled_tag",    U64, OPT) \
-    X(K, throttled_ms,     "throttled_ms",     U64, OPT)
+    X(K, throttled_ms,     "throttled_ms",     U64, OPT) \
+    X(K, state,            "state",            STR, OPT) \
+    X(K, quarantined,      "quarantined",      U64, OPT)
 
 /* level.list: one row per level, its settings and state. */
 #define PROTO_COLS_level(X, K)                             \
@@ -197,7 +200,8 @@
     X(K, eta_ms,           "eta_ms",           U64, REQ) \
     X(K, fair_tenants,     "fair_tenants",     U64, OPT) \
     X(K, fair,             "fair",             U64, OPT) \
-    X(K, throttled_ms,     "throttled_ms",     U64, OPT)
+    X(K, throttled_ms,     "throttled_ms",     U64, OPT) \
+    X(K, state,            "state",            STR, OPT)
 
 /* pool.list: one row per pool. */
 #define PROTO_COLS_pool(X, K)                              \
@@ -436,7 +440,7 @@ typedef enum proto_cmd {
     X(STATS_OK, "STATS_OK", B2C, PF(seq) | PF(uptime_ms) | PF(consumers) | PF(level_stats) | \
                                  PF(breaker) | PF(breaker_trips) | PF(rx_bad) | PF(tx_failed), \
                                  PF(auth_refused) | PF(handshakes_refused) | PF(coord_rows) | \
-                                 PF(settle_refused) | PF(settle_foreign)) \
+                                 PF(settle_refused) | PF(settle_foreign) | PF(quarantined)) \
     X(BYE,      "BYE",      C2B, 0,                   PF(seq))               \
     X(ADMIN,    "ADMIN",    C2B, PF(seq) | PF(cmd),   PROTO_ADMIN_ARGS)     \
     X(ADMIN_OK, "ADMIN_OK", B2C, PF(seq),             PROTO_ADMIN_RESULTS)  \

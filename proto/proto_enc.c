@@ -32,7 +32,8 @@ static int wbuf_write(void *data, const char *buf, size_t len)
         b->data = p;
         b->cap = cap;
     }
-    memcpy(b->data + b->len, buf, len);
+    if (len) /* (an empty string may come as NULL) */
+        memcpy(b->data + b->len, buf, len);
     b->len += len;
     return 0;
 }

@@ -229,6 +229,10 @@ static int cmd_level_list(cmd_ctx *x)
             r->fair_tenants = tenants + 1; /* 0: FIFO */
             r->fair = 1;
         }
+        if (queue_quarantined(&b->q, l)) /* its trees failed the store's checks at start (stats: how many) */
+            r->state = (proto_buf){"quarantined", 11};
+        else
+            r->present &= ~(1u << PROTO_COL_level_state);
         windows_show(&x->rep->window_rows, (int)l, ml->max_rate_milli, ml->burst, &ml->ceiling, ml->more,
                      ml->more_b, ml->nmore, b->mono_ns);
     }

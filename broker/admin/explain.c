@@ -4,7 +4,8 @@
  * explain_message looks through the leases (O(leases)), then each level from
  * its head (O(position), capped at FIND_LIMIT records), the delayed set and
  * the dead letters. It answers with a state (leased, ready, delayed, dead,
- * gone), the level, the position among the ready messages (in a level
+ * gone, or quarantined: found nowhere, while a level is quarantined and may
+ * hold it, store_check.c), the level, the position among the ready messages (in a level
  * served fair by tag: among its tag's, O(that position) seeks), and a
  * sentence naming what holds the message back (in a fair level, its tag's
  * pause, rate limit or in-flight cap too: queue_fair_hold; and what a
@@ -167,6 +168,8 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
         return SL_OK;
     }
     for (level = 0; level < b->cfg.levels; level++) {
+        if (queue_quarantined(&b->q, level))
+            continue; /* not read: said below when it is found nowhere else */
         int rc = store_find(b->st, level, id, FIND_LIMIT, &key, &rank);
         if (rc == SL_ENOTFOUND)
             continue;
@@ -228,10 +231,21 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
         return SL_OK;
     }
     for (level = 0; level < b->cfg.levels; level++)
-        if (store_dead_get(b->st, level, id, &rec) == SL_OK) {
+        if (!queue_quarantined(&b->q, level) && store_dead_get(b->st, level, id, &rec) == SL_OK) {
             r->state = (proto_buf){"dead", 4};
             r->level = level;
             snprintf(text, text_len, "a dead letter: %.*s", (int)rec.reason_len, rec.reason);
+            r->msg = (proto_buf){text, (uint32_t)strlen(text)};
+            return SL_OK;
+        }
+    for (level = 0; level < b->cfg.levels; level++)
+        if (queue_quarantined(&b->q, level)) { /* it may be there: nothing says it is not */
+            r->state = (proto_buf){"quarantined", 11};
+            r->level = level;
+            snprintf(text, text_len, "not in the levels the broker reads; level %s is quarantined (its stored "
+                     "trees failed the broker's checks at start) and holds %llu messages it does not serve: this "
+                     "one may be among them. `sluice salvage` rebuilds the store with every record that passes "
+                     "its check", b->cfg.level_names[level], (unsigned long long)queue_quarantined_msgs(&b->q, level));
             r->msg = (proto_buf){text, (uint32_t)strlen(text)};
             return SL_OK;
         }

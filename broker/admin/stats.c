@@ -31,6 +31,7 @@ void stats_fill(bk *b, proto_msg *r)
 {
     proto_rows_level_stat *rows = &r->level_stats;
     unsigned n = b->cfg.levels;
+    uint64_t quarantined = 0;
     r->present |= PF(level_stats);
     rows->n = n;
     for (unsigned l = 0; l < n; l++) {
@@ -64,7 +65,16 @@ void stats_fill(bk *b, proto_msg *r)
         };
         if (!rows->v[l].throttled_ms) /* sent only while a pause after THROTTLED holds the level */
             rows->v[l].present &= ~(1u << PROTO_COL_level_stat_throttled_ms);
+        if (queue_quarantined(&b->q, l)) { /* its trees failed the store's checks at start */
+            rows->v[l].state = (proto_buf){"quarantined", 11};
+            rows->v[l].quarantined = queue_quarantined_msgs(&b->q, l);
+            quarantined += rows->v[l].quarantined;
+        } else {
+            rows->v[l].present &= ~(1u << PROTO_COL_level_stat_state | 1u << PROTO_COL_level_stat_quarantined);
+        }
     }
+    if (quarantined) /* sent only when there is one: an older client refuses a field it does not know */
+        proto_set(r, quarantined, quarantined);
     const char *state = breaker_name(b->meter.breaker.state);
     proto_set_str(r, PROTO_F_breaker, state, strlen(state));
     proto_set(r, breaker_trips, b->meter.breaker.trips);

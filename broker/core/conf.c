@@ -93,6 +93,8 @@
     X(rule, NULL, "tag-rule", 0, "tag_rules", RULE, tag_rules, NULL, 0, 0, "GLOB=LEVEL", "a publish that names no level and whose tag matches GLOB (fnmatch) goes to LEVEL; repeatable, the first match wins; in the INI file: rule = GLOB LEVEL") \
     X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above, such as /etc/sluice/sluice.conf (sluice.conf(5)); the command line wins over it") \
     X(ready_fd, NULL, "ready-fd", 0, NULL, NUM, ready_fd, NULL, 0, INT_MAX, "FD", "write \"READY\\n\" to FD once serving, then close it (for supervisors and tests)") \
+    X(salvage, NULL, "salvage", 0, NULL, STR, salvage_dir, NULL, 0, 0, "DIR", "do not serve: read the stopped broker's data directory DIR without LMDB (every page checked, damaged pages read record by record, then its log), copy every record whose checksum holds into a new store in --to NEWDIR, say what could not be recovered, and exit (`sluice salvage` runs this)") \
+    X(salvage_to, NULL, "to", 0, NULL, STR, salvage_to, NULL, 0, 0, "NEWDIR", "with --salvage: the new data directory, made if missing (it must not hold a store); then run sluiced --data NEWDIR") \
     X(man, NULL, "man", 0, NULL, ACTION, action, NULL, CONF_MAN, CONF_MAN, NULL, "write the manual page sluiced(8), in roff, to standard output; --man=sluice.conf writes sluice.conf(5), the config file and its keys (make builds and installs both)") \
     X(help, NULL, "help", 'h', NULL, ACTION, action, NULL, CONF_HELP, CONF_HELP, NULL, "show this help") \
     X(version, NULL, "version", 0, NULL, ACTION, action, NULL, CONF_VERSION, CONF_VERSION, NULL, "show the version")
@@ -562,6 +564,14 @@ static int check_security(const conf *c, char *err, size_t errlen)
 
 int conf_finish(conf *c, char *err, size_t errlen)
 {
+    if (!c->salvage_dir[0] != !c->salvage_to[0]) {
+        snprintf(err, errlen, "--salvage DIR and --to NEWDIR go together (sluiced --salvage DIR --to NEWDIR)");
+        return SL_EINVAL;
+    }
+    if (c->salvage_dir[0] && strcmp(c->salvage_dir, c->salvage_to) == 0) {
+        snprintf(err, errlen, "--to must name another directory than --salvage: the damaged store is never written");
+        return SL_EINVAL;
+    }
     if (check_security(c, err, errlen) != SL_OK)
         return SL_EINVAL;
     if (c->level_names_given && c->level_names_given != c->levels) {

@@ -74,6 +74,8 @@ typedef struct conf {
     /* Read by main, not by the broker. */
     int log_level;                                        /* enum log_level */
     int ready_fd;                                         /* -1: none */
+    char salvage_dir[4096];                               /* --salvage: "" = serve */
+    char salvage_to[4096];
     char log_file[4096];                                  /* "" = stderr */
     int action;                                           /* enum conf_action */
     unsigned man_section;                                 /* with CONF_MAN: 8 (sluiced) or 5 (sluice.conf) */

@@ -54,10 +54,16 @@ uint64_t admit_level(const bk *b, const proto_msg *m)
     return level;
 }
 
-/* check_level refuses a publish the level has no room for. */
+/* check_level refuses a publish the level has no room for, or whose stored
+ * trees failed the store's checks at start (quarantined: never written). */
 static int check_level(bk *b, uint64_t level, char *text, size_t text_len)
 {
     const queue_level *lv = &b->q.lv[level];
+    if (queue_quarantined(&b->q, (unsigned)level)) {
+        snprintf(text, text_len, "level %s is quarantined: its stored trees failed the broker's checks at start; "
+                 "publishes to it are refused until `sluice salvage` rebuilds the store", b->cfg.level_names[level]);
+        return SL_ECORRUPT;
+    }
     if (b->cfg.level_max_messages && lv->count + lv->delayed >= b->cfg.level_max_messages) {
         snprintf(text, text_len, "level %s is full: %llu messages (the limit)", b->cfg.level_names[level],
                  (unsigned long long)b->cfg.level_max_messages);

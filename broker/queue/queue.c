@@ -2,8 +2,8 @@
  * queue.c - levels over the store: the front every caller uses.
  *
  * What is the same however a level is served is done here (the counts a
- * settlement, an expiry or a dead letter changes, the corrupt records moved
- * aside, what a commit that is out allows); the rest is asked of the
+ * settlement, an expiry or a dead letter changes, the corrupt records set
+ * aside, delayed ones too, what a commit that is out allows); the rest is asked of the
  * level's view, FIFO (queue_fifo.c) or fair by tag (queue_fair.c), through
  * the table in queue_int.h. See queue.h for the invariant that keeps taking
  * O(log n). Every function
@@ -298,10 +298,18 @@ unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max)
     unsigned moved = 0;
     if (q->next_due_ns > wall_ns)
         return 0;
-    while (moved < max) {
-        unsigned level;
-        uint64_t key;
+    for (unsigned tries = 0; moved < max && tries < 2 * max; tries++) {
+        unsigned level, counted;
+        uint64_t key, id;
         int rc = store_delayed_pop(q->st, wall_ns, &level, &key);
+        if (rc == SL_ECORRUPT && store_delayed_set_aside(q->st, wall_ns, &counted, &level, &id) == SL_OK) {
+            /* failed its check: skipped in place, a copy among the dead letters; the rest go on coming due */
+            if (counted < q->nlevels && q->lv[counted].delayed)
+                q->lv[counted].delayed--;
+            q->lv[level].dead++;
+            q->lv[level].counters.corrupt++;
+            continue;
+        }
         if (rc != SL_OK)
             break;
         if (level >= q->nlevels) {

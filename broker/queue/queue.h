@@ -29,7 +29,7 @@
 typedef struct queue_counters {
     uint64_t enqueued, dispatched, acked, nacked, expired, buried;
     uint64_t dead_requeued, dead_purged, dead_dropped; /* dead letters requeued, purged, dropped by retention */
-    uint64_t corrupt;   /* records that failed their check, moved to dead letters */
+    uint64_t corrupt;   /* records that failed their check, set aside with a copy in dead letters */
     uint64_t throttled; /* deliveries the sink refused (THROTTLED), whatever the scope */
     uint64_t throttled_tag; /* ... of them, for their tag alone (scope tag; settle_tag.c) */
 } queue_counters;
@@ -84,6 +84,20 @@ static inline uint64_t queue_ready(const queue *q, unsigned level)
 {
     const queue_level *lv = &q->lv[level];
     return lv->count > lv->leased ? lv->count - lv->leased : 0;
+}
+
+/* queue_quarantined tells whether level's stored trees failed the store's
+ * checks at open (store_check.c): nothing is read from it, it counts
+ * nothing ready, and queue_quarantined_msgs says how many messages
+ * (queued and dead) it holds as LMDB counted them. O(1). */
+static inline int queue_quarantined(const queue *q, unsigned level)
+{
+    return store_level_quarantined(q->st, level);
+}
+
+static inline uint64_t queue_quarantined_msgs(const queue *q, unsigned level)
+{
+    return store_quarantined_msgs(q->st, level);
 }
 
 /* queue_append stores rec at the tail of rec->level. */

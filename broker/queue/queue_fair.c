@@ -174,7 +174,8 @@ int queue_fair_set(queue *q, unsigned level, int fair, int loading)
     uint64_t max_seq = 0, last;
     uint32_t tag, from = 0;
     int rc = SL_OK;
-    while (from <= STORE_TAG_MAX && (rc = store_tag_span(q->st, level, from, &tag, &last)) == SL_OK) {
+    while (from <= STORE_TAG_MAX && !queue_quarantined(q, level) && /* (its trees are never read) */
+           (rc = store_tag_span(q->st, level, from, &tag, &last)) == SL_OK) {
         tenant *tn = tenant_require(q->st, f, tag);
         if (!tn || activate(q, f, tn) != SL_OK) {
             rc = SL_ENOMEM;

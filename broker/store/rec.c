@@ -8,8 +8,11 @@
  * with plain arrays.
  *
  * Invariants:
- *   - The first four bytes are the CRC-32C of every byte after them. Every
- *     function here that changes a record reseals it before returning.
+ *   - The first four bytes are the CRC-32C of the record's key followed by
+ *     every byte after them, so a record is only good under the key it was
+ *     sealed for: a damaged key fails the check as a damaged body does, and
+ *     a record moved to another key is sealed again for it. Every function
+ *     here that changes a record reseals it before returning.
  *   - A record decodes only if its header, tag, body and (for dead letters)
  *     tail account for exactly its length: no byte is unexplained.
  *   - A dead letter is a live record with a tail appended. Burying changes no
@@ -19,8 +22,9 @@
  *   - Reviving a dead letter (rec_revive) restores the live part it was
  *     buried with, except level, attempt and expiry, which it resets.
  *
- * Costs: encoding, decoding, rec_set_attempt, rec_bury and rec_revive each run a CRC over
- * the whole record, O(record bytes); rec_peek_level reads one byte. Decoding
+ * Costs: encoding, decoding, rec_set_attempt, rec_reseal, rec_bury and
+ * rec_revive each run a CRC over the key and the whole record, O(record
+ * bytes); rec_peek_level reads one byte. Decoding
  * copies nothing: the tag, body and reason it returns point into the buffer.
  */
 #include "rec.h"
@@ -37,7 +41,8 @@
  * Change this layout: bump STORE_FORMAT (store.h) and REC_VERSION.
  *
  *   offset bytes field
- *        0     4 crc32c of every byte after this field
+ *        0     4 crc32c of the key, then of every byte after this field
+ *                (format 1: of every byte after this field alone)
  *        4     1 format, REC_VERSION
  *        5     1 level
  *        6     2 tag_len
@@ -52,7 +57,8 @@
  *   dead letters only, after the body:
  *                u16 reason_len | reason bytes | u64 died_ns
  */
-#define REC_VERSION 1
+#define REC_VERSION 2 /* 2: the checksum covers the key; 1 (read, never written): it did not */
+#define REC_VERSION_NOKEY 1
 enum {
     REC_CRC = 0, REC_FORMAT = 4, REC_LEVEL = 5, REC_TAG_LEN = 6, REC_ATTEMPT = 8, REC_BODY_LEN = 12,
     REC_COST = 16, REC_FLAGS = 20, REC_ID = 24, REC_ENQ_NS = 32, REC_EXPIRES_NS = 40,
@@ -61,21 +67,30 @@ enum {
     REC_TAIL_FIXED_BYTES = 2 + 8, /* reason_len and died_ns */
 };
 
-/* seal writes the checksum of p[REC_SEALED..n) into p; n >= REC_HEAD_BYTES. */
-static void seal(unsigned char *p, size_t n)
+/* sum returns the checksum of key and p[REC_SEALED..n). */
+static uint32_t sum(const unsigned char *p, size_t n, rec_key key)
 {
-    put_le32(p + REC_CRC, crc32c_value(p + REC_SEALED, n - REC_SEALED));
+    return crc32c_extend(crc32c_value(key.bytes, key.len), p + REC_SEALED, n - REC_SEALED);
+}
+
+/* seal writes the current format and the checksum of key and
+ * p[REC_SEALED..n) into p; n >= REC_HEAD_BYTES. */
+static void seal(unsigned char *p, size_t n, rec_key key)
+{
+    p[REC_FORMAT] = REC_VERSION;
+    put_le32(p + REC_CRC, sum(p, n, key));
 }
 
 /* parse is rec_decode returning why the record is rejected, or NULL. */
-static const char *parse(const unsigned char *p, size_t len, rec_kind kind, rec_msg *out)
+static const char *parse(const unsigned char *p, size_t len, rec_kind kind, rec_key key, rec_msg *out)
 {
     uint64_t n = len;
     if (n < REC_HEAD_BYTES)
         return "shorter than a record header";
-    if (get_le32(p + REC_CRC) != crc32c_value(p + REC_SEALED, len - REC_SEALED))
-        return "checksum mismatch";
-    if (p[REC_FORMAT] != REC_VERSION)
+    if (p[REC_FORMAT] == REC_VERSION_NOKEY ? get_le32(p + REC_CRC) != crc32c_value(p + REC_SEALED, len - REC_SEALED)
+                                           : get_le32(p + REC_CRC) != sum(p, len, key))
+        return "checksum mismatch (of the record or of its key)";
+    if (p[REC_FORMAT] != REC_VERSION && p[REC_FORMAT] != REC_VERSION_NOKEY)
         return "unknown record format";
     memset(out, 0, sizeof *out);
     out->level = p[REC_LEVEL];
@@ -116,12 +131,11 @@ int rec_size(const rec_msg *m, size_t *bytes)
     return SL_OK;
 }
 
-void rec_encode(const rec_msg *m, void *buf, size_t len)
+void rec_encode(const rec_msg *m, rec_key key, void *buf, size_t len)
 {
     unsigned char *p = buf;
     size_t want;
     SL_ASSERT(rec_size(m, &want) == SL_OK && len == want);
-    p[REC_FORMAT] = REC_VERSION;
     p[REC_LEVEL] = m->level;
     put_le16(p + REC_TAG_LEN, (uint16_t)m->tag_len);
     put_le32(p + REC_ATTEMPT, m->attempt);
@@ -135,12 +149,12 @@ void rec_encode(const rec_msg *m, void *buf, size_t len)
         memcpy(p + REC_HEAD_BYTES, m->tag, m->tag_len);
     if (m->body_len)
         memcpy(p + REC_HEAD_BYTES + m->tag_len, m->body, m->body_len);
-    seal(p, len);
+    seal(p, len, key);
 }
 
-int rec_decode(const void *buf, size_t len, rec_kind kind, rec_msg *out, const char **why)
+int rec_decode(const void *buf, size_t len, rec_kind kind, rec_key key, rec_msg *out, const char **why)
 {
-    const char *fault = parse(buf, len, kind, out);
+    const char *fault = parse(buf, len, kind, key, out);
     if (why)
         *why = fault;
     return fault ? SL_ECORRUPT : SL_OK;
@@ -151,11 +165,17 @@ int rec_peek_level(const void *buf, size_t len)
     return len >= REC_HEAD_BYTES ? ((const unsigned char *)buf)[REC_LEVEL] : -1;
 }
 
-void rec_set_attempt(void *buf, size_t len, uint32_t attempt)
+void rec_set_attempt(void *buf, size_t len, rec_key key, uint32_t attempt)
 {
     SL_ASSERT(len >= REC_HEAD_BYTES);
     put_le32((unsigned char *)buf + REC_ATTEMPT, attempt);
-    seal(buf, len);
+    seal(buf, len, key);
+}
+
+void rec_reseal(void *buf, size_t len, rec_key key)
+{
+    SL_ASSERT(len >= REC_HEAD_BYTES);
+    seal(buf, len, key);
 }
 
 size_t rec_tail_bytes(size_t reason_len)
@@ -164,7 +184,7 @@ size_t rec_tail_bytes(size_t reason_len)
 }
 
 size_t rec_bury(void *buf, size_t len, size_t cap, const char *reason, size_t reason_len,
-                uint64_t died_ns)
+                uint64_t died_ns, rec_key key)
 {
     SL_ASSERT(len >= REC_HEAD_BYTES && reason_len <= REC_MAX_REASON);
     SL_ASSERT(cap >= len && cap - len >= rec_tail_bytes(reason_len));
@@ -174,11 +194,11 @@ size_t rec_bury(void *buf, size_t len, size_t cap, const char *reason, size_t re
         memcpy(tail + 2, reason, reason_len);
     put_le64(tail + 2 + reason_len, died_ns);
     len += rec_tail_bytes(reason_len);
-    seal(buf, len);
+    seal(buf, len, key);
     return len;
 }
 
-size_t rec_revive(void *buf, size_t len, unsigned level)
+size_t rec_revive(void *buf, size_t len, unsigned level, rec_key key)
 {
     unsigned char *p = buf;
     SL_ASSERT(len >= REC_HEAD_BYTES && level < PROTO_MAX_LEVELS);
@@ -187,6 +207,6 @@ size_t rec_revive(void *buf, size_t len, unsigned level)
     p[REC_LEVEL] = (unsigned char)level;
     put_le32(p + REC_ATTEMPT, 0);
     put_le64(p + REC_EXPIRES_NS, 0);
-    seal(buf, live);
+    seal(buf, live, key);
     return live;
 }

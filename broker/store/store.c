@@ -34,14 +34,18 @@
  *     q.<L> or dead.<L> it is found in. Scans that only count peek at the
  *     level byte.
  *
- * Lifecycle: store_open creates the databases, checks the format and the
- * level count (refusing to drop a level that still holds messages) and
- * commits; the loop then runs passes, each ending in store_commit. Between
+ * Lifecycle: store_open locks the data directory and file (flocks on both,
+ * held until store_close: one process per store), checks every page of it before
+ * LMDB reads one (store_check.c: a damaged level is quarantined, other
+ * damage refused), creates the databases, checks the format (upgrading an
+ * older one, store_upgrade.c), every meta value's seal and the level count
+ * (refusing to drop a level that still holds messages) and commits; the loop then runs passes, each ending in store_commit. Between
  * passes the broker measures the space in use and grows the map as it
  * fills: store_map.c.
  *
- * Costs: a read is one lookup plus a CRC. The open-time check when levels
- * are dropped walks the whole delayed database.
+ * Costs: a read is one lookup plus a CRC. Open reads every page in use once
+ * (store_check.c) and every meta value; the check when levels are dropped
+ * walks the whole delayed database.
  */
 #include "store.h"
 
@@ -51,7 +55,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "rec.h"
@@ -99,16 +106,13 @@ int store_db_open_named(store *s, const char *name, MDB_dbi *dbi)
     return dbi_open(s, prefix, level, 1, dbi);
 }
 
+/* meta_get reads meta name, which must hold size bytes (SL_EINVAL, logged,
+ * otherwise). */
 static int meta_get(store *s, const char *name, size_t size, MDB_val *v)
 {
-    MDB_val k = {strlen(name), (void *)name};
-    int rc = mdb_get(s->txn, s->meta, &k, v);
-    if (rc == MDB_NOTFOUND)
-        return SL_ENOTFOUND;
-    if (rc != MDB_SUCCESS)
-        return store_fail(s, rc, "read meta %s", name);
-    if (v->mv_size == size)
-        return SL_OK;
+    int err = store_meta_read(s, name, strlen(name), v);
+    if (err != SL_OK || v->mv_size == size)
+        return err;
     log_error("store", "meta %s holds %zu bytes, expected %zu", name, v->mv_size, size);
     return SL_EINVAL;
 }
@@ -117,16 +121,56 @@ static int meta_get(store *s, const char *name, size_t size, MDB_val *v)
 static int meta_put(store *s, const char *name, uint64_t value, size_t size)
 {
     unsigned char b[8];
-    MDB_val k = {strlen(name), (void *)name}, v = {size, b};
     if (size == 4)
         put_le32(b, (uint32_t)value);
     else
         put_le64(b, value);
-    int err = store_txn_need(s);
-    return err != SL_OK ? err : store_mdb_put(s, s->meta, &k, &v, 0);
+    return store_meta_write(s, name, strlen(name), b, size);
 }
 
 /* ---- open and close ---- */
+
+/* lock_one takes an exclusive, non-blocking flock on path (a directory
+ * when flags has O_DIRECTORY; else made if missing), into *fd. SL_ESTATE
+ * (logged) when another process holds it, SL_EIO. */
+static int lock_one(const char *dir, const char *path, int flags, int *fd_out)
+{
+    int fd = open(path, flags | O_CLOEXEC, STORE_FILE_MODE);
+    if (fd < 0) {
+        log_error("store", "cannot open %s: %s", path, strerror(errno));
+        return SL_EIO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK) {
+            log_error("store", "another process is using %s (%s is locked): one broker per data directory", dir,
+                      path);
+            return SL_ESTATE;
+        }
+        log_error("store", "cannot lock %s: %s", path, strerror(e));
+        return SL_EIO;
+    }
+    *fd_out = fd;
+    return SL_OK;
+}
+
+/* store_lock takes exclusive flocks, kept until store_close, on the data
+ * directory itself and on its data file (made empty if missing: LMDB takes
+ * an empty file for a new one); the log's file takes its own
+ * (store_wal_file.c). LMDB runs with MDB_NOLOCK, so nothing else stops a
+ * second process from opening the same files; a lock on a file of its own
+ * (sluiced.lock) can be deleted away while the broker runs, and the next
+ * broker would lock a new file of that name. Neither the directory nor
+ * data.mdb can go without the store going with it. SL_ESTATE (logged) when
+ * another process holds one. */
+static int store_lock(store *s, const char *dir)
+{
+    char path[4200];
+    int err = lock_one(dir, dir, O_RDONLY | O_DIRECTORY, &s->dir_lock_fd);
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    return err == SL_OK ? lock_one(dir, path, O_RDWR | O_CREAT, &s->lock_fd) : err;
+}
 
 static int env_open(store *s, const store_cfg *cfg)
 {
@@ -171,15 +215,19 @@ static int levels_check(store *s, const char *dir, unsigned stored_levels)
     for (unsigned l = PROTO_MAX_LEVELS; l-- > s->levels && err == SL_OK;) {
         MDB_dbi dbi;
         uint64_t queued = 0, dead = 0;
-        err = dbi_open(s, "q", (int)l, 0, &dbi);
-        if (err == SL_OK)
-            err = store_entries(s, dbi, &queued);
-        if (err == SL_OK || err == SL_ENOTFOUND)
-            err = dbi_open(s, "dead", (int)l, 0, &dbi);
-        if (err == SL_OK)
-            err = store_entries(s, dbi, &dead);
-        if (err == SL_ENOTFOUND)
-            err = SL_OK;
+        if (store_level_quarantined(s, l)) { /* its trees are not read: whatever LMDB counted in them */
+            queued = s->quarantined_msgs[l];
+        } else {
+            err = dbi_open(s, "q", (int)l, 0, &dbi);
+            if (err == SL_OK)
+                err = store_entries(s, dbi, &queued);
+            if (err == SL_OK || err == SL_ENOTFOUND)
+                err = dbi_open(s, "dead", (int)l, 0, &dbi);
+            if (err == SL_OK)
+                err = store_entries(s, dbi, &dead);
+            if (err == SL_ENOTFOUND)
+                err = SL_OK;
+        }
         if (err == SL_OK && (queued || delayed[l])) {
             log_error("store", "data dir %s has %u levels with %s in level %u; start with --levels %u "
                       "or drain it first", dir, stored_levels > l ? stored_levels : l + 1,
@@ -192,12 +240,80 @@ static int levels_check(store *s, const char *dir, unsigned stored_levels)
     return err;
 }
 
+/* format_read reads meta "format" as it was written: 4 bytes, unsealed,
+ * before format 3; sealed since (store_meta.c). *format is 0 for a new
+ * store. Another format, or damage, is refused (logged). */
+static int format_read(store *s, const char *dir, unsigned *format)
+{
+    MDB_val k = {6, "format"}, v;
+    int rc = mdb_get(s->txn, s->meta, &k, &v);
+    *format = 0;
+    s->meta_sealed = 1;
+    if (rc == MDB_NOTFOUND)
+        return SL_OK;
+    if (rc != MDB_SUCCESS)
+        return store_fail(s, rc, "read meta format");
+    if (v.mv_size == 4) { /* formats 1 and 2: upgraded at open (store_upgrade.c) */
+        s->meta_sealed = 0;
+        *format = get_le32(v.mv_data);
+        if (*format >= 3 && *format <= STORE_FORMAT)
+            *format = UINT32_MAX; /* from format 3 on, "format" is sealed: this is damage, or foreign */
+    } else if (v.mv_size == 4 + STORE_META_SEAL && store_meta_open(s, &k, &v) == SL_OK) {
+        *format = get_le32(v.mv_data);
+        if (*format < 3)
+            *format = UINT32_MAX;
+    } else {
+        log_error("store", "data dir %s: meta \"format\" is damaged (%zu bytes); rebuild the store with "
+                  "`sluice salvage --data %s --to NEWDIR`", dir, v.mv_size, dir);
+        return SL_ECORRUPT;
+    }
+    if (*format >= 1 && *format <= STORE_FORMAT)
+        return SL_OK;
+    if (*format == UINT32_MAX)
+        log_error("store", "data dir %s: meta \"format\" names no format this build knows (it reads formats 1 to %d)",
+                  dir, STORE_FORMAT);
+    else
+        log_error("store", "data dir %s holds store format %u; this build reads formats 1 to %d", dir, *format,
+                  STORE_FORMAT);
+    return SL_EINVAL;
+}
+
+/* level_open opens q.<l> and dead.<l> and reads what they hold into *li;
+ * a quarantined level's trees are opened (LMDB reads only their records in
+ * the main tree) but never read (store_check.c). */
+static int level_open(store *s, unsigned l, store_level_info *li)
+{
+    int err = dbi_open(s, "q", (int)l, 1, &s->q[l]);
+    if (err == SL_OK)
+        err = dbi_open(s, "dead", (int)l, 1, &s->dead[l]);
+    if (err != SL_OK || store_level_quarantined(s, l)) {
+        s->last_key[l] = s->committed_key[l] = STORE_KEY_MID;
+        return err;
+    }
+    err = store_anchor_put(s, s->q[l]);
+    if (err == SL_OK)
+        err = store_entries(s, s->q[l], &li->count);
+    if (err == SL_OK)
+        li->count -= store_skip_count(s, l); /* records set aside in place (store_skip.c) */
+    if (err == SL_OK)
+        err = store_entries(s, s->dead[l], &li->dead);
+    if (err == SL_OK && li->count > 0)
+        err = store_edge_key(s, l, MDB_FIRST, &li->first_key);
+    if (err == SL_OK && li->count > 0)
+        err = store_edge_key(s, l, MDB_LAST, &li->last_key);
+    if (err == SL_ENOTFOUND) /* only skipped records at an edge */
+        err = SL_OK;
+    s->last_key[l] = li->count > 0 ? li->last_key : STORE_KEY_MID;
+    s->committed_key[l] = s->last_key[l];
+    return err;
+}
+
 /* schema_open checks the format and level count in meta, then opens (and
  * creates) the databases and reads each level's state. */
 static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_level_info *info)
 {
     MDB_val v;
-    unsigned stored_levels = 0;
+    unsigned stored_levels = 0, format = 0;
     int err = dbi_open(s, "meta", -1, 1, &s->meta);
     if (err == SL_OK)
         err = dbi_open(s, "delayed", -1, 1, &s->delayed);
@@ -208,20 +324,15 @@ static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_leve
     if (err == SL_OK)
         err = dbi_open(s, "ttl", -1, 1, &s->ttl);
     if (err == SL_OK)
-        err = meta_get(s, "format", 4, &v);
-    if (err == SL_ENOTFOUND) {
-        err = meta_put(s, "format", STORE_FORMAT, 4);
-    } else if (err == SL_OK && get_le32(v.mv_data) == 1) { /* format 2 adds the anchors, below */
-        log_info("store", "data dir %s: store format 1 becomes %d (an anchor key in each queue)", dir,
-                 STORE_FORMAT);
-        err = meta_put(s, "format", STORE_FORMAT, 4);
-    } else if (err == SL_OK && get_le32(v.mv_data) != STORE_FORMAT) {
-        log_error("store", "data dir %s holds store format %" PRIu32 "; this build reads formats 1 and %d",
-                  dir, get_le32(v.mv_data), STORE_FORMAT);
-        err = SL_EINVAL;
-    }
+        err = format_read(s, dir, &format);
     if (err == SL_OK) /* a crash's confirmed batches, before anything is read */
         err = store_wal_open(s, dir, wal_bytes);
+    if (err == SL_OK && format != STORE_FORMAT) /* a new store, or an older format */
+        err = store_upgrade(s, dir, format);
+    if (err == SL_OK) /* every meta value's seal, before any is believed */
+        err = store_check_meta(s, dir);
+    if (err == SL_OK)
+        err = store_skip_load(s);
     if (err == SL_OK && (err = meta_get(s, "levels", 4, &v)) == SL_OK)
         stored_levels = get_le32(v.mv_data);
     if (err == SL_OK || err == SL_ENOTFOUND)
@@ -236,21 +347,7 @@ static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_leve
 
     for (unsigned l = 0; l < s->levels && err == SL_OK; l++) {
         store_level_info li = {0};
-        err = dbi_open(s, "q", (int)l, 1, &s->q[l]);
-        if (err == SL_OK)
-            err = store_anchor_put(s, s->q[l]);
-        if (err == SL_OK)
-            err = dbi_open(s, "dead", (int)l, 1, &s->dead[l]);
-        if (err == SL_OK)
-            err = store_entries(s, s->q[l], &li.count);
-        if (err == SL_OK)
-            err = store_entries(s, s->dead[l], &li.dead);
-        if (err == SL_OK && li.count > 0)
-            err = store_edge_key(s, l, MDB_FIRST, &li.first_key);
-        if (err == SL_OK && li.count > 0)
-            err = store_edge_key(s, l, MDB_LAST, &li.last_key);
-        s->last_key[l] = li.count > 0 ? li.last_key : STORE_KEY_MID;
-        s->committed_key[l] = s->last_key[l];
+        err = level_open(s, l, &li);
         if (info)
             info[l] = li;
     }
@@ -272,12 +369,20 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info)
         goto done;
     s->levels = cfg->levels;
     s->checkpoint_ns = cfg->checkpoint_ns;
+    s->lock_fd = s->dir_lock_fd = -1;
+    err = SL_ENOMEM;
+    if (!(s->dir = strdup(cfg->dir)))
+        goto done;
     err = SL_EIO;
     if (mkdir(cfg->dir, STORE_DIR_MODE) != 0 && errno != EEXIST) {
         log_error("store", "cannot create data dir %s: %s", cfg->dir, strerror(errno));
         goto done;
     }
-    err = env_open(s, cfg);
+    err = store_lock(s, cfg->dir);
+    if (err == SL_OK) /* every page checked before LMDB reads one (store_check.c) */
+        err = store_check(s, cfg->dir);
+    if (err == SL_OK)
+        err = env_open(s, cfg);
     if (err == SL_OK)
         err = store_txn_need(s);
     if (err == SL_OK)
@@ -289,8 +394,9 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info)
             err = store_commit(s); /* meta "wal" names the new file */
     }
     if (err == SL_OK)
-        log_info("store", "opened %s: format %d, %u levels, map %" PRIu64 " MiB, next id %" PRIu64,
-                 cfg->dir, STORE_FORMAT, s->levels, store_map_bytes(s) >> 20, s->next_id);
+        log_info("store", "opened %s: format %d, %u levels%s, map %" PRIu64 " MiB, next id %" PRIu64,
+                 cfg->dir, STORE_FORMAT, s->levels, s->quarantined ? " (some quarantined: see above)" : "",
+                 store_map_bytes(s) >> 20, s->next_id);
 done:
     if (err != SL_OK)
         store_close(&s);
@@ -312,6 +418,12 @@ void store_close(store **sp)
     store_wal_close(s);
     if (s->env)
         mdb_env_close(s->env);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* (after LMDB's own descriptors: the locks outlive every write) */
+    if (s->dir_lock_fd >= 0)
+        close(s->dir_lock_fd);
+    store_skip_free(s);
+    free(s->dir);
     free(s->scratch);
     free(s->gone);
     free(s);

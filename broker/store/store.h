@@ -11,7 +11,8 @@
  *   delayed    messages waiting for a due time, keyed by (big-endian u64 due
  *              wall-clock ns, big-endian u64 message id).
  *   meta       "format" (u32 STORE_FORMAT), "levels" (u32 level count),
- *              "next_id" (u64).
+ *              "next_id" (u64), the log's place, settings, tag names, the
+ *              keys set aside ("skip/"); every value sealed (store_meta.c).
  *
  * q.<L> and delayed also hold an anchor, a one-byte key that is never
  * deleted, so that emptying them does not cost a page per message
@@ -32,9 +33,10 @@
  * until the next call into the store (any may write: store_txn_level deletes
  * acknowledged records first, store_gone.c): copy what you keep.
  *
- * Every record value starts with a CRC32C of the rest of the record; reads
- * verify it, and the record's lengths, and return SL_ECORRUPT on mismatch.
- * rec.h defines the record's bytes.
+ * Every record value starts with a CRC32C of its key and the rest of the
+ * record; reads verify it, and the record's lengths, and return SL_ECORRUPT
+ * on mismatch. rec.h defines the record's bytes. Meta values end with a
+ * CRC32C of their key and bytes (store_meta.c).
  *
  * Errors: functions return sl_err codes. A failing mdb_* call is logged once
  * in the store, with its LMDB message, and mapped: MDB_MAP_FULL -> SL_ENOSPC,
@@ -43,11 +45,14 @@
  * returns the error (store_failed reports it), and the caller must not
  * confirm anything from that pass.
  *
- * The module's files: store.c (the environment, open, the pass, space),
- * store_msg.c (messages, delayed ones included), store_dead.c (what is done
- * with dead letters: walk, requeue, delete), store_meta.c (settings
- * blobs, lookups, level sizes), store_idem.c (idempotency keys), store_ttl.c
- * (the expiry index); store_int.h is what they share, for them only.
+ * The module's files: store.c (the environment, open, the lock),
+ * store_io.c (the pass, the wrappers), store_msg.c (messages, delayed ones
+ * included), store_dead.c (what is done with dead letters: walk, requeue,
+ * delete), store_meta.c (sealed meta values, settings blobs, lookups, level
+ * sizes), store_idem.c (idempotency keys), store_ttl.c (the expiry index),
+ * store_check.c, store_pages.c, store_skip.c, store_corrupt.c (damage),
+ * store_upgrade.c (older formats), store_salvage*.c (salvage); store_int.h
+ * is what they share, for them only.
  *
  * Callers: queue.c is the only caller of the message operations (messages,
  * delayed, idempotency keys, the expiry index, level sizes). Others may use
@@ -64,8 +69,10 @@
 #include "proto.h"
 #include "rec.h"
 
-/* Change the record layout (rec.c) or the key layout: bump STORE_FORMAT. */
-#define STORE_FORMAT 2 /* 2: an anchor key in q.<L> and delayed (store_int.h); 1 is upgraded at open */
+/* Change the record layout (rec.c), the key layout or meta's: bump
+ * STORE_FORMAT, and upgrade older stores at open (store_upgrade.c). */
+#define STORE_FORMAT 3 /* 3: checksums cover keys, meta values sealed; 2: an anchor key in q.<L> and delayed
+                        * (store_int.h); 1 and 2 are upgraded at open */
 
 #define STORE_KEY_MID (UINT64_C(1) << 63)
 
@@ -104,6 +111,44 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info);
 /* store_close aborts any open transaction, closes the environment and NULLs
  * *s. Accepts NULL. */
 void store_close(store **s);
+
+/* ---- damage (store_check.c, store_skip.c, store_salvage.c) ----
+ *
+ * store_open checks every page of the data file before LMDB reads it and
+ * refuses (SL_ECORRUPT, logged) damage it cannot confine, and quarantines
+ * a level whose trees (q.<L>, dead.<L>) fail: every operation on that
+ * level then returns SL_ECORRUPT without touching them. The store holds
+ * exclusive flocks on its directory and its data file while open
+ * (SL_ESTATE when another process holds one). */
+
+/* store_level_quarantined tells whether level's trees failed their checks
+ * at open; store_quarantined_msgs how many messages (queued and dead) LMDB
+ * counted in them then (0 for a level that is not quarantined). */
+int store_level_quarantined(const store *s, unsigned level);
+uint64_t store_quarantined_msgs(const store *s, unsigned level);
+
+/* What salvage did (store_salvage). */
+typedef struct store_salvage_report {
+    uint64_t pages, pages_carved;             /* pages of the data file; read node by node */
+    uint64_t trees_bad;                       /* trees that failed a check (read up to the fault) */
+    uint64_t records, records_bad, dupes;     /* records copied; failing their check; seen twice */
+    uint64_t meta, meta_bad;                  /* meta values copied; dropped */
+    uint64_t log_records, log_entries;        /* log records replayed, and their entries */
+    unsigned levels;                          /* the new store's */
+    uint64_t next_id;
+    uint64_t per_level[PROTO_MAX_LEVELS];     /* messages per level (queued, dead and delayed) */
+} store_salvage_report;
+
+/* store_salvage reads the data file and the log of the stopped broker's
+ * dir without LMDB, every page checked (store_pages.c), and copies every
+ * record whose checksum holds (and every meta value whose seal holds) into
+ * a new store in to (which must not hold one), then replays the log's
+ * records on top. Damaged trees are read node by node. Each step is logged
+ * (log.h), and *r says what it did. Returns SL_OK, SL_EINVAL (to holds a
+ * store, or dir none), SL_ESTATE (a broker holds dir), SL_ECORRUPT (the
+ * data file's meta pages are not LMDB's: nothing to read), SL_EIO,
+ * SL_ENOMEM. */
+int store_salvage(const char *dir, const char *to, uint64_t map_bytes, store_salvage_report *r);
 
 /* store_commit commits the open write transaction, if any, durably (an LMDB
  * commit: with the log, a checkpoint). Returns SL_OK (also when nothing was
@@ -281,11 +326,12 @@ int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt);
  * (a short text) and died_ns. */
 int store_bury(store *s, unsigned level, uint64_t key, const char *reason, uint64_t died_ns);
 
-/* store_quarantine moves the record at key in level, which failed its
- * check, out of q.<level> into dead.<level> under a new id (*id_out), tag
- * "corrupt", its raw bytes as the body, reason "corrupt: ..." and died_ns
- * (store_corrupt.c). Returns SL_OK, SL_ENOTFOUND, SL_ENOMEM or an LMDB
- * failure. */
+/* store_quarantine sets the record at key in level, which failed its
+ * check, aside: it stays in q.<level>, never deleted, and every read steps
+ * over it (store_skip.c); a copy goes to dead.<level> under a new id
+ * (*id_out), tag "corrupt", its raw bytes as the body, reason "corrupt:
+ * ..." and died_ns (store_corrupt.c). Returns SL_OK, SL_ENOTFOUND (absent,
+ * or set aside already), SL_ENOMEM or an LMDB failure. */
 int store_quarantine(store *s, unsigned level, uint64_t key, uint64_t died_ns, uint64_t *id_out);
 
 /* store_dead_get reads the dead letter with message id in dead.<level>,
@@ -299,7 +345,9 @@ uint64_t store_dead_count(store *s, unsigned level);
 
 /* store_dead_next reads the dead letter of level with the smallest id above
  * after: *id and *out (reason and died_ns included; pointers valid until the
- * next write). SL_ENOTFOUND when there is none. O(log n). */
+ * next write). A dead letter that fails its check is logged and stepped
+ * over, left in place (up to 64 in a row; past them SL_ECORRUPT).
+ * SL_ENOTFOUND when there is none. O(log n). */
 int store_dead_next(store *s, unsigned level, uint64_t after, uint64_t *id, store_rec *out);
 
 /* store_dead_requeue moves dead letter id of dead.<level> to the tail of
@@ -344,6 +392,16 @@ int store_delayed_first(store *s, uint64_t *due_ns);
  * when the level is empty): its new order key is *key_out and its level
  * *level_out. SL_ENOTFOUND when nothing is due. */
 int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *key_out);
+
+/* store_delayed_set_aside sets the earliest due delayed record, which
+ * store_delayed_pop found failing its check (SL_ECORRUPT), aside: it stays
+ * in delayed, skipped from now on (store_skip.c), and a copy of its bytes
+ * becomes dead letter *id_out of level *dead_level (the level its bytes
+ * name, or the first that is not quarantined). *counted is the level
+ * store_delayed_counts counted it in (its level byte; PROTO_MAX_LEVELS or
+ * more: none). SL_ENOTFOUND when nothing is due (or every level is
+ * quarantined), or a write's error. */
+int store_delayed_set_aside(store *s, uint64_t now_ns, unsigned *counted, unsigned *dead_level, uint64_t *id_out);
 
 /* store_delayed_counts returns the number of delayed records per level into
  * counts[0..levels). O(delayed); called once at open. */

@@ -19,7 +19,8 @@
  *     once (past every cursor) and waits for the commit like any append
  *     (store_key_committed).
  *   - Reads check the record (store_decode): a corrupt dead letter is
- *     reported, never moved.
+ *     reported, never moved or deleted; a walk (store_dead_next) steps over
+ *     it, so listing, requeueing, purging and retention go on past it.
  *
  * Costs: store_dead_next is one cursor seek plus a CRC over the record;
  * store_dead_requeue copies the record to the scratch buffer, deletes it and
@@ -35,6 +36,10 @@
 #include "rec.h"
 #include "store_int.h"
 
+/* Dead letters failing their check one walk steps over at most, logging
+ * each; past them it answers SL_ECORRUPT. */
+#define DEAD_SKIP 64
+
 int store_dead_next(store *s, unsigned level, uint64_t after, uint64_t *id, store_rec *out)
 {
     unsigned char kb[8];
@@ -45,11 +50,19 @@ int store_dead_next(store *s, unsigned level, uint64_t after, uint64_t *id, stor
     if (after == UINT64_MAX)
         return SL_ENOTFOUND;
     key_u64(&k, kb, after + 1);
-    err = store_cursor_at(s, s->dead[level], MDB_SET_RANGE, &k, &v, NULL);
-    if (err != SL_OK)
-        return err;
-    *id = get_be64(k.mv_data);
-    return store_decode(s, s->dead[level], &v, *id, out);
+    MDB_cursor *cur = NULL;
+    err = store_cursor_at(s, s->dead[level], MDB_SET_RANGE, &k, &v, &cur);
+    for (unsigned n = 0; err == SL_OK; n++) {
+        *id = get_be64(k.mv_data);
+        if ((err = store_decode(s, s->dead[level], &k, &v, out)) != SL_ECORRUPT || n == DEAD_SKIP)
+            break;
+        /* failed its check (logged): stepped over, left in place, so the walk goes on */
+        int rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        err = rc == MDB_SUCCESS ? SL_OK : rc == MDB_NOTFOUND ? SL_ENOTFOUND : store_fail(s, rc, "step dead.%u", level);
+    }
+    if (cur)
+        mdb_cursor_close(cur);
+    return err;
 }
 
 int store_dead_requeue(store *s, unsigned level, uint64_t id, unsigned to_level, uint64_t *key)
@@ -70,8 +83,8 @@ int store_dead_requeue(store *s, unsigned level, uint64_t id, unsigned to_level,
     int fair = (s->fair_mask >> to_level) & 1; /* a tag-led key, at its tag's tail (store_tag.c) */
     if (fair && (err = store_tag_key(s, to_level, &rec, 0, &next)) != SL_OK)
         return err;
-    copy.mv_size = rec_revive(copy.mv_data, copy.mv_size, to_level);
     key_u64(&k, kb, next);
+    copy.mv_size = rec_revive(copy.mv_data, copy.mv_size, to_level, store_rec_key(&k));
     err = store_mdb_put(s, s->q[to_level], &k, &copy, fair ? MDB_NOOVERWRITE : MDB_APPEND);
     if (err != SL_OK)
         return err;

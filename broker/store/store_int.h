@@ -3,13 +3,16 @@
  * layout and the helpers around every mdb_* call.
  *
  * The store module is store.h and the files behind it: store.c (the
- * environment, open, the pass's transaction and the mdb wrappers below),
- * store_msg.c (messages in q.<L>, dead.<L> and delayed), store_dead.c
- * (walking, requeueing and deleting dead letters), store_meta.c
- * (settings blobs, explain's lookups, level sizes), store_idem.c
- * (idempotency keys) and store_ttl.c (the time-to-live index). Only those
- * files include this header: struct store and lmdb.h stay out of sight of
- * the rest of the broker.
+ * environment, open, the lock), store_io.c (the pass's transaction and the
+ * mdb wrappers below), store_msg.c (messages in q.<L>, dead.<L> and
+ * delayed), store_dead.c (walking, requeueing and deleting dead letters),
+ * store_meta.c (sealed meta values, settings blobs, explain's lookups,
+ * level sizes), store_idem.c (idempotency keys), store_ttl.c (the
+ * time-to-live index), store_check.c, store_pages.c, store_skip.c and
+ * store_corrupt.c (damage), store_upgrade.c (older formats), store_salvage*.c
+ * (salvage), and the log's and writer's files. Only those files include this
+ * header: struct store and lmdb.h stay out of sight of the rest of the
+ * broker.
  *
  * The store_* helpers below return an sl_err. Those that call LMDB log a
  * failure once, through store_fail, and leave the transaction poisoned.
@@ -90,6 +93,16 @@ struct store {
     uint64_t sealed_head_hi[PROTO_MAX_LEVELS]; /* head keys that record carries */
     unsigned char sealed_head_open[PROTO_MAX_LEVELS];
     uint64_t sealed_next_id;              /* next_id that record carries */
+    int meta_sealed;                      /* meta values carry their CRC (STORE_FORMAT 3): store_meta.c */
+    uint32_t quarantined;                 /* levels whose trees failed their checks (store_check.c) */
+    uint64_t quarantined_msgs[PROTO_MAX_LEVELS]; /* what LMDB counted in them as they were set aside */
+    uint64_t quarantined_delayed[PROTO_MAX_LEVELS]; /* their delayed messages (store_delayed_counts) */
+    uint64_t skip_hint[PROTO_MAX_LEVELS]; /* keys skipped per level, a hint (store_skip.c) */
+    struct store_skip *skip;              /* the skipped keys, a superset of meta's "skip/" */
+    int lock_fd;                          /* data.mdb, flocked for as long as the store is open */
+    int dir_lock_fd;                      /* the data directory, flocked likewise */
+    int damage_seen;                      /* an LMDB call failed on a damaged page: store_recheck at the commit */
+    char *dir;                            /* the data directory */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */
     uint64_t held_bytes;                  /* of those, freed by the last commit: reusable after the next */
@@ -187,15 +200,103 @@ void store_gone_drop(store *s);
 
 /* ---- store.c: records ---- */
 
-/* store_decode checks a record value read from dbi and points out into it; a
- * rejected record is logged and gives SL_ECORRUPT. key is the order key, or
- * the message id for dead and delayed records. */
-int store_decode(store *s, MDB_dbi dbi, const MDB_val *v, uint64_t key, store_rec *out);
+/* store_rec_key is the record key (rec.h) of LMDB key k. */
+static inline rec_key store_rec_key(const MDB_val *k)
+{
+    return (rec_key){k->mv_data, k->mv_size};
+}
+
+/* store_decode checks a record value v read from dbi under key k (whose
+ * bytes its checksum covers) and points out into it; a rejected record is
+ * logged and gives SL_ECORRUPT. */
+int store_decode(store *s, MDB_dbi dbi, const MDB_val *k, const MDB_val *v, store_rec *out);
 
 /* store_scratch_copy copies v to the scratch buffer, leaving extra bytes of
  * room after it, and points *copy at the copy, valid until the next copy.
  * SL_ENOMEM (logged) when the buffer cannot grow. */
 int store_scratch_copy(store *s, const MDB_val *v, size_t extra, MDB_val *copy);
+
+/* ---- store_meta.c: sealed meta values ---- */
+
+#define STORE_META_SEAL 4 /* a meta value's CRC-32C of its key and bytes, after them */
+
+/* store_meta_read reads meta key[0..key_len) into *v, its seal checked and
+ * left out. SL_ENOTFOUND when absent, SL_ECORRUPT (logged) when its seal
+ * fails, or store_fail's. */
+int store_meta_read(store *s, const void *key, size_t key_len, MDB_val *v);
+
+/* store_meta_write puts val[0..len), sealed, under meta key[0..key_len) in
+ * the open transaction (through store_mdb_put: logged). val must not point
+ * into the map. */
+int store_meta_write(store *s, const void *key, size_t key_len, const void *val, size_t len);
+
+/* store_meta_open checks the seal of meta value *v found under *k and takes
+ * it off *v: SL_OK, or SL_ECORRUPT (logged). */
+int store_meta_open(store *s, const MDB_val *k, MDB_val *v);
+
+/* store_meta_key_text writes meta key[0..len) printably into buf (cap
+ * bytes; bytes outside printable ASCII as \xHH), for log lines. */
+void store_meta_key_text(const void *key, size_t len, char *buf, size_t cap);
+
+/* ---- store_check.c, store_upgrade.c: at open ---- */
+
+/* store_check walks every tree of dir's data file before LMDB opens it
+ * (store_pages.c): a damaged q.<L> or dead.<L> quarantines level L
+ * (s->quarantined, logged once), damage anywhere else is refused. SL_OK,
+ * SL_ECORRUPT (logged, naming the page and `sluice salvage`), SL_ENOMEM. */
+int store_check(store *s, const char *dir);
+
+/* store_recheck walks the data file again after an LMDB call failed on a
+ * damaged page while the broker ran (damage_seen): SL_ECORRUPT when a level
+ * not quarantined before now is (logged; the batch is refused and the
+ * broker goes on), SL_EIO when the damage is elsewhere or not found
+ * (logged: the broker stops). */
+int store_recheck(store *s);
+
+/* store_check_meta checks every meta value's seal (a store of format 3):
+ * SL_OK, or SL_ECORRUPT (logged as store_check's). */
+int store_check_meta(store *s, const char *dir);
+
+/* store_upgrade brings a store of format `from` (0: new) to STORE_FORMAT in
+ * the open transaction: records sealed for their keys, meta values sealed,
+ * "format" written. Logged. */
+int store_upgrade(store *s, const char *dir, unsigned from);
+
+/* ---- store_corrupt.c ---- */
+
+/* store_set_aside writes a dead letter of level holding raw_val's bytes
+ * (tag "corrupt", reason, died_ns) under a new id (*id_out): the copy of a
+ * record that failed its check. */
+int store_set_aside(store *s, unsigned level, const MDB_val *raw_val, const char *reason, uint64_t died_ns,
+                    uint64_t *id_out);
+
+/* ---- store_skip.c: records set aside in place ---- */
+
+/* store_skip_load reads meta's skipped keys at open; store_skip_free frees
+ * them (store_close). */
+int store_skip_load(store *s);
+void store_skip_free(store *s);
+
+/* store_skip_add notes key of level as set aside, its copy dead letter
+ * dead_id, in the open transaction. */
+int store_skip_add(store *s, unsigned level, uint64_t key, uint64_t dead_id);
+
+/* store_skipped tells whether key of level is set aside. */
+int store_skipped(store *s, unsigned level, uint64_t key);
+
+/* store_skip_past steps cursor cur (on q.<level>, at *k and *v) past keys
+ * set aside: SL_OK on a key that is not, SL_ENOTFOUND at the end, or
+ * store_fail's. */
+int store_skip_past(store *s, unsigned level, MDB_cursor *cur, MDB_val *k, MDB_val *v);
+
+/* store_skip_count returns the keys of level set aside and still in q.<L>. */
+uint64_t store_skip_count(store *s, unsigned level);
+
+/* store_skip_add_delayed notes the delayed record filed under (due, id) as
+ * set aside, its copy dead letter dead_id; store_skipped_delayed tells
+ * whether the delayed key k is. */
+int store_skip_add_delayed(store *s, uint64_t due, uint64_t id, uint64_t dead_id);
+int store_skipped_delayed(store *s, const MDB_val *k);
 
 /* ---- store.c: mdb wrappers; the transaction must be open ---- */
 

@@ -10,8 +10,13 @@
  * snapshot.
  *
  * Records: every record read for use goes through store_decode, which
- * checks its CRC-32C and lengths (rec_decode) and that its level byte
- * matches the q.<L> or dead.<L> it was found in.
+ * checks its CRC-32C (over its key and bytes) and lengths (rec_decode) and
+ * that its level byte matches the q.<L> or dead.<L> it was found in.
+ *
+ * Levels: every operation on a level's trees comes through store_txn_level
+ * or store_txn_lazy, which refuse a quarantined level (SL_ECORRUPT): its
+ * trees failed their checks (store_check.c) and are never read again. An
+ * LMDB failure on a damaged page is noted for store_recheck.
  *
  * The anchor: a key below every record key of a queue database, written
  * once, keeps an emptied queue from giving back (and then taking again) a
@@ -60,6 +65,7 @@ int store_fail(store *s, int rc, const char *fmt, ...)
         log_error("store", "cannot %s while a commit is in progress: %s", what, mdb_strerror(rc));
         return rc == EACCES ? SL_ESTATE : err_from_mdb(rc);
     }
+    s->damage_seen |= rc == MDB_PAGE_NOTFOUND || rc == MDB_CORRUPTED; /* which tree: store_recheck */
     int nospace = err_from_mdb(rc) == SL_ENOSPC;
     if (nospace && s->nospace_logged)
         ; /* once until a commit succeeds: the loop counts the refusals in a rate-limited line */
@@ -91,7 +97,11 @@ int store_txn_need(store *s)
 
 int store_txn_lazy(store *s, unsigned level)
 {
-    return level < s->levels ? store_txn_need(s) : SL_EINVAL;
+    if (level >= s->levels)
+        return SL_EINVAL;
+    if ((s->quarantined >> level) & 1)
+        return SL_ECORRUPT; /* its trees failed their checks: never read (store_check.c) */
+    return store_txn_need(s);
 }
 
 int store_txn_level(store *s, unsigned level)
@@ -102,18 +112,20 @@ int store_txn_level(store *s, unsigned level)
 
 /* ---- records ---- */
 
-int store_decode(store *s, MDB_dbi dbi, const MDB_val *v, uint64_t key, store_rec *out)
+int store_decode(store *s, MDB_dbi dbi, const MDB_val *k, const MDB_val *v, store_rec *out)
 {
     const store_db *db = &s->db[dbi];
     const char *why;
-    int err = rec_decode(v->mv_data, v->mv_size, db->dead ? REC_DEAD : REC_LIVE, out, &why);
+    int err = rec_decode(v->mv_data, v->mv_size, db->dead ? REC_DEAD : REC_LIVE, store_rec_key(k), out, &why);
     if (err == SL_OK && db->level >= 0 && out->level != db->level) {
         why = "level field does not match the database";
         err = SL_ECORRUPT;
     }
-    if (err != SL_OK)
+    if (err != SL_OK) {
+        uint64_t key = k->mv_size == 8 ? get_be64(k->mv_data) : k->mv_size == 16 ? get_be64((const unsigned char *)k->mv_data + 8) : 0;
         log_error("store", "corrupt record in %s, %s %" PRIu64 ": %s", db->name,
                   db->level >= 0 && !db->dead ? "key" : "id", key, why);
+    }
     return err;
 }
 
@@ -144,7 +156,7 @@ int store_mdb_get(store *s, MDB_dbi dbi, uint64_t key, store_rec *out, MDB_val *
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "read %s key %" PRIu64, s->db[dbi].name, key);
     int err = copy ? store_scratch_copy(s, &v, extra, copy) : SL_OK;
-    return err != SL_OK ? err : store_decode(s, dbi, copy ? copy : &v, key, out);
+    return err != SL_OK ? err : store_decode(s, dbi, &k, copy ? copy : &v, out);
 }
 
 int store_mdb_put(store *s, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
@@ -256,7 +268,7 @@ int store_delayed_scan(store *s, uint64_t counts[PROTO_MAX_LEVELS])
     int rc;
     do {
         int level = rec_peek_level(v.mv_data, v.mv_size);
-        if (level >= 0 && level < PROTO_MAX_LEVELS)
+        if (level >= 0 && level < PROTO_MAX_LEVELS && !store_skipped_delayed(s, &k))
             counts[level]++;
     } while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS);
     mdb_cursor_close(cur);

@@ -3,29 +3,107 @@
  * settings blobs in meta (settings.c decides their bytes), and the read-only
  * lookups behind explain and the level limits.
  *
- * meta holds the store's own keys ("format", "levels", "next_id", store.c)
- * and the settings ("level/NN", "pool/NAME", "sink"). Puts run in the pass's
+ * meta holds the store's own keys ("format", "levels", "next_id", "wal",
+ * "ckpt", store.c and the log; "tagid/", "tagname/", "tag_next",
+ * store_tag.c; "skip/", store_skip.c) and the settings ("level/NN",
+ * "pool/NAME", "sink", "tagrule/", "tagpause/"). Puts run in the pass's
  * write transaction, so a setting commits with the pass that changed it.
  *
- * Costs: store_meta_put is one B-tree insert; store_meta_scan O(matching
- * keys); store_find O(position) and store_delayed_find O(delayed), for
- * explain only; store_level_bytes O(1) (LMDB's page counts).
+ * Every meta value is sealed (STORE_FORMAT 3): its bytes are followed by a
+ * CRC-32C of the key and the value, so a damaged next id, log position or
+ * setting is found instead of believed. Every read and write of meta goes
+ * through store_meta_read, store_meta_write and store_meta_scan, which add
+ * and check the seal; a store of format 2 or older (no seals) is read
+ * without them until its upgrade at open seals every value
+ * (store_upgrade.c).
+ *
+ * Costs: store_meta_put is one B-tree insert and a CRC of the value;
+ * store_meta_scan O(matching keys); store_find O(position) and
+ * store_delayed_find O(delayed), for explain only; store_level_bytes O(1)
+ * (LMDB's page counts).
  */
 #include "store.h"
 
 #include <inttypes.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "log.h"
 #include "rec.h"
 #include "store_int.h"
 
+/* ---- sealed meta values ---- */
+
+static uint32_t meta_sum(const MDB_val *k, const void *val, size_t len)
+{
+    return crc32c_extend(crc32c_value(k->mv_data, k->mv_size), val, len);
+}
+
+void store_meta_key_text(const void *key, size_t len, char *buf, size_t cap)
+{
+    const unsigned char *p = key;
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 5 < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\' ? "%c" : "\\x%02x", p[i]);
+    buf[n < cap ? n : cap - 1] = '\0';
+}
+
+int store_meta_open(store *s, const MDB_val *k, MDB_val *v)
+{
+    if (!s->meta_sealed)
+        return SL_OK;
+    if (v->mv_size >= STORE_META_SEAL &&
+        get_le32((const unsigned char *)v->mv_data + v->mv_size - STORE_META_SEAL) ==
+            meta_sum(k, v->mv_data, v->mv_size - STORE_META_SEAL)) {
+        v->mv_size -= STORE_META_SEAL;
+        return SL_OK;
+    }
+    char name[96];
+    store_meta_key_text(k->mv_data, k->mv_size, name, sizeof name);
+    log_error("store", "meta record \"%s\" failed its check (%zu bytes): it was damaged on disk", name, v->mv_size);
+    return SL_ECORRUPT;
+}
+
+int store_meta_read(store *s, const void *key, size_t key_len, MDB_val *v)
+{
+    MDB_val k = {key_len, (void *)key};
+    int err = store_txn_need(s);
+    if (err != SL_OK)
+        return err;
+    int rc = mdb_get(s->txn, s->meta, &k, v);
+    if (rc == MDB_NOTFOUND)
+        return SL_ENOTFOUND;
+    if (rc != MDB_SUCCESS) {
+        char name[96];
+        store_meta_key_text(key, key_len, name, sizeof name);
+        return store_fail(s, rc, "read meta %s", name);
+    }
+    return store_meta_open(s, &k, v);
+}
+
+int store_meta_write(store *s, const void *key, size_t key_len, const void *val, size_t len)
+{
+    MDB_val k = {key_len, (void *)key}, v = {len + (s->meta_sealed ? STORE_META_SEAL : 0), NULL};
+    int err = store_txn_need(s);
+    if (err == SL_OK)
+        err = store_mdb_put(s, s->meta, &k, &v, MDB_RESERVE);
+    if (err != SL_OK)
+        return err;
+    unsigned char *p = v.mv_data;
+    if (len)
+        memmove(p, val, len);
+    if (s->meta_sealed)
+        put_le32(p + len, meta_sum(&k, p, len));
+    return SL_OK;
+}
+
+/* ---- settings ---- */
+
 int store_meta_put(store *s, const char *key, const void *val, size_t len)
 {
-    MDB_val k = {strlen(key), (void *)key}, v = {len, (void *)val};
-    int err = store_txn_need(s);
-    return err != SL_OK ? err : store_mdb_put(s, s->meta, &k, &v, 0);
+    return store_meta_write(s, key, strlen(key), val, len);
 }
 
 int store_meta_del(store *s, const char *key)
@@ -55,9 +133,15 @@ int store_meta_scan(store *s, const char *prefix, store_meta_fn fn, void *ctx)
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
             break;
+        if (store_meta_open(s, &k, &v) != SL_OK) {
+            err = SL_ECORRUPT; /* (logged) every meta value was checked at open: damage since */
+            break;
+        }
         fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size);
     }
     mdb_cursor_close(cur);
+    if (err != SL_OK)
+        return err;
     return rc == MDB_SUCCESS || rc == MDB_NOTFOUND ? SL_OK : store_fail(s, rc, "scan meta");
 }
 
@@ -73,15 +157,20 @@ int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *
         return err;
     int rc = MDB_SUCCESS;
     err = SL_ENOTFOUND;
-    for (uint64_t n = 0; n < limit && rc == MDB_SUCCESS; n++) {
+    for (uint64_t n = 0; n < limit && rc == MDB_SUCCESS;) {
         store_rec rec;
-        if (store_decode(s, s->q[level], &v, get_be64(k.mv_data), &rec) == SL_OK && rec.id == id) {
+        if (k.mv_size != 8 || store_skipped(s, level, get_be64(k.mv_data))) {
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT); /* set aside (store_skip.c) */
+            continue;
+        }
+        if (store_decode(s, s->q[level], &k, &v, &rec) == SL_OK && rec.id == id) {
             *key = get_be64(k.mv_data);
             *rank = n;
             err = SL_OK;
             break;
         }
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+        n++;
     }
     mdb_cursor_close(cur);
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
@@ -127,7 +216,7 @@ uint64_t store_level_bytes(store *s, unsigned level)
 uint64_t store_level_count(store *s, unsigned level)
 {
     uint64_t n = 0;
-    if (store_txn_level(s, level) == SL_OK)
-        store_entries(s, s->q[level], &n);
+    if (store_txn_level(s, level) == SL_OK && store_entries(s, s->q[level], &n) == SL_OK)
+        n -= store_skip_count(s, level); /* records set aside in place (store_skip.c) */
     return n;
 }

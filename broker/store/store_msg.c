@@ -21,6 +21,10 @@
  *     into q.<L> or delayed, notes its new place in the expiry index
  *     (store_ttl_note), in the same transaction.
  *
+ * Delayed records of a quarantined level are stepped over (never moved
+ * into its trees), and a delayed record that fails its check when it comes
+ * due is set aside (store_delayed_set_aside), so what is behind it goes on.
+ *
  * Costs: an append is one B-tree insert plus a CRC over the record; a read
  * is one lookup plus a CRC; an ack is one delete. Moves and rewrites (bury,
  * delay, delayed pop, set_attempt) first copy the record to the scratch
@@ -33,6 +37,7 @@
 
 #include <inttypes.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "log.h"
@@ -75,7 +80,7 @@ int store_rec_put(store *s, const store_rec *rec, const uint32_t *tag_id, uint64
     err = store_mdb_put(s, s->q[rec->level], &k, &v, flags | MDB_RESERVE);
     if (err != SL_OK)
         return err;
-    rec_encode(rec, v.mv_data, v.mv_size);
+    rec_encode(rec, store_rec_key(&k), v.mv_data, v.mv_size);
     s->last_key[rec->level] = last;
     *key = next;
     /* counted until the next measure, and as this pass's growth (room.c) */
@@ -95,6 +100,8 @@ int store_append(store *s, const store_rec *rec, uint64_t *key)
 int store_get(store *s, unsigned level, uint64_t key, store_rec *out)
 {
     int err = store_txn_level(s, level);
+    if (err == SL_OK && store_skipped(s, level, key))
+        return SL_ENOTFOUND; /* set aside (store_skip.c) */
     return err != SL_OK ? err : store_mdb_get(s, s->q[level], key, out, NULL, 0);
 }
 
@@ -102,21 +109,31 @@ int store_seek_key(store *s, unsigned level, uint64_t from, uint64_t *key, MDB_v
 {
     unsigned char kb[8];
     MDB_val k;
+    MDB_cursor *cur = NULL;
     int err = store_txn_level(s, level);
     if (err != SL_OK)
         return err;
     key_u64(&k, kb, from);
-    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, v, NULL);
+    err = store_cursor_at(s, s->q[level], MDB_SET_RANGE, &k, v, &cur);
+    if (err == SL_OK)
+        err = store_skip_past(s, level, cur, &k, v); /* records set aside (store_skip.c) */
+    if (err == SL_OK && k.mv_size != 8)
+        err = SL_ECORRUPT; /* (checked at open: a key of another size is damage since) */
     if (err == SL_OK)
         *key = get_be64(k.mv_data);
+    if (cur)
+        mdb_cursor_close(cur);
     return err;
 }
 
 int store_seek(store *s, unsigned level, uint64_t from, uint64_t *key, store_rec *out)
 {
     MDB_val v;
+    unsigned char kb[8];
+    MDB_val k;
     int err = store_seek_key(s, level, from, key, &v);
-    return err != SL_OK ? err : store_decode(s, s->q[level], &v, *key, out);
+    key_u64(&k, kb, *key);
+    return err != SL_OK ? err : store_decode(s, s->q[level], &k, &v, out);
 }
 
 int store_del(store *s, unsigned level, uint64_t key)
@@ -139,8 +156,8 @@ int store_set_attempt(store *s, unsigned level, uint64_t key, uint32_t attempt)
         err = store_mdb_get(s, s->q[level], key, &rec, &copy, 0);
     if (err != SL_OK)
         return err;
-    rec_set_attempt(copy.mv_data, copy.mv_size, attempt);
     key_u64(&k, kb, key);
+    rec_set_attempt(copy.mv_data, copy.mv_size, store_rec_key(&k), attempt);
     return store_mdb_put(s, s->q[level], &k, &copy, 0);
 }
 
@@ -157,8 +174,9 @@ int store_bury(store *s, unsigned level, uint64_t key, const char *reason, uint6
         err = store_mdb_del(s, s->q[level], key);
     if (err != SL_OK)
         return err;
-    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns);
     key_u64(&k, kb, rec.id);
+    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns,
+                            store_rec_key(&k));
     return store_mdb_put(s, s->dead[level], &k, &copy, MDB_NOOVERWRITE);
 }
 
@@ -192,18 +210,54 @@ int store_delay(store *s, unsigned level, uint64_t key, uint64_t due_ns)
         return err;
     put_be64(kb, due_ns);
     put_be64(kb + 8, rec.id);
+    rec_reseal(copy.mv_data, copy.mv_size, store_rec_key(&k)); /* for its new key */
     err = store_mdb_put(s, s->delayed, &k, &copy, MDB_NOOVERWRITE);
     return err == SL_OK ? store_ttl_note(s, &rec, STORE_TTL_DELAYED, due_ns) : err;
+}
+
+/* Delayed records of a quarantined level (store_check.c) are stepped over:
+ * they stay where they are, counted among its quarantined messages, and are
+ * never moved into its trees. Up to this many are stepped over per look;
+ * past them the next look is DELAYED_RETRY_NS away. */
+#define DELAYED_SKIP 4096
+#define DELAYED_RETRY_NS UINT64_C(1000000000)
+
+/* delayed_serveable moves cur (at *k, *v, a delayed record) past records of
+ * quarantined levels. SL_OK on one that is not, SL_ENOTFOUND at the end,
+ * SL_EAGAIN-like SL_EFULL after DELAYED_SKIP of them, or store_fail's. */
+static int delayed_serveable(store *s, MDB_cursor *cur, MDB_val *k, MDB_val *v)
+{
+    int rc = MDB_SUCCESS;
+    for (unsigned n = 0; rc == MDB_SUCCESS; n++) {
+        int level = rec_peek_level(v->mv_data, v->mv_size);
+        if ((level < 0 || !store_level_quarantined(s, (unsigned)level)) && !store_skipped_delayed(s, k))
+            return SL_OK;
+        if (n == DELAYED_SKIP)
+            return SL_EFULL;
+        rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
+    }
+    if (rc == MDB_NOTFOUND)
+        return SL_ENOTFOUND;
+    return rc == MDB_SUCCESS ? SL_OK : store_fail(s, rc, "step a cursor on delayed");
 }
 
 int store_delayed_first(store *s, uint64_t *due_ns)
 {
     MDB_val k, v;
+    MDB_cursor *cur = NULL;
     int err = store_txn_need(s);
     if (err == SL_OK)
-        err = store_cursor_at(s, s->delayed, MDB_FIRST, &k, &v, NULL);
+        err = store_cursor_at(s, s->delayed, MDB_FIRST, &k, &v, &cur);
+    if (err == SL_OK)
+        err = delayed_serveable(s, cur, &k, &v);
     if (err == SL_OK)
         *due_ns = get_be64(k.mv_data);
+    if (err == SL_EFULL) { /* a quarantined level's: look again later */
+        *due_ns = get_be64(k.mv_data) + DELAYED_RETRY_NS;
+        err = SL_OK;
+    }
+    if (cur)
+        mdb_cursor_close(cur);
     return err;
 }
 
@@ -219,14 +273,19 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
         err = store_gone_flush(s);
     if (err == SL_OK)
         err = store_cursor_at(s, s->delayed, MDB_FIRST, &k, &v, &cur);
-    if (err != SL_OK)
-        return err;
+    if (err == SL_OK)
+        err = delayed_serveable(s, cur, &k, &v);
+    if (err != SL_OK) {
+        if (cur)
+            mdb_cursor_close(cur);
+        return err == SL_EFULL ? SL_ENOTFOUND : err;
+    }
     if (get_be64(k.mv_data) > now_ns)
         err = SL_ENOTFOUND;
     if (err == SL_OK)
         err = store_scratch_copy(s, &v, 0, &copy);
     if (err == SL_OK)
-        err = store_decode(s, s->delayed, &copy, get_be64((const unsigned char *)k.mv_data + 8), &rec);
+        err = store_decode(s, s->delayed, &k, &copy, &rec);
     if (err == SL_OK && rec.level >= s->levels) {
         log_error("store", "delayed message %" PRIu64 " belongs to level %u of %u", rec.id, rec.level,
                   s->levels);
@@ -255,6 +314,7 @@ int store_delayed_pop(store *s, uint64_t now_ns, unsigned *level_out, uint64_t *
     if (err != SL_OK)
         goto cursor_close;
     key_u64(&k, kb, key);
+    rec_reseal(copy.mv_data, copy.mv_size, store_rec_key(&k)); /* for its new key */
     err = store_mdb_put(s, s->q[rec.level], &k, &copy, MDB_NOOVERWRITE);
     if (err == SL_OK && (!s->head_open[rec.level] || key > s->head_hi[rec.level])) {
         s->head_open[rec.level] = 1; /* below every committed key: not durable until the commit */
@@ -271,11 +331,58 @@ cursor_close:
     return err;
 }
 
+int store_delayed_set_aside(store *s, uint64_t now_ns, unsigned *counted, unsigned *dead_level, uint64_t *id_out)
+{
+    MDB_cursor *cur = NULL;
+    MDB_val k, v;
+    int err = store_txn_need(s);
+    if (err == SL_OK)
+        err = store_cursor_at(s, s->delayed, MDB_FIRST, &k, &v, &cur);
+    if (err == SL_OK)
+        err = delayed_serveable(s, cur, &k, &v);
+    if (err == SL_OK && get_be64(k.mv_data) > now_ns)
+        err = SL_ENOTFOUND;
+    unsigned char kb[16];
+    if (err == SL_OK) {
+        memcpy(kb, k.mv_data, sizeof kb);
+        int peeked = rec_peek_level(v.mv_data, v.mv_size); /* what store_delayed_counts counted it as */
+        *counted = peeked < 0 ? PROTO_MAX_LEVELS : (unsigned)peeked;
+        *dead_level = *counted;
+        if (*dead_level >= s->levels || store_level_quarantined(s, *dead_level)) { /* the first one that can */
+            *dead_level = PROTO_MAX_LEVELS;
+            for (unsigned l = 0; l < s->levels && *dead_level == PROTO_MAX_LEVELS; l++)
+                *dead_level = store_level_quarantined(s, l) ? PROTO_MAX_LEVELS : l;
+        }
+        if (*dead_level >= PROTO_MAX_LEVELS)
+            err = SL_ENOTFOUND; /* every level is quarantined: nowhere to copy it */
+    }
+    if (err == SL_OK) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "corrupt: stored delayed record failed its checksum (due %" PRIu64 ", id %"
+                 PRIu64 ")", get_be64(kb), get_be64(kb + 8));
+        err = store_set_aside(s, *dead_level, &v, reason, now_ns, id_out);
+    }
+    if (cur)
+        mdb_cursor_close(cur);
+    if (err == SL_OK)
+        err = store_skip_add_delayed(s, get_be64(kb), get_be64(kb + 8), *id_out);
+    if (err == SL_OK)
+        log_error("store", "a delayed record (due %" PRIu64 ", id %" PRIu64 ") failed its checksum; left in place and "
+                  "skipped, its copy in level %u's dead letters as id %" PRIu64 " (tag \"corrupt\")", get_be64(kb),
+                  get_be64(kb + 8), *dead_level, *id_out);
+    return err;
+}
+
 void store_delayed_counts(store *s, uint64_t *counts)
 {
     uint64_t all[PROTO_MAX_LEVELS] = {0};
     if (store_txn_need(s) == SL_OK)
         store_delayed_scan(s, all);
+    for (unsigned l = 0; l < PROTO_MAX_LEVELS; l++)
+        if (store_level_quarantined(s, l)) { /* never released into its trees: quarantined with them */
+            s->quarantined_delayed[l] = all[l];
+            all[l] = 0;
+        }
     memcpy(counts, all, s->levels * sizeof counts[0]);
 }
 
@@ -294,7 +401,7 @@ int store_append_delayed(store *s, const store_rec *rec, uint64_t due_ns)
     put_be64(kb + 8, rec->id);
     err = store_mdb_put(s, s->delayed, &k, &v, MDB_NOOVERWRITE | MDB_RESERVE);
     if (err == SL_OK)
-        rec_encode(rec, v.mv_data, v.mv_size);
+        rec_encode(rec, store_rec_key(&k), v.mv_data, v.mv_size);
     return err == SL_OK ? store_ttl_note(s, rec, STORE_TTL_DELAYED, due_ns) : err;
 }
 
@@ -317,9 +424,11 @@ int store_bury_delayed(store *s, uint64_t due_ns, uint64_t id, const char *reaso
         return store_fail(s, rc, "read delayed message %" PRIu64, id);
     err = store_scratch_copy(s, &v, rec_tail_bytes(reason_len), &copy);
     if (err == SL_OK)
-        err = store_decode(s, s->delayed, &copy, id, &rec);
+        err = store_decode(s, s->delayed, &k, &copy, &rec);
     if (err == SL_OK && rec.level >= s->levels)
         err = SL_ECORRUPT;
+    if (err == SL_OK && store_level_quarantined(s, rec.level))
+        err = SL_ECORRUPT; /* its dead letters' tree is never written (store_check.c) */
     if (err != SL_OK)
         return err;
     rc = mdb_del(s->txn, s->delayed, &k, NULL);
@@ -327,8 +436,9 @@ int store_bury_delayed(store *s, uint64_t due_ns, uint64_t id, const char *reaso
         return store_fail(s, rc, "delete delayed message %" PRIu64, id);
     store_wal_touch(s, s->delayed, k.mv_data, k.mv_size, 0);
     s->dirty = 1;
-    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns);
     put_be64(ib, id);
+    copy.mv_size = rec_bury(copy.mv_data, copy.mv_size, s->scratch_bytes, reason, reason_len, died_ns,
+                            store_rec_key(&dk));
     *level_out = rec.level;
     return store_mdb_put(s, s->dead[rec.level], &dk, &copy, MDB_NOOVERWRITE);
 }

@@ -37,49 +37,42 @@
 
 int store_tag_intern(store *s, const char *tag, size_t len, uint32_t *id)
 {
-    unsigned char kb[sizeof TAGID_PREFIX + PROTO_MAX_TAG], nb[sizeof TAGNAME_PREFIX - 1 + 4], ib[4];
-    MDB_val k = {sizeof TAGID_PREFIX - 1 + len, kb}, v;
+    unsigned char kb[sizeof TAGID_PREFIX + PROTO_MAX_TAG], nb[sizeof TAGNAME_PREFIX - 1 + 4], ib[4], b8[8];
+    MDB_val v;
     if (len == 0) {
         *id = 0;
         return SL_OK;
     }
     if (len > PROTO_MAX_TAG)
         return SL_EINVAL;
-    int err = store_txn_need(s);
-    if (err != SL_OK)
-        return err;
     memcpy(kb, TAGID_PREFIX, sizeof TAGID_PREFIX - 1);
     memcpy(kb + sizeof TAGID_PREFIX - 1, tag, len);
-    int rc = mdb_get(s->txn, s->meta, &k, &v);
-    if (rc == MDB_SUCCESS && v.mv_size == 4) {
+    size_t klen = sizeof TAGID_PREFIX - 1 + len;
+    int err = store_meta_read(s, kb, klen, &v);
+    if (err == SL_OK && v.mv_size == 4) {
         *id = get_le32(v.mv_data);
         return SL_OK;
     }
-    if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS)
-        return store_fail(s, rc, "read a tag id");
-    MDB_val nk = {sizeof "tag_next" - 1, (void *)"tag_next"}, nv;
+    if (err != SL_ENOTFOUND)
+        return err == SL_OK ? SL_ECORRUPT : err;
     uint32_t next = 1;
-    rc = mdb_get(s->txn, s->meta, &nk, &nv);
-    if (rc == MDB_SUCCESS && nv.mv_size == 4)
-        next = get_le32(nv.mv_data);
-    else if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS)
-        return store_fail(s, rc, "read meta tag_next");
+    err = store_meta_read(s, "tag_next", sizeof "tag_next" - 1, &v);
+    if (err == SL_OK && v.mv_size == 4)
+        next = get_le32(v.mv_data);
+    else if (err != SL_ENOTFOUND)
+        return err == SL_OK ? SL_ECORRUPT : err;
     if (next == 0 || next > STORE_TAG_MAX)
         return SL_ENOSPC;
     put_le32(ib, next);
-    v = (MDB_val){4, ib};
-    err = store_mdb_put(s, s->meta, &k, &v, 0);
+    err = store_meta_write(s, kb, klen, ib, sizeof ib);
     memcpy(nb, TAGNAME_PREFIX, sizeof TAGNAME_PREFIX - 1);
-    put_be64(kb, next); /* kb is free again: borrow 4 bytes of a be64 */
-    memcpy(nb + sizeof TAGNAME_PREFIX - 1, kb + 4, 4);
-    MDB_val namek = {sizeof nb, nb}, namev = {len, (void *)tag};
+    put_be64(b8, next);
+    memcpy(nb + sizeof TAGNAME_PREFIX - 1, b8 + 4, 4);
     if (err == SL_OK)
-        err = store_mdb_put(s, s->meta, &namek, &namev, 0);
-    unsigned char xb[4];
-    put_le32(xb, next + 1);
-    MDB_val xv = {4, xb};
+        err = store_meta_write(s, nb, sizeof nb, tag, len);
+    put_le32(ib, next + 1);
     if (err == SL_OK)
-        err = store_mdb_put(s, s->meta, &nk, &xv, 0);
+        err = store_meta_write(s, "tag_next", sizeof "tag_next" - 1, ib, sizeof ib);
     if (err == SL_OK)
         *id = next;
     return err;
@@ -111,23 +104,18 @@ int store_tag_find(store *s, const char *tag, size_t len, uint32_t *id)
 int store_tag_name(store *s, uint32_t id, char *buf, size_t cap)
 {
     unsigned char nb[sizeof TAGNAME_PREFIX - 1 + 4], b8[8];
-    MDB_val k = {sizeof nb, nb}, v;
+    MDB_val v;
     if (cap == 0)
         return SL_EINVAL;
     buf[0] = 0;
     if (id == 0)
         return SL_OK;
-    int err = store_txn_need(s);
-    if (err != SL_OK)
-        return err;
     memcpy(nb, TAGNAME_PREFIX, sizeof TAGNAME_PREFIX - 1);
     put_be64(b8, id);
     memcpy(nb + sizeof TAGNAME_PREFIX - 1, b8 + 4, 4);
-    int rc = mdb_get(s->txn, s->meta, &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return SL_ENOTFOUND;
-    if (rc != MDB_SUCCESS)
-        return store_fail(s, rc, "read a tag name");
+    int err = store_meta_read(s, nb, sizeof nb, &v);
+    if (err != SL_OK)
+        return err;
     size_t n = v.mv_size < cap - 1 ? v.mv_size : cap - 1;
     memcpy(buf, v.mv_data, n);
     buf[n] = 0;
@@ -198,8 +186,13 @@ int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store
     MDB_cursor *cur = NULL;
     uint64_t tag = from >> STORE_TAG_SHIFT;
     int err = run_seek(s, level, from, kb, &k, &v, &cur);
-    if (err != SL_OK)
+    if (err == SL_OK)
+        err = store_skip_past(s, level, cur, &k, &v); /* records set aside (store_skip.c) */
+    if (err != SL_OK) {
+        if (cur)
+            mdb_cursor_close(cur);
         return err;
+    }
     *key = get_be64(k.mv_data);
     *more = 1; /* unless the step below says otherwise */
     if (*key >> STORE_TAG_SHIFT != tag) {
@@ -214,7 +207,8 @@ int store_tag_head(store *s, unsigned level, uint64_t from, uint64_t *key, store
         *more = 0;
     else if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "step a cursor on q.%u", level);
-    return store_decode(s, s->q[level], &v, *key, rec);
+    key_u64(&k, kb, *key);
+    return store_decode(s, s->q[level], &k, &v, rec);
 }
 
 int store_tag_peek(store *s, unsigned level, uint64_t from, uint64_t *key)
@@ -245,7 +239,7 @@ int store_tag_count(store *s, unsigned level, uint64_t from, uint64_t below, uin
         return err;
     int rc = MDB_SUCCESS;
     while (rc == MDB_SUCCESS && k.mv_size == 8 && get_be64(k.mv_data) < below && *n < max) {
-        ++*n;
+        *n += !store_skipped(s, level, get_be64(k.mv_data));
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
     mdb_cursor_close(cur);
@@ -318,6 +312,10 @@ int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, siz
         if (k.mv_size != 8 || get_be64(k.mv_data) >> STORE_TAG_SHIFT != tag)
             break; /* the run ends (a key of another size ends it, as for store_tag_head) */
         uint64_t at = get_be64(k.mv_data);
+        if (store_skipped(s, level, at)) { /* set aside (store_skip.c) */
+            rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+            continue;
+        }
         int committed = store_key_committed_fair(s, level, at);
         if (a->n == STORE_AHEAD_MAX || !committed || used + v.mv_size > cap) {
             a->more = 1; /* the run goes on past what a holds */
@@ -339,7 +337,8 @@ int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, siz
     if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND)
         return store_fail(s, rc, "step a cursor on q.%u", level);
     if (big.mv_data) {
-        err = store_decode(s, s->q[level], &big, *key, rec);
+        key_u64(&k, kb, *key);
+        err = store_decode(s, s->q[level], &k, &big, rec);
         return err != SL_OK ? err : SL_ETOOBIG;
     }
     return a->n || a->more ? SL_OK : SL_ENOTFOUND;
@@ -347,6 +346,8 @@ int store_tag_ahead(store *s, unsigned level, uint64_t from, store_ahead *a, siz
 
 int store_ahead_rec(store *s, unsigned level, const store_ahead *a, unsigned i, store_rec *out)
 {
-    MDB_val v = {a->off[i + 1] - a->off[i], (void *)(a->data + a->off[i])};
-    return store_decode(s, s->q[level], &v, a->key[i], out);
+    unsigned char kb[8];
+    MDB_val k, v = {a->off[i + 1] - a->off[i], (void *)(a->data + a->off[i])};
+    key_u64(&k, kb, a->key[i]);
+    return store_decode(s, s->q[level], &k, &v, out);
 }

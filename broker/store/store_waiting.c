@@ -76,7 +76,7 @@ int store_delayed_del(store *s, uint64_t due_ns, uint64_t id, unsigned *level_ou
         return SL_ENOTFOUND;
     if (rc != MDB_SUCCESS)
         return store_fail(s, rc, "read delayed message %llu", (unsigned long long)id);
-    if ((err = store_decode(s, s->delayed, &v, id, &rec)) != SL_OK)
+    if ((err = store_decode(s, s->delayed, &k, &v, &rec)) != SL_OK)
         return err;
     *level_out = rec.level;
     rc = mdb_del(s->txn, s->delayed, &k, NULL);

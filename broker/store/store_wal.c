@@ -248,18 +248,24 @@ int store_wal_ckpt_put(store *s)
 {
     store_wal *w = s->wal;
     unsigned char v[24];
-    MDB_val k = {.mv_size = 3, .mv_data = "wal"}, val = {.mv_size = sizeof v, .mv_data = v}, old;
+    MDB_val old;
     put_le64(v, w->file_id);
     put_le64(v + 8, w->seq);
     put_le64(v + 16, w->pos);
-    int err = store_txn_need(s);
-    if (err != SL_OK)
-        return err;
-    if (mdb_get(s->txn, s->meta, &k, &old) == MDB_SUCCESS && old.mv_size == sizeof v &&
-        memcmp(old.mv_data, v, sizeof v) == 0)
+    int err = store_meta_read(s, "wal", 3, &old);
+    if (err == SL_OK && old.mv_size == sizeof v && memcmp(old.mv_data, v, sizeof v) == 0)
         return SL_OK; /* the same: a commit with nothing else to write stays free (no flush) */
-    int rc = mdb_put(s->txn, s->meta, &k, &val, 0);
-    return rc == MDB_SUCCESS ? SL_OK : store_fail(s, rc, "write the log's checkpoint");
+    if (err != SL_OK && err != SL_ENOTFOUND && err != SL_ECORRUPT)
+        return err;
+    /* (not through the log: this is the checkpoint's own mark, read only at open) */
+    MDB_val k = {.mv_size = 3, .mv_data = "wal"}, val = {.mv_size = sizeof v + (s->meta_sealed ? STORE_META_SEAL : 0)};
+    int rc = mdb_put(s->txn, s->meta, &k, &val, MDB_RESERVE);
+    if (rc != MDB_SUCCESS)
+        return store_fail(s, rc, "write the log's checkpoint");
+    memcpy(val.mv_data, v, sizeof v);
+    if (s->meta_sealed)
+        put_le32((unsigned char *)val.mv_data + sizeof v, crc32c_extend(crc32c_value("wal", 3), v, sizeof v));
+    return SL_OK;
 }
 
 void store_wal_ckpt_done(store *s, int ok, uint64_t now_ns)

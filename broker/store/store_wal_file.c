@@ -27,7 +27,14 @@
  * wal.log.new, synced, renamed, the directory synced, so a crash never
  * leaves half a file under the name). A log that cannot be made (no room
  * for --wal-mb) is reported and the broker runs without it. --wal-mb 0
- * replays what a log holds, then removes it.
+ * replays what a log holds, then removes it. The file is flocked while open
+ * (a second process is refused, as for data.mdb), and a replay that would
+ * write a quarantined level's trees (store_check.c) refuses the open: only
+ * salvage reads such a log.
+ *
+ * The record format here is the log's own (WAL_VERSION), independent of
+ * STORE_FORMAT: an entry carries a key's value as the store holds it (a
+ * record, a sealed meta value) in whatever format the store writes.
  *
  * Costs: replay reads at most the ring and applies each record's entries
  * (a put or a delete each); making a log writes its size in zeros once.
@@ -40,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -113,6 +121,11 @@ static int file_open(store_wal *w)
     w->fd = open(w->path, O_RDWR | O_CLOEXEC);
     if (w->fd < 0)
         return errno;
+    if (flock(w->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) { /* another broker writes it */
+        close(w->fd);
+        w->fd = -1;
+        return EWOULDBLOCK;
+    }
     if (fstat(w->fd, &st) != 0 || store_wal_pread(w->fd, h, WAL_PAGE, 0) != 0 || memcmp(h, WAL_MAGIC, 8) != 0 ||
         get_le32(h + 8) != WAL_VERSION || get_le32(h + 12) != crc32c_value(h + 16, 16) ||
         get_le64(h + 24) < 4 * WAL_PAGE || (uint64_t)st.st_size < WAL_START + get_le64(h + 24)) {
@@ -157,6 +170,12 @@ static int apply(store *s, const unsigned char *p, size_t len, uint32_t n)
         int err = db_named(s, name, &dbi);
         if (err != SL_OK)
             return err;
+        if (s->db[dbi].level >= 0 && store_level_quarantined(s, (unsigned)s->db[dbi].level)) {
+            /* confirmed batches for a tree that failed its checks (store_check.c): LMDB must not write it */
+            log_error("store", "the log holds confirmed changes to %s, whose level is quarantined: the broker does "
+                      "not start; `sluice salvage` rebuilds the store from the data file and the log", name);
+            return SL_ECORRUPT;
+        }
         MDB_val k = {.mv_size = klen, .mv_data = (void *)(e + ENT_HDR + nlen)};
         MDB_val v = {.mv_size = vlen, .mv_data = (void *)(e + ENT_HDR + nlen + klen)};
         int rc = e[0] == OP_PUT ? mdb_put(s->txn, dbi, &k, &v, 0) : mdb_del(s->txn, dbi, &k, NULL);
@@ -273,11 +292,21 @@ int store_wal_open(store *s, const char *dir, uint64_t ring_bytes)
     w->fd = -1;
     snprintf(w->path, sizeof w->path, "%s/%s", dir, STORE_WAL_FILE);
     s->wal = w;
-    MDB_val k = {.mv_size = 3, .mv_data = "wal"}, v;
-    int rc = mdb_get(s->txn, s->meta, &k, &v), have_meta = rc == MDB_SUCCESS && v.mv_size == 24;
+    MDB_val v;
+    int rc = store_meta_read(s, "wal", 3, &v), have_meta = rc == SL_OK && v.mv_size == 24;
+    if (rc != SL_OK && rc != SL_ENOTFOUND) { /* where the replay starts is not known: nothing is guessed */
+        log_error("store", "meta \"wal\" (where the log's replay starts) cannot be read: %s", proto_strerror(rc));
+        store_wal_close(s);
+        return SL_ECORRUPT;
+    }
     uint64_t meta_id = have_meta ? get_le64(v.mv_data) : 0, seq = have_meta ? get_le64((const unsigned char *)v.mv_data + 8) : 1;
     uint64_t pos = have_meta ? get_le64((const unsigned char *)v.mv_data + 16) : WAL_START, count = 0;
     int e = file_open(w);
+    if (e == EWOULDBLOCK) {
+        log_error("store", "another process is using the log %s: one broker per data directory", w->path);
+        store_wal_close(s);
+        return SL_ESTATE;
+    }
     if (e == 0 && have_meta && w->file_id == meta_id) {
         int err = replay(s, pos, seq, UINT64_MAX, &count);
         if (err != SL_OK) {

@@ -23,7 +23,7 @@
  * Why a transaction can change threads: LMDB binds a write transaction to a
  * thread only through its writer mutex and its reader slots in lock.mdb.
  * The environment is opened with MDB_NOLOCK (one process owns the data
- * directory: bk.c holds an flock on sluiced.lock) and MDB_NOTLS, so neither
+ * directory: store.c holds an flock on data.mdb) and MDB_NOTLS, so neither
  * exists; the loop and the writer hand the transaction over under a mutex,
  * never using it at the same time.
  *
@@ -162,9 +162,7 @@ static int next_id_put(store *s, uint64_t next_id)
 {
     unsigned char v[8];
     put_le64(v, next_id);
-    MDB_val k = {.mv_size = 7, .mv_data = "next_id"}, val = {.mv_size = 8, .mv_data = v};
-    int err = store_txn_need(s);
-    return err != SL_OK ? err : store_mdb_put(s, s->meta, &k, &val, 0);
+    return store_meta_write(s, "next_id", 7, v, sizeof v);
 }
 
 /* log_start seals the open batch into a log record and hands it to the
@@ -227,9 +225,7 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
                                                         * freed reusable (store_measure), so write a count */
         unsigned char v[8];
         put_le64(v, ++s->lmdb_forced);
-        MDB_val k = {.mv_size = 4, .mv_data = "ckpt"}, val = {.mv_size = 8, .mv_data = v};
-        if ((err = store_txn_need(s)) == SL_OK)
-            err = store_mdb_put(s, s->meta, &k, &val, 0);
+        err = store_meta_write(s, "ckpt", 4, v, sizeof v);
     }
     if (err == SL_OK && s->next_id != s->next_id_saved)
         err = next_id_put(s, s->next_id);
@@ -342,6 +338,8 @@ int store_commit_poll(store *s, int *result)
     } else {
         *result = store_fail(s, rc, "commit");
         s->failed = SL_OK; /* the transaction is gone; the next one starts clean */
+        if (s->damage_seen)
+            *result = store_recheck(s);
     }
     if (s->wal) { /* a checkpoint: the log is free again, or its batches go back into a new transaction */
         int held = store_wal_held(s);
@@ -436,6 +434,8 @@ int store_commit_sync(store *s)
     store_txn_drop(s); /* committed (txn NULL), or gone with the transaction */
     if (s->wal)
         store_wal_ckpt_done(s, err == SL_OK, s->ckpt_started_ns);
+    if (err != SL_OK && s->damage_seen) /* a damaged page: a level quarantined (the batch refused), or stop */
+        err = store_recheck(s);
     if (err != SL_OK && held && store_wal_reapply(s) != SL_OK) /* confirmed batches were in it */
         err = SL_EIO;
     return err;

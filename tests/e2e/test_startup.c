@@ -1,7 +1,7 @@
 /*
  * test_startup.c - what sluiced checks as it starts, against the real
  * binary: a second broker on the data directory of a running one is
- * refused (exit 2), and so is one on another data directory with the same
+ * refused (exit 2), even with sluiced.lock deleted, and so is one on another data directory with the same
  * live ipc:// endpoint (the first keeps its endpoint and its messages); a
  * socket file nobody answers on (a broker killed with -9 leaves one) is
  * removed and the broker starts on it.
@@ -42,6 +42,38 @@ static void second_broker_on_same_data_is_refused(void **state)
     const char *argv[] = {th_bin("sluiced"), "--data", other.data, "--listen", other.endpoint, NULL};
     assert_int_equal(th_run(argv, NULL, NULL, 0), 2);
     th_broker_fini(&other);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
+/* Deleting sluiced.lock (or anything but the store's own files) lets no
+ * second broker in: the store holds an flock on data.mdb and on wal.log,
+ * so a second sluiced on the same directory is refused (exit 2), and the
+ * first broker's 200 confirmed messages are all there, while it runs and
+ * after a restart. Before, the second broker opened the store too (LMDB
+ * runs without its own lock file) and both confirmed the same ids. */
+static void a_deleted_lock_file_lets_no_second_broker_in(void **state)
+{
+    (void)state;
+    th_fixture *f = NULL;
+    char path[400];
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    assert_int_equal(th_put_many(f->c, 0, 200, 1), SL_OK);
+    snprintf(path, sizeof path, "%s/sluiced.lock", f->b.data);
+    assert_int_equal(unlink(path), 0);
+    th_broker other;
+    assert_int_equal(th_broker_init(&other, NULL), 0);
+    const char *argv[] = {th_bin("sluiced"), "--data", f->b.data, "--listen", other.endpoint, NULL};
+    assert_int_equal(th_run(argv, NULL, NULL, 0), 2);
+    th_broker_fini(&other);
+    sl_stats st;
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_int_equal(st.level[0].depth, 200);
+    sl_close(&f->c);
+    assert_int_equal(th_broker_stop(&f->b), 0);
+    assert_int_equal(th_broker_start(&f->b), 0);
+    f->c = th_client(&f->b, 5000);
+    assert_int_equal(sl_stats_get(f->c, &st), SL_OK);
+    assert_int_equal(st.level[0].depth, 200);
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
@@ -99,6 +131,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(second_broker_on_same_data_is_refused),
+        cmocka_unit_test_setup_teardown(a_deleted_lock_file_lets_no_second_broker_in, th_timeout_arm,
+                                        th_timeout_disarm),
         cmocka_unit_test_setup_teardown(a_live_ipc_endpoint_is_not_taken_over, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(a_stale_ipc_socket_file_is_replaced, th_timeout_arm, th_timeout_disarm),
     };

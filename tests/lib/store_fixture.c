@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "crc32c.h"
 #include "harness.h"
 
 int sfix_setup(void **state)
@@ -96,6 +97,20 @@ void sfix_meta_write_u32(const char *dir, const char *name, uint32_t value)
     MDB_val k = {strlen(name), (void *)name}, v = {sizeof le, &le};
     sfix_lmdb_at(dir, "meta", &env, &txn, &dbi);
     assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+void sfix_meta_write_sealed_u32(const char *dir, const char *name, uint32_t value)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    uint32_t v[2] = {htole32(value), 0};
+    v[1] = htole32(crc32c_extend(crc32c_value(name, strlen(name)), &v[0], 4));
+    MDB_val k = {strlen(name), (void *)name}, val = {sizeof v, v};
+    sfix_lmdb_at(dir, "meta", &env, &txn, &dbi);
+    assert_int_equal(mdb_put(txn, dbi, &k, &val, 0), 0);
     assert_int_equal(mdb_txn_commit(txn), 0);
     mdb_env_close(env);
 }

@@ -55,7 +55,10 @@ void sfix_lmdb_at(const char *dir, const char *name, MDB_env **env, MDB_txn **tx
  * (it dates what it moves aside). */
 void sfix_queue_open(const char *dir, uint64_t map_bytes, store **st, queue *q);
 
-/* sfix_meta_write_u32 overwrites a meta entry with the LMDB API directly. */
+/* sfix_meta_write_u32 overwrites a meta entry with the LMDB API directly,
+ * as stores before format 3 wrote it (no seal); sfix_meta_write_sealed_u32
+ * as format 3 does (the value, then a CRC-32C of the key and the value). */
 void sfix_meta_write_u32(const char *dir, const char *name, uint32_t value);
+void sfix_meta_write_sealed_u32(const char *dir, const char *name, uint32_t value);
 
 #endif /* SLUICE_TESTS_STORE_FIXTURE_H */

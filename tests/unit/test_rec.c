@@ -6,7 +6,9 @@
  * Records under test sit in buffers of exactly their length on the heap, so
  * that the sanitizer build catches any read past the end. Lengths that lie are
  * made with a valid checksum (reseal below), so that they reach the length
- * checks instead of stopping at the CRC. Every test runs under alarm(60 s)
+ * checks instead of stopping at the CRC. A record's checksum covers the key
+ * it is filed under too: every live record here is filed under KEY, every
+ * dead letter under DEAD_KEY, and one read under another key is damage. Every test runs under alarm(60 s)
  * (th_timeout_arm); the random test prints its seed (th_seed), and
  * SLUICE_SEED replays it.
  */
@@ -29,6 +31,18 @@ enum { L_CRC = 0, L_SEALED = 4, L_TAG_LEN = 6, L_BODY_LEN = 12, L_HEAD_BYTES = 4
 
 static const char reason_text[] = "max attempts exceeded";
 
+/* The keys records are filed under: an order key, a dead letter's id. */
+static const unsigned char key_bytes[8] = {0x80, 0, 0, 0, 0, 0, 0x01, 0x07};
+static const unsigned char dead_key_bytes[8] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+#define KEY ((rec_key){key_bytes, sizeof key_bytes})
+#define DEAD_KEY ((rec_key){dead_key_bytes, sizeof dead_key_bytes})
+
+/* key_of is the key a record of kind is filed under here. */
+static rec_key key_of(rec_kind kind)
+{
+    return kind == REC_DEAD ? DEAD_KEY : KEY;
+}
+
 static rec_msg sample(const char *tag, const char *body)
 {
     return (rec_msg){
@@ -45,7 +59,7 @@ static unsigned char *encode(const rec_msg *m, size_t *len)
     assert_int_equal(rec_size(m, len), SL_OK);
     unsigned char *buf = malloc(*len);
     assert_non_null(buf);
-    rec_encode(m, buf, *len);
+    rec_encode(m, KEY, buf, *len);
     return buf;
 }
 
@@ -59,7 +73,7 @@ static unsigned char *bury(const rec_msg *m, const char *reason, uint64_t died_n
     assert_non_null(buf);
     memcpy(buf, live, live_len);
     free(live);
-    *len = rec_bury(buf, live_len, cap, reason, reason_len, died_ns);
+    *len = rec_bury(buf, live_len, cap, reason, reason_len, died_ns, DEAD_KEY);
     assert_int_equal(*len, cap);
     return buf;
 }
@@ -79,10 +93,16 @@ static void put_le(unsigned char *p, uint64_t v, size_t bytes)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* reseal gives p[0..len) a valid checksum, whatever its other bytes say. */
+/* reseal_under gives p[0..len) a valid checksum under key, whatever its
+ * other bytes say; reseal under KEY. */
+static void reseal_under(unsigned char *p, size_t len, rec_key key)
+{
+    put_le(p + L_CRC, crc32c_extend(crc32c_value(key.bytes, key.len), p + L_SEALED, len - L_SEALED), 4);
+}
+
 static void reseal(unsigned char *p, size_t len)
 {
-    put_le(p + L_CRC, crc32c_value(p + L_SEALED, len - L_SEALED), 4);
+    reseal_under(p, len, KEY);
 }
 
 /* expect_corrupt decodes p[0..len) from an exactly sized copy and checks it
@@ -92,7 +112,7 @@ static void expect_corrupt(const unsigned char *p, size_t len, rec_kind kind)
     unsigned char *exact = copy(p, len);
     const char *why = NULL;
     rec_msg out;
-    assert_int_equal(rec_decode(exact, len, kind, &out, &why), SL_ECORRUPT);
+    assert_int_equal(rec_decode(exact, len, kind, key_of(kind), &out, &why), SL_ECORRUPT);
     assert_non_null(why);
     free(exact);
 }
@@ -130,7 +150,7 @@ static void round_trip_with_and_without_tag(void **state)
         const char *why = "unset";
         rec_msg out;
         assert_int_equal(len, L_HEAD_BYTES + cases[i].tag_len + cases[i].body_len);
-        assert_int_equal(rec_decode(buf, len, REC_LIVE, &out, &why), SL_OK);
+        assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, &why), SL_OK);
         assert_null(why);
         assert_same_message(&cases[i], &out);
         assert_ptr_equal(out.tag, buf + L_HEAD_BYTES);
@@ -139,7 +159,7 @@ static void round_trip_with_and_without_tag(void **state)
         assert_int_equal(out.died_ns, 0);
         assert_int_equal(rec_peek_level(buf, len), cases[i].level);
         /* A live record is not a dead letter: its tail is missing. */
-        assert_int_equal(rec_decode(buf, len, REC_DEAD, &out, NULL), SL_ECORRUPT);
+        assert_int_equal(rec_decode(buf, len, REC_DEAD, DEAD_KEY, &out, NULL), SL_ECORRUPT);
         free(buf);
     }
 }
@@ -150,7 +170,7 @@ static void encoding_is_the_documented_layout(void **state)
     rec_msg m = sample("ab", "xyz");
     unsigned char want[L_HEAD_BYTES + 5 + 2 + 3 + 8] = {0};
     size_t len, dead_len;
-    want[4] = 1; /* REC_VERSION */
+    want[4] = 2; /* REC_VERSION */
     want[5] = m.level;
     put_le(want + 6, m.tag_len, 2);
     put_le(want + 8, m.attempt, 4);
@@ -170,7 +190,7 @@ static void encoding_is_the_documented_layout(void **state)
     put_le(want + 53, 3, 2);
     memcpy(want + 55, "why", 3);
     put_le(want + 58, 0x5152535455565758u, 8);
-    reseal(want, sizeof want);
+    reseal_under(want, sizeof want, DEAD_KEY);
     buf = bury(&m, "why", 0x5152535455565758u, &dead_len);
     assert_int_equal(dead_len, sizeof want);
     assert_memory_equal(buf, want, sizeof want);
@@ -186,14 +206,14 @@ static void dead_letter_tail_round_trip(void **state)
         size_t len, reason_len = reasons[i] ? strlen(reasons[i]) : 0;
         unsigned char *buf = bury(&m, reasons[i], 424242, &len);
         assert_int_equal(len, L_HEAD_BYTES + 3 + 6 + rec_tail_bytes(reason_len));
-        assert_int_equal(rec_decode(buf, len, REC_DEAD, &out, NULL), SL_OK);
+        assert_int_equal(rec_decode(buf, len, REC_DEAD, DEAD_KEY, &out, NULL), SL_OK);
         assert_same_message(&m, &out);
         assert_int_equal(out.reason_len, reason_len);
         if (reason_len)
             assert_memory_equal(out.reason, reasons[i], reason_len);
         assert_int_equal(out.died_ns, 424242);
         /* Read as a live record, the tail is bytes nothing accounts for. */
-        assert_int_equal(rec_decode(buf, len, REC_LIVE, &out, NULL), SL_ECORRUPT);
+        assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_ECORRUPT);
         free(buf);
     }
 }
@@ -204,15 +224,15 @@ static void set_attempt_rewrites_and_reseals(void **state)
     rec_msg m = sample("t", "retry me"), out;
     size_t len, dead_len;
     unsigned char *live = encode(&m, &len);
-    rec_set_attempt(live, len, 7);
-    assert_int_equal(rec_decode(live, len, REC_LIVE, &out, NULL), SL_OK);
+    rec_set_attempt(live, len, KEY, 7);
+    assert_int_equal(rec_decode(live, len, REC_LIVE, KEY, &out, NULL), SL_OK);
     m.attempt = 7;
     assert_same_message(&m, &out);
     free(live);
 
     unsigned char *dead = bury(&m, reason_text, 99, &dead_len);
-    rec_set_attempt(dead, dead_len, 8);
-    assert_int_equal(rec_decode(dead, dead_len, REC_DEAD, &out, NULL), SL_OK);
+    rec_set_attempt(dead, dead_len, DEAD_KEY, 8);
+    assert_int_equal(rec_decode(dead, dead_len, REC_DEAD, DEAD_KEY, &out, NULL), SL_OK);
     assert_int_equal(out.attempt, 8);
     assert_int_equal(out.died_ns, 99);
     assert_memory_equal(out.reason, reason_text, strlen(reason_text));
@@ -227,9 +247,9 @@ static void revive_gives_back_the_live_record_fresh(void **state)
     m.expires_ns = 777;
     size_t dead_len;
     unsigned char *dead = bury(&m, reason_text, 99, &dead_len);
-    size_t len = rec_revive(dead, dead_len, 2);
+    size_t len = rec_revive(dead, dead_len, 2, KEY);
     assert_int_equal(len, L_HEAD_BYTES + 3 + 9);
-    assert_int_equal(rec_decode(dead, len, REC_LIVE, &out, NULL), SL_OK);
+    assert_int_equal(rec_decode(dead, len, REC_LIVE, KEY, &out, NULL), SL_OK);
     m.attempt = 0;
     m.expires_ns = 0;
     m.level = 2;
@@ -253,7 +273,7 @@ static void every_flipped_bit_is_detected(void **state)
             }
     for (int r = 0; r < 2; r++) {
         rec_msg out;
-        assert_int_equal(rec_decode(recs[r], lens[r], kinds[r], &out, NULL), SL_OK);
+        assert_int_equal(rec_decode(recs[r], lens[r], kinds[r], key_of(kinds[r]), &out, NULL), SL_OK);
         free(recs[r]);
     }
 }
@@ -270,7 +290,7 @@ static void every_truncation_is_rejected(void **state)
             expect_corrupt(recs[r], len, kinds[r]);
             if (len >= L_SEALED) { /* with a checksum that fits what is left */
                 unsigned char *cut = copy(recs[r], len);
-                reseal(cut, len);
+                reseal_under(cut, len, key_of(kinds[r]));
                 expect_corrupt(cut, len, kinds[r]);
                 free(cut);
             }
@@ -310,11 +330,11 @@ static void lengths_that_overrun_are_rejected(void **state)
     for (size_t i = 0; i < sizeof reason_lies / sizeof reason_lies[0]; i++) {
         unsigned char *bad = copy(buf, dead_len);
         put_le(bad + reason_at, reason_lies[i], 2);
-        reseal(bad, dead_len);
+        reseal_under(bad, dead_len, DEAD_KEY);
         expect_corrupt(bad, dead_len, REC_DEAD);
         free(bad);
     }
-    assert_int_equal(rec_decode(buf, dead_len, REC_DEAD, &out, NULL), SL_OK);
+    assert_int_equal(rec_decode(buf, dead_len, REC_DEAD, DEAD_KEY, &out, NULL), SL_OK);
     free(buf);
 }
 
@@ -325,7 +345,7 @@ static void foreign_format_and_level_are_rejected(void **state)
     size_t len;
     unsigned char *buf = encode(&m, &len);
     const struct { size_t at; unsigned char value; } faults[] = {
-        {4, 0}, {4, 2},                   /* format byte */
+        {4, 0}, {4, 3},                   /* format byte */
         {5, PROTO_MAX_LEVELS}, {5, 0xFF}, /* level byte */
     };
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
@@ -335,6 +355,61 @@ static void foreign_format_and_level_are_rejected(void **state)
         expect_corrupt(bad, len, REC_LIVE);
         free(bad);
     }
+    free(buf);
+}
+
+/* The checksum covers the key: a record read under any other key (every
+ * flipped bit of its own, another length) is damage; and a record moved to
+ * another key and sealed again for it is good there and only there. */
+static void a_record_under_another_key_is_rejected(void **state)
+{
+    (void)state;
+    rec_msg m = sample("tag", "filed under one key"), out;
+    size_t len;
+    unsigned char *buf = encode(&m, &len), other[16];
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_OK);
+    for (size_t i = 0; i < sizeof key_bytes; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(other, key_bytes, sizeof key_bytes);
+            other[i] ^= (unsigned char)(1u << bit);
+            const char *why = NULL;
+            assert_int_equal(rec_decode(buf, len, REC_LIVE, (rec_key){other, sizeof key_bytes}, &out, &why),
+                             SL_ECORRUPT);
+            assert_non_null(strstr(why, "checksum"));
+        }
+    memcpy(other, key_bytes, sizeof key_bytes);
+    memset(other + 8, 0, 8);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, (rec_key){other, 16}, &out, NULL), SL_ECORRUPT);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, (rec_key){other, 7}, &out, NULL), SL_ECORRUPT);
+    memset(other, 0x42, sizeof other); /* moved (a delayed record's 16-byte key), sealed again for it */
+    rec_reseal(buf, len, (rec_key){other, 16});
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, (rec_key){other, 16}, &out, NULL), SL_OK);
+    assert_same_message(&m, &out);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_ECORRUPT);
+    free(buf);
+}
+
+/* A record of the first format (STORE_FORMAT 2 and older: format byte 1, a
+ * checksum of its bytes alone) still reads, under any key, until
+ * rec_reseal writes it in the current format for its key. */
+static void first_format_records_are_read_and_resealed(void **state)
+{
+    (void)state;
+    rec_msg m = sample("tag", "written by an older broker"), out;
+    size_t len;
+    unsigned char *buf = encode(&m, &len);
+    buf[4] = 1;
+    put_le(buf + L_CRC, crc32c_value(buf + L_SEALED, len - L_SEALED), 4);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_OK);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, DEAD_KEY, &out, NULL), SL_OK);
+    assert_same_message(&m, &out);
+    buf[len - 1] ^= 1; /* its checksum still holds it */
+    expect_corrupt(buf, len, REC_LIVE);
+    buf[len - 1] ^= 1;
+    rec_reseal(buf, len, KEY);
+    assert_int_equal(buf[4], 2);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_OK);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, DEAD_KEY, &out, NULL), SL_ECORRUPT);
     free(buf);
 }
 
@@ -385,9 +460,9 @@ static void random_resealed_damage_stays_inside(void **state)
             if (at < cut)
                 bad[at] = (unsigned char)(rand() % 4 ? rand() % 32 : rand());
         }
-        reseal(bad, cut);
         rec_kind kind = rand() % 2 ? REC_DEAD : REC_LIVE;
-        if (rec_decode(bad, cut, kind, &out, NULL) == SL_OK) {
+        reseal_under(bad, cut, key_of(kind));
+        if (rec_decode(bad, cut, kind, key_of(kind), &out, NULL) == SL_OK) {
             const unsigned char *end = bad + cut;
             accepted++;
             assert_true((const unsigned char *)out.body + out.body_len <= end);
@@ -415,6 +490,8 @@ int main(void)
         T(every_truncation_is_rejected),
         T(lengths_that_overrun_are_rejected),
         T(foreign_format_and_level_are_rejected),
+        T(a_record_under_another_key_is_rejected),
+        T(first_format_records_are_read_and_resealed),
         T(size_refuses_what_cannot_be_stored),
         T(random_resealed_damage_stays_inside),
     };

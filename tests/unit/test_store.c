@@ -1,6 +1,7 @@
 /*
  * test_store.c - the store against a real LMDB environment: records and
- * their order, transactions, delays, dead letters, corruption, a full map.
+ * their order, transactions, delays, dead letters, corruption (a record
+ * under another key than its own; one set aside in place), a full map.
  * What it keeps besides messages (format, anchors, levels, ids):
  * test_store_layout.c.
  *
@@ -23,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "byteorder.h"
 #include "crc32c.h"
 #include "harness.h"
 #include "log.h"
@@ -351,6 +353,120 @@ static void test_corrupt_record_is_detected(void **state)
     assert_int_equal(store_failed(f->s), SL_OK);
 }
 
+/* A record's checksum covers its key: two intact records whose values trade
+ * places (the keys still in order, so LMDB finds each) both fail. Before,
+ * the checksum left the key out and a damaged key went unseen. */
+static void test_a_record_under_another_key_is_detected(void **state)
+{
+    sfix *f = *state;
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    unsigned char ka[8], kb[8], va[256], vb[256];
+    store_rec rec;
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    uint64_t a = sfix_append(f->s, 0, "the first", NULL), b = sfix_append(f->s, 0, "the second", NULL);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    put_be64(ka, a);
+    put_be64(kb, b);
+    sfix_lmdb_at(f->dir, "q.0", &env, &txn, &dbi);
+    MDB_val k1 = {8, ka}, k2 = {8, kb}, v1, v2;
+    assert_int_equal(mdb_get(txn, dbi, &k1, &v1), 0);
+    memcpy(va, v1.mv_data, v1.mv_size);
+    v1.mv_data = va;
+    assert_int_equal(mdb_get(txn, dbi, &k2, &v2), 0);
+    memcpy(vb, v2.mv_data, v2.mv_size);
+    v2.mv_data = vb;
+    assert_int_equal(mdb_put(txn, dbi, &k1, &v2, 0), 0);
+    assert_int_equal(mdb_put(txn, dbi, &k2, &v1, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(store_get(f->s, 0, a, &rec), SL_ECORRUPT);
+    assert_int_equal(store_get(f->s, 0, b, &rec), SL_ECORRUPT);
+}
+
+/* A record that failed its check is set aside in place: never deleted (its
+ * node may be what is damaged), stepped over by every read of its level, a
+ * copy of its bytes among the level's dead letters; after a reopen it is
+ * still stepped over, and never set aside twice. */
+static void test_a_corrupt_record_is_set_aside_in_place(void **state)
+{
+    sfix *f = *state;
+    const char *pattern = "SLUICE-SET-ASIDE-TARGET-0123456789abcdef";
+    uint64_t bad, good, key, id, dead_id;
+    store_rec rec;
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    bad = sfix_append(f->s, 0, pattern, NULL);
+    good = sfix_append(f->s, 0, "the one after it", NULL);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    assert_true(flip_pattern(f->dir, pattern) >= 1);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_ECORRUPT);
+    assert_int_equal(key, bad);
+    assert_int_equal(store_quarantine(f->s, 0, bad, 5, &dead_id), SL_OK);
+    assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_OK); /* stepped over */
+    assert_int_equal(key, good);
+    assert_int_equal(store_get(f->s, 0, bad, &rec), SL_ENOTFOUND);
+    assert_int_equal(store_level_count(f->s, 0), 1);
+    assert_int_equal(store_dead_next(f->s, 0, 0, &id, &rec), SL_OK);
+    assert_int_equal(id, dead_id);
+    assert_int_equal(rec.tag_len, 7);
+    assert_memory_equal(rec.tag, "corrupt", 7);
+    assert_true(rec.body_len > strlen(pattern)); /* the raw record, its damage included */
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+
+    MDB_env *env; /* the record is still there, untouched */
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    unsigned char kb[8];
+    MDB_val k = {8, kb}, v;
+    put_be64(kb, bad);
+    sfix_lmdb_at(f->dir, "q.0", &env, &txn, &dbi);
+    assert_int_equal(mdb_get(txn, dbi, &k, &v), 0);
+    assert_non_null(memmem(v.mv_data, v.mv_size, "SLUICE-SET-ASIDE", 16));
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[0].count, 1);
+    assert_int_equal(f->info[0].dead, 1);
+    assert_int_equal(store_seek(f->s, 0, 0, &key, &rec), SL_OK);
+    assert_int_equal(key, good);
+    assert_int_equal(store_quarantine(f->s, 0, bad, 6, &dead_id), SL_ENOTFOUND);
+    assert_int_equal(store_dead_count(f->s, 0), 1);
+}
+
+/* A dead letter that fails its check is stepped over by the walk that
+ * lists, requeues, purges and retains dead letters, and left in place. */
+static void test_a_corrupt_dead_letter_is_stepped_over(void **state)
+{
+    sfix *f = *state;
+    uint64_t ids[3], id;
+    store_rec rec;
+    const char *bodies[3] = {"the first dead", "SLUICE-DEAD-CORRUPTION-TARGET-0123456789", "the third dead"};
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    for (int i = 0; i < 3; i++) {
+        uint64_t key = sfix_append(f->s, 0, bodies[i], &ids[i]);
+        assert_int_equal(store_bury(f->s, 0, key, "dead", 1), SL_OK);
+    }
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    assert_true(flip_pattern(f->dir, bodies[1]) >= 1);
+    assert_int_equal(sfix_reopen(f, 1, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(store_dead_next(f->s, 0, 0, &id, &rec), SL_OK);
+    assert_int_equal(id, ids[0]);
+    assert_int_equal(store_dead_next(f->s, 0, id, &id, &rec), SL_OK);
+    assert_int_equal(id, ids[2]); /* the second, damaged, stepped over */
+    sfix_assert_body(&rec, bodies[2]);
+    assert_int_equal(store_dead_next(f->s, 0, id, &id, &rec), SL_ENOTFOUND);
+    assert_int_equal(store_dead_get(f->s, 0, ids[1], &rec), SL_ECORRUPT);
+    assert_int_equal(store_dead_count(f->s, 0), 3);
+}
+
 static void test_map_full_fails_the_pass_only(void **state)
 {
     sfix *f = *state;
@@ -455,6 +571,9 @@ int main(void)
         T(test_dead_letters_walk_requeue_and_delete),
         T(test_set_attempt_persists),
         T(test_corrupt_record_is_detected),
+        T(test_a_record_under_another_key_is_detected),
+        T(test_a_corrupt_record_is_set_aside_in_place),
+        T(test_a_corrupt_dead_letter_is_stepped_over),
         T(test_map_full_fails_the_pass_only),
         T(test_used_bytes_grow_with_data),
         T(test_bad_arguments_are_refused),

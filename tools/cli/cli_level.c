@@ -10,7 +10,9 @@
  * what now holds. Seconds and rates are read and shown exactly (cli_text.c);
  * a ceiling's windows ("--max-rate 10/s --max-rate 500/min") are read and
  * shown by cli_window.c, in the same syntax both ways. The broker checks
- * every value against its own limits and says which one it refused.
+ * every value against its own limits and says which one it refused. The
+ * list's SERVED column (and "state" in JSON) says QUARANTINED for a level
+ * whose stored trees failed the broker's checks, from STATS.
  */
 #include "cli_level.h"
 
@@ -75,7 +77,7 @@ const cli_core_help cli_level_help = {
 /* Long-only options get values outside the char range. */
 enum { OPT_DEADLINE = 256, OPT_AGING_STEP, OPT_MAX_RATE, OPT_MIN_RATE, OPT_BURST };
 
-static void levels_json(const sl_level_info *levels, const uint64_t *throttled_ms, unsigned n)
+static void levels_json(const sl_level_info *levels, const uint64_t *throttled_ms, unsigned n, const int *quarantined)
 {
     printf("{\"levels\":[");
     for (unsigned i = 0; i < n; i++) {
@@ -88,7 +90,8 @@ static void levels_json(const sl_level_info *levels, const uint64_t *throttled_m
                ",\"burst\":%" PRIu32 ",\"tokens_milli\":%" PRIu64 ",\"eta_ms\":%" PRIu64,
                l->deadline_ms, l->aging_ms, l->paused ? "true" : "false", l->depth, l->oldest_ms,
                l->max_rate_milli, l->min_rate_milli, l->burst, l->tokens_milli, l->eta_ms);
-        printf(",\"fair\":%s,\"throttled_ms\":%" PRIu64, l->fair ? "true" : "false", throttled_ms[i]);
+        printf(",\"fair\":%s,\"throttled_ms\":%" PRIu64 ",\"state\":\"%s\"", l->fair ? "true" : "false",
+               throttled_ms[i], quarantined[i] ? "quarantined" : "ok");
         cli_window_json(l->windows, l->nwindows);
         printf("}");
     }
@@ -105,7 +108,7 @@ static void setting_format(uint64_t ms, char *buf, size_t size)
         snprintf(buf, size, "-");
 }
 
-static int levels_table(const sl_level_info *levels, const uint64_t *throttled_ms, unsigned n)
+static int levels_table(const sl_level_info *levels, const uint64_t *throttled_ms, unsigned n, const int *quarantined)
 {
     static const char *const head[] = {"LEVEL",    "NAME",     "DEADLINE", "AGING",
                                        "PAUSED",   "DEPTH",    "OLDEST",   "MAX-RATE",
@@ -149,7 +152,7 @@ static int levels_table(const sl_level_info *levels, const uint64_t *throttled_m
             cli_table_add(t, "-");
         cli_table_add(t, "%s", l->max_rate_milli ? tokens : "-"); /* no ceiling, no bucket */
         cli_table_add(t, "%s", eta);
-        cli_table_add(t, "%s", l->fair ? "fair" : "fifo");
+        cli_table_add(t, "%s", quarantined[i] ? "QUARANTINED" : l->fair ? "fair" : "fifo");
     }
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
@@ -168,9 +171,13 @@ static int level_list(cli_core *g, const char *cmd, int argc, char **argv)
     int rc = sl_level_list_ex(g->c, levels, throttled_ms, &n);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, "", NULL);
+    sl_stats stats; /* a level's state: quarantined when its stored trees failed the broker's checks */
+    sl_stats_more more = {.size = sizeof more};
+    if (sl_stats_get_more(g->c, &stats, NULL, &more) != SL_OK)
+        memset(more.quarantined_level, 0, sizeof more.quarantined_level);
     if (json) {
-        levels_json(levels, throttled_ms, n);
-    } else if (levels_table(levels, throttled_ms, n)) {
+        levels_json(levels, throttled_ms, n, more.quarantined_level);
+    } else if (levels_table(levels, throttled_ms, n, more.quarantined_level)) {
         cli_text_say(cmd, "out of memory");
         return CLI_TEXT_EXIT_FAILURE;
     }

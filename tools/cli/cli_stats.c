@@ -5,6 +5,8 @@
  * show's line). With -b A,B a row per broker and the totals (cli_multi.c);
  * with --watch the same every S seconds (cli_top.c). BY-TAG (throttled_tag
  * in JSON) counts the THROTTLEDs for a message's tag alone among THROTTLED.
+ * A quarantined level (its stored trees failed the broker's checks) gets a
+ * line above the table, and "state" and "quarantined" in JSON.
  */
 #include "cli_stats.h"
 
@@ -29,7 +31,10 @@ const cli_core_help cli_stats_help = {
         "      refusals (THROTTLED) and how long its ready messages should take to\n"
         "      leave at the rate it gets (ETA); and, as 'sink show' says it, the\n"
         "      sink's rate, the rate in use now and why (configured, coordinated\n"
-        "      share, cut after 429, recovering). The table fits 100 columns.\n"
+        "      share, cut after 429, recovering). The table fits 100 columns. A\n"
+        "      level whose stored trees failed the broker's checks is QUARANTINED\n"
+        "      (a line above the table; JSON: \"quarantined\", the messages it holds,\n"
+        "      and its \"state\"): see 'sluice salvage'.\n"
         "      --wide               every counter: also out (DISP), nacked, expired,\n"
         "                           deliveries won by priority (PRIO), by aging\n"
         "                           (AGED), past the deadline (OVERDUE) and by a\n"
@@ -60,8 +65,8 @@ static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_stats
     printf(",\"auth_refused\":%" PRIu64 ",\"handshakes_refused\":%" PRIu64, st->auth_refused,
            st->handshakes_refused);
     if (more)
-        printf(",\"settle_refused\":%" PRIu64 ",\"settle_foreign\":%" PRIu64, more->settle_refused,
-               more->settle_foreign);
+        printf(",\"settle_refused\":%" PRIu64 ",\"settle_foreign\":%" PRIu64 ",\"quarantined\":%" PRIu64,
+               more->settle_refused, more->settle_foreign, more->quarantined_total);
     printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
            st->breaker_trips, st->rx_bad, st->tx_failed);
     for (unsigned i = 0; i < st->nlevels; i++) {
@@ -81,7 +86,8 @@ static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_stats
                ",\"corrupt\":%" PRIu64 ",\"throttled_tag\":%" PRIu64,
                l->dead_requeued, l->dead_purged, l->dead_dropped, l->corrupt, ex->throttled_tag[i]);
         if (more)
-            printf(",\"throttled_ms\":%" PRIu64, more->throttled_ms[i]);
+            printf(",\"throttled_ms\":%" PRIu64 ",\"state\":\"%s\",\"quarantined\":%" PRIu64, more->throttled_ms[i],
+                   more->quarantined_level[i] ? "quarantined" : "ok", more->quarantined[i]);
         printf("}");
     }
     printf("]");
@@ -112,7 +118,7 @@ static void stats_sink_line(const sl_sink_info *sink)
  * columns: the figures to look at first) */
 static bool wide;
 
-static int stats_table(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_info *sink)
+static int stats_table(const sl_stats *st, const sl_stats_ex *ex, const sl_stats_more *more, const sl_sink_info *sink)
 {
     static const char *const head_wide[] = {"LEVEL",   "NAME",    "DEPTH", "INFLIGHT", "DELAYED",
                                             "DEAD",    "OLDEST",  "ENQ",   "DISP",     "ACK",
@@ -157,6 +163,11 @@ static int stats_table(const sl_stats *st, const sl_stats_ex *ex, const sl_sink_
     if (sink)
         stats_sink_line(sink);
     cli_coord_print(&st->coord);
+    for (unsigned i = 0; more && i < st->nlevels; i++)
+        if (more->quarantined_level[i])
+            printf("level %u (%s) is QUARANTINED: %" PRIu64 " messages not served; its stored trees failed the "
+                   "broker's checks at start (see its log; sluice salvage recovers them)\n", i, st->level[i].name,
+                   more->quarantined[i]);
     int rc = cli_table_print(t);
     cli_table_destroy(&t);
     return rc;
@@ -169,7 +180,7 @@ static int stats_print(const sl_stats *st, const sl_stats_ex *ex, bool json)
         stats_json(st, ex, NULL, NULL);
         return 0;
     }
-    return stats_table(st, ex, NULL);
+    return stats_table(st, ex, NULL, NULL);
 }
 
 int cli_stats_main(cli_core *g, const char *cmd, int argc, char **argv)
@@ -213,7 +224,7 @@ int cli_stats_main(cli_core *g, const char *cmd, int argc, char **argv)
     const sl_sink_info *shown = sl_sink_show(g->c, &sink) == SL_OK ? &sink : NULL;
     if (json) {
         stats_json(&stats, &ex, &more, shown);
-    } else if (stats_table(&stats, &ex, shown)) {
+    } else if (stats_table(&stats, &ex, &more, shown)) {
         cli_text_say(cmd, "out of memory");
         return CLI_TEXT_EXIT_FAILURE;
     }

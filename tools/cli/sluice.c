@@ -19,6 +19,7 @@
  *   dead     lists, shows, requeues and purges dead letters (cli_dead.c).
  *   bench    runs sluice-bench from the same directory (the benchmark and
  *            its load scenarios live there).
+ *   salvage  runs sluiced --salvage from the same directory (cli_salvage.c).
  *   help     the overview (sluice --help), a command's help, or every
  *            command's (help --all, what the manual page is made from).
  *
@@ -61,6 +62,7 @@
 #include "cli_dead.h"
 #include "cli_core.h"
 #include "cli_keygen.h"
+#include "cli_salvage.h"
 #include "cli_send.h"
 #include "cli_sink.h"
 #include "cli_stats.h"
@@ -185,6 +187,7 @@ static const cli_core_command commands[] = {
     {"move", cli_msgs_move, &cli_move_help},
     {"backup", cli_backup_main, &cli_backup_help},
     {"settings", cli_settings_main, &cli_settings_help},
+    {"salvage", cli_salvage_main, &cli_salvage_help},
     {"bench", cmd_bench, &cli_bench_help},
     {"help", cmd_help, &cli_help_help},
 };
