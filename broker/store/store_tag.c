@@ -81,24 +81,21 @@ int store_tag_intern(store *s, const char *tag, size_t len, uint32_t *id)
 int store_tag_find(store *s, const char *tag, size_t len, uint32_t *id)
 {
     unsigned char kb[sizeof TAGID_PREFIX + PROTO_MAX_TAG];
-    MDB_val k = {sizeof TAGID_PREFIX - 1 + len, kb}, v;
+    MDB_val v;
     if (len == 0) {
         *id = 0;
         return SL_OK;
     }
     if (len > PROTO_MAX_TAG)
         return SL_ENOTFOUND;
-    int err = store_txn_need(s);
-    if (err != SL_OK)
-        return err;
     memcpy(kb, TAGID_PREFIX, sizeof TAGID_PREFIX - 1);
     memcpy(kb + sizeof TAGID_PREFIX - 1, tag, len);
-    int rc = mdb_get(s->txn, s->meta, &k, &v);
-    if (rc == MDB_SUCCESS && v.mv_size == 4) {
+    int err = store_meta_read(s, kb, sizeof TAGID_PREFIX - 1 + len, &v);
+    if (err == SL_OK && v.mv_size == 4) {
         *id = get_le32(v.mv_data);
         return SL_OK;
     }
-    return rc == MDB_NOTFOUND || rc == MDB_SUCCESS ? SL_ENOTFOUND : store_fail(s, rc, "read a tag id");
+    return err == SL_OK ? SL_ECORRUPT : err;
 }
 
 int store_tag_name(store *s, uint32_t id, char *buf, size_t cap)

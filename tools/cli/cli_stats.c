@@ -65,10 +65,13 @@ static void stats_json(const sl_stats *st, const sl_stats_ex *ex, const sl_stats
     printf(",\"auth_refused\":%" PRIu64 ",\"handshakes_refused\":%" PRIu64, st->auth_refused,
            st->handshakes_refused);
     if (more)
-        printf(",\"settle_refused\":%" PRIu64 ",\"settle_foreign\":%" PRIu64 ",\"quarantined\":%" PRIu64,
-               more->settle_refused, more->settle_foreign, more->quarantined_total);
-    printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64 ",\"levels\":[",
-           st->breaker_trips, st->rx_bad, st->tx_failed);
+        printf(",\"settle_refused\":%" PRIu64 ",\"settle_foreign\":%" PRIu64, more->settle_refused,
+               more->settle_foreign);
+    printf(",\"breaker_trips\":%" PRIu64 ",\"rx_bad\":%" PRIu64 ",\"tx_failed\":%" PRIu64, st->breaker_trips,
+           st->rx_bad, st->tx_failed);
+    if (more)
+        printf(",\"quarantined\":%" PRIu64, more->quarantined_total);
+    printf(",\"levels\":[");
     for (unsigned i = 0; i < st->nlevels; i++) {
         const sl_level_stats *l = &st->level[i];
         printf("%s{\"level\":%u,\"name\":", i ? "," : "", i);
