@@ -2,11 +2,13 @@
 
 Each listing is built from the same C structs, with the same keys, in the same
 order and with the same values as the command line's JSON (tools/cli:
-cli_stats.c, cli_level.c, cli_admin.c, cli_sink.c, cli_tag.c, cli_dead.c,
-cli_coord.c, cli_window.c), so ``client.level_list()`` equals
-``json.loads(sluice level list --json)``; the test suite compares the two on
-one broker. Where the command line prints no JSON (explain, and the calls that
-change a setting) the return value is documented on the method.
+cli_stats.c, cli_level.c, cli_pool.c, cli_sink.c, cli_tag.c, cli_coord.c,
+cli_window.c), so ``client.level_list()`` equals ``json.loads(sluice level
+list --json)``; the test suite compares the two on one broker. Where the
+command line prints no JSON (sink resume, and the calls that change a setting)
+the return value is documented on the method. The calls on stored messages
+(explain, dead letters, waiting messages) are in _msgs.py, backups and the
+settings as declarations in _backup.py.
 
 Arguments follow the command line's options: levels by name or number, rates
 in units per second (``0.5``) or as windows (``"500/min:50"``, see
@@ -15,27 +17,22 @@ in units per second (``0.5``) or as windows (``"500/min:50"``, see
 
 from __future__ import annotations
 
-import time
-from ctypes import byref, c_uint, c_uint64, string_at
+from ctypes import byref, c_uint, c_uint64
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from . import _lib
 from ._lib import (
-    SL_DEAD_PAGE,
     SL_MAX_LEVELS,
     SL_MAX_POOLS,
     SL_MAX_TAG_ROWS,
-    SL_SAME_LEVEL,
     SL_UNCHANGED,
     CoordInfo,
-    DeadLetter,
-    DeadMessage,
-    ExplainInfo,
     LevelInfo,
     PoolInfo,
     SinkInfo,
     Stats,
     StatsEx,
+    StatsMore,
     TagInfo,
     TagSettings,
     TagThrottle,
@@ -54,9 +51,14 @@ _s = _lib.text
 
 
 def coord_json(c: CoordInfo) -> Optional[Json]:
-    """coord_json is cli_coord_json: None unless the broker shares its sink."""
+    """coord_json is cli_coord_json: None unless the broker shares its sink.
+
+    reserved_fits is None while it cannot be told: Redis's first lease period
+    (state "learning"), or no limit known to this broker yet.
+    """
     if not c.coordinated:
         return None
+    learning = _s(c.state) == "learning" or c.limit_milli == 0
     return {
         "coordinated": True,
         "state": _s(c.state),
@@ -69,46 +71,10 @@ def coord_json(c: CoordInfo) -> Optional[Json]:
         "epoch": c.epoch,
         "limit_milli": c.limit_milli,
         "sum_reserved_milli": c.sum_reserved_milli,
-        "reserved_fits": c.sum_reserved_milli <= c.limit_milli,
+        "reserved_fits": None if learning else c.sum_reserved_milli <= c.limit_milli,
         "brokers": c.brokers,
         "redis_ops": c.ops,
     }
-
-
-def _when(ms: int) -> str:
-    """_when writes ms since the epoch as 2026-11-25T02:00:00.123Z (cli_dead.c's when_format)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03uZ" % (ms % 1000)
-
-
-def _utf8_len(p: bytes, i: int) -> int:
-    c = p[i]
-    n = 4 if 0xF0 <= c <= 0xF4 else 3 if c >= 0xE0 else 2 if 0xC2 <= c < 0xE0 else 0
-    if n == 0 or i + n > len(p):
-        return 0
-    for k in range(1, n):
-        if p[i + k] & 0xC0 != 0x80:
-            return 0
-    return n
-
-
-def preview_text(p: bytes) -> str:
-    """preview_text shows a body's first bytes as dead list --json does (after JSON decoding).
-
-    Printable ASCII and whole UTF-8 characters stay; any other byte reads
-    ``\\xHH`` (a backslash, x and two hex digits).
-    """
-    out: List[str] = []
-    i = 0
-    while i < len(p):
-        c = p[i]
-        n = _utf8_len(p, i) if c >= 0x80 else 0
-        if n:
-            out.append(p[i:i + n].decode("utf-8", "replace"))
-            i += n
-            continue
-        out.append(chr(c) if 0x20 <= c < 0x7F else "\\x%02x" % c)
-        i += 1
-    return "".join(out)
 
 
 class AdminMixin:
@@ -130,14 +96,18 @@ class AdminMixin:
         """stats returns the broker's figures, as ``sluice stats --json``.
 
         Keys: uptime_ms, consumers, breaker, auth_refused, handshakes_refused,
-        breaker_trips, rx_bad, tx_failed, levels (a row per level: depth,
-        inflight, delayed, dead, oldest_ms, the counters, eta_ms,
-        throttled_tag, ...), coord (None unless the sink is shared) and sink
-        (rate_milli, effective_rate_milli, reason).
+        settle_refused (settlements refused with SL_ESTALE), settle_foreign
+        (of those, for a lease another connection holds), breaker_trips,
+        rx_bad, tx_failed, quarantined (the messages held in quarantined
+        levels), levels (a row per level: depth, inflight, delayed, dead,
+        oldest_ms, the counters, eta_ms, throttled_tag, throttled_ms (what its
+        pause after a THROTTLED has left), state ("ok" or "quarantined"),
+        quarantined), coord (None unless the sink is shared) and sink
+        (rate_milli, effective_rate_milli, paused_ms, reason).
         """
         L, h = self._L, self._handle()
-        st, ex = Stats(), StatsEx()
-        self._check(L.sl_stats_get_ex(h, byref(st), byref(ex)))
+        st, ex, more = Stats(), StatsEx(), StatsMore.new()
+        self._check(L.sl_stats_get_more(h, byref(st), byref(ex), byref(more)))
         sink = SinkInfo()
         shown = L.sl_sink_show(h, byref(sink)) == 0
         out: Json = {
@@ -146,9 +116,12 @@ class AdminMixin:
             "breaker": _s(st.breaker),
             "auth_refused": st.auth_refused,
             "handshakes_refused": st.handshakes_refused,
+            "settle_refused": more.settle_refused,
+            "settle_foreign": more.settle_foreign,
             "breaker_trips": st.breaker_trips,
             "rx_bad": st.rx_bad,
             "tx_failed": st.tx_failed,
+            "quarantined": more.quarantined_total,
         }
         rows = []
         for i in range(st.nlevels):
@@ -177,6 +150,9 @@ class AdminMixin:
                 "dead_dropped": lv.dead_dropped,
                 "corrupt": lv.corrupt,
                 "throttled_tag": ex.throttled_tag[i],
+                "throttled_ms": more.throttled_ms[i],
+                "state": "quarantined" if more.quarantined_level[i] else "ok",
+                "quarantined": more.quarantined[i],
             })
         out["levels"] = rows
         out["coord"] = coord_json(st.coord)
@@ -184,6 +160,7 @@ class AdminMixin:
             out["sink"] = {
                 "rate_milli": sink.rate_milli,
                 "effective_rate_milli": sink.effective_rate_milli,
+                "paused_ms": sink.paused_ms,
                 "reason": _s(sink.reason),
             }
         return out
@@ -195,10 +172,19 @@ class AdminMixin:
 
         ``{"levels": [{"level", "name", "deadline_ms", "aging_ms", "paused",
         "depth", "oldest_ms", "max_rate_milli", "min_rate_milli", "burst",
-        "tokens_milli", "eta_ms", "fair", "windows": [...]}, ...]}``
+        "tokens_milli", "eta_ms", "fair", "throttled_ms", "state",
+        "windows": [...]}, ...]}``: throttled_ms is what the level's pause
+        after a THROTTLED has left (0: none; level_resume ends it), state is
+        "quarantined" for a level whose stored trees failed the broker's
+        checks, else "ok".
         """
-        arr, n = (LevelInfo * SL_MAX_LEVELS)(), c_uint()
-        self._check(self._L.sl_level_list(self._handle(), arr, byref(n)))
+        L, h = self._L, self._handle()
+        arr, thr, n = (LevelInfo * SL_MAX_LEVELS)(), (c_uint64 * SL_MAX_LEVELS)(), c_uint()
+        self._check(L.sl_level_list_ex(h, arr, thr, byref(n)))
+        # each level's state, from STATS (as the CLI: "ok" when it cannot be read)
+        st, more = Stats(), StatsMore.new()
+        if L.sl_stats_get_more(h, byref(st), None, byref(more)) != 0:
+            more = StatsMore.new()
         rows = []
         for i in range(n.value):
             lv = arr[i]
@@ -216,6 +202,8 @@ class AdminMixin:
                 "tokens_milli": lv.tokens_milli,
                 "eta_ms": lv.eta_ms,
                 "fair": bool(lv.fair),
+                "throttled_ms": thr[i],
+                "state": "quarantined" if more.quarantined_level[i] else "ok",
                 "windows": window_rows(lv.windows, lv.nwindows),
             })
         return {"levels": rows}
@@ -225,7 +213,7 @@ class AdminMixin:
         self._check(self._L.sl_level_pause(self._handle(), self._level(level), 1))
 
     def level_resume(self, level: Level) -> None:
-        """level_resume restarts deliveries from a paused level."""
+        """level_resume restarts deliveries from a paused level, and ends its pause after a THROTTLED."""
         self._check(self._L.sl_level_pause(self._handle(), self._level(level), 0))
 
     def level_set(
@@ -358,7 +346,8 @@ class AdminMixin:
         """sink_show returns the sink's settings and state, as ``sluice sink show --json``.
 
         Keys: rate_milli, effective_rate_milli, burst, max_inflight, inflight,
-        tokens_milli, paused_ms, breaker, breaker_trips, reason, windows, coord.
+        tokens_milli, paused_ms (until dispatch resumes after a THROTTLED; 0:
+        running), breaker, breaker_trips, reason, windows, coord.
         """
         s = SinkInfo()
         self._check(self._L.sl_sink_show(self._handle(), byref(s)))
@@ -376,6 +365,18 @@ class AdminMixin:
             "windows": window_rows(s.windows, s.nwindows),
             "coord": coord_json(s.coord),
         }
+
+    def sink_resume(self) -> int:
+        """sink_resume ends the sink's pause after a THROTTLED at once, as ``sluice sink resume``.
+
+        Returns the ms the pause had left (0: it was not paused). Dispatch
+        goes on one unit at a time, as when a pause runs out; the rate stays
+        where the cuts after 429s put it (sink_set, which also ends a pause,
+        restores the configured one). Needs the admin role.
+        """
+        left = c_uint64()
+        self._check(self._L.sl_sink_resume(self._handle(), byref(left)))
+        return left.value
 
     def sink_set(
         self,
@@ -525,143 +526,6 @@ class AdminMixin:
     def tag_resume(self, tag: str) -> None:
         """tag_resume restarts deliveries of a paused tag."""
         self._check(self._L.sl_tag_pause(self._handle(), _nonempty(tag, "tag"), 0))
-
-    # ---- explain ----
-
-    def explain(self, id: int) -> Json:
-        """explain tells where message id is and why it has not been delivered.
-
-        Returns ``{"id", "state", "level", "position", "until_ms", "why"}``:
-        state is "ready", "leased", "delayed", "dead" or "gone" (acknowledged,
-        or never existed); level is its level's name (None when gone);
-        position counts the messages ahead of a ready one; until_ms is the
-        time until a lease ends or a delayed message is due; why is the
-        broker's sentence (what ``sluice explain`` prints after the state).
-        """
-        e = ExplainInfo()
-        self._check(self._L.sl_explain(self._handle(), id, byref(e)))
-        state = _s(e.state)
-        return {
-            "id": id,
-            "state": state,
-            "level": None if state == "gone" else self._label(e.level),
-            "position": e.position,
-            "until_ms": e.until_ms,
-            "why": _s(e.why),
-        }
-
-    # ---- dead letters ----
-
-    def dead_list(self, level: Level, *, limit: Optional[int] = 100, after: int = 0) -> List[Json]:
-        """dead_list returns a level's dead letters in id order, as ``sluice dead list --json``.
-
-        Args:
-            limit: at most this many (None: all of them).
-            after: only those with an id above this.
-
-        Each row: id, level (name), tag, attempts, when (ISO 8601, UTC),
-        died_ms, reason, body_preview (the first 64 bytes as text, other bytes
-        as ``\\xHH``), body_bytes.
-        """
-        if limit is not None and limit < 1:
-            raise InvalidArgument("limit must be above 0 (or None for all)")
-        L, h, lv = self._L, self._handle(), self._level(level)
-        name = self._label(lv)
-        page, n = (DeadLetter * SL_DEAD_PAGE)(), c_uint()
-        rows: List[Json] = []
-        while limit is None or len(rows) < limit:
-            want = SL_DEAD_PAGE if limit is None else min(SL_DEAD_PAGE, limit - len(rows))
-            self._check(L.sl_dead_list(h, lv, after, want, page, byref(n)))
-            for k in range(n.value):
-                d = page[k]
-                rows.append({
-                    "id": d.id,
-                    "level": name,
-                    "tag": _s(d.tag),
-                    "attempts": d.attempts,
-                    "when": _when(d.died_ms),
-                    "died_ms": d.died_ms,
-                    "reason": _s(d.reason),
-                    "body_preview": preview_text(bytes(d.preview[:d.preview_len])),
-                    "body_bytes": d.body_bytes,
-                })
-                after = d.id
-            if n.value < want:
-                break
-        return rows
-
-    def dead_peek(self, id: int) -> Json:
-        """dead_peek reads one dead letter whole: ``{"id", "level", "attempts", "tag", "reason", "body"}``.
-
-        body is bytes, unchanged. Raises NotFound when no dead letter has that id.
-        """
-        m = DeadMessage()
-        self._check(self._L.sl_dead_peek(self._handle(), id, byref(m)))
-        return {
-            "id": m.id,
-            "level": self._label(m.level),
-            "attempts": m.attempts,
-            "tag": string_at(m.tag, m.tag_len).decode("utf-8", "replace") if m.tag_len else "",
-            "reason": string_at(m.reason, m.reason_len).decode("utf-8", "replace") if m.reason_len else "",
-            "body": string_at(m.body, m.body_len) if m.body_len else b"",
-        }
-
-    def dead_requeue(
-        self,
-        level: Optional[Level] = None,
-        *,
-        id: Optional[int] = None,
-        to: Optional[Level] = None,
-        limit: Optional[int] = None,
-    ) -> Json:
-        """dead_requeue puts dead letters back in a queue, as ``sluice dead requeue --json``.
-
-        Give a level (every dead letter it holds now, or at most limit, smallest
-        id first) or id= (one dead letter). to is the level they go to (None:
-        the one they died in). They start over: attempt 0, no time to live.
-        Returns ``{"requeued": N}``. A dead letter that dies again while this
-        runs is not requeued twice.
-        """
-        if (level is None) == (id is None):
-            raise InvalidArgument("give a level or id=, not both")
-        if limit is not None and limit < 1:
-            raise InvalidArgument("limit must be above 0")
-        L, h = self._L, self._handle()
-        dest = SL_SAME_LEVEL if to is None else self._level(to)
-        if id is not None:
-            self._check(L.sl_dead_requeue_id(h, id, dest))
-            return {"requeued": 1}
-        lv = self._level(level)  # type: ignore[arg-type]
-        st = Stats()
-        self._check(L.sl_stats_get(h, byref(st)))
-        cap = limit or 0
-        if lv < st.nlevels and (not cap or st.level[lv].dead < cap):
-            cap = st.level[lv].dead
-        moved, after, n = 0, c_uint64(1), c_uint64()
-        while after.value and cap and moved < cap:
-            self._check(L.sl_dead_requeue(h, lv, dest, cap - moved, byref(n), byref(after)))
-            if n.value == 0:
-                break
-            moved += n.value
-        return {"requeued": moved}
-
-    def dead_purge(self, level: Level, *, older_than_ms: int = 0, limit: Optional[int] = None) -> Json:
-        """dead_purge deletes a level's dead letters for good, as ``sluice dead purge --json``.
-
-        Those that died at least older_than_ms ago (0: all), at most limit
-        (None: no limit). Returns ``{"purged": N}``.
-        """
-        if limit is not None and limit < 1:
-            raise InvalidArgument("limit must be above 0")
-        L, h, lv = self._L, self._handle(), self._level(level)
-        purged, after, n = 0, c_uint64(0), c_uint64()
-        while True:
-            self._check(L.sl_dead_purge(h, lv, older_than_ms, limit - purged if limit else 0, byref(after),
-                                        byref(n)))
-            purged += n.value
-            if not after.value or (limit and purged >= limit):
-                break
-        return {"purged": purged}
 
 
 def _one_of(what: str, **given: Any) -> Any:

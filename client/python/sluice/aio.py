@@ -30,10 +30,10 @@ T = TypeVar("T")
 Level = Union[int, str]
 
 _ADMIN = (
-    "stats", "level_list", "level_pause", "level_resume", "level_set", "sink_show", "sink_set", "pool_list",
-    "pool_resize", "pool_pause", "pool_resume", "pool_delete", "pool_autoscale", "tag_list", "tag_set",
-    "tag_pause", "tag_resume", "dead_list", "dead_peek", "dead_requeue", "dead_purge", "explain", "levels",
-    "flush",
+    "stats", "level_list", "level_pause", "level_resume", "level_set", "sink_show", "sink_set", "sink_resume",
+    "pool_list", "pool_resize", "pool_pause", "pool_resume", "pool_delete", "pool_autoscale", "tag_list",
+    "tag_set", "tag_pause", "tag_resume", "explain", "dead_list", "dead_peek", "dead_requeue", "dead_purge",
+    "peek", "delete", "purge", "move", "backup", "backup_status", "settings_export", "levels", "flush",
 )
 
 

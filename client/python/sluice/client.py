@@ -22,7 +22,9 @@ from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Uni
 
 from . import _lib
 from ._admin import AdminMixin
+from ._backup import BackupMixin
 from ._lib import SL_KEY_BYTES, SL_LEVEL_DEFAULT, SL_SCOPE_SINK, SL_SCOPE_TAG, Confirm, Options, Put, lib
+from ._msgs import MsgsMixin
 from .errors import Error, InvalidArgument, InvalidState, NoLevel, from_code
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:7470"
@@ -188,7 +190,7 @@ def _options(timeout_ms: int, heartbeat_ms: int, client_key: KeyArg, server_key:
                    secret_key=sec)
 
 
-class Client(_Conn, AdminMixin):
+class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin):
     """Client is a connection to one Sluice broker: publish, consume, administer.
 
     Args:
@@ -199,8 +201,12 @@ class Client(_Conn, AdminMixin):
         server_key: the broker's ``.pub`` (or ``.key``) file, or its public key in Z85.
         heartbeat_ms: the transport heartbeat (0: the library's 1000 ms).
 
-    Connecting is asynchronous: an unreachable broker shows as :class:`Timeout`
-    on the first call that waits for it. A bad endpoint or key raises
+    Connecting is asynchronous: the first call that waits for the broker says
+    whether it is there. When nothing listens at the endpoint (the connection
+    is refused) that call raises :class:`ConnectError` about 0.3 s after the
+    first refusal; a broker that cannot be reached otherwise (a host that
+    drops packets, a peer that never answers) raises :class:`Timeout` after
+    timeout_ms. A bad endpoint or key raises
     :class:`InvalidArgument` here. Use it as a context manager, or call
     :meth:`close`. One thread at a time (see the module's notes).
     """
