@@ -225,3 +225,39 @@ def wait_for(what: str, cond: Callable[[], Any], timeout_s: float = 10.0, every_
 def level_row(c: sluice.Client, level: str) -> Dict[str, Any]:
     """level_row is one level's row of stats()."""
     return next(r for r in c.stats()["levels"] if r["name"] == level)
+
+
+# figures that move with the clock between two reads, and how far they may
+VOLATILE: Dict[str, float] = {
+    "uptime_ms": 5000,
+    "oldest_ms": 5000,
+    "age_ms": 5000,
+    "tokens_milli": 20000,
+    "eta_ms": 5000,
+    "rate_per_s": 50.0,
+    "paused_ms": 5000,
+    "throttled_ms": 5000,
+    "lease_left_ms": 5000,
+    "recommended": 64,  # a pool's size autoscaling would choose, computed again as the backlog moves
+}
+
+
+def same(py: Any, cli: Any, where: str = "$", key: str = "") -> None:
+    """same asserts that py is what the CLI printed: the same keys in the same order, the same types and values.
+
+    Only the figures in VOLATILE, which move with the clock between two
+    reads, may differ, within their bound.
+    """
+    assert type(py) is type(cli), f"{where}: {type(py).__name__} here, {type(cli).__name__} from the CLI"
+    if isinstance(py, dict):
+        assert list(py) == list(cli), f"{where}: keys {list(py)} here, {list(cli)} from the CLI"
+        for k in py:
+            same(py[k], cli[k], f"{where}.{k}", k)
+    elif isinstance(py, list):
+        assert len(py) == len(cli), f"{where}: {len(py)} rows here, {len(cli)} from the CLI"
+        for i, (a, b) in enumerate(zip(py, cli)):
+            same(a, b, f"{where}[{i}]", key)
+    elif key in VOLATILE and isinstance(py, (int, float)):
+        assert abs(py - cli) <= VOLATILE[key], f"{where}: {py} here, {cli} from the CLI"
+    else:
+        assert py == cli, f"{where}: {py!r} here, {cli!r} from the CLI"

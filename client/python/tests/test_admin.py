@@ -2,7 +2,8 @@
 
 One broker is set up with something in every listing (level settings, a
 paused level, a fair level with tags and patterns, pools, a sink limit, dead
-letters with awkward bodies), then every Python listing is compared with the
+letters with awkward bodies in two levels), then every Python listing is
+compared with the
 CLI's JSON of the same moment: the same keys in the same order, the same
 types, the same values; only figures that move with the clock (uptime, ages,
 refilling buckets) may differ, within a bound. Changes made through Python
@@ -17,37 +18,7 @@ from typing import Any, Dict
 import pytest
 
 import sluice
-from conftest import Broker, level_row, wait_for
-
-# figures that move with the clock between two reads, and how far they may
-VOLATILE: Dict[str, float] = {
-    "uptime_ms": 5000,
-    "oldest_ms": 5000,
-    "tokens_milli": 20000,
-    "eta_ms": 5000,
-    "rate_per_s": 50.0,
-    "paused_ms": 5000,
-    "throttled_ms": 5000,
-    "lease_left_ms": 5000,
-    "recommended": 64,  # a pool's size autoscaling would choose, computed again as the backlog moves
-}
-
-
-def same(py: Any, cli: Any, where: str = "$", key: str = "") -> None:
-    """same asserts that py is what the CLI printed (see the module)."""
-    assert type(py) is type(cli), f"{where}: {type(py).__name__} here, {type(cli).__name__} from the CLI"
-    if isinstance(py, dict):
-        assert list(py) == list(cli), f"{where}: keys {list(py)} here, {list(cli)} from the CLI"
-        for k in py:
-            same(py[k], cli[k], f"{where}.{k}", k)
-    elif isinstance(py, list):
-        assert len(py) == len(cli), f"{where}: {len(py)} rows here, {len(cli)} from the CLI"
-        for i, (a, b) in enumerate(zip(py, cli)):
-            same(a, b, f"{where}[{i}]", key)
-    elif key in VOLATILE and isinstance(py, (int, float)):
-        assert abs(py - cli) <= VOLATILE[key], f"{where}: {py} here, {cli} from the CLI"
-    else:
-        assert py == cli, f"{where}: {py!r} here, {cli!r} from the CLI"
+from conftest import Broker, level_row, same, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +42,9 @@ def rich():
         for tag in ("gold-1", "gold-1", "free-2", "plain"):
             c.send(tag.encode(), level="low", tag=tag)
         c.send(b"untagged", level="low")
-        bodies = [b"\x00\x01binary\xff", "é utf-8 ✓ \"quoted\" \\ back".encode(), b"x" * 100, b"\ttab\nnl"]
+        bodies = [b"\x00\x01binary\xff", "é utf-8 ✓ \"quoted\" \\ back".encode(), b"x" * 100, b"\ttab\nnl",
+                  b"\x1b[31mred\r\x7f", "\u0085c1 \u202eevil".encode(),
+                  b"\xc0\xaf over \xed\xa0\x80 sur \xf4\x90\x80\x80 big", b"y" * 63 + "é".encode()]
         dead_ids = c.send_many(bodies, level="high", tag="t\"q")
         with c.consume(["high"], credit=4) as k:
             for _ in bodies:
@@ -80,7 +53,9 @@ def rich():
                 d.reject(f"bad \"{d.id}\"")
             k.flush()
         c.send(b"ready", level="high")
+        c.send(b"expires", level="low", ttl_ms=1)  # a dead letter of low once its time to live runs out
         wait_for("the dead letters", lambda: level_row(c, "high")["dead"] == len(bodies))
+        wait_for("the expired one", lambda: level_row(c, "low")["dead"] == 1)
         yield b, c, dead_ids
     finally:
         c.close()
@@ -91,7 +66,8 @@ def test_stats_is_stats_json(rich):
     b, c, _ = rich
     py = c.stats()
     same(py, b.cli_json("stats"))
-    assert py["levels"][0]["dead"] == 4 and py["sink"]["rate_milli"] == 100000
+    assert py["levels"][0]["dead"] == 8 and py["levels"][2]["dead"] == 1 and py["sink"]["rate_milli"] == 100000
+    assert [r["state"] for r in py["levels"]] == ["ok"] * 3 and py["quarantined"] == 0
 
 
 def test_level_list_is_level_list_json(rich):
@@ -140,9 +116,25 @@ def test_dead_list_is_dead_list_json(rich):
     assert py[0]["body_preview"].startswith("\\x00\\x01binary")
     assert py[1]["body_preview"] == "é utf-8 ✓ \"quoted\" \\ back"
     assert py[2]["body_bytes"] == 100 and len(py[2]["body_preview"]) == 64
+    assert [r["body_preview"] for r in py[3:]] == [
+        "\\ttab\\nnl", "\\e[31mred\\r\\x7f", "\\xc2\\x85c1 \\xe2\\x80\\xaeevil",
+        "", "y" * 63]  # the broker sends a preview up to its first byte that is not UTF-8
     same(c.dead_list("high", limit=2, after=ids[0]), b.cli_json("dead", "list", "0", "--limit", "2", "--after",
                                                                   str(ids[0])))
     same(c.dead_list("normal"), b.cli_json("dead", "list", "normal"))
+
+
+def test_dead_list_of_every_level_is_dead_list_json_without_a_level(rich):
+    b, c, ids = rich
+    every = c.dead_list()
+    same(every, b.cli_json("dead", "list"))
+    assert [r["level"] for r in every] == ["high"] * len(ids) + ["low"]
+    for limit in (3, len(ids), len(ids) + 1):  # within the first level, at its end, across to the next
+        py = c.dead_list(limit=limit)
+        same(py, b.cli_json("dead", "list", "--limit", str(limit)))
+        assert py == every[:limit]
+    same(c.dead_list(after=ids[-2]), b.cli_json("dead", "list", "--after", str(ids[-2])))
+    assert [r["id"] for r in c.dead_list(after=ids[-2], limit=None)] == [ids[-1], every[-1]["id"]]
 
 
 def explain_text(e: Dict[str, Any]) -> str:
@@ -272,3 +264,49 @@ def test_rates_in_thousandths_as_the_listings_show_them(broker: Broker):
         assert c.sink_show()["rate_milli"] == 0
         with pytest.raises(sluice.InvalidArgument):
             c.sink_set(rate=1, rate_milli=1000)
+
+
+def test_a_pause_after_throttled_shows_as_the_cli_shows_it_and_resume_ends_it(broker: Broker):
+    # A FIFO level whose head's tag is throttled waits out that tag's pause
+    # (a level pause: throttled_ms in level list and stats); a THROTTLED for
+    # the sink pauses the sink (paused_ms in sink show and stats).
+    c = broker.client()
+    c.send(b"tenant 429", level="normal", tag="t1")
+    c.send(b"sink 429", level="high")
+    with c.consume(["normal"]) as k:
+        d = k.recv(5000)
+        assert d is not None
+        d.throttled(60_000, scope="tag")
+        k.flush()
+    wait_for("the level's pause", lambda: c.level_list()["levels"][1]["throttled_ms"] > 0)
+    py = c.level_list()
+    same(py, broker.cli_json("level", "list"))
+    assert [r["throttled_ms"] > 50_000 for r in py["levels"]] == [False, True, False]
+    st = c.stats()
+    same(st, broker.cli_json("stats"))
+    assert st["levels"][1]["throttled_ms"] > 50_000 and st["levels"][0]["throttled_ms"] == 0
+    c.level_resume("normal")
+    assert c.level_list()["levels"][1]["throttled_ms"] == 0 and c.stats()["levels"][1]["throttled_ms"] == 0
+
+    def throttle_the_sink() -> None:
+        with c.consume(["high"]) as k:
+            d = k.recv(5000)
+            assert d is not None
+            d.throttled(60_000)
+            k.flush()
+        wait_for("the sink's pause", lambda: c.sink_show()["paused_ms"] > 0)
+
+    throttle_the_sink()
+    same(c.sink_show(), broker.cli_json("sink", "show"))
+    st = c.stats()
+    same(st, broker.cli_json("stats"))
+    assert st["sink"]["paused_ms"] > 50_000
+    left = c.sink_resume()
+    assert 50_000 < left <= 60_000 and c.sink_show()["paused_ms"] == 0
+    assert c.sink_resume() == 0
+    assert broker.cli("sink", "resume").stdout.decode() == "sink: not paused\n"  # what 0 says
+    throttle_the_sink()
+    assert re.fullmatch(r"sink: resumed \(its pause after THROTTLED had \S+ left\)\n",
+                        broker.cli("sink", "resume").stdout.decode())
+    assert c.sink_show()["paused_ms"] == 0 and c.sink_resume() == 0
+    c.close()

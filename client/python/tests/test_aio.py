@@ -46,3 +46,28 @@ def test_many_clients_publish_side_by_side(broker):
         assert len({x for batch in ids for x in batch}) == 200
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_every_admin_call_is_a_coroutine_here_too():
+    from sluice._admin import AdminMixin
+    from sluice._backup import BackupMixin
+    from sluice._msgs import MsgsMixin
+
+    calls = {n for m in (AdminMixin, MsgsMixin, BackupMixin) for n in vars(m) if not n.startswith("_")}
+    assert {"sink_resume", "peek", "delete", "purge", "move", "backup", "backup_status", "settings_export"} <= calls
+    assert sorted(calls - set(sluice.aio._ADMIN)) == []
+    for name in sluice.aio._ADMIN:
+        assert callable(getattr(sluice.Client, name)), name
+
+
+def test_waiting_messages_from_asyncio(broker):
+    async def main() -> None:
+        async with sluice.aio.Client(broker.endpoint) as c:
+            ids = await c.send_many([b"a", b"b"], level="low")
+            assert [r["id"] for r in await c.peek("low")] == ids
+            assert await c.move("low", "high") == {"moved": 2, "in_flight_left": 0}
+            assert await c.delete(ids[0]) == {"deleted": ids[0], "level": "high"}
+            assert (await c.backup_status())["state"] == "none"
+            assert "[sink]" in await c.settings_export()
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import sluice
-from conftest import level_row, wait_for
+from conftest import level_row, same, wait_for
 
 
 def one(consumer: sluice.Consumer, timeout_ms: int = 5000) -> sluice.Delivery:
@@ -119,6 +119,9 @@ def test_an_expired_lease_is_delivered_again_and_its_late_ack_is_stale(broker_fa
         assert consumer.refused == 1
         again.ack()
         consumer.flush()
+        st = c.stats()  # the broker counts the refusal: a token no lease has, not another connection's
+        assert (st["settle_refused"], st["settle_foreign"]) == (1, 0)
+        same(st, b.cli_json("stats"))
 
 
 def test_throttled_returns_the_message_uncharged_and_pauses_the_sink(client):

@@ -6,7 +6,12 @@
 from __future__ import annotations
 
 import signal
+import socket
 import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -100,10 +105,44 @@ def test_no_space_when_the_store_is_full(broker_factory):
         assert level_row(c, "normal")["depth"] == len(stored)
 
 
-def test_timeout_when_no_broker_answers(tmp_path):
-    with sluice.Client(f"ipc://{tmp_path}/nobody.sock", timeout_ms=200) as c:
+def test_connect_error_at_once_when_nothing_listens(tmp_path):
+    # nothing listens at the endpoint: the connection is refused, and the
+    # first call says so about 0.3 s after the first refusal, not at its timeout
+    with sluice.Client(f"ipc://{tmp_path}/nobody.sock", timeout_ms=20_000) as c:
+        t0 = time.monotonic()
+        with pytest.raises(sluice.ConnectError) as e:
+            c.send(b"x")
+        assert time.monotonic() - t0 < 10  # about 0.3 s; far below the 20 s timeout on a busy machine
+        assert isinstance(e.value, ConnectionError) and "refused" in e.value.message
+        with pytest.raises(sluice.ConnectError):
+            c.stats()
+
+
+@contextmanager
+def silent_peer(kind: str, tmp_path: Path) -> Iterator[str]:
+    """silent_peer is a listening socket that takes connections and never speaks (no ZMTP): its endpoint."""
+    if kind == "ipc":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(str(tmp_path / "silent.sock"))
+        endpoint = f"ipc://{tmp_path}/silent.sock"
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    s.listen(8)  # the kernel completes the connections; nothing is ever read or written
+    try:
+        yield endpoint
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("kind", ["ipc", "tcp"])
+def test_timeout_when_the_peer_never_answers(tmp_path, kind):
+    with silent_peer(kind, tmp_path) as endpoint, sluice.Client(endpoint, timeout_ms=500) as c:
+        t0 = time.monotonic()
         with pytest.raises(sluice.Timeout) as e:
             c.send(b"x")
+        assert time.monotonic() - t0 >= 0.45  # it waited for its timeout: a connection, not a refusal
         assert isinstance(e.value, TimeoutError)
         with pytest.raises(sluice.Timeout):
             c.stats()
