@@ -134,6 +134,7 @@ def test_dead_list_of_every_level_is_dead_list_json_without_a_level(rich):
         same(py, b.cli_json("dead", "list", "--limit", str(limit)))
         assert py == every[:limit]
     same(c.dead_list(after=ids[-2]), b.cli_json("dead", "list", "--after", str(ids[-2])))
+    assert c.dead_list(after=every[-1]["id"]) == b.cli_json("dead", "list", "--after", str(every[-1]["id"])) == []
     assert [r["id"] for r in c.dead_list(after=ids[-2], limit=None)] == [ids[-1], every[-1]["id"]]
 
 

@@ -1,8 +1,8 @@
 """The ctypes structs, constants and functions match the C headers.
 
 A small C program is generated from sluice._lib.STRUCTS and CONSTANTS,
-compiled against client/sluice.h and run; it prints sizeof and offsetof, and
-each constant's value, as C sees them. The headers are also read for every
+compiled against client/sluice.h and run; it prints each struct's size and
+each field's offset and size, and each constant's value, as C sees them. The headers are also read for every
 struct and function they declare, so that one the binding has not caught up
 with fails here (a function is bound, or named in UNBOUND with the reason).
 """
@@ -45,9 +45,10 @@ def test_every_struct_has_the_layout_of_its_c_declaration(tmp_path):
     for cname, cls in _lib.STRUCTS.items():
         body.append(f'    printf("{cname} %zu\\n", sizeof({cname}));')
         expect.append(f"{cname} {ctypes.sizeof(cls)}")
-        for field, _ in cls._fields_:
-            body.append(f'    printf("{cname}.{field} %zu\\n", offsetof({cname}, {field}));')
-            expect.append(f"{cname}.{field} {getattr(cls, field).offset}")
+        for field, _ in cls._fields_:  # where each field is, and how big (a uint32_t is not a uint64_t)
+            body.append(f'    printf("{cname}.{field} %zu %zu\\n", offsetof({cname}, {field}), '
+                        f'sizeof ((({cname} *)0)->{field}));')
+            expect.append(f"{cname}.{field} {getattr(cls, field).offset} {getattr(cls, field).size}")
     assert compile_and_run(tmp_path, body) == expect
 
 
