@@ -40,6 +40,7 @@ struct sl_client {
     int auth_refused;   /* the broker refused our handshake: SL_EPERM until one succeeds */
     int64_t refused_since_ns; /* before any handshake, a connection was refused (nothing listens): when first */
     bool reached;             /* a connection was ever made (something listens), whatever its handshake did */
+    unsigned early_closes;    /* connections closed by the peer before any handshake succeeded */
     int64_t mon_looked_ns; /* when the monitor was last drained (wire.c, monitor_look) */
 
     uint64_t await_seq; /* the synchronous request waited for; 0 for none */

@@ -255,6 +255,13 @@ static void monitor_drain(sl_client *c, bool closing)
         if (event == ZMQ_EVENT_DISCONNECTED) {
             c->connected = false;
             settles_lost(c); /* their answers will never come */
+            /* A broker with CURVE closes a plaintext client's connection
+             * during the greeting, and may do so before the client has read
+             * the mechanism that would name the mismatch: the client then
+             * sees only the close. Twice before any handshake succeeded is
+             * that refusal, not a broker going away. */
+            if (c->handshakes == 0 && c->reached && ++c->early_closes >= 2)
+                c->auth_refused = 1;
         }
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             c->connected = true;
