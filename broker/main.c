@@ -105,10 +105,14 @@ int main(int argc, char **argv)
         return 2;
     }
     log_set_level((enum log_level)cfg.log_level);
-    if (cfg.log_file[0] && log_open_file(cfg.log_file) != 0)
+    if (cfg.log_file[0] && log_open_file(cfg.log_file) != 0) {
+        decl_free(&decls);
         return 2;
-    if (cfg.salvage_dir[0])
+    }
+    if (cfg.salvage_dir[0]) {
+        decl_free(&decls); /* salvage opens no broker: nothing to apply them to */
         return salvage(&cfg);
+    }
     reload_init(argc, argv);
 
     struct sigaction sa = {.sa_handler = on_signal};
