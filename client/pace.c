@@ -53,6 +53,8 @@
  */
 #include "pace.h"
 
+#include "sluice.h"
+
 #define NS_PER_S_ 1000000000ull
 
 /* interval returns 1 s / rate, rounded up so that the pace never runs fast. */
@@ -76,6 +78,14 @@ void pace_set(pace *p, uint64_t rate_milli, uint32_t burst, uint64_t now_ns)
     p->interval_ns = t;
     p->rate_milli = rate_milli;
     p->burst = burst ? burst : 1;
+}
+
+uint64_t pace_rate_at(uint64_t rate_milli, uint32_t burst)
+{
+    if (burst > 1 || rate_milli < SL_PACER_MARGIN + 1)
+        return rate_milli;
+    return rate_milli / (SL_PACER_MARGIN + 1) * SL_PACER_MARGIN +
+           rate_milli % (SL_PACER_MARGIN + 1) * SL_PACER_MARGIN / (SL_PACER_MARGIN + 1);
 }
 
 uint64_t pace_next(const pace *p, uint32_t cost, uint64_t now_ns)

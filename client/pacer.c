@@ -17,11 +17,24 @@
  * for the transit after the token (pacer_slack): paced exactly at a sink's
  * rate and burst, a request that reaches the sink faster than the one
  * before it was refused (11 in 10,000 in an early run of pace-exact; 1 with
- * one unit kept, on a machine with a load average of 7). The main thread, which alone uses
+ * one unit kept, on a machine with a load average of 7); a burst of 1 has
+ * no unit to keep, so its bucket keeps a margin in time instead
+ * (pace_rate_at: each request 2 % of an interval later than the rate). The
+ * main thread, which alone uses
  * the sl_client, reads sl_pace_share after each receive and hands a change
  * to sl_pacer_set.
  *
- * The broker's spacing. sl_pacer_wait_released also holds a request until
+ * Late wakes. A sink of burst 1 judges each request against the one before
+ * it, so a token is never taken less than an interval after the last one,
+ * however late that one left: the lateness of every wake is lost to the
+ * rate, and the sleeping thread's timer slack is set to 1 us (Linux's
+ * default, 50 us, was a tenth of a 2,000/s sink).
+ *
+ * The broker's spacing. While other consumers pace the same sink
+ * (sl_pacer_peers above 1; alone, this pacer's bucket is the whole sink's
+ * and bounds what reaches it, and holding only cost a worker its time:
+ * with 8 workers and a hold of a few milliseconds the pacer could not keep
+ * a 2,000/s sink busy), sl_pacer_wait_released also holds a request until
  * its release time plus the longest recent lag between release and worker
  * (pace.c's pace_lag, noted as each worker asks): then every request
  * leaves as late as the slowest recent one and they keep the spacing the
@@ -109,7 +122,7 @@ void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst)
         return;
     pthread_mutex_lock(&p->lock);
     uint64_t now = mono_ns();
-    pace_set(&p->bucket, rate_milli, burst - pacer_slack(burst), now);
+    pace_set(&p->bucket, pace_rate_at(rate_milli, burst), burst - pacer_slack(burst), now);
     pthread_mutex_unlock(&p->lock);
 }
 

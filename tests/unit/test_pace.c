@@ -309,6 +309,42 @@ static void pacer_waits_on_the_real_clock(void **state)
     sl_pacer_free(&p);
 }
 
+/* At a burst of 1 the pacer keeps its margin in time: every request leaves
+ * at least an interval plus 1/SL_PACER_MARGIN after the one before, on the
+ * real clock, however late the one before left; alone (no peers) a request
+ * released by the broker is not held. */
+static void burst_one_keeps_a_margin(void **state)
+{
+    (void)state;
+    sl_pacer *pr = NULL;
+    assert_int_equal(sl_pacer_new(&pr), SL_OK);
+    sl_pacer_set(pr, 1000 * 1000, 1); /* 1 ms: each leaves 1.02 ms after the last */
+    uint64_t last = 0, least = UINT64_MAX;
+    for (int i = 0; i < 40; i++) {
+        sl_pacer_wait_released(pr, 1, mono()); /* released now: alone, no hold */
+        uint64_t now = mono();
+        if (last && now - last < least)
+            least = now - last;
+        last = now;
+        if (i == 20) { /* a sender late by 3 ms: the next still waits a whole interval */
+            struct timespec ts = {0, 3 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(least >= MS + MS / SL_PACER_MARGIN);
+    sl_pacer_free(&pr);
+    /* exactly: at burst 1, 50/51 of the rate (an interval 2 % longer); above, the rate */
+    assert_true(pace_rate_at(1000 * 1000, 1) == 1000 * 1000 * SL_PACER_MARGIN / (SL_PACER_MARGIN + 1));
+    assert_true(pace_rate_at(2000 * 1000, 1) == 1960784);
+    assert_true(pace_rate_at(1000 * 1000, 2) == 1000 * 1000);
+    assert_true(pace_rate_at(40, 1) == 40); /* 0.04/s: too slow to take anything from */
+    pace p = {0};
+    pace_set(&p, pace_rate_at(100 * 1000, 1), 1, 0);
+    pace_take(&p, 1, 0);
+    uint64_t next = pace_next(&p, 1, 0); /* 10.2 ms, up to the rounding of a rate in thousandths */
+    assert_true(next >= 10 * MS + 10 * MS / SL_PACER_MARGIN && next < 10 * MS + 10 * MS / SL_PACER_MARGIN + 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +357,7 @@ int main(void)
         cmocka_unit_test(two_processes_keep_the_broker_spacing),
         cmocka_unit_test(processes_with_different_lags_share_one_hold),
         cmocka_unit_test(pacer_waits_on_the_real_clock),
+        cmocka_unit_test(burst_one_keeps_a_margin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
