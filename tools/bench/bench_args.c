@@ -22,7 +22,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM] | -b ENDPOINT] [--seconds S]\n"
-"                    [--quick]\n"
+"                    [--quick] [--tenants | --sink]\n"
 "\n"
 "sluice-bench measures a Sluice broker against its performance targets, next to\n"
 "the raw limits of this machine, and prints one table on stdout (progress goes\n"
@@ -55,6 +55,13 @@ static void usage(FILE *f)
 "                      and fair by tag; dispatch with 1,000 tags waiting, FIFO\n"
 "                      and fair; broker RSS per waiting tag (100,000 tags), live\n"
 "                      and, after a restart, the heap alone.\n"
+"  sink used           with --spawn, on processes of their own: a sink set with\n"
+"                      the defaults (burst 1) at 100, 1,000, 2,000 and 5,000/s\n"
+"                      over a backlog: the share of the rate delivered through\n"
+"                      one `sluice consume -c 64`; through `consume --post\n"
+"                      --workers 8` into `sluice-sink --burst 1` at the same\n"
+"                      rate, and its 429s; through three brokers sharing the\n"
+"                      rate in Redis (redis-server), one consume -c 64 each.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "  raw: one flush      a 100-byte append and fdatasync; the 1 x 1 enqueue row is\n"
@@ -81,6 +88,8 @@ static void usage(FILE *f)
 "                      deadline while they run (it is put back).\n"
 "  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
 "      --tenants       with --spawn: run only the tenant rows (about 40 s)\n"
+"      --sink          with --spawn: run only the rows of the sink used at its\n"
+"                      limit (about 25 s a rate with --seconds 3)\n"
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
@@ -107,7 +116,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_VERSION };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -116,6 +125,7 @@ static const struct option options[] = {
     {"seconds", required_argument, NULL, 's'},
     {"quick", no_argument, NULL, 'q'},
     {"tenants", no_argument, NULL, OPT_TENANTS},
+    {"sink", no_argument, NULL, OPT_SINK},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -139,6 +149,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_TENANTS:
             b->tenants_only = 1;
+            break;
+        case OPT_SINK:
+            b->sink_only = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -178,6 +191,14 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
     }
     if (b->tenants_only && !*spawn) {
         fprintf(stderr, "sluice-bench: --tenants needs --spawn (its rows start brokers of their own)\n");
+        exit(2);
+    }
+    if (b->sink_only && !*spawn) {
+        fprintf(stderr, "sluice-bench: --sink needs --spawn (its rows start brokers, sinks and Redis of their own)\n");
+        exit(2);
+    }
+    if (b->sink_only && b->tenants_only) {
+        fprintf(stderr, "sluice-bench: --tenants and --sink exclude each other; give neither for every row\n");
         exit(2);
     }
     if (*spawn && b->endpoint) {

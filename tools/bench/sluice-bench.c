@@ -35,6 +35,9 @@
  *   8b   Tenants (scen_tenants.c; with --spawn only), on brokers of their
  *        own: a quiet tenant's p99 wait beside a 100,000 backlog, FIFO and
  *        fair by tag; dispatch with 1,000 tags waiting; RSS per waiting tag.
+ *   8c   The sink used at its limit (bench_sinkuse.c; with --spawn only), on
+ *        brokers, sinks and Redis of their own: the share of a burst-1 sink's
+ *        rate a backlog gets at 100 to 5,000/s, three ways.
  *   9-11 Raw limits of the machine (rows in bench_limits.c, measured by
  *        bench_raw.c): LMDB durable commits of 1 and of LMDB_BATCH_PUTS
  *        puts per transaction, and a ZeroMQ DEALER/ROUTER echo over ipc://. They bound what any broker built on
@@ -106,6 +109,7 @@
 #include "bench_raw.h"
 #include "bench_run.h"
 #include "bench_sched.h"
+#include "bench_sinkuse.h"
 #include "bench_spawn.h"
 #include "bench_table.h"
 #include "bench_workers.h"
@@ -495,8 +499,8 @@ int main(int argc, char **argv)
     int rc = 0;
     b.sluiced = spawn;
     b.pass = "";
-    if (a.tenants_only) {
-        rc = scen_tenants_rows(&b);
+    if (a.tenants_only || a.sink_only) {
+        rc = a.tenants_only ? scen_tenants_rows(&b) : bench_sinkuse_rows(&b);
         nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         if (b.table.nrows)
             bench_table_print(&b.table, started, b.seconds, stdout);
@@ -516,6 +520,8 @@ int main(int argc, char **argv)
                       sizeof slow_rows / sizeof slow_rows[0]);
     if (rc == 0 && spawn && !bench_core_stopping()) /* brokers of their own */
         rc = scen_tenants_rows(&b);
+    if (rc == 0 && spawn && !bench_core_stopping()) /* brokers, sinks and Redis of their own */
+        rc = bench_sinkuse_rows(&b);
     if (rc == 0 && spawn) { /* the same enqueue and drain, encrypted */
         char dir[96];
         snprintf(dir, sizeof dir, "%s/curve", b.dir);
