@@ -154,6 +154,15 @@ void queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64
         a->i++;
 }
 
+int queue_fair_ahead_next(const struct queue_fair *f, const tenant *tn, uint64_t *key)
+{
+    store_ahead *a = buffer_of(f, tn);
+    if (!a || a->i >= a->n)
+        return 0;
+    *key = a->key[a->i];
+    return 1;
+}
+
 void queue_fair_ahead_appended(const struct queue_fair *f, const tenant *tn)
 {
     store_ahead *a = buffer_of(f, tn);
