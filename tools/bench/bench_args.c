@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_core.h"
 #include "bench_latency.h"
@@ -21,8 +22,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM] | -b ENDPOINT] [--seconds S]\n"
-"                    [--quick] [--tenants | --sink]\n"
+"usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM] | -b ENDPOINT [--force]]\n"
+"                    [--seconds S] [--quick] [--tenants | --sink]\n"
 "\n"
 "sluice-bench measures a Sluice broker against its performance targets, next to\n"
 "the raw limits of this machine, and prints one table on stdout (progress goes\n"
@@ -81,11 +82,19 @@ static void usage(FILE *f)
 "      --slowdisk SO   with --spawn: run the enqueue, drain and latency rows once more\n"
 "                      on a broker whose every flush takes 1 ms longer (SO is the\n"
 "                      slow-disk shim, build/rel/slowdisk.so; make bench passes it)\n"
-"  -b, --broker EP     use the running broker at EP (default %s).\n"
-"                      It should be idle: the drain row consumes and acknowledges\n"
-"                      every message queued at it. The scheduler rows add the\n"
-"                      pools pool-0..7 and starve, and change the lowest level's\n"
-"                      deadline while they run (it is put back).\n"
+"  -b, --broker EP     use the running broker at EP (default $SLUICE_BROKER, else\n"
+"                      %s). The bench refuses a broker with messages\n"
+"                      waiting, delayed or in flight, or with consumers. It tags\n"
+"                      what it publishes sluice-bench-PID and takes nothing else\n"
+"                      (a message without its tag stops it, unacknowledged); it\n"
+"                      skips the metering rows (they set the sink's limits),\n"
+"                      and deletes the pools its scheduler rows make (pool-0..7,\n"
+"                      starve); the starvation row changes the lowest level's\n"
+"                      deadline while it runs (it is put back).\n"
+"      --force         with -b: run beside the broker's messages and consumers:\n"
+"                      the rows keep to a level that holds nothing (rows that\n"
+"                      need a level that does are skipped); consumers there may\n"
+"                      take the bench's messages\n"
 "  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
 "      --tenants       with --spawn: run only the tenant rows (about 40 s)\n"
 "      --sink          with --spawn: run only the rows of the sink used at its\n"
@@ -116,7 +125,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_VERSION };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -126,6 +135,7 @@ static const struct option options[] = {
     {"quick", no_argument, NULL, 'q'},
     {"tenants", no_argument, NULL, OPT_TENANTS},
     {"sink", no_argument, NULL, OPT_SINK},
+    {"force", no_argument, NULL, OPT_FORCE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -152,6 +162,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_SINK:
             b->sink_only = 1;
+            break;
+        case OPT_FORCE:
+            b->force = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -203,6 +216,18 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
     }
     if (*spawn && b->endpoint) {
         fprintf(stderr, "sluice-bench: --spawn and -b exclude each other\n");
+        exit(2);
+    }
+    if (*spawn && b->force) {
+        fprintf(stderr, "sluice-bench: --force is for a broker the bench did not start (-b); with --spawn the "
+                        "broker is its own\n");
+        exit(2);
+    }
+    const char *env = getenv("SLUICE_BROKER");
+    if (!*spawn && !b->endpoint && env && env[0])
+        b->endpoint = env; /* as sluice does */
+    if (b->endpoint && strchr(b->endpoint, ',')) {
+        fprintf(stderr, "sluice-bench: '%s': the bench measures one broker; give one endpoint\n", b->endpoint);
         exit(2);
     }
     b->seconds = seconds ? seconds : quick ? 1 : DEFAULT_SECONDS;
