@@ -370,8 +370,7 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         uint64_t next;
         tn->cursor = *key + 1;
         tn->run = RUN_UNKNOWN;
-        queue_fair_ahead_taken(lv->fair, tn, *key);
-        if (!lv->fair->gone && queue_fair_ahead_next(lv->fair, tn, &next)) {
+        if (queue_fair_ahead_taken(lv->fair, tn, *key, &next) && !lv->fair->gone) {
             tn->cursor = next; /* its read-ahead knows its next: nothing lies between */
             tn->run = RUN_AT_CURSOR;
         }

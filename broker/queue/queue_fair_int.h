@@ -114,12 +114,9 @@ int queue_fair_ahead_head(queue *q, unsigned level, struct queue_fair *f, tenant
                           store_rec *rec, int *more);
 
 /* queue_fair_ahead_taken notes that the take of key moved tn's cursor past
- * it. */
-void queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key);
-
-/* queue_fair_ahead_next finds the key of the record tn's buffer serves
- * next, if it holds one: 1 with *key set, else 0. */
-int queue_fair_ahead_next(const struct queue_fair *f, const tenant *tn, uint64_t *key);
+ * it; returns 1 with *next the key of the record its buffer serves next,
+ * when it holds one, else 0. */
+int queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key, uint64_t *next);
 
 /* queue_fair_ahead_appended follows a record of tn's tag published: its
  * run goes on past tn's buffer. */
