@@ -104,7 +104,9 @@ void pace_take(pace *p, uint32_t cost, uint64_t now_ns)
     if (!p->interval_ns)
         return;
     uint64_t from = p->tat_ns > now_ns ? p->tat_ns : now_ns;
-    p->tat_ns = from + (uint64_t)cost * p->interval_ns;
+    /* at burst 1, the first request after a lull: the next leaves an interval later still */
+    int cold = p->burst <= 1 && now_ns >= p->tat_ns + PACE_COLD_NS;
+    p->tat_ns = from + ((uint64_t)cost + (uint64_t)cold) * p->interval_ns;
 }
 
 void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns)

@@ -39,7 +39,13 @@ uint64_t pace_next(const pace *p, uint32_t cost, uint64_t now_ns);
 
 /* pace_take charges cost units that leave at now_ns (call it when
  * pace_next(p, cost, now_ns) == now_ns). The times of the takes then hold
- * at most rate * tau + burst units in any window tau. */
+ * at most rate * tau + burst units in any window tau. At a burst of 1, a
+ * take after PACE_COLD_NS or more with nothing taken charges one interval
+ * more: the first request after a lull finds the path to the sink cold (a
+ * connection, a thread, a core asleep) and reached it up to half a
+ * millisecond late, so the next one, on time, arrived too close to it for a
+ * sink of burst 1; after a THROTTLED pause, every time. */
+#define PACE_COLD_NS (50ull * 1000 * 1000)
 void pace_take(pace *p, uint32_t cost, uint64_t now_ns);
 
 /* The lag between the broker releasing a delivery (its released_ns, on the

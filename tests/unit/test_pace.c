@@ -62,12 +62,22 @@ static void burst_then_one_interval_each(void **state)
     assert_true(go(&p, 1, S + 100 * MS) == S + 100 * MS);
     assert_true(p.tat_ns == S + 105 * MS);
     /* a cost of 3 above a burst of 1 goes when the bucket is full, and what
-     * follows waits its three intervals */
+     * follows waits its three intervals (and, the first after a lull, one
+     * more: PACE_COLD_NS) */
     pace_set(&p, 100 * 1000, 1, 2 * S); /* one every 10 ms */
     assert_true(go(&p, 3, 2 * S) == 2 * S);
-    assert_true(go(&p, 1, 2 * S) == 2 * S + 30 * MS);
-    assert_true(go(&p, 1, 2 * S + 30 * MS) == 2 * S + 30 * MS);
-    assert_true(go(&p, 3, 2 * S + 35 * MS) == 2 * S + 40 * MS); /* above the burst: a full bucket */
+    assert_true(go(&p, 1, 2 * S) == 2 * S + 40 * MS);
+    assert_true(go(&p, 1, 2 * S + 40 * MS) == 2 * S + 40 * MS);
+    assert_true(go(&p, 3, 2 * S + 45 * MS) == 2 * S + 50 * MS); /* above the burst: a full bucket */
+    /* the first after a lull of PACE_COLD_NS, at burst 1: the next two intervals on */
+    uint64_t t = 2 * S + 50 * MS + 10 * MS + PACE_COLD_NS; /* idle since its TAT, 2 s + 60 ms */
+    assert_true(go(&p, 1, t) == t);
+    assert_true(go(&p, 1, t) == t + 20 * MS);
+    assert_true(go(&p, 1, t + 20 * MS) == t + 20 * MS); /* warm again: one interval */
+    assert_true(go(&p, 1, t + 20 * MS) == t + 30 * MS);
+    pace_set(&p, 100 * 1000, 2, t); /* a burst of 2 keeps a unit, not time */
+    uint64_t u = t + 40 * MS + PACE_COLD_NS;
+    assert_true(go(&p, 1, u) == u && go(&p, 1, u) == u && go(&p, 1, u) == u + 10 * MS);
 }
 
 static void rate_change_carries_debt(void **state)
