@@ -22,7 +22,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM] | -b ENDPOINT [--force]]\n"
+"usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM]\n"
+"                     | -b ENDPOINT [--force]]\n"
 "                    [--seconds S] [--quick] [--tenants | --sink]\n"
 "\n"
 "sluice-bench measures a Sluice broker against its performance targets, next to\n"
@@ -82,9 +83,10 @@ static void usage(FILE *f)
 "      --slowdisk SO   with --spawn: run the enqueue, drain and latency rows once more\n"
 "                      on a broker whose every flush takes 1 ms longer (SO is the\n"
 "                      slow-disk shim, build/rel/slowdisk.so; make bench passes it)\n"
-"  -b, --broker EP     use the running broker at EP (default $SLUICE_BROKER, else\n"
-"                      %s). The bench refuses a broker with messages\n"
-"                      waiting, delayed or in flight, or with consumers. It tags\n"
+"  -b, --broker EP     use the running broker at EP (default $SLUICE_BROKER,\n"
+"                      else %s).\n"
+"                      The bench refuses a broker with messages waiting,\n"
+"                      delayed or in flight, or with consumers. It tags\n"
 "                      what it publishes sluice-bench-PID and takes nothing else\n"
 "                      (a message without its tag stops it, unacknowledged); it\n"
 "                      skips the metering rows (they set the sink's limits),\n"
