@@ -557,6 +557,8 @@ static int fair_committed(const queue *q, unsigned level, uint64_t key)
 static void fair_gone(queue *q, unsigned level, uint64_t key)
 {
     struct queue_fair *f = q->lv[level].fair;
+    if (!f)
+        return;
     queue_fair_ahead_gone(q, level, key);
     tenant *tn = queue_fair_find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
     if (tn && tn->cursor == key)
