@@ -53,6 +53,8 @@
  */
 #include "pace.h"
 
+#include "sluice.h"
+
 #define NS_PER_S_ 1000000000ull
 
 /* interval returns 1 s / rate, rounded up so that the pace never runs fast. */
@@ -78,6 +80,14 @@ void pace_set(pace *p, uint64_t rate_milli, uint32_t burst, uint64_t now_ns)
     p->burst = burst ? burst : 1;
 }
 
+uint64_t pace_rate_at(uint64_t rate_milli, uint32_t burst)
+{
+    if (burst > 1 || rate_milli < SL_PACER_MARGIN + 1)
+        return rate_milli;
+    return rate_milli / (SL_PACER_MARGIN + 1) * SL_PACER_MARGIN +
+           rate_milli % (SL_PACER_MARGIN + 1) * SL_PACER_MARGIN / (SL_PACER_MARGIN + 1);
+}
+
 uint64_t pace_next(const pace *p, uint32_t cost, uint64_t now_ns)
 {
     if (!p->interval_ns || p->tat_ns <= now_ns)
@@ -94,7 +104,9 @@ void pace_take(pace *p, uint32_t cost, uint64_t now_ns)
     if (!p->interval_ns)
         return;
     uint64_t from = p->tat_ns > now_ns ? p->tat_ns : now_ns;
-    p->tat_ns = from + (uint64_t)cost * p->interval_ns;
+    /* at burst 1, the first request after a lull: the next leaves an interval later still */
+    int cold = p->burst <= 1 && now_ns >= p->tat_ns + PACE_COLD_NS;
+    p->tat_ns = from + ((uint64_t)cost + (uint64_t)cold) * p->interval_ns;
 }
 
 void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns)

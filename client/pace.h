@@ -20,6 +20,17 @@ typedef struct pace {
  * change never lets a burst through. A zeroed pace is unpaced. */
 void pace_set(pace *p, uint64_t rate_milli, uint32_t burst, uint64_t now_ns);
 
+/* pace_rate_at returns the rate a pacer at a share of rate_milli and burst
+ * paces at: the share's, or at a burst of 1 a margin of 1/SL_PACER_MARGIN
+ * of an interval slower. A burst of 1 has no unit to keep as slack for the
+ * transit to the sink, and a sink of burst 1 refuses any request that
+ * reaches it less than 1/rate after the one before: paced exactly at the
+ * rate, one that reached the sink a few microseconds faster than the one
+ * before it was a 429, which pauses the sink for its Retry-After (a second
+ * at least). So the spacing keeps a margin in time: 200 us at 100/s, 10 us
+ * at 2,000/s, 2 % of the rate. */
+uint64_t pace_rate_at(uint64_t rate_milli, uint32_t burst);
+
 /* pace_next returns the earliest time >= now_ns at which cost units may
  * leave: now_ns while the burst lasts, else when enough has refilled. A
  * cost above the burst may leave once the bucket is full (and what follows
@@ -28,7 +39,13 @@ uint64_t pace_next(const pace *p, uint32_t cost, uint64_t now_ns);
 
 /* pace_take charges cost units that leave at now_ns (call it when
  * pace_next(p, cost, now_ns) == now_ns). The times of the takes then hold
- * at most rate * tau + burst units in any window tau. */
+ * at most rate * tau + burst units in any window tau. At a burst of 1, a
+ * take after PACE_COLD_NS or more with nothing taken charges one interval
+ * more: the first request after a lull finds the path to the sink cold (a
+ * connection, a thread, a core asleep) and reached it up to half a
+ * millisecond late, so the next one, on time, arrived too close to it for a
+ * sink of burst 1; after a THROTTLED pause, every time. */
+#define PACE_COLD_NS (50ull * 1000 * 1000)
 void pace_take(pace *p, uint32_t cost, uint64_t now_ns);
 
 /* The lag between the broker releasing a delivery (its released_ns, on the

@@ -17,11 +17,24 @@
  * for the transit after the token (pacer_slack): paced exactly at a sink's
  * rate and burst, a request that reaches the sink faster than the one
  * before it was refused (11 in 10,000 in an early run of pace-exact; 1 with
- * one unit kept, on a machine with a load average of 7). The main thread, which alone uses
+ * one unit kept, on a machine with a load average of 7); a burst of 1 has
+ * no unit to keep, so its bucket keeps a margin in time instead
+ * (pace_rate_at: each request 2 % of an interval later than the rate). The
+ * main thread, which alone uses
  * the sl_client, reads sl_pace_share after each receive and hands a change
  * to sl_pacer_set.
  *
- * The broker's spacing. sl_pacer_wait_released also holds a request until
+ * Late wakes. A sink of burst 1 judges each request against the one before
+ * it, so a token is never taken less than an interval after the last one,
+ * however late that one left: the lateness of every wake is lost to the
+ * rate, and the sleeping thread's timer slack is set to 1 us (Linux's
+ * default, 50 us, was a tenth of a 2,000/s sink).
+ *
+ * The broker's spacing. While other consumers pace the same sink
+ * (sl_pacer_peers above 1; alone, this pacer's bucket is the whole sink's
+ * and bounds what reaches it, and holding only cost a worker its time:
+ * with 8 workers and a hold of a few milliseconds the pacer could not keep
+ * a 2,000/s sink busy), sl_pacer_wait_released also holds a request until
  * its release time plus the longest recent lag between release and worker
  * (pace.c's pace_lag, noted as each worker asks): then every request
  * leaves as late as the slowest recent one and they keep the spacing the
@@ -48,6 +61,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "client.h"
@@ -108,7 +122,7 @@ void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst)
         return;
     pthread_mutex_lock(&p->lock);
     uint64_t now = mono_ns();
-    pace_set(&p->bucket, rate_milli, burst - pacer_slack(burst), now);
+    pace_set(&p->bucket, pace_rate_at(rate_milli, burst), burst - pacer_slack(burst), now);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -126,9 +140,18 @@ uint64_t sl_pacer_wait(sl_pacer *p, uint32_t cost)
     return sl_pacer_wait_released(p, cost, 0);
 }
 
-/* sleep_until sleeps until the monotonic time due_ns. */
+/* sleep_until sleeps until the monotonic time due_ns. The first time a
+ * thread sleeps here its timer slack becomes 1 us: with Linux's default,
+ * 50 us, every wake for a token came that much late, and at burst 1 each
+ * send is spaced a full interval after the one before, so the lateness was
+ * lost to the rate (10 % of a 2,000/s sink). */
 static void sleep_until(uint64_t due_ns)
 {
+    static _Thread_local int slack_set;
+    if (!slack_set) {
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+        slack_set = 1;
+    }
     struct timespec ts = {.tv_sec = (time_t)(due_ns / 1000000000ull), .tv_nsec = (long)(due_ns % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
@@ -142,7 +165,10 @@ uint64_t sl_pacer_wait_released(sl_pacer *p, uint32_t cost, uint64_t released_ns
     pthread_mutex_lock(&p->lock);
     uint64_t start = mono_ns(), now = start;
     pace_lag_note(&p->lag, released_ns, start);
-    uint64_t keep = pace_lag_due(&p->lag, released_ns, start, p->waiting == 0, p->shared_hold_ns); /* idle: no hold */
+    /* the hold keeps the broker's spacing between processes; alone, this
+     * pacer's bucket is the whole sink's and bounds what reaches it */
+    uint64_t keep = p->shared_hold_ns ? pace_lag_due(&p->lag, released_ns, start, p->waiting == 0, p->shared_hold_ns)
+                                      : 0;
     int waited = keep > start;
     p->waiting++;
     if (waited) { /* the hold: each on its own, the release times keep the order */

@@ -169,31 +169,40 @@ unsigned sl_pace_peers(const sl_client *c);
  * waited. sl_pacer_set changes the rate (0: unpaced) and
  * burst without creating tokens; it keeps a quarter of a burst above 1 (at
  * least one unit) as slack for the time between the token and the arrival
- * at the sink. A new
+ * at the sink, and at a burst of 1, where no unit can be kept, spaces the
+ * requests 1/SL_PACER_MARGIN of an interval wider than the rate instead. A
+ * token is taken when the request leaves, so each request leaves at least
+ * a full interval after the one before, however late the one before was
+ * (a burst-1 sink refuses any closer pair). A thread that sleeps in
+ * sl_pacer_wait has its timer slack set to 1 us (PR_SET_TIMERSLACK), so
+ * that it wakes on time. A new
  * pacer is unpaced. sl_pacer_new
  * returns SL_OK or SL_ENOMEM; sl_pacer_free accepts NULL and sets *p NULL.
  *
  * sl_pacer_wait_released does what sl_pacer_wait does and also keeps the
  * broker's spacing: given the delivery's released_ns (0: as sl_pacer_wait)
- * it holds the request until its release plus the longest lag between
- * release and this call seen in the last one to two seconds (the spread
- * above the shortest, at most 25 ms), so that requests a worker took late
- * do not arrive bunched with those taken on time, whichever process sends
- * them; then it takes the token in turn, as with sl_pacer_wait. The hold
- * grows at once and shrinks by at most 1 ms a second while requests keep
- * coming; a request that finds no other waiting in the pacer is not held
- * (one at a time, there is no spacing to keep). Use one pacer per broker
- * (the lag is measured on its clock).
+ * while other consumers pace the same sink (sl_pacer_peers above 1) it holds
+ * the request until its release plus the longest lag between release and
+ * this call seen in the last one to two seconds (the spread above the
+ * shortest, at most 25 ms, and at least SL_PACER_SHARED_HOLD_MS), so that
+ * requests a worker took late do not arrive bunched with those taken on
+ * time, whichever process sends them; then it takes the token in turn, as
+ * with sl_pacer_wait. The hold grows at once and shrinks by at most 1 ms a
+ * second while requests keep coming. Alone, a consumer's share is the
+ * whole sink and its bucket alone bounds what reaches the sink: nothing is
+ * held. Use one pacer per broker (the lag is measured on its clock).
  *
  * sl_pacer_peers(p, n) says how many consumers share the sink (from
- * sl_pace_peers). With more than one, each process's own hold is not
- * enough: two processes holding for different times (each its own spread)
- * send their requests shifted against each other, and the sink sees pairs.
- * So every request is then held at least SL_PACER_SHARED_HOLD_MS past its
- * release, idle or not: processes on one host leave in the broker's order
- * and spacing whatever their own lags (up to that hold). It costs each
- * request that much latency, and a worker that much time per request. */
+ * sl_pace_peers). With more than one, each process's bucket holds only its
+ * share, and two processes holding for different times (each its own
+ * spread) send their requests shifted against each other, and the sink
+ * sees pairs. So every request is then held at least
+ * SL_PACER_SHARED_HOLD_MS past its release: processes on one host leave in
+ * the broker's order and spacing whatever their own lags (up to that
+ * hold). It costs each request that much latency, and a worker that much
+ * time per request. */
 #define SL_PACER_SHARED_HOLD_MS 5
+#define SL_PACER_MARGIN 50 /* at burst 1: each request 1/50 of an interval later than the rate */
 typedef struct sl_pacer sl_pacer;
 int sl_pacer_new(sl_pacer **out);
 void sl_pacer_set(sl_pacer *p, uint64_t rate_milli, uint32_t burst);

@@ -190,7 +190,12 @@ meter_verdict meter_admit(meter *m, unsigned level, uint64_t cost, uint64_t now_
 void meter_charge(meter *m, unsigned level, uint64_t cost, uint64_t now_ns)
 {
     meter_level *lv = &m->lv[level];
-    rl_take(&m->sink.bucket, cost, now_ns);
+    /* The release tolerance: dispatch wakes for the sink's slot a little
+     * late, and a release charged from the slot it was due at loses nothing
+     * of the rate (rl_take_late: up to T/2 late). Only the sink's pace has
+     * it: the sink is what a backlog waits on; the further windows, the
+     * ceilings and the guarantee are charged as they always were. */
+    rl_take_late(&m->sink.bucket, cost, now_ns);
     rl_series_take(m->sink.more_b, m->sink.nmore, cost, now_ns);
     if (lv->max_rate_milli)
         rl_take(&lv->ceiling, cost, now_ns);

@@ -49,6 +49,16 @@ int rl_allows(const rl_bucket *b, uint64_t cost, uint64_t now_ns);
  * an overdraft delays what follows). */
 void rl_take(rl_bucket *b, uint64_t cost, uint64_t now_ns);
 
+/* rl_take_late is rl_take for a caller that releases on the bucket's slots
+ * but wakes late for them (a loop's timer): a take up to half an interval
+ * after its slot (TAT) is charged from the slot, so the lateness is not lost
+ * to the rate; later than that, from now_ns less half an interval. Over any
+ * window tau what it lets through is then at most rate*(tau + T/2) + burst:
+ * for windows of a whole number of intervals still rate*tau + burst (less
+ * than one unit more cannot be counted), for shorter ones one unit more at
+ * most; and no two single units leave closer than T/2 apart at burst 1. */
+void rl_take_late(rl_bucket *b, uint64_t cost, uint64_t now_ns);
+
 /* rl_next_ns returns the earliest time >= now_ns at which cost units are
  * allowed (for a cost above the burst: when the bucket is full again). */
 uint64_t rl_next_ns(const rl_bucket *b, uint64_t cost, uint64_t now_ns);

@@ -238,8 +238,13 @@ unsigned deliver_dispatch(bk *b, unsigned max)
     return made;
 }
 
-uint64_t deliver_eta_ms(const bk *b, unsigned level)
+uint64_t deliver_eta_ms(bk *b, unsigned level)
 {
-    return meter_eta_ms(&b->meter, level, queue_ready(&b->q, level), b->q.lv[level].cost_avg,
-                        b->dispatch_per_s[level]);
+    uint64_t ms = meter_eta_ms(&b->meter, level, queue_ready(&b->q, level), b->q.lv[level].cost_avg,
+                               b->dispatch_per_s[level]);
+    if (b->q.lv[level].fair) { /* and no sooner than its limited tags' backlogs drain at their rates */
+        uint64_t tags = queue_fair_limits_ms(&b->q, level, b->q.lv[level].cost_avg);
+        ms = tags > ms ? tags : ms;
+    }
+    return ms;
 }

@@ -15,7 +15,10 @@
 unsigned deliver_dispatch(bk *b, unsigned max);
 
 /* deliver_eta_ms returns the expected time to drain level's ready backlog,
- * at the rate the meter allows it (or the rate it has been served). */
-uint64_t deliver_eta_ms(const bk *b, unsigned level);
+ * at the rate the meter allows it (or the rate it has been served); in a
+ * level served fair by tag, no sooner than its rate-limited tags' backlogs
+ * drain at their own rates (queue_fair_limits_ms: counted up to
+ * QUEUE_FAIR_ETA_KEYS records a call, a lower bound beyond). */
+uint64_t deliver_eta_ms(bk *b, unsigned level);
 
 #endif /* SLUICE_DELIVER_H */

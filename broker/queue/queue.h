@@ -211,7 +211,11 @@ int queue_bury(queue *q, unsigned level, uint64_t key, uint32_t attempt, const c
 unsigned queue_release_due(queue *q, uint64_t wall_ns, unsigned max);
 
 /* queue_oldest_ns returns the enqueue time (wall ns) of level's oldest ready
- * message, or 0 when none is ready. Two B-tree reads. */
+ * message of any tag (a tag held by its limit or pause included), or 0
+ * when none is ready. FIFO: two B-tree reads. Fair: the least of the
+ * tenants' heads in publish order, O(tenants) in memory, plus a seek for
+ * each tenant whose head moved since the last call without its read-ahead
+ * knowing where to (queue_fair.c), and one read. */
 uint64_t queue_oldest_ns(queue *q, unsigned level);
 
 /* queue_head reads the enqueue time and cost of the message queue_take would
@@ -320,6 +324,15 @@ typedef struct queue_fair_tag {
  * QUEUE_FAIR_COUNT_MAX a tag and *budget steps in all (*budget goes down by
  * what was counted; a tag the budget cut has counted 0). */
 uint32_t queue_fair_tags(queue *q, unsigned level, queue_fair_tag *out, uint32_t max, uint64_t *budget);
+
+/* queue_fair_limits_ms returns how long level's waiting records of tags
+ * with a rate limit need at those rates, at least: the longest of each
+ * bucket's backlog (the tags of a shared pattern together, a tag with
+ * --each alone) times cost_avg over its slowest window's rate; 0 when no
+ * waiting tag is limited. Their records are counted key by key, at most
+ * QUEUE_FAIR_ETA_KEYS a call (past that, a lower bound). */
+#define QUEUE_FAIR_ETA_KEYS 20000
+uint64_t queue_fair_limits_ms(queue *q, unsigned level, double cost_avg);
 
 /* queue_fair_hold names what holds tag of fair level (a pause, its rate, its
  * in-flight cap) at the dispatch's last clock: TAGSET_GO (0) when nothing. */

@@ -208,9 +208,17 @@ int queue_fair_append(queue *q, const store_rec *rec)
     lv->cost_avg = lv->cost_avg > 0 ? 0.99 * lv->cost_avg + 0.01 * rec->cost : rec->cost;
     lv->count++;
     lv->counters.enqueued++;
-    tenant *tn = tenant_require(q->st, lv->fair, tag);
-    if (tn)
+    tenant *tn = queue_fair_find(lv->fair, tag);
+    int fresh = !tn;
+    if (!tn)
+        tn = tenant_require(q->st, lv->fair, tag);
+    if (tn) {
         queue_fair_ahead_appended(lv->fair, tn);
+        if ((fresh || tn->run == RUN_EMPTY) && !lv->fair->gone) { /* nothing of its run before it */
+            tn->cursor = key;
+            tn->run = RUN_AT_CURSOR;
+        }
+    }
     if (!tn || activate(q, lv->fair, tn) != SL_OK)
         log_error("queue", "out of memory noting tag %u of level %u; its messages wait for a restart",
                   tag, rec->level);
@@ -230,6 +238,10 @@ int queue_fair_ready(queue *q, unsigned level, uint64_t key)
             return rc;
     } else {
         queue_fair_ahead_ready(f, tn, key);
+        if (tn->run == RUN_EMPTY && !f->gone) { /* the only one past its cursor */
+            tn->cursor = key;
+            tn->run = RUN_AT_CURSOR;
+        }
     }
     if (!tn->gated)
         drr_unblock(&f->d, tag); /* one its pause or cap holds stays held */
@@ -356,8 +368,13 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         tmr_entry e;
         tmr_pop(&tn->returned, TMR_NEVER, &e);
     } else {
+        uint64_t next;
         tn->cursor = *key + 1;
-        queue_fair_ahead_taken(lv->fair, tn, *key);
+        tn->run = RUN_UNKNOWN;
+        if (queue_fair_ahead_taken(lv->fair, tn, *key, &next) && !lv->fair->gone) {
+            tn->cursor = next; /* its read-ahead knows its next: nothing lies between */
+            tn->run = RUN_AT_CURSOR;
+        }
     }
     if (rc == SL_ECORRUPT)
         return rc; /* out of the way; queue.c quarantines it */
@@ -378,8 +395,10 @@ int queue_fair_take(queue *q, unsigned level, uint64_t *key, store_rec *rec)
         uint64_t next;
         if (from_returned)
             more = store_tag_peek(q->st, level, tn->cursor, &next) != SL_ENOTFOUND;
-        if (!more)
+        if (!more) {
             drr_idle(&lv->fair->d, tn->tag);
+            tn->run = RUN_EMPTY;
+        }
     }
     return SL_OK;
 }
@@ -402,8 +421,12 @@ int queue_fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost)
 void queue_fair_commit_ended(queue *q, unsigned level, int rc)
 {
     struct queue_fair *f = q->lv[level].fair;
-    if (rc != SL_OK)
+    f->gone = 0;
+    if (rc != SL_OK) {
         queue_fair_ahead_reset(f); /* the store went back to what its log holds */
+        for (uint32_t i = 0; i < f->n; i++) /* records of the batch may be gone, others back */
+            f->t[i].run = RUN_UNKNOWN;
+    }
     for (uint32_t i = f->nheld; i-- > 0;) /* each resumes as the head: the first held ends first */
         drr_unblock(&f->d, f->held[i]);
     f->nheld = 0;
@@ -449,17 +472,99 @@ static int fair_head(queue *q, unsigned level, uint64_t *enq_ns, uint32_t *cost,
     return queue_fair_head(q, level, enq_ns, cost) ? SL_OK : SL_ENOTFOUND;
 }
 
-/* fair_oldest: the head of the tag whose turn it is. */
+/* seq_of orders keys of different tags: by publish order (their seq). */
+static uint64_t seq_of(uint64_t key)
+{
+    return key & STORE_SEQ_MASK;
+}
+
+/* head_key finds the key of tn's head, the first of its ready records in
+ * publish order, when it is known without a read: its least returned key
+ * (below the cursor, so below its run), else the cursor's when a record sits
+ * there. 0 when not known. */
+static uint64_t head_key(const tenant *tn)
+{
+    if (tn->returned.len)
+        return tn->returned.v[0].id;
+    return tn->run == RUN_AT_CURSOR ? tn->cursor : 0;
+}
+
+/* oldest_key finds the key of the level's oldest ready record (0: none):
+ * the least head of all tenants in publish order, whatever holds them back.
+ * A tenant whose head is not known, and whose cursor says it could be older
+ * than the best known, is looked up (one seek for its first key); outside
+ * a commit, and with no gap a failed commit could fill (f->gone), its
+ * cursor then moves to that key, so it is known until its next take. */
+static uint64_t oldest_key(queue *q, unsigned level, struct queue_fair *f)
+{
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < f->n; i++) {
+        uint64_t k = head_key(&f->t[i]);
+        if (k && (!best || seq_of(k) < seq_of(best)))
+            best = k;
+    }
+    int keep = !store_committing(q->st) && !f->gone;
+    for (uint32_t i = 0; i < f->n; i++) {
+        tenant *tn = &f->t[i];
+        uint64_t k;
+        if (tn->returned.len || tn->run != RUN_UNKNOWN || (best && seq_of(tn->cursor) >= seq_of(best)))
+            continue;
+        int rc = store_tag_peek(q->st, level, tn->cursor, &k);
+        if (rc == SL_ENOTFOUND && keep)
+            tn->run = RUN_EMPTY; /* only leased ones */
+        if (rc != SL_OK)
+            continue;
+        if (keep) {
+            tn->cursor = k; /* nothing of its run between */
+            tn->run = RUN_AT_CURSOR;
+        }
+        if (!best || seq_of(k) < seq_of(best))
+            best = k;
+    }
+    return best;
+}
+
+/* fair_oldest: the level's oldest ready record of any tag, a tag held by
+ * its limit or pause included (oldest_key); while a commit is out, reads
+ * see the last commit's state, so the figure found last is kept. */
 static uint64_t fair_oldest(queue *q, unsigned level)
 {
-    uint64_t oldest;
-    uint32_t cost;
-    return queue_fair_head(q, level, &oldest, &cost) ? oldest : 0;
+    struct queue_fair *f = q->lv[level].fair;
+    if (store_committing(q->st) && f->oldest_ns)
+        return f->oldest_ns;
+    for (int tries = 0; tries < 2; tries++) {
+        store_rec rec;
+        uint64_t key = oldest_key(q, level, f);
+        if (!key)
+            break;
+        if (store_get(q->st, level, key, &rec) == SL_OK)
+            return f->oldest_ns = rec.enq_ns;
+        tenant *tn = queue_fair_find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
+        if (tn && !tn->returned.len)
+            tn->run = RUN_UNKNOWN; /* not there after all: look again */
+    }
+    return f->oldest_ns = 0;
 }
 
 static int fair_committed(const queue *q, unsigned level, uint64_t key)
 {
     return store_key_committed_fair(q->st, level, key);
+}
+
+/* fair_gone follows a ready record leaving other than by a take (it
+ * expired): its tenant's read-ahead is dropped, its cursor no longer known
+ * to hold a record, and no cursor moves over a gap until the commit that
+ * carries its delete ends (a failed one would bring the record back). */
+static void fair_gone(queue *q, unsigned level, uint64_t key)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    if (!f)
+        return;
+    queue_fair_ahead_gone(q, level, key);
+    tenant *tn = queue_fair_find(f, (uint32_t)(key >> STORE_TAG_SHIFT));
+    if (tn && tn->cursor == key)
+        tn->run = RUN_UNKNOWN;
+    f->gone = 1;
 }
 
 /* fair_waiting: a tag with no tenant has nothing leased (a tenant is
@@ -478,7 +583,7 @@ static int fair_waiting(const queue *q, unsigned level, uint64_t key)
 }
 
 const queue_view queue_fair_view = {
-    "fair",      queue_fair_append,     queue_fair_take,         queue_fair_ready, queue_fair_unlease, fair_head,
-    fair_oldest, queue_fair_ahead_gone, queue_fair_commit_ended, fair_committed,   queue_fair_close,
+    "fair",      queue_fair_append, queue_fair_take,         queue_fair_ready, queue_fair_unlease, fair_head,
+    fair_oldest, fair_gone,         queue_fair_commit_ended, fair_committed,   queue_fair_close,
     fair_waiting,
 };

@@ -147,11 +147,15 @@ int queue_fair_ahead_head(queue *q, unsigned level, struct queue_fair *f, tenant
     return serve(q, level, a, key, rec, more);
 }
 
-void queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key)
+int queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key, uint64_t *next)
 {
     store_ahead *a = buffer_of(f, tn);
     if (a && a->i < a->n && a->key[a->i] == key)
         a->i++;
+    if (!a || a->i >= a->n)
+        return 0;
+    *next = a->key[a->i];
+    return 1;
 }
 
 void queue_fair_ahead_appended(const struct queue_fair *f, const tenant *tn)

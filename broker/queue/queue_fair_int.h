@@ -17,11 +17,17 @@ typedef struct tenant {
     tmr returned;
     uint32_t gen;    /* tagset generation rule and paused were matched at (0: never) */
     int16_t rule;    /* its pattern in q->tags, or TAGSET_NONE */
-    uint8_t paused;
+    uint8_t paused : 1;
+    uint8_t run : 2; /* RUN_*: what is known of its run past the cursor (the level's oldest) */
     uint8_t gated;   /* GATED_PAUSE or GATED_CAP: in that list of blocked tags */
 } tenant;
 
 enum { GATED_PAUSE = 1, GATED_CAP = 2 };
+
+/* What a tenant knows of its run past its cursor, without a read: nothing
+ * (RUN_UNKNOWN: a look finds its first key), that a ready record sits at the
+ * cursor's very key (RUN_AT_CURSOR), or that nothing does (RUN_EMPTY). */
+enum { RUN_UNKNOWN = 0, RUN_AT_CURSOR = 1, RUN_EMPTY = 2 };
 
 struct queue_fair {
     drr d;
@@ -38,6 +44,8 @@ struct queue_fair {
     uint32_t *paused; /* tags blocked by a pause: looked at again on a change of the tags' settings */
     uint32_t npaused;
     size_t pausedcap;
+    int gone;                 /* a ready record left other than by a take since the last commit ended */
+    uint64_t oldest_ns;       /* the level's oldest, as last found (fair_oldest) */
     struct ahead_buf *ahead;  /* tenants' read-ahead buffers (queue_fair_ahead.c), or NULL */
     uint32_t nahead;          /* buffers held */
     hash_index ahead_index;   /* ... by tag */
@@ -107,8 +115,9 @@ int queue_fair_ahead_head(queue *q, unsigned level, struct queue_fair *f, tenant
                           store_rec *rec, int *more);
 
 /* queue_fair_ahead_taken notes that the take of key moved tn's cursor past
- * it. */
-void queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key);
+ * it; returns 1 with *next the key of the record its buffer serves next,
+ * when it holds one, else 0. */
+int queue_fair_ahead_taken(const struct queue_fair *f, const tenant *tn, uint64_t key, uint64_t *next);
 
 /* queue_fair_ahead_appended follows a record of tn's tag published: its
  * run goes on past tn's buffer. */

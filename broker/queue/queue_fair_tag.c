@@ -28,6 +28,13 @@
  * run's keys stepped by one cursor (no record read), up to
  * QUEUE_FAIR_COUNT_MAX a tag and the caller's budget in all.
  *
+ * The time a level's limited tags need (queue_fair_limits_ms, the ETA's
+ * part that tags set): each bucket's backlog over its rate, the tags of a
+ * shared pattern together, a tag with --each alone. Their depths are
+ * counted key by key (no record is read), at most QUEUE_FAIR_ETA_KEYS keys
+ * a call, so that a snapshot a second stays cheap: beyond that the figure
+ * is a lower bound. Tags no rate limits are not counted at all.
+ *
  * Memory: 8 bytes per tenant (the cache), 4 per set-aside tag; tags no
  * pattern matches cost nothing here.
  */
@@ -222,4 +229,56 @@ void queue_fair_tags_free(queue *q)
         free(q->throttled);
         q->throttled = NULL;
     }
+}
+
+/* slowest_milli returns the long-run rate of rule's slowest window (units a
+ * second x 1000; 0: no limit). */
+static uint64_t slowest_milli(const tagset *ts, int rule)
+{
+    const tagset_rule *r = &ts->rules[rule];
+    uint64_t slowest = 0;
+    for (unsigned w = 0; w < r->nwin; w++) {
+        uint64_t m = rl_window_rate_milli(&r->win[w]);
+        if (m && (!slowest || m < slowest))
+            slowest = m;
+    }
+    return slowest;
+}
+
+uint64_t queue_fair_limits_ms(queue *q, unsigned level, double cost_avg)
+{
+    struct queue_fair *f = q->lv[level].fair;
+    if (!f || !q->tags || !q->tags->n)
+        return 0;
+    tagset *ts = q->tags;
+    uint64_t *shared = calloc(ts->n, sizeof *shared); /* a shared pattern's backlog, in records */
+    if (!shared)
+        return 0;
+    double cost = cost_avg > 0 ? cost_avg : 1, longest = 0;
+    uint64_t budget = QUEUE_FAIR_ETA_KEYS;
+    for (uint32_t i = 0; i < f->n && budget; i++) {
+        tenant *tn = &f->t[i];
+        queue_fair_tag_resolve(q, f, tn);
+        uint64_t rate = tn->rule == TAGSET_NONE ? 0 : slowest_milli(ts, tn->rule), run = 0;
+        if (!rate)
+            continue;
+        uint64_t end = ((uint64_t)tn->tag + 1) << STORE_TAG_SHIFT; /* the run's keys past its cursor: all ready */
+        if (tn->run != RUN_EMPTY && store_tag_count(q->st, level, tn->cursor, end, budget, &run) != SL_OK)
+            run = 0;
+        budget -= run < budget ? run : budget;
+        uint64_t depth = tn->returned.len + run;
+        if (ts->rules[tn->rule].each) {
+            double ms = (double)depth * cost * 1e6 / (double)rate;
+            longest = ms > longest ? ms : longest;
+        } else {
+            shared[tn->rule] += depth;
+        }
+    }
+    for (unsigned r = 0; r < ts->n; r++) {
+        uint64_t rate = shared[r] ? slowest_milli(ts, (int)r) : 0;
+        double ms = rate ? (double)shared[r] * cost * 1e6 / (double)rate : 0;
+        longest = ms > longest ? ms : longest;
+    }
+    free(shared);
+    return (uint64_t)longest;
 }

@@ -6,11 +6,13 @@
  * rate x tau + burst in every span); --each giving each matching tag its
  * own bucket; an in-flight cap respected without blocking others; the
  * patterns, their order and the pauses across a restart; bad input refused
- * with SL_EINVAL and nothing changed.
+ * with SL_EINVAL and nothing changed; a tag held by its limit counted in
+ * its level's oldest age and ETA, and the untagged tenant listed as such.
  *
  * Every wait is bounded (a few seconds at most); the consumer has credit
  * for the whole backlog, so the broker releases in the order it picks.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +25,7 @@
 #include "harness.h"
 #include "sluice.h"
 
-#define MAX_GOT 256
+#define MAX_GOT 512
 
 typedef struct got {
     char tag[32];
@@ -335,6 +337,59 @@ static void bad_input_refused(void **state)
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
+/* A tag held by its own limit is the level's oldest, and its backlog sets
+ * the level's ETA: after 200 untagged messages and four of twenty at 2/s
+ * went, stats and level list show the held tag's head's age (not the age
+ * of the head whose turn it is, or 0) and an ETA of at least the tag's
+ * backlog at its rate (not the pace the level was served at). Then the untagged
+ * messages waiting are a row of their own in tag list, (untagged), with
+ * their depth, in --json too. */
+static void a_held_tag_is_in_the_level_figures(void **state)
+{
+    (void)state;
+    th_fixture *f = NULL;
+    char out[16384];
+    got g[MAX_GOT];
+    assert_int_equal(th_fixture_start(NULL, &f), 0);
+    sl_client *admin = th_client(&f->b, 5000);
+    assert_non_null(admin);
+    assert_int_equal(sl_level_fair(admin, 1, 1), SL_OK);
+    set_rate(admin, "slow", 2 * 1000, 0);
+    uint64_t published_ms = th_now_ms();
+    put_n(admin, "slow", 20);
+    put_n(admin, NULL, 200);
+    sl_client *c = consumer(f, 64);
+    unsigned n = take(c, g, MAX_GOT, 1, 1500); /* the 200 untagged at once, and the slow ones at 2/s */
+    sl_close(&c);
+    unsigned slow = count_tag(g, n, "slow");
+    assert_int_equal(n - slow, 200);
+    assert_true(slow >= 1 && slow <= 6);
+    uint64_t waiting = 20 - slow, age_ms = th_now_ms() - published_ms;
+    sl_stats st;
+    assert_int_equal(sl_stats_get(admin, &st), SL_OK);
+    fprintf(stderr, "# %" PRIu64 " of tag slow waiting, published %" PRIu64 " ms ago: level oldest %" PRIu64
+            " ms, ETA %" PRIu64 " ms\n", waiting, age_ms, st.level[1].oldest_ms, st.level[1].eta_ms);
+    assert_int_equal(st.level[1].depth, waiting);
+    assert_true(st.level[1].oldest_ms + 500 >= age_ms && st.level[1].oldest_ms <= age_ms + 1000);
+    assert_true(st.level[1].eta_ms >= waiting * 1000 / 2); /* at 2/s */
+    sl_level_info lv[SL_MAX_LEVELS];
+    unsigned nl = 0;
+    assert_int_equal(sl_level_list(admin, lv, &nl), SL_OK);
+    assert_true(lv[1].oldest_ms + 500 >= age_ms && lv[1].eta_ms >= waiting * 1000 / 2);
+    /* the untagged tenant: a row named (untagged), never a pattern with no name */
+    put_n(admin, NULL, 2);
+    const char *table[] = {th_bin("sluice"), "-b", f->b.endpoint, "tag", "list", NULL};
+    assert_int_equal(th_run(table, NULL, out, sizeof out), 0);
+    fprintf(stderr, "%s", out);
+    assert_non_null(strstr(out, "(untagged)  normal      2"));
+    assert_null(strstr(out, "\n1           -"));
+    const char *json[] = {th_bin("sluice"), "-b", f->b.endpoint, "tag", "list", "--json", NULL};
+    assert_int_equal(th_run(json, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "{\"tag\":\"\",\"untagged\":true,\"level\":\"normal\",\"pattern\":null,\"depth\":2,"));
+    sl_close(&admin);
+    assert_int_equal(th_fixture_finish(&f), 0);
+}
+
 static void cli_as_typed(void **state)
 {
     (void)state;
@@ -471,6 +526,7 @@ int main(void)
         cmocka_unit_test(inflight_cap_blocks_no_one),
         cmocka_unit_test(restart_keeps_settings_and_order),
         cmocka_unit_test(bad_input_refused),
+        cmocka_unit_test(a_held_tag_is_in_the_level_figures),
         cmocka_unit_test(cli_as_typed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

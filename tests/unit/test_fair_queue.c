@@ -15,6 +15,8 @@
  *     of it is leased: after every step the deficit round robin holds
  *     exactly the tags with something ready, and the level's tenants are
  *     exactly the tags with something ready or leased;
+ *   - the level's oldest is its oldest ready message of any tag, after
+ *     every step (queue_oldest_ns: the least head, in publish order);
  *   - explain's place: the messages of its tag ahead of a ready one, counted
  *     by stepping the tag's run (queue_fair_place);
  *   - the same through the read-ahead (queue_fair_ahead.c) and the batched
@@ -47,6 +49,8 @@
 #define STEPS  4000
 
 enum { READY = 1, LEASED, DONE };
+
+#define ENQ_NS(i) (1000 + (uint64_t)(i)) /* message i's enqueue time: publish order */
 
 typedef struct msg {
     uint64_t id, key; /* key: known once taken */
@@ -83,7 +87,7 @@ static void append(queue *q, model *md, int tag)
     *m = (msg){.id = queue_next_id(q), .tag = tag, .seq = md->next_seq[tag]++, .state = READY, .fresh = 1};
     snprintf(tg, sizeof tg, "t%d", tag);
     snprintf(body, sizeof body, "%d", md->n);
-    store_rec rec = {.id = m->id, .enq_ns = 1, .cost = 1, .tag = tag < NTAGS - 1 ? tg : NULL,
+    store_rec rec = {.id = m->id, .enq_ns = ENQ_NS(md->n), .cost = 1, .tag = tag < NTAGS - 1 ? tg : NULL,
                      .tag_len = tag < NTAGS - 1 ? (uint32_t)strlen(tg) : 0, .body = body,
                      .body_len = (uint32_t)strlen(body)};
     assert_int_equal(queue_append(q, &rec), SL_OK);
@@ -178,6 +182,12 @@ static void check(queue *q, store *st, model *md, unsigned *seed)
     queue_fair_bytes(q, 0, &tenants);
     assert_int_equal(queue_ready(q, 0), ready);
     assert_int_equal(tenants, tags + stale);
+    /* the level's oldest: its oldest ready message of any tag, never the
+     * head of whichever tag's turn it is */
+    uint64_t first = 0;
+    for (int i = 0; i < md->n && !first; i++)
+        first = md->m[i].state == READY ? ENQ_NS(i) : 0;
+    assert_int_equal(queue_oldest_ns(q, 0), first);
     if (!ready)
         return;
     if (rnd(seed) % 8) /* explain only now and then: acknowledged records' deletes wait meanwhile */

@@ -5,7 +5,8 @@
  * leaving it in debt), the in-flight cap, the pause after THROTTLED
  * (exact resume, no burst after it), AIMD (one cut a second, the climb
  * back), the breaker gate, live changes without a burst, the ETA, and
- * limits of several windows (the sink's and a level's).
+ * limits of several windows (the sink's and a level's); a dispatch that
+ * wakes late for the sink's slots keeping its rate.
  * Every figure is exact: nothing here reads a clock.
  */
 #include <setjmp.h>
@@ -398,6 +399,37 @@ static void shared_sink_runs_at_reserved_plus_granted(void **state)
     assert_true(retry >= S + 10 * MS - 1 && retry <= S + 20 * MS);
 }
 
+/* Dispatch wakes for the sink's slot a little late (here 0.2 ms at 2,000/s,
+ * a slot of 0.5 ms; up to half a slot is kept): the sink keeps its rate, 1,000 releases in 0.5 s, and
+ * a level's ceiling beside it is charged as before (no tolerance: its
+ * release loses the lateness). */
+static void late_dispatch_keeps_the_sink_rate(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry, now = 0, first = 0;
+    fresh(&m);
+    set_sink(&m, 2000 * 1000, 1, 0);
+    for (int i = 0; i < 1000; i++) {
+        if (i) {
+            assert_int_equal(meter_admit(&m, 1, 1, now, &retry), METER_HOLD_SINK);
+            now = retry + 200 * 1000; /* woken 0.2 ms after the slot */
+        }
+        assert_int_equal(meter_admit(&m, 1, 1, now, &retry), METER_GO);
+        meter_charge(&m, 1, 1, now);
+        first = i ? first : now;
+    }
+    assert_true(now - first == 999 * 500 * 1000 + 200 * 1000); /* the slots kept: exactly the rate */
+    set_level(&m, 0, 100 * 1000, 0, 1, now); /* a ceiling of 100/s: 10 ms */
+    uint64_t t0 = now + 10 * MS;
+    assert_true(meter_level_admits(&m, 0, 1, t0, &retry));
+    meter_charge(&m, 0, 1, t0);
+    assert_false(meter_level_admits(&m, 0, 1, t0 + 10 * MS - 1, &retry));
+    meter_charge(&m, 0, 1, t0 + 10 * MS + 4 * MS); /* 4 ms late */
+    assert_false(meter_level_admits(&m, 0, 1, t0 + 24 * MS - 1, &retry));
+    assert_true(retry == t0 + 24 * MS);
+}
+
 /* The sink's per-second rate and a further window in series: held by
  * whichever is tighter, retry at the latest, charged to both. */
 static void sink_windows_hold_together(void **state)
@@ -488,6 +520,7 @@ int main(void)
         cmocka_unit_test(live_changes_never_burst),
         cmocka_unit_test(eta_follows_the_binding_rate),
         cmocka_unit_test(shared_sink_runs_at_reserved_plus_granted),
+        cmocka_unit_test(late_dispatch_keeps_the_sink_rate),
         cmocka_unit_test(sink_windows_hold_together),
         cmocka_unit_test(level_windows_hold_only_their_level),
     };

@@ -62,12 +62,22 @@ static void burst_then_one_interval_each(void **state)
     assert_true(go(&p, 1, S + 100 * MS) == S + 100 * MS);
     assert_true(p.tat_ns == S + 105 * MS);
     /* a cost of 3 above a burst of 1 goes when the bucket is full, and what
-     * follows waits its three intervals */
+     * follows waits its three intervals (and, the first after a lull, one
+     * more: PACE_COLD_NS) */
     pace_set(&p, 100 * 1000, 1, 2 * S); /* one every 10 ms */
     assert_true(go(&p, 3, 2 * S) == 2 * S);
-    assert_true(go(&p, 1, 2 * S) == 2 * S + 30 * MS);
-    assert_true(go(&p, 1, 2 * S + 30 * MS) == 2 * S + 30 * MS);
-    assert_true(go(&p, 3, 2 * S + 35 * MS) == 2 * S + 40 * MS); /* above the burst: a full bucket */
+    assert_true(go(&p, 1, 2 * S) == 2 * S + 40 * MS);
+    assert_true(go(&p, 1, 2 * S + 40 * MS) == 2 * S + 40 * MS);
+    assert_true(go(&p, 3, 2 * S + 45 * MS) == 2 * S + 50 * MS); /* above the burst: a full bucket */
+    /* the first after a lull of PACE_COLD_NS, at burst 1: the next two intervals on */
+    uint64_t t = 2 * S + 50 * MS + 10 * MS + PACE_COLD_NS; /* idle since its TAT, 2 s + 60 ms */
+    assert_true(go(&p, 1, t) == t);
+    assert_true(go(&p, 1, t) == t + 20 * MS);
+    assert_true(go(&p, 1, t + 20 * MS) == t + 20 * MS); /* warm again: one interval */
+    assert_true(go(&p, 1, t + 20 * MS) == t + 30 * MS);
+    pace_set(&p, 100 * 1000, 2, t); /* a burst of 2 keeps a unit, not time */
+    uint64_t u = t + 40 * MS + PACE_COLD_NS;
+    assert_true(go(&p, 1, u) == u && go(&p, 1, u) == u && go(&p, 1, u) == u + 10 * MS);
 }
 
 static void rate_change_carries_debt(void **state)
@@ -309,6 +319,42 @@ static void pacer_waits_on_the_real_clock(void **state)
     sl_pacer_free(&p);
 }
 
+/* At a burst of 1 the pacer keeps its margin in time: every request leaves
+ * at least an interval plus 1/SL_PACER_MARGIN after the one before, on the
+ * real clock, however late the one before left; alone (no peers) a request
+ * released by the broker is not held. */
+static void burst_one_keeps_a_margin(void **state)
+{
+    (void)state;
+    sl_pacer *pr = NULL;
+    assert_int_equal(sl_pacer_new(&pr), SL_OK);
+    sl_pacer_set(pr, 1000 * 1000, 1); /* 1 ms: each leaves 1.02 ms after the last */
+    uint64_t last = 0, least = UINT64_MAX;
+    for (int i = 0; i < 40; i++) {
+        sl_pacer_wait_released(pr, 1, mono()); /* released now: alone, no hold */
+        uint64_t now = mono();
+        if (last && now - last < least)
+            least = now - last;
+        last = now;
+        if (i == 20) { /* a sender late by 3 ms: the next still waits a whole interval */
+            struct timespec ts = {0, 3 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(least >= MS + MS / SL_PACER_MARGIN);
+    sl_pacer_free(&pr);
+    /* exactly: at burst 1, 50/51 of the rate (an interval 2 % longer); above, the rate */
+    assert_true(pace_rate_at(1000 * 1000, 1) == 1000 * 1000 * SL_PACER_MARGIN / (SL_PACER_MARGIN + 1));
+    assert_true(pace_rate_at(2000 * 1000, 1) == 1960784);
+    assert_true(pace_rate_at(1000 * 1000, 2) == 1000 * 1000);
+    assert_true(pace_rate_at(40, 1) == 40); /* 0.04/s: too slow to take anything from */
+    pace p = {0};
+    pace_set(&p, pace_rate_at(100 * 1000, 1), 1, 0);
+    pace_take(&p, 1, 0);
+    uint64_t next = pace_next(&p, 1, 0); /* 10.2 ms, up to the rounding of a rate in thousandths */
+    assert_true(next >= 10 * MS + 10 * MS / SL_PACER_MARGIN && next < 10 * MS + 10 * MS / SL_PACER_MARGIN + 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +367,7 @@ int main(void)
         cmocka_unit_test(two_processes_keep_the_broker_spacing),
         cmocka_unit_test(processes_with_different_lags_share_one_hold),
         cmocka_unit_test(pacer_waits_on_the_real_clock),
+        cmocka_unit_test(burst_one_keeps_a_margin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

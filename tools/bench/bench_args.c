@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_core.h"
 #include "bench_latency.h"
@@ -21,8 +22,9 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM] | -b ENDPOINT] [--seconds S]\n"
-"                    [--quick]\n"
+"usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM]\n"
+"                     | -b ENDPOINT [--force]]\n"
+"                    [--seconds S] [--quick] [--tenants | --sink]\n"
 "\n"
 "sluice-bench measures a Sluice broker against its performance targets, next to\n"
 "the raw limits of this machine, and prints one table on stdout (progress goes\n"
@@ -55,6 +57,13 @@ static void usage(FILE *f)
 "                      and fair by tag; dispatch with 1,000 tags waiting, FIFO\n"
 "                      and fair; broker RSS per waiting tag (100,000 tags), live\n"
 "                      and, after a restart, the heap alone.\n"
+"  sink used           with --spawn, on processes of their own: a sink set with\n"
+"                      the defaults (burst 1) at 100, 1,000, 2,000 and 5,000/s\n"
+"                      over a backlog: the share of the rate delivered through\n"
+"                      one `sluice consume -c 64`; through `consume --post\n"
+"                      --workers 8` into `sluice-sink --burst 1` at the same\n"
+"                      rate, and its 429s; through three brokers sharing the\n"
+"                      rate in Redis (redis-server), one consume -c 64 each.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "  raw: one flush      a 100-byte append and fdatasync; the 1 x 1 enqueue row is\n"
@@ -74,13 +83,24 @@ static void usage(FILE *f)
 "      --slowdisk SO   with --spawn: run the enqueue, drain and latency rows once more\n"
 "                      on a broker whose every flush takes 1 ms longer (SO is the\n"
 "                      slow-disk shim, build/rel/slowdisk.so; make bench passes it)\n"
-"  -b, --broker EP     use the running broker at EP (default %s).\n"
-"                      It should be idle: the drain row consumes and acknowledges\n"
-"                      every message queued at it. The scheduler rows add the\n"
-"                      pools pool-0..7 and starve, and change the lowest level's\n"
-"                      deadline while they run (it is put back).\n"
+"  -b, --broker EP     use the running broker at EP (default $SLUICE_BROKER,\n"
+"                      else %s).\n"
+"                      The bench refuses a broker with messages waiting,\n"
+"                      delayed or in flight, or with consumers. It tags\n"
+"                      what it publishes sluice-bench-PID and takes nothing else\n"
+"                      (a message without its tag stops it, unacknowledged); it\n"
+"                      skips the metering rows (they set the sink's limits),\n"
+"                      and deletes the pools its scheduler rows make (pool-0..7,\n"
+"                      starve); the starvation row changes the lowest level's\n"
+"                      deadline while it runs (it is put back).\n"
+"      --force         with -b: run beside the broker's messages and consumers:\n"
+"                      the rows keep to a level that holds nothing (rows that\n"
+"                      need a level that does are skipped); consumers there may\n"
+"                      take the bench's messages\n"
 "  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
 "      --tenants       with --spawn: run only the tenant rows (about 40 s)\n"
+"      --sink          with --spawn: run only the rows of the sink used at its\n"
+"                      limit (about 25 s a rate with --seconds 3)\n"
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
@@ -107,7 +127,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_VERSION };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -116,6 +136,8 @@ static const struct option options[] = {
     {"seconds", required_argument, NULL, 's'},
     {"quick", no_argument, NULL, 'q'},
     {"tenants", no_argument, NULL, OPT_TENANTS},
+    {"sink", no_argument, NULL, OPT_SINK},
+    {"force", no_argument, NULL, OPT_FORCE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -139,6 +161,12 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_TENANTS:
             b->tenants_only = 1;
+            break;
+        case OPT_SINK:
+            b->sink_only = 1;
+            break;
+        case OPT_FORCE:
+            b->force = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -180,8 +208,28 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
         fprintf(stderr, "sluice-bench: --tenants needs --spawn (its rows start brokers of their own)\n");
         exit(2);
     }
+    if (b->sink_only && !*spawn) {
+        fprintf(stderr, "sluice-bench: --sink needs --spawn (its rows start brokers, sinks and Redis of their own)\n");
+        exit(2);
+    }
+    if (b->sink_only && b->tenants_only) {
+        fprintf(stderr, "sluice-bench: --tenants and --sink exclude each other; give neither for every row\n");
+        exit(2);
+    }
     if (*spawn && b->endpoint) {
         fprintf(stderr, "sluice-bench: --spawn and -b exclude each other\n");
+        exit(2);
+    }
+    if (*spawn && b->force) {
+        fprintf(stderr, "sluice-bench: --force is for a broker the bench did not start (-b); with --spawn the "
+                        "broker is its own\n");
+        exit(2);
+    }
+    const char *env = getenv("SLUICE_BROKER");
+    if (!*spawn && !b->endpoint && env && env[0])
+        b->endpoint = env; /* as sluice does */
+    if (b->endpoint && strchr(b->endpoint, ',')) {
+        fprintf(stderr, "sluice-bench: '%s': the bench measures one broker; give one endpoint\n", b->endpoint);
         exit(2);
     }
     b->seconds = seconds ? seconds : quick ? 1 : DEFAULT_SECONDS;

@@ -21,11 +21,13 @@
 #define LMDB_BATCH_PUTS     100
 
 typedef struct bench_args {
-    const char *endpoint;   /* -b; NULL for the default or with --spawn */
+    const char *endpoint;   /* -b, else $SLUICE_BROKER; NULL for the default or with --spawn */
     const char *spawn;      /* --spawn: the sluiced to start, or NULL */
     const char *slowdisk;   /* --slowdisk: the slow-disk shim, or NULL */
     int seconds;
     int tenants_only;       /* --tenants: only the tenant rows */
+    int sink_only;          /* --sink: only the rows of the sink used at its limit */
+    int force;              /* --force: run beside a broker's own messages and consumers */
     uint64_t drain_msgs, dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
 } bench_args;
 

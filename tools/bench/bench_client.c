@@ -17,7 +17,10 @@
  * refused publish is an error, not a slow result.
  *
  * Taking a delivery acks it before the next is taken, as an application
- * would; the ack waits for the broker's answer.
+ * would; the ack waits for the broker's answer. On a broker the bench did
+ * not start only its own messages are taken (bench_guard.h): one without
+ * its tag stops the row unacknowledged, and the bench publishes with its
+ * tag to its home level, whose counts alone the totals read.
  */
 #include "bench_client.h"
 
@@ -26,6 +29,7 @@
 #include <stdio.h>
 
 #include "bench_core.h"
+#include "bench_guard.h"
 
 int bench_client_fail(const char *what, const sl_client *c, int rc)
 {
@@ -77,7 +81,12 @@ int bench_client_totals_get(const char *endpoint, bench_client_totals *t)
         return -1;
     }
     *t = (bench_client_totals){0};
+    const unsigned *only;
+    size_t nonly;
+    bench_guard_levels(&only, &nonly); /* beside a broker's own messages: the bench's level alone */
     for (unsigned l = 0; l < stats.nlevels && l < SL_MAX_LEVELS; l++) {
+        if (nonly && l != only[0])
+            continue;
         t->ready += stats.level[l].depth;
         t->inflight += stats.level[l].inflight;
         t->delayed += stats.level[l].delayed;
@@ -112,7 +121,8 @@ int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns
 {
     unsigned char body[BENCH_CORE_BODY_BYTES];
     bench_core_body_fill(body);
-    const sl_put put = {.body = body, .body_len = sizeof body, .level = SL_LEVEL_DEFAULT};
+    const sl_put put = {.body = body, .body_len = sizeof body, .level = bench_guard_home(),
+                        .tag = bench_guard_tag()};
     uint64_t sent = 0;
     *confirmed = 0;
     *last_ns = bench_core_now_ns();
@@ -141,6 +151,14 @@ int bench_client_take(sl_client *c, bench_client_look *look, void *ctx)
         return 0;
     if (rc != SL_OK)
         return bench_client_fail("sl_recv", c, rc);
+    if (!bench_guard_own(d)) { /* someone else's: never acknowledged; the consumer's leaving returns it */
+        rc = bench_core_fail("level %u delivered message %" PRIu64 ", which the bench did not publish (its "
+                             "messages are tagged %s): someone publishes to this broker. The bench stops; "
+                             "the message returns to its place uncharged as its consumer leaves",
+                             d->level, d->id, bench_guard_tag());
+        sl_delivery_free(&d);
+        return rc;
+    }
     if (look)
         look(ctx, d, got_ns);
     rc = sl_ack(c, d);

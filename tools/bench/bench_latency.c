@@ -34,6 +34,7 @@
 
 #include "bench_client.h"
 #include "bench_core.h"
+#include "bench_guard.h"
 
 #define LATENCY_MAX_PENDING 1000       /* unconfirmed publishes before pacing waits */
 #define LATENCY_MAGIC       "SLBLAT01" /* 8 bytes, then the int64_t send time */
@@ -58,7 +59,8 @@ static void *latency_produce(void *arg)
     unsigned char body[BENCH_CORE_BODY_BYTES];
     bench_core_body_fill(body);
     memcpy(body, LATENCY_MAGIC, 8);
-    const sl_put put = {.body = body, .body_len = sizeof body, .level = SL_LEVEL_DEFAULT};
+    const sl_put put = {.body = body, .body_len = sizeof body, .level = bench_guard_home(),
+                        .tag = bench_guard_tag()};
     const int64_t period_ns = BENCH_CORE_NS_PER_S / BENCH_LATENCY_RATE_PER_S;
     uint64_t confirmed = 0;
     for (uint64_t i = 0; i < r->planned_msgs && !bench_core_stopping() && r->producer_rc == 0;
@@ -144,7 +146,10 @@ int bench_latency_measure(const char *endpoint, int seconds, double *p50_ms, dou
         rc = -1;
         goto clients_close;
     }
-    if ((err = sl_subscribe(r.consumer, NULL, NULL, 0, BENCH_LATENCY_CREDIT)) != SL_OK) {
+    const unsigned *levels;
+    size_t nlevels;
+    bench_guard_levels(&levels, &nlevels);
+    if ((err = sl_subscribe(r.consumer, NULL, levels, nlevels, BENCH_LATENCY_CREDIT)) != SL_OK) {
         rc = bench_client_fail("sl_subscribe", r.consumer, err);
         goto clients_close;
     }

@@ -39,6 +39,7 @@
 
 #include "bench_client.h"
 #include "bench_core.h"
+#include "bench_guard.h"
 #include "sluice.h"
 
 #define METER_MAX_ARRIVALS 4096
@@ -91,7 +92,7 @@ static int publish(meter *m, int level, unsigned count, uint32_t cost)
 {
     unsigned char body[BENCH_CORE_BODY_BYTES];
     bench_core_body_fill(body);
-    const sl_put put = {.body = body, .body_len = sizeof body, .level = level, .cost = cost};
+    const sl_put put = {.body = body, .body_len = sizeof body, .level = level, .cost = cost, .tag = bench_guard_tag()};
     uint64_t confirmed = 0;
     for (unsigned i = 0; i < count && !bench_core_stopping(); i++) {
         int rc = sl_send_async(m->admin, &put, NULL);
@@ -198,7 +199,7 @@ static int take_beside(meter *m, size_t want, unsigned per_s, int64_t give_up_ns
 {
     unsigned char body[BENCH_CORE_BODY_BYTES];
     bench_core_body_fill(body);
-    const sl_put put = {.body = body, .body_len = sizeof body, .level = 2};
+    const sl_put put = {.body = body, .body_len = sizeof body, .level = 2, .tag = bench_guard_tag()};
     uint64_t sent = 0, confirmed = 0;
     int64_t t0 = bench_core_now_ns();
     while (m->n < want && !bench_core_stopping()) {

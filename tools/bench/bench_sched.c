@@ -35,9 +35,11 @@
  * BENCH_SCHED_TIMEOUT_S.
  *
  * Side effects on the broker: pools pool-0 ... pool-7 and starve are created
- * (a broker stores pools, so they outlive the run), and the lowest level's
+ * (a broker stores pools: on a broker the bench did not start,
+ * bench_guard_pools_delete deletes them at the end), and the lowest level's
  * deadline is set for the measurement and then put back as it was, on
- * every path.
+ * every path. On a broker the bench did not start, both rows run only when
+ * no level held messages at the start (bench_guard.h).
  */
 #include "bench_sched.h"
 
@@ -49,6 +51,7 @@
 
 #include "bench_client.h"
 #include "bench_core.h"
+#include "bench_guard.h"
 
 #define SCHED_WINDOW_MSGS   100    /* publishes outstanding while publishing a backlog */
 #define DISPATCH_ONE_LEVEL  3      /* pool-0 .. pool-2 serve one level each */
@@ -82,7 +85,7 @@ static int publish(sl_client *c, unsigned first, unsigned nlevels, uint64_t n, i
 {
     unsigned char body[BENCH_CORE_BODY_BYTES];
     bench_core_body_fill(body);
-    sl_put put = {.body = body, .body_len = sizeof body};
+    sl_put put = {.body = body, .body_len = sizeof body, .tag = bench_guard_tag()};
     uint64_t sent = 0, confirmed = 0;
     for (uint64_t i = 0; i < BENCH_CORE_MAX_OPS && confirmed < n; i++) {
         if (bench_core_stopping())
@@ -333,7 +336,7 @@ static int send_lowest(starve_run *r)
 {
     unsigned char body[BENCH_CORE_BODY_BYTES];
     bench_core_body_fill(body);
-    const sl_put put = {.body = body, .body_len = sizeof body, .level = (int)r->lowest};
+    const sl_put put = {.body = body, .body_len = sizeof body, .level = (int)r->lowest, .tag = bench_guard_tag()};
     r->acked_at_send = r->acked;
     r->sent_ns = bench_core_now_ns();
     int rc = sl_send(r->admin, &put, NULL);

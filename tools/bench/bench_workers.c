@@ -20,6 +20,7 @@
 
 #include "bench_client.h"
 #include "bench_core.h"
+#include "bench_guard.h"
 
 typedef struct send_one {
     sl_client *c;
@@ -40,7 +41,8 @@ void *bench_workers_produce(void *arg)
     unsigned char body[BENCH_CORE_BODY_BYTES];
     bench_core_body_fill(body);
     send_one s = {.c = w->c,
-                  .put = {.body = body, .body_len = sizeof body, .level = SL_LEVEL_DEFAULT}};
+                  .put = {.body = body, .body_len = sizeof body, .level = bench_guard_home(),
+                          .tag = bench_guard_tag()}};
     w->rc = bench_core_timed(send_one_step, &s, w->start_ns, w->deadline_ns, &w->msgs,
                              &w->last_ns);
     return NULL;
@@ -86,9 +88,12 @@ int bench_workers_run(const char *endpoint, int seconds, bench_worker *w, size_t
 {
     bench_core_thread t[BENCH_WORKERS_MAX] = {{0}};
     int rc = 0;
+    const unsigned *levels;
+    size_t nlevels;
+    bench_guard_levels(&levels, &nlevels);
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = bench_client_open(endpoint, &w[i].c);
-        if (rc == 0 && credit && (rc = sl_subscribe(w[i].c, NULL, NULL, 0, credit)) != SL_OK)
+        if (rc == 0 && credit && (rc = sl_subscribe(w[i].c, NULL, levels, nlevels, credit)) != SL_OK)
             rc = bench_client_fail("sl_subscribe", w[i].c, rc);
     }
     int64_t start_ns = bench_core_now_ns(), last_ns = start_ns;

@@ -35,6 +35,9 @@
  *   8b   Tenants (scen_tenants.c; with --spawn only), on brokers of their
  *        own: a quiet tenant's p99 wait beside a 100,000 backlog, FIFO and
  *        fair by tag; dispatch with 1,000 tags waiting; RSS per waiting tag.
+ *   8c   The sink used at its limit (bench_sinkuse.c; with --spawn only), on
+ *        brokers, sinks and Redis of their own: the share of a burst-1 sink's
+ *        rate a backlog gets at 100 to 5,000/s, three ways.
  *   9-11 Raw limits of the machine (rows in bench_limits.c, measured by
  *        bench_raw.c): LMDB durable commits of 1 and of LMDB_BATCH_PUTS
  *        puts per transaction, and a ZeroMQ DEALER/ROUTER echo over ipc://. They bound what any broker built on
@@ -99,6 +102,7 @@
 #include "bench_client.h"
 #include "bench_core.h"
 #include "bench_disk.h"
+#include "bench_guard.h"
 #include "bench_curve.h"
 #include "bench_latency.h"
 #include "bench_meter.h"
@@ -106,6 +110,7 @@
 #include "bench_raw.h"
 #include "bench_run.h"
 #include "bench_sched.h"
+#include "bench_sinkuse.h"
 #include "bench_spawn.h"
 #include "bench_table.h"
 #include "bench_workers.h"
@@ -331,6 +336,9 @@ static int row_latency(bench *b)
 
 static int row_dispatch(bench *b)
 {
+    if (!bench_guard_free(UINT32_MAX))
+        return bench_guard_skip("end-to-end dispatch", "it spreads messages over every level, and some hold the "
+                                "broker's own");
     char scenario[96];
     uint64_t acked;
     int64_t elapsed_ns;
@@ -345,6 +353,9 @@ static int row_dispatch(bench *b)
 
 static int row_starvation(bench *b)
 {
+    if (!bench_guard_free(UINT32_MAX))
+        return bench_guard_skip("starvation", "it needs the first and the last level, and some levels hold the "
+                                "broker's own messages");
     char scenario[96];
     double plain_ms, deadline_ms;
     if (bench_sched_starvation(b->endpoint, b->starve_msgs, &plain_ms, &deadline_ms) != 0)
@@ -385,6 +396,9 @@ static int row_pick_fair(bench *b)
 
 static int row_meter(bench *b) /* metering: five rows after starvation (bench_meter.c) */
 {
+    if (bench_guard_on())
+        return bench_guard_skip("metering", "it sets the sink's and the levels' limits, which a broker stores; "
+                                "it runs on a broker of the bench's own (--spawn)");
     return bench_meter_run(b->endpoint, &b->table);
 }
 
@@ -495,8 +509,8 @@ int main(int argc, char **argv)
     int rc = 0;
     b.sluiced = spawn;
     b.pass = "";
-    if (a.tenants_only) {
-        rc = scen_tenants_rows(&b);
+    if (a.tenants_only || a.sink_only) {
+        rc = a.tenants_only ? scen_tenants_rows(&b) : bench_sinkuse_rows(&b);
         nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         if (b.table.nrows)
             bench_table_print(&b.table, started, b.seconds, stdout);
@@ -504,8 +518,12 @@ int main(int argc, char **argv)
     }
     if (spawn && (rc = bench_spawn_start(&b.broker, spawn, b.dir)) == 0)
         b.endpoint = b.broker.endpoint;
+    if (!spawn) /* a broker the bench did not start: look first (bench_guard.h) */
+        rc = bench_guard_check(b.endpoint, a.force);
     if (rc == 0)
         rc = rows_run(&b, broker_rows, sizeof broker_rows / sizeof broker_rows[0]);
+    if (bench_guard_on() && bench_guard_pools_delete(b.endpoint) != 0)
+        rc = -1;
     if (bench_spawn_stop(&b.broker) != 0)
         rc = -1;
     if (rc == 0 && spawn)
@@ -516,6 +534,8 @@ int main(int argc, char **argv)
                       sizeof slow_rows / sizeof slow_rows[0]);
     if (rc == 0 && spawn && !bench_core_stopping()) /* brokers of their own */
         rc = scen_tenants_rows(&b);
+    if (rc == 0 && spawn && !bench_core_stopping()) /* brokers, sinks and Redis of their own */
+        rc = bench_sinkuse_rows(&b);
     if (rc == 0 && spawn) { /* the same enqueue and drain, encrypted */
         char dir[96];
         snprintf(dir, sizeof dir, "%s/curve", b.dir);

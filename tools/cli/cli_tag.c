@@ -59,8 +59,10 @@ const cli_core_help cli_tag_help = {
         "      tag alone left (consume --tag-limit-header, exit 76 of --exec): the\n"
         "      pause still to run and, when the tag has a rate limit, the rate its\n"
         "      bucket was cut to (a pattern's CUT: its shared bucket's). --json adds\n"
-        "      throttled_ms and effective_rate_milli (0: none). Tags and patterns\n"
-        "      are shown with control characters and invalid UTF-8 escaped.\n"
+        "      throttled_ms and effective_rate_milli (0: none). A fair level's\n"
+        "      untagged messages are one tenant: (untagged), in --json \"untagged\".\n"
+        "      Tags and patterns are shown with control characters and invalid\n"
+        "      UTF-8 escaped.\n"
         "  sluice tag pause TAG\n"
         "  sluice tag resume TAG\n"
         "      Stop, or restart, deliveries of one tag (exact text); the other tags\n"
@@ -173,13 +175,20 @@ static int tag_set(cli_core *g, const char *cmd, int argc, char **argv)
     return cli_core_output_done(cmd);
 }
 
+/* A row is a tag's when it names a tag or a level: the untagged messages
+ * of a fair level are a tenant of their own, a row with an empty tag. */
+static bool is_tag(const sl_tag_info *t)
+{
+    return t->tag[0] || t->has_level;
+}
+
 static void tag_json(cli_core *g, const sl_tag_info *v, const sl_tag_throttle *thr, unsigned n)
 {
     char number[16];
     printf("{\"patterns\":[");
     for (unsigned i = 0, first = 1; i < n; i++) {
         const sl_tag_info *t = &v[i];
-        if (!t->pattern[0] || t->tag[0])
+        if (!t->pattern[0] || is_tag(t))
             continue;
         printf("%s{\"pattern\":", first ? "" : ",");
         first = 0;
@@ -194,11 +203,13 @@ static void tag_json(cli_core *g, const sl_tag_info *v, const sl_tag_throttle *t
     printf("],\"tags\":[");
     for (unsigned i = 0, first = 1; i < n; i++) {
         const sl_tag_info *t = &v[i];
-        if (!t->tag[0])
+        if (!is_tag(t))
             continue;
         printf("%s{\"tag\":", first ? "" : ",");
         first = 0;
         cli_text_json_string(t->tag);
+        if (!t->tag[0])
+            printf(",\"untagged\":true");
         printf(",\"level\":");
         if (t->has_level)
             cli_text_json_string(cli_core_level_name(g, t->level, number, sizeof number));
@@ -240,7 +251,7 @@ static int tag_tables(cli_core *g, const sl_tag_info *v, const sl_tag_throttle *
                                         "TOKENS", "WEIGHT", "PAUSED", "OLDEST", "THROTTLED"};
     unsigned np = 0, nt = 0;
     for (unsigned i = 0; i < n; i++)
-        v[i].tag[0] ? nt++ : np++;
+        is_tag(&v[i]) ? nt++ : np++;
     cli_table *p = cli_table_new(8, phead, "rllrrrlr", np);
     cli_table *t = cli_table_new(10, thead, "llrrrrrlrr", nt);
     if (!p || !t) {
@@ -252,7 +263,7 @@ static int tag_tables(cli_core *g, const sl_tag_info *v, const sl_tag_throttle *
         const sl_tag_info *x = &v[i];
         char rate[320], tokens[32], age[32], number[16], throttled[80];
         throttled_format(&thr[i], throttled, sizeof throttled);
-        if (!x->tag[0]) {
+        if (!is_tag(x)) {
             cli_window_list_format(x->windows, x->nwindows, "-", rate, sizeof rate);
             cli_table_add(p, "%u", ++k);
             cli_table_add(p, "%s", x->pattern);
@@ -270,7 +281,7 @@ static int tag_tables(cli_core *g, const sl_tag_info *v, const sl_tag_throttle *
         cli_text_rate_format(x->rate_milli, "-", rate, sizeof rate);
         cli_text_milli_format(x->tokens_milli / 100 * 100, tokens, sizeof tokens);
         cli_text_age_format(x->oldest_ms, age, sizeof age);
-        cli_table_add(t, "%s", x->tag);
+        cli_table_add(t, "%s", x->tag[0] ? x->tag : "(untagged)");
         cli_table_add(t, "%s", x->has_level ? cli_core_level_name(g, x->level, number, sizeof number) : "-");
         cli_table_add(t, "%" PRIu64, x->depth);
         cli_table_add(t, "%" PRIu64, x->inflight);

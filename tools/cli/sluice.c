@@ -146,10 +146,16 @@ static const cli_core_help cli_help_help = {
 /* ---- main ---- */
 
 /* cmd_bench keeps `sluice bench ...` working: it runs sluice-bench, from the
- * directory of this executable, with the same arguments. */
+ * directory of this executable, with the same arguments and this command's
+ * broker (-b, or $SLUICE_BROKER) as its $SLUICE_BROKER, which sluice-bench
+ * uses unless given -b or --spawn. */
 static int cmd_bench(cli_core *g, const char *cmd, int argc, char **argv)
 {
-    (void)g, (void)argc;
+    (void)argc;
+    if (g->endpoint && setenv("SLUICE_BROKER", g->endpoint, 1) != 0) {
+        cli_text_say(cmd, "cannot pass the broker on: %s", strerror(errno));
+        return CLI_TEXT_EXIT_FAILURE;
+    }
     char path[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
     char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
