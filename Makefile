@@ -66,7 +66,7 @@ INC_tests/fuzz   := -Iproto
 # of the folders it may use and no others, so an include that breaks the layering fails to
 # compile. USE_x lists x's folder first, then what it may use; each list is made of the lists
 # below it, and `make layering` checks that no two folders may use each other.
-BROKER_DIRS := util meter store net coord service sched queue core path admin auth
+BROKER_DIRS := util meter store net coord service sched queue http core path admin auth
 USE_util    := util
 USE_meter   := meter $(USE_util)
 USE_store   := store $(USE_util)
@@ -75,7 +75,8 @@ USE_coord   := coord $(USE_util)
 USE_sched   := sched $(USE_meter)
 USE_service := service $(USE_sched)
 USE_queue   := queue store $(USE_sched)
-USE_core    := core $(sort $(USE_queue) $(USE_store) $(USE_net) $(USE_coord) $(USE_service))
+USE_http    := http $(sort $(USE_service) $(USE_net))
+USE_core    := core $(sort $(USE_queue) $(USE_store) $(USE_net) $(USE_coord) $(USE_service) $(USE_http))
 USE_path    := path $(USE_core)
 USE_admin   := admin $(USE_path)
 USE_auth    := auth $(USE_path)
@@ -93,6 +94,13 @@ $(BUILD)/broker/coord/coord.o: $(BUILD)/gen/coord.lua.inc
 $(BUILD)/gen/coord.lua.inc: broker/coord/coord.lua
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+# assets.c embeds the console (broker/http/console/*) as byte arrays: no build step of its own.
+CONSOLE_FILES := $(wildcard broker/http/console/*)
+$(BUILD)/broker/http/assets.o: EXTRA_INC := -I$(BUILD)/gen
+$(BUILD)/broker/http/assets.o: $(CONSOLE_FILES:broker/http/%=$(BUILD)/gen/%.inc)
+$(BUILD)/gen/console/%.inc: broker/http/console/%
+	@mkdir -p $(dir $@)
+	$(Q)od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@
 # The pick benchmark measures the broker's pure pick rule (broker/sched/disp.c) in place.
 $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched -Ibroker/util
 
@@ -246,6 +254,10 @@ $(BUILD)/tests/e2e/test_slowdisk: | $(BUILD)/slowdisk.so
 $(BUILD)/tests/e2e/test_notify: | $(BUILD)/slowdisk.so
 # test_nospace preloads the full-disk shim likewise.
 $(BUILD)/tests/e2e/test_nospace: | $(BUILD)/tests/lib/nospace_shim.so
+# The HTTP tests also link their HTTP client (libcurl) and socket helpers.
+HTTP_TESTS := $(patsubst %,$(BUILD)/tests/e2e/test_http_%,flood api)
+$(HTTP_TESTS): $(call obj,tests/lib/th_http.c)
+$(HTTP_TESTS): EXTRA_LIBS := $(CURL_LIBS)
 # The shared-sink tests also link their own redis-server's helper.
 $(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord: $(call obj,tests/lib/th_redis.c)
 
@@ -279,7 +291,7 @@ $(BUILD)/tests/campaign/powerloss_shim.so: tests/campaign/powerloss_shim.c
 define link_test
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) $(EXTRA_LIBS) -lpthread
 endef
 $(BUILD)/tests/unit/test_%: $(call obj,tests/unit/test_%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
 	$(link_test)
@@ -439,7 +451,7 @@ layering:
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]zmq\.h' broker proto | grep -vE '^broker/(net/|loop\.)')"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"](hiredis/)?hiredis\.h' broker client proto tools | grep -v '^broker/coord/')"; \
-	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]microhttpd\.h' broker proto client | grep -v '^broker/service/')"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]microhttpd\.h' broker proto client | grep -v '^broker/http/')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio|log)\.h|clock_gettime|time\(' $(PURE) 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
 

@@ -1,29 +1,34 @@
 /*
  * publish.c - handing the broker's figures to the threads that serve them:
  * a snapshot (snap.h) copied from the broker object, then swapped in whole
- * for the /metrics thread (metrics.c), which never touches the broker.
+ * for the HTTP server (broker/http/), which never touches the broker.
  *
  * Called by the loop's thread only: at open, and by cron every
- * METRICS_PUBLISH_NS. Costs O(levels + pools), one B-tree read per level for
- * the oldest message's age, and one memcpy under the server's lock.
+ * HTTP_PUBLISH_NS. Costs O(levels + pools), one B-tree read per level for
+ * the oldest message's age, and one memcpy under the server's lock; the
+ * time it takes is measured here and published with it (publish_ns), so
+ * the cost to the loop is a figure the console and the benchmark read.
  */
 #include "publish.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "coord.h"
+#include "deliver.h"
+#include "http.h"
+#include "loop.h"
 #include "member.h"
-#include "metrics.h"
 #include "store.h"
 #include "units.h"
 
-/* take copies b's figures into s. */
-static void take(snap *s, bk *b)
+/* take_levels copies each level's figures and settings into s. */
+static void take_levels(snap *s, bk *b)
 {
-    memset(s, 0, sizeof *s);
     s->nlevels = b->cfg.levels;
     for (unsigned l = 0; l < s->nlevels; l++) {
         const queue_level *lv = &b->q.lv[l];
+        const meter_level *ml = &b->meter.lv[l];
         snap_level *o = &s->lv[l];
         uint64_t oldest = queue_oldest_ns(&b->q, l);
         snprintf(o->name, sizeof o->name, "%s", b->cfg.level_names[l]);
@@ -42,7 +47,28 @@ static void take(snap *s, bk *b)
         o->throttled_tag = lv->counters.throttled_tag;
         memcpy(o->picks, b->picks[l], sizeof o->picks);
         o->wait = b->wait_hist[l];
+        o->eta_ms = deliver_eta_ms(b, l);
+        o->deadline_ms = b->policy[l].deadline_ms;
+        o->aging_ms = b->policy[l].aging_ms;
+        o->paused = b->policy[l].paused != 0;
+        o->max_rate_milli = ml->max_rate_milli;
+        o->min_rate_milli = ml->min_rate_milli;
+        o->burst = ml->burst ? ml->burst : 1;
+        o->fair = lv->fair != 0;
+        o->tenants = 0;
+        if (lv->fair) {
+            uint32_t tenants;
+            queue_fair_bytes(&b->q, l, &tenants);
+            o->tenants = tenants;
+        }
     }
+}
+
+/* take copies b's figures into s. */
+static void take(snap *s, bk *b)
+{
+    memset(s, 0, sizeof *s);
+    take_levels(s, b);
     s->npools = b->pools.n;
     for (unsigned i = 0; i < s->npools; i++) {
         const pool *p = b->pools.v[i];
@@ -54,6 +80,9 @@ static void take(snap *s, bk *b)
         o->recommended = p->recommended;
         o->delivered = p->delivered;
         o->paused = p->paused != 0;
+        o->levels_mask = p->levels_mask;
+        o->rate_milli = (uint64_t)(p->rate_per_s * 1000.0 + 0.5);
+        o->autoscale = p->autoscale != 0;
     }
     const meter_sink *k = &b->meter.sink;
     s->sink_rate_milli = k->rate_milli;
@@ -63,8 +92,23 @@ static void take(snap *s, bk *b)
     s->sink_inflight = k->inflight;
     s->sink_max_inflight = k->max_inflight;
     s->sink_pause_ns = k->paused_until_ns > b->mono_ns ? k->paused_until_ns - b->mono_ns : 0;
+    snprintf(s->sink_reason, sizeof s->sink_reason, "%s", meter_reason_name(meter_sink_reason(&b->meter, b->mono_ns)));
     s->breaker_state = (int)b->meter.breaker.state;
     s->breaker_trips = b->meter.breaker.trips;
+    if (b->coord) {
+        proto_row_coord row;
+        coord_row(b->coord, b->mono_ns, &row);
+        s->coord = 1;
+        snprintf(s->coord_state, sizeof s->coord_state, "%.*s", (int)row.state.len, row.state.ptr);
+        s->coord_reachable = row.reachable;
+        s->coord_slices_held = row.slices_held;
+        s->coord_slices = row.slices;
+        s->coord_reserved_milli = row.reserved_milli;
+        s->coord_granted_milli = row.granted_milli;
+        s->coord_lease_left_ms = row.lease_left_ms;
+        s->coord_limit_milli = row.limit_milli;
+        s->coord_brokers = row.brokers;
+    }
     s->commits = b->commits;
     s->commit_stalls = b->commit_stalls;
     store_counts durable;
@@ -81,13 +125,19 @@ static void take(snap *s, bk *b)
     s->rx_bad = b->rx_bad;
     s->tx_failed = b->tx_failed;
     s->uptime_ns = b->mono_ns - b->started_mono_ns;
+    s->wall_ms = b->wall_ns / NS_PER_MS;
 }
 
 void publish_figures(bk *b)
 {
-    snap *s = metrics_staging(b->metrics);
+    snap *s = http_staging(b->http);
     if (!s)
         return;
+    uint64_t t0 = loop_now_mono();
     take(s, b);
-    metrics_publish(b->metrics);
+    s->publish_ns = b->publish_ns;
+    s->publishes = b->publishes;
+    http_publish(b->http);
+    b->publish_ns += loop_now_mono() - t0; /* shown with the next one */
+    b->publishes++;
 }

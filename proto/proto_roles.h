@@ -29,7 +29,8 @@ typedef enum proto_role {
 /* The role each admin command needs: X(ID, ROLE), a line per line of
  * PROTO_ADMIN_CMDS. proto.c derives its table from PROTO_ADMIN_CMDS, so a
  * command without a line here does not compile. Reading is MONITOR,
- * changing is ADMIN. */
+ * changing is ADMIN; web.login is ANY: every principal may mint a console
+ * link for itself, whose session then has its own role. */
 #define PROTO_CMD_ROLES(X)        \
     X(level_list,     MONITOR)    \
     X(level_set,      ADMIN)      \
@@ -51,7 +52,8 @@ typedef enum proto_role {
     X(tag_set,        ADMIN)      \
     X(tag_list,       MONITOR)    \
     X(tag_pause,      ADMIN)      \
-    X(tag_resume,     ADMIN)
+    X(tag_resume,     ADMIN)      \
+    X(web_login,      ANY)
 
 enum {
 #define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,

@@ -10,7 +10,8 @@
  * same pass (settings.c), so the ADMIN_OK (sent after the commit) means
  * "applied and durable". List results (level.list, pool.list) are rows, one
  * per level or pool, their columns from proto's PROTO_COLS_ tables. explain
- * lives in explain.c, the dead-letter commands (dead.*) in dead.c.
+ * lives in explain.c, the dead-letter commands (dead.*) in dead.c, the
+ * tag commands in admin_tag.c, web.login in admin_web.c.
  */
 #include "admin.h"
 
@@ -34,6 +35,7 @@
 typedef struct cmd_ctx {
     bk *b;
     const proto_msg *req;
+    const admin_caller *who;
     proto_msg *rep;
     char *text;
     size_t text_len;
@@ -482,6 +484,10 @@ static int cmd_tag_list(cmd_ctx *x) { return admin_tag_list(x->b, x->req, x->rep
 static int cmd_tag_pause(cmd_ctx *x) { return admin_tag_pause(x->b, x->req, x->rep, x->text, x->text_len, 1); }
 static int cmd_tag_resume(cmd_ctx *x) { return admin_tag_pause(x->b, x->req, x->rep, x->text, x->text_len, 0); }
 
+/* ---- the console's login links (admin_web.c) ---- */
+
+static int cmd_web_login(cmd_ctx *x) { return admin_web_login(x->b, x->req, x->who, x->rep, x->text, x->text_len); }
+
 /* ---- the table ---- */
 
 typedef int (*cmd_fn)(cmd_ctx *x);
@@ -492,9 +498,9 @@ static const cmd_fn commands[PROTO_CMD_COUNT_] = {
 #undef CMD_FN_
 };
 
-int admin_run(bk *b, const proto_msg *req, proto_msg *rep, char *text, size_t text_len)
+int admin_run(bk *b, const proto_msg *req, const admin_caller *who, proto_msg *rep, char *text, size_t text_len)
 {
-    cmd_ctx x = {b, req, rep, text, text_len};
+    cmd_ctx x = {b, req, who, rep, text, text_len};
     proto_cmd cmd;
     proto_mask results;
     text[0] = '\0';

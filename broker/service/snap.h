@@ -1,11 +1,13 @@
 /*
- * snap.h - the broker's figures as plain data: what a scrape (and any
- * other reader on a thread of its own) may see of the broker.
+ * snap.h - the broker's figures as plain data: what the HTTP server (its
+ * /metrics, its console and JSON API, and any other reader on a thread of
+ * its own) may see of the broker.
  *
  * The loop fills one (publish.c at the broker's root, the only code that
  * reads the broker object for it) and hands it over whole; readers never
- * touch the broker. Everything here is a copy: names, counts, histograms.
- * Add a figure here, fill it in publish.c, serve it in metrics.c.
+ * touch the broker. Everything here is a copy: names, counts, histograms,
+ * settings. Add a figure here, fill it in publish.c, serve it in
+ * broker/http/ (metrics.c, overview.c).
  */
 #ifndef SLUICE_SNAP_H
 #define SLUICE_SNAP_H
@@ -23,11 +25,15 @@ typedef struct snap_level {
     uint64_t enqueued, dispatched, acked, nacked, expired, buried, throttled, throttled_tag;
     uint64_t picks[DISP_REASON_COUNT_];
     hist wait;
+    /* its settings and state, as level.list shows them */
+    uint64_t eta_ms, deadline_ms, aging_ms, max_rate_milli, min_rate_milli, burst, tenants;
+    int paused, fair;
 } snap_level;
 
 typedef struct snap_pool {
     char name[PROTO_MAX_NAME + 1];
     uint64_t size, members, inflight, recommended, delivered, paused;
+    uint64_t levels_mask, rate_milli, autoscale;
 } snap_pool;
 
 typedef struct snap {
@@ -36,13 +42,20 @@ typedef struct snap {
     snap_pool pool[PROTO_MAX_POOLS];
     uint64_t sink_rate_milli, sink_effective_milli, sink_tokens_milli, sink_burst;
     uint64_t sink_inflight, sink_max_inflight, sink_pause_ns;
+    char sink_reason[48];           /* why the effective rate is where it is (meter_reason_name) */
     int breaker_state;
     uint64_t breaker_trips;
+    int coord;                      /* the sink is shared (--coord): the lease below */
+    char coord_state[PROTO_MAX_NAME + 1];
+    uint64_t coord_reachable, coord_slices_held, coord_slices, coord_reserved_milli, coord_granted_milli;
+    uint64_t coord_lease_left_ms, coord_limit_milli, coord_brokers;
     uint64_t commits, commit_stalls;
     uint64_t log_records, log_bytes, lmdb_commits; /* what made batches durable (store_counts) */
     hist commit;
     uint64_t map_used, map_size, map_max;
     uint64_t connections, consumers, rx_bad, tx_failed, uptime_ns;
+    uint64_t wall_ms;               /* when it was taken (the wall clock) */
+    uint64_t publish_ns, publishes; /* what publishing snapshots has cost the loop, and how many */
 } snap;
 
 

@@ -242,6 +242,7 @@ static const expect cmd_expect[] = {
     {"dead.list", R_M | R_A},   {"dead.peek", R_A},    {"dead.requeue", R_A},   {"dead.purge", R_A},
     {"pool.delete", R_A},
     {"tag.set", R_A},           {"tag.list", R_M | R_A}, {"tag.pause", R_A},    {"tag.resume", R_A},
+    {"web.login", R_ALL /* a console link, each principal its own */},
 };
 
 static const expect *expect_find(const expect *t, size_t n, const char *what)

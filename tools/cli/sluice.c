@@ -15,6 +15,7 @@
  *            look after the broker's scheduling (cli_admin.c).
  *   sink     sets and shows the sink's rate limits (cli_sink.c).
  *   dead     lists, shows, requeues and purges dead letters (cli_dead.c).
+ *   web      a one-time login link to the web console (cli_web.c).
  *   bench    runs sluice-bench from the same directory (the benchmark and
  *            its load scenarios live there).
  *
@@ -55,6 +56,7 @@
 #include "cli_stats.h"
 #include "cli_text.h"
 #include "cli_top.h"
+#include "cli_web.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
 
@@ -304,6 +306,11 @@ static const char help_text[] =
 "      Delete dead letters of LEVEL for good: all, or those that died more\n"
 "      than S seconds ago; at most N. Chunks of 1000, like requeue.\n"
 "\n"
+"  sluice web login [--ttl DURATION] [--json]\n"
+"      Print a one-time link, http://ADDR:PORT/#login=TOKEN, to the broker's\n"
+"      web console (sluiced --http) for this client's principal; the session\n"
+"      has its role and lasts DURATION (default 8h; 30m, 1d, ...).\n"
+"\n"
 "  Changes made with pool, level and sink take effect at once (new rates\n"
 "  within a second) and survive a broker restart.\n"
 "\n"
@@ -379,6 +386,7 @@ int main(int argc, char **argv)
         {"dead", cli_dead_main},
         {"top", cli_top_main},
         {"tag", cli_tag_main},
+        {"web", cli_web_main},
     };
     const char *env = getenv("SLUICE_BROKER");
     cli_core g = {.endpoint = env && env[0] ? env : SL_DEFAULT_ENDPOINT,

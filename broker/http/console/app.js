@@ -1,0 +1,1 @@
+// the console (stage 4)
