@@ -117,10 +117,13 @@ LIBSLUICE  := $(BUILD)/libsluice.a
 LIBBROKER  := $(BUILD)/libbroker.a
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 E2E_TESTS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(E2E_SRC))
-TESTS      := $(UNIT_TESTS) $(E2E_TESTS)
+# The console's browser tests (tests/browser/, node --test driving Debian's chromium through
+# playwright-core): one program for tests/run.sh, a wrapper of tests/browser/run.sh.
+BROWSER_TEST := $(BUILD)/tests/e2e/test_browser
+TESTS      := $(UNIT_TESTS) $(E2E_TESTS) $(BROWSER_TEST)
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
-.PHONY: all deps run test test-run bench clean install layering tests tests-unit tests-e2e check-unit check-e2e
+.PHONY: all deps run test test-run bench clean install layering tests tests-unit tests-e2e check-unit check-e2e browser-deps
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
 # from position-independent objects of its own; and the man pages, generated from the settings
@@ -135,6 +138,8 @@ all: $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 # (prometheus, whose promtool checks /metrics in tests/e2e/test_metrics.c, and groff-base, which
 #  checks the man pages in tests/e2e/test_install.c, when command -v cannot)
+# (openssl, which makes test_http_api's certificate; chromium, nodejs and npm, for the console's
+#  browser tests in tests/browser/, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -151,6 +156,10 @@ deps:
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
@@ -300,7 +309,18 @@ $(BUILD)/tests/e2e/test_%: $(call obj,tests/e2e/test_%.c $(TEST_LIB_SRC)) $(LIBB
 
 tests: $(TESTS)
 tests-unit: $(UNIT_TESTS)
-tests-e2e: $(E2E_TESTS)
+tests-e2e: $(E2E_TESTS) $(BROWSER_TEST)
+
+$(BROWSER_TEST): tests/browser/run.sh
+	@mkdir -p $(dir $@)
+	$(Q)printf '#!/bin/sh\n# the console'"'"'s browser tests (tests/browser/run.sh)\nexec "%s/tests/browser/run.sh" "$$@"\n' "$(CURDIR)" > $@ && chmod +x $@
+
+# playwright-core from tests/browser/package-lock.json, its scripts not run: nothing downloads a
+# browser; the tests drive Debian's /usr/bin/chromium.
+browser-deps: tests/browser/node_modules/playwright-core/package.json
+tests/browser/node_modules/playwright-core/package.json: tests/browser/package-lock.json
+	@cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # ---- the two commands ----
 run: deps
@@ -308,7 +328,7 @@ run: deps
 	exec $(BIN)/sluiced
 
 # make test: the plain build, then the ASan+UBSan build, then one run over both.
-test: deps
+test: deps browser-deps
 	@$(MAKE) --no-print-directory all tests layering
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests
 	@$(MAKE) --no-print-directory fuzz-ci
@@ -327,7 +347,7 @@ check-unit: deps
 	@$(MAKE) --no-print-directory tests-unit
 	@tests/run.sh $(BUILD)/tests/unit
 
-check-e2e: deps
+check-e2e: deps browser-deps
 	@$(MAKE) --no-print-directory SAN= all tests-e2e
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests-e2e
 	@tests/run.sh build/rel/tests/e2e:bin build/san/tests/e2e:build/san/bin

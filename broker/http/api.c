@@ -162,13 +162,14 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
     }
     value = value ? value : "";
     char *v = q->arena + q->used;
-    long vl = route_unescape(value, strlen(value), v, QUERY_ARENA - q->used, 1);
+    long vl = route_unescape(value, strlen(value), v, QUERY_ARENA - q->used - 1, 1);
     if (vl < 0) {
-        snprintf(q->why, sizeof q->why, "'%s' is not a well-escaped value", k);
+        snprintf(q->why, sizeof q->why, "'%s' is not a well-escaped value, or the query is too long", k);
         q->rc = SL_EINVAL;
         return MHD_NO;
     }
-    q->used += (size_t)vl;
+    v[vl] = '\0'; /* strtoull stops here */
+    q->used += (size_t)vl + 1;
     proto_field pf = (proto_field)f;
     uint64_t n;
     if (!strcmp(k, "level") || !strcmp(k, "to_level")) {
@@ -309,6 +310,17 @@ static enum MHD_Result session_json(hreq *r)
                                proto_role_allows(r->role, proto_msg_role(PROTO_PUT)) ? "true" : "false",
                                proto_role_allows(r->role, PROTO_ROLE_ADMIN) ? "true" : "false",
                                proto_role_allows(r->role, proto_cmd_role(PROTO_CMD_dead_peek)) ? "true" : "false");
+    char names[PROTO_MAX_LEVELS][PROTO_MAX_NAME + 1]; /* as WELCOME gives them to any principal */
+    unsigned n = http_level_names(r->h, names);
+    if (rc == SL_OK) {
+        o.len--; /* reopen the object */
+        rc = proto_json_raw(&o, ", \"levels\": [");
+    }
+    for (unsigned l = 0; l < n && rc == SL_OK; l++)
+        if ((rc = proto_json_raw(&o, l ? ", " : "")) == SL_OK)
+            rc = proto_json_str(&o, names[l], strlen(names[l]));
+    if (rc == SL_OK)
+        rc = proto_json_raw(&o, "]}");
     return json_out(r, &o, rc);
 }
 
