@@ -28,8 +28,8 @@
  *                    commit has been out longer than WATCHDOG_USEC/2: a
  *                    writer stuck in a flush confirms nothing, so the
  *                    manager is left to restart the broker
- *   every 250 ms     publish the HTTP server's snapshot (with --http), riding
- *                    on the other wakes: at most a heartbeat old when idle
+ *   every second     publish the HTTP server's snapshot (with --http), riding
+ *                    on the other wakes (the loop wakes at least once a second)
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
  *                    (after the writer's commit ended, none being out); after
  *                    a commit refused for want of space, recount and double
@@ -313,6 +313,8 @@ uint64_t cron_next_wake(bk *b)
         wake = meter_ns;
     if (settle_tag_next_ns(b) < wake)
         wake = settle_tag_next_ns(b);
+    if (b->http && b->next_publish_ns < wake) /* the HTTP server's snapshot, once a second */
+        wake = b->next_publish_ns;
     if (store_committing(b->st)) { /* the rest waits for the commit's end, which wakes the loop */
         uint64_t stall = b->commit_out_ns && b->notify.watchdog_ns ? b->commit_out_ns + b->notify.watchdog_ns / 2
                                                                     : UINT64_MAX;

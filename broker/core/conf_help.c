@@ -278,7 +278,7 @@ static void man_sluiced(FILE *f)
           ".SH HTTP\n"
           "With \\fB\\-\\-http\\fR \\fIADDR:PORT\\fR (or its older name \\fB\\-\\-metrics\\fR),\n"
           "http://ADDR:PORT/ serves a web console, /api/v1/ its JSON API, and /metrics Prometheus\n"
-          "metrics (sluice_ prefix), all from a snapshot the broker refreshes every 250 ms; the\n"
+          "metrics (sluice_ prefix), all from a snapshot the broker refreshes once a second; the\n"
           "console's actions are the admin commands, under the same roles as on ZeroMQ. With\n"
           "\\fB\\-\\-auth\\fR, \\fBsluice web login\\fR prints a one-time link for the caller's\n"
           "principal. Beyond loopback it needs \\fB\\-\\-http\\-cert\\fR and \\fB\\-\\-http\\-key\\fR\n"

@@ -64,7 +64,7 @@ void http_publish(http *h)
     if (!h)
         return;
     pthread_mutex_lock(&h->snap_lock);
-    h->shared = h->staging;
+    snap_copy(&h->shared, &h->staging);
     uint64_t gen = ++h->shared_gen;
     pthread_mutex_unlock(&h->snap_lock);
     if (gen == 1) /* the first: the ticker makes the overview at once, not at its next tick */
@@ -99,7 +99,7 @@ void http_sessions_refresh(http *h, http_role_fn role_of, void *ctx)
 uint64_t http_snap_copy(http *h, snap *out)
 {
     pthread_mutex_lock(&h->snap_lock);
-    *out = h->shared;
+    snap_copy(out, &h->shared);
     uint64_t gen = h->shared_gen;
     pthread_mutex_unlock(&h->snap_lock);
     return gen;

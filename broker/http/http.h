@@ -19,7 +19,7 @@
 #include "proto.h"
 #include "snap.h"
 
-#define HTTP_PUBLISH_NS 250000000ULL /* how often the loop publishes a snapshot (cron) */
+#define HTTP_PUBLISH_NS 1000000000ULL /* how often the loop publishes a snapshot (cron): once a second */
 #define HTTP_TOKEN_CHARS 43          /* a login token: 32 random bytes in base64url */
 #define HTTP_MAX_TTL_MS (7ULL * 24 * 3600 * 1000) /* the longest a login link and its session last */
 

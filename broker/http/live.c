@@ -5,8 +5,8 @@
  *
  * The ticker is a thread of the server's. Every LIVE_TICK_NS it closes the
  * connections past their deadline (conns.c) and ends idle sessions
- * (session.c); when the loop has published a new snapshot and a second has
- * passed since the last point, it copies the snapshot, computes the point
+ * (session.c); when the loop has published a new snapshot (once a second),
+ * it copies the snapshot, computes the point
  * (the rates since the last one), adds it to the history, formats the
  * overview once, bumps the generation and resumes every event stream
  * waiting for it. A request for the overview copies those bytes; a stream
@@ -156,7 +156,7 @@ static void *tick(void *arg)
         pthread_mutex_lock(&h->snap_lock);
         uint64_t gen = h->shared_gen;
         pthread_mutex_unlock(&h->snap_lock);
-        if (gen && gen != lv->snap_gen && (lv->snap_gen == 0 || now >= lv->last_point_ns + LIVE_POINT_NS - LIVE_TICK_NS / 2))
+        if (gen && gen != lv->snap_gen && (lv->snap_gen == 0 || now >= lv->last_point_ns + LIVE_POINT_NS / 2))
             point(h, lv, now);
         pthread_mutex_lock(&lv->lock);
         if (!lv->stop) {

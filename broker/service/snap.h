@@ -12,6 +12,7 @@
 #ifndef SLUICE_SNAP_H
 #define SLUICE_SNAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "breaker.h"
@@ -38,8 +39,8 @@ typedef struct snap_pool {
 
 typedef struct snap {
     unsigned nlevels, npools;
-    snap_level lv[PROTO_MAX_LEVELS];
-    snap_pool pool[PROTO_MAX_POOLS];
+    snap_level lv[PROTO_MAX_LEVELS];  /* [0, nlevels) are filled */
+    snap_pool pool[PROTO_MAX_POOLS];  /* [0, npools) are filled */
     uint64_t sink_rate_milli, sink_effective_milli, sink_tokens_milli, sink_burst;
     uint64_t sink_inflight, sink_max_inflight, sink_pause_ns;
     char sink_reason[48];           /* why the effective rate is where it is (meter_reason_name) */
@@ -55,8 +56,19 @@ typedef struct snap {
     uint64_t map_used, map_size, map_max;
     uint64_t connections, consumers, rx_bad, tx_failed, uptime_ns;
     uint64_t wall_ms;               /* when it was taken (the wall clock) */
-    uint64_t publish_ns, publishes; /* what publishing snapshots has cost the loop, and how many */
+    uint64_t publish_ns, publishes; /* the loop's CPU time publishing snapshots so far, and how many */
 } snap;
 
+/* snap_copy copies src into dst: its figures and the levels and pools it
+ * has, not the unused rest of the arrays (at 3 levels and a few pools,
+ * 2 KiB of the struct's 17). */
+static inline void snap_copy(snap *dst, const snap *src)
+{
+    size_t head = offsetof(snap, lv), tail = offsetof(snap, sink_rate_milli);
+    __builtin_memcpy(dst, src, head);
+    __builtin_memcpy(dst->lv, src->lv, src->nlevels * sizeof src->lv[0]);
+    __builtin_memcpy(dst->pool, src->pool, src->npools * sizeof src->pool[0]);
+    __builtin_memcpy((char *)dst + tail, (const char *)src + tail, sizeof *src - tail);
+}
 
 #endif /* SLUICE_SNAP_H */

@@ -37,8 +37,8 @@ const pausedOf = (name) => page.locator(`#levels tr[data-level="${name}"] td[dat
 
 test('the overview renders with no console error and no CSP violation', async () => {
   await page.goto(broker.url + '/');
-  await page.locator('#levels tbody tr').nth(2).waitFor({ timeout: 10000 });
-  await page.locator('#status[data-state="live"]').waitFor({ timeout: 10000 });
+  await page.locator('#levels tbody tr').nth(2).waitFor({ timeout: 30000 });
+  await page.locator('#status[data-state="live"]').waitFor({ timeout: 30000 });
   await page.locator('svg.chart polyline').first().waitFor({ state: 'attached', timeout: 10000 });
   assert.deepEqual(seen.errors, []);
   assert.deepEqual(await page.evaluate(() => window.__csp), []);
@@ -66,12 +66,12 @@ test('200 messages published by the CLI appear without a reload within 2 s', asy
 test('pause a level by clicking, the CLI sees it paused, then resume', async () => {
   await page.locator('#levels button[data-level="normal"]').click();
   await page.waitForFunction(() => (document.querySelector('#levels tr[data-level="normal"] td[data-field="paused"]') || {}).textContent === 'yes',
-    null, { timeout: 5000 });
+    null, { timeout: 20000 });
   assert.equal(broker.levels().find((l) => l.name === 'normal').paused, true);
   await shot(page, 'overview-paused');
   await page.locator('#levels button[data-level="normal"]').click();
   await page.waitForFunction(() => (document.querySelector('#levels tr[data-level="normal"] td[data-field="paused"]') || {}).textContent === 'no',
-    null, { timeout: 5000 });
+    null, { timeout: 20000 });
   assert.equal(broker.levels().find((l) => l.name === 'normal').paused, false);
   assert.equal(await pausedOf('normal').textContent(), 'no');
 });
@@ -83,23 +83,23 @@ test("a level's rate edited in the page survives a restart, which the page shows
   await page.fill('input[name="max_rate"]', '50');
   await page.fill('input[name="burst"]', '5');
   await page.locator('form button[type="submit"]').click();
-  await page.locator('#toast', { hasText: 'done' }).waitFor({ timeout: 5000 });
+  await page.locator('#toast', { hasText: 'done' }).waitFor({ timeout: 20000 });
   let low = broker.levels().find((l) => l.name === 'low');
   assert.equal(low.max_rate_milli, 50000);
   assert.equal(low.burst, 5);
   await shot(page, 'level');
 
   assert.equal(await broker.stop(), 0);
-  await page.locator('#status[data-state="down"]').waitFor({ timeout: 10000 });
+  await page.locator('#status[data-state="down"]').waitFor({ timeout: 30000 });
   assert.match(await page.locator('#notice').textContent(), /cannot be reached/);
   await shot(page, 'broker-down');
   await broker.start();
-  await page.locator('#status[data-state="live"]').waitFor({ timeout: 15000 });
-  await page.locator('#notice', { hasText: 'restarted' }).waitFor({ timeout: 10000 });
+  await page.locator('#status[data-state="live"]').waitFor({ timeout: 30000 });
+  await page.locator('#notice', { hasText: 'restarted' }).waitFor({ timeout: 30000 });
   low = broker.levels().find((l) => l.name === 'low');
   assert.equal(low.max_rate_milli, 50000);
   await page.reload();
-  await page.waitForFunction(() => (document.querySelector('input[name="max_rate"]') || {}).value === '50', null, { timeout: 10000 });
+  await page.waitForFunction(() => (document.querySelector('input[name="max_rate"]') || {}).value === '50', null, { timeout: 30000 });
   assert.equal(await readyOf('low').count(), 0); // the level page, not the overview
 });
 
@@ -108,14 +108,14 @@ test('dead letters requeued from the page come back to their level', async () =>
   for (let i = 0; i < 100 && broker.stats().levels[0].dead < 3; i++) await page.waitForTimeout(100);
   assert.equal(broker.stats().levels[0].dead, 3);
   await page.goto(broker.url + '/#/dead');
-  await page.locator('#dead tbody tr').nth(2).waitFor({ timeout: 10000 });
+  await page.locator('#dead tbody tr').nth(2).waitFor({ timeout: 30000 });
   await shot(page, 'dead-letters');
   await page.getByRole('button', { name: 'Requeue all' }).click();
-  await page.locator('.confirm', { hasText: '3 dead letters of high will be requeued' }).waitFor({ timeout: 5000 });
+  await page.locator('.confirm', { hasText: '3 dead letters of high will be requeued' }).waitFor({ timeout: 20000 });
   assert.equal(broker.stats().levels[0].dead, 3); // the dry run moved nothing
   await shot(page, 'dead-letters-confirm');
   await page.locator('.confirm button', { hasText: 'Confirm' }).click();
-  await page.locator('#toast', { hasText: 'requeued 3' }).waitFor({ timeout: 5000 });
+  await page.locator('#toast', { hasText: 'requeued 3' }).waitFor({ timeout: 20000 });
   const high = broker.stats().levels[0];
   assert.equal(high.dead, 0);
   assert.equal(high.depth, 3);
@@ -124,7 +124,7 @@ test('dead letters requeued from the page come back to their level', async () =>
 test("find by id shows explain's sentence", async () => {
   const id = broker.sluice(['send', '-p', 'normal', 'find me']).trim();
   await page.goto(broker.url + '/#/find/' + id);
-  await page.locator('#explain [data-field="why"]').waitFor({ timeout: 5000 });
+  await page.locator('#explain [data-field="why"]').waitFor({ timeout: 20000 });
   assert.match(await page.locator('#explain [data-field="why"]').textContent(), /no consumer pool with members serves level normal/);
   await shot(page, 'find');
 });
@@ -137,7 +137,7 @@ test('hostile tags and bodies show as text and open no dialog (dead letters, ten
   for (let i = 0; i < 100 && broker.stats().levels[0].dead < 1; i++) await page.waitForTimeout(100);
   await page.goto(broker.url + '/#/dead');
   const tag = page.locator('#dead td[data-field="tag"]', { hasText: 'onerror' });
-  await tag.waitFor({ timeout: 10000 });
+  await tag.waitFor({ timeout: 30000 });
   assert.equal(await tag.textContent(), HOSTILE_TAG);
   assert.equal(await page.locator('#dead td[data-field="preview"]', { hasText: 'script' }).textContent(), HOSTILE_BODY);
   assert.equal(await page.locator('main img').count(), 0);
@@ -148,7 +148,7 @@ test('hostile tags and bodies show as text and open no dialog (dead letters, ten
   await shot(page, 'dead-letter-body');
   await page.goto(broker.url + '/#/tenants');
   const t = page.locator('#tags td[data-field="tag"]', { hasText: 'onerror' });
-  await t.waitFor({ timeout: 5000 });
+  await t.waitFor({ timeout: 20000 });
   assert.equal(await t.textContent(), HOSTILE_TAG);
   assert.equal(await page.locator('main img').count(), 0);
   await shot(page, 'tenants');
@@ -161,13 +161,13 @@ test('hostile tags and bodies show as text and open no dialog (dead letters, ten
 test('the other pages render: pools, publish', async () => {
   broker.sluice(['pool', 'resize', 'workers', '4']);
   await page.goto(broker.url + '/#/pools');
-  await page.locator('#pools tr', { hasText: 'workers' }).waitFor({ timeout: 5000 });
+  await page.locator('#pools tr', { hasText: 'workers' }).waitFor({ timeout: 20000 });
   await shot(page, 'pools');
   await page.goto(broker.url + '/#/publish');
   await page.fill('textarea[name="body"]', 'from the console');
   await page.fill('input[name="tag"]', 'web');
   await page.locator('form button[type="submit"]').click();
-  await page.locator('#published', { hasText: 'Stored durably as message' }).waitFor({ timeout: 5000 });
+  await page.locator('#published', { hasText: 'Stored durably as message' }).waitFor({ timeout: 20000 });
   await shot(page, 'publish');
   assert.deepEqual(seen.errors, []);
 });

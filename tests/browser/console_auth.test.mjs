@@ -47,7 +47,7 @@ test("an admin's link logs in once, leaves the address bar, and shows the contro
   const { page, seen } = await open('admin');
   const url = link('ops');
   await page.goto(url);
-  await page.locator('#levels tbody tr').nth(2).waitFor({ timeout: 10000 });
+  await page.locator('#levels tbody tr').nth(2).waitFor({ timeout: 30000 });
   assert.equal(new URL(page.url()).hash.includes('login='), false);
   assert.match(await page.locator('#who').textContent(), /ops \(admin\)/);
   assert.ok(await page.locator('button.action').count() >= 3);
@@ -57,7 +57,7 @@ test("an admin's link logs in once, leaves the address bar, and shows the contro
 
   const { page: again } = await open('reuse');
   await again.goto(url); // the same link again: used
-  await again.locator('main h1', { hasText: 'Log in' }).waitFor({ timeout: 10000 });
+  await again.locator('main h1', { hasText: 'Log in' }).waitFor({ timeout: 30000 });
   assert.match(await again.locator('main').textContent(), /sluice web login/);
   await shot(again, 'login-needed');
 });
@@ -65,7 +65,7 @@ test("an admin's link logs in once, leaves the address bar, and shows the contro
 test("a monitor's console shows no control, and its hand-made POST gets 403", async () => {
   const { page, seen } = await open('monitor');
   await page.goto(link('watcher'));
-  await page.locator('#levels tbody tr').nth(2).waitFor({ timeout: 10000 });
+  await page.locator('#levels tbody tr').nth(2).waitFor({ timeout: 30000 });
   assert.match(await page.locator('#who').textContent(), /watcher \(monitor\)/);
   assert.equal(await page.locator('button.action').count(), 0);
   assert.equal(await page.locator('#nav a', { hasText: 'Publish' }).count(), 0);

@@ -108,6 +108,7 @@ export async function browser(name) {
 // watch records a page's console errors, page errors, CSP violations and dialogs.
 export async function watch(page) {
   const seen = { errors: [], dialogs: [] };
+  page.setDefaultTimeout(30000); // a busy machine: every wait but the ones the tests bound themselves
   page.on('console', (m) => { if (m.type() === 'error') seen.errors.push(m.text()); });
   page.on('pageerror', (e) => seen.errors.push('uncaught: ' + e.message));
   page.on('response', async (r) => { if (r.status() >= 400) seen.errors.push('(' + r.request().method() + ' ' + r.url() + ' answered ' + r.status() + ': ' + (await r.text().catch(() => '')) + ')'); });
