@@ -2,12 +2,14 @@
  * api.c - the JSON API under /api/v1/: who may ask, and what each route
  * answers (proto/HTTP.md is its reference).
  *
- * Every API request passes, in order: the Host check (a loopback server
- * answers only to loopback names, against DNS rebinding); the cross-site
- * check (an Origin other than this server's, or a Sec-Fetch-Site other
- * than same-origin or none: 403); for a write (POST, PUT, DELETE) a JSON
- * body (415 otherwise); the session (401 without one, with --auth); for a
- * write the session's X-CSRF-Token (403). Then the route:
+ * Every API request passes, in order (gate): the Host check (a loopback
+ * server answers only to loopback names, against DNS rebinding); the
+ * cross-site check (an Origin other than this server's, or a Sec-Fetch-Site
+ * other than same-origin or none: 403); for a write (POST, PUT, DELETE) a
+ * JSON body (415 otherwise); the session (401 without one, with --auth);
+ * for a write the session's X-CSRF-Token (403). They need only the
+ * headers: http.c runs them as soon as the headers are in, so a refused
+ * write's body is never read. Then the route:
  *
  *   POST /login, /logout; GET /session     session.c
  *   GET /overview, /events, /history       the ticker's (live.c): from the
@@ -417,28 +419,49 @@ static int reads(hreq *r, const char *p, enum MHD_Result *res)
     return 0;
 }
 
-enum MHD_Result api_route(hreq *r)
+/* gate applies the checks every API request passes, in order, and answers
+ * a refusal (returns 1 with *res set); 0 lets r through to its route. They
+ * need only the headers: http.c runs them as soon as those are in, before a
+ * body is read, and again with the whole request. */
+static int gate(hreq *r, enum MHD_Result *res)
 {
-    if (strncmp(r->path, API_PREFIX, 7) || (r->path[7] && r->path[7] != '/'))
-        return reply_error(r, SL_ENOTFOUND, "the API is under " API_PREFIX "/");
     const char *p = r->path + 7;
     int write = r->method == HM_POST || r->method == HM_PUT || r->method == HM_DELETE;
+    if (strncmp(r->path, API_PREFIX, 7) || (r->path[7] && r->path[7] != '/'))
+        *res = reply_error(r, SL_ENOTFOUND, "the API is under " API_PREFIX "/");
+    else if (!host_ok(r))
+        *res = reply_fail(r, MHD_HTTP_FORBIDDEN, SL_EPERM, "this server answers to a loopback name only");
+    else if (cross_site(r))
+        *res = reply_fail(r, MHD_HTTP_FORBIDDEN, SL_EPERM, "a request from another site is refused");
+    else if (write && !json_body(r))
+        *res = reply_fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, SL_EINVAL,
+                          "a write takes a JSON body (Content-Type: application/json)");
+    else if (!strcmp(p, "/login") || !*p || !strcmp(p, "/"))
+        return 0; /* before any session */
+    else if (!session_who(r))
+        *res = reply_error(r, SL_EPERM, "no session: open the link `sluice web login` prints");
+    else if (write && !session_csrf_ok(r))
+        *res = reply_fail(r, MHD_HTTP_FORBIDDEN, SL_EPERM, "a write needs its session's X-CSRF-Token header");
+    else
+        return 0;
+    return 1;
+}
+
+int api_early(hreq *r, enum MHD_Result *res)
+{
+    return gate(r, res);
+}
+
+enum MHD_Result api_route(hreq *r)
+{
+    const char *p = r->path + 7;
     enum MHD_Result res;
-    if (!host_ok(r))
-        return reply_fail(r, MHD_HTTP_FORBIDDEN, SL_EPERM, "this server answers to a loopback name only");
-    if (cross_site(r))
-        return reply_fail(r, MHD_HTTP_FORBIDDEN, SL_EPERM, "a request from another site is refused");
-    if (write && !json_body(r))
-        return reply_fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, SL_EINVAL,
-                         "a write takes a JSON body (Content-Type: application/json)");
+    if (gate(r, &res))
+        return res;
     if (!strcmp(p, "/login"))
         return login(r);
     if (!*p || !strcmp(p, "/"))
         return routes(r);
-    if (!session_who(r))
-        return reply_error(r, SL_EPERM, "no session: open the link `sluice web login` prints");
-    if (write && !session_csrf_ok(r))
-        return reply_fail(r, MHD_HTTP_FORBIDDEN, SL_EPERM, "a write needs its session's X-CSRF-Token header");
     if (!strcmp(p, "/logout")) {
         if (r->method != HM_POST)
             return reply_fail(r, MHD_HTTP_METHOD_NOT_ALLOWED, SL_EINVAL, "log out with POST");

@@ -194,6 +194,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->body_max = body_limit(h, r->path);
         *req_cls = r;
         conns_phase(&h->conns, r->conn, CONN_RECEIVING, http_now_ns());
+        enum MHD_Result res;
+        if (!r->path_too_long && !strncmp(r->path, "/api/", 5) && api_early(r, &res)) {
+            conns_phase(&h->conns, r->conn, CONN_BUSY, http_now_ns());
+            return res; /* refused on its headers: its body is never read */
+        }
         return MHD_YES;
     }
     if (*upload_data_size) { /* a piece of the body */
@@ -209,9 +214,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             size_t cap = r->body_cap ? r->body_cap : 4096;
             while (cap < r->body_len + n + 1)
                 cap *= 2;
+            if (atomic_fetch_add(&h->body_bytes, cap - r->body_cap) + cap - r->body_cap > HTTP_BODIES_MAX) {
+                atomic_fetch_sub(&h->body_bytes, cap - r->body_cap);
+                r->body_too_big = 2; /* every upload together: the server's limit, not this request's */
+                return MHD_YES;
+            }
             char *p = realloc(r->body, cap);
             if (!p) {
-                r->body_too_big = 1;
+                atomic_fetch_sub(&h->body_bytes, cap - r->body_cap);
+                r->body_too_big = 2;
                 return MHD_YES;
             }
             r->body = p;
@@ -225,6 +236,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->handled) /* resumed, or called again before the answer: the call's answer or nothing */
         return call_resumed(r);
     conns_phase(&h->conns, r->conn, CONN_BUSY, http_now_ns());
+    if (r->body_too_big == 2) {
+        r->retry_after = 1;
+        return reply_fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, SL_ENOMEM,
+                          "the server holds %u MiB of request bodies already; retry", HTTP_BODIES_MAX >> 20);
+    }
     if (r->body_too_big)
         return reply_error(r, SL_ETOOBIG, "the request body is larger than %zu bytes", r->body_max);
     return route(r);
@@ -240,6 +256,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, en
     if (!r)
         return;
     call_ended(r);
+    atomic_fetch_sub(&h->body_bytes, r->body_cap);
     free(r->body);
     free(r->reply);
     free(r);

@@ -11,6 +11,7 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -74,6 +75,8 @@ void conns_counts(conns *t, conns_stats *out);
 
 /* ---- the server ---- */
 
+#define HTTP_BODIES_MAX (256u << 20) /* request bodies held at once, all requests together */
+
 typedef struct session session;
 typedef struct hreq hreq;
 
@@ -97,6 +100,7 @@ struct http {
     struct live *live;            /* the ticker, the history, the event streams (live.c) */
     struct sessions *sessions;    /* logins and sessions (session.c) */
 
+    atomic_size_t body_bytes;     /* request bodies held, all together (at most HTTP_BODIES_MAX) */
     pthread_mutex_t call_lock;    /* requests waiting for the loop: their state (hreq's call_*) */
     hreq *waiting;                /* ... linked through next_waiting, not yet answered */
     unsigned calls_open;          /* requests whose call is out or whose answer is not yet used */

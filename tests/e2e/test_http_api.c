@@ -10,6 +10,7 @@
  * without --auth; HTTPS with a certificate; an address beyond loopback
  * without TLS refused.
  */
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -246,6 +248,19 @@ static void logins_open_sessions_once_and_roles_follow_the_principal(void **stat
     assert_int_equal(post(r, &producer, "/levels/high/pause", "{}", o), 403);
     assert_int_equal(post(r, &producer, "/levels/low/messages", "{\"body\": \"from a producer\"}", o), 200);
     assert_true(th_json_num(o->body, "id") >= 1);
+
+    /* a write without a session is refused on its headers: the 100 MB it announces is never awaited */
+    int fd = th_tcp_connect(NULL, r->port);
+    const char big[] = "POST /api/v1/levels/high/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{\"body\": \"";
+    assert_true(fd >= 0);
+    assert_int_equal(send(fd, big, sizeof big - 1, MSG_NOSIGNAL), (ssize_t)sizeof big - 1);
+    char head[256] = "";
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&pf, 1, 3000), 1);
+    assert_true(recv(fd, head, sizeof head - 1, 0) > 12);
+    assert_non_null(strstr(head, "HTTP/1.1 401"));
+    close(fd);
 
     /* logout ends the session */
     assert_int_equal(post(r, &monitor, "/logout", "{}", o), 200);
