@@ -65,10 +65,9 @@ void http_publish(http *h)
         return;
     pthread_mutex_lock(&h->snap_lock);
     snap_copy(&h->shared, &h->staging);
-    uint64_t gen = ++h->shared_gen;
+    h->shared_gen++;
     pthread_mutex_unlock(&h->snap_lock);
-    if (gen == 1) /* the first: the ticker makes the overview at once, not at its next tick */
-        live_kick(h);
+    live_kick(h); /* the ticker makes the overview at once, not at its next tick: pages see it sooner */
 }
 
 unsigned http_level_names(http *h, char names[PROTO_MAX_LEVELS][PROTO_MAX_NAME + 1])

@@ -54,10 +54,10 @@ unsigned http_port(const http *h);
  * (NULL when h is NULL). The loop's thread only. */
 snap *http_staging(http *h);
 
-/* http_publish makes the staging snapshot the one the server reads. The
- * loop's thread only (cron, every HTTP_PUBLISH_NS); it holds h's lock for
- * one memcpy and never waits for a request, which works on a copy. Accepts
- * h NULL. */
+/* http_publish makes the staging snapshot the one the server reads and
+ * wakes the server's ticker. The loop's thread only (cron, every
+ * HTTP_PUBLISH_NS); it holds h's locks for one copy and a signal and never
+ * waits for a request, which works on a copy. Accepts h NULL. */
 void http_publish(http *h);
 
 /* http_login_mint makes a one-time login token for principal (its name,

@@ -5,8 +5,8 @@
  *
  * The ticker is a thread of the server's. Every LIVE_TICK_NS it closes the
  * connections past their deadline (conns.c) and ends idle sessions
- * (session.c); when the loop has published a new snapshot (once a second),
- * it copies the snapshot, computes the point
+ * (session.c); when the loop has published a new snapshot (once a second;
+ * the publish wakes it, live_kick), it copies the snapshot, computes the point
  * (the rates since the last one), adds it to the history, formats the
  * overview once, bumps the generation and resumes every event stream
  * waiting for it. A request for the overview copies those bytes; a stream
