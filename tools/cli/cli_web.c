@@ -91,7 +91,7 @@ static int web_login(cli_core *g, const char *cmd, int argc, char **argv)
     sl_web_link link;
     int rc = sl_web_login(g->c, ttl_ms, &link);
     if (rc)
-        return cli_core_broker_error(g, cmd, rc, "", rc == SL_ESTATE ? "start sluiced with --http ADDR:PORT" : NULL);
+        return cli_core_broker_error(g, cmd, rc, "", NULL); /* the broker says how to fix it */
     if (json)
         printf("{\"url\":\"%s\",\"link\":\"%s/#login=%s\",\"role\":\"%s\",\"ttl_ms\":%" PRIu64 "}\n", link.url,
                link.url, link.token, link.role, link.ttl_ms);
