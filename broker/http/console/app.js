@@ -318,6 +318,8 @@ function overview() {
       ['Broker', 'up ' + age(ov.uptime_ms) + ', ' + num(ov.broker.consumers) + ' consumers, version ' + ov.version],
     ];
     sinkKv.replaceChildren(...kv.flatMap(([a, b]) => [el('dt', {}, a), el('dd', {}, b)]));
+    if (k.paused && may('change') && hasCommand('sink.resume')) // ends a pause after 429s at once, where the broker has it
+      sinkKv.append(el('dt', {}, ''), el('dd', {}, el('button', { class: 'action', onclick: () => act('resume the sink', '/sink/resume') }, 'Resume the sink now')));
     redraw();
   };
   const redraw = () => {
@@ -386,8 +388,10 @@ function level(name) {
     peek.append(el('p', { class: 'muted' }, 'This broker has no command to look at waiting messages without taking them; the levels\' figures above are what it shows.'));
   } else {
     peek.append(el('button', { class: 'secondary', onclick: async () => {
+      const named = peekRoute.path.includes('{level}'); // the level in the path, or as an argument
       const path = peekRoute.path.replace(API, '').replace('{level}', enc(name));
-      const r = peekRoute.method === 'GET' ? await api('GET', path + (path.includes('?') ? '&' : '?') + 'level=' + enc(name)) : await api('POST', path, { level: name });
+      const r = peekRoute.method === 'GET' ? await api('GET', path + (named ? '' : '?level=' + enc(name)))
+        : await api('POST', path, named ? {} : { level: name });
       peek.replaceChildren(r.ok ? rowsTable(r.data) : el('p', {}, r.error ? r.error.message : 'HTTP ' + r.status));
     } }, 'Peek'));
   }
