@@ -55,6 +55,11 @@ static void usage(FILE *f)
 "                      and fair by tag; dispatch with 1,000 tags waiting, FIFO\n"
 "                      and fair; broker RSS per waiting tag (100,000 tags), live\n"
 "                      and, after a restart, the heap alone.\n"
+"  HTTP                with --spawn, a broker with --http: publish over HTTP\n"
+"                      (POST /api/v1/levels/low/messages, one at a time) against\n"
+"                      the ZeroMQ 1 x 1 row, in turns; the 1 x 100 row with and\n"
+"                      without four consoles open (each an event stream); what\n"
+"                      publishing the snapshot costs the broker's loop.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "  raw: one flush      a 100-byte append and fdatasync; the 1 x 1 enqueue row is\n"
@@ -81,6 +86,7 @@ static void usage(FILE *f)
 "                      deadline while they run (it is put back).\n"
 "  -s, --seconds S     length of each timed row, 1..%d (default %d)\n"
 "      --tenants       with --spawn: run only the tenant rows (about 40 s)\n"
+"      --http          with --spawn: run only the HTTP server's rows (about 40 s)\n"
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
@@ -107,7 +113,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_VERSION };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_HTTP, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -116,6 +122,7 @@ static const struct option options[] = {
     {"seconds", required_argument, NULL, 's'},
     {"quick", no_argument, NULL, 'q'},
     {"tenants", no_argument, NULL, OPT_TENANTS},
+    {"http", no_argument, NULL, OPT_HTTP},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -139,6 +146,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_TENANTS:
             b->tenants_only = 1;
+            break;
+        case OPT_HTTP:
+            b->http_only = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -174,6 +184,10 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
     }
     if (b->slowdisk && !*spawn) {
         fprintf(stderr, "sluice-bench: --slowdisk needs --spawn (it preloads the shim into the broker)\n");
+        exit(2);
+    }
+    if (b->http_only && !*spawn) {
+        fprintf(stderr, "sluice-bench: --http needs --spawn (its rows start a broker of their own)\n");
         exit(2);
     }
     if (b->tenants_only && !*spawn) {

@@ -26,6 +26,7 @@ typedef struct bench_args {
     const char *slowdisk;   /* --slowdisk: the slow-disk shim, or NULL */
     int seconds;
     int tenants_only;       /* --tenants: only the tenant rows */
+    int http_only;          /* --http: only the HTTP server's rows */
     uint64_t drain_msgs, dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
 } bench_args;
 
