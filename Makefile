@@ -66,7 +66,7 @@ INC_tests/fuzz   := -Iproto
 # of the folders it may use and no others, so an include that breaks the layering fails to
 # compile. USE_x lists x's folder first, then what it may use; each list is made of the lists
 # below it, and `make layering` checks that no two folders may use each other.
-BROKER_DIRS := util meter store net coord service sched queue core path admin auth
+BROKER_DIRS := util meter store net coord service sched queue http core path admin auth
 USE_util    := util
 USE_meter   := meter $(USE_util)
 USE_store   := store $(USE_util)
@@ -75,7 +75,8 @@ USE_coord   := coord $(USE_util)
 USE_sched   := sched $(USE_meter)
 USE_service := service $(USE_sched)
 USE_queue   := queue store $(USE_sched)
-USE_core    := core $(sort $(USE_queue) $(USE_store) $(USE_net) $(USE_coord) $(USE_service))
+USE_http    := http $(sort $(USE_service) $(USE_net))
+USE_core    := core $(sort $(USE_queue) $(USE_store) $(USE_net) $(USE_coord) $(USE_service) $(USE_http))
 USE_path    := path $(USE_core)
 USE_admin   := admin $(USE_path)
 USE_auth    := auth $(USE_path)
@@ -93,6 +94,13 @@ $(BUILD)/broker/coord/coord.o: $(BUILD)/gen/coord.lua.inc
 $(BUILD)/gen/coord.lua.inc: broker/coord/coord.lua
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+# assets.c embeds the console (broker/http/console/*) as byte arrays: no build step of its own.
+CONSOLE_FILES := $(wildcard broker/http/console/*)
+$(BUILD)/broker/http/assets.o: EXTRA_INC := -I$(BUILD)/gen
+$(BUILD)/broker/http/assets.o: $(CONSOLE_FILES:broker/http/%=$(BUILD)/gen/%.inc)
+$(BUILD)/gen/console/%.inc: broker/http/console/%
+	@mkdir -p $(dir $@)
+	$(Q)od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@
 # The pick benchmark measures the broker's pure pick rule (broker/sched/disp.c) in place.
 $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched -Ibroker/util
 
@@ -109,10 +117,13 @@ LIBSLUICE  := $(BUILD)/libsluice.a
 LIBBROKER  := $(BUILD)/libbroker.a
 UNIT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 E2E_TESTS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(E2E_SRC))
-TESTS      := $(UNIT_TESTS) $(E2E_TESTS)
+# The console's browser tests (tests/browser/, node --test driving Debian's chromium through
+# playwright-core): one program for tests/run.sh, a wrapper of tests/browser/run.sh.
+BROWSER_TEST := $(BUILD)/tests/e2e/test_browser
+TESTS      := $(UNIT_TESTS) $(E2E_TESTS) $(BROWSER_TEST)
 PROGRAMS   := $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-bench $(BIN)/sluice-sink
 
-.PHONY: all deps run test test-run bench clean install layering tests tests-unit tests-e2e check-unit check-e2e
+.PHONY: all deps run test test-run bench clean install layering tests tests-unit tests-e2e check-unit check-e2e browser-deps
 .SECONDARY:
 # The client library also as a shared library (soname libsluice.so.1, exporting sl_* only),
 # from position-independent objects of its own; and the man pages, generated from the settings
@@ -128,6 +139,8 @@ all: layering $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 # (prometheus, whose promtool checks /metrics in tests/e2e/test_metrics.c, and groff-base, which
 #  checks the man pages in tests/e2e/test_install.c, when command -v cannot)
+# (openssl, which makes test_http_api's certificate; chromium, nodejs and npm, for the console's
+#  browser tests in tests/browser/, when command -v cannot)
 DEB_libzmq := libzmq3-dev
 DEB_lmdb   := liblmdb-dev
 DEB_msgpack := libmsgpack-dev
@@ -145,6 +158,10 @@ deps:
 	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing="$$missing python3-pytest"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	for p in $(PKGS) $(TEST_PKGS) $(SINK_PKGS) $(CURL_PKGS); do \
 	  pkg-config --exists $$p 2>/dev/null || case $$p in \
 	    libzmq) missing="$$missing $(DEB_libzmq)";; lmdb) missing="$$missing $(DEB_lmdb)";; \
@@ -254,6 +271,10 @@ $(BUILD)/tests/e2e/test_slowdisk: | $(BUILD)/slowdisk.so
 $(BUILD)/tests/e2e/test_notify: | $(BUILD)/slowdisk.so
 # test_nospace preloads the full-disk shim likewise.
 $(BUILD)/tests/e2e/test_nospace: | $(BUILD)/tests/lib/nospace_shim.so
+# The HTTP tests also link their HTTP client (libcurl) and socket helpers.
+HTTP_TESTS := $(patsubst %,$(BUILD)/tests/e2e/test_http_%,flood api)
+$(HTTP_TESTS): $(call obj,tests/lib/th_http.c)
+$(HTTP_TESTS): EXTRA_LIBS := $(CURL_LIBS)
 # The shared-sink tests also link their own redis-server's helper.
 $(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord: $(call obj,tests/lib/th_redis.c)
 
@@ -288,7 +309,7 @@ $(BUILD)/tests/campaign/powerloss_shim.so: tests/campaign/powerloss_shim.c
 define link_test
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) -lpthread
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) $(TEST_LIBS) $(SINK_LIBS) $(EXTRA_LIBS) -lpthread
 endef
 $(BUILD)/tests/unit/test_%: $(call obj,tests/unit/test_%.c $(TEST_LIB_SRC)) $(LIBBROKER) $(LIBSLUICE)
 	$(link_test)
@@ -297,7 +318,18 @@ $(BUILD)/tests/e2e/test_%: $(call obj,tests/e2e/test_%.c $(TEST_LIB_SRC)) $(LIBB
 
 tests: $(TESTS)
 tests-unit: $(UNIT_TESTS)
-tests-e2e: $(E2E_TESTS)
+tests-e2e: $(E2E_TESTS) $(BROWSER_TEST)
+
+$(BROWSER_TEST): tests/browser/run.sh
+	@mkdir -p $(dir $@)
+	$(Q)printf '#!/bin/sh\n# the console'"'"'s browser tests (tests/browser/run.sh)\nexec "%s/tests/browser/run.sh" "$$@"\n' "$(CURDIR)" > $@ && chmod +x $@
+
+# playwright-core from tests/browser/package-lock.json, its scripts not run: nothing downloads a
+# browser; the tests drive Debian's /usr/bin/chromium.
+browser-deps: tests/browser/node_modules/playwright-core/package.json
+tests/browser/node_modules/playwright-core/package.json: tests/browser/package-lock.json
+	@cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The Python client (client/python/): its pytest suite, against the plain build only (an
 # ASan libsluice cannot be loaded into python3). make check-python runs it alone; make test
@@ -322,7 +354,7 @@ run: deps
 	exec $(BIN)/sluiced $(ARGS)
 
 # make test: the plain build, then the ASan+UBSan build, then one run over both.
-test: deps
+test: deps browser-deps
 	@$(MAKE) --no-print-directory all tests
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests
 	@$(MAKE) --no-print-directory fuzz-ci
@@ -342,7 +374,7 @@ check-unit: deps
 	@$(MAKE) --no-print-directory tests-unit
 	@tests/run.sh $(BUILD)/tests/unit
 
-check-e2e: deps
+check-e2e: deps browser-deps
 	@$(MAKE) --no-print-directory SAN= all tests-e2e
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests-e2e
 	@tests/run.sh build/rel/tests/e2e:bin build/san/tests/e2e:build/san/bin
@@ -480,7 +512,7 @@ layering:
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]proto\.h' tools)"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]zmq\.h' broker proto | grep -vE '^broker/(net/|loop\.)')"; \
 	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"](hiredis/)?hiredis\.h' broker client proto tools | grep -v '^broker/coord/')"; \
-	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]microhttpd\.h' broker proto client | grep -v '^broker/service/')"; \
+	 bad="$$bad $$(grep -rlE '#include[[:space:]]*[<"]microhttpd\.h' broker proto client | grep -v '^broker/http/')"; \
 	 bad="$$bad $$(grep -lE '#include[[:space:]]*[<"](zmq|lmdb|stdio|log)\.h|clock_gettime|time\(' $(PURE) 2>/dev/null)"; \
 	 bad=$$(echo $$bad); if [ -n "$$bad" ]; then echo "layering: violated in: $$bad"; exit 1; fi
 

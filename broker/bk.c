@@ -2,10 +2,10 @@
  * bk.c - the broker object: what it owns and the order it opens and closes.
  *
  * Owns: the configuration, the data-directory lock, and the modules (store,
- * queue, conns, leases, pools, dispatch state, meter, coord, net, the /metrics
- * endpoint, the service manager's socket). bk_open takes the lock, opens the
+ * queue, conns, leases, pools, dispatch state, meter, coord, net, the HTTP
+ * server and its bridge, the service manager's socket). bk_open takes the lock, opens the
  * store, rebuilds the queue view, loads the persisted settings, sets up the
- * meter and binds, then starts the metrics thread and reads $NOTIFY_SOCKET
+ * meter and binds, then starts the HTTP server and reads $NOTIFY_SOCKET
  * last, so that nobody can reach a half-open broker; bk_close undoes it in the reverse order. Nothing else
  * lives here: each path through the broker has its own file.
  *
@@ -16,8 +16,8 @@
  *   member   pool membership and the POOL messages that announce it
  *   cron     everything on a timer, and what the loop does between commits
  *   admin, stats, explain, settings   the operator's side
- *   metrics, notify, reload   running it as a service: /metrics, systemd's
- *            notifications, SIGHUP
+ *   publish, notify, reload   running it as a service: the HTTP server's
+ *            snapshot, systemd's notifications, SIGHUP
  *   meter, queue, store, net, conn, lease, pool, disp, rl, breaker, tmr
  *            the modules the paths use
  *
@@ -29,7 +29,7 @@
  *
  *   1  main             5  explain, cron, auth                9  conn, store
  *   2  loop             6  admit, deliver, settle, settings, 10 rec, rl, breaker, tmr,
- *   3  handle, reload      metrics                               hist, share
+ *   3  handle, reload      publish                               hist, share
  *   4  admin, stats     7  member                            11 crc32c, grow
  *                       8  queue, meter, lease, net, pool,   12 log, units, proto
  *                          disp, conf, notify, zap, coord
@@ -53,7 +53,8 @@
 #include "auth.h"
 #include "coord.h"
 #include "log.h"
-#include "metrics.h"
+#include "bridge.h"
+#include "http.h"
 #include "publish.h"
 #include "net.h"
 #include "notify.h"
@@ -103,6 +104,25 @@ static int open_coord(bk *b)
     log_info("bk", "sink %s shared through %s: reserved %llu/s until Redis grants slices", cfg->coord_name,
              cfg->coord_url, (unsigned long long)cfg->reserved_rate);
     return SL_OK;
+}
+
+/* open_http starts the HTTP server (--http) and its bridge to the loop. */
+static int open_http(bk *b)
+{
+    const conf *cfg = &b->cfg;
+    if (!cfg->http[0])
+        return SL_OK;
+    int rc = bridge_open(b->net, BK_BRIDGE_TIMEOUT_MS, &b->bridge);
+    if (rc != SL_OK)
+        return rc;
+    http_cfg hc = {.addr_port = cfg->http, .cert_file = cfg->http_cert, .key_file = cfg->http_key,
+                   .max_conns = cfg->http_max_conns, .max_conns_per_addr = cfg->http_max_conns_per_addr,
+                   .header_timeout_ms = cfg->http_header_timeout_ms, .idle_timeout_ms = cfg->http_idle_timeout_ms,
+                   .session_idle_ms = cfg->http_session_idle_ms, .auth = cfg->auth_file[0] != '\0',
+                   .max_body = cfg->max_body, .bridge = b->bridge};
+    if ((rc = http_open(&hc, &b->http)) != SL_OK)
+        bridge_close(&b->bridge);
+    return rc;
 }
 
 /* lock_dir creates dir if needed and locks it; *fd is the lock's. The lock
@@ -181,14 +201,14 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     }
     net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms,
                     .curve_secret = cfg->curve_secret_file[0] ? secret : NULL,
-                    .admin_endpoint = cfg->admin_listen[0] ? cfg->admin_listen : NULL};
+                    .admin_endpoint = cfg->admin_listen[0] ? cfg->admin_listen : NULL,
+                    .http_bridge = cfg->http[0] != '\0'};
     rc = net_open(&ncfg, &b->net);
     if (rc != SL_OK)
         goto pools_fini;
     if ((rc = auth_open(b)) != SL_OK) /* before READY; until then the ZAP handler refuses everyone */
         goto net_close;
-    rc = metrics_open(cfg->metrics, &b->metrics);
-    if (rc != SL_OK)
+    if ((rc = open_http(b)) != SL_OK)
         goto auth_fini;
     publish_figures(b);
     notify_open(&b->notify, mono_ns); /* last: nothing after it can fail */
@@ -230,7 +250,8 @@ void bk_close(bk **bp)
     if (!b)
         return;
     notify_close(&b->notify);
-    metrics_close(&b->metrics);
+    http_close(&b->http);     /* its requests to the loop are answered SL_ESHUTDOWN first */
+    bridge_close(&b->bridge); /* before net_close: its socket lives in net's context */
     net_close(&b->net);
     auth_close(b);
     coord_destroy(&b->coord);

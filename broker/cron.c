@@ -28,14 +28,14 @@
  *                    commit has been out longer than WATCHDOG_USEC/2: a
  *                    writer stuck in a flush confirms nothing, so the
  *                    manager is left to restart the broker
- *   every 250 ms     publish the /metrics snapshot (with --metrics), riding
- *                    on the other wakes: at most a heartbeat old when idle
+ *   every second     publish the HTTP server's snapshot (with --http), riding
+ *                    on the other wakes (the loop wakes at least once a second)
  *   between commits  recount the map's use (every 100 ms) and grow it at 75 %
  *                    (after the writer's commit ended, none being out); after
  *                    a commit refused for want of space, recount and double
  *                    the map at once (up to --map-max-mb, if the disk has room)
  *   while a commit is out (store_committing): only what writes nothing runs
- *                    (the meter and the throttled tags, heartbeats, the watchdog, /metrics, coord);
+ *                    (the meter and the throttled tags, heartbeats, the watchdog, the snapshot, coord);
  *                    lease expiry, delayed releases and the sweeps wait for
  *                    the commit's end, which wakes the loop
  *   every pass       a backup (backup.c): its copy starts once its
@@ -72,7 +72,7 @@
 #include "log.h"
 #include "member.h"
 #include "meter.h"
-#include "metrics.h"
+#include "http.h"
 #include "publish.h"
 #include "net.h"
 #include "notify.h"
@@ -244,9 +244,9 @@ void cron_tick(bk *b)
         notify_watchdog_tick(&b->notify, b->mono_ns);
     if (b->mono_ns >= b->notify.next_status_ns)
         notify_status(b);
-    if (b->metrics && b->mono_ns >= b->next_metrics_ns) {
+    if (b->http && b->mono_ns >= b->next_publish_ns) {
         publish_figures(b);
-        b->next_metrics_ns = b->mono_ns + METRICS_PUBLISH_NS;
+        b->next_publish_ns = b->mono_ns + HTTP_PUBLISH_NS;
     }
 }
 
@@ -330,6 +330,8 @@ uint64_t cron_next_wake(bk *b)
         wake = meter_ns;
     if (settle_tag_next_ns(b) < wake)
         wake = settle_tag_next_ns(b);
+    if (b->http && b->next_publish_ns < wake) /* the HTTP server's snapshot, once a second */
+        wake = b->next_publish_ns;
     if (store_committing(b->st)) { /* the rest waits for the commit's end, which wakes the loop */
         uint64_t stall = b->commit_out_ns && b->notify.watchdog_ns ? b->commit_out_ns + b->notify.watchdog_ns / 2
                                                                     : UINT64_MAX;

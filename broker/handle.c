@@ -8,7 +8,8 @@
  * routes; it does no work of its own.
  *
  * When replies leave: PUT_OK and errors to PUT, and ADMIN_OK, after the
- * pass's commit (a publish or a setting is confirmed once durable); the OK to
+ * pass's commit (a publish or a setting is confirmed once durable; a
+ * read, or web.login, which writes nothing, at once); the OK to
  * an ACK at once, before its delete is committed, unless ack_flush_ms is 0
  * (then after the commit); everything else at once. An ACK whose delete is
  * lost in a crash only means a redelivery, which at-least-once allows.
@@ -74,7 +75,8 @@ static net_when when_for(const bk *b, const proto_msg *m)
 {
     if (m->type == PROTO_ADMIN) {
         int c = proto_cmd_of(m->cmd.ptr, m->cmd.len);
-        return c >= 0 && proto_cmd_role((proto_cmd)c) == PROTO_ROLE_MONITOR ? NET_NOW : NET_AFTER_COMMIT;
+        proto_role role = c >= 0 ? proto_cmd_role((proto_cmd)c) : PROTO_ROLE_ADMIN;
+        return role == PROTO_ROLE_MONITOR || role == PROTO_ROLE_ANY ? NET_NOW : NET_AFTER_COMMIT;
     }
     if (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0) /* taken while a commit is out: its delete joins the next */
         return store_committing(b->st) ? NET_AFTER_NEXT_COMMIT : NET_AFTER_COMMIT;
@@ -359,8 +361,11 @@ static void h_ADMIN(bk *b, const net_in *in, const proto_msg *m)
 {
     proto_msg r;
     char text[PROTO_MAX_STR];
+    /* who sent it: auth_check found its principal (without auth, anyone is the admin) */
+    const auth_principal *p = b->auth && in->user_id ? auth_find(b->auth, in->user_id, in->user_id_len) : NULL;
+    admin_caller who = {p ? p->name : "anonymous", p ? p->key : "", p ? p->role : PROTO_ROLE_ADMIN, (int)in->sock};
     proto_init(&r, PROTO_ADMIN_OK);
-    int rc = admin_run(b, m, &r, text, sizeof text);
+    int rc = admin_run(b, m, &who, &r, text, sizeof text);
     if (rc != SL_OK) {
         reply_err(b, in, m, rc, text);
         return;

@@ -93,6 +93,11 @@ uint64_t loop_now_wall(void)
     return read_clock(CLOCK_REALTIME);
 }
 
+uint64_t loop_cpu_ns(void)
+{
+    return read_clock(CLOCK_THREAD_CPUTIME_ID);
+}
+
 static void set_clock(bk *b)
 {
     b->mono_ns = loop_now_mono();

@@ -12,6 +12,10 @@
 uint64_t loop_now_mono(void);
 uint64_t loop_now_wall(void);
 
+/* loop_cpu_ns reads the calling thread's CPU time in ns: what a piece of
+ * the loop's work costs, whatever else runs on the machine (publish.c). */
+uint64_t loop_cpu_ns(void);
+
 /* loop_run serves until *stop becomes non-zero, then refuses what is still
  * queued with SL_ESHUTDOWN. Returns SL_OK, or SL_EIO after a failed commit
  * (every reply of that pass was turned into an error first). */

@@ -20,7 +20,7 @@
  * delivery's lease, the next publish's limits, the next log line); each
  * change is logged with its old and new value. Any other setting that
  * differs in the file keeps its value and is named in a warning: it needs a
- * restart (the endpoint, the levels, the store's map, the metrics address,
+ * restart (the endpoint, the levels, the store's map, the HTTP address,
  * the breaker's policy and heartbeats, whose values live in other objects).
  *
  * SIGHUPs are coalesced: the handler counts them, and a reload runs at most

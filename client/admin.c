@@ -455,3 +455,25 @@ int sl_level_fair(sl_client *c, unsigned level, int fair)
     proto_set_str(&m, PROTO_F_state, how, (uint32_t)strlen(how));
     return admin_call(c, &m);
 }
+
+int sl_web_login(sl_client *c, uint64_t ttl_ms, sl_web_link *out)
+{
+    if (!client_begin(c))
+        return SL_EINVAL;
+    if (!out)
+        return client_fail(c, SL_EINVAL);
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_web_login);
+    if (ttl_ms)
+        proto_set(&m, ttl_ms, ttl_ms);
+    int rc = admin_call(c, &m);
+    if (rc)
+        return rc;
+    const proto_msg *r = &c->reply;
+    memset(out, 0, sizeof *out);
+    client_str_copy(out->url, sizeof out->url, r->url);
+    client_str_copy(out->token, sizeof out->token, r->login_token);
+    client_str_copy(out->role, sizeof out->role, r->state);
+    out->ttl_ms = r->ttl_ms;
+    return SL_OK;
+}

@@ -279,6 +279,26 @@ typedef struct sl_explain_info {
  * A message that was acknowledged (or never existed) is "gone". */
 int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out);
 
+/* ---- the web console ----
+ *
+ * A broker started with --http serves a console in the browser. With
+ * --auth, a principal logs in there with a one-time link minted for it
+ * over this connection, with its own key: the session has its role. */
+
+typedef struct sl_web_link {
+    char url[1025];       /* the console's address: http://ADDR:PORT (or https) */
+    char token[65];       /* the one-time token: open url + "/#login=" + token */
+    uint64_t ttl_ms;      /* how long the link, and the session it opens, last */
+    char role[65];        /* the role the session will have */
+} sl_web_link;
+
+/* sl_web_login mints a login link for the principal of c's key, lasting
+ * ttl_ms (0: the broker's default, 8 hours; at most 7 days). SL_ESTATE when
+ * the broker serves no console (no --http), SL_EPERM when an admin's link
+ * must come through the admin endpoint (--admin-listen), SL_EINVAL for a
+ * ttl out of range, SL_EFULL when 64 links wait unused. */
+int sl_web_login(sl_client *c, uint64_t ttl_ms, sl_web_link *out);
+
 /* ---- dead letters ----
  *
  * A message that used up its attempts, or whose time to live ran out, is a

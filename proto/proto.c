@@ -157,6 +157,19 @@ const char *proto_field_key(proto_field f)
     return proto_field_defs[f].key;
 }
 
+int proto_field_type(proto_field f)
+{
+    return (int)f < 0 || f >= PROTO_F_COUNT_ ? 0 : proto_field_defs[f].type;
+}
+
+void proto_set_u64(proto_msg *m, proto_field f, uint64_t v)
+{
+    if (proto_field_type(f) != PROTO_T_U64)
+        return;
+    memcpy(proto_member(m, f), &v, sizeof v);
+    m->present |= (proto_mask)1 << f;
+}
+
 const char *proto_cmd_name(proto_cmd c)
 {
     if ((int)c < 0 || c >= PROTO_CMD_COUNT_)

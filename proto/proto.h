@@ -137,7 +137,9 @@
     X(elapsed_ms, "elapsed_ms",     U64,  0)              \
     X(settle_refused, "settle_refused", U64, 0)           \
     X(settle_foreign, "settle_foreign", U64, 0)           \
-    X(quarantined, "quarantined",   U64,  0)
+    X(quarantined, "quarantined",   U64,  0)              \
+    X(url,        "url",            STR,  PROTO_MAX_STR)  \
+    X(login_token, "login_token",   STR,  PROTO_MAX_NAME)
 
 /* ---- rows ----
  *
@@ -376,9 +378,9 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(dead_list,      "dead.list",      PF(level), PF(after) | PF(n), ROWS, PF(dead_rows)) \
     X(dead_peek,      "dead.peek",      PF(id), 0, FIELDS,                        \
       PF(id) | PF(level) | PF(tag) | PF(attempt) | PF(body) | PF(msg))              \
-    X(dead_requeue,   "dead.requeue",   0, PF(level) | PF(id) | PF(to_level) | PF(n), FIELDS, \
+    X(dead_requeue,   "dead.requeue",   0, PF(level) | PF(id) | PF(to_level) | PF(n) | PF(dry_run), FIELDS, \
       PF(n) | PF(after))                                                          \
-    X(dead_purge,     "dead.purge",     PF(level), PF(older_than_ms) | PF(after) | PF(n), FIELDS, \
+    X(dead_purge,     "dead.purge",     PF(level), PF(older_than_ms) | PF(after) | PF(n) | PF(dry_run), FIELDS, \
       PF(n) | PF(after))                                                          \
     X(tag_set,        "tag.set",        PF(tag), PF(tag_rows) | PF(window_rows), NONE, 0) \
     X(tag_list,       "tag.list",       0, 0, ROWS, PF(tag_rows) | PF(window_rows)) \
@@ -396,7 +398,9 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(backup_status,  "backup.status",  0, 0, FIELDS,                             \
       PF(state) | PF(path) | PF(bytes) | PF(elapsed_ms) | PF(msg))                 \
     X(settings_export, "settings.export", 0, 0, FIELDS, PF(body))                  \
-    X(sink_resume,    "sink.resume",    0, 0, FIELDS, PF(paused_ms))
+    X(sink_resume,    "sink.resume",    0, 0, FIELDS, PF(paused_ms))              \
+    X(web_login,      "web.login",      0, PF(ttl_ms), FIELDS,                    \
+      PF(url) | PF(login_token) | PF(ttl_ms) | PF(state))
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 
@@ -548,6 +552,13 @@ int proto_fields_of(proto_type t, proto_mask *req, proto_mask *opt);
 /* proto_field_key returns the wire key of field f ("rate_milli"), or "?". */
 const char *proto_field_key(proto_field f);
 
+/* proto_field_type returns field f's type (PROTO_T_U64, ...), or 0. */
+int proto_field_type(proto_field f);
+
+/* proto_set_u64 sets U64 field f of m (and its presence bit); a field of
+ * another type is left alone. */
+void proto_set_u64(proto_msg *m, proto_field f, uint64_t v);
+
 /* proto_cmd_name returns the wire name of admin command c ("pool.resize"),
  * or "?". */
 const char *proto_cmd_name(proto_cmd c);
@@ -576,6 +587,13 @@ proto_role proto_msg_role(proto_type t);
 /* proto_cmd_role returns the role admin command c needs (PROTO_ROLE_ADMIN
  * for an unknown command). */
 proto_role proto_cmd_role(proto_cmd c);
+
+/* proto_role_allows tells whether a principal of role have may send what
+ * needs role need: admin may send everything, the others what their role
+ * names, and every principal what needs ANY. The one rule (auth.c applies
+ * it to every message; the HTTP server to what it answers from the
+ * snapshot). */
+int proto_role_allows(proto_role have, proto_role need);
 
 /* proto_role_name returns a role's name ("monitor"), or "?". */
 const char *proto_role_name(proto_role r);

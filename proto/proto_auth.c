@@ -44,6 +44,11 @@ proto_role proto_cmd_role(proto_cmd c)
     return (int)c >= 0 && c < PROTO_CMD_COUNT_ ? (proto_role)cmd_roles[c] : PROTO_ROLE_ADMIN;
 }
 
+int proto_role_allows(proto_role have, proto_role need)
+{
+    return need == PROTO_ROLE_ANY || have == PROTO_ROLE_ADMIN || have == need;
+}
+
 const char *proto_role_name(proto_role r)
 {
     return (int)r >= 0 && r < PROTO_ROLE_COUNT_ ? role_names[r] : "?";

@@ -61,4 +61,9 @@ static inline void *proto_member(const proto_msg *m, proto_field f)
     return (char *)m + proto_field_defs[f].offset;
 }
 
+/* proto_json_utf8_len returns the length of the well-formed UTF-8 sequence
+ * at s (n bytes left, n > 0), or 0 when there is none (proto_json_parse.c;
+ * the JSON writer and parser share it). */
+unsigned proto_json_utf8_len(const unsigned char *s, size_t n);
+
 #endif /* SLUICE_PROTO_INT_H */

@@ -29,7 +29,8 @@ typedef enum proto_role {
 /* The role each admin command needs: X(ID, ROLE), a line per line of
  * PROTO_ADMIN_CMDS. proto.c derives its table from PROTO_ADMIN_CMDS, so a
  * command without a line here does not compile. Reading is MONITOR,
- * changing is ADMIN. */
+ * changing is ADMIN; web.login is ANY: every principal may mint a console
+ * link for itself, whose session then has its own role. */
 #define PROTO_CMD_ROLES(X)        \
     X(level_list,     MONITOR)    \
     X(level_set,      ADMIN)      \
@@ -59,7 +60,8 @@ typedef enum proto_role {
     X(backup,         ADMIN)      \
     X(backup_status,  MONITOR)    \
     X(settings_export, MONITOR)   \
-    X(sink_resume,    ADMIN)
+    X(sink_resume,    ADMIN)      \
+    X(web_login,      ANY)
 
 enum {
 #define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,

@@ -14,7 +14,8 @@
  * per level or pool, their columns from proto's PROTO_COLS_ tables. explain
  * lives in explain.c, the dead-letter commands (dead.*) in dead.c, those on
  * waiting messages (msg.*) in waiting.c, backup and backup.status in
- * backup.c, settings.export in decl_export.c.
+ * backup.c, settings.export in decl_export.c, the tag commands in
+ * admin_tag.c, web.login in admin_web.c.
  */
 #include "admin.h"
 
@@ -42,6 +43,7 @@
 typedef struct cmd_ctx {
     bk *b;
     const proto_msg *req;
+    const admin_caller *who;
     proto_msg *rep;
     char *text;
     size_t text_len;
@@ -534,6 +536,10 @@ static int cmd_backup(cmd_ctx *x) { return backup_start(x->b, x->req, x->rep, x-
 static int cmd_backup_status(cmd_ctx *x) { return backup_status(x->b, x->req, x->rep, x->text, x->text_len); }
 static int cmd_settings_export(cmd_ctx *x) { return decl_export(x->b, x->rep, x->text, x->text_len); }
 
+/* ---- the console's login links (admin_web.c) ---- */
+
+static int cmd_web_login(cmd_ctx *x) { return admin_web_login(x->b, x->req, x->who, x->rep, x->text, x->text_len); }
+
 /* ---- the table ---- */
 
 typedef int (*cmd_fn)(cmd_ctx *x);
@@ -544,9 +550,9 @@ static const cmd_fn commands[PROTO_CMD_COUNT_] = {
 #undef CMD_FN_
 };
 
-int admin_run(bk *b, const proto_msg *req, proto_msg *rep, char *text, size_t text_len)
+int admin_run(bk *b, const proto_msg *req, const admin_caller *who, proto_msg *rep, char *text, size_t text_len)
 {
-    cmd_ctx x = {b, req, rep, text, text_len};
+    cmd_ctx x = {b, req, who, rep, text, text_len};
     proto_cmd cmd;
     proto_mask results;
     text[0] = '\0';

@@ -30,6 +30,10 @@
  * thread and reads see only committed data. Each write is one store
  * operation (store_dead_requeue, store_dead_del): one op type each.
  *
+ * A dry run (dry_run 1) changes nothing and answers how many would change:
+ * a whole level's count at once (and one by id); a purge by age counts as
+ * it would purge, DEAD_SCAN records a request, "after" going on.
+ *
  * Requeueing revives a message (rec_revive): same id, tag, body and cost,
  * attempt 0 and no time to live, at the tail of its level (or --to LEVEL),
  * ready at once. A purge with an age looks at up to DEAD_SCAN (10,000) dead
@@ -187,6 +191,11 @@ int dead_requeue(struct bk *b, const proto_msg *req, proto_msg *r, char *text, s
     to = level;
     if ((req->present & PF(to_level)) && (rc = level_arg(b, req, PROTO_F_to_level, &to, text, text_len)))
         return rc;
+    if ((req->present & PF(dry_run)) && req->dry_run) { /* how many it would move: all of them, or the one */
+        proto_set(r, n, (req->present & PF(id)) ? 1 : b->q.lv[level].dead);
+        proto_set(r, after, 0);
+        return SL_OK;
+    }
     if (req->present & PF(id)) {
         rc = queue_dead_requeue(&b->q, level, req->id, to);
         if (rc)
@@ -225,8 +234,16 @@ int dead_purge(struct bk *b, const proto_msg *req, proto_msg *r, char *text, siz
     uint64_t after = (req->present & PF(after)) ? req->after : 0, purged = 0, id = after;
     uint64_t age_ns = (req->present & PF(older_than_ms)) ? req->older_than_ms * NS_PER_MS : 0;
     uint64_t most = chunk_of(req);
+    int dry = (req->present & PF(dry_run)) && req->dry_run;
     store_rec rec;
     int end = 0;
+    if (dry && !age_ns) { /* every one of the level's */
+        proto_set(r, n, b->q.lv[level].dead);
+        proto_set(r, after, 0);
+        return SL_OK;
+    }
+    if (dry)
+        most = UINT64_MAX; /* counting: as far as DEAD_SCAN takes it, then "after" goes on */
     for (unsigned seen = 0; purged < most && seen < DEAD_SCAN; seen++) {
         rc = queue_dead_next(&b->q, level, after, &id, &rec);
         if (rc == SL_ENOTFOUND) {
@@ -234,7 +251,7 @@ int dead_purge(struct bk *b, const proto_msg *req, proto_msg *r, char *text, siz
             break;
         }
         if (rc == SL_OK && (!age_ns || rec.died_ns + age_ns <= b->wall_ns)) {
-            rc = queue_dead_drop(&b->q, level, id, QUEUE_DROP_PURGE);
+            rc = dry ? SL_OK : queue_dead_drop(&b->q, level, id, QUEUE_DROP_PURGE);
             purged += rc == SL_OK;
         }
         if (rc)
@@ -243,7 +260,7 @@ int dead_purge(struct bk *b, const proto_msg *req, proto_msg *r, char *text, siz
     }
     if (!end && queue_dead_next(&b->q, level, after, &id, &rec) == SL_ENOTFOUND)
         end = 1;
-    if (purged)
+    if (purged && !dry)
         log_info("dead", "purged %" PRIu64 " dead letter%s of level %s", purged, purged == 1 ? "" : "s",
                  b->cfg.level_names[level]);
     proto_set(r, n, purged);

@@ -50,6 +50,7 @@
 #include "bk.h"
 #include "conf.h"
 #include "log.h"
+#include "net.h"
 
 /* ---- reading the file ---- */
 
@@ -305,6 +306,10 @@ void decl_free(decl_list **list)
 
 static proto_msg req, rep; /* large: off the stack (one broker per process, on the loop's thread) */
 
+/* Who sends a declaration's commands: the config file, the operator's own,
+ * trusted as the admin endpoint is. */
+static const admin_caller config_file = {"sluice.conf", "", PROTO_ROLE_ADMIN, NET_ADMIN};
+
 static void start(proto_cmd cmd)
 {
     const char *name = proto_cmd_name(cmd);
@@ -319,7 +324,7 @@ static unsigned run(bk *b, const decl_list *l, const decl_obj *o, int key)
 {
     char text[PROTO_MAX_STR];
     proto_init(&rep, PROTO_ADMIN_OK);
-    int rc = admin_run(b, &req, &rep, text, sizeof text);
+    int rc = admin_run(b, &req, &config_file, &rep, text, sizeof text);
     if (rc == SL_OK)
         return 0;
     log_error("decl", "%s:%d: %s refused: %s (%s)", l->path, key >= 0 ? o->key_line[key] : o->line,

@@ -12,8 +12,9 @@
  * at start, and is refused on reload (SIGHUP) with the old table kept, so
  * the broker never runs on half a file. On a good reload the new table
  * replaces the old between two passes, the ZAP handler gets the new key set
- * (refusing new handshakes of removed keys), and consumers whose key is gone
- * are dropped at once: their deliveries go back uncharged. The open
+ * (refusing new handshakes of removed keys), consumers whose key is gone
+ * are dropped at once (their deliveries go back uncharged), and the web
+ * console's sessions of removed keys end (http_sessions_refresh). The open
  * connections of removed keys are closed (peers.c: the descriptor each
  * key's messages came in on); one that has sent nothing yet is closed at
  * its first command, which, like any command of a removed key, is refused.
@@ -49,6 +50,7 @@
 
 #include "admit.h"
 #include "grow.h"
+#include "http.h"
 #include "log.h"
 #include "member.h"
 #include "peers.h"
@@ -271,6 +273,15 @@ static int still_known(void *ctx, const char *user_id)
     return auth_find(b->auth, user_id, strlen(user_id)) != NULL;
 }
 
+/* role_now tells the role key's principal has now, or -1 when the key is
+ * gone (for the console's sessions). */
+static int role_now(void *ctx, const char *key)
+{
+    const bk *b = ctx;
+    const auth_principal *p = auth_find(b->auth, key, strlen(key));
+    return p ? (int)p->role : -1;
+}
+
 int auth_reload(bk *b)
 {
     char err[600];
@@ -303,6 +314,7 @@ int auth_reload(bk *b)
         }
     }
     unsigned closed = peers_drop(b->peers, still_known, b);
+    http_sessions_refresh(b->http, role_now, b); /* console sessions of removed keys end; the others take their role */
     log_info("auth", "reloaded %s: %zu principals; %u consumers of removed keys or roles dropped; %u connections of "
              "removed keys closed", b->cfg.auth_file, b->auth->n, dropped, closed);
     return SL_OK;
@@ -462,7 +474,7 @@ int auth_check(bk *b, const net_in *in, const proto_msg *m, char *text, size_t l
                              : "this connection has no User-Id (auth is on: CURVE keys required)");
         return refuse(b, in, text);
     }
-    if (p->role != PROTO_ROLE_ADMIN && need != PROTO_ROLE_ANY && need != p->role) {
+    if (!proto_role_allows(p->role, need)) {
         snprintf(text, len, "%s is not permitted for %s (role %s; it needs %s)", what, p->name,
                  proto_role_name(p->role), proto_role_name(need));
         return refuse(b, in, text);

@@ -27,12 +27,15 @@
 #include "room.h"
 
 #define BK_CREDIT_CAP 100000u
+#define BK_BRIDGE_TIMEOUT_MS 30000u /* the HTTP server gives up on the loop after this (504) */
 
 struct store;
 struct net;
 struct auth_table;
 struct coord;
 struct loop_state;
+struct http;
+struct bridge;
 
 /* A pause a THROTTLED caused (path/pause.c): until when, and where it came
  * from, for the log, explain and the operator. */
@@ -88,8 +91,10 @@ typedef struct bk {
     unsigned dead_age_level;      /* the level the age sweep is in */
     uint64_t dead_unlogged;       /* dead letters retention dropped since its last log line */
     int dead_more;                /* retention stopped at a full chunk: wake at once */
-    struct metrics *metrics;      /* the /metrics endpoint (metrics.c), or NULL */
-    uint64_t next_metrics_ns;     /* when cron next publishes its snapshot */
+    struct http *http;            /* the HTTP server: console, JSON API, /metrics (broker/http/), or NULL */
+    struct bridge *bridge;        /* its door to the loop (net/bridge.c), or NULL */
+    uint64_t next_publish_ns;     /* when cron next publishes its snapshot (publish.c) */
+    uint64_t publish_ns, publishes; /* what publishing snapshots cost the loop so far, and how many */
     hist wait_hist[PROTO_MAX_LEVELS]; /* publish to first delivery (deliver) */
     hist commit_hist;             /* durable commits (loop) */
     uint64_t commits;

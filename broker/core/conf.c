@@ -50,7 +50,7 @@
     X(curve_secret, NULL, "curve-secret", 0, "broker", STR, curve_secret_file, NULL, 0, 0, "FILE", "the broker's key file (sluice keygen NAME writes NAME.key): CURVE-encrypt every connection; needs --auth") \
     X(auth, NULL, "auth", 0, "broker", STR, auth_file, NULL, 0, 0, "FILE", "principals, one a line: NAME ROLE PUBLIC-KEY, optionally levels=L1,L2 and tags=GLOB,...; roles producer, consumer, monitor, admin; re-read on SIGHUP") \
     X(admin_listen, NULL, "admin-listen", 0, "broker", STR, admin_listen, NULL, 0, 0, "ENDPOINT", "a second endpoint, such as ipc:///run/sluice-admin.sock: admin commands are then served there only, and publishing and consuming on --listen only") \
-    X(insecure, NULL, "insecure", 0, "broker", BOOL, insecure, "off", 0, 0, NULL, "allow listening on a non-loopback address without --auth") \
+    X(insecure, NULL, "insecure", 0, "broker", BOOL, insecure, "off", 0, 0, NULL, "allow listening on a non-loopback address without --auth, and serving --http beyond loopback without TLS") \
     X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
     X(log_file, NULL, "log-file", 0, "broker", STR, log_file, NULL, 0, 0, "FILE", "append the log to FILE instead of stderr; SIGHUP reopens it (after rotation)") \
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows as used (kept at most 12 MiB ahead)") \
@@ -58,7 +58,6 @@
     X(wal_mb, NULL, "wal-mb", 0, "broker", MB, wal_bytes, "64", 0, 1ULL << 16, "MB", "the write-ahead log: a batch is confirmed after one flush of its record there, and LMDB commits what it holds at checkpoints; 0 = no log (each batch an LMDB commit: two flushes)") \
     X(checkpoint_ms, NULL, "checkpoint-ms", 0, "broker", NUM, checkpoint_ms, "500", 1, 60000, "MS", "with the log: commit what it holds into LMDB at least this often (and when it is half used)") \
     X(max_body, NULL, "max-body", 0, "broker", NUM, max_body, "1048576", 1, PROTO_MAX_BODY, "BYTES", "largest message body accepted") \
-    X(metrics, NULL, "metrics", 0, "broker", STR, metrics, NULL, 0, 0, "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default") \
     X(idem_window_ms, NULL, "idem-window-ms", 0, "broker", NUM, idem_window_ms, "300000", 1, 7 * DAY_MS, "MS", "how long an idempotency key is remembered") \
     X(levels, "count", "levels", 0, "levels", NUM, levels, "3", 1, PROTO_MAX_LEVELS, "N", "number of priority levels; 0 is the highest") \
     X(level_names, "names", "level-names", 0, "levels", NAMES, level_names, "(high,normal,low for 3 levels, else p0,p1,...)", 0, 0, "LIST", "comma-separated names, one per level") \
@@ -90,6 +89,15 @@
     X(coord_slices, NULL, "coord-slices", 0, "coord", NUM, coord_slices, "100", 1, 10000, "N", "slices the shared rate is cut into (the same on every broker)") \
     X(coord_user, NULL, "coord-user", 0, "coord", STR, coord_user, NULL, 0, 0, "USER", "Redis ACL user (or SLUICE_COORD_USER)") \
     X(coord_password_file, NULL, "coord-password-file", 0, "coord", STR, coord_password_file, NULL, 0, 0, "FILE", "file holding the Redis password (or SLUICE_COORD_PASSWORD); never on the command line") \
+    X(http, NULL, "http", 0, "http", STR, http, NULL, 0, 0, "ADDR:PORT", "serve the web console at http://ADDR:PORT/, its JSON API under /api/v1/ and Prometheus metrics at /metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default; beyond loopback it needs --http-cert and --http-key, or --insecure") \
+    X(metrics, NULL, "metrics", 0, "http", STR, http, NULL, 0, 0, "ADDR:PORT", "the same as --http (its name when the server served only /metrics)") \
+    X(http_cert, NULL, "http-cert", 0, "http", STR, http_cert, NULL, 0, 0, "FILE", "serve HTTPS: the certificate chain (PEM); needs --http-key") \
+    X(http_key, NULL, "http-key", 0, "http", STR, http_key, NULL, 0, 0, "FILE", "the private key of --http-cert (PEM, unencrypted); keep it mode 0600") \
+    X(http_max_conns, NULL, "http-max-conns", 0, "http", NUM, http_max_conns, "1024", 16, 65536, "N", "the most HTTP connections at once; a new one past it closes the one idle longest, or is refused") \
+    X(http_max_conns_per_addr, NULL, "http-max-conns-per-addr", 0, "http", NUM, http_max_conns_per_addr, "64", 1, 65536, "N", "the most HTTP connections from one address; a new one past it closes that address's connection idle longest, or is refused") \
+    X(http_header_timeout_ms, NULL, "http-header-timeout-ms", 0, "http", NUM, http_header_timeout_ms, "10000", 100, 600000, "MS", "a connection must send a whole request (headers and body) within this long of opening or of its last reply, else it is closed") \
+    X(http_idle_timeout_ms, NULL, "http-idle-timeout-ms", 0, "http", NUM, http_idle_timeout_ms, "60000", 1000, 3600000, "MS", "close a connection on which nothing moved for this long") \
+    X(http_session_idle_ms, NULL, "http-session-idle-ms", 0, "http", NUM, http_session_idle_ms, "1800000", 1000, 7 * DAY_MS, "MS", "with --auth: a console session unused this long ends (each lasts at most the --ttl of its sluice web login)") \
     X(rule, NULL, "tag-rule", 0, "tag_rules", RULE, tag_rules, NULL, 0, 0, "GLOB=LEVEL", "a publish that names no level and whose tag matches GLOB (fnmatch) goes to LEVEL; repeatable, the first match wins; in the INI file: rule = GLOB LEVEL") \
     X(config, NULL, "config", 'c', NULL, FILE, config_file, NULL, 0, 0, "FILE", "INI file with the settings above, such as /etc/sluice/sluice.conf (sluice.conf(5)); the command line wins over it") \
     X(ready_fd, NULL, "ready-fd", 0, NULL, NUM, ready_fd, NULL, 0, INT_MAX, "FD", "write \"READY\\n\" to FD once serving, then close it (for supervisors and tests)") \
@@ -104,6 +112,7 @@ const conf_section conf_sections[] = {{"broker", "The broker and its store"}, {"
                 {"leases", "Deliveries and leases"},
                 {"sink", "Protecting the sink: throttling and the circuit breaker"},
                 {"coord", "Several brokers sharing one sink (capacity leases in Redis)"},
+                {"http", "The web console, the JSON API and /metrics"},
                 {"tag_rules", "Tag rules"}, {NULL, "Command line only"}};
 const size_t conf_nsections = sizeof conf_sections / sizeof conf_sections[0];
 
@@ -538,8 +547,19 @@ static int exposed(const char *endpoint)
              (len == 3 && !strncmp(host, "::1", 3)));
 }
 
+/* http_exposed reports whether --http's ADDR:PORT may be reached from
+ * other machines: any address but 127.x.x.x and localhost. */
+static int http_exposed(const char *addr_port)
+{
+    const char *colon = strrchr(addr_port, ':');
+    size_t len = colon ? (size_t)(colon - addr_port) : strlen(addr_port);
+    return !((len >= 4 && !strncmp(addr_port, "127.", 4)) || (len == 9 && !strncmp(addr_port, "localhost", 9)));
+}
+
 /* check_security: --auth and --curve-secret go together, and a listener
- * other machines can reach needs them (or --insecure). */
+ * other machines can reach needs them (or --insecure); --http-cert and
+ * --http-key go together, and an --http other machines can reach needs
+ * them (or --insecure). */
 static int check_security(const conf *c, char *err, size_t errlen)
 {
     if (!c->auth_file[0] != !c->curve_secret_file[0]) {
@@ -550,6 +570,19 @@ static int check_security(const conf *c, char *err, size_t errlen)
     if (!c->auth_file[0] && !c->insecure && c->admin_listen[0] && exposed(c->admin_listen)) {
         snprintf(err, errlen, "--admin-listen %s is reachable from other machines: give --auth and --curve-secret, "
                  "or --insecure", c->admin_listen);
+        return SL_EINVAL;
+    }
+    if (!c->http_cert[0] != !c->http_key[0]) {
+        snprintf(err, errlen, "%s needs %s too (HTTPS takes a certificate and its key)",
+                 c->http_cert[0] ? "--http-cert" : "--http-key", c->http_cert[0] ? "--http-key" : "--http-cert");
+        return SL_EINVAL;
+    }
+    if (c->http[0] && !c->http_cert[0] && !c->insecure && http_exposed(c->http)) {
+        snprintf(err, errlen,
+                 "--http %s is reachable from other machines: give --http-cert and --http-key (HTTPS), or "
+                 "--insecure to serve plain HTTP there (sessions and message bodies would cross the network "
+                 "unencrypted)",
+                 c->http);
         return SL_EINVAL;
     }
     if (!c->auth_file[0] && !c->insecure && exposed(c->listen)) {

@@ -59,7 +59,12 @@ typedef struct conf {
     uint64_t map_max_bytes;                               /* the map grows up to this */
     uint64_t dead_max_messages;                           /* dead letters kept in all; 0 = no limit */
     uint64_t dead_max_age_s;                              /* dead letters kept this long; 0 = for ever */
-    char metrics[64];                                     /* ADDR:PORT of /metrics; "" = none */
+    char http[64];                                        /* ADDR:PORT of the console, API, /metrics; "" = none */
+    char http_cert[4096], http_key[4096];                 /* TLS, both or neither; "" = plain HTTP */
+    uint32_t http_max_conns, http_max_conns_per_addr;     /* connection limits (total, per address) */
+    uint32_t http_header_timeout_ms;                      /* a whole request within this of idle */
+    uint32_t http_idle_timeout_ms;                        /* nothing moving for this long: closed */
+    uint32_t http_session_idle_ms;                        /* a console session unused this long ends */
     char coord_url[1024];                                 /* "" = not coordinated */
     char coord_name[PROTO_MAX_NAME + 1];
     uint64_t reserved_rate;                               /* units per second */

@@ -276,9 +276,14 @@ static void man_sluiced(FILE *f)
           "The unit shipped as sluiced.service runs it as its own user with\n"
           "\\fBStateDirectory=sluice\\fR and \\fBProtectSystem=strict\\fR, with\n"
           "\\fB\\-\\-config /etc/sluice/sluice.conf \\-\\-data /var/lib/sluice\\fR.\n"
-          ".SH METRICS\n"
-          "With \\fB\\-\\-metrics\\fR \\fIADDR:PORT\\fR, http://ADDR:PORT/metrics serves Prometheus\n"
-          "metrics (sluice_ prefix), from a snapshot the broker refreshes every 250 ms.\n"
+          ".SH HTTP\n"
+          "With \\fB\\-\\-http\\fR \\fIADDR:PORT\\fR (or its older name \\fB\\-\\-metrics\\fR),\n"
+          "http://ADDR:PORT/ serves a web console, /api/v1/ its JSON API, and /metrics Prometheus\n"
+          "metrics (sluice_ prefix), all from a snapshot the broker refreshes once a second; the\n"
+          "console's actions are the admin commands, under the same roles as on ZeroMQ. With\n"
+          "\\fB\\-\\-auth\\fR, \\fBsluice web login\\fR prints a one-time link for the caller's\n"
+          "principal. Beyond loopback it needs \\fB\\-\\-http\\-cert\\fR and \\fB\\-\\-http\\-key\\fR\n"
+          "(HTTPS) or \\fB\\-\\-insecure\\fR. The API is described in the source's proto/HTTP.md.\n"
           ".SH EXIT STATUS\n"
           "0 after a clean shutdown (or \\fB\\-\\-help\\fR, \\fB\\-\\-version\\fR, \\fB\\-\\-man\\fR,\n"
           "\\fB\\-\\-man=sluice.conf\\fR); 1 after a failure while running (for example a failed commit);\n"
@@ -292,7 +297,7 @@ static void man_sluiced(FILE *f)
           ".nf\n"
           "sluiced\n"
           "sluiced \\-d /var/lib/sluice \\-l tcp://0.0.0.0:7470 \\-\\-levels 5\n"
-          "sluiced \\-\\-config /etc/sluice/sluice.conf \\-\\-metrics 127.0.0.1:9470\n"
+          "sluiced \\-\\-config /etc/sluice/sluice.conf \\-\\-http 127.0.0.1:9470\n"
           ".fi\n",
           f);
     see_also(f, "sluiced", ".BR systemd.service (5)\n");
@@ -344,7 +349,7 @@ static const char conf_example[] =
     "listen = tcp://0.0.0.0:7470\n"
     "curve_secret = /etc/sluice/broker.key\n"
     "auth = /etc/sluice/principals\n"
-    "metrics = 127.0.0.1:9470\n"
+    "http = 127.0.0.1:9470\n"
     "log_level = info\n"
     "\n"
     "[levels]\n"
@@ -552,9 +557,9 @@ static void man_conf(FILE *f)
           "A file that no longer reads changes nothing: the error is logged, and every setting\n"
           "stays as it was.\n"
           ".SH EXAMPLE\n"
-          "A broker that serves other machines, with CURVE and principals, metrics on loopback, five\n"
-          "levels, two tag rules, the sink's limits, a deadline, a level served fair by tag, a pool\n"
-          "and a tag pattern:\n"
+          "A broker that serves other machines, with CURVE and principals, its console and metrics on\n"
+          "loopback, five levels, two tag rules, the sink's limits, a deadline, a level served fair by\n"
+          "tag, a pool and a tag pattern:\n"
           ".PP\n.RS 4\n.nf\n",
           f);
     roff(f, conf_example);

@@ -54,7 +54,8 @@ typedef struct outq {
 } outq;
 
 struct net {
-    void *ctx, *sock[NET_SOCKETS]; /* NET_MAIN, and NET_ADMIN or NULL */
+    void *ctx, *sock[NET_SOCKETS]; /* NET_MAIN, and NET_ADMIN and NET_HTTP or NULL */
+    char bridge_uid[64];           /* the last bridge message's User-Id frame, NUL-terminated */
     int next_sock;     /* which socket net_recv tries first */
     zap *zap;          /* the ZAP handler when CURVE is on */
     zmq_msg_t rid, body;
@@ -145,6 +146,24 @@ sock_close:
     return rc;
 }
 
+/* bridge_sock_open binds the HTTP server's socket: a ROUTER on inproc, no
+ * CURVE (nothing outside this process reaches it), no heartbeats. */
+static int bridge_sock_open(net *n)
+{
+    int one = 1, hwm = 100000, linger = 0;
+    void *sock = n->sock[NET_HTTP] = zmq_socket(n->ctx, ZMQ_ROUTER);
+    if (sock && !zmq_setsockopt(sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) &&
+        !zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm) && !zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm) &&
+        !zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger) && !zmq_bind(sock, NET_BRIDGE_ENDPOINT))
+        return SL_OK;
+    int e = zmq_errno();
+    log_error("net", "cannot open the HTTP server's bridge (%s): %s", NET_BRIDGE_ENDPOINT, zmq_strerror(e));
+    if (sock)
+        zmq_close(sock);
+    n->sock[NET_HTTP] = NULL;
+    return sl_from_zmq(e);
+}
+
 int net_open(const net_cfg *cfg, net **out)
 {
     int rc = SL_ENOMEM;
@@ -171,12 +190,17 @@ int net_open(const net_cfg *cfg, net **out)
         goto zap_stop;
     if (cfg->admin_endpoint && (rc = sock_open(n, cfg, cfg->admin_endpoint, &n->sock[NET_ADMIN])) != SL_OK)
         goto main_close;
+    if (cfg->http_bridge && (rc = bridge_sock_open(n)) != SL_OK)
+        goto admin_close;
     zmq_msg_init(&n->rid);
     zmq_msg_init(&n->body);
     n->have_msgs = 1;
     *out = n;
     return SL_OK;
 
+admin_close:
+    if (n->sock[NET_ADMIN])
+        zmq_close(n->sock[NET_ADMIN]);
 main_close:
     zmq_close(n->sock[NET_MAIN]);
 zap_stop:
@@ -210,6 +234,11 @@ void net_close(net **np)
     *np = NULL;
 }
 
+void *net_context(net *n)
+{
+    return n->ctx;
+}
+
 struct zap *net_zap(net *n)
 {
     return n->zap;
@@ -233,27 +262,51 @@ static int recv_from(net *n, net_sock which)
     return -1;
 }
 
+/* bridge_uid reads the User-Id frame that leads a bridge message into
+ * n->bridge_uid. Returns 1 when a body frame follows, 0 when not, -1 on a
+ * transport error. */
+static int bridge_uid(net *n, void *sock)
+{
+    zmq_msg_t uid;
+    zmq_msg_init(&uid);
+    if (zmq_msg_recv(&uid, sock, ZMQ_DONTWAIT) < 0) {
+        log_error("net", "receive of a bridge message's User-Id failed: %s", zmq_strerror(zmq_errno()));
+        zmq_msg_close(&uid);
+        return -1;
+    }
+    size_t len = zmq_msg_size(&uid);
+    if (len >= sizeof n->bridge_uid)
+        len = 0; /* no key is this long: none */
+    memcpy(n->bridge_uid, zmq_msg_data(&uid), len);
+    n->bridge_uid[len] = '\0';
+    int more = zmq_msg_more(&uid);
+    zmq_msg_close(&uid);
+    return more;
+}
+
 int net_recv(net *n, net_in *in)
 {
     net_sock which = NET_MAIN;
-    int got;
-    if (n->sock[NET_ADMIN]) { /* take turns, so that neither endpoint keeps the other waiting */
-        which = (net_sock)n->next_sock;
-        n->next_sock = !n->next_sock;
-        if ((got = recv_from(n, which)) == 0)
-            got = recv_from(n, which = (net_sock)!which);
-    } else {
-        got = recv_from(n, NET_MAIN);
+    int got = 0;
+    /* take turns, so that no endpoint keeps the others waiting */
+    for (int k = 0; k < NET_SOCKETS && got == 0; k++) {
+        which = (net_sock)((n->next_sock + k) % NET_SOCKETS);
+        if (n->sock[which])
+            got = recv_from(n, which);
     }
+    n->next_sock = (n->next_sock + 1) % NET_SOCKETS;
     if (got <= 0)
         return got;
     memset(in, 0, sizeof *in);
     in->sock = which;
     in->rid = zmq_msg_data(&n->rid);
     in->rid_len = zmq_msg_size(&n->rid);
+    int more = zmq_msg_more(&n->rid);
+    n->bridge_uid[0] = '\0';
+    if (which == NET_HTTP && more && (more = bridge_uid(n, n->sock[which])) < 0)
+        return -1;
     /* Read every remaining frame; keep the first as the body. A ROUTER hands
      * over whole messages, so these never block. */
-    int more = zmq_msg_more(&n->rid);
     while (more) {
         zmq_msg_t *dst = in->frames == 0 ? &n->body : NULL;
         zmq_msg_t extra;
@@ -281,6 +334,11 @@ int net_recv(net *n, net_in *in)
         in->user_id = zmq_msg_gets(&n->body, "User-Id");
         in->user_id_len = in->user_id ? strlen(in->user_id) : 0;
         in->fd = zmq_msg_get(&n->body, ZMQ_SRCFD); /* deprecated, present in 4.3: for revocation (peers.c) */
+        if (which == NET_HTTP) { /* the session's principal, as the server sent it; no descriptor of its own */
+            in->user_id = n->bridge_uid[0] ? n->bridge_uid : NULL;
+            in->user_id_len = strlen(n->bridge_uid);
+            in->fd = -1;
+        }
     } else {
         in->fd = -1;
     }

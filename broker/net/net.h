@@ -25,8 +25,13 @@ typedef struct net net;
 
 typedef enum net_when { NET_NOW = 0, NET_AFTER_COMMIT = 1, NET_AFTER_NEXT_COMMIT = 2, NET_WHENS = 3 } net_when;
 
-/* The endpoints: the main one, and the optional admin one (--admin-listen). */
-typedef enum net_sock { NET_MAIN = 0, NET_ADMIN = 1, NET_SOCKETS = 2 } net_sock;
+/* The endpoints: the main one, the optional admin one (--admin-listen),
+ * and the HTTP server's bridge (an inproc:// socket only this process can
+ * reach; bridge.h). */
+typedef enum net_sock { NET_MAIN = 0, NET_ADMIN = 1, NET_HTTP = 2, NET_SOCKETS = 3 } net_sock;
+
+/* Where the bridge's socket listens: inproc, in net's own ZeroMQ context. */
+#define NET_BRIDGE_ENDPOINT "inproc://sluice-http"
 
 typedef struct net_cfg {
     const char *endpoint;
@@ -34,9 +39,13 @@ typedef struct net_cfg {
     int heartbeat_ms;      /* ZMTP heartbeats */
     const char *curve_secret; /* the broker's CURVE secret key (Z85), or NULL: plaintext */
     const char *admin_endpoint; /* a second endpoint, for admin commands, or NULL */
+    int http_bridge;       /* bind NET_BRIDGE_ENDPOINT for the HTTP server's requests */
 } net_cfg;
 
-/* One received message; pointers valid until the next net_recv. */
+/* One received message; pointers valid until the next net_recv. A message
+ * of the bridge (NET_HTTP) is [routing id][User-Id][body] on the wire: the
+ * User-Id frame is the session's principal's key (empty: none), trusted as
+ * the ZAP handler's is, since only this process can reach the socket. */
 typedef struct net_in {
     const uint8_t *rid;
     size_t rid_len;
@@ -66,6 +75,10 @@ int net_open(const net_cfg *cfg, net **out);
  * domain enforcement on, so that no handshake completes without the
  * handler's yes; SL_EINVAL (logged) when libzmq lacks CURVE or domain
  * enforcement: the broker fails closed rather than serve in plaintext. */
+
+/* net_context returns n's ZeroMQ context, for the bridge (bridge.c) to
+ * connect its socket in. */
+void *net_context(net *n);
 
 /* net_zap returns the ZAP handler, or NULL when CURVE is off. */
 struct zap *net_zap(net *n);

@@ -245,6 +245,7 @@ static const expect cmd_expect[] = {
     {"msg.peek", R_A},          {"msg.delete", R_A},   {"msg.purge", R_A},      {"msg.move", R_A},
     {"backup", R_A},            {"backup.status", R_M | R_A}, {"settings.export", R_M | R_A},
     {"sink.resume", R_A},
+    {"web.login", R_ALL /* a console link, each principal its own */},
 };
 
 static const expect *expect_find(const expect *t, size_t n, const char *what)

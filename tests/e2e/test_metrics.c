@@ -172,7 +172,7 @@ static void scraped_during_load_every_series_monotonic_promtool_clean(void **sta
     char *prev_raw = buf_a, *raw = buf_b;
     const char *prev = NULL, *now = NULL;
     assert_int_equal(sl_subscribe(f->c, "metrics", NULL, 0, 64), SL_OK);
-    /* the pool shows from the next snapshot on (every 250 ms, or the next wake when idle) */
+    /* the pool shows from the next snapshot on (once a second) */
     const char *first;
     for (uint64_t until = th_now_ms() + 5000; th_now_ms() < until; usleep(20 * 1000)) {
         assert_int_equal(http_get(port, "/metrics", raw, TEXT_MAX, &first), 200);
@@ -228,7 +228,7 @@ static void scraped_during_load_every_series_monotonic_promtool_clean(void **sta
         }
         if (enq == 3 * PER_LEVEL && ack == 3 * PER_LEVEL)
             break;
-        usleep(50 * 1000); /* the next snapshot: the loop publishes every 250 ms */
+        usleep(50 * 1000); /* the next snapshot: the loop publishes once a second */
     }
     assert_true(enq == 3 * PER_LEVEL);
     assert_true(ack == 3 * PER_LEVEL);

@@ -154,8 +154,15 @@ static void every_command_has_a_role(void **state)
     (void)state;
     for (int c = 0; c < PROTO_CMD_COUNT_; c++) {
         proto_role r = proto_cmd_role((proto_cmd)c);
-        assert_true(r == PROTO_ROLE_MONITOR || r == PROTO_ROLE_ADMIN); /* reading or changing */
+        /* reading or changing; web.login, any principal's link for itself, the one exception */
+        assert_true(r == PROTO_ROLE_MONITOR || r == PROTO_ROLE_ADMIN || c == PROTO_CMD_web_login);
     }
+    assert_int_equal(proto_cmd_role(PROTO_CMD_web_login), PROTO_ROLE_ANY);
+    assert_true(proto_role_allows(PROTO_ROLE_ADMIN, PROTO_ROLE_MONITOR));
+    assert_true(proto_role_allows(PROTO_ROLE_MONITOR, PROTO_ROLE_MONITOR));
+    assert_true(proto_role_allows(PROTO_ROLE_PRODUCER, PROTO_ROLE_ANY));
+    assert_false(proto_role_allows(PROTO_ROLE_MONITOR, PROTO_ROLE_ADMIN));
+    assert_false(proto_role_allows(PROTO_ROLE_PRODUCER, PROTO_ROLE_MONITOR));
     assert_int_equal(proto_msg_role(PROTO_PUT), PROTO_ROLE_PRODUCER);
     assert_int_equal(proto_role_of("consumer", 8), PROTO_ROLE_CONSUMER);
     assert_int_equal(proto_role_of("root", 4), -1);

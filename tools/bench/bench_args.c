@@ -64,6 +64,11 @@ static void usage(FILE *f)
 "                      --workers 8` into `sluice-sink --burst 1` at the same\n"
 "                      rate, and its 429s; through three brokers sharing the\n"
 "                      rate in Redis (redis-server), one consume -c 64 each.\n"
+"  HTTP                with --spawn, a broker with --http: publish over HTTP\n"
+"                      (POST /api/v1/levels/low/messages, one at a time) against\n"
+"                      the ZeroMQ 1 x 1 row, in turns; the 1 x 100 row with and\n"
+"                      without four consoles open (each an event stream); what\n"
+"                      publishing the snapshot costs the broker's loop.\n"
 "  raw: LMDB           durable commits with 1 and with %d puts per transaction.\n"
 "  raw: ZeroMQ         DEALER/ROUTER round trips over ipc://.\n"
 "  raw: one flush      a 100-byte append and fdatasync; the 1 x 1 enqueue row is\n"
@@ -101,6 +106,7 @@ static void usage(FILE *f)
 "      --tenants       with --spawn: run only the tenant rows (about 40 s)\n"
 "      --sink          with --spawn: run only the rows of the sink used at its\n"
 "                      limit (about 25 s a rate with --seconds 3)\n"
+"      --http          with --spawn: run only the HTTP server's rows (about 40 s)\n"
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
@@ -127,7 +133,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_VERSION };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_HTTP, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -138,6 +144,7 @@ static const struct option options[] = {
     {"tenants", no_argument, NULL, OPT_TENANTS},
     {"sink", no_argument, NULL, OPT_SINK},
     {"force", no_argument, NULL, OPT_FORCE},
+    {"http", no_argument, NULL, OPT_HTTP},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -167,6 +174,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_FORCE:
             b->force = 1;
+            break;
+        case OPT_HTTP:
+            b->http_only = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -202,6 +212,10 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
     }
     if (b->slowdisk && !*spawn) {
         fprintf(stderr, "sluice-bench: --slowdisk needs --spawn (it preloads the shim into the broker)\n");
+        exit(2);
+    }
+    if (b->http_only && !*spawn) {
+        fprintf(stderr, "sluice-bench: --http needs --spawn (its rows start a broker of their own)\n");
         exit(2);
     }
     if (b->tenants_only && !*spawn) {

@@ -38,6 +38,9 @@
  *   8c   The sink used at its limit (bench_sinkuse.c; with --spawn only), on
  *        brokers, sinks and Redis of their own: the share of a burst-1 sink's
  *        rate a backlog gets at 100 to 5,000/s, three ways.
+ *   8d   HTTP (bench_http.c; with --spawn only), on a broker with --http:
+ *        publish over HTTP against the ZeroMQ 1 x 1 row, the 1 x 100 row
+ *        with four consoles open, the snapshot's cost to the loop.
  *   9-11 Raw limits of the machine (rows in bench_limits.c, measured by
  *        bench_raw.c): LMDB durable commits of 1 and of LMDB_BATCH_PUTS
  *        puts per transaction, and a ZeroMQ DEALER/ROUTER echo over ipc://. They bound what any broker built on
@@ -103,6 +106,7 @@
 #include "bench_core.h"
 #include "bench_disk.h"
 #include "bench_guard.h"
+#include "bench_http.h"
 #include "bench_curve.h"
 #include "bench_latency.h"
 #include "bench_meter.h"
@@ -509,8 +513,8 @@ int main(int argc, char **argv)
     int rc = 0;
     b.sluiced = spawn;
     b.pass = "";
-    if (a.tenants_only || a.sink_only) {
-        rc = a.tenants_only ? scen_tenants_rows(&b) : bench_sinkuse_rows(&b);
+    if (a.tenants_only || a.sink_only || a.http_only) {
+        rc = a.tenants_only ? scen_tenants_rows(&b) : a.sink_only ? bench_sinkuse_rows(&b) : bench_http_rows(&b, spawn);
         nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         if (b.table.nrows)
             bench_table_print(&b.table, started, b.seconds, stdout);
@@ -550,6 +554,8 @@ int main(int argc, char **argv)
             rc = -1;
         b.pass = "";
     }
+    if (rc == 0 && spawn && !bench_core_stopping()) /* the HTTP server's rows, on a broker with --http */
+        rc = bench_http_rows(&b, spawn);
     if (rc == 0)
         rc = rows_run(&b, local_rows, sizeof local_rows / sizeof local_rows[0]);
     nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -17,6 +17,7 @@
  *   explain  says where a message is and why (cli_explain.c).
  *   sink     sets and shows the sink's rate limits (cli_sink.c).
  *   dead     lists, shows, requeues and purges dead letters (cli_dead.c).
+ *   web      a one-time login link to the web console (cli_web.c).
  *   bench    runs sluice-bench from the same directory (the benchmark and
  *            its load scenarios live there).
  *   salvage  runs sluiced --salvage from the same directory (cli_salvage.c).
@@ -68,6 +69,7 @@
 #include "cli_stats.h"
 #include "cli_text.h"
 #include "cli_top.h"
+#include "cli_web.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
 
@@ -194,6 +196,7 @@ static const cli_core_command commands[] = {
     {"backup", cli_backup_main, &cli_backup_help},
     {"settings", cli_settings_main, &cli_settings_help},
     {"salvage", cli_salvage_main, &cli_salvage_help},
+    {"web", cli_web_main, &cli_web_help},
     {"bench", cmd_bench, &cli_bench_help},
     {"help", cmd_help, &cli_help_help},
 };

@@ -1,16 +1,6 @@
 /*
- * metrics.c - the Prometheus endpoint: `sluiced --metrics ADDR:PORT` serves
- * GET /metrics in the text exposition format (version 0.0.4).
- *
- * Two threads, one lock. The loop's thread owns the broker; every 250 ms
- * (cron's timer) it copies the figures a scrape needs into a plain struct
- * (metrics_publish: O(levels + pools), one B-tree read per level for the
- * oldest message's age) and swaps it in under the lock: one memcpy of about
- * 10 KiB. libmicrohttpd's own thread answers a scrape by copying that
- * snapshot under the same lock and formatting the copy with the lock
- * released, so the loop never waits for a scrape, and a slow or hostile
- * client only ever holds the lock for a memcpy. A scrape is at most one
- * snapshot period (or one idle wake, 1 s at most) old.
+ * metrics.c - GET /metrics: a snapshot in the Prometheus text exposition
+ * format (version 0.0.4), served by the broker's one HTTP server (http.c).
  *
  * What is served, and where it comes from: per level the queue's gauges and
  * counters, picks by reason and the publish-to-deliver wait of first
@@ -23,49 +13,17 @@
  * the current one). Change a name and the dashboard
  * (tools/dist/grafana-sluice.json) and broker/README.md's table go with it.
  *
- * Signals are blocked in the server's thread, so SIGTERM and SIGHUP reach
- * the loop. The thread never touches the broker.
+ * It formats a copy of the last snapshot the loop published (http.c takes
+ * it under the snapshot's lock, for one memcpy), so a scrape never waits for
+ * the loop nor the loop for a scrape. Costs: O(levels x buckets + pools).
  */
-#include "metrics.h"
+#include "http_int.h"
 
-#include <arpa/inet.h>
-#include <microhttpd.h>
-#include <pthread.h>
-#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "hist.h"
-#include "log.h"
-#include "snap.h"
-#include "units.h"
-
-struct metrics {
-    struct MHD_Daemon *d;
-    unsigned port;
-    pthread_mutex_t lock;
-    snap shared;   /* under lock */
-    snap staging;  /* the loop's */
-};
-
-/* ---- the loop's side ---- */
-
-snap *metrics_staging(metrics *m)
-{
-    return m ? &m->staging : NULL;
-}
-
-void metrics_publish(metrics *m)
-{
-    if (!m)
-        return;
-    pthread_mutex_lock(&m->lock);
-    m->shared = m->staging;
-    pthread_mutex_unlock(&m->lock);
-}
-
-/* ---- the server's side: formatting a copy ---- */
 
 /* label writes a label value with \, " and newline escaped. */
 static void label(FILE *f, const char *v)
@@ -169,7 +127,7 @@ static void level_gauge(FILE *f, const char *name, const char *type, const char 
     X(recommended_size, "The size autoscaling would choose (Little's law).", recommended)                \
     X(paused, "1 when the pool is paused.", paused)
 
-static void render(FILE *f, const snap *s)
+void metrics_render(FILE *f, const snap *s)
 {
 #define LEVEL_EMIT_(sfx, type, help, member)                                                               \
     level_gauge(f, "sluice_level_" #sfx, #type, help, s, offsetof(snap_level, member));
@@ -297,114 +255,4 @@ static void render(FILE *f, const snap *s)
     fputs("sluice_uptime_seconds ", f);
     sec(f, s->uptime_ns);
     fputc('\n', f);
-}
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls)
-{
-    metrics *m = cls;
-    (void)version, (void)upload_data, (void)req_cls;
-    if (*upload_data_size) {
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
-    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-    const char *reply = NULL;
-    unsigned status = MHD_HTTP_OK;
-    char *text = NULL;
-    size_t len = 0;
-    if (!get) {
-        status = MHD_HTTP_METHOD_NOT_ALLOWED, reply = "only GET /metrics\n";
-    } else if (strcmp(url, "/metrics") && strcmp(url, "/")) {
-        status = MHD_HTTP_NOT_FOUND, reply = "not found: try /metrics\n";
-    } else {
-        snap *s = malloc(sizeof *s);
-        FILE *f = s ? open_memstream(&text, &len) : NULL;
-        if (!f) {
-            free(s);
-            status = MHD_HTTP_INTERNAL_SERVER_ERROR, reply = "out of memory\n";
-        } else {
-            pthread_mutex_lock(&m->lock);
-            *s = m->shared;
-            pthread_mutex_unlock(&m->lock);
-            render(f, s);
-            fclose(f);
-            free(s);
-        }
-    }
-    struct MHD_Response *r =
-        text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(strlen(reply), (void *)reply, MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type",
-                            text ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8");
-    enum MHD_Result rc = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-int metrics_open(const char *addr_port, metrics **out)
-{
-    *out = NULL;
-    if (!addr_port || !*addr_port)
-        return SL_OK;
-    char host[64];
-    const char *colon = strrchr(addr_port, ':');
-    char *end;
-    unsigned long port = colon ? strtoul(colon + 1, &end, 10) : 0;
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    if (!colon || (size_t)(colon - addr_port) >= sizeof host || !colon[1] || *end || port > 65535) {
-        log_error("metrics", "--metrics %s: expected ADDR:PORT, e.g. 127.0.0.1:9470", addr_port);
-        return SL_EINVAL;
-    }
-    memcpy(host, addr_port, (size_t)(colon - addr_port));
-    host[colon - addr_port] = '\0';
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-        log_error("metrics", "--metrics %s: '%s' is not an IPv4 address", addr_port, host);
-        return SL_EINVAL;
-    }
-    sa.sin_port = htons((uint16_t)port);
-    metrics *m = calloc(1, sizeof *m);
-    if (!m)
-        return SL_ENOMEM;
-    pthread_mutex_init(&m->lock, NULL);
-    /* the server's thread inherits this mask: signals go to the loop's thread */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, (uint16_t)port,
-                            NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!m->d) {
-        log_error("metrics", "cannot listen on %s (in use, or not a local address?)", addr_port);
-        pthread_mutex_destroy(&m->lock);
-        free(m);
-        return SL_EIO;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
-    m->port = info ? info->port : (unsigned)port;
-    log_info("metrics", "serving http://%s:%u/metrics", host, m->port);
-    *out = m;
-    return SL_OK;
-}
-
-unsigned metrics_port(const metrics *m)
-{
-    return m ? m->port : 0;
-}
-
-void metrics_close(metrics **mp)
-{
-    metrics *m = mp ? *mp : NULL;
-    if (!m)
-        return;
-    MHD_stop_daemon(m->d);
-    pthread_mutex_destroy(&m->lock);
-    free(m);
-    *mp = NULL;
 }
