@@ -551,6 +551,9 @@ install: all
 	install -m 644 tools/dist/grafana-sluice.json $(DESTDIR)$(DATADIR)/sluice/
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: sluice\nDescription: Sluice priority message broker client\nVersion: $(VERSION)\nCflags: -I$${includedir}\nLibs: -L$${libdir} -lsluice\nLibs.private: -lzmq -lmsgpackc -lpthread\n' '$(PREFIX)' \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/sluice.pc
+	@# a real install (no DESTDIR) tells the loader about libsluice.so.1; a staged one leaves it to the package
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then ldconfig; \
+	 elif [ -z "$(DESTDIR)" ]; then echo "make install: run 'sudo ldconfig' so that programs find libsluice.so.1"; fi
 
 clean:
 	rm -rf build bin
