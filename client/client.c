@@ -66,6 +66,19 @@ uint64_t client_credit_due(const sl_client *c)
     return due;
 }
 
+void client_page_ask(proto_msg *m, uint64_t after, unsigned max)
+{
+    if (after)
+        proto_set(m, after, after);
+    if (max)
+        proto_set(m, n, max > PROTO_MAX_ARRAY ? PROTO_MAX_ARRAY : max);
+}
+
+int client_page_fits(unsigned n, unsigned max)
+{
+    return n <= (max && max < PROTO_MAX_ARRAY ? max : PROTO_MAX_ARRAY);
+}
+
 void client_str_copy(char *dst, size_t size, proto_buf s)
 {
     size_t len = s.len;

@@ -127,6 +127,15 @@ int client_request(sl_client *c, proto_msg *m, proto_type want);
  * caller that sends it adds it to granted and outstanding. */
 uint64_t client_credit_due(const sl_client *c);
 
+/* client_page_ask asks for one page of rows (PROTO_MAX_ARRAY at most: a
+ * ROWS field) going on after `after` (0: from the start), at most max of
+ * them (0: a whole page). */
+void client_page_ask(proto_msg *m, uint64_t after, unsigned max);
+
+/* client_page_fits tells whether a reply's n rows fit the room such a page
+ * left (more is a broker's error: SL_EPROTO). */
+int client_page_fits(unsigned n, unsigned max);
+
 /* client_str_copy copies s into dst (size bytes, > 0), truncating it to
  * size - 1 bytes, and NUL-terminates it. */
 void client_str_copy(char *dst, size_t size, proto_buf s);

@@ -51,15 +51,11 @@ int sl_dead_list(sl_client *c, unsigned level, uint64_t after, unsigned max, sl_
     *n = 0;
     if ((rc = level_arg(c, &m, PROTO_F_level, level)))
         return rc;
-    if (after)
-        proto_set(&m, after, after);
-    if (max)
-        proto_set(&m, n, max > SL_DEAD_PAGE ? SL_DEAD_PAGE : max);
+    client_page_ask(&m, after, max);
     if ((rc = admin_call(c, &m)))
         return rc;
     const proto_rows_dead *rows = &c->reply.dead_rows;
-    unsigned room = max && max < SL_DEAD_PAGE ? max : SL_DEAD_PAGE;
-    if (rows->n > room) /* more than asked for: out has no room for them */
+    if (!client_page_fits(rows->n, max)) /* more than asked for: out has no room for them */
         return client_fail(c, SL_EPROTO);
     for (unsigned i = 0; i < rows->n; i++) {
         const proto_row_dead *r = &rows->v[i];

@@ -62,15 +62,11 @@ int sl_msg_peek(sl_client *c, unsigned level, const char *tag, uint64_t after, u
     *next = 0;
     if ((rc = where(c, &m, level, NULL, tag)))
         return rc;
-    if (after)
-        proto_set(&m, after, after);
-    if (max)
-        proto_set(&m, n, max > SL_MSG_PAGE ? SL_MSG_PAGE : max);
+    client_page_ask(&m, after, max);
     if ((rc = admin_call(c, &m)))
         return rc;
     const proto_rows_msg *rows = &c->reply.msg_rows;
-    unsigned room = max && max < SL_MSG_PAGE ? max : SL_MSG_PAGE;
-    if (rows->n > room) /* more than asked for: out has no room for them */
+    if (!client_page_fits(rows->n, max)) /* more than asked for: out has no room for them */
         return client_fail(c, SL_EPROTO);
     for (unsigned i = 0; i < rows->n; i++) {
         const proto_row_msg *r = &rows->v[i];

@@ -431,7 +431,8 @@ class AdminMixin:
         for i in range(n.value):
             t = v[i]
             pattern, tag = _s(t.pattern), _s(t.tag)
-            if pattern and not tag:
+            is_tag = bool(tag) or bool(t.has_level)  # a fair level's untagged messages are a row of their own
+            if pattern and not is_tag:
                 patterns.append({
                     "pattern": pattern,
                     "weight": t.weight,
@@ -444,9 +445,12 @@ class AdminMixin:
                     "windows": window_rows(t.windows, t.nwindows),
                     "effective_rate_milli": thr[i].effective_rate_milli,
                 })
-            if tag:
+            if is_tag:
+                row: Dict[str, Any] = {"tag": tag}
+                if not tag:
+                    row["untagged"] = True
                 tags.append({
-                    "tag": tag,
+                    **row,
                     "level": self._label(t.level) if t.has_level else None,
                     "pattern": pattern or None,
                     "depth": t.depth,

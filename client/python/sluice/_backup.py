@@ -1,4 +1,4 @@
-"""The calls of Client on the broker's store as a whole: hot backups, and the settings as declarations.
+"""The calls of Client on the broker as a whole: hot backups, the settings as declarations, console links.
 
 As tools/cli/cli_backup.c does: :meth:`BackupMixin.backup` asks the broker
 for a copy of its store, then asks for its state every 100 ms until the copy
@@ -18,7 +18,7 @@ from ctypes import byref, c_size_t, c_void_p, string_at
 from typing import TYPE_CHECKING, Any, Dict, Union
 
 from . import _lib
-from ._lib import BackupInfo
+from ._lib import BackupInfo, WebLink
 from .errors import InvalidArgument, StorageError
 
 Json = Dict[str, Any]
@@ -98,3 +98,18 @@ class BackupMixin:
         text, n = c_void_p(), c_size_t()
         self._check(self._L.sl_settings_export(self._handle(), byref(text), byref(n)))
         return string_at(text.value, n.value).decode("utf-8", "replace") if n.value else ""
+
+    def web_login(self, ttl_ms: int = 0) -> Json:
+        """web_login mints a one-time login link to the web console, as ``sluice web login --json``.
+
+        ``{"url", "link", "role", "ttl_ms"}``: open link (url + "/#login=" +
+        a token) in a browser to get a session with the role of this
+        client's key, lasting ttl_ms (0: the broker's default, 8 hours; at
+        most 7 days). Raises InvalidState when the broker serves no console
+        (no ``--http``), PermissionDenied when an admin's link must come
+        through the admin endpoint, InvalidArgument for a ttl out of range.
+        """
+        w = WebLink()
+        self._check(self._L.sl_web_login(self._handle(), ttl_ms, byref(w)))
+        url = _s(w.url)
+        return {"url": url, "link": f"{url}/#login={_s(w.token)}", "role": _s(w.role), "ttl_ms": w.ttl_ms}

@@ -306,6 +306,15 @@ class BackupInfo(Structure):
     ]
 
 
+class WebLink(Structure):
+    _fields_ = [
+        ("url", c_char * 1025),
+        ("token", c_char * 65),
+        ("ttl_ms", c_uint64),
+        ("role", c_char * 65),
+    ]
+
+
 class TagSettings(Structure):
     _fields_ = [
         ("weight", c_uint64),
@@ -366,6 +375,7 @@ STRUCTS = {
     "sl_dead_message": DeadMessage,
     "sl_waiting": Waiting,
     "sl_backup_info": BackupInfo,
+    "sl_web_link": WebLink,
     "sl_tag_settings": TagSettings,
     "sl_tag_info": TagInfo,
     "sl_tag_throttle": TagThrottle,
@@ -442,6 +452,7 @@ _FUNCS: dict[str, tuple[Any, list[Any]]] = {
     "sl_backup": (c_int, [_P, c_char_p]),
     "sl_backup_status": (c_int, [_P, c_void_p]),
     "sl_settings_export": (c_int, [_P, c_void_p, c_void_p]),
+    "sl_web_login": (c_int, [_P, c_uint64, c_void_p]),
     "sl_tag_settings_init": (None, [c_void_p]),
     "sl_tag_set": (c_int, [_P, c_char_p, c_void_p]),
     "sl_tag_off": (c_int, [_P, c_char_p]),

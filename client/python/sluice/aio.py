@@ -33,7 +33,7 @@ _ADMIN = (
     "stats", "level_list", "level_pause", "level_resume", "level_set", "sink_show", "sink_set", "sink_resume",
     "pool_list", "pool_resize", "pool_pause", "pool_resume", "pool_delete", "pool_autoscale", "tag_list",
     "tag_set", "tag_pause", "tag_resume", "explain", "dead_list", "dead_peek", "dead_requeue", "dead_purge",
-    "peek", "delete", "purge", "move", "backup", "backup_status", "settings_export", "levels", "flush",
+    "peek", "delete", "purge", "move", "backup", "backup_status", "settings_export", "web_login", "levels", "flush",
 )
 
 

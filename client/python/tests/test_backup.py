@@ -54,3 +54,18 @@ def test_settings_export_is_what_sluice_settings_export_prints(broker: Broker):
         for declared in ("[sink]", "[level normal]", "deadline = 2500ms", "max-rate = 500/min", "[pool render]",
                          '[tag "gold-*"]', "weight = 4"):
             assert declared in text, declared
+
+
+def test_web_login_is_web_login_json(broker_factory, broker: Broker):
+    with broker.client() as c, pytest.raises(sluice.InvalidState):
+        c.web_login()  # a broker without --http serves no console
+    b = broker_factory("--http", "127.0.0.1:0")
+    with b.client() as c:
+        mine = c.web_login(ttl_ms=60000)
+        theirs = b.cli_json("web", "login", "--ttl", "1m")
+        assert list(mine) == list(theirs) == ["url", "link", "role", "ttl_ms"]
+        assert mine["url"] == theirs["url"] and mine["url"].startswith("http://127.0.0.1:")
+        assert mine["link"].startswith(mine["url"] + "/#login=") and mine["link"] != theirs["link"]  # one-time tokens
+        assert (mine["role"], mine["ttl_ms"]) == (theirs["role"], theirs["ttl_ms"]) == ("admin", 60000)
+        with pytest.raises(sluice.InvalidArgument):
+            c.web_login(ttl_ms=8 * 86400 * 1000)
