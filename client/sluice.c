@@ -49,6 +49,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "client.h"
 #include "proto.h"
@@ -199,8 +200,9 @@ int sl_level_parse(sl_client *c, const char *text, unsigned *level)
 /* ---- publishing ---- */
 
 /* put_build checks p and fills m with its PUT, all but the seq that wire.c
- * sets. m borrows p's body and tag. */
-static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
+ * sets. m borrows p's body and tag, and headers[0..nh). A header that
+ * breaks a rule is recorded on c with its sentence. */
+static int put_build(sl_client *c, const sl_put *p, const sl_header *headers, size_t nh, proto_msg *m)
 {
     static const char empty[1];
     if (!p || (!p->body && p->body_len))
@@ -232,15 +234,26 @@ static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
         proto_set(m, delay_ms, p->delay_ms);
     if (p->ttl_ms)
         proto_set(m, ttl_ms, p->ttl_ms);
+    if (nh) {
+        int rc = client_hdrs_build(c, headers, nh, &m->headers);
+        if (rc)
+            return rc;
+        m->present |= PF(headers);
+    }
     return SL_OK;
 }
 
 int sl_send(sl_client *c, const sl_put *p, uint64_t *id)
 {
+    return sl_send_ex(c, p, NULL, 0, id);
+}
+
+int sl_send_ex(sl_client *c, const sl_put *p, const sl_header *headers, size_t nheaders, uint64_t *id)
+{
     if (!client_begin(c))
         return SL_EINVAL;
     proto_msg m;
-    int rc = put_build(c, p, &m);
+    int rc = put_build(c, p, headers, nheaders, &m);
     if (rc)
         return client_fail(c, rc);
     rc = client_request(c, &m, PROTO_PUT_OK);
@@ -251,10 +264,15 @@ int sl_send(sl_client *c, const sl_put *p, uint64_t *id)
 
 int sl_send_async(sl_client *c, const sl_put *p, uint64_t *ticket)
 {
+    return sl_send_async_ex(c, p, NULL, 0, ticket);
+}
+
+int sl_send_async_ex(sl_client *c, const sl_put *p, const sl_header *headers, size_t nheaders, uint64_t *ticket)
+{
     if (!client_begin(c))
         return SL_EINVAL;
     proto_msg m;
-    int rc = put_build(c, p, &m);
+    int rc = put_build(c, p, headers, nheaders, &m);
     if (rc)
         return client_fail(c, rc);
     uint64_t next_ticket = c->last_ticket + 1;
@@ -398,6 +416,16 @@ int sl_connected(const sl_client *c)
 unsigned sl_share(const sl_client *c)
 {
     return c ? c->share : 0;
+}
+
+const char *sl_delivery_header(const sl_delivery *d, const char *name)
+{
+    if (!d || !name)
+        return NULL;
+    for (size_t i = 0; i < d->nheaders; i++)
+        if (strcasecmp(d->headers[i].name, name) == 0)
+            return d->headers[i].value;
+    return NULL;
 }
 
 void sl_delivery_free(sl_delivery **d)

@@ -318,6 +318,36 @@ static int set_rows(void *rows, const kind_def *kd, const msgpack_object *v, con
     return SL_OK;
 }
 
+/* set_hdrs maps the msgpack map v (name to value, both str) onto *h and
+ * checks it against the headers' rules (proto_hdrs.h). */
+static int set_hdrs(proto_hdrs *h, const msgpack_object *v, const char **why)
+{
+    proto_hdr_fault fault;
+    h->n = 0;
+    if (v->type != MSGPACK_OBJECT_MAP) {
+        *why = "headers must be a map of strings";
+        return SL_EPROTO;
+    }
+    if (v->via.map.size > PROTO_MAX_HEADERS) {
+        *why = proto_hdr_fault_text(PROTO_HDR_COUNT);
+        return SL_ETOOBIG;
+    }
+    for (uint32_t i = 0; i < v->via.map.size; i++) {
+        const msgpack_object *k = &v->via.map.ptr[i].key, *val = &v->via.map.ptr[i].val;
+        if (k->type != MSGPACK_OBJECT_STR || val->type != MSGPACK_OBJECT_STR) {
+            *why = "headers must be a map of strings";
+            return SL_EPROTO;
+        }
+        h->name[i] = (proto_buf){k->via.str.ptr, k->via.str.size};
+        h->value[i] = (proto_buf){val->via.str.ptr, val->via.str.size};
+    }
+    h->n = v->via.map.size;
+    int rc = proto_hdrs_check(h, &fault, NULL);
+    if (rc)
+        *why = proto_hdr_fault_text(fault);
+    return rc;
+}
+
 static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const char **why)
 {
     const field_def *d = &proto_field_defs[f];
@@ -330,6 +360,8 @@ static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const
         return set_str(p, v, d->type == PROTO_T_BIN, d->max, why);
     case PROTO_T_ROWS:
         return set_rows(p, &proto_kind_defs[d->max], v, why);
+    case PROTO_T_HDRS:
+        return set_hdrs(p, v, why);
     case PROTO_T_U64S:
     case PROTO_T_STRS: {
         if (v->type != MSGPACK_OBJECT_ARRAY) {

@@ -197,10 +197,10 @@ static void upgrade_from(sfix *f, unsigned format)
     /* on disk: the records' format byte, the seals */
     put_be64(kb, STORE_KEY_MID + 1);
     assert_int_equal(raw_get(f->dir, "q.1", kb, 8, buf, sizeof buf), 48 + 1 + 13);
-    assert_int_equal(buf[4], 2);
+    assert_int_equal(buf[4], 3);
     put_be64(kb, 4);
     assert_true(raw_get(f->dir, "dead.0", kb, 8, buf, sizeof buf) > 48);
-    assert_int_equal(buf[4], 2);
+    assert_int_equal(buf[4], 3);
     assert_int_equal(raw_get(f->dir, "meta", "format", 6, buf, sizeof buf), 4 + 4);
     assert_int_equal(get_le32(buf), STORE_FORMAT);
     assert_int_equal(raw_get(f->dir, "meta", "level/01", 8, buf, sizeof buf), 9 + 4);
