@@ -49,7 +49,8 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
     for (uint32_t i = 0; i < nh; i++)
         hdr_text += m->headers.name[i].len + 1 + m->headers.value[i].len + 1;
     _Static_assert(sizeof(sl_delivery) % _Alignof(sl_header) == 0, "the header array follows the struct");
-    sl_delivery *d = malloc(sizeof *d + nh * sizeof(sl_header) + m->body.len + 1 + tag_len + 1 + hdr_text);
+    size_t key_len = proto_has(m, PROTO_F_key) ? m->key.len : 0;
+    sl_delivery *d = malloc(sizeof *d + nh * sizeof(sl_header) + m->body.len + 1 + tag_len + 1 + hdr_text + key_len + 1);
     if (!d)
         return SL_ENOMEM;
     sl_header *hdrs = (sl_header *)(d + 1);
@@ -67,6 +68,10 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
         text[v->len] = '\0';
         text += v->len + 1;
     }
+    char *key = text;
+    if (key_len)
+        memcpy(key, m->key.ptr, key_len);
+    key[key_len] = '\0';
     if (m->body.len)
         memcpy(body, m->body.ptr, m->body.len);
     body[m->body.len] = '\0';
@@ -87,6 +92,7 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
         .headers = nh ? hdrs : NULL,
         .nheaders = nh,
         .wait_ms = proto_has(m, PROTO_F_wait_ms) ? m->wait_ms : 0,
+        .key = key,
     };
     if (fifo_push(&c->deliveries, &d)) {
         free(d);

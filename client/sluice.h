@@ -325,6 +325,8 @@ typedef struct sl_delivery {
     size_t nheaders;
     uint64_t wait_ms;         /* the broker's clock from the message's publish to
                                * this delivery (0 from a broker that does not send it) */
+    const char *key;          /* the idempotency key it was published with,
+                               * NUL-terminated; "" when none */
 } sl_delivery;
 
 /* sl_delivery_header returns the value of d's header named name (compared

@@ -136,6 +136,8 @@ int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *tex
         .body_len = m->body.len,
         .headers = hdr_bytes ? hdr_block : NULL,
         .headers_len = (uint32_t)hdr_bytes,
+        .key = (m->present & PF(key)) ? m->key.ptr : NULL, /* delivered with it (Idempotency-Key of --post) */
+        .key_len = (m->present & PF(key)) ? m->key.len : 0,
     };
     size_t rec_bytes = 0; /* the store's room: the record, and its key's and expiry's index entries */
     if ((rc = rec_size(&rec, &rec_bytes)) != SL_OK) {

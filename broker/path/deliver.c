@@ -89,6 +89,8 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
         proto_set_str(&m, PROTO_F_tag, rec.tag, proto_utf8_prefix(rec.tag, rec.tag_len));
     proto_set(&m, released_ns, b->mono_ns); /* the time it is charged to the buckets */
     proto_set(&m, wait_ms, b->wall_ns > rec.enq_ns ? (b->wall_ns - rec.enq_ns) / NS_PER_MS : 0); /* since publish */
+    if (rec.key_len) /* stored as published, checked then (a key is a str) */
+        proto_set_str(&m, PROTO_F_key, rec.key, proto_utf8_prefix(rec.key, rec.key_len));
     if (rec.headers_len) {
         if (proto_hdrs_unpack(rec.headers, rec.headers_len, &m.headers) == SL_OK)
             m.present |= PF(headers);

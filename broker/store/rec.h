@@ -3,7 +3,8 @@
  *
  * A record is one LMDB value: a fixed header, the tag, the body, the
  * message's headers when it has any (a block the record does not look
- * into: proto_hdrs.h) and, for dead letters only, a tail holding the reason and the time of death. A CRC-32C at
+ * into: proto_hdrs.h), its idempotency key when it has one and, for dead
+ * letters only, a tail holding the reason and the time of death. A CRC-32C at
  * its start covers the key the record is filed under and every byte after
  * the CRC, so a record whose key was damaged fails its check like one whose
  * bytes were. The byte layout, and the rule for changing it, is written out
@@ -37,6 +38,8 @@ typedef struct rec_msg {
     uint32_t body_len;
     const void *headers;  /* the headers' packed block (proto_hdrs_pack); NULL with headers_len 0: none */
     uint32_t headers_len; /* at most PROTO_MAX_HEADER_BLOCK */
+    const char *key;      /* the idempotency key it was published with; NULL with key_len 0: none */
+    uint32_t key_len;     /* at most PROTO_MAX_TAG */
     /* dead letters only */
     const char *reason;
     uint32_t reason_len;
@@ -59,7 +62,7 @@ typedef enum rec_kind { REC_LIVE, REC_DEAD } rec_kind;
  * encoding as a live record. Returns SL_OK; SL_EINVAL when tag or body is
  * NULL with a nonzero length, or level is not below PROTO_MAX_LEVELS;
  * SL_ETOOBIG when tag_len exceeds PROTO_MAX_TAG, body_len PROTO_MAX_BODY or
- * headers_len PROTO_MAX_HEADER_BLOCK. */
+ * headers_len PROTO_MAX_HEADER_BLOCK or key_len PROTO_MAX_TAG. */
 int rec_size(const rec_msg *m, size_t *bytes);
 
 /* rec_encode writes m as a live record filed under key, sealed, into

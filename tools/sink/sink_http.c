@@ -10,7 +10,8 @@
  * (each argument optional, at least one given; the key ones only on a keyed
  * sink; inject=N answers the next N service
  * requests 429 whatever the limiter says, without taking its tokens: one
- * push-back on demand, for the bench) and GET /_stats; other "/_" paths are 404, other
+ * push-back on demand, for the bench) and GET /_stats (with --dedup-header,
+ * the keys applied and the repeats absorbed: sink_dedup.c); other "/_" paths are 404, other
  * methods on them 405. Every other path is the service: a POST is one
  * limited request, answered 200 when admitted and 429 with Retry-After when
  * not; any other method is 405. With a control port the service daemon
@@ -60,6 +61,7 @@
 #include <time.h>
 
 #include "sink_count.h"
+#include "sink_dedup.h"
 #include "sluice_errors.h"
 
 #define CONNECTION_LIMIT 1000
@@ -80,6 +82,9 @@ typedef struct req {
     int has_key;         /* keyed sink: the request named a key */
     size_t key_len;      /* > SINK_KEYS_KEY_BYTES: too long (a 400) */
     char key[SINK_KEYS_KEY_BYTES];
+    int has_dedup;       /* --dedup-header: the request carries it */
+    size_t dedup_len;
+    char dedup[SINK_DEDUP_KEY_BYTES];
     size_t kept_bytes;
     unsigned char body[SINK_HTTP_LOG_BODY_BYTES];
 } req;
@@ -94,6 +99,7 @@ struct sink_http {
     sink_keys keys;                 /* when key_source is not SINK_KEYS_NONE */
     uint64_t key_refused, bad_keys; /* 429s of scope key; 400s and 503s of keys */
     sink_count count;
+    sink_dedup dedup;               /* --dedup-header: the keys applied */
     sink_log log;
     FILE *counts;
     endpoint ends[2];               /* [1] used only with a control port */
@@ -227,6 +233,8 @@ static enum MHD_Result serve_limited(sink_http *s, struct MHD_Connection *c, con
         return serve_bad_key(s, c, q, 1);
     }
     sink_count_add(&s->count, now_ns, admitted);
+    if (admitted && sink_dedup_on(&s->dedup)) /* applied once per key; a repeat absorbed */
+        sink_dedup_note(&s->dedup, q->has_dedup ? q->dedup : NULL, q->dedup_len);
     int keyed = s->key_source != SINK_KEYS_NONE;
     sink_log_write(&s->log, now_ns, admitted ? MHD_HTTP_OK : MHD_HTTP_TOO_MANY_REQUESTS, keyed, q->key,
                    q->has_key ? q->key_len : 0, q->body, q->kept_bytes);
@@ -311,7 +319,8 @@ static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
 static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q)
 {
     sink_http *s = e->s;
-    char json[256];
+    char json[512];
+    int n;
     switch (q->kind) {
     case REQ_LIMITED:
         return serve_limited(s, c, q);
@@ -324,13 +333,15 @@ static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q
         return serve_limit_put(s, c);
     case REQ_STATS:
         pthread_mutex_lock(&s->lock);
-        if (s->key_source == SINK_KEYS_NONE)
-            snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64 "}\n",
+        n = snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64,
                      s->count.ok, s->count.throttled, s->count.ok + s->count.throttled);
-        else
-            snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64
-                     ",\"key_throttled\":%" PRIu64 ",\"keys\":%zu,\"bad_keys\":%" PRIu64 "}\n",
-                     s->count.ok, s->count.throttled, s->count.ok + s->count.throttled, s->key_refused, s->keys.count, s->bad_keys);
+        if (s->key_source != SINK_KEYS_NONE)
+            n += snprintf(json + n, sizeof json - (size_t)n, ",\"key_throttled\":%" PRIu64 ",\"keys\":%zu,"
+                          "\"bad_keys\":%" PRIu64, s->key_refused, s->keys.count, s->bad_keys);
+        if (sink_dedup_on(&s->dedup))
+            n += snprintf(json + n, sizeof json - (size_t)n, ",\"applied\":%" PRIu64 ",\"repeats\":%" PRIu64
+                          ",\"unkeyed\":%" PRIu64, s->dedup.applied, s->dedup.repeats, s->dedup.unkeyed);
+        snprintf(json + n, sizeof json - (size_t)n, "}\n");
         pthread_mutex_unlock(&s->lock);
         return reply_json(c, MHD_HTTP_OK, json);
     case REQ_NOT_FOUND:
@@ -370,6 +381,15 @@ static void find_key(const sink_http *s, struct MHD_Connection *c, const char *u
     size_t len = 0;
     q->has_key = 0;
     q->key_len = 0;
+    q->has_dedup = 0;
+    q->dedup_len = 0;
+    if (q->kind == REQ_LIMITED && sink_dedup_on(&s->dedup) &&
+        (key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, s->dedup.header)) != NULL) {
+        q->has_dedup = 1;
+        q->dedup_len = strlen(key) < sizeof q->dedup ? strlen(key) : sizeof q->dedup;
+        memcpy(q->dedup, key, q->dedup_len);
+        key = NULL;
+    }
     if (q->kind != REQ_LIMITED || s->key_source == SINK_KEYS_NONE)
         return;
     if (s->key_source == SINK_KEYS_HEADER) {
@@ -459,6 +479,10 @@ int sink_http_open(const sink_http_cfg *cfg, uint64_t now_ns, sink_http **out)
     s->key_source = cfg->key_source;
     if (cfg->key_header)
         snprintf(s->key_header, sizeof s->key_header, "%s", cfg->key_header);
+    if (sink_dedup_init(&s->dedup, cfg->dedup_header) != 0) {
+        free(s);
+        return SL_ENOMEM;
+    }
     sink_count_init(&s->count, now_ns);
     s->counts = cfg->counts;
     rc = sink_limit_init(&s->limit, cfg->mode, cfg->rate_per_s, cfg->burst, now_ns);
@@ -502,8 +526,10 @@ destroy_lock:
 close_log:
     sink_log_close(&s->log);
     sink_keys_fini(&s->keys);
+    sink_dedup_fini(&s->dedup);
     sink_limit_fini(&s->limit);
 free_s:
+    sink_dedup_fini(&s->dedup);
     free(s);
     return rc;
 }
