@@ -245,7 +245,7 @@ static void limits_are_refused_typed(void **state)
     (void)state;
     th_fixture *f;
     assert_int_equal(th_fixture_start(NULL, &f), 0);
-    static char big[1100], name65[70], names[40][8], values[10][1001];
+    static char big[1100], name65[70], names[40][16], values[10][1001];
     memset(big, 'v', 1025);
     memset(name65, 'n', 65);
     sl_header h[40];
