@@ -49,7 +49,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "client.h"
 #include "proto.h"
@@ -416,16 +415,6 @@ int sl_connected(const sl_client *c)
 unsigned sl_share(const sl_client *c)
 {
     return c ? c->share : 0;
-}
-
-const char *sl_delivery_header(const sl_delivery *d, const char *name)
-{
-    if (!d || !name)
-        return NULL;
-    for (size_t i = 0; i < d->nheaders; i++)
-        if (strcasecmp(d->headers[i].name, name) == 0)
-            return d->headers[i].value;
-    return NULL;
 }
 
 void sl_delivery_free(sl_delivery **d)

@@ -37,7 +37,8 @@ const cli_core_help cli_send_help = {
     .summary = "publish messages",
     .body =
         "  sluice send [-p LEVEL] [-t TAG] [--cost N] [-k KEY] [--delay DURATION]\n"
-        "              [--ttl DURATION] [-H 'NAME: VALUE']... [--traceparent TP] [BODY...]\n"
+        "              [--ttl DURATION] [-H 'NAME: VALUE']... [--traceparent TP]\n"
+        "              [BODY...]\n"
         "      Publish messages. Each BODY argument is one message; with none, each\n"
         "      line of standard input is one (without its newline; a line longer than\n"
         "      the broker's largest body is an error). Prints the id of each message\n"
@@ -69,8 +70,8 @@ const cli_core_help cli_send_help = {
         "                           once; values up to 1024 bytes of text, 8192 bytes in\n"
         "                           all; hop-by-hop and reserved names (Connection,\n"
         "                           Host, Idempotency-Key, X-Sluice-*, ...) are refused\n"
-        "      --traceparent TP     W3C trace context: the header traceparent\n"
-        "                           (00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>)\n",
+        "      --traceparent TP     W3C trace context: the header traceparent, as\n"
+        "                           00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>\n",
     .examples =
         "  sluice send -p high 'rebuild index'          publish one urgent message\n"
         "  seq 1000 | sluice send -t batch7             publish 1000 messages\n"

@@ -61,6 +61,7 @@
 #include <time.h>
 
 #include "sink_count.h"
+#include "sink_reply.h"
 #include "sink_dedup.h"
 #include "sluice_errors.h"
 
@@ -110,54 +111,6 @@ static uint64_t clock_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- replies ---- */
-
-/* reply queues a response; `extra` is the value of Retry-After (for a 429)
- * or of Allow (for a 405), else NULL. */
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
-                             const char *extra)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (ok == MHD_YES && extra && status == MHD_HTTP_TOO_MANY_REQUESTS)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, extra);
-    if (ok == MHD_YES && extra && status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, extra);
-    if (ok == MHD_YES)
-        ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-/* reply_429 queues a 429 with its Retry-After and, when scope is not NULL,
- * X-Limit-Scope and (when key_text is not NULL) X-Limit-Key. */
-static enum MHD_Result reply_429(struct MHD_Connection *c, const char *retry, const char *scope,
-                                 const char *key_text)
-{
-    static const char text[] = "throttled\n";
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof text - 1, (void *)text, MHD_RESPMEM_PERSISTENT);
-    if (!r)
-        return MHD_NO;
-    enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-    if (ok == MHD_YES)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
-    if (ok == MHD_YES && scope)
-        ok = MHD_add_response_header(r, "X-Limit-Scope", scope);
-    if (ok == MHD_YES && key_text)
-        ok = MHD_add_response_header(r, "X-Limit-Key", key_text);
-    if (ok == MHD_YES)
-        ok = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, const char *json)
-{
-    return reply(c, status, "application/json", json, NULL);
 }
 
 /* limit_json writes the current limit (with the per-key one when keyed);
@@ -216,7 +169,7 @@ static enum MHD_Result serve_bad_key(sink_http *s, struct MHD_Connection *c, con
                 full ? "a new key while every key slot is busy" : "a key longer than the longest allowed", status);
     sink_log_write(&s->log, clock_ns(), status, 1, q->key, full ? q->key_len : 0, q->body, q->kept_bytes);
     pthread_mutex_unlock(&s->lock);
-    return reply(c, status, "text/plain", full ? "too many keys\n" : "key too long\n", NULL);
+    return sink_reply(c, status, "text/plain", full ? "too many keys\n" : "key too long\n", NULL);
 }
 
 static enum MHD_Result serve_limited(sink_http *s, struct MHD_Connection *c, const req *q)
@@ -240,14 +193,14 @@ static enum MHD_Result serve_limited(sink_http *s, struct MHD_Connection *c, con
                    q->has_key ? q->key_len : 0, q->body, q->kept_bytes);
     pthread_mutex_unlock(&s->lock);
     if (admitted)
-        return reply(c, MHD_HTTP_OK, "text/plain", "ok\n", NULL);
+        return sink_reply(c, MHD_HTTP_OK, "text/plain", "ok\n", NULL);
     char retry[24], key_text[SINK_KEYS_TEXT_BYTES];
     uint64_t retry_s = s->retry_after_s >= 0 ? (uint64_t)s->retry_after_s : sink_limit_retry_after_s(wait_ns);
     snprintf(retry, sizeof retry, "%" PRIu64, retry_s);
     int key_scope = strcmp(scope, "key") == 0;
     if (key_scope)
         sink_keys_escape(q->key, q->key_len, key_text);
-    return reply_429(c, retry, keyed ? scope : NULL, key_scope ? key_text : NULL);
+    return sink_reply_429(c, retry, keyed ? scope : NULL, key_scope ? key_text : NULL);
 }
 
 /* arg_u32 reads query argument name into *out when present. Returns 1 when
@@ -279,13 +232,13 @@ static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
     int has_key_burst = arg_u32(c, "key_burst", 1, SINK_LIMIT_MAX_BURST, &key_burst);
     const char *mode_arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
     if (has_rate < 0 || has_burst < 0 || has_inject < 0 || has_key_rate < 0 || has_key_burst < 0)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate, burst, inject, key_rate and key_burst must be whole numbers from 1 to 1000000\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate, burst, inject, key_rate and key_burst must be whole numbers from 1 to 1000000\"}\n");
     if ((has_key_rate || has_key_burst) && s->key_source == SINK_KEYS_NONE)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"key_rate and key_burst need a sink started with --key-header or --key-path\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"key_rate and key_burst need a sink started with --key-header or --key-path\"}\n");
     if (mode_arg && sink_limit_mode_parse(mode_arg, &mode) != SL_OK)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"mode must be gcra, fixed-window or sliding-window\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"mode must be gcra, fixed-window or sliding-window\"}\n");
     if (!has_rate && !has_burst && !mode_arg && !has_inject && !has_key_rate && !has_key_burst)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"give rate, burst, mode or inject, e.g. PUT /_limit?rate=100&burst=10\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"give rate, burst, mode or inject, e.g. PUT /_limit?rate=100&burst=10\"}\n");
 
     pthread_mutex_lock(&s->lock);
     uint64_t now_ns = clock_ns();
@@ -311,9 +264,9 @@ static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
     limit_json(s, json, sizeof json);
     pthread_mutex_unlock(&s->lock);
     if (rc != SL_OK)
-        return reply_json(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "{\"error\":\"out of memory\"}\n");
+        return sink_reply_json(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "{\"error\":\"out of memory\"}\n");
     fprintf(stderr, "sluice-sink: limit is now %s", json);
-    return reply_json(c, MHD_HTTP_OK, json);
+    return sink_reply_json(c, MHD_HTTP_OK, json);
 }
 
 static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q)
@@ -328,7 +281,7 @@ static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q
         pthread_mutex_lock(&s->lock);
         limit_json(s, json, sizeof json);
         pthread_mutex_unlock(&s->lock);
-        return reply_json(c, MHD_HTTP_OK, json);
+        return sink_reply_json(c, MHD_HTTP_OK, json);
     case REQ_LIMIT_PUT:
         return serve_limit_put(s, c);
     case REQ_STATS:
@@ -343,11 +296,11 @@ static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q
                           ",\"unkeyed\":%" PRIu64, s->dedup.applied, s->dedup.repeats, s->dedup.unkeyed);
         snprintf(json + n, sizeof json - (size_t)n, "}\n");
         pthread_mutex_unlock(&s->lock);
-        return reply_json(c, MHD_HTTP_OK, json);
+        return sink_reply_json(c, MHD_HTTP_OK, json);
     case REQ_NOT_FOUND:
-        return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", NULL);
+        return sink_reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", NULL);
     case REQ_BAD_METHOD:
-        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", q->allow);
+        return sink_reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", q->allow);
     }
     return MHD_NO;
 }
