@@ -69,11 +69,18 @@ static int same_name(const char *a, size_t alen, const char *b, size_t blen)
     return 1;
 }
 
-static int tchar(unsigned c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c && strchr("!#$%&'*+-.^_`|~", (int)c) != NULL);
-}
+/* tchar[c] is 1 for the token characters of RFC 9110: a header name's. */
+static const unsigned char tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1,
+    ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1,
+    ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1,
+    ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+    ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
 
 int proto_hdr_name_ok(const char *name, size_t len, proto_hdr_fault *fault)
 {
@@ -83,10 +90,11 @@ int proto_hdr_name_ok(const char *name, size_t len, proto_hdr_fault *fault)
     else if (len > PROTO_MAX_HEADER_NAME)
         f = PROTO_HDR_NAME_LEN;
     for (size_t i = 0; f == PROTO_HDR_OK && i < len; i++)
-        if (!tchar((unsigned char)name[i]))
+        if (!tchar[(unsigned char)name[i]])
             f = PROTO_HDR_NAME_CHAR;
     for (size_t i = 0; f == PROTO_HDR_OK && i < sizeof refused / sizeof refused[0]; i++)
-        if (same_name(name, refused[i].prefix && len > refused[i].len ? refused[i].len : len, refused[i].name,
+        if (lower((unsigned char)name[0]) == lower((unsigned char)refused[i].name[0]) && /* most differ here */
+            same_name(name, refused[i].prefix && len > refused[i].len ? refused[i].len : len, refused[i].name,
                       refused[i].len))
             f = (proto_hdr_fault)refused[i].fault;
     if (fault)
@@ -94,16 +102,37 @@ int proto_hdr_name_ok(const char *name, size_t len, proto_hdr_fault *fault)
     return f == PROTO_HDR_OK;
 }
 
+/* plain8 tells whether none of the 8 bytes at p is a control character,
+ * DEL or above 0x7f: the common case, 8 bytes at a time (a value is
+ * checked by the client, and again by the encoder and the broker). */
+static int plain8(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t below_space = (w - ones * 0x20) & ~w & highs;    /* some byte < 0x20 (or >= 0x80) */
+    uint64_t del = ((w ^ (ones * 0x7f)) - ones) & ~(w ^ (ones * 0x7f)) & highs; /* some byte == 0x7f */
+    return !(below_space | del | (w & highs));
+}
+
+/* value_ok: text without control characters but tab, no space or tab at
+ * either end; the UTF-8 check only for a value that is not all ASCII. */
 static int value_ok(const char *v, size_t len)
 {
-    if (len && (v[0] == ' ' || v[0] == '\t' || v[len - 1] == ' ' || v[len - 1] == '\t'))
+    const unsigned char *p = (const unsigned char *)v;
+    if (len && (p[0] == ' ' || p[0] == '\t' || p[len - 1] == ' ' || p[len - 1] == '\t'))
         return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)v[i];
+    size_t i = 0;
+    while (i + 8 <= len && plain8(p + i))
+        i += 8;
+    unsigned high = 0;
+    for (; i < len; i++) {
+        unsigned char c = p[i];
         if ((c < 0x20 && c != '\t') || c == 0x7f)
             return 0;
+        high |= c;
     }
-    return proto_utf8_prefix(v, (uint32_t)len) == len;
+    return !(high & 0x80) || proto_utf8_prefix(v, (uint32_t)len) == len;
 }
 
 int proto_hdrs_check(const proto_hdrs *h, proto_hdr_fault *fault, uint32_t *at)
