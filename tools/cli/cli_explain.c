@@ -63,7 +63,10 @@ int cli_explain_main(cli_core *g, const char *cmd, int argc, char **argv)
         else
             printf("  waiting %s since its publish\n", until);
     }
-    for (size_t i = 0; i < more.nheaders; i++) /* names are tokens; values text without control characters */
-        printf("  header %s: %s\n", more.headers[i].name, more.headers[i].value);
+    for (size_t i = 0; i < more.nheaders; i++) { /* a client's text: escaped as why is */
+        char value[4 * SL_MAX_HEADER_VALUE + 8];
+        printf("  header %s: %s\n", more.headers[i].name,
+               cli_text_safe(more.headers[i].value, strlen(more.headers[i].value), value, sizeof value));
+    }
     return cli_core_output_done(cmd);
 }
