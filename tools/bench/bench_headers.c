@@ -60,7 +60,7 @@ static double median(double *v, int n)
 
 int row_send_headers(bench *b)
 {
-    static char names[HEADER_COUNT][16], values[HEADER_COUNT][HEADER_VALUE_BYTES + 1];
+    static char names[HEADER_COUNT][24], values[HEADER_COUNT][HEADER_VALUE_BYTES + 1];
     sl_header h[HEADER_COUNT];
     for (int i = 0; i < HEADER_COUNT; i++) {
         snprintf(names[i], sizeof names[i], "X-Bench-%d", i);
