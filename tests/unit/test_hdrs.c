@@ -78,7 +78,7 @@ static void each_rule_has_its_fault(void **state)
     h.n = 2;
     expect(&h, PROTO_HDR_DUPLICATE, 1);
     /* 32 pairs pass, 33 do not */
-    static char names[40][8];
+    static char names[40][16];
     proto_hdrs many = {.n = 33}; /* a count past the array: refused before any pair is read */
     for (int i = 0; i < 32; i++) {
         snprintf(names[i], sizeof names[i], "h%d", i);
