@@ -150,11 +150,17 @@ void client_hdrs_view(sl_client *c, const proto_hdrs *h, const sl_header **out, 
  * first member's) from reply r: its headers (client_hdrs_view) and wait. */
 void client_more_fill(sl_client *c, const proto_msg *r, sl_msg_more *more);
 
-/* client_hdrs_build points h at headers[0..n), checked against the
- * headers' rules (proto_hdrs.h). Returns SL_OK, or the rule's code,
- * recorded on c with a sentence naming it (SL_EINVAL too for a NULL name
- * or value, or headers NULL with n > 0). */
+/* client_hdrs_build points h at headers[0..n) (at most PROTO_MAX_HEADERS,
+ * each name and value measured up to one byte past its limit); the rules
+ * are the encoder's to check. Returns SL_OK, or SL_ETOOBIG (more than 32)
+ * or SL_EINVAL (headers NULL with n > 0, a NULL name or value), recorded
+ * on c with a sentence. */
 int client_hdrs_build(sl_client *c, const sl_header *headers, size_t n, proto_hdrs *h);
+
+/* client_hdrs_why records on c, after proto_encode refused a message with
+ * rc, which of h's rules broke (proto_hdrs_explain) and returns its code;
+ * rc when h breaks none (another field was refused). */
+int client_hdrs_why(sl_client *c, const proto_hdrs *h, int rc);
 
 /* client_str_copy copies s into dst (size bytes, > 0), truncating it to
  * size - 1 bytes, and NUL-terminates it. */

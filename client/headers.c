@@ -5,7 +5,9 @@
  * client_more_fill: sl_explain_ex, sl_dead_peek_ex), and a delivery's
  * header found by name (sl_delivery_header). The rules are proto's
  * (proto_hdrs.h): the library refuses what the broker would, with the
- * same sentence, before anything is sent. A delivery's own headers are
+ * same sentence, before anything is sent. They are checked once, by the
+ * encoder (proto_encode); only a refusal looks again, for the sentence
+ * (client_hdrs_why): a publish with headers pays for one check. A delivery's own headers are
  * copied into it by route.c.
  *
  * Costs: O(bytes) per check and per copy; a lookup is O(headers).
@@ -71,8 +73,14 @@ int client_hdrs_build(sl_client *c, const sl_header *headers, size_t n, proto_hd
         h->value[i] = (proto_buf){headers[i].value, (uint32_t)vl};
     }
     h->n = (uint32_t)n;
-    int rc = proto_hdrs_explain(h, why, sizeof why);
-    return rc ? client_fail_text(c, rc, why, strlen(why)) : SL_OK;
+    return SL_OK; /* the rules: proto_encode checks them, client_hdrs_why says which broke */
+}
+
+int client_hdrs_why(sl_client *c, const proto_hdrs *h, int rc)
+{
+    char why[256];
+    int code = proto_hdrs_explain(h, why, sizeof why);
+    return code ? client_fail_text(c, code, why, strlen(why)) : rc;
 }
 
 const char *sl_delivery_header(const sl_delivery *d, const char *name)

@@ -256,6 +256,8 @@ int sl_send_ex(sl_client *c, const sl_put *p, const sl_header *headers, size_t n
     if (rc)
         return client_fail(c, rc);
     rc = client_request(c, &m, PROTO_PUT_OK);
+    if ((rc == SL_EINVAL || rc == SL_ETOOBIG) && nheaders) /* the encoder refused: which header rule? */
+        rc = client_hdrs_why(c, &m.headers, rc);
     if (rc == SL_OK && id)
         *id = c->reply.id;
     return rc;
@@ -276,6 +278,8 @@ int sl_send_async_ex(sl_client *c, const sl_put *p, const sl_header *headers, si
         return client_fail(c, rc);
     uint64_t next_ticket = c->last_ticket + 1;
     rc = wire_publish(c, &m, next_ticket);
+    if (rc && (rc == SL_EINVAL || rc == SL_ETOOBIG) && nheaders) /* the encoder refused: which header rule? */
+        return client_hdrs_why(c, &m.headers, client_fail(c, rc));
     if (rc)
         return client_fail(c, rc);
     c->last_ticket = next_ticket;

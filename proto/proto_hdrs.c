@@ -93,9 +93,9 @@ int proto_hdr_name_ok(const char *name, size_t len, proto_hdr_fault *fault)
         if (!tchar[(unsigned char)name[i]])
             f = PROTO_HDR_NAME_CHAR;
     for (size_t i = 0; f == PROTO_HDR_OK && i < sizeof refused / sizeof refused[0]; i++)
-        if (lower((unsigned char)name[0]) == lower((unsigned char)refused[i].name[0]) && /* most differ here */
-            same_name(name, refused[i].prefix && len > refused[i].len ? refused[i].len : len, refused[i].name,
-                      refused[i].len))
+        if ((refused[i].prefix ? len >= refused[i].len : len == refused[i].len) && /* most differ here, */
+            lower((unsigned char)name[0]) == lower((unsigned char)refused[i].name[0]) && /* or here */
+            same_name(name, refused[i].len, refused[i].name, refused[i].len))
             f = (proto_hdr_fault)refused[i].fault;
     if (fault)
         *fault = f;
