@@ -479,7 +479,6 @@ destroy_lock:
 close_log:
     sink_log_close(&s->log);
     sink_keys_fini(&s->keys);
-    sink_dedup_fini(&s->dedup);
     sink_limit_fini(&s->limit);
 free_s:
     sink_dedup_fini(&s->dedup);
@@ -524,6 +523,7 @@ int sink_http_close(sink_http **sp, uint64_t now_ns)
     int rc = sink_log_close(&s->log);
     pthread_mutex_destroy(&s->lock);
     sink_keys_fini(&s->keys);
+    sink_dedup_fini(&s->dedup);
     sink_limit_fini(&s->limit);
     free(s);
     return rc;
