@@ -363,17 +363,18 @@ int httpc_send_with(httpc *p, const char *const *lines, size_t nlines, const voi
         memset(out, 0, sizeof *out);
         return SL_ENOMEM;
     }
-    const char *given[64]; /* the target's given lines, which a request's line of the same name yields to */
-    size_t ngiven = 0, k = 0, i = 0;
-    for (struct curl_slist *l = p->headers; l && i < p->ngiven; l = l->next, i++)
-        if (ngiven < sizeof given / sizeof given[0])
-            given[ngiven++] = l->data;
-    for (i = 0; i < nlines; i++)
-        if (!named_in(given, ngiven, lines[i])) {
+    size_t k = 0, i;
+    for (i = 0; i < nlines; i++) { /* a request's line yields to a header the target was given */
+        bool given = false;
+        size_t g = 0;
+        for (struct curl_slist *l = p->headers; l && g < p->ngiven && !given; l = l->next, g++)
+            given = named_in((const char *const *)&l->data, 1, lines[i]);
+        if (!given) {
             nodes[k].data = (char *)lines[i];
             *tail = &nodes[k++];
             tail = &(*tail)->next;
         }
+    }
     i = 0;
     for (struct curl_slist *l = p->headers; l; l = l->next, i++)
         if (i < p->ngiven || !named_in(lines, nlines, l->data)) { /* a default yields to a request's line */
