@@ -542,7 +542,9 @@ int proto_encode(const proto_msg *m, proto_wbuf *out);
  *
  * String and bin members of out point into buf and live as long as buf.
  * Returns SL_OK; SL_EPROTO for malformed input or a bad field; SL_ETOOBIG when
- * a declared size exceeds a limit; SL_EUNKNOWN for an unknown "op" (out->type
+ * a declared size exceeds a limit; SL_EINVAL for headers that break a rule of
+ * proto_hdrs.h (a name that is not a token, a refused name: the caller's
+ * mistake, named in *why); SL_EUNKNOWN for an unknown "op" (out->type
  * is then PROTO_NONE). On error, out holds only the type (when known) and
  * "seq" (when the map had a well-typed one), so that an error reply can name
  * the request it answers; *why (if not NULL) names the problem in a static

@@ -94,7 +94,7 @@ static void check_same(const proto_msg *a, const proto_msg *b)
 /* check_error aborts unless an error result has the documented shape. */
 static void check_error(int rc, const proto_msg *m, const char *why)
 {
-    CHECK(rc == SL_EPROTO || rc == SL_ETOOBIG || rc == SL_EUNKNOWN);
+    CHECK(rc == SL_EPROTO || rc == SL_ETOOBIG || rc == SL_EINVAL || rc == SL_EUNKNOWN);
     CHECK(why != NULL);
     CHECK((m->present & ~PF(seq)) == 0);
     CHECK(m->type >= PROTO_NONE && m->type < PROTO_TYPE_COUNT_);
