@@ -66,12 +66,13 @@ INC_tests/fuzz   := -Iproto
 # of the folders it may use and no others, so an include that breaks the layering fails to
 # compile. USE_x lists x's folder first, then what it may use; each list is made of the lists
 # below it, and `make layering` checks that no two folders may use each other.
-BROKER_DIRS := util meter store net coord service sched queue http core path admin auth
+BROKER_DIRS := util meter store net coord ha service sched queue http core path admin auth
 USE_util    := util
 USE_meter   := meter $(USE_util)
 USE_store   := store $(USE_util)
 USE_net     := net $(USE_util)
 USE_coord   := coord $(USE_util)
+USE_ha      := ha $(sort $(USE_store) $(USE_net))
 USE_sched   := sched $(USE_meter)
 USE_service := service $(USE_sched)
 USE_queue   := queue store $(USE_sched)
@@ -92,6 +93,12 @@ inc = $(INC_$(patsubst %/,%,$(dir $(1))))
 $(BUILD)/broker/coord/coord.o: EXTRA_INC := -I$(BUILD)/gen
 $(BUILD)/broker/coord/coord.o: $(BUILD)/gen/coord.lua.inc
 $(BUILD)/gen/coord.lua.inc: broker/coord/coord.lua
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+# ha_lease.c embeds the leadership script, broker/coord/ha.lua, the same way.
+$(BUILD)/broker/coord/ha_lease.o: EXTRA_INC := -I$(BUILD)/gen
+$(BUILD)/broker/coord/ha_lease.o: $(BUILD)/gen/ha.lua.inc
+$(BUILD)/gen/ha.lua.inc: broker/coord/ha.lua
 	@mkdir -p $(dir $@)
 	$(Q)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
 # assets.c embeds the console (broker/http/console/*) as byte arrays: no build step of its own.
@@ -276,7 +283,7 @@ HTTP_TESTS := $(patsubst %,$(BUILD)/tests/e2e/test_http_%,flood api)
 $(HTTP_TESTS): $(call obj,tests/lib/th_http.c)
 $(HTTP_TESTS): EXTRA_LIBS := $(CURL_LIBS)
 # The shared-sink tests also link their own redis-server's helper.
-$(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord: $(call obj,tests/lib/th_redis.c)
+$(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord $(BUILD)/tests/e2e/test_ha: $(call obj,tests/lib/th_redis.c)
 
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/unit/test_history: $(call obj,tests/campaign/history.c)

@@ -57,6 +57,7 @@
 #include "deliver.h"
 #include "gather.h"
 #include "grow.h"
+#include "ha_node.h"
 #include "handle.h"
 #include "hist.h"
 #include "net.h"
@@ -130,6 +131,11 @@ struct loop_state {
     size_t nheld, capheld;
     int commit_wrote;     /* the commit that is out wrote (its latency counts) */
     uint64_t commit_t0_ns; /* ... and when it started */
+    /* A primary of a group (ha_node.c): a commit that ended here waits for
+     * its record to be durable on the standby before commit_ended confirms
+     * it; no other commit starts meanwhile. */
+    int ha_held, ha_rc, ha_wrote, ha_logged;
+    uint64_t ha_t0_ns;
 };
 
 /* gathering tells whether the next record waits for more of its batch. */
@@ -187,7 +193,8 @@ static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) ||
         (!store_busy(b->st) && !store_commit_held(b->st) &&
-         ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b)) || park_count(b->loop->parked))))
+         ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b) && !b->loop->ha_held) ||
+          park_count(b->loop->parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
     if (gathering(b) && gather_deadline(&b->loop->gath) < wake)
@@ -215,9 +222,9 @@ static uint64_t wait_ns(bk *b)
  * a commit is out the wait is also on its end (commit_fd); the sockets are
  * left alone only when the park is full (sockets 0): requests then wait in
  * ZeroMQ's queue until the commit ends. */
-static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint64_t timeout_ns)
+static int wait_input(bk *b, net *n, struct coord *co, int sockets, int commit_fd, uint64_t timeout_ns)
 {
-    struct pollfd pfd[NET_SOCKETS + 2];
+    struct pollfd pfd[NET_SOCKETS + 4];
     nfds_t nfds = 0;
     for (int i = 0; i < NET_SOCKETS && sockets; i++) {
         void *sock = net_socket(n, (net_sock)i);
@@ -238,6 +245,12 @@ static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint
     }
     if (commit_fd >= 0)
         pfd[nfds++] = (struct pollfd){.fd = commit_fd, .events = POLLIN};
+    if (b->ha) { /* the replication stream and the lease's Redis */
+        int ready = 0;
+        nfds += (nfds_t)ha_node_pollfds(b, pfd + nfds, &ready);
+        if (ready)
+            return 0;
+    }
     if (timeout_ns == 0)
         return 0;
     short co_events = 0;
@@ -249,6 +262,31 @@ static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint
         log_error("loop", "poll failed: %s", strerror(errno));
         return -1;
     }
+    return 0;
+}
+
+int loop_wait_net(struct net *n, struct pollfd *extra, unsigned nextra, uint64_t timeout_ns)
+{
+    struct pollfd pfd[NET_SOCKETS + 8];
+    nfds_t nfds = 0;
+    for (int i = 0; i < NET_SOCKETS; i++) {
+        void *sock = net_socket(n, (net_sock)i);
+        int fd, events = 0;
+        size_t fd_len = sizeof fd, ev_len = sizeof events;
+        if (!sock)
+            continue;
+        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
+            zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0)
+            return zmq_errno() == EINTR ? 0 : -1;
+        if (events & ZMQ_POLLIN)
+            return 0;
+        pfd[nfds++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    }
+    for (unsigned i = 0; i < nextra && i < 8; i++)
+        pfd[nfds++] = extra[i];
+    struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
+    if (timeout_ns && ppoll(pfd, nfds, &ts, NULL) < 0 && errno != EINTR)
+        return -1;
     return 0;
 }
 
@@ -273,6 +311,36 @@ static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint
     h->rid_len = rid_len;
     h->token = token;
     h->err = err;
+}
+
+static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged);
+
+/* finish ends a commit, unless its record waits for the standby (a primary
+ * of a group): then it is held until ha_release. */
+static int finish(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
+{
+    loop_state *ls = b->loop;
+    if (b->ha && rc == SL_OK && !ha_node_confirmable(b)) {
+        ls->ha_held = 1;
+        ls->ha_rc = rc;
+        ls->ha_wrote = wrote;
+        ls->ha_t0_ns = t0_ns;
+        ls->ha_logged = logged;
+        return SL_OK;
+    }
+    if (b->ha && rc != SL_OK)
+        ha_node_forget(b);
+    return commit_ended(b, rc, wrote, t0_ns, logged);
+}
+
+/* ha_release confirms the held commit once its record may be confirmed. */
+static int ha_release(bk *b)
+{
+    loop_state *ls = b->loop;
+    if (!ls->ha_held || !ha_node_confirmable(b))
+        return SL_OK;
+    ls->ha_held = 0;
+    return commit_ended(b, ls->ha_rc, ls->ha_wrote, ls->ha_t0_ns, ls->ha_logged);
 }
 
 static void flush_now(bk *b)
@@ -373,7 +441,7 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
 static int end_pass(bk *b, int force)
 {
     flush_now(b);
-    if (store_busy(b->st))
+    if (store_busy(b->st) || b->loop->ha_held)
         return SL_OK; /* the next batch goes on growing */
     if (store_commit_held(b->st) && !force)
         return SL_OK; /* a backup copy reads, and it could only be an LMDB commit: after the copy (shutdown waits) */
@@ -390,8 +458,10 @@ static int end_pass(bk *b, int force)
     size_t puts = b->puts_unsealed;
     b->puts_unsealed = 0;
     int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted && !store_copying(b->st), &started);
+    if (b->ha)
+        ha_node_shipped(b); /* the batch's record to the standby, while this node flushes it */
     if (!started)
-        return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
+        return finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
     b->commit_out_ns = loop_now_mono();
     net_seal(b->net, 1); /* replies of writes made from now on wait for the next commit */
     ls->sealed_puts = store_logging(b->st) ? puts : 0;
@@ -412,12 +482,47 @@ static int commit_poll(bk *b, int wait)
     loop_state *ls = b->loop;
     if (wait) {
         store_commit_wait(b->st, &rc);
-        return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
+        return finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
     }
     if (!store_commit_poll(b->st, &rc))
         return SL_OK;
     set_clock(b);
-    return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
+    return finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
+}
+
+/* ha_drain, at shutdown, waits for the held commit's record to be
+ * confirmable (the standby's ack, or Redis recording that none is in sync),
+ * for at most the standby timeout and a lease; after that its publishes
+ * are refused, never confirmed. SL_OK, or SL_EDEPOSED. */
+static int ha_drain(bk *b)
+{
+    loop_state *ls = b->loop;
+    uint64_t until = loop_now_mono() + ((uint64_t)b->cfg.repl_standby_timeout_ms + b->cfg.ha_ttl_ms) * NS_PER_MS;
+    while (ls->ha_held && loop_now_mono() < until) {
+        set_clock(b);
+        b->ha_wake_ns = ha_node_tick(b);
+        if (ha_node_deposed(b))
+            return SL_EDEPOSED;
+        int rc = ha_release(b);
+        if (rc != SL_OK || !ls->ha_held)
+            return rc;
+        struct pollfd pfd[4];
+        int ready = 0, n = ha_node_pollfds(b, pfd, &ready);
+        if (!ready)
+            poll(pfd, (nfds_t)n, 5);
+    }
+    if (ls->ha_held) {
+        ls->ha_held = 0;
+        ha_node_forget(b);
+        log_warn("loop", "shutting down with a batch its standby never acknowledged: its publishes are refused");
+        for (int i = 0; i < 2; i++) {
+            net_fail_queued(b->net, SL_ESHUTDOWN, "the primary stopped before its standby had this batch: it is "
+                            "not confirmed; retry it", 0);
+            net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
+            net_promote(b->net);
+        }
+    }
+    return SL_OK;
 }
 
 /* run passes until *stop, then shuts down (loop_run). */
@@ -428,11 +533,18 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     while (!*stop) {
         set_clock(b);
         int commit_fd = store_busy(b->st) ? store_commit_fd(b->st) : -1;
-        if (wait_input(b->net, b->coord, receiving(b), commit_fd, wait_ns(b)) != 0)
+        if (wait_input(b, b->net, b->coord, receiving(b), commit_fd, wait_ns(b)) != 0)
             return SL_EIO;
         set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
+        if (b->ha) { /* the standby's acks, the lease; then what they let through */
+            b->ha_wake_ns = ha_node_tick(b);
+            if (ha_node_deposed(b))
+                return SL_EDEPOSED;
+            if ((rc = ha_release(b)) != SL_OK)
+                return rc;
+        }
         if (b->checkpoint_wanted && !store_busy(b->st) && !store_held(b->st) && !store_copying(b->st) &&
             (rc = end_pass(b, 1)) != SL_OK)
             return rc; /* an LMDB commit so that what the last one freed is reusable (cron_between_commits) */
@@ -444,7 +556,8 @@ static int run(bk *b, volatile sig_atomic_t *stop)
             if ((rc = receive(b, &in)) != SL_OK)
                 return rc;
         cron_tick(b);
-        deliver_dispatch(b, DISPATCH_BATCH);
+        if (ha_node_may_dispatch(b)) /* a primary of a group: only while its lease is valid (fencing) */
+            deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
         if (reload_due(b->mono_ns) && !store_committing(b->st)) /* SIGHUP: between passes, no commit out */
@@ -452,7 +565,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     }
     /* Shutdown: the commit that is out ends and is confirmed; what arrived
      * after the last pass is refused, not dropped. */
-    if ((rc = commit_poll(b, 1)) != SL_OK)
+    if ((rc = commit_poll(b, 1)) != SL_OK || (rc = ha_drain(b)) != SL_OK)
         return rc;
     park_drain(b->loop->parked, handle_parked, b); /* received before the stop: handled, not refused */
     unsigned refused = 0;
@@ -463,7 +576,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     /* The last commit may have ended with deletes of ACKs taken while it
      * was out, and their OKs (ack_flush_ms 0): one more commit carries them. */
     for (int i = 0; i < 3; i++) {
-        if ((rc = end_pass(b, 1)) != SL_OK || (rc = commit_poll(b, 1)) != SL_OK)
+        if ((rc = end_pass(b, 1)) != SL_OK || (rc = commit_poll(b, 1)) != SL_OK || (rc = ha_drain(b)) != SL_OK)
             break;
         if (!store_dirty(b->st) && !net_queued(b->net, NET_AFTER_COMMIT) &&
             !net_queued(b->net, NET_AFTER_NEXT_COMMIT))

@@ -451,7 +451,7 @@ typedef enum proto_cmd {
     X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), PF(rate_milli) | PF(burst) | PF(pacers)) \
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
-    X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))
+    X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms) | PF(url))
 
 typedef enum proto_type {
     PROTO_NONE = 0,

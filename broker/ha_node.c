@@ -1,0 +1,196 @@
+/*
+ * ha_node.c - the broker as the primary of a high-availability group.
+ *
+ * Owns: the lease in Redis (coord/ha_lease.c) while this node is primary,
+ * the replication stream (ha/ha_prim.c), and the record whose batch's
+ * confirmations wait (one at a time: the loop has at most one commit out,
+ * and holds the next until this one is confirmed or refused).
+ *
+ * The rules it applies, each checked where the loop acts:
+ *   - confirm (ha_node_confirmable): the lease is valid by this node's
+ *     monotonic clock (counted from the send time of its last renewal:
+ *     fencing), and the batch's record is durable on the standby, or Redis
+ *     records sync = none (then no standby may promote) and --repl-strict
+ *     is off;
+ *   - dispatch (ha_node_may_dispatch): the lease is valid here, so a
+ *     deposed primary stops feeding the sink before a new one can start;
+ *   - sync: the standby becomes "in sync" when it has acknowledged every
+ *     record; Redis is told at once (sync = NAME), and only that standby may
+ *     promote. Acks missing for --repl-standby-timeout-ms drop it: the
+ *     primary records sync = none while it holds the lease, and confirms
+ *     alone only once Redis has said so;
+ *   - deposed: a renewal that finds another leader (or an epoch above this
+ *     node's) ends serving at once; main starts the node again, and it
+ *     follows as a standby.
+ *
+ * Costs: a lease renewal per TTL/3; per batch one record copied and sent;
+ * the batch's confirmations wait for the slower of the local flush and the
+ * standby's (one round trip plus its flush).
+ */
+#include "ha_node.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ha_epoch.h"
+#include "ha_lease.h"
+#include "ha_prim.h"
+#include "log.h"
+#include "store.h"
+#include "units.h"
+
+typedef struct ha_node ha_node;
+struct ha_node {
+    ha_lease *lease;
+    ha_prim *prim;
+    uint64_t epoch;
+    uint64_t wait_seq;         /* the record whose batch's confirmations wait (0: none) */
+    int deposed;
+    int strict;
+    char told[PROTO_MAX_NAME + 2]; /* the sync asked of Redis last ("" none) */
+};
+
+int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch)
+{
+    ha_node *h = calloc(1, sizeof *h);
+    uint64_t e = 0, seq = 0;
+    int rc = h ? store_repl_pos(b->st, &e, &seq) : SL_ENOMEM;
+    if (rc != SL_OK) {
+        free(h);
+        ha_lease_destroy(&hl);
+        return rc;
+    }
+    ha_prim_cfg pc = {.endpoint = b->cfg.repl_listen, .epoch = epoch, .seq = seq, .epoch_start = e < epoch ? seq : 0,
+                      .buffer_bytes = b->cfg.repl_buffer_bytes,
+                      .timeout_ns = (uint64_t)b->cfg.repl_standby_timeout_ms * NS_PER_MS};
+    if ((rc = ha_prim_open(&pc, &h->prim)) != SL_OK) {
+        free(h);
+        ha_lease_destroy(&hl);
+        return rc;
+    }
+    h->lease = hl;
+    h->epoch = epoch;
+    h->strict = b->cfg.repl_strict;
+    store_repl_on(b->st, epoch, seq);
+    b->ha = h;
+    b->ha_wake_ns = b->mono_ns;
+    log_info("ha", "primary of group %s in epoch %llu; stream on %s from record %llu", b->cfg.ha_group,
+             (unsigned long long)epoch, b->cfg.repl_listen, (unsigned long long)seq + 1);
+    return SL_OK;
+}
+
+void ha_node_stop(bk *b)
+{
+    ha_node *h = b->ha;
+    if (!h)
+        return;
+    store_repl_off(b->st);
+    ha_prim_close(&h->prim);
+    ha_lease_destroy(&h->lease);
+    free(h);
+    b->ha = NULL;
+}
+
+static int lease_valid(const ha_node *h, uint64_t now_ns)
+{
+    const ha_view *v = ha_lease_view(h->lease);
+    return !h->deposed && v->role == HA_ROLE_PRIMARY && v->epoch == h->epoch && now_ns < v->valid_until_ns;
+}
+
+uint64_t ha_node_tick(bk *b)
+{
+    ha_node *h = b->ha;
+    uint64_t now = b->mono_ns;
+    ha_prim_poll(h->prim, now);
+    const char *in_sync = ha_prim_in_sync(h->prim);
+    const char *want = in_sync ? in_sync : "";
+    if (strcmp(want, h->told) != 0) { /* a change of sync: tell Redis at once */
+        snprintf(h->told, sizeof h->told, "%s", want);
+        ha_lease_poke(h->lease);
+        log_info("ha", "%s%s: recording it in Redis", in_sync ? "in sync: standby " : "no standby in sync",
+                 in_sync ? in_sync : "");
+    }
+    ha_prim_stats st;
+    ha_prim_stats_get(h->prim, now, &st);
+    uint64_t next = ha_lease_tick(h->lease, now, h->epoch, h->told, st.seq - st.acked);
+    const ha_view *v = ha_lease_view(h->lease);
+    if (!h->deposed && v->answers && (v->role != HA_ROLE_PRIMARY || v->epoch != h->epoch)) {
+        h->deposed = 1;
+        log_error("ha", "deposed: Redis names %s primary in epoch %llu (this node: epoch %llu); stopping to "
+                  "follow it", v->leader[0] ? v->leader : "nobody", (unsigned long long)v->epoch,
+                  (unsigned long long)h->epoch);
+    }
+    uint64_t w = ha_prim_next_wake(h->prim);
+    if (w < next)
+        next = w;
+    if (v->valid_until_ns > now && v->valid_until_ns < next)
+        next = v->valid_until_ns; /* the fence */
+    if (h->wait_seq && next > now + NS_PER_MS * 10)
+        next = now + NS_PER_MS * 10; /* (acks also wake the loop through the stream's descriptor) */
+    return next;
+}
+
+void ha_node_shipped(bk *b)
+{
+    ha_node *h = b->ha;
+    const unsigned char *p;
+    size_t len;
+    uint64_t seq;
+    if (!store_repl_take(b->st, &p, &len, &seq))
+        return;
+    int rc = ha_prim_ship(h->prim, seq, p, len, b->mono_ns);
+    if (rc != SL_OK)
+        log_error("ha", "cannot keep record %llu for the standby (%s): it will need a new copy",
+                  (unsigned long long)seq, proto_strerror(rc));
+    h->wait_seq = seq;
+}
+
+int ha_node_confirmable(bk *b)
+{
+    ha_node *h = b->ha;
+    if (!h->wait_seq)
+        return 1;
+    if (!lease_valid(h, b->mono_ns))
+        return 0; /* fenced: nothing is confirmed until the lease is renewed */
+    const ha_view *v = ha_lease_view(h->lease);
+    int ok = ha_prim_acked(h->prim, h->wait_seq) ||
+             (!h->strict && !v->sync[0] && !h->told[0]); /* Redis records no standby in sync: alone */
+    if (ok)
+        h->wait_seq = 0;
+    return ok;
+}
+
+void ha_node_forget(bk *b)
+{
+    b->ha->wait_seq = 0;
+}
+
+int ha_node_may_dispatch(const bk *b)
+{
+    return !b->ha || lease_valid(b->ha, b->mono_ns);
+}
+
+int ha_node_deposed(const bk *b)
+{
+    return b->ha && b->ha->deposed;
+}
+
+int ha_node_waiting(const bk *b)
+{
+    return b->ha && b->ha->wait_seq;
+}
+
+int ha_node_pollfds(bk *b, struct pollfd *pfd, int *ready)
+{
+    int n = 0, r = 0;
+    ha_node *h = b->ha;
+    int fd = ha_prim_fd(h->prim, &r);
+    if (fd >= 0)
+        pfd[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    *ready = r;
+    short ev = 0;
+    fd = ha_lease_pollfd(h->lease, &ev);
+    if (fd >= 0)
+        pfd[n++] = (struct pollfd){.fd = fd, .events = ev};
+    return n;
+}

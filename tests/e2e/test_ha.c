@@ -1,0 +1,203 @@
+/*
+ * test_ha.c - two real sluiced nodes of one high-availability group and a
+ * real redis-server (on a Unix socket in the test's directory) deciding
+ * which is primary; the stream between them on ipc:// sockets there too.
+ *
+ * Pinned down: the first node is primary and the second its standby, in
+ * sync once it has every record (Redis says sync = n2); the standby answers
+ * clients SL_EREDIRECT; every publish confirmed by the primary is in the
+ * standby's store after kill -9 of the primary, and the standby promotes
+ * (epoch 2) within the TTL plus a generous margin and serves them; a
+ * standby killed and started again resumes from its own position (the
+ * primary goes on alone in between, once Redis records sync = none) and
+ * holds everything after a failover; a primary stopped and started again
+ * within its TTL is primary again in the same epoch. TTL 1500 ms, standby
+ * timeout 500 ms.
+ */
+#include <hiredis.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "th_redis.h"
+
+#define TTL_MS 1500
+#define KEY "sluice:ha:{t}"
+
+static char dir[64], repl[2][128];
+static th_redis redis;
+
+static int arm(void **state)
+{
+    (void)state;
+    alarm(120);
+    strcpy(dir, "/tmp/sluice-ha-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    for (int i = 0; i < 2; i++)
+        snprintf(repl[i], sizeof repl[i], "ipc://%s/repl%d.sock", dir, i + 1);
+    return th_redis_start(&redis, dir, NULL);
+}
+
+static int disarm(void **state)
+{
+    (void)state;
+    alarm(0);
+    th_redis_stop(&redis);
+    th_rmrf(dir);
+    return 0;
+}
+
+static void pause_ms(unsigned ms)
+{
+    nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
+}
+
+/* node starts node i (1 or 2) of group t. */
+static th_broker *node(int i)
+{
+    static const char *names[] = {"n1", "n2"};
+    const char *extra[] = {"--ha", redis.url, "--ha-group", "t", "--ha-node", names[i - 1], "--repl-listen",
+                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500", NULL};
+    th_broker *b;
+    assert_int_equal(th_broker_new(extra, &b), 0);
+    return b;
+}
+
+/* field reads one field of the group's hash ("" when absent). */
+static void field(const char *f, char *out, size_t cap)
+{
+    redisReply *r = th_redis_cmd(&redis, "HGET %s %s", KEY, f);
+    out[0] = '\0';
+    if (r && r->type == REDIS_REPLY_STRING)
+        snprintf(out, cap, "%s", r->str);
+    if (r)
+        freeReplyObject(r);
+}
+
+/* wait_field waits up to timeout_ms for field f to read want; returns the ms, or -1. */
+static long wait_field(const char *f, const char *want, unsigned timeout_ms)
+{
+    uint64_t t0 = th_now_ms();
+    char v[128];
+    while (th_now_ms() - t0 <= timeout_ms) {
+        field(f, v, sizeof v);
+        if (!strcmp(v, want))
+            return (long)(th_now_ms() - t0);
+        pause_ms(20);
+    }
+    return -1;
+}
+
+/* serving waits up to timeout_ms for b to answer STATS as a primary, and
+ * returns the normal level's depth (-1: it never did). */
+static long long serving(const th_broker *b, unsigned timeout_ms, long *took_ms)
+{
+    uint64_t t0 = th_now_ms();
+    while (th_now_ms() - t0 <= timeout_ms) {
+        sl_client *c = th_client(b, 300);
+        sl_stats s;
+        int rc = sl_stats_get(c, &s);
+        sl_close(&c);
+        if (rc == SL_OK) {
+            *took_ms = (long)(th_now_ms() - t0);
+            return (long long)s.level[1].depth;
+        }
+        pause_ms(50);
+    }
+    return -1;
+}
+
+static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
+{
+    (void)state;
+    th_broker *n1 = node(1), *n2 = node(2);
+    assert_true(wait_field("sync", "n2", 10000) >= 0);
+    sl_client *c2 = th_client(n2, 2000); /* a standby answers with the primary's endpoint */
+    sl_stats s;
+    assert_int_equal(sl_stats_get(c2, &s), SL_EREDIRECT);
+    sl_close(&c2);
+    sl_client *c = th_client(n1, 5000);
+    assert_int_equal(th_put_many(c, 1, 1000, 1), SL_OK); /* every one confirmed: durable on both */
+    sl_close(&c);
+    uint64_t t_kill = th_now_ms();
+    th_broker_kill9(n1);
+    long took = 0;
+    long long depth = serving(n2, TTL_MS + 10000, &took);
+    long failover = (long)(th_now_ms() - t_kill);
+    print_message("# kill -9 of the primary: the standby served %lld messages %ld ms later (TTL %d)\n", depth,
+                  failover, TTL_MS);
+    assert_int_equal(depth, 1000);
+    assert_true(failover <= TTL_MS + 8000); /* generous: a busy machine */
+    char epoch[32];
+    field("epoch", epoch, sizeof epoch);
+    assert_string_equal(epoch, "2");
+    assert_int_equal(th_broker_destroy(&n2), 0);
+    th_broker_fini(n1);
+    free(n1);
+}
+
+static void a_restarted_standby_resumes_and_holds_everything_after_failover(void **state)
+{
+    (void)state;
+    th_broker *n1 = node(1), *n2 = node(2);
+    assert_true(wait_field("sync", "n2", 10000) >= 0);
+    sl_client *c = th_client(n1, 8000);
+    assert_int_equal(th_put_many(c, 1, 300, 1), SL_OK);
+    th_broker_kill9(n2);
+    /* alone: confirmed once Redis records that no standby is in sync */
+    assert_int_equal(th_put_many(c, 1, 300, 1), SL_OK);
+    char sync[64];
+    field("sync", sync, sizeof sync);
+    assert_string_equal(sync, "");
+    assert_int_equal(th_broker_start(n2), 0); /* resumes from its own last record */
+    assert_true(wait_field("sync", "n2", 10000) >= 0);
+    assert_int_equal(th_put_many(c, 1, 300, 1), SL_OK);
+    sl_close(&c);
+    th_broker_kill9(n1);
+    long took = 0;
+    assert_int_equal(serving(n2, TTL_MS + 10000, &took), 900);
+    assert_int_equal(th_broker_destroy(&n2), 0);
+    th_broker_fini(n1);
+    free(n1);
+}
+
+static void a_primary_restarted_within_its_ttl_serves_again_in_its_epoch(void **state)
+{
+    (void)state;
+    th_broker *n1 = node(1);
+    sl_client *c = th_client(n1, 5000);
+    assert_int_equal(th_put_many(c, 1, 10, 1), SL_OK);
+    sl_close(&c);
+    assert_int_equal(th_broker_stop(n1), 0);
+    assert_int_equal(th_broker_start(n1), 0);
+    long took = 0;
+    assert_int_equal(serving(n1, 5000, &took), 10);
+    char epoch[32], leader[32];
+    field("epoch", epoch, sizeof epoch);
+    field("leader", leader, sizeof leader);
+    assert_string_equal(epoch, "1");
+    assert_string_equal(leader, "n1");
+    assert_int_equal(th_broker_destroy(&n1), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(confirmed_publishes_survive_kill9_of_the_primary, arm, disarm),
+        cmocka_unit_test_setup_teardown(a_restarted_standby_resumes_and_holds_everything_after_failover, arm,
+                                        disarm),
+        cmocka_unit_test_setup_teardown(a_primary_restarted_within_its_ttl_serves_again_in_its_epoch, arm, disarm),
+    };
+    th_seed();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
