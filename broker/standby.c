@@ -98,6 +98,9 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
             log_error("ha", "Redis holds epoch %llu, below the %llu this node has seen: it lost its data; nothing "
                       "promotes until an operator runs `sluice ha recover`", (unsigned long long)v->epoch,
                       (unsigned long long)ha_stby_epoch(sb));
+        if (v->answers && v->role == HA_ROLE_STANDBY && !strcmp(v->sync, cfg->ha_node) && v->heard_ns &&
+            v->lease_left_ms < cfg->ha_ttl_ms / 3) /* in sync: ask again right when the primary's lease ends */
+            ha_lease_ask_at(hl, v->heard_ns + (v->lease_left_ms + 5) * NS_PER_MS);
         if (v->answers && v->role == HA_ROLE_STANDBY && strcmp(v->leader, cfg->ha_node) != 0 &&
             (rc = ha_stby_follow(sb, v->leader_repl, v->epoch, now)) != SL_OK)
             break;

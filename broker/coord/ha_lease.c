@@ -182,6 +182,12 @@ uint64_t ha_lease_tick(ha_lease *l, uint64_t now_ns, uint64_t known_epoch, const
     return next < w ? next : w;
 }
 
+void ha_lease_ask_at(ha_lease *l, uint64_t at_ns)
+{
+    if (!l->asking && at_ns < l->next_ns)
+        l->next_ns = at_ns;
+}
+
 void ha_lease_poke(ha_lease *l)
 {
     l->poked = 1;

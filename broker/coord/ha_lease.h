@@ -56,6 +56,10 @@ uint64_t ha_lease_tick(ha_lease *l, uint64_t now_ns, uint64_t known_epoch, const
 /* ha_lease_poke makes the next tick ask at once (a change to report). */
 void ha_lease_poke(ha_lease *l);
 
+/* ha_lease_ask_at makes the next ask no later than at_ns (a standby in
+ * sync asks right when the primary's lease ends, not up to TTL/3 later). */
+void ha_lease_ask_at(ha_lease *l, uint64_t at_ns);
+
 /* ha_lease_view returns the last answer. */
 const ha_view *ha_lease_view(const ha_lease *l);
 

@@ -10,11 +10,16 @@
  * (epoch 2) within the TTL plus a generous margin and serves them; a
  * standby killed and started again resumes from its own position (the
  * primary goes on alone in between, once Redis records sync = none) and
- * holds everything after a failover; a primary stopped and started again
+ * holds everything after a failover; under load (a producer with 64
+ * publishes in flight), kill -9 of the primary loses no confirmed publish:
+ * the new primary delivers every one, and the old primary, started again,
+ * is the standby of epoch 2 and answers a publish SL_EREDIRECT; a primary stopped and started again
  * within its TTL is primary again in the same epoch. TTL 1500 ms, standby
  * timeout 500 ms.
  */
 #include <hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,6 +34,8 @@
 
 #include "harness.h"
 #include "th_redis.h"
+
+#define LOAD_MAX 200000
 
 #define TTL_MS 1500
 #define KEY "sluice:ha:{t}"
@@ -146,6 +153,109 @@ static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
     free(n1);
 }
 
+/* A producer publishing bodies "p<i>" as fast as confirmations come (a
+ * window of 64), recording which were confirmed, until its broker goes. */
+typedef struct producer {
+    th_broker *b;
+    pthread_t th;
+    atomic_int stop;
+    unsigned sent, confirmed;
+    unsigned char *ok;        /* ok[i]: "p<i>" was confirmed */
+} producer;
+
+static void *produce(void *arg)
+{
+    producer *p = arg;
+    sl_client *c = th_client(p->b, 3000);
+    uint64_t *tickets = calloc(LOAD_MAX, sizeof *tickets);
+    char body[32];
+    if (!tickets)
+        abort();
+    while (!atomic_load(&p->stop) && p->sent < LOAD_MAX) {
+        int n = snprintf(body, sizeof body, "p%u", p->sent);
+        sl_put m = {.body = body, .body_len = (size_t)n, .level = 1};
+        if (sl_send_async(c, &m, &tickets[p->sent]) != SL_OK)
+            break;
+        p->sent++;
+        if (sl_send_pending(c) < 64)
+            continue;
+        sl_confirm cf;
+        if (sl_send_wait(c, 3000, &cf) != SL_OK)
+            break;
+        if (cf.err != SL_OK)
+            break;
+        for (unsigned i = p->sent; i-- > 0;) /* tickets grow: the newest match is near the end */
+            if (tickets[i] == cf.ticket) {
+                p->ok[i] = 1;
+                p->confirmed++;
+                break;
+            }
+    }
+    sl_close(&c);
+    free(tickets);
+    return NULL;
+}
+
+static void under_load_kill9_of_the_primary_loses_no_confirmed_publish(void **state)
+{
+    (void)state;
+    th_broker *n1 = node(1), *n2 = node(2);
+    assert_true(wait_field("sync", "n2", 10000) >= 0);
+    producer p = {.b = n1, .ok = calloc(LOAD_MAX, 1)};
+    assert_non_null(p.ok);
+    assert_int_equal(pthread_create(&p.th, NULL, produce, &p), 0);
+    for (int i = 0; i < 500 && p.confirmed < 2000; i++) /* bounded: 10 s */
+        pause_ms(20);
+    uint64_t t_kill = th_now_ms();
+    th_broker_kill9(n1);
+    long took = 0;
+    long long depth = serving(n2, TTL_MS + 10000, &took);
+    long failover = (long)(th_now_ms() - t_kill);
+    atomic_store(&p.stop, 1);
+    pthread_join(p.th, NULL);
+    assert_true(p.confirmed >= 100);
+    print_message("# under load: %u sent, %u confirmed; kill -9; the standby served %lld messages %ld ms later "
+                  "(TTL %d)\n", p.sent, p.confirmed, depth, failover, TTL_MS);
+    assert_true(depth >= (long long)p.confirmed && depth <= (long long)p.sent);
+    assert_true(failover <= TTL_MS + 8000);
+    /* every confirmed publish is delivered by the new primary */
+    sl_client *c = th_client(n2, 5000);
+    assert_int_equal(sl_subscribe(c, NULL, NULL, 0, 256), SL_OK);
+    unsigned char *seen = calloc(LOAD_MAX, 1);
+    assert_non_null(seen);
+    sl_delivery *d;
+    unsigned delivered = 0, idx;
+    while (delivered < (unsigned)depth && sl_recv(c, 3000, &d) == SL_OK) {
+        assert_int_equal(sscanf(d->body, "p%u", &idx), 1);
+        assert_true(idx < p.sent); /* nothing that was never sent */
+        seen[idx] = 1;
+        delivered++;
+        assert_int_equal(sl_ack(c, d), SL_OK);
+        sl_delivery_free(&d);
+    }
+    unsigned lost = 0;
+    for (unsigned i = 0; i < p.sent; i++)
+        lost += p.ok[i] && !seen[i];
+    assert_int_equal(lost, 0);
+    sl_close(&c);
+    /* the old primary comes back as the standby of epoch 2: it confirms nothing */
+    assert_int_equal(th_broker_start(n1), 0);
+    sl_client *c1 = th_client(n1, 2000);
+    sl_put m = {.body = "late", .body_len = 4, .level = 1};
+    uint64_t id;
+    assert_int_equal(sl_send(c1, &m, &id), SL_EREDIRECT);
+    sl_close(&c1);
+    char epoch[32], leader[32];
+    field("epoch", epoch, sizeof epoch);
+    field("leader", leader, sizeof leader);
+    assert_string_equal(epoch, "2");
+    assert_string_equal(leader, "n2");
+    free(seen);
+    free(p.ok);
+    assert_int_equal(th_broker_destroy(&n1), 0);
+    assert_int_equal(th_broker_destroy(&n2), 0);
+}
+
 static void a_restarted_standby_resumes_and_holds_everything_after_failover(void **state)
 {
     (void)state;
@@ -194,6 +304,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(confirmed_publishes_survive_kill9_of_the_primary, arm, disarm),
+        cmocka_unit_test_setup_teardown(under_load_kill9_of_the_primary_loses_no_confirmed_publish, arm, disarm),
         cmocka_unit_test_setup_teardown(a_restarted_standby_resumes_and_holds_everything_after_failover, arm,
                                         disarm),
         cmocka_unit_test_setup_teardown(a_primary_restarted_within_its_ttl_serves_again_in_its_epoch, arm, disarm),
