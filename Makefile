@@ -284,6 +284,7 @@ $(HTTP_TESTS): $(call obj,tests/lib/th_http.c)
 $(HTTP_TESTS): EXTRA_LIBS := $(CURL_LIBS)
 # The shared-sink tests also link their own redis-server's helper.
 $(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord $(BUILD)/tests/e2e/test_ha: $(call obj,tests/lib/th_redis.c)
+$(BUILD)/tests/campaign/campaign_ha: $(call obj,tests/lib/th_redis.c)
 
 # test_history also links the campaigns' record that it checks.
 $(BUILD)/tests/unit/test_history: $(call obj,tests/campaign/history.c)
@@ -368,6 +369,7 @@ test: deps browser-deps
 	@$(MAKE) --no-print-directory crash-ci
 	@$(MAKE) --no-print-directory powerloss-ci
 	@$(MAKE) --no-print-directory corrupt-ci
+	@$(MAKE) --no-print-directory ha-campaign-ci
 	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin
 
 test-run: all tests
@@ -422,13 +424,19 @@ $(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
 #                                          dead-lettered or counted as quarantined; salvage brings back
 #                                          all but the flipped record
 # make corrupt-ci                          the same, 10 trials (part of make test)
+# make ha-campaign [HA_TRIALS=90]          a high-availability group (two nodes, redis-server) under load:
+#                                          kill -9 of the primary, SIGSTOP past its TTL, the standby
+#                                          killed and back, in turns (30 each); no confirmed publish lost
+# make ha-campaign-ci                      the same, one trial of each case (part of make test)
 # SLUICE_SEED=N replays a run.
 CRASH_SECONDS    ?= 60
 POWERLOSS_TRIALS ?= 1000
 CORRUPT_TRIALS   ?= 100
 CAMPAIGNS := build/rel/tests/campaign/campaign_crash build/rel/tests/campaign/campaign_powerloss \
-             build/rel/tests/campaign/powerloss_shim.so build/rel/tests/campaign/campaign_corrupt
-.PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults corrupt corrupt-ci
+             build/rel/tests/campaign/powerloss_shim.so build/rel/tests/campaign/campaign_corrupt \
+             build/rel/tests/campaign/campaign_ha
+HA_TRIALS        ?= 90
+.PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults corrupt corrupt-ci ha-campaign ha-campaign-ci
 
 campaigns:
 	@$(MAKE) --no-print-directory SAN= campaign-bins
@@ -465,6 +473,13 @@ corrupt: deps
 
 corrupt-ci: campaigns
 	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_corrupt 10 --quiet
+
+ha-campaign: deps
+	@$(MAKE) --no-print-directory campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha $(HA_TRIALS)
+
+ha-campaign-ci: campaigns
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha 3 --quiet
 
 # ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
 # make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding
