@@ -58,6 +58,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "failover.h"
 #include "zctx.h"
 
 #define LINGER_MS            1000     /* lets a final ACK leave on sl_close */
@@ -109,19 +110,32 @@ static long wait_ms_until(int64_t deadline_ns)
 
 /* msg_send encodes m and sends it as one frame. A blocking send gives up
  * after ZMQ_SNDTIMEO (the client's timeout) with SL_ETIMEDOUT. */
-int wire_msg_send(sl_client *c, const proto_msg *m, int flags)
+/* msg_send_keep is wire_msg_send that, when keep is not NULL, also copies
+ * the encoded frame there (*keep_len its length) for failover.c. */
+static int msg_send_keep(sl_client *c, const proto_msg *m, int flags, void **keep, size_t *keep_len)
 {
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     proto_wbuf_reset(&c->out);
     int rc = proto_encode(m, &c->out);
+    if (rc == SL_OK && keep)
+        rc = failover_keep(c, keep, keep_len);
     while (rc == SL_OK && zmq_send(c->sock, c->out.data, c->out.len, flags) < 0) {
         if (errno == EINTR && !(flags & ZMQ_DONTWAIT) && now_ns() < deadline_ns)
             continue;
         rc = errno == EAGAIN || errno == EINTR ? SL_ETIMEDOUT : SL_ECONNECT;
     }
+    if (rc != SL_OK && keep) {
+        free(*keep);
+        *keep = NULL;
+    }
     if (c->out.cap > WBUF_KEEP_BYTES)
         proto_wbuf_free(&c->out);
     return rc;
+}
+
+int wire_msg_send(sl_client *c, const proto_msg *m, int flags)
+{
+    return msg_send_keep(c, m, flags, NULL, NULL);
 }
 
 void wire_hello_init(const sl_client *c, proto_msg *m, uint64_t credit)
@@ -170,6 +184,7 @@ static void puts_abandon(sl_client *c)
             free(q.msg);
             return; /* out of memory: they stay pending, as before */
         }
+        free(p->frame);
         fifo_remove(&c->puts, 0, NULL);
     }
 }
@@ -198,7 +213,10 @@ static void settles_lost(sl_client *c)
 static void reconnected(sl_client *c)
 {
     deliveries_drop(c);
-    puts_abandon(c);
+    if (failover_on(c))
+        failover_resend(c); /* one broker at several addresses: what waits is sent again */
+    else
+        puts_abandon(c);
     settles_lost(c); /* their answers went to the connection that is gone */
     if (!c->subscribed)
         return;
@@ -248,6 +266,8 @@ static void monitor_drain(sl_client *c, bool closing)
             c->reached = true, c->refused_since_ns = 0;
         if (event == ZMQ_EVENT_CONNECT_RETRIED && c->handshakes == 0 && !c->reached && !c->refused_since_ns)
             c->refused_since_ns = now_ns();
+        if (failover_on(c) && !closing && (event == ZMQ_EVENT_CONNECT_RETRIED || event == ZMQ_EVENT_DISCONNECTED))
+            failover_lost(c); /* another address, shortly, unless this one answers first */
         /* an event is two frames: id and value, then the endpoint */
         while (zmq_msg_more(&ev) && zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) >= 0)
             ;
@@ -263,10 +283,14 @@ static void monitor_drain(sl_client *c, bool closing)
             if (c->handshakes == 0 && c->reached && ++c->early_closes >= 2)
                 c->auth_refused = 1;
         }
-        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             c->connected = true;
+            c->move_due = false; /* it answers: stay (a redirect may move it again) */
+        }
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && ++c->handshakes > 1 && !closing)
             reconnected(c);
+        else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && c->resend_due && !closing)
+            failover_resend(c); /* the first handshake, on an address moved to */
     }
 }
 
@@ -338,7 +362,10 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
                                       "file, or CURVE is on at one end only (check --key and --server-key)";
             return client_fail_text(c, SL_EPERM, why, sizeof why - 1);
         }
-        int64_t refused_until = c->refused_since_ns && c->handshakes == 0 ? c->refused_since_ns + REFUSED_GRACE_NS : 0;
+        if (failover_on(c))
+            failover_tick(c, now_ns());
+        int64_t refused_until = c->refused_since_ns && c->handshakes == 0 && !failover_on(c)
+                                    ? c->refused_since_ns + REFUSED_GRACE_NS : 0;
         if (refused_until && now_ns() >= refused_until) { /* refused, retried for a while: nothing listens */
             static const char why[] = "connection refused: nothing listens at the broker's endpoint";
             return client_fail_text(c, SL_ECONNECT, why, sizeof why - 1);
@@ -360,6 +387,9 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         }
         if (wait_ms == 0)
             return SL_ETIMEDOUT;
+        long move_ms = failover_on(c) ? failover_wake_ms(c, now_ns()) : -1;
+        if (move_ms >= 0 && (wait_ms < 0 || move_ms < wait_ms))
+            wait_ms = move_ms;
         zmq_pollitem_t items[] = {
             {.socket = c->sock, .events = ZMQ_POLLIN},
             {.socket = c->mon, .events = ZMQ_POLLIN},
@@ -385,7 +415,9 @@ int wire_request(sl_client *c, proto_msg *m)
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     uint64_t seq = c->next_seq++;
     proto_set(m, seq, seq);
-    int rc = wire_msg_send(c, m, 0);
+    free(c->await_frame);
+    c->await_frame = NULL;
+    int rc = msg_send_keep(c, m, 0, failover_on(c) ? &c->await_frame : NULL, &c->await_frame_len);
     if (rc)
         return rc;
     c->await_seq = seq;
@@ -424,12 +456,12 @@ int wire_post(sl_client *c, proto_msg *m)
 int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)
 {
     pending_put pp = {.seq = c->next_seq++, .ticket = ticket};
-    if (fifo_push(&c->puts, &pp))
-        return SL_ENOMEM;
     proto_set(m, seq, pp.seq);
-    int rc = wire_msg_send(c, m, 0);
-    if (rc)
-        fifo_remove(&c->puts, c->puts.count - 1, NULL);
+    int rc = msg_send_keep(c, m, 0, failover_on(c) ? &pp.frame : NULL, &pp.frame_len);
+    if (rc == SL_OK && fifo_push(&c->puts, &pp)) {
+        free(pp.frame);
+        return SL_ENOMEM; /* (sent, but its confirmation will be a stray) */
+    }
     return rc;
 }
 
@@ -486,7 +518,12 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     if (!(c->ctx = zctx_take(&monitor)) || !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
         return SL_ENOMEM;
     snprintf(mon_endpoint, sizeof mon_endpoint, MONITOR_PREFIX "%" PRIu64, monitor);
-    int rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
+    const char *first = endpoint;
+    int rc = failover_open(c, endpoint, &first);
+    if (rc)
+        return rc;
+    endpoint = first;
+    rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
     if (!rc)
         rc = curve_setup(c->sock, keys);
     if (rc)
@@ -532,6 +569,9 @@ void wire_close(sl_client *c)
     c->ctx = NULL;
     zmq_msg_close(&c->frame);
     proto_wbuf_free(&c->out);
+    for (size_t i = 0; i < c->puts.count; i++)
+        free(((pending_put *)fifo_at(&c->puts, i))->frame);
+    failover_close(c);
 
     client_confirm q;
     while (c->confirms.count) {
