@@ -36,6 +36,7 @@
 #include "ha_lease.h"
 #include "ha_prim.h"
 #include "log.h"
+#include "snap.h"
 #include "store.h"
 #include "units.h"
 
@@ -178,6 +179,23 @@ int ha_node_deposed(const bk *b)
 int ha_node_waiting(const bk *b)
 {
     return b->ha && b->ha->wait_seq;
+}
+
+void ha_node_figures(const bk *b, snap *s)
+{
+    const ha_node *h = b->ha;
+    if (!h)
+        return;
+    ha_prim_stats st;
+    ha_prim_stats_get(h->prim, b->mono_ns, &st);
+    const ha_view *v = ha_lease_view(h->lease);
+    s->ha = 1;
+    s->ha_epoch = h->epoch;
+    s->ha_mode = !lease_valid(h, b->mono_ns) ? SNAP_HA_FENCED : v->sync[0] ? SNAP_HA_SYNC : SNAP_HA_ALONE;
+    s->ha_lag_records = st.seq - st.acked;
+    s->ha_lag_ns = st.lag_ns;
+    s->ha_records = st.seq;
+    s->ha_diverged = st.diverged;
 }
 
 int ha_node_pollfds(bk *b, struct pollfd *pfd, int *ready)

@@ -52,6 +52,10 @@ int ha_node_may_dispatch(const bk *b);
  * data): the broker must stop serving at once. */
 int ha_node_deposed(const bk *b);
 
+/* ha_node_figures fills s's high-availability figures (publish.c). */
+struct snap;
+void ha_node_figures(const bk *b, struct snap *s);
+
 /* ha_node_pollfds adds the stream's and Redis's descriptors to pfd (at most
  * 2), returning how many; *ready when the stream already holds input. */
 int ha_node_pollfds(bk *b, struct pollfd *pfd, int *ready);

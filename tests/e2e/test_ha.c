@@ -15,7 +15,8 @@
  * the new primary delivers every one, and the old primary, started again,
  * is the standby of epoch 2 and answers a publish SL_EREDIRECT; a client
  * given both addresses (standby first) reaches the primary and, across a
- * kill -9 of it, has every keyed publish confirmed and stored once; a
+ * kill -9 of it, has every keyed publish confirmed and stored once; the
+ * primary's /metrics says its mode (alone, then sync) and epoch; a
  * primary stopped and started again within its TTL is primary again in the
  * same epoch. TTL 1500 ms, standby
  * timeout 500 ms.
@@ -36,6 +37,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "th_http.h"
 #include "th_redis.h"
 
 #define LOAD_MAX 200000
@@ -72,12 +74,13 @@ static void pause_ms(unsigned ms)
     nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
 }
 
-/* node starts node i (1 or 2) of group t. */
+/* node starts node i (1 or 2) of group t (the first with --http). */
 static th_broker *node(int i)
 {
     static const char *names[] = {"n1", "n2"};
     const char *extra[] = {"--ha", redis.url, "--ha-group", "t", "--ha-node", names[i - 1], "--repl-listen",
-                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500", NULL};
+                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500",
+                           i == 1 ? "--http" : NULL, "127.0.0.1:0", NULL};
     th_broker *b;
     assert_int_equal(th_broker_new(extra, &b), 0);
     return b;
@@ -259,6 +262,45 @@ static void under_load_kill9_of_the_primary_loses_no_confirmed_publish(void **st
     assert_int_equal(th_broker_destroy(&n2), 0);
 }
 
+/* metric reads one sample of n's /metrics ("" when absent). */
+static double metric(const th_broker *n, const char *sample)
+{
+    char url[64];
+    static th_resp r;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", th_http_port(n));
+    if (th_http_get(url, NULL, &r) != 0 || r.status != 200)
+        return -1;
+    const char *p = strstr(r.body, sample);
+    while (p && p != r.body && p[-1] != '\n')
+        p = strstr(p + 1, sample);
+    return p ? strtod(p + strlen(sample), NULL) : -1;
+}
+
+static void the_primary_reports_its_mode_and_epoch_in_metrics(void **state)
+{
+    (void)state;
+    th_broker *n1 = node(1);
+    sl_client *c = th_client(n1, 5000);
+    assert_int_equal(th_put_many(c, 1, 10, 1), SL_OK);
+    uint64_t t0 = th_now_ms(); /* published once a second */
+    while (metric(n1, "sluice_ha_mode{mode=\"alone\"} ") != 1 && th_now_ms() - t0 < 5000)
+        pause_ms(100);
+    assert_true(metric(n1, "sluice_ha_mode{mode=\"alone\"} ") == 1); /* no standby yet */
+    assert_true(metric(n1, "sluice_ha_epoch ") == 1);
+    th_broker *n2 = node(2);
+    assert_true(wait_field("sync", "n2", 10000) >= 0);
+    assert_int_equal(th_put_many(c, 1, 10, 1), SL_OK);
+    t0 = th_now_ms();
+    while (metric(n1, "sluice_ha_mode{mode=\"sync\"} ") != 1 && th_now_ms() - t0 < 5000)
+        pause_ms(100);
+    assert_true(metric(n1, "sluice_ha_mode{mode=\"sync\"} ") == 1);
+    assert_true(metric(n1, "sluice_ha_lag_records ") == 0);
+    assert_true(metric(n1, "sluice_ha_records_total ") >= 2);
+    sl_close(&c);
+    assert_int_equal(th_broker_destroy(&n2), 0);
+    assert_int_equal(th_broker_destroy(&n1), 0);
+}
+
 static void a_restarted_standby_resumes_and_holds_everything_after_failover(void **state)
 {
     (void)state;
@@ -362,6 +404,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_restarted_standby_resumes_and_holds_everything_after_failover, arm,
                                         disarm),
         cmocka_unit_test_setup_teardown(a_primary_restarted_within_its_ttl_serves_again_in_its_epoch, arm, disarm),
+        cmocka_unit_test_setup_teardown(the_primary_reports_its_mode_and_epoch_in_metrics, arm, disarm),
         cmocka_unit_test_setup_teardown(a_client_given_both_addresses_follows_the_primary_across_a_failover, arm,
                                         disarm),
     };
