@@ -43,6 +43,7 @@
  * commit out: right after a commit ends, or between passes.
  */
 #include "loop.h"
+#include "loop_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -99,44 +100,12 @@ uint64_t loop_cpu_ns(void)
     return read_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
-static void set_clock(bk *b)
+void loop_set_clock(bk *b)
 {
     b->mono_ns = loop_now_mono();
     b->wall_ns = loop_now_wall();
     b->q.now_wall_ns = b->wall_ns; /* dates records the queue moves aside as corrupt */
 }
-
-/* While a commit is out, a send that fails is held here and handed to
- * settle_send_failed after the commit's end: ending a consumer's leases
- * charges attempts, which writes the store. */
-typedef struct held_fail {
-    uint8_t rid[256];
-    size_t rid_len;
-    uint64_t token;
-    int err;
-} held_fail;
-
-/* The loop's own state, while loop_run runs (b->loop). */
-typedef struct loop_state loop_state;
-struct loop_state {
-    park *parked;         /* requests received while a commit was out that wait for its end (park.c) */
-    /* A log record waits for the rest of its batch (gather.c): the producers
-     * its predecessor confirmed, which come back a round trip later. Only
-     * publishes count: a consumer does not wait for a settlement's answer,
-     * nor for a delivery that leaves with the record, before its next
-     * request. */
-    size_t sealed_puts;   /* publishes the record out will confirm */
-    gather gath;
-    held_fail *held;      /* sends that failed while the commit was out */
-    size_t nheld, capheld;
-    int commit_wrote;     /* the commit that is out wrote (its latency counts) */
-    uint64_t commit_t0_ns; /* ... and when it started */
-    /* A primary of a group (ha_node.c): a commit that ended here waits for
-     * its record to be durable on the standby before commit_ended confirms
-     * it; no other commit starts meanwhile. */
-    int ha_held, ha_rc, ha_wrote, ha_logged;
-    uint64_t ha_t0_ns;
-};
 
 /* gathering tells whether the next record waits for more of its batch. */
 static int gathering(const bk *b)
@@ -313,47 +282,12 @@ static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint
     h->err = err;
 }
 
-static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged);
-
-/* finish ends a commit, unless its record waits for the standby (a primary
- * of a group): then it is held until ha_release. */
-static int finish(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
-{
-    loop_state *ls = b->loop;
-    if (b->ha && rc == SL_OK && !ha_node_confirmable(b)) {
-        ls->ha_held = 1;
-        ls->ha_rc = rc;
-        ls->ha_wrote = wrote;
-        ls->ha_t0_ns = t0_ns;
-        ls->ha_logged = logged;
-        return SL_OK;
-    }
-    if (b->ha && rc != SL_OK)
-        ha_node_forget(b);
-    return commit_ended(b, rc, wrote, t0_ns, logged);
-}
-
-/* ha_release confirms the held commit once its record may be confirmed. */
-static int ha_release(bk *b)
-{
-    loop_state *ls = b->loop;
-    if (!ls->ha_held || !ha_node_confirmable(b))
-        return SL_OK;
-    ls->ha_held = 0;
-    return commit_ended(b, ls->ha_rc, ls->ha_wrote, ls->ha_t0_ns, ls->ha_logged);
-}
-
-static void flush_now(bk *b)
-{
-    net_flush(b->net, NET_NOW, store_committing(b->st) ? hold_send_failed : settle_send_failed, b);
-}
-
 /* commit_ended finishes a commit, the writer's or one made at once: the
  * histogram, and the pass's confirmations sent, or all turned into errors.
  * logged: it was a log record, whose refusal also lost what the next batch
  * had written meanwhile (its replies are refused too). Returns SL_OK or the
  * commit's error. */
-static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
+int loop_commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
 {
     net_seal(b->net, 0); /* its replies, and the next batch's, are sorted out below */
     if (b->commit_stall_noted)
@@ -435,6 +369,11 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
     return SL_OK;
 }
 
+static void flush_now(bk *b)
+{
+    net_flush(b->net, NET_NOW, store_committing(b->st) ? hold_send_failed : settle_send_failed, b);
+}
+
 /* end_pass sends what need not wait, and hands the pass's transaction to the
  * writer when a reply waits for it or the oldest write is due (always when
  * force), unless a commit is still out. Returns SL_OK or a commit's error. */
@@ -461,7 +400,7 @@ static int end_pass(bk *b, int force)
     if (b->ha)
         ha_node_shipped(b); /* the batch's record to the standby, while this node flushes it */
     if (!started)
-        return finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
+        return loop_finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
     b->commit_out_ns = loop_now_mono();
     net_seal(b->net, 1); /* replies of writes made from now on wait for the next commit */
     ls->sealed_puts = store_logging(b->st) ? puts : 0;
@@ -482,47 +421,12 @@ static int commit_poll(bk *b, int wait)
     loop_state *ls = b->loop;
     if (wait) {
         store_commit_wait(b->st, &rc);
-        return finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
+        return loop_finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
     }
     if (!store_commit_poll(b->st, &rc))
         return SL_OK;
-    set_clock(b);
-    return finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
-}
-
-/* ha_drain, at shutdown, waits for the held commit's record to be
- * confirmable (the standby's ack, or Redis recording that none is in sync),
- * for at most the standby timeout and a lease; after that its publishes
- * are refused, never confirmed. SL_OK, or SL_EDEPOSED. */
-static int ha_drain(bk *b)
-{
-    loop_state *ls = b->loop;
-    uint64_t until = loop_now_mono() + ((uint64_t)b->cfg.repl_standby_timeout_ms + b->cfg.ha_ttl_ms) * NS_PER_MS;
-    while (ls->ha_held && loop_now_mono() < until) {
-        set_clock(b);
-        b->ha_wake_ns = ha_node_tick(b);
-        if (ha_node_deposed(b))
-            return SL_EDEPOSED;
-        int rc = ha_release(b);
-        if (rc != SL_OK || !ls->ha_held)
-            return rc;
-        struct pollfd pfd[4];
-        int ready = 0, n = ha_node_pollfds(b, pfd, &ready);
-        if (!ready)
-            poll(pfd, (nfds_t)n, 5);
-    }
-    if (ls->ha_held) {
-        ls->ha_held = 0;
-        ha_node_forget(b);
-        log_warn("loop", "shutting down with a batch its standby never acknowledged: its publishes are refused");
-        for (int i = 0; i < 2; i++) {
-            net_fail_queued(b->net, SL_ESHUTDOWN, "the primary stopped before its standby had this batch: it is "
-                            "not confirmed; retry it", 0);
-            net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
-            net_promote(b->net);
-        }
-    }
-    return SL_OK;
+    loop_set_clock(b);
+    return loop_finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
 }
 
 /* run passes until *stop, then shuts down (loop_run). */
@@ -531,18 +435,18 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     net_in in;
     int rc;
     while (!*stop) {
-        set_clock(b);
+        loop_set_clock(b);
         int commit_fd = store_busy(b->st) ? store_commit_fd(b->st) : -1;
         if (wait_input(b, b->net, b->coord, receiving(b), commit_fd, wait_ns(b)) != 0)
             return SL_EIO;
-        set_clock(b);
+        loop_set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
         if (b->ha) { /* the standby's acks, the lease; then what they let through */
             b->ha_wake_ns = ha_node_tick(b);
             if (ha_node_deposed(b))
                 return SL_EDEPOSED;
-            if ((rc = ha_release(b)) != SL_OK)
+            if ((rc = loop_ha_release(b)) != SL_OK)
                 return rc;
         }
         if (b->checkpoint_wanted && !store_busy(b->st) && !store_held(b->st) && !store_copying(b->st) &&
@@ -565,7 +469,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     }
     /* Shutdown: the commit that is out ends and is confirmed; what arrived
      * after the last pass is refused, not dropped. */
-    if ((rc = commit_poll(b, 1)) != SL_OK || (rc = ha_drain(b)) != SL_OK)
+    if ((rc = commit_poll(b, 1)) != SL_OK || (rc = loop_ha_drain(b)) != SL_OK)
         return rc;
     park_drain(b->loop->parked, handle_parked, b); /* received before the stop: handled, not refused */
     unsigned refused = 0;
@@ -576,7 +480,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     /* The last commit may have ended with deletes of ACKs taken while it
      * was out, and their OKs (ack_flush_ms 0): one more commit carries them. */
     for (int i = 0; i < 3; i++) {
-        if ((rc = end_pass(b, 1)) != SL_OK || (rc = commit_poll(b, 1)) != SL_OK || (rc = ha_drain(b)) != SL_OK)
+        if ((rc = end_pass(b, 1)) != SL_OK || (rc = commit_poll(b, 1)) != SL_OK || (rc = loop_ha_drain(b)) != SL_OK)
             break;
         if (!store_dirty(b->st) && !net_queued(b->net, NET_AFTER_COMMIT) &&
             !net_queued(b->net, NET_AFTER_NEXT_COMMIT))
