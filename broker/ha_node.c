@@ -48,8 +48,78 @@ struct ha_node {
     uint64_t wait_seq;         /* the record whose batch's confirmations wait (0: none) */
     int deposed;
     int strict;
+    int handing;               /* a switchover is under way: fenced, the lease handed to the standby */
+    char rows_text[HA_NODES_MAX + 1][3][PROTO_MAX_NAME + 1]; /* ha.status's strings, until encoded */
     char told[PROTO_MAX_NAME + 2]; /* the sync asked of Redis last ("" none) */
 };
+
+static int lease_valid(const ha_node *h, uint64_t now_ns)
+{
+    const ha_view *v = ha_lease_view(h->lease);
+    return !h->deposed && !h->handing && v->role == HA_ROLE_PRIMARY && v->epoch == h->epoch && now_ns < v->valid_until_ns;
+}
+
+/* row fills row i of rep's ha_rows, its strings kept in h. */
+static void row(ha_node *h, proto_msg *rep, const char *node, const char *role, const char *ep, int in_sync,
+                uint64_t lag)
+{
+    unsigned i = rep->ha_rows.n;
+    if (i >= HA_NODES_MAX)
+        return;
+    char (*t)[PROTO_MAX_NAME + 1] = h->rows_text[i];
+    snprintf(t[0], sizeof t[0], "%s", node);
+    snprintf(t[1], sizeof t[1], "%s", role);
+    snprintf(t[2], sizeof t[2], "%s", ep);
+    rep->ha_rows.v[i] = (proto_row_ha){.present = PROTO_ROW_ALL(ha),
+                                       .node = {t[0], (uint32_t)strlen(t[0])},
+                                       .role = {t[1], (uint32_t)strlen(t[1])},
+                                       .endpoint = {t[2], (uint32_t)strlen(t[2])},
+                                       .in_sync = (uint64_t)in_sync,
+                                       .lag_records = lag};
+    rep->ha_rows.n = i + 1;
+}
+
+/* admin answers ha.status and ha.switchover (b->ha_admin). */
+static int admin(bk *b, int cmd, proto_msg *rep, char *text, size_t text_len)
+{
+    ha_node *h = b->ha;
+    const ha_view *v = ha_lease_view(h->lease);
+    ha_prim_stats st;
+    ha_prim_stats_get(h->prim, b->mono_ns, &st);
+    if (cmd == PROTO_CMD_ha_switchover) {
+        const char *in_sync = ha_prim_in_sync(h->prim);
+        if (!in_sync || strcmp(in_sync, v->sync) != 0) {
+            snprintf(text, text_len, "no standby is in sync (Redis records %s): a switchover would lose what only "
+                     "this node holds", v->sync[0] ? v->sync : "none");
+            return SL_ESTATE;
+        }
+        if (h->handing) {
+            snprintf(text, text_len, "a switchover is already under way");
+            return SL_ESTATE;
+        }
+        if (ha_lease_handover(h->lease) != 0) {
+            snprintf(text, text_len, "Redis cannot be asked now: retry");
+            return SL_ESTATE;
+        }
+        h->handing = 1; /* fenced from now on: nothing more is confirmed or dispatched here */
+        log_info("ha", "switchover to %s asked: this node confirms and dispatches nothing more", in_sync);
+        return SL_OK;
+    }
+    rep->present |= PF(epoch) | PF(ha_rows);
+    rep->epoch = h->epoch;
+    rep->ha_rows.n = 0;
+    row(h, rep, b->cfg.ha_node, lease_valid(h, b->mono_ns) ? "primary" : "fenced", b->cfg.listen, 1, 0);
+    for (unsigned i = 0; i < v->nnodes; i++) {
+        const ha_node_seen *n = &v->nodes[i];
+        if (!strcmp(n->name, b->cfg.ha_node))
+            continue;
+        int synced = st.in_sync && !strcmp(n->name, st.name) && !strcmp(n->name, v->sync);
+        int live = n->silent_ms < b->cfg.ha_ttl_ms;
+        row(h, rep, n->name, live ? "standby" : "unreachable", n->ep, synced,
+            !strcmp(n->name, st.name) ? st.seq - st.acked : 0);
+    }
+    return SL_OK;
+}
 
 int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch)
 {
@@ -74,6 +144,7 @@ int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch)
     h->strict = b->cfg.repl_strict;
     store_repl_on(b->st, epoch, seq);
     b->ha = h;
+    b->ha_admin = admin;
     b->ha_wake_ns = b->mono_ns;
     log_info("ha", "primary of group %s in epoch %llu; stream on %s from record %llu", b->cfg.ha_group,
              (unsigned long long)epoch, b->cfg.repl_listen, (unsigned long long)seq + 1);
@@ -86,17 +157,13 @@ void ha_node_stop(bk *b)
     if (!h)
         return;
     store_repl_off(b->st);
+    b->ha_admin = NULL;
     ha_prim_close(&h->prim);
     ha_lease_destroy(&h->lease);
     free(h);
     b->ha = NULL;
 }
 
-static int lease_valid(const ha_node *h, uint64_t now_ns)
-{
-    const ha_view *v = ha_lease_view(h->lease);
-    return !h->deposed && v->role == HA_ROLE_PRIMARY && v->epoch == h->epoch && now_ns < v->valid_until_ns;
-}
 
 uint64_t ha_node_tick(bk *b)
 {
@@ -115,6 +182,14 @@ uint64_t ha_node_tick(bk *b)
     ha_prim_stats_get(h->prim, now, &st);
     uint64_t next = ha_lease_tick(h->lease, now, h->epoch, h->told, st.seq - st.acked);
     const ha_view *v = ha_lease_view(h->lease);
+    if (h->handing && v->handover == -1) { /* refused: serve on */
+        h->handing = 0;
+        ha_lease_handover_clear(h->lease);
+    }
+    if (h->handing == 1 && v->handover == 1) { /* recorded: tell the standby, which asks at once */
+        h->handing = 2;
+        ha_prim_switch(h->prim);
+    }
     if (!h->deposed && v->answers && (v->role != HA_ROLE_PRIMARY || v->epoch != h->epoch)) {
         h->deposed = 1;
         log_error("ha", "deposed: Redis names %s primary in epoch %llu (this node: epoch %llu); stopping to "

@@ -39,14 +39,56 @@
 
 #define STANDBY_MAX_WAIT_NS (100 * NS_PER_MS)
 
-/* redirect answers one client request: SL_EREDIRECT, the primary in url. */
-static void redirect(net *n, const net_in *in, const char *primary)
+/* status answers ha.status as this standby sees the group: the primary
+ * Redis names, this node, and any other node the record holds. */
+static void status(net *n, const net_in *in, const proto_msg *req, const conf *cfg, const ha_view *v,
+                   const ha_stby_stats *ss)
+{
+    proto_msg m;
+    proto_init(&m, PROTO_ADMIN_OK);
+    if (req->present & PF(seq))
+        proto_set(&m, seq, req->seq);
+    m.present |= PF(epoch) | PF(ha_rows);
+    m.epoch = v->epoch > ss->epoch ? v->epoch : ss->epoch;
+    m.ha_rows.n = 0;
+    static char text[HA_NODES_MAX + 2][3][PROTO_MAX_NAME + 1];
+    for (unsigned i = 0; i <= v->nnodes && m.ha_rows.n < HA_NODES_MAX; i++) {
+        const char *name = i == v->nnodes ? cfg->ha_node : v->nodes[i].name;
+        if (i < v->nnodes && !strcmp(name, cfg->ha_node))
+            continue; /* this node: last, from what it knows itself */
+        int me = i == v->nnodes, leader = !me && !strcmp(name, v->leader);
+        const char *role = me ? "standby" : leader ? (v->lease_left_ms ? "primary" : "unreachable")
+                                                   : v->nodes[i].silent_ms < cfg->ha_ttl_ms ? "standby" : "unreachable";
+        unsigned k = m.ha_rows.n;
+        snprintf(text[k][0], sizeof text[k][0], "%s", name);
+        snprintf(text[k][1], sizeof text[k][1], "%s", role);
+        snprintf(text[k][2], sizeof text[k][2], "%.64s", me ? cfg->listen : v->nodes[i].ep);
+        m.ha_rows.v[k] = (proto_row_ha){.present = PROTO_ROW_ALL(ha),
+                                        .node = {text[k][0], (uint32_t)strlen(text[k][0])},
+                                        .role = {text[k][1], (uint32_t)strlen(text[k][1])},
+                                        .endpoint = {text[k][2], (uint32_t)strlen(text[k][2])},
+                                        .in_sync = (uint64_t)(leader || !strcmp(name, v->sync)),
+                                        .lag_records = 0};
+        m.ha_rows.n = k + 1;
+    }
+    net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);
+}
+
+/* redirect answers one client request: SL_EREDIRECT, the primary in url
+ * (ha.status is answered here: status). */
+static void redirect(net *n, const net_in *in, const char *primary, const conf *cfg, const ha_view *v,
+                     const ha_stby_stats *ss)
 {
     proto_msg req, m;
     if (in->frames != 1 || proto_decode(in->body, in->body_len, &req, NULL) != SL_OK)
         return;
     if (req.type == PROTO_PING || req.type == PROTO_PONG)
         return;
+    if (req.type == PROTO_ADMIN && (req.present & PF(cmd)) &&
+        proto_cmd_of(req.cmd.ptr, req.cmd.len) == PROTO_CMD_ha_status) {
+        status(n, in, &req, cfg, v, ss);
+        return;
+    }
     proto_init(&m, PROTO_ERROR);
     if (req.present & PF(seq))
         proto_set(&m, seq, req.seq);
@@ -106,9 +148,12 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
             break;
         if ((rc = ha_stby_poll(sb, now)) != SL_OK)
             break;
+        if (ha_stby_switch_asked(sb))
+            ha_lease_poke(hl); /* a switchover: Redis names this node now */
         net_in in;
+        ha_stby_stats_get(sb, &ss);
         for (int i = 0; i < 4096 && net_recv(n, &in) == 1; i++)
-            redirect(n, &in, v->role == HA_ROLE_STANDBY ? v->leader_ep : "");
+            redirect(n, &in, v->role == HA_ROLE_STANDBY ? v->leader_ep : "", cfg, v, &ss);
         net_flush(n, NET_NOW, NULL, NULL);
         uint64_t w = ha_stby_next_wake(sb);
         if (w < next)

@@ -139,7 +139,9 @@
     X(settle_foreign, "settle_foreign", U64, 0)           \
     X(quarantined, "quarantined",   U64,  0)              \
     X(url,        "url",            STR,  PROTO_MAX_STR)  \
-    X(login_token, "login_token",   STR,  PROTO_MAX_NAME)
+    X(login_token, "login_token",   STR,  PROTO_MAX_NAME) \
+    X(epoch,      "epoch",          U64,  0)              \
+    X(ha_rows,    "ha_rows",        ROWS, ha)
 
 /* ---- rows ----
  *
@@ -157,7 +159,8 @@
     X(coord,      1)                    \
     X(window,     PROTO_MAX_WINDOW_ROWS) \
     X(tag,        PROTO_MAX_ARRAY)      \
-    X(msg,        PROTO_MAX_ARRAY)
+    X(msg,        PROTO_MAX_ARRAY)      \
+    X(ha,         4)
 
 /* STATS_OK: one row per level, counters since the broker started. */
 #define PROTO_COLS_level_stat(X, K)                        \
@@ -243,6 +246,14 @@
 
 /* sink.show and STATS_OK of a broker sharing its sink (--coord): one row,
  * its capacity lease. Absent when the sink is the broker's alone. */
+/* A node of a high-availability group (ha.status). */
+#define PROTO_COLS_ha(X, K)                                \
+    X(K, node,             "node",             STR, REQ) \
+    X(K, role,             "role",             STR, REQ) \
+    X(K, endpoint,         "endpoint",         STR, REQ) \
+    X(K, in_sync,          "in_sync",          U64, REQ) \
+    X(K, lag_records,      "lag_records",      U64, REQ)
+
 #define PROTO_COLS_coord(X, K)                             \
     X(K, state,            "state",            STR, REQ) \
     X(K, reachable,        "reachable",        U64, REQ) \
@@ -400,7 +411,9 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(settings_export, "settings.export", 0, 0, FIELDS, PF(body))                  \
     X(sink_resume,    "sink.resume",    0, 0, FIELDS, PF(paused_ms))              \
     X(web_login,      "web.login",      0, PF(ttl_ms), FIELDS,                    \
-      PF(url) | PF(login_token) | PF(ttl_ms) | PF(state))
+      PF(url) | PF(login_token) | PF(ttl_ms) | PF(state))                         \
+    X(ha_status,      "ha.status",      0, 0, FIELDS, PF(epoch) | PF(ha_rows))   \
+    X(ha_switchover,  "ha.switchover",  0, 0, NONE, 0)
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 

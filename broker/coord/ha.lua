@@ -17,8 +17,12 @@
 --     A leader renews its lease (and sets sync as asked); the node named in
 --     sync promotes once the lease has expired; a Redis whose epoch is below
 --     KNOWN_EPOCH (it lost its data) promotes nobody.
---     -> {role, epoch, leader, leader_ep, leader_repl, sync, lease_left_ms}
+--     -> {role, epoch, leader, leader_ep, leader_repl, sync, lease_left_ms,
+--         then per node: name, client endpoint, ms since it last ran tick}
 --        role: "primary", "standby" or "lost"
+--   handover NODE TTL_MS    -> {1, epoch, new leader} when NODE was leader and a
+--                              standby was in sync: that standby is leader at
+--                              epoch + 1 (a switchover); else {0, epoch, ""}
 --   release NODE            -> 1 when NODE was leader: its lease ends now
 --   recover NODE EPOCH TTL  -> the epoch: NODE leader at max(EPOCH, epoch) + 1
 --   status                  -> {epoch, leader, sync, lease_left_ms, n1, ep1, lag1, seen_ago1, ...}
@@ -33,6 +37,20 @@ local function get(f, d)
   return v
 end
 
+-- nodes appends every node's name, client endpoint and silence (ms) to out.
+local function nodes(out)
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 3) == 'ep:' then
+      local n = string.sub(all[i], 4)
+      table.insert(out, n)
+      table.insert(out, all[i + 1])
+      table.insert(out, now - tonumber(get('seen:' .. n, '0')))
+    end
+  end
+  return out
+end
+
 if op == 'tick' then
   local node, ttl, known = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
   local cep, rep, want, lag = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -43,7 +61,7 @@ if op == 'tick' then
   end
   if epoch == 0 then
     redis.call('HSET', key, 'leader', node, 'epoch', 1, 'until', now + ttl, 'sync', '')
-    return {'primary', 1, node, cep, rep, '', ttl}
+    return nodes({'primary', 1, node, cep, rep, '', ttl})
   end
   local leader = get('leader', '')
   local untl = tonumber(get('until', '0'))
@@ -53,16 +71,25 @@ if op == 'tick' then
     if want == '-' then sync = '' elseif want ~= '=' then sync = want end
     redis.call('HSET', key, 'sync', sync)
     if sync ~= '' and lag ~= '' then redis.call('HSET', key, 'lag:' .. sync, lag) end
-    return {'primary', epoch, node, cep, rep, sync, ttl}
+    return nodes({'primary', epoch, node, cep, rep, sync, ttl})
   end
   if untl <= now and sync == node then
     epoch = epoch + 1
     redis.call('HSET', key, 'leader', node, 'epoch', epoch, 'until', now + ttl, 'sync', '')
-    return {'primary', epoch, node, cep, rep, '', ttl}
+    return nodes({'primary', epoch, node, cep, rep, '', ttl})
   end
   local left = untl - now
   if left < 0 then left = 0 end
-  return {'standby', epoch, leader, get('ep:' .. leader, ''), get('repl:' .. leader, ''), sync, left}
+  return nodes({'standby', epoch, leader, get('ep:' .. leader, ''), get('repl:' .. leader, ''), sync, left})
+elseif op == 'handover' then
+  local to = get('sync', '')
+  local e = tonumber(get('epoch', '0'))
+  if get('leader', '') == ARGV[2] and to ~= '' then
+    e = e + 1
+    redis.call('HSET', key, 'leader', to, 'epoch', e, 'until', now + tonumber(ARGV[3]), 'sync', '')
+    return {1, e, to}
+  end
+  return {0, e, ''}
 elseif op == 'release' then
   if get('leader', '') == ARGV[2] then
     redis.call('HSET', key, 'until', 0)

@@ -37,7 +37,7 @@ static const char ha_lua[] =
 #include "ha.lua.inc"
     ;
 
-enum kind { K_TICK, K_RELEASE };
+enum kind { K_TICK, K_RELEASE, K_HANDOVER };
 
 struct ha_lease {
     char key[PROTO_MAX_NAME + 16], node[PROTO_MAX_NAME + 1];
@@ -88,6 +88,14 @@ static void on_tick(ha_lease *l, const redisReply *r, uint64_t now_ns)
     copy_str(v->sync, sizeof v->sync, r->element[5]);
     v->lease_left_ms = (uint64_t)int_of(r->element[6]);
     v->valid_until_ns = v->role == HA_ROLE_PRIMARY ? l->sent_ns + l->ttl_ns - l->ttl_ns / 10 : 0;
+    v->nnodes = 0;
+    for (size_t i = 7; i + 2 < r->elements && v->nnodes < HA_NODES_MAX; i += 3) {
+        ha_node_seen *n = &v->nodes[v->nnodes++];
+        copy_str(n->name, sizeof n->name, r->element[i]);
+        copy_str(n->ep, sizeof n->ep, r->element[i + 1]);
+        long long ago = int_of(r->element[i + 2]);
+        n->silent_ms = ago > 0 ? (uint64_t)ago : 0;
+    }
     v->heard_ns = now_ns;
     v->answers++;
     if (was != v->role || was_epoch != v->epoch)
@@ -103,6 +111,12 @@ static int on_reply(void *ctx, int kind, const redisReply *r, uint64_t now_ns)
     if (kind == K_TICK) {
         l->asking = 0;
         on_tick(l, r, now_ns);
+    } else if (kind == K_HANDOVER) {
+        int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 3 && int_of(r->element[0]) == 1;
+        l->view.handover = ok ? 1 : -1;
+        log_info("ha", "switchover %s", ok ? "recorded in Redis: the standby in sync leads the next epoch"
+                                            : "refused by Redis: this node does not lead, or no standby is in sync");
+        l->poked = 1; /* hear the new record at once */
     }
     return 0;
 }
@@ -206,6 +220,20 @@ int ha_lease_pollfd(const ha_lease *l, short *events)
 int ha_lease_reachable(const ha_lease *l)
 {
     return l->reachable;
+}
+
+int ha_lease_handover(ha_lease *l)
+{
+    char ttl[32];
+    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(l->ttl_ns / NS_PER_MS));
+    const char *argv[] = {"EVAL", ha_lua, "1", l->key, "handover", l->node, ttl};
+    l->view.handover = 0;
+    return rlink_send(l->link, K_HANDOVER, 7, argv);
+}
+
+void ha_lease_handover_clear(ha_lease *l)
+{
+    l->view.handover = 0;
 }
 
 void ha_lease_release(ha_lease *l, int wait_ms)

@@ -26,6 +26,13 @@ typedef struct ha_lease_cfg {
 typedef enum ha_role { HA_ROLE_UNKNOWN = 0, HA_ROLE_PRIMARY, HA_ROLE_STANDBY, HA_ROLE_LOST } ha_role;
 
 #define HA_NAME_MAX 1024
+#define HA_NODES_MAX 4
+
+/* A node as the group's record knows it. */
+typedef struct ha_node_seen {
+    char name[PROTO_MAX_NAME + 1], ep[HA_NAME_MAX];
+    uint64_t silent_ms;              /* since it last asked Redis */
+} ha_node_seen;
 
 /* The last answer heard from Redis. */
 typedef struct ha_view {
@@ -37,6 +44,9 @@ typedef struct ha_view {
     uint64_t valid_until_ns;         /* a primary's lease, locally: the renewal's send time + TTL - TTL/10 */
     uint64_t heard_ns;               /* when this answer came (0: never) */
     uint64_t answers;                /* answers heard in all */
+    ha_node_seen nodes[HA_NODES_MAX];
+    unsigned nnodes;
+    int handover;                    /* ha_lease_handover: 0 none or pending, 1 done, -1 refused */
 } ha_view;
 
 /* ha_lease_new parses the URL and sets up; nothing is connected until
@@ -70,6 +80,14 @@ int ha_lease_pollfd(const ha_lease *l, short *events);
  * that its in-sync standby promotes without waiting for the TTL; waits at
  * most wait_ms for Redis (blocking: after the loop, or for a switchover). */
 void ha_lease_release(ha_lease *l, int wait_ms);
+
+/* ha_lease_handover asks Redis to make the standby in sync the leader at
+ * the next epoch (a switchover; never blocks): ha_view.handover says how it
+ * went. -1 when it could not be sent. */
+int ha_lease_handover(ha_lease *l);
+
+/* ha_lease_handover_clear forgets a handover's outcome. */
+void ha_lease_handover_clear(ha_lease *l);
 
 /* ha_lease_reachable tells whether the last request was answered. */
 int ha_lease_reachable(const ha_lease *l);

@@ -70,6 +70,9 @@ typedef struct bk {
     struct coord *coord;          /* capacity leases in Redis; NULL: the sink is this broker's alone */
     uint64_t coord_wake_ns;       /* when coord next has work */
     struct ha_node *ha;           /* a primary of a high-availability group (ha_node.c); NULL: alone */
+    /* its admin commands (ha.status, ha.switchover), answered by ha_node.c:
+     * set while ha is; SL_OK or an error with text */
+    int (*ha_admin)(struct bk *b, int cmd, proto_msg *rep, char *text, size_t text_len);
     uint64_t ha_wake_ns;          /* when it next has work */
     double dispatch_per_s[PROTO_MAX_LEVELS];  /* smoothed, for the ETA without limits */
     uint64_t sample_dispatched[PROTO_MAX_LEVELS];

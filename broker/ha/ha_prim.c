@@ -266,6 +266,13 @@ int ha_prim_poll(ha_prim *p, uint64_t now_ns)
     return was != p->in_sync;
 }
 
+void ha_prim_switch(ha_prim *p)
+{
+    ha_msg m = {.type = HA_SWITCH, .epoch = p->epoch, .seq = p->seq, .session = p->session};
+    unsigned char hdr[HA_WIRE_MAX];
+    repl_link_send(p->link, hdr, ha_wire_encode(&m, hdr), NULL, 0);
+}
+
 int ha_prim_acked(const ha_prim *p, uint64_t seq)
 {
     return p->acked >= seq;

@@ -46,6 +46,10 @@ int ha_prim_ship(ha_prim *p, uint64_t seq, const unsigned char *rec, size_t len,
  * timeout). Never blocks. Returns 1 when in_sync changed. */
 int ha_prim_poll(ha_prim *p, uint64_t now_ns);
 
+/* ha_prim_switch tells the standby that Redis names it leader now (a
+ * switchover), so that it asks at once. */
+void ha_prim_switch(ha_prim *p);
+
 /* ha_prim_acked tells whether record seq is durable on the standby. */
 int ha_prim_acked(const ha_prim *p, uint64_t seq);
 

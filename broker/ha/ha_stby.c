@@ -47,7 +47,7 @@ struct ha_stby {
     uint32_t sum;
     uint64_t next_hello_ns, last_record_ns;
     uint64_t records, refused;
-    int streaming, far, refused_logged;
+    int streaming, far, refused_logged, switch_asked;
 };
 
 /* new_session numbers a connection: the time, the process and a count, mixed. */
@@ -205,6 +205,10 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
             s->streaming = 0;
             continue;
         }
+        if (m.type == HA_SWITCH) {
+            s->switch_asked = 1;
+            continue;
+        }
         if (m.type != HA_RECORD)
             continue;
         int r = take(s, &m, body, bl, &err);
@@ -242,6 +246,13 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
         s->next_hello_ns = now_ns + HA_HELLO_MS * NS_PER_MS;
     }
     return SL_OK;
+}
+
+int ha_stby_switch_asked(ha_stby *s)
+{
+    int a = s->switch_asked;
+    s->switch_asked = 0;
+    return a;
 }
 
 int ha_stby_fd(ha_stby *s, int *ready)

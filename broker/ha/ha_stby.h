@@ -39,6 +39,10 @@ int ha_stby_follow(ha_stby *s, const char *repl_ep, uint64_t epoch, uint64_t now
  * store error (the node must stop). */
 int ha_stby_poll(ha_stby *s, uint64_t now_ns);
 
+/* ha_stby_switch_asked tells (once) whether the primary said a switchover
+ * made this node leader: the caller asks Redis at once. */
+int ha_stby_switch_asked(ha_stby *s);
+
 /* ha_stby_fd returns the descriptor to poll (-1: none), *ready when input waits. */
 int ha_stby_fd(ha_stby *s, int *ready);
 

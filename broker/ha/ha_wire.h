@@ -17,6 +17,8 @@
  *          CRC-32C of the session's records up to this one.
  *   ACK    standby -> primary: seq and everything before it are durable in
  *          the standby's store; sum its own running CRC-32C up to seq.
+ *   SWITCH primary -> standby: Redis now names the standby leader (a
+ *          switchover): ask it at once instead of at the next TTL/3.
  *   FAR    primary -> standby: the records after seq are no longer held
  *          (or the standby's store diverged): the stream cannot resume.
  *
@@ -36,7 +38,7 @@
 #define HA_WIRE_MAX (HA_WIRE_HDR + PROTO_MAX_NAME)
 #define HA_HELLO_MS 500u
 
-enum { HA_HELLO = 'H', HA_RECORD = 'R', HA_ACK = 'A', HA_FAR = 'F' };
+enum { HA_HELLO = 'H', HA_RECORD = 'R', HA_ACK = 'A', HA_FAR = 'F', HA_SWITCH = 'S' };
 
 typedef struct ha_msg {
     int type;
@@ -70,7 +72,7 @@ static inline int ha_wire_decode(const unsigned char *buf, size_t len, ha_msg *m
     m->session = get_le64(buf + 32);
     memcpy(m->name, buf + HA_WIRE_HDR, len - HA_WIRE_HDR);
     m->name[len - HA_WIRE_HDR] = '\0';
-    return m->type == HA_HELLO || m->type == HA_RECORD || m->type == HA_ACK || m->type == HA_FAR ? 0 : -1;
+    return m->type == HA_HELLO || m->type == HA_RECORD || m->type == HA_ACK || m->type == HA_FAR || m->type == HA_SWITCH ? 0 : -1;
 }
 
 #endif /* SLUICE_HA_WIRE_H */

@@ -12,7 +12,10 @@
  *     the first publish the new primary confirms (a client retrying every
  *     10 ms), FAILOVERS times, the roles swapping each time (the killed node
  *     is started again and waited for in sync); p50 and max, against
- *     TTL + 1 s.
+ *     TTL + 1 s;
+ *   - switchover: `ha.switchover` asked of the primary, to the first publish
+ *     the other node confirms, SWITCHOVERS times (each waits for the old
+ *     primary back in sync); max, against 1 s.
  *
  * The group runs at --ha-ttl-ms HA_TTL_MS, on ipc:// sockets, with Redis on
  * a Unix socket, all in the run's directory. Whether the standby is in sync
@@ -35,10 +38,12 @@
 #include "bench_workers.h"
 #include "proc.h"
 #include "sluice.h"
+#include "sluice_admin.h"
 
 #define HA_TTL_MS 1000
 #define TURNS 3
 #define FAILOVERS 5
+#define SWITCHOVERS 5
 #define WINDOW 100
 #define TARGET_WINDOW_KEEP 0.5
 #define TARGET_ONE_SHARE 0.8
@@ -210,6 +215,30 @@ int bench_ha_rows(bench *b)
             rc = wait_sync(&r, primary ? "n2" : "n1");
         primary = standby;
     }
+    double so[SWITCHOVERS];
+    int nso = 0;
+    bench_core_progress("switchover: ha.switchover to the first confirmation by the other node (x%d)", SWITCHOVERS);
+    for (int t = 0; t < SWITCHOVERS && rc == 0 && !bench_core_stopping(); t++) {
+        int standby = 1 - primary;
+        sl_client *c = NULL;
+        if ((rc = bench_client_open(r.node[primary].endpoint, &c)) != 0)
+            break;
+        int64_t t0 = bench_core_now_ns();
+        int src = sl_ha_switchover(c);
+        sl_close(&c);
+        if (src != SL_OK) {
+            rc = bench_core_fail("ha.switchover refused: %s", sl_errname(src));
+            break;
+        }
+        int64_t t1 = first_confirm(r.node[standby].endpoint);
+        if (t1 < 0) {
+            rc = bench_core_fail("no confirmation by the new primary within 30 s of a switchover (see %s)", r.dir);
+            break;
+        }
+        so[nso++] = (double)(t1 - t0) / 1e6;
+        rc = wait_sync(&r, primary ? "n2" : "n1"); /* the old primary, back as the standby */
+        primary = standby;
+    }
     for (int i = 0; i < 2; i++)
         if (bench_spawn_stop(&r.node[i]) != 0)
             rc = -1;
@@ -241,5 +270,7 @@ int bench_ha_rows(bench *b)
     bench_table_add(&b->table, row, p50, 0, "ms", BENCH_TABLE_AT_MOST, HA_TTL_MS + 1000);
     snprintf(row, sizeof row, "failover: kill -9 to first confirmation, max of %d", nfo);
     bench_table_add(&b->table, row, max, 0, "ms", BENCH_TABLE_AT_MOST, HA_TTL_MS + 1000);
+    snprintf(row, sizeof row, "switchover: ha.switchover to first confirmation, max of %d", nso);
+    bench_table_add(&b->table, row, sorted_at(so, nso, 1.0), 0, "ms", BENCH_TABLE_AT_MOST, 1000);
     return 0;
 }
