@@ -86,6 +86,11 @@ static int admin(bk *b, int cmd, proto_msg *rep, char *text, size_t text_len)
     const ha_view *v = ha_lease_view(h->lease);
     ha_prim_stats st;
     ha_prim_stats_get(h->prim, b->mono_ns, &st);
+    if (cmd == PROTO_CMD_ha_recover) {
+        snprintf(text, text_len, "this node is the group's primary in epoch %llu: there is nothing to recover "
+                 "(ha.recover is for a group whose Redis lost its record)", (unsigned long long)h->epoch);
+        return SL_ESTATE;
+    }
     if (cmd == PROTO_CMD_ha_switchover) {
         const char *in_sync = ha_prim_in_sync(h->prim);
         if (!in_sync || strcmp(in_sync, v->sync) != 0) {

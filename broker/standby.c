@@ -74,10 +74,40 @@ static void status(net *n, const net_in *in, const proto_msg *req, const conf *c
     net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);
 }
 
+/* recover answers ha.recover: only while Redis holds no record this node
+ * can follow (it lost its data), the record is written again with the named
+ * node leading at the next epoch. */
+static void recover(net *n, const net_in *in, const proto_msg *req, const ha_view *v, const ha_stby_stats *ss,
+                    ha_lease *hl)
+{
+    proto_msg m;
+    char node[PROTO_MAX_NAME + 1];
+    snprintf(node, sizeof node, "%.*s", (int)req->node.len, req->node.ptr);
+    if (!(req->present & PF(node)) || !node[0] || v->role != HA_ROLE_LOST) {
+        const char *msg = v->role != HA_ROLE_LOST ? "Redis holds the group's record: there is nothing to recover"
+                                                  : "ha.recover needs the node to lead (node)";
+        proto_init(&m, PROTO_ERROR);
+        proto_set(&m, code, (uint64_t)(v->role != HA_ROLE_LOST ? SL_ESTATE : SL_EINVAL));
+        proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
+    } else if (ha_lease_recover(hl, node, v->epoch > ss->epoch ? v->epoch : ss->epoch) != 0) {
+        static const char msg[] = "Redis cannot be asked now: retry";
+        proto_init(&m, PROTO_ERROR);
+        proto_set(&m, code, (uint64_t)SL_ESTATE);
+        proto_set_str(&m, PROTO_F_msg, msg, sizeof msg - 1);
+    } else {
+        log_warn("ha", "recovery asked: %s leads the next epoch after %llu", node,
+                 (unsigned long long)(v->epoch > ss->epoch ? v->epoch : ss->epoch));
+        proto_init(&m, PROTO_ADMIN_OK);
+    }
+    if (req->present & PF(seq))
+        proto_set(&m, seq, req->seq);
+    net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);
+}
+
 /* redirect answers one client request: SL_EREDIRECT, the primary in url
  * (ha.status is answered here: status). */
 static void redirect(net *n, const net_in *in, const char *primary, const conf *cfg, const ha_view *v,
-                     const ha_stby_stats *ss)
+                     const ha_stby_stats *ss, ha_lease *hl)
 {
     proto_msg req, m;
     if (in->frames != 1 || proto_decode(in->body, in->body_len, &req, NULL) != SL_OK)
@@ -87,6 +117,11 @@ static void redirect(net *n, const net_in *in, const char *primary, const conf *
     if (req.type == PROTO_ADMIN && (req.present & PF(cmd)) &&
         proto_cmd_of(req.cmd.ptr, req.cmd.len) == PROTO_CMD_ha_status) {
         status(n, in, &req, cfg, v, ss);
+        return;
+    }
+    if (req.type == PROTO_ADMIN && (req.present & PF(cmd)) &&
+        proto_cmd_of(req.cmd.ptr, req.cmd.len) == PROTO_CMD_ha_recover) {
+        recover(n, in, &req, v, ss, hl);
         return;
     }
     proto_init(&m, PROTO_ERROR);
@@ -153,7 +188,7 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
         net_in in;
         ha_stby_stats_get(sb, &ss);
         for (int i = 0; i < 4096 && net_recv(n, &in) == 1; i++)
-            redirect(n, &in, v->role == HA_ROLE_STANDBY ? v->leader_ep : "", cfg, v, &ss);
+            redirect(n, &in, v->role == HA_ROLE_STANDBY ? v->leader_ep : "", cfg, v, &ss, hl);
         net_flush(n, NET_NOW, NULL, NULL);
         uint64_t w = ha_stby_next_wake(sb);
         if (w < next)

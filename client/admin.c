@@ -491,6 +491,18 @@ int sl_ha_switchover(sl_client *c)
     return admin_call(c, &m);
 }
 
+int sl_ha_recover(sl_client *c, const char *node)
+{
+    if (!client_begin(c))
+        return SL_EINVAL;
+    if (!node || !node[0] || strlen(node) > PROTO_MAX_NAME)
+        return client_fail(c, SL_EINVAL);
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_ha_recover);
+    proto_set_str(&m, PROTO_F_node, node, (uint32_t)strlen(node));
+    return admin_call(c, &m);
+}
+
 int sl_web_login(sl_client *c, uint64_t ttl_ms, sl_web_link *out)
 {
     if (!client_begin(c))

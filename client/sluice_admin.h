@@ -334,6 +334,13 @@ int sl_ha_status_get(sl_client *c, sl_ha_status *out);
  * names both nodes). */
 int sl_ha_switchover(sl_client *c);
 
+/* sl_ha_recover writes a group's record in Redis again after Redis lost its
+ * data (nothing promotes by itself then): node leads at the next epoch
+ * after the highest the answering node has seen. Send it to a node of the
+ * group (each waits as a standby then). SL_ESTATE when Redis holds the
+ * record (nothing to recover), SL_EINVAL for an empty node. */
+int sl_ha_recover(sl_client *c, const char *node);
+
 /* ---- dead letters ----
  *
  * A message that used up its attempts, or whose time to live ran out, is a

@@ -141,7 +141,8 @@
     X(url,        "url",            STR,  PROTO_MAX_STR)  \
     X(login_token, "login_token",   STR,  PROTO_MAX_NAME) \
     X(epoch,      "epoch",          U64,  0)              \
-    X(ha_rows,    "ha_rows",        ROWS, ha)
+    X(ha_rows,    "ha_rows",        ROWS, ha)             \
+    X(node,       "node",           STR,  PROTO_MAX_NAME)
 
 /* ---- rows ----
  *
@@ -413,7 +414,8 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(web_login,      "web.login",      0, PF(ttl_ms), FIELDS,                    \
       PF(url) | PF(login_token) | PF(ttl_ms) | PF(state))                         \
     X(ha_status,      "ha.status",      0, 0, FIELDS, PF(epoch) | PF(ha_rows))   \
-    X(ha_switchover,  "ha.switchover",  0, 0, NONE, 0)
+    X(ha_switchover,  "ha.switchover",  0, 0, NONE, 0)                           \
+    X(ha_recover,     "ha.recover",     PF(node), 0, NONE, 0)
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 

@@ -551,6 +551,7 @@ static int ha_cmd(cmd_ctx *x, int cmd)
 
 static int cmd_ha_status(cmd_ctx *x) { return ha_cmd(x, PROTO_CMD_ha_status); }
 static int cmd_ha_switchover(cmd_ctx *x) { return ha_cmd(x, PROTO_CMD_ha_switchover); }
+static int cmd_ha_recover(cmd_ctx *x) { return ha_cmd(x, PROTO_CMD_ha_recover); }
 
 /* ---- the table ---- */
 

@@ -37,7 +37,7 @@ static const char ha_lua[] =
 #include "ha.lua.inc"
     ;
 
-enum kind { K_TICK, K_RELEASE, K_HANDOVER };
+enum kind { K_TICK, K_RELEASE, K_HANDOVER, K_RECOVER };
 
 struct ha_lease {
     char key[PROTO_MAX_NAME + 16], node[PROTO_MAX_NAME + 1];
@@ -111,6 +111,12 @@ static int on_reply(void *ctx, int kind, const redisReply *r, uint64_t now_ns)
     if (kind == K_TICK) {
         l->asking = 0;
         on_tick(l, r, now_ns);
+    } else if (kind == K_RECOVER) {
+        if (r->type == REDIS_REPLY_INTEGER)
+            log_warn("ha", "recovered: Redis records a new leader in epoch %lld", r->integer);
+        else
+            log_warn("ha", "recovery failed: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        l->poked = 1;
     } else if (kind == K_HANDOVER) {
         int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 3 && int_of(r->element[0]) == 1;
         l->view.handover = ok ? 1 : -1;
@@ -229,6 +235,15 @@ int ha_lease_handover(ha_lease *l)
     const char *argv[] = {"EVAL", ha_lua, "1", l->key, "handover", l->node, ttl};
     l->view.handover = 0;
     return rlink_send(l->link, K_HANDOVER, 7, argv);
+}
+
+int ha_lease_recover(ha_lease *l, const char *node, uint64_t known_epoch)
+{
+    char ttl[32], known[32];
+    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(l->ttl_ns / NS_PER_MS));
+    snprintf(known, sizeof known, "%llu", (unsigned long long)known_epoch);
+    const char *argv[] = {"EVAL", ha_lua, "1", l->key, "recover", node, known, ttl};
+    return rlink_send(l->link, K_RECOVER, 8, argv);
 }
 
 void ha_lease_handover_clear(ha_lease *l)

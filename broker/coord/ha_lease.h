@@ -86,6 +86,11 @@ void ha_lease_release(ha_lease *l, int wait_ms);
  * went. -1 when it could not be sent. */
 int ha_lease_handover(ha_lease *l);
 
+/* ha_lease_recover writes the group's record again after Redis lost it:
+ * node leads at max(known_epoch, Redis's epoch) + 1 (an operator's step:
+ * `sluice ha recover`; never blocks). -1 when it could not be sent. */
+int ha_lease_recover(ha_lease *l, const char *node, uint64_t known_epoch);
+
 /* ha_lease_handover_clear forgets a handover's outcome. */
 void ha_lease_handover_clear(ha_lease *l);
 

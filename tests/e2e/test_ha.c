@@ -18,7 +18,8 @@
  * kill -9 of it, has every keyed publish confirmed and stored once; the
  * primary's /metrics says its mode (alone, then sync) and epoch; `sluice
  * ha status --json` has the issue's shape; a switchover through the CLI's
- * API moves the primary within a second, every keyed publish stored once; a
+ * API moves the primary within a second, every keyed publish stored once;
+ * Redis losing its data promotes nobody until `sluice ha recover`; a
  * primary stopped and started again within its TTL is primary again in the
  * same epoch. TTL 1500 ms, standby
  * timeout 500 ms.
@@ -440,6 +441,35 @@ static void ha_status_and_a_switchover_within_a_second(void **state)
     assert_int_equal(th_broker_destroy(&n1), 0);
 }
 
+static void redis_losing_its_data_promotes_nobody_until_ha_recover(void **state)
+{
+    (void)state;
+    th_broker *n1 = node(1), *n2 = node(2);
+    assert_true(wait_field("sync", "n2", 10000) >= 0);
+    sl_client *c = th_client(n1, 5000);
+    assert_int_equal(th_put_many(c, 1, 50, 1), SL_OK);
+    sl_close(&c);
+    redisReply *r = th_redis_cmd(&redis, "FLUSHALL");
+    assert_non_null(r);
+    freeReplyObject(r);
+    pause_ms(TTL_MS * 2); /* the primary cannot renew: it stops; nothing promotes */
+    char leader[32], epoch[32];
+    field("leader", leader, sizeof leader);
+    assert_string_equal(leader, "");
+    long took = 0;
+    assert_int_equal(serving(n1, 300, &took), -1);
+    assert_int_equal(serving(n2, 300, &took), -1);
+    const char *argv[] = {th_bin("sluice"), "-b", n2->endpoint, "ha", "recover", "--node", "n1", NULL};
+    char out[1024];
+    assert_int_equal(th_run(argv, NULL, out, sizeof out), 0);
+    assert_int_equal(serving(n1, 10000, &took), 50); /* n1 again, nothing lost */
+    field("epoch", epoch, sizeof epoch);
+    assert_string_equal(epoch, "2"); /* above the epoch both nodes had seen */
+    assert_true(wait_field("sync", "n2", 10000) >= 0); /* and n2 follows */
+    assert_int_equal(th_broker_destroy(&n2), 0);
+    assert_int_equal(th_broker_destroy(&n1), 0);
+}
+
 static void a_primary_restarted_within_its_ttl_serves_again_in_its_epoch(void **state)
 {
     (void)state;
@@ -469,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_primary_restarted_within_its_ttl_serves_again_in_its_epoch, arm, disarm),
         cmocka_unit_test_setup_teardown(the_primary_reports_its_mode_and_epoch_in_metrics, arm, disarm),
         cmocka_unit_test_setup_teardown(ha_status_and_a_switchover_within_a_second, arm, disarm),
+        cmocka_unit_test_setup_teardown(redis_losing_its_data_promotes_nobody_until_ha_recover, arm, disarm),
         cmocka_unit_test_setup_teardown(a_client_given_both_addresses_follows_the_primary_across_a_failover, arm,
                                         disarm),
     };
