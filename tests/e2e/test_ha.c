@@ -144,6 +144,9 @@ static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
     sl_close(&c2);
     sl_client *c = th_client(n1, 5000);
     assert_int_equal(th_put_many(c, 1, 1000, 1), SL_OK); /* every one confirmed: durable on both */
+    const sl_header h = {.name = "tenant", .value = "acme"}; /* the record travels whole: headers too */
+    sl_put hm = {.body = "with-headers", .body_len = 12, .level = 0};
+    assert_int_equal(sl_send_ex(c, &hm, &h, 1, NULL), SL_OK);
     sl_close(&c);
     uint64_t t_kill = th_now_ms();
     th_broker_kill9(n1);
@@ -154,6 +157,18 @@ static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
                   failover, TTL_MS);
     assert_int_equal(depth, 1000);
     assert_true(failover <= TTL_MS + 8000); /* generous: a busy machine */
+    c = th_client(n2, 5000);
+    const unsigned high = 0;
+    assert_int_equal(sl_subscribe(c, NULL, &high, 1, 1), SL_OK);
+    sl_delivery *d = NULL;
+    assert_int_equal(sl_recv(c, 5000, &d), SL_OK);
+    assert_int_equal(d->body_len, 12);
+    assert_int_equal(d->nheaders, 1);
+    assert_string_equal(d->headers[0].name, "tenant");
+    assert_string_equal(d->headers[0].value, "acme");
+    assert_int_equal(sl_ack(c, d), SL_OK);
+    sl_delivery_free(&d);
+    sl_close(&c);
     char epoch[32];
     field("epoch", epoch, sizeof epoch);
     assert_string_equal(epoch, "2");

@@ -50,4 +50,9 @@ int row_flush(bench *b);
 int row_ideal_log(bench *b);
 int row_ratios(bench *b);
 
+/* row_send_headers (bench_headers.c): the 1 x 100 enqueue with 4 headers
+ * of 64 B and without, in paired turns, and their median ratio. Returns 0
+ * or -1. */
+int row_send_headers(bench *b);
+
 #endif
