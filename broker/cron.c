@@ -326,6 +326,8 @@ uint64_t cron_next_wake(bk *b)
         wake = b->meter_wake_ns;
     if (b->coord && b->coord_wake_ns < wake)
         wake = b->coord_wake_ns;
+    if (b->ha && b->ha_wake_ns < wake) /* the lease's renewal and fence, the standby's timeout (loop.c ticks it) */
+        wake = b->ha_wake_ns;
     if (meter_ns < wake)
         wake = meter_ns;
     if (settle_tag_next_ns(b) < wake)

@@ -43,6 +43,7 @@
  * commit out: right after a commit ends, or between passes.
  */
 #include "loop.h"
+#include "loop_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -57,6 +58,7 @@
 #include "deliver.h"
 #include "gather.h"
 #include "grow.h"
+#include "ha_node.h"
 #include "handle.h"
 #include "hist.h"
 #include "net.h"
@@ -98,39 +100,12 @@ uint64_t loop_cpu_ns(void)
     return read_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
-static void set_clock(bk *b)
+void loop_set_clock(bk *b)
 {
     b->mono_ns = loop_now_mono();
     b->wall_ns = loop_now_wall();
     b->q.now_wall_ns = b->wall_ns; /* dates records the queue moves aside as corrupt */
 }
-
-/* While a commit is out, a send that fails is held here and handed to
- * settle_send_failed after the commit's end: ending a consumer's leases
- * charges attempts, which writes the store. */
-typedef struct held_fail {
-    uint8_t rid[256];
-    size_t rid_len;
-    uint64_t token;
-    int err;
-} held_fail;
-
-/* The loop's own state, while loop_run runs (b->loop). */
-typedef struct loop_state loop_state;
-struct loop_state {
-    park *parked;         /* requests received while a commit was out that wait for its end (park.c) */
-    /* A log record waits for the rest of its batch (gather.c): the producers
-     * its predecessor confirmed, which come back a round trip later. Only
-     * publishes count: a consumer does not wait for a settlement's answer,
-     * nor for a delivery that leaves with the record, before its next
-     * request. */
-    size_t sealed_puts;   /* publishes the record out will confirm */
-    gather gath;
-    held_fail *held;      /* sends that failed while the commit was out */
-    size_t nheld, capheld;
-    int commit_wrote;     /* the commit that is out wrote (its latency counts) */
-    uint64_t commit_t0_ns; /* ... and when it started */
-};
 
 /* gathering tells whether the next record waits for more of its batch. */
 static int gathering(const bk *b)
@@ -187,7 +162,8 @@ static uint64_t wait_ns(bk *b)
 {
     if (net_queued(b->net, NET_NOW) ||
         (!store_busy(b->st) && !store_commit_held(b->st) &&
-         ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b)) || park_count(b->loop->parked))))
+         ((net_queued(b->net, NET_AFTER_COMMIT) && !gathering(b) && !b->loop->ha_held) ||
+          park_count(b->loop->parked))))
         return 0;
     uint64_t wake = cron_next_wake(b);
     if (gathering(b) && gather_deadline(&b->loop->gath) < wake)
@@ -215,9 +191,9 @@ static uint64_t wait_ns(bk *b)
  * a commit is out the wait is also on its end (commit_fd); the sockets are
  * left alone only when the park is full (sockets 0): requests then wait in
  * ZeroMQ's queue until the commit ends. */
-static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint64_t timeout_ns)
+static int wait_input(bk *b, net *n, struct coord *co, int sockets, int commit_fd, uint64_t timeout_ns)
 {
-    struct pollfd pfd[NET_SOCKETS + 2];
+    struct pollfd pfd[NET_SOCKETS + 4];
     nfds_t nfds = 0;
     for (int i = 0; i < NET_SOCKETS && sockets; i++) {
         void *sock = net_socket(n, (net_sock)i);
@@ -238,6 +214,12 @@ static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint
     }
     if (commit_fd >= 0)
         pfd[nfds++] = (struct pollfd){.fd = commit_fd, .events = POLLIN};
+    if (b->ha) { /* the replication stream and the lease's Redis */
+        int ready = 0;
+        nfds += (nfds_t)ha_node_pollfds(b, pfd + nfds, &ready);
+        if (ready)
+            return 0;
+    }
     if (timeout_ns == 0)
         return 0;
     short co_events = 0;
@@ -249,6 +231,31 @@ static int wait_input(net *n, struct coord *co, int sockets, int commit_fd, uint
         log_error("loop", "poll failed: %s", strerror(errno));
         return -1;
     }
+    return 0;
+}
+
+int loop_wait_net(struct net *n, struct pollfd *extra, unsigned nextra, uint64_t timeout_ns)
+{
+    struct pollfd pfd[NET_SOCKETS + 8];
+    nfds_t nfds = 0;
+    for (int i = 0; i < NET_SOCKETS; i++) {
+        void *sock = net_socket(n, (net_sock)i);
+        int fd, events = 0;
+        size_t fd_len = sizeof fd, ev_len = sizeof events;
+        if (!sock)
+            continue;
+        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
+            zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0)
+            return zmq_errno() == EINTR ? 0 : -1;
+        if (events & ZMQ_POLLIN)
+            return 0;
+        pfd[nfds++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    }
+    for (unsigned i = 0; i < nextra && i < 8; i++)
+        pfd[nfds++] = extra[i];
+    struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
+    if (timeout_ns && ppoll(pfd, nfds, &ts, NULL) < 0 && errno != EINTR)
+        return -1;
     return 0;
 }
 
@@ -275,17 +282,12 @@ static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint
     h->err = err;
 }
 
-static void flush_now(bk *b)
-{
-    net_flush(b->net, NET_NOW, store_committing(b->st) ? hold_send_failed : settle_send_failed, b);
-}
-
 /* commit_ended finishes a commit, the writer's or one made at once: the
  * histogram, and the pass's confirmations sent, or all turned into errors.
  * logged: it was a log record, whose refusal also lost what the next batch
  * had written meanwhile (its replies are refused too). Returns SL_OK or the
  * commit's error. */
-static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
+int loop_commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
 {
     net_seal(b->net, 0); /* its replies, and the next batch's, are sorted out below */
     if (b->commit_stall_noted)
@@ -367,13 +369,18 @@ static int commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
     return SL_OK;
 }
 
+static void flush_now(bk *b)
+{
+    net_flush(b->net, NET_NOW, store_committing(b->st) ? hold_send_failed : settle_send_failed, b);
+}
+
 /* end_pass sends what need not wait, and hands the pass's transaction to the
  * writer when a reply waits for it or the oldest write is due (always when
  * force), unless a commit is still out. Returns SL_OK or a commit's error. */
 static int end_pass(bk *b, int force)
 {
     flush_now(b);
-    if (store_busy(b->st))
+    if (store_busy(b->st) || b->loop->ha_held)
         return SL_OK; /* the next batch goes on growing */
     if (store_commit_held(b->st) && !force)
         return SL_OK; /* a backup copy reads, and it could only be an LMDB commit: after the copy (shutdown waits) */
@@ -390,8 +397,10 @@ static int end_pass(bk *b, int force)
     size_t puts = b->puts_unsealed;
     b->puts_unsealed = 0;
     int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted && !store_copying(b->st), &started);
+    if (b->ha)
+        ha_node_shipped(b); /* the batch's record to the standby, while this node flushes it */
     if (!started)
-        return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
+        return loop_finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
     b->commit_out_ns = loop_now_mono();
     net_seal(b->net, 1); /* replies of writes made from now on wait for the next commit */
     ls->sealed_puts = store_logging(b->st) ? puts : 0;
@@ -412,12 +421,12 @@ static int commit_poll(bk *b, int wait)
     loop_state *ls = b->loop;
     if (wait) {
         store_commit_wait(b->st, &rc);
-        return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
+        return loop_finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
     }
     if (!store_commit_poll(b->st, &rc))
         return SL_OK;
-    set_clock(b);
-    return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
+    loop_set_clock(b);
+    return loop_finish(b, rc, ls->commit_wrote, ls->commit_t0_ns, logged);
 }
 
 /* run passes until *stop, then shuts down (loop_run). */
@@ -426,13 +435,20 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     net_in in;
     int rc;
     while (!*stop) {
-        set_clock(b);
+        loop_set_clock(b);
         int commit_fd = store_busy(b->st) ? store_commit_fd(b->st) : -1;
-        if (wait_input(b->net, b->coord, receiving(b), commit_fd, wait_ns(b)) != 0)
+        if (wait_input(b, b->net, b->coord, receiving(b), commit_fd, wait_ns(b)) != 0)
             return SL_EIO;
-        set_clock(b);
+        loop_set_clock(b);
         if ((rc = commit_poll(b, 0)) != SL_OK)
             return rc;
+        if (b->ha) { /* the standby's acks, the lease; then what they let through */
+            b->ha_wake_ns = ha_node_tick(b);
+            if (ha_node_deposed(b))
+                return SL_EDEPOSED;
+            if ((rc = loop_ha_release(b)) != SL_OK)
+                return rc;
+        }
         if (b->checkpoint_wanted && !store_busy(b->st) && !store_held(b->st) && !store_copying(b->st) &&
             (rc = end_pass(b, 1)) != SL_OK)
             return rc; /* an LMDB commit so that what the last one freed is reusable (cron_between_commits) */
@@ -444,7 +460,8 @@ static int run(bk *b, volatile sig_atomic_t *stop)
             if ((rc = receive(b, &in)) != SL_OK)
                 return rc;
         cron_tick(b);
-        deliver_dispatch(b, DISPATCH_BATCH);
+        if (ha_node_may_dispatch(b)) /* a primary of a group: only while its lease is valid (fencing) */
+            deliver_dispatch(b, DISPATCH_BATCH);
         if ((rc = end_pass(b, 0)) != SL_OK)
             return rc;
         if (reload_due(b->mono_ns) && !store_committing(b->st)) /* SIGHUP: between passes, no commit out */
@@ -452,7 +469,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     }
     /* Shutdown: the commit that is out ends and is confirmed; what arrived
      * after the last pass is refused, not dropped. */
-    if ((rc = commit_poll(b, 1)) != SL_OK)
+    if ((rc = commit_poll(b, 1)) != SL_OK || (rc = loop_ha_drain(b)) != SL_OK)
         return rc;
     park_drain(b->loop->parked, handle_parked, b); /* received before the stop: handled, not refused */
     unsigned refused = 0;
@@ -463,7 +480,7 @@ static int run(bk *b, volatile sig_atomic_t *stop)
     /* The last commit may have ended with deletes of ACKs taken while it
      * was out, and their OKs (ack_flush_ms 0): one more commit carries them. */
     for (int i = 0; i < 3; i++) {
-        if ((rc = end_pass(b, 1)) != SL_OK || (rc = commit_poll(b, 1)) != SL_OK)
+        if ((rc = end_pass(b, 1)) != SL_OK || (rc = commit_poll(b, 1)) != SL_OK || (rc = loop_ha_drain(b)) != SL_OK)
             break;
         if (!store_dirty(b->st) && !net_queued(b->net, NET_AFTER_COMMIT) &&
             !net_queued(b->net, NET_AFTER_NEXT_COMMIT))

@@ -21,4 +21,11 @@ uint64_t loop_cpu_ns(void);
  * (every reply of that pass was turned into an error first). */
 int loop_run(bk *b, volatile sig_atomic_t *stop);
 
+/* loop_wait_net sleeps until n's sockets may have input, one of extra
+ * (at most 8) is ready, or timeout_ns passes (a standby's wait:
+ * standby.c). 0, or -1 when the poll failed. */
+struct pollfd;
+struct net;
+int loop_wait_net(struct net *n, struct pollfd *extra, unsigned nextra, uint64_t timeout_ns);
+
 #endif /* SLUICE_LOOP_H */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "coord.h"
+#include "ha_node.h"
 #include "deliver.h"
 #include "http.h"
 #include "loop.h"
@@ -102,6 +103,7 @@ static void take(snap *s, bk *b)
     snprintf(s->sink_reason, sizeof s->sink_reason, "%s", meter_reason_name(meter_sink_reason(&b->meter, b->mono_ns)));
     s->breaker_state = (int)b->meter.breaker.state;
     s->breaker_trips = b->meter.breaker.trips;
+    ha_node_figures(b, s); /* (nothing without --ha) */
     if (b->coord) {
         proto_row_coord row;
         coord_row(b->coord, b->mono_ns, &row);

@@ -463,6 +463,53 @@ int sl_level_fair(sl_client *c, unsigned level, int fair)
     return admin_call(c, &m);
 }
 
+int sl_ha_status_get(sl_client *c, sl_ha_status *out)
+{
+    if (!client_begin(c))
+        return SL_EINVAL;
+    if (!out)
+        return client_fail(c, SL_EINVAL);
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_ha_status);
+    int rc = admin_call(c, &m);
+    if (rc)
+        return rc;
+    const proto_msg *r = &c->reply;
+    memset(out, 0, sizeof *out);
+    out->epoch = r->epoch;
+    for (uint32_t i = 0; i < r->ha_rows.n && i < SL_HA_NODES_MAX; i++) {
+        const proto_row_ha *row = &r->ha_rows.v[i];
+        sl_ha_node *n = &out->nodes[out->nnodes++];
+        client_str_copy(n->node, sizeof n->node, row->node);
+        client_str_copy(n->role, sizeof n->role, row->role);
+        client_str_copy(n->endpoint, sizeof n->endpoint, row->endpoint);
+        n->in_sync = row->in_sync != 0;
+        n->lag_records = row->lag_records;
+    }
+    return SL_OK;
+}
+
+int sl_ha_switchover(sl_client *c)
+{
+    if (!client_begin(c))
+        return SL_EINVAL;
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_ha_switchover);
+    return admin_call(c, &m);
+}
+
+int sl_ha_recover(sl_client *c, const char *node)
+{
+    if (!client_begin(c))
+        return SL_EINVAL;
+    if (!node || !node[0] || strlen(node) > PROTO_MAX_NAME)
+        return client_fail(c, SL_EINVAL);
+    proto_msg m;
+    admin_init(&m, PROTO_CMD_ha_recover);
+    proto_set_str(&m, PROTO_F_node, node, (uint32_t)strlen(node));
+    return admin_call(c, &m);
+}
+
 int sl_web_login(sl_client *c, uint64_t ttl_ms, sl_web_link *out)
 {
     if (!client_begin(c))

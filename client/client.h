@@ -95,6 +95,17 @@ struct sl_client {
 
     int last_code;
     char last_msg[PROTO_MAX_STR + 1];
+
+    /* One broker at alternative addresses, "a|b" (failover.c). */
+    char *alts[8];
+    unsigned nalts;
+    char cur_ep[PROTO_MAX_STR + 1];  /* the address connected to */
+    char move_to[PROTO_MAX_STR + 1]; /* the next one, when move_due */
+    bool move_due, resend_due;
+    uint64_t move_seq;               /* requests from this seq on went to the new address */
+    int64_t move_at_ns, moved_ns;
+    void *await_frame;               /* the awaited request's frame, to send again after a move */
+    size_t await_frame_len;
 };
 
 /* client_err_clear empties c's error record. */

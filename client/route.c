@@ -28,6 +28,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "failover.h"
 #include "wire.h"
 
 /* delivery_cost reads a DELIVER's cost: absent means 1, and so does 0,
@@ -120,6 +121,7 @@ static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
         free(q.msg);
         return SL_ENOMEM;
     }
+    free(p->frame);
     fifo_remove(&c->puts, i, NULL);
     return SL_OK;
 }
@@ -144,6 +146,11 @@ static int reply_route(sl_client *c, const proto_msg *m)
      * is attributed to the awaited request only when no publish could own it. */
     bool awaited = has_seq ? m->seq == c->await_seq
                            : m->type == PROTO_ERROR && c->puts.count == 0;
+    if (failover_on(c) && m->type == PROTO_ERROR && m->code == SL_EREDIRECT) {
+        /* a standby: move to the primary it names, and send again there */
+        failover_redirect(c, proto_has(m, PROTO_F_url) ? m->url.ptr : NULL, proto_has(m, PROTO_F_url) ? m->url.len : 0);
+        return SL_OK;
+    }
     if (c->await_seq && !c->have_reply && awaited) {
         c->reply = *m;
         c->have_reply = true;

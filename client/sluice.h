@@ -79,7 +79,15 @@ typedef struct sl_options {
 
 /* sl_connect creates a client for the broker at endpoint (a ZeroMQ endpoint
  * such as "tcp://127.0.0.1:7470" or "ipc:///run/sluice.sock"; NULL means
- * SL_DEFAULT_ENDPOINT). opts may be NULL. Connecting is asynchronous in
+ * SL_DEFAULT_ENDPOINT). opts may be NULL. Endpoints joined by '|'
+ * ("tcp://a:7470|tcp://b:7470", at most 8) are one broker at alternative
+ * addresses, the two nodes of a high-availability group: the client follows
+ * the primary (a standby's SL_EREDIRECT, or a lost or refused connection,
+ * moves it to the primary named, or to the next address, within about
+ * 100 ms) and sends again every publish not yet confirmed and the request
+ * being waited for; a publish with an idempotency key is stored once, one
+ * without at least once. Such a client never fails SL_ECONNECT for a refused
+ * address: its calls wait up to timeout_ms while it looks for the primary. Connecting is asynchronous in
  * ZeroMQ, so nothing is known here: the first call that waits for a reply
  * says. When nothing listens at the endpoint (the connection is refused, as
  * tcp and ipc tell at once) and no connection has ever succeeded, that call

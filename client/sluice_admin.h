@@ -316,6 +316,48 @@ typedef struct sl_web_link {
  * ttl out of range, SL_EFULL when 64 links wait unused. */
 int sl_web_login(sl_client *c, uint64_t ttl_ms, sl_web_link *out);
 
+/* ---- high availability ----
+ *
+ * A broker started with --ha is a node of a group: a primary and its
+ * standby, leadership in Redis (broker/README.md, "High availability"). */
+
+#define SL_HA_NODES_MAX 4
+
+typedef struct sl_ha_node {
+    char node[65];         /* its --ha-node */
+    char role[65];         /* "primary", "standby", "fenced" (a primary without a valid lease), "unreachable" */
+    char endpoint[65];     /* where clients reach it (its --listen; cut to 64 bytes) */
+    int in_sync;           /* the primary, or the standby Redis records in sync */
+    uint64_t lag_records;  /* records of the stream it has not acknowledged (the primary's count) */
+} sl_ha_node;
+
+typedef struct sl_ha_status {
+    uint64_t epoch;        /* the group's epoch: one more per promotion */
+    unsigned nnodes;
+    sl_ha_node nodes[SL_HA_NODES_MAX]; /* the node answering first */
+} sl_ha_status;
+
+/* sl_ha_status_get reads the group as the node c reaches sees it (a
+ * standby answers it too, with its own view). SL_ESTATE when the broker is
+ * not a node of a group. */
+int sl_ha_status_get(sl_client *c, sl_ha_status *out);
+
+/* sl_ha_switchover hands the primary's lease to its standby in sync, at
+ * the next epoch: the primary stops confirming and dispatching at once, the
+ * standby promotes as soon as it hears (well under a second), and the old
+ * primary starts again as the standby. A client that names both nodes
+ * ("a|b") follows. SL_ESTATE when no standby is in sync, or one is already
+ * under way; SL_EREDIRECT from a standby (answered by the primary when c
+ * names both nodes). */
+int sl_ha_switchover(sl_client *c);
+
+/* sl_ha_recover writes a group's record in Redis again after Redis lost its
+ * data (nothing promotes by itself then): node leads at the next epoch
+ * after the highest the answering node has seen. Send it to a node of the
+ * group (each waits as a standby then). SL_ESTATE when Redis holds the
+ * record (nothing to recover), SL_EINVAL for an empty node. */
+int sl_ha_recover(sl_client *c, const char *node);
+
 /* ---- dead letters ----
  *
  * A message that used up its attempts, or whose time to live ran out, is a

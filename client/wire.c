@@ -60,6 +60,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "failover.h"
 #include "zctx.h"
 
 #define WBUF_KEEP_BYTES      (1u << 20) /* larger encode buffers are freed after use */
@@ -113,7 +114,8 @@ static int handshake_refused(sl_client *c);
  * the next. It looks at the monitor while it waits, so that a broker that
  * refuses the handshake (a plaintext client at a CURVE broker, an unknown
  * key) fails the send at once with SL_EPERM instead of at the deadline.
- * SL_OK: try again. */
+ * With alternative addresses it also moves to the next one when due
+ * (failover.c). SL_OK: try again. */
 static int send_wait(sl_client *c, int64_t deadline_ns)
 {
     monitor_drain(c, false);
@@ -123,6 +125,12 @@ static int send_wait(sl_client *c, int64_t deadline_ns)
     long wait_ms = wait_ms_until(deadline_ns);
     if (wait_ms == 0)
         return SL_ETIMEDOUT;
+    if (failover_on(c)) {
+        failover_tick(c, now_ns());
+        long move_ms = failover_wake_ms(c, now_ns());
+        if (move_ms >= 0 && (wait_ms < 0 || move_ms < wait_ms))
+            wait_ms = move_ms;
+    }
     zmq_pollitem_t items[] = {
         {.socket = c->sock, .events = ZMQ_POLLOUT},
         {.socket = c->mon, .events = ZMQ_POLLIN},
@@ -132,15 +140,18 @@ static int send_wait(sl_client *c, int64_t deadline_ns)
     return SL_OK;
 }
 
-/* msg_send encodes m and sends it as one frame. A send that may wait
- * (flags without ZMQ_DONTWAIT) gives up after the client's timeout with
- * SL_ETIMEDOUT, or at once with SL_EPERM when the broker refuses the
- * handshake (send_wait). */
-int wire_msg_send(sl_client *c, const proto_msg *m, int flags)
+/* msg_send_keep encodes m and sends it as one frame; when keep is not NULL
+ * it also copies the encoded frame there (*keep_len its length) for
+ * failover.c. A send that may wait (flags without ZMQ_DONTWAIT) gives up
+ * after the client's timeout with SL_ETIMEDOUT, or at once with SL_EPERM
+ * when the broker refuses the handshake (send_wait). */
+static int msg_send_keep(sl_client *c, const proto_msg *m, int flags, void **keep, size_t *keep_len)
 {
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     proto_wbuf_reset(&c->out);
     int rc = proto_encode(m, &c->out);
+    if (rc == SL_OK && keep)
+        rc = failover_keep(c, keep, keep_len);
     while (rc == SL_OK && zmq_send(c->sock, c->out.data, c->out.len, ZMQ_DONTWAIT) < 0) {
         if (errno != EAGAIN && errno != EINTR)
             rc = SL_ECONNECT;
@@ -149,9 +160,18 @@ int wire_msg_send(sl_client *c, const proto_msg *m, int flags)
         else
             rc = send_wait(c, deadline_ns);
     }
+    if (rc != SL_OK && keep) {
+        free(*keep);
+        *keep = NULL;
+    }
     if (c->out.cap > WBUF_KEEP_BYTES)
         proto_wbuf_free(&c->out);
     return rc;
+}
+
+int wire_msg_send(sl_client *c, const proto_msg *m, int flags)
+{
+    return msg_send_keep(c, m, flags, NULL, NULL);
 }
 
 void wire_hello_init(const sl_client *c, proto_msg *m, uint64_t credit)
@@ -200,6 +220,7 @@ static void puts_abandon(sl_client *c)
             free(q.msg);
             return; /* out of memory: they stay pending, as before */
         }
+        free(p->frame);
         fifo_remove(&c->puts, 0, NULL);
     }
 }
@@ -228,7 +249,10 @@ static void settles_lost(sl_client *c)
 static void reconnected(sl_client *c)
 {
     deliveries_drop(c);
-    puts_abandon(c);
+    if (failover_on(c))
+        failover_resend(c); /* one broker at several addresses: what waits is sent again */
+    else
+        puts_abandon(c);
     settles_lost(c); /* their answers went to the connection that is gone */
     if (!c->subscribed)
         return;
@@ -278,6 +302,8 @@ static void monitor_drain(sl_client *c, bool closing)
             c->reached = true, c->refused_since_ns = 0;
         if (event == ZMQ_EVENT_CONNECT_RETRIED && c->handshakes == 0 && !c->reached && !c->refused_since_ns)
             c->refused_since_ns = now_ns();
+        if (failover_on(c) && !closing && (event == ZMQ_EVENT_CONNECT_RETRIED || event == ZMQ_EVENT_DISCONNECTED))
+            failover_lost(c); /* another address, shortly, unless this one answers first */
         /* an event is two frames: id and value, then the endpoint */
         while (zmq_msg_more(&ev) && zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) >= 0)
             ;
@@ -293,10 +319,14 @@ static void monitor_drain(sl_client *c, bool closing)
             if (c->handshakes == 0 && c->reached && ++c->early_closes >= 2)
                 c->auth_refused = 1;
         }
-        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             c->connected = true;
+            c->move_due = false; /* it answers: stay (a redirect may move it again) */
+        }
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && ++c->handshakes > 1 && !closing)
             reconnected(c);
+        else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && c->resend_due && !closing)
+            failover_resend(c); /* the first handshake, on an address moved to */
     }
 }
 
@@ -378,7 +408,10 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         int refused = handshake_refused(c);
         if (refused)
             return refused;
-        int64_t refused_until = c->refused_since_ns && c->handshakes == 0 ? c->refused_since_ns + REFUSED_GRACE_NS : 0;
+        if (failover_on(c))
+            failover_tick(c, now_ns());
+        int64_t refused_until = c->refused_since_ns && c->handshakes == 0 && !failover_on(c)
+                                    ? c->refused_since_ns + REFUSED_GRACE_NS : 0;
         if (refused_until && now_ns() >= refused_until) { /* refused, retried for a while: nothing listens */
             static const char why[] = "connection refused: nothing listens at the broker's endpoint";
             return client_fail_text(c, SL_ECONNECT, why, sizeof why - 1);
@@ -400,6 +433,9 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         }
         if (wait_ms == 0)
             return SL_ETIMEDOUT;
+        long move_ms = failover_on(c) ? failover_wake_ms(c, now_ns()) : -1;
+        if (move_ms >= 0 && (wait_ms < 0 || move_ms < wait_ms))
+            wait_ms = move_ms;
         zmq_pollitem_t items[] = {
             {.socket = c->sock, .events = ZMQ_POLLIN},
             {.socket = c->mon, .events = ZMQ_POLLIN},
@@ -425,7 +461,9 @@ int wire_request(sl_client *c, proto_msg *m)
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     uint64_t seq = c->next_seq++;
     proto_set(m, seq, seq);
-    int rc = wire_msg_send(c, m, 0);
+    free(c->await_frame);
+    c->await_frame = NULL;
+    int rc = msg_send_keep(c, m, 0, failover_on(c) ? &c->await_frame : NULL, &c->await_frame_len);
     if (rc)
         return rc;
     c->await_seq = seq;
@@ -464,12 +502,12 @@ int wire_post(sl_client *c, proto_msg *m)
 int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)
 {
     pending_put pp = {.seq = c->next_seq++, .ticket = ticket};
-    if (fifo_push(&c->puts, &pp))
-        return SL_ENOMEM;
     proto_set(m, seq, pp.seq);
-    int rc = wire_msg_send(c, m, 0);
-    if (rc)
-        fifo_remove(&c->puts, c->puts.count - 1, NULL);
+    int rc = msg_send_keep(c, m, 0, failover_on(c) ? &pp.frame : NULL, &pp.frame_len);
+    if (rc == SL_OK && fifo_push(&c->puts, &pp)) {
+        free(pp.frame);
+        return SL_ENOMEM; /* (sent, but its confirmation will be a stray) */
+    }
     return rc;
 }
 
@@ -502,6 +540,9 @@ void wire_close(sl_client *c)
     c->ctx = NULL;
     zmq_msg_close(&c->frame);
     proto_wbuf_free(&c->out);
+    for (size_t i = 0; i < c->puts.count; i++)
+        free(((pending_put *)fifo_at(&c->puts, i))->frame);
+    failover_close(c);
 
     client_confirm q;
     while (c->confirms.count) {

@@ -16,6 +16,8 @@
 /* An item of c->puts: an outstanding publish's seq and its caller's ticket. */
 typedef struct pending_put {
     uint64_t seq, ticket;
+    void *frame;       /* its encoded frame, kept to send again after a move (failover.c); or NULL */
+    size_t frame_len;
 } pending_put;
 
 /* wire_msg_send encodes m and sends it as one frame (flags: ZMQ's); a

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "failover.h"
 #include "wire.h"
 #include "zctx.h"
 
@@ -76,7 +77,12 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     if (!(c->ctx = zctx_take(&monitor)) || !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
         return SL_ENOMEM;
     snprintf(mon_endpoint, sizeof mon_endpoint, MONITOR_PREFIX "%" PRIu64, monitor);
-    int rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
+    const char *first = endpoint; /* "a|b": one broker at alternative addresses (failover.c) */
+    int rc = failover_open(c, endpoint, &first);
+    if (rc)
+        return rc;
+    endpoint = first;
+    rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
     if (!rc)
         rc = curve_setup(c->sock, keys);
     if (rc)

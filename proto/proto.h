@@ -142,7 +142,10 @@
     X(url,        "url",            STR,  PROTO_MAX_STR)  \
     X(login_token, "login_token",   STR,  PROTO_MAX_NAME) \
     X(headers,    "headers",        HDRS, PROTO_MAX_HEADER_BYTES) \
-    X(wait_ms,    "wait_ms",        U64,  0)
+    X(wait_ms,    "wait_ms",        U64,  0)              \
+    X(epoch,      "epoch",          U64,  0)              \
+    X(ha_rows,    "ha_rows",        ROWS, ha)             \
+    X(node,       "node",           STR,  PROTO_MAX_NAME)
 
 /* ---- rows ----
  *
@@ -160,7 +163,8 @@
     X(coord,      1)                    \
     X(window,     PROTO_MAX_WINDOW_ROWS) \
     X(tag,        PROTO_MAX_ARRAY)      \
-    X(msg,        PROTO_MAX_ARRAY)
+    X(msg,        PROTO_MAX_ARRAY)      \
+    X(ha,         4)
 
 /* STATS_OK: one row per level, counters since the broker started. */
 #define PROTO_COLS_level_stat(X, K)                        \
@@ -246,6 +250,14 @@
 
 /* sink.show and STATS_OK of a broker sharing its sink (--coord): one row,
  * its capacity lease. Absent when the sink is the broker's alone. */
+/* A node of a high-availability group (ha.status). */
+#define PROTO_COLS_ha(X, K)                                \
+    X(K, node,             "node",             STR, REQ) \
+    X(K, role,             "role",             STR, REQ) \
+    X(K, endpoint,         "endpoint",         STR, REQ) \
+    X(K, in_sync,          "in_sync",          U64, REQ) \
+    X(K, lag_records,      "lag_records",      U64, REQ)
+
 #define PROTO_COLS_coord(X, K)                             \
     X(K, state,            "state",            STR, REQ) \
     X(K, reachable,        "reachable",        U64, REQ) \
@@ -405,7 +417,10 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(settings_export, "settings.export", 0, 0, FIELDS, PF(body))                  \
     X(sink_resume,    "sink.resume",    0, 0, FIELDS, PF(paused_ms))              \
     X(web_login,      "web.login",      0, PF(ttl_ms), FIELDS,                    \
-      PF(url) | PF(login_token) | PF(ttl_ms) | PF(state))
+      PF(url) | PF(login_token) | PF(ttl_ms) | PF(state))                         \
+    X(ha_status,      "ha.status",      0, 0, FIELDS, PF(epoch) | PF(ha_rows))   \
+    X(ha_switchover,  "ha.switchover",  0, 0, NONE, 0)                           \
+    X(ha_recover,     "ha.recover",     PF(node), 0, NONE, 0)
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
 
@@ -456,7 +471,7 @@ typedef enum proto_cmd {
     X(POOL,     "POOL",     B2C, PF(pool) | PF(size) | PF(share), PF(rate_milli) | PF(burst) | PF(pacers)) \
     X(PING,     "PING",     ANY, 0,                   PF(seq))               \
     X(PONG,     "PONG",     ANY, 0,                   PF(seq))               \
-    X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms))
+    X(ERROR,    "ERROR",    B2C, PF(code) | PF(msg),    PF(seq) | PF(retry_ms) | PF(url))
 
 typedef enum proto_type {
     PROTO_NONE = 0,

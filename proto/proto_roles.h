@@ -61,7 +61,10 @@ typedef enum proto_role {
     X(backup_status,  MONITOR)    \
     X(settings_export, MONITOR)   \
     X(sink_resume,    ADMIN)      \
-    X(web_login,      ANY)
+    X(web_login,      ANY)        \
+    X(ha_status,      MONITOR)    \
+    X(ha_switchover,  ADMIN)      \
+    X(ha_recover,     ADMIN)
 
 enum {
 #define PROTO_CMD_ROLE_ENUM_(ID, role) PROTO_CMD_ROLE_##ID = PROTO_ROLE_##role,

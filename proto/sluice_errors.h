@@ -30,7 +30,8 @@
     X(SL_ESTATE,    16, "operation not valid in this state")                  \
     X(SL_ECORRUPT,  17, "stored record failed its checksum")                  \
     X(SL_ENOTFOUND, 18, "not found")                                         \
-    X(SL_EPERM,     19, "not permitted: the principal's role does not allow it")
+    X(SL_EPERM,     19, "not permitted: the principal's role does not allow it") \
+    X(SL_EREDIRECT, 20, "not the primary of its group: the reply's url names the primary")
 
 typedef enum sl_err {
 #define SL_ERR_ENUM_(name, code, text) name = code,

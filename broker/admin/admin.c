@@ -540,6 +540,19 @@ static int cmd_settings_export(cmd_ctx *x) { return decl_export(x->b, x->rep, x-
 
 static int cmd_web_login(cmd_ctx *x) { return admin_web_login(x->b, x->req, x->who, x->rep, x->text, x->text_len); }
 
+/* ---- high availability (broker/ha_node.c, through b->ha_admin) ---- */
+
+static int ha_cmd(cmd_ctx *x, int cmd)
+{
+    if (!x->b->ha_admin)
+        return fail(x, SL_ESTATE, "%s", "this broker is not a node of a high-availability group (--ha)");
+    return x->b->ha_admin(x->b, cmd, x->rep, x->text, x->text_len);
+}
+
+static int cmd_ha_status(cmd_ctx *x) { return ha_cmd(x, PROTO_CMD_ha_status); }
+static int cmd_ha_switchover(cmd_ctx *x) { return ha_cmd(x, PROTO_CMD_ha_switchover); }
+static int cmd_ha_recover(cmd_ctx *x) { return ha_cmd(x, PROTO_CMD_ha_recover); }
+
 /* ---- the table ---- */
 
 typedef int (*cmd_fn)(cmd_ctx *x);

@@ -34,6 +34,7 @@ struct net;
 struct auth_table;
 struct coord;
 struct loop_state;
+struct ha_node;
 struct http;
 struct bridge;
 
@@ -68,6 +69,11 @@ typedef struct bk {
     uint64_t meter_wake_ns;       /* when dispatch held back by the meter may go on */
     struct coord *coord;          /* capacity leases in Redis; NULL: the sink is this broker's alone */
     uint64_t coord_wake_ns;       /* when coord next has work */
+    struct ha_node *ha;           /* a primary of a high-availability group (ha_node.c); NULL: alone */
+    /* its admin commands (ha.status, ha.switchover), answered by ha_node.c:
+     * set while ha is; SL_OK or an error with text */
+    int (*ha_admin)(struct bk *b, int cmd, proto_msg *rep, char *text, size_t text_len);
+    uint64_t ha_wake_ns;          /* when it next has work */
     double dispatch_per_s[PROTO_MAX_LEVELS];  /* smoothed, for the ETA without limits */
     uint64_t sample_dispatched[PROTO_MAX_LEVELS];
     uint64_t picks[PROTO_MAX_LEVELS][DISP_REASON_COUNT_];

@@ -89,6 +89,14 @@
     X(coord_slices, NULL, "coord-slices", 0, "coord", NUM, coord_slices, "100", 1, 10000, "N", "slices the shared rate is cut into (the same on every broker)") \
     X(coord_user, NULL, "coord-user", 0, "coord", STR, coord_user, NULL, 0, 0, "USER", "Redis ACL user (or SLUICE_COORD_USER)") \
     X(coord_password_file, NULL, "coord-password-file", 0, "coord", STR, coord_password_file, NULL, 0, 0, "FILE", "file holding the Redis password (or SLUICE_COORD_PASSWORD); never on the command line") \
+    X(ha, NULL, "ha", 0, "ha", STR, ha_url, NULL, 0, 0, "URL", "Redis deciding which node of a high-availability group is the primary (URL forms as --coord): this node replicates to, or from, its group's other node; needs --ha-group, --ha-node, --repl-listen and the write-ahead log; unset = no replication") \
+    X(ha_group, NULL, "ha-group", 0, "ha", STR, ha_group, NULL, 0, 0, "NAME", "the group's name: the two nodes of a group name the same one") \
+    X(ha_node, NULL, "ha-node", 0, "ha", STR, ha_node, NULL, 0, 0, "NAME", "this node's name in its group (unique, stable across restarts)") \
+    X(repl_listen, NULL, "repl-listen", 0, "ha", STR, repl_listen, NULL, 0, 0, "ENDPOINT", "ZeroMQ endpoint this node serves its replication stream on while primary, as the other node reaches it (e.g. tcp://10.0.0.1:7480)") \
+    X(ha_ttl_ms, NULL, "ha-ttl-ms", 0, "ha", NUM, ha_ttl_ms, "5000", 600, 600000, "MS", "lifetime of the primary's lease in Redis; renewed every third of it") \
+    X(repl_standby_timeout_ms, NULL, "repl-standby-timeout-ms", 0, "ha", NUM, repl_standby_timeout_ms, "2000", 100, 600000, "MS", "a primary whose standby acknowledged nothing for this long records sync = none in Redis and confirms alone") \
+    X(repl_strict, NULL, "repl-strict", 0, "ha", BOOL, repl_strict, "off", 0, 0, NULL, "never confirm alone: without an in-sync standby, publishes wait (and time out at the client) instead") \
+    X(repl_buffer_mb, NULL, "repl-buffer-mb", 0, "ha", MB, repl_buffer_bytes, "64", 1, 1ULL << 14, "MB", "the primary keeps this much of its recent stream in memory, for a standby that reconnects to resume from") \
     X(http, NULL, "http", 0, "http", STR, http, NULL, 0, 0, "ADDR:PORT", "serve the web console at http://ADDR:PORT/, its JSON API under /api/v1/ and Prometheus metrics at /metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default; beyond loopback it needs --http-cert and --http-key, or --insecure") \
     X(metrics, NULL, "metrics", 0, "http", STR, http, NULL, 0, 0, "ADDR:PORT", "the same as --http (its name when the server served only /metrics)") \
     X(http_cert, NULL, "http-cert", 0, "http", STR, http_cert, NULL, 0, 0, "FILE", "serve HTTPS: the certificate chain (PEM); needs --http-key") \
@@ -112,6 +120,7 @@ const conf_section conf_sections[] = {{"broker", "The broker and its store"}, {"
                 {"leases", "Deliveries and leases"},
                 {"sink", "Protecting the sink: throttling and the circuit breaker"},
                 {"coord", "Several brokers sharing one sink (capacity leases in Redis)"},
+                {"ha", "High availability: a primary and a synchronous standby (leadership in Redis)"},
                 {"http", "The web console, the JSON API and /metrics"},
                 {"tag_rules", "Tag rules"}, {NULL, "Command line only"}};
 const size_t conf_nsections = sizeof conf_sections / sizeof conf_sections[0];
@@ -452,7 +461,7 @@ static int ini_cb(void *user, const char *section, const char *key, const char *
         snprintf(st->p.err, st->p.errlen, "'%s' comes before any [section]", key);
     else if (!known)
         snprintf(st->p.err, st->p.errlen, "unknown section [%s]; sections are [broker], [levels], "
-                 "[leases], [sink], [coord] and [tag_rules]", section);
+                 "[leases], [sink], [coord], [ha], [http] and [tag_rules]", section);
     else if (!s)
         snprintf(st->p.err, st->p.errlen, "unknown key '%s' in [%s]; see sluiced --help", key, section);
     st->failed = !s || set(&st->p, s, key, value) != SL_OK;
@@ -607,6 +616,14 @@ int conf_finish(conf *c, char *err, size_t errlen)
     }
     if (check_security(c, err, errlen) != SL_OK)
         return SL_EINVAL;
+    if (c->ha_url[0] && (!c->ha_group[0] || !c->ha_node[0] || !c->repl_listen[0])) {
+        snprintf(err, errlen, "--ha needs --ha-group, --ha-node and --repl-listen");
+        return SL_EINVAL;
+    }
+    if (c->ha_url[0] && !c->wal_bytes) {
+        snprintf(err, errlen, "--ha needs the write-ahead log (--wal-mb above 0): its records are the replication stream");
+        return SL_EINVAL;
+    }
     if (c->level_names_given && c->level_names_given != c->levels) {
         snprintf(err, errlen, "level names: %u names given for %u levels (--levels)", c->level_names_given,
                  c->levels);

@@ -72,6 +72,13 @@ typedef struct conf {
     uint32_t coord_slices;
     char coord_user[128];
     char coord_password_file[4096];
+    char ha_url[1024];                                    /* "" = no high availability */
+    char ha_group[PROTO_MAX_NAME + 1], ha_node[PROTO_MAX_NAME + 1];
+    char repl_listen[1024];                               /* the replication stream's endpoint */
+    uint32_t ha_ttl_ms;                                   /* the primary's lease */
+    uint32_t repl_standby_timeout_ms;                     /* no ack this long: sync = none */
+    int repl_strict;                                      /* never confirm alone */
+    uint64_t repl_buffer_bytes;                           /* the stream kept for a resume */
     conf_tag_rule tag_rules[CONF_MAX_TAG_RULES];
     unsigned ntag_rules;
     int tag_rules_override;                               /* a matching rule beats an explicit level */

@@ -194,6 +194,25 @@ void metrics_render(FILE *f, const snap *s)
                 st == s->breaker_state);
     head(f, "sluice_sink_breaker_trips_total", "counter", "Times the circuit breaker opened.");
     fprintf(f, "sluice_sink_breaker_trips_total %llu\n", (unsigned long long)s->breaker_trips);
+    if (s->ha) { /* the primary of a high-availability group */
+        static const char *const modes[] = {"sync", "alone", "fenced"};
+        head(f, "sluice_ha_mode", "gauge", "The primary's mode: 1 for the current one (sync: with its standby; "
+             "alone: Redis records no standby in sync; fenced: no valid lease, nothing confirmed or dispatched).");
+        for (int m = SNAP_HA_SYNC; m <= SNAP_HA_FENCED; m++)
+            fprintf(f, "sluice_ha_mode{mode=\"%s\"} %d\n", modes[m], m == s->ha_mode);
+        head(f, "sluice_ha_epoch", "gauge", "The group's epoch this primary serves in (one more per promotion).");
+        fprintf(f, "sluice_ha_epoch %llu\n", (unsigned long long)s->ha_epoch);
+        head(f, "sluice_ha_lag_records", "gauge", "Records of the stream the standby has not acknowledged.");
+        fprintf(f, "sluice_ha_lag_records %llu\n", (unsigned long long)s->ha_lag_records);
+        head(f, "sluice_ha_lag_seconds", "gauge", "How long the oldest unacknowledged record has waited.");
+        fputs("sluice_ha_lag_seconds ", f);
+        sec(f, s->ha_lag_ns);
+        fputc('\n', f);
+        head(f, "sluice_ha_records_total", "counter", "Records of the replication stream made (its position).");
+        fprintf(f, "sluice_ha_records_total %llu\n", (unsigned long long)s->ha_records);
+        head(f, "sluice_ha_diverged_total", "counter", "Acknowledgements whose checksum differed from the stream's.");
+        fprintf(f, "sluice_ha_diverged_total %llu\n", (unsigned long long)s->ha_diverged);
+    }
 
 #define POOL_EMIT_(sfx, help, member)                                                                      \
     head(f, "sluice_pool_" #sfx, "gauge", help);                                                         \

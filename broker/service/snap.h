@@ -38,6 +38,11 @@ typedef struct snap_pool {
     uint64_t levels_mask, rate_milli, autoscale;
 } snap_pool;
 
+/* A group primary's mode: confirming with its standby, alone (Redis records
+ * no standby in sync), or fenced (no valid lease: it confirms and
+ * dispatches nothing). */
+enum { SNAP_HA_SYNC, SNAP_HA_ALONE, SNAP_HA_FENCED };
+
 typedef struct snap {
     unsigned nlevels, npools;
     snap_level lv[PROTO_MAX_LEVELS];  /* [0, nlevels) are filled */
@@ -51,6 +56,9 @@ typedef struct snap {
     char coord_state[PROTO_MAX_NAME + 1];
     uint64_t coord_reachable, coord_slices_held, coord_slices, coord_reserved_milli, coord_granted_milli;
     uint64_t coord_lease_left_ms, coord_limit_milli, coord_brokers;
+    int ha;                         /* the primary of a high-availability group (--ha): the figures below */
+    int ha_mode;                    /* SNAP_HA_SYNC, _ALONE or _FENCED */
+    uint64_t ha_epoch, ha_lag_records, ha_lag_ns, ha_records, ha_diverged;
     uint64_t commits, commit_stalls;
     uint64_t log_records, log_bytes, lmdb_commits; /* what made batches durable (store_counts) */
     hist commit;

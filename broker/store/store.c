@@ -416,6 +416,7 @@ void store_close(store **sp)
     if (s->txn)
         mdb_txn_abort(s->txn);
     store_wal_close(s);
+    store_repl_free(s);
     if (s->env)
         mdb_env_close(s->env);
     if (s->lock_fd >= 0)

@@ -113,6 +113,29 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info);
  * *s. Accepts NULL. */
 void store_close(store **s);
 
+/* ---- replication (store_repl.c) ---- */
+
+/* store_repl_on makes every batch committed from now on one record of the
+ * replication stream, stamped with epoch and numbered from seq + 1 (meta
+ * "repl", written in the batch). store_repl_off stops it. */
+void store_repl_on(store *s, uint64_t epoch, uint64_t seq);
+void store_repl_off(store *s);
+
+/* store_repl_pos reads the last record's position as committed (0, 0 when
+ * none): the stream's place on a primary, how far a standby has applied. */
+int store_repl_pos(store *s, uint64_t *epoch, uint64_t *seq);
+
+/* store_repl_take hands out the record of the batch whose commit has just
+ * started (store_commit_start): 1 with its bytes (valid until the next
+ * commit starts) and its sequence number, 0 when that commit carried none. */
+int store_repl_take(store *s, const unsigned char **p, size_t *len, uint64_t *seq);
+
+/* store_repl_apply puts a primary's record into the open transaction, to be
+ * logged and committed as this store's own batch. SL_OK, SL_ECORRUPT (its
+ * checksum or layout fails, logged), SL_ESTATE (no log here), or a store
+ * error. */
+int store_repl_apply(store *s, const unsigned char *p, size_t len);
+
 /* ---- damage (store_check.c, store_skip.c, store_salvage.c) ----
  *
  * store_open checks every page of the data file before LMDB reads it and

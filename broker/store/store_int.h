@@ -93,6 +93,11 @@ struct store {
     uint64_t sealed_head_hi[PROTO_MAX_LEVELS]; /* head keys that record carries */
     unsigned char sealed_head_open[PROTO_MAX_LEVELS];
     uint64_t sealed_next_id;              /* next_id that record carries */
+    /* replication (store_repl.c): a primary turns every batch into a record */
+    int repl_on, repl_ready;
+    uint64_t repl_epoch, repl_seq;        /* stamped into meta "repl" with each record */
+    unsigned char *repl_buf;              /* the last record, for store_repl_take */
+    size_t repl_len, repl_cap;
     int meta_sealed;                      /* meta values carry their CRC (STORE_FORMAT 3): store_meta.c */
     uint32_t quarantined;                 /* levels whose trees failed their checks (store_check.c) */
     uint64_t quarantined_msgs[PROTO_MAX_LEVELS]; /* what LMDB counted in them as they were set aside */
@@ -172,6 +177,13 @@ void store_writer_close(store *s);
 /* store_txn_need makes sure the pass's write transaction is open. Returns
  * SL_OK, the error that poisoned the transaction, or store_fail's. */
 int store_txn_need(store *s);
+
+/* store_repl_capture builds the open batch's record for the replication
+ * stream (store_repl.c), at store_commit_start. SL_OK or an error. */
+int store_repl_capture(store *s);
+
+/* store_repl_free frees its buffer (store_close). */
+void store_repl_free(store *s);
 
 /* store_txn_level is store_txn_need for an operation on one level: SL_EINVAL
  * for a level past the store's. */

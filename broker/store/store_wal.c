@@ -134,12 +134,18 @@ static int rec_append(store_wal *w, int op, const char *name, const void *key, s
     return SL_OK;
 }
 
-int store_wal_seal(store *s)
+int store_wal_build(store *s, int whole)
 {
     store_wal *w = s->wal;
     uint32_t n = 0;
     int err = s->wal_nomem ? SL_ENOMEM : SL_OK;
     w->rec_len = REC_HDR;
+    w->built = 0;
+    unsigned char *h = grow_array(w->rec, &w->rec_cap, REC_HDR, 1, 16384);
+    if (!h)
+        err = SL_ENOMEM;
+    else
+        w->rec = h;
     for (size_t off = 0; err == SL_OK && off < w->notes_len;) {
         MDB_dbi dbi = get_le32(w->notes + off);
         int put = w->notes[off + 4];
@@ -153,12 +159,31 @@ int store_wal_seal(store *s)
             err = rec_append(w, rc == MDB_SUCCESS ? OP_PUT : OP_DEL, s->db[dbi].name, k.mv_data, klen,
                              rc == MDB_SUCCESS ? &v : NULL);
         n++;
-        if (err == SL_OK && store_wal_pad(w->rec_len) > w->ring / 2)
+        if (err == SL_OK && !whole && store_wal_pad(w->rec_len) > w->ring / 2)
             err = SL_EFULL; /* a batch this large is cheaper as a checkpoint */
     }
     store_wal_forget(s); /* logged now, or carried by the checkpoint that follows a refusal */
     if (err != SL_OK)
         return err;
+    unsigned char *p = w->rec;
+    put_le32(p, REC_MAGIC);
+    put_le64(p + 8, w->file_id);
+    put_le64(p + 16, w->seq);
+    put_le32(p + 24, (uint32_t)w->rec_len);
+    put_le32(p + 28, n);
+    put_le32(p + 4, crc32c_value(p + 8, w->rec_len - 8));
+    w->built = 1;
+    return SL_OK;
+}
+
+int store_wal_place(store *s)
+{
+    store_wal *w = s->wal;
+    if (!w->built)
+        return SL_ESTATE;
+    w->built = 0;
+    if (store_wal_pad(w->rec_len) > w->ring / 2)
+        return SL_EFULL; /* (a whole record built for the replication stream) */
     uint64_t len = store_wal_pad(w->rec_len), end = WAL_START + w->ring, at = w->pos, waste = 0;
     if (at + len > end) {
         waste = end - at;
@@ -171,15 +196,21 @@ int store_wal_seal(store *s)
         return SL_ENOMEM;
     w->rec = p;
     memset(p + w->rec_len, 0, len - w->rec_len);
-    put_le32(p, REC_MAGIC);
-    put_le64(p + 8, w->file_id);
-    put_le64(p + 16, w->seq);
-    put_le32(p + 24, (uint32_t)w->rec_len);
-    put_le32(p + 28, n);
-    put_le32(p + 4, crc32c_value(p + 8, w->rec_len - 8));
     w->rec_pos = at;
     w->rec_waste = waste;
     return SL_OK;
+}
+
+void store_wal_record(const store *s, const unsigned char **p, size_t *len)
+{
+    *p = s->wal->rec;
+    *len = s->wal->rec_len;
+}
+
+int store_wal_seal(store *s)
+{
+    int err = store_wal_build(s, 0);
+    return err == SL_OK ? store_wal_place(s) : err;
 }
 
 int store_wal_write(store_wal *w)

@@ -48,6 +48,29 @@ void store_wal_forget(store *s);
  * carries it), SL_ENOMEM, or the transaction's error. */
 int store_wal_seal(store *s);
 
+/* store_wal_build is store_wal_seal's first half: the open batch's record
+ * (header and entries, checksummed, numbered with the next sequence number)
+ * built into the log's buffer, the notes consumed. whole: build it however
+ * large (for the replication stream), else SL_EFULL past half the ring.
+ * store_wal_record then shows its bytes. Returns SL_OK, SL_EFULL, SL_ENOMEM
+ * (a note was lost: the batch cannot be a record) or the transaction's error. */
+int store_wal_build(store *s, int whole);
+
+/* store_wal_place is store_wal_seal's second half: the built record given
+ * its place in the ring. SL_OK, SL_EFULL (no room: a checkpoint carries the
+ * batch), SL_ENOMEM, SL_ESTATE (nothing built). */
+int store_wal_place(store *s);
+
+/* store_wal_record shows the record built last (unpadded): its bytes stay
+ * valid until the next build or seal. */
+void store_wal_record(const store *s, const unsigned char **p, size_t *len);
+
+/* store_wal_apply checks a record's header and checksum and puts its
+ * entries into the open transaction (replay's code). note: also note each
+ * key, so that the batch is logged here in turn (a standby applying its
+ * primary's records). SL_OK, SL_ECORRUPT (a bad record), or a store error. */
+int store_wal_apply(store *s, const unsigned char *p, size_t len, int note);
+
 /* store_wal_write writes the sealed record and fdatasyncs the log: on the
  * writer thread. Returns 0 or an errno value. */
 int store_wal_write(store_wal *w);

@@ -152,7 +152,7 @@ static int db_named(store *s, const char *name, MDB_dbi *dbi)
 }
 
 /* apply puts one record's entries into the open transaction. */
-static int apply(store *s, const unsigned char *p, size_t len, uint32_t n)
+static int apply(store *s, const unsigned char *p, size_t len, uint32_t n, int note)
 {
     size_t off = REC_HDR;
     for (uint32_t i = 0; i < n; i++) {
@@ -181,9 +181,22 @@ static int apply(store *s, const unsigned char *p, size_t len, uint32_t n)
         int rc = e[0] == OP_PUT ? mdb_put(s->txn, dbi, &k, &v, 0) : mdb_del(s->txn, dbi, &k, NULL);
         if (rc != MDB_SUCCESS && !(rc == MDB_NOTFOUND && e[0] == OP_DEL))
             return store_fail(s, rc, "replay the log into %s", name);
+        if (note) {
+            store_wal_touch(s, dbi, k.mv_data, klen, e[0] == OP_PUT);
+            s->dirty = 1;
+        }
         off += ENT_HDR + nlen + klen + vlen;
     }
     return SL_OK;
+}
+
+int store_wal_apply(store *s, const unsigned char *p, size_t len, int note)
+{
+    if (len < REC_HDR || get_le32(p) != REC_MAGIC || get_le32(p + 24) != len ||
+        get_le32(p + 4) != crc32c_value(p + 8, len - 8))
+        return SL_ECORRUPT;
+    int err = store_txn_need(s);
+    return err == SL_OK ? apply(s, p, len, get_le32(p + 28), note) : err;
 }
 
 /* read_rec reads the record at at, if it is valid and numbered seq, into
@@ -233,7 +246,7 @@ static int replay(store *s, uint64_t pos, uint64_t seq, uint64_t until, uint64_t
         }
         if (got == 0)
             break;
-        int err = apply(s, w->rec, w->rec_len, n);
+        int err = apply(s, w->rec, w->rec_len, n, 0);
         if (err != SL_OK) {
             if (err == SL_ECORRUPT)
                 log_error("store", "record %" PRIu64 " of the log %s is damaged past its checksum", seq, w->path);

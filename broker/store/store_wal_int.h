@@ -45,6 +45,7 @@ struct store_wal {
     unsigned char *rec;     /* the sealed record, padded */
     size_t rec_len, rec_cap;
     uint64_t rec_pos, rec_waste;
+    int built;              /* rec holds a built record not yet placed (store_wal_place) */
     uint64_t records, bytes, checkpoints;
 };
 

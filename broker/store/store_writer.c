@@ -168,13 +168,13 @@ static int next_id_put(store *s, uint64_t next_id)
 /* log_start seals the open batch into a log record and hands it to the
  * writer thread. Returns SL_OK with *started, SL_EFULL or SL_ENOMEM when a
  * checkpoint must carry the batch instead, or the transaction's error. */
-static int log_start(store *s, int *started)
+static int log_start(store *s, int *started, int built)
 {
     memcpy(s->sealed_key, s->last_key, sizeof s->sealed_key);
     memcpy(s->sealed_head_hi, s->head_hi, sizeof s->sealed_head_hi);
     memcpy(s->sealed_head_open, s->head_open, sizeof s->sealed_head_open);
     s->sealed_next_id = s->next_id;
-    int err = store_wal_seal(s);
+    int err = built ? store_wal_place(s) : store_wal_seal(s);
     if (err != SL_OK)
         return err;
     memset(s->head_open, 0, sizeof s->head_open); /* heads put from now on belong to the next record */
@@ -229,6 +229,12 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
     }
     if (err == SL_OK && s->next_id != s->next_id_saved)
         err = next_id_put(s, s->next_id);
+    int built = 0;
+    if (err == SL_OK && s->repl_on && s->txn && s->dirty) { /* a primary: the batch is a record of the stream */
+        if ((err = store_repl_capture(s)) != SL_OK && s->failed == SL_OK)
+            s->failed = err; /* (a lost note: the batch cannot be replicated, so it is not committed) */
+        built = err == SL_OK;
+    }
     if (err != SL_OK || !s->txn)
         return store_commit_sync(s); /* a poisoned pass aborts at once; an empty one has nothing to flush */
     int checkpoint = !s->wal || s->wal_nomem || store_wal_due(s, now_ns, s->checkpoint_ns, want_checkpoint) ||
@@ -238,7 +244,7 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
     if (!checkpoint && !s->dirty)
         return SL_OK; /* nothing since the last record: what waited for it may go */
     if (!checkpoint) {
-        err = log_start(s, started);
+        err = log_start(s, started, built);
         if (err == SL_OK)
             return SL_OK;
         if (err != SL_EFULL && err != SL_ENOMEM)

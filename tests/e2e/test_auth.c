@@ -246,6 +246,7 @@ static const expect cmd_expect[] = {
     {"backup", R_A},            {"backup.status", R_M | R_A}, {"settings.export", R_M | R_A},
     {"sink.resume", R_A},
     {"web.login", R_ALL /* a console link, each principal its own */},
+    {"ha.status", R_M | R_A},   {"ha.switchover", R_A}, {"ha.recover", R_A},
 };
 
 static const expect *expect_find(const expect *t, size_t n, const char *what)
@@ -296,7 +297,9 @@ static void build(proto_msg *m, proto_type t, int cmd, int subscribe, uint64_t s
             proto_set(m, to_level, 1);
         if (args & PF(path)) /* relative: refused by backup's own check, after the role's */
             proto_set_str(m, PROTO_F_path, "matrix", 6);
-        args &= ~(PF(level) | PF(pool) | PF(size) | PF(id) | PF(tag) | PF(to_level) | PF(path));
+        if (args & PF(node)) /* not a node of a group: refused by ha.recover's own check, after the role's */
+            proto_set_str(m, PROTO_F_node, "matrix", 6);
+        args &= ~(PF(level) | PF(pool) | PF(size) | PF(id) | PF(tag) | PF(to_level) | PF(path) | PF(node));
         if (args)
             fail_msg("ADMIN %s requires an argument this test does not fill: add it to build()", name);
     }

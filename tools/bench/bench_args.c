@@ -109,6 +109,9 @@ static void usage(FILE *f)
 "      --sink          with --spawn: run only the rows of the sink used at its\n"
 "                      limit (about 25 s a rate with --seconds 3)\n"
 "      --http          with --spawn: run only the HTTP server's rows (about 40 s)\n"
+"      --ha            with --spawn: run only the high-availability rows (a ZeroMQ\n"
+"                      round trip and a flush, then a lone broker and a group\n"
+"                      of two with redis-server: about 1 minute)\n"
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
@@ -135,7 +138,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_HTTP, OPT_VERSION };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_HTTP, OPT_HA, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -147,6 +150,7 @@ static const struct option options[] = {
     {"sink", no_argument, NULL, OPT_SINK},
     {"force", no_argument, NULL, OPT_FORCE},
     {"http", no_argument, NULL, OPT_HTTP},
+    {"ha", no_argument, NULL, OPT_HA},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -179,6 +183,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_HTTP:
             b->http_only = 1;
+            break;
+        case OPT_HA:
+            b->ha_only = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -214,6 +221,10 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
     }
     if (b->slowdisk && !*spawn) {
         fprintf(stderr, "sluice-bench: --slowdisk needs --spawn (it preloads the shim into the broker)\n");
+        exit(2);
+    }
+    if (b->ha_only && !*spawn) {
+        fprintf(stderr, "sluice-bench: --ha needs --spawn (its rows start Redis and brokers of their own)\n");
         exit(2);
     }
     if (b->http_only && !*spawn) {

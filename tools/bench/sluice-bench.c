@@ -106,6 +106,7 @@
 #include "bench_core.h"
 #include "bench_disk.h"
 #include "bench_guard.h"
+#include "bench_ha.h"
 #include "bench_http.h"
 #include "bench_curve.h"
 #include "bench_latency.h"
@@ -513,6 +514,13 @@ int main(int argc, char **argv)
     int rc = 0;
     b.sluiced = spawn;
     b.pass = "";
+    if (a.ha_only) {
+        rc = row_zmq(&b) != 0 || row_flush(&b) != 0 ? -1 : bench_ha_rows(&b);
+        nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        if (b.table.nrows)
+            bench_table_print(&b.table, started, b.seconds, stdout);
+        return bench_core_stopping() ? 130 : rc != 0;
+    }
     if (a.tenants_only || a.sink_only || a.http_only) {
         rc = a.tenants_only ? scen_tenants_rows(&b) : a.sink_only ? bench_sinkuse_rows(&b) : bench_http_rows(&b, spawn);
         nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -558,6 +566,8 @@ int main(int argc, char **argv)
         rc = bench_http_rows(&b, spawn);
     if (rc == 0)
         rc = rows_run(&b, local_rows, sizeof local_rows / sizeof local_rows[0]);
+    if (rc == 0 && spawn && !bench_core_stopping()) /* a group of two and Redis (after the raw rows: their flush) */
+        rc = bench_ha_rows(&b);
     nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 
     if (b.table.nrows)

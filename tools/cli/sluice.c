@@ -69,6 +69,7 @@
 #include "cli_stats.h"
 #include "cli_text.h"
 #include "cli_top.h"
+#include "cli_ha.h"
 #include "cli_web.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -197,6 +198,7 @@ static const cli_core_command commands[] = {
     {"settings", cli_settings_main, &cli_settings_help},
     {"salvage", cli_salvage_main, &cli_salvage_help},
     {"web", cli_web_main, &cli_web_help},
+    {"ha", cli_ha_main, &cli_ha_help},
     {"bench", cmd_bench, &cli_bench_help},
     {"help", cmd_help, &cli_help_help},
 };

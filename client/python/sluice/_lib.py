@@ -330,6 +330,24 @@ class BackupInfo(Structure):
     ]
 
 
+class HaNode(Structure):
+    _fields_ = [
+        ("node", c_char * 65),
+        ("role", c_char * 65),
+        ("endpoint", c_char * 65),
+        ("in_sync", c_int),
+        ("lag_records", c_uint64),
+    ]
+
+
+class HaStatus(Structure):
+    _fields_ = [
+        ("epoch", c_uint64),
+        ("nnodes", c_uint),
+        ("nodes", HaNode * 4),
+    ]
+
+
 class WebLink(Structure):
     _fields_ = [
         ("url", c_char * 1025),
@@ -402,6 +420,8 @@ STRUCTS = {
     "sl_waiting": Waiting,
     "sl_backup_info": BackupInfo,
     "sl_web_link": WebLink,
+    "sl_ha_node": HaNode,
+    "sl_ha_status": HaStatus,
     "sl_tag_settings": TagSettings,
     "sl_tag_info": TagInfo,
     "sl_tag_throttle": TagThrottle,
@@ -512,6 +532,9 @@ UNBOUND = {
     "sl_pacer_wait": "pacing",
     "sl_pacer_wait_released": "pacing",
     "sl_pacer_free": "pacing",
+    "sl_ha_status_get": "high availability: an operator's commands (sluice ha), not an application's",
+    "sl_ha_switchover": "high availability: sluice ha switchover",
+    "sl_ha_recover": "high availability: sluice ha recover",
 }
 
 _lock = threading.Lock()

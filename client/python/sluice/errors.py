@@ -178,6 +178,12 @@ class Permission(Error, PermissionError):
     code, name = 19, "SL_EPERM"
 
 
+class Redirect(Error):
+    """SL_EREDIRECT: the node is the standby of a high-availability group; the primary is elsewhere."""
+
+    code, name = 20, "SL_EREDIRECT"
+
+
 BY_CODE: Dict[int, Type[Error]] = {
     cls.code: cls
     for cls in (
@@ -200,6 +206,7 @@ BY_CODE: Dict[int, Type[Error]] = {
         Corrupt,
         NotFound,
         Permission,
+        Redirect,
     )
 }
 

@@ -1,0 +1,304 @@
+/*
+ * ha_prim.c - a primary's side of the replication stream: the records kept
+ * until acknowledged, the standby's position, and whether it is in sync.
+ *
+ * Each batch the primary commits is one record (store_repl.c), numbered
+ * seq. ha_prim_ship keeps a copy and sends it at once, in parallel with the
+ * primary's own flush; the loop confirms the batch's publishes only when
+ * both are done (ha_prim_acked) while the standby is in sync. Records stay
+ * here until acknowledged, and past that up to --repl-buffer-mb, so that a
+ * standby that reconnects resumes from its own last durable record (its
+ * HELLO says which): the missing records are sent again, in order.
+ * Applying is idempotent (a record is the final value of the keys it
+ * touched), so a record sent twice does no harm.
+ *
+ * In sync: the standby has acknowledged every record made (so its store
+ * equals the primary's confirmed state), and acks keep coming: a record
+ * left unacknowledged for the timeout drops it from sync. The caller
+ * records the change in Redis (sync = NAME / none) before it relies on it.
+ *
+ * Divergence: each session's records carry a running CRC-32C; the standby
+ * acknowledges with its own, and a mismatch drops it from sync for good
+ * (counted, logged): its store no longer equals the stream.
+ *
+ * Costs: a copy of each record, kept until acknowledged and within the
+ * buffer; one send per record; O(1) per ack.
+ */
+#include "ha_prim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "grow.h"
+#include "ha_wire.h"
+#include "log.h"
+#include "repl_link.h"
+#include "units.h"
+
+typedef struct held {
+    uint64_t seq;
+    unsigned char *p;
+    size_t len;
+    uint64_t shipped_ns;
+} held;
+
+struct ha_prim {
+    repl_link *link;
+    uint64_t epoch, seq, buffer_bytes, timeout_ns, epoch_start;
+    held *h;                 /* records seq - n + 1 .. seq, oldest first, from index head */
+    size_t head, n, cap;
+    uint64_t bytes;
+    /* the standby */
+    int peer, in_sync, dead;
+    char name[PROTO_MAX_NAME + 1];
+    uint64_t session, sent, acked, sess_start;
+    uint32_t sum;            /* running CRC-32C of the session's records sent, up to sent */
+    uint32_t *sums;          /* per held record: the session's sum after it (valid for seq > sess_start) */
+    size_t sums_cap;
+    uint64_t diverged, far;
+};
+
+int ha_prim_open(const ha_prim_cfg *cfg, ha_prim **out)
+{
+    ha_prim *p = calloc(1, sizeof *p);
+    if (!p)
+        return SL_ENOMEM;
+    int rc = repl_link_bind(cfg->endpoint, &p->link);
+    if (rc != SL_OK) {
+        free(p);
+        return rc;
+    }
+    p->epoch = cfg->epoch;
+    p->epoch_start = cfg->epoch_start;
+    p->seq = p->acked = p->sent = cfg->seq;
+    p->buffer_bytes = cfg->buffer_bytes;
+    p->timeout_ns = cfg->timeout_ns;
+    *out = p;
+    return SL_OK;
+}
+
+void ha_prim_close(ha_prim **pp)
+{
+    ha_prim *p = pp ? *pp : NULL;
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        free(p->h[(p->head + i) % p->cap].p);
+    free(p->h);
+    free(p->sums);
+    repl_link_close(&p->link);
+    free(p);
+    *pp = NULL;
+}
+
+static held *at(const ha_prim *p, uint64_t seq)
+{
+    uint64_t first = p->seq - p->n + 1;
+    if (!p->n || seq < first || seq > p->seq)
+        return NULL;
+    return &p->h[(p->head + (seq - first)) % p->cap];
+}
+
+/* trim drops acknowledged records beyond the buffer's size. */
+static void trim(ha_prim *p)
+{
+    while (p->n && p->bytes > p->buffer_bytes) {
+        held *o = &p->h[p->head];
+        if (o->seq > p->acked && p->peer)
+            break; /* never what the standby still needs while it streams */
+        p->bytes -= o->len;
+        free(o->p);
+        p->head = (p->head + 1) % p->cap;
+        p->n--;
+    }
+}
+
+/* send_rec sends record seq; 0, or -1 when the link cannot take it now. */
+static int send_rec(ha_prim *p, uint64_t seq)
+{
+    held *r = at(p, seq);
+    if (!r)
+        return -1;
+    uint32_t sum = crc32c_extend(p->sum, r->p, r->len);
+    ha_msg m = {.type = HA_RECORD, .epoch = p->epoch, .seq = seq, .sum = sum, .session = p->session};
+    unsigned char hdr[HA_WIRE_MAX];
+    size_t hl = ha_wire_encode(&m, hdr);
+    if (repl_link_send(p->link, hdr, hl, r->p, r->len) != SL_OK)
+        return -1;
+    p->sum = sum;
+    p->sums[(p->head + (seq - (p->seq - p->n + 1))) % p->cap] = sum;
+    p->sent = seq;
+    return 0;
+}
+
+/* pump sends what the standby lacks, in order. */
+static void pump(ha_prim *p)
+{
+    while (p->peer && !p->dead && p->sent < p->seq && send_rec(p, p->sent + 1) == 0)
+        ;
+}
+
+int ha_prim_ship(ha_prim *p, uint64_t seq, const unsigned char *rec, size_t len, uint64_t now_ns)
+{
+    if (seq != p->seq + 1)
+        return SL_EINVAL;
+    if (p->n == p->cap) { /* grow the ring, keeping order */
+        size_t cap = p->cap ? p->cap * 2 : 256;
+        held *h = malloc(cap * sizeof *h);
+        uint32_t *s = malloc(cap * sizeof *s);
+        if (!h || !s) {
+            free(h);
+            free(s);
+            return SL_ENOMEM;
+        }
+        for (size_t i = 0; i < p->n; i++) {
+            h[i] = p->h[(p->head + i) % p->cap];
+            s[i] = p->sums[(p->head + i) % p->cap];
+        }
+        free(p->h);
+        free(p->sums);
+        p->h = h;
+        p->sums = s;
+        p->cap = cap;
+        p->head = 0;
+    }
+    unsigned char *c = malloc(len ? len : 1);
+    if (!c)
+        return SL_ENOMEM;
+    memcpy(c, rec, len);
+    p->h[(p->head + p->n) % p->cap] = (held){.seq = seq, .p = c, .len = len, .shipped_ns = now_ns};
+    p->n++;
+    p->bytes += len;
+    p->seq = seq;
+    pump(p);
+    trim(p);
+    return SL_OK;
+}
+
+/* hello starts (or keeps) a standby's session. */
+static void hello(ha_prim *p, const ha_msg *m)
+{
+    if (p->peer && m->session == p->session) { /* a keepalive */
+        if (m->seq > p->acked && m->seq <= p->seq)
+            p->acked = m->seq;
+        return;
+    }
+    uint64_t first = p->seq - p->n + 1;
+    int was = p->peer;
+    snprintf(p->name, sizeof p->name, "%s", m->name);
+    p->session = m->session;
+    p->in_sync = 0;
+    p->dead = 0;
+    p->sum = 0;
+    /* a store that applied records of an older epoch past where this one
+     * began holds what was never confirmed (a deposed primary's): diverged */
+    int diverged = m->sum < p->epoch && m->seq > p->epoch_start;
+    if (diverged || m->seq > p->seq || (m->seq < p->seq && (!p->n || m->seq + 1 < first))) {
+        ha_msg far = {.type = HA_FAR, .epoch = p->epoch, .seq = p->n ? first - 1 : p->seq, .session = m->session};
+        unsigned char hdr[HA_WIRE_MAX];
+        repl_link_send(p->link, hdr, ha_wire_encode(&far, hdr), NULL, 0);
+        if (!p->far++ || !was)
+            log_warn("ha", "standby %s cannot resume from record %llu of epoch %llu (this primary holds %llu..%llu, "
+                     "epoch %llu from record %llu): it needs a new copy of this store", m->name,
+                     (unsigned long long)m->seq, (unsigned long long)m->sum,
+                     (unsigned long long)(p->n ? first : p->seq + 1), (unsigned long long)p->seq,
+                     (unsigned long long)p->epoch, (unsigned long long)p->epoch_start + 1);
+        p->peer = 0;
+        return;
+    }
+    p->peer = 1;
+    p->acked = m->seq;
+    p->sent = p->sess_start = m->seq;
+    log_info("ha", "standby %s streams from record %llu (%llu behind)", m->name, (unsigned long long)m->seq + 1,
+             (unsigned long long)(p->seq - m->seq));
+    pump(p);
+}
+
+static void ack(ha_prim *p, const ha_msg *m)
+{
+    if (!p->peer || m->session != p->session || m->seq <= p->acked || m->seq > p->sent)
+        return;
+    held *r = at(p, m->seq);
+    if (r && m->seq > p->sess_start && p->sums[r - p->h] != (uint32_t)m->sum) {
+        if (!p->dead)
+            log_error("ha", "standby %s diverged: its checksum after record %llu is %08x, this primary's %08x; "
+                      "it is out of sync until it copies this store again", p->name, (unsigned long long)m->seq,
+                      (unsigned)m->sum, (unsigned)p->sums[r - p->h]);
+        p->diverged++;
+        p->dead = 1;
+        p->in_sync = 0;
+        return;
+    }
+    p->acked = m->seq;
+}
+
+int ha_prim_poll(ha_prim *p, uint64_t now_ns)
+{
+    int was = p->in_sync;
+    unsigned char hdr[HA_WIRE_MAX];
+    size_t hl, bl;
+    const unsigned char *body;
+    for (int i = 0; i < 10000; i++) {
+        int got = repl_link_recv(p->link, hdr, sizeof hdr, &hl, &body, &bl);
+        if (got <= 0)
+            break;
+        ha_msg m;
+        if (ha_wire_decode(hdr, hl, &m) != 0)
+            continue;
+        if (m.type == HA_HELLO)
+            hello(p, &m);
+        else if (m.type == HA_ACK)
+            ack(p, &m);
+    }
+    pump(p);
+    trim(p);
+    if (p->peer && !p->dead && p->acked == p->seq)
+        p->in_sync = 1;
+    held *w = at(p, p->acked + 1);
+    if (p->in_sync && w && now_ns >= w->shipped_ns + p->timeout_ns) {
+        log_warn("ha", "standby %s acknowledged nothing for %llu ms (record %llu waits): out of sync", p->name,
+                 (unsigned long long)(p->timeout_ns / NS_PER_MS), (unsigned long long)(p->acked + 1));
+        p->in_sync = 0;
+        p->peer = 0; /* a new HELLO resumes it */
+    }
+    return was != p->in_sync;
+}
+
+void ha_prim_switch(ha_prim *p)
+{
+    ha_msg m = {.type = HA_SWITCH, .epoch = p->epoch, .seq = p->seq, .session = p->session};
+    unsigned char hdr[HA_WIRE_MAX];
+    repl_link_send(p->link, hdr, ha_wire_encode(&m, hdr), NULL, 0);
+}
+
+int ha_prim_acked(const ha_prim *p, uint64_t seq)
+{
+    return p->acked >= seq;
+}
+
+const char *ha_prim_in_sync(const ha_prim *p)
+{
+    return p->in_sync ? p->name : NULL;
+}
+
+uint64_t ha_prim_next_wake(const ha_prim *p)
+{
+    held *w = at(p, p->acked + 1);
+    return p->in_sync && w ? w->shipped_ns + p->timeout_ns : UINT64_MAX;
+}
+
+int ha_prim_fd(ha_prim *p, int *ready)
+{
+    return repl_link_fd(p->link, ready);
+}
+
+void ha_prim_stats_get(const ha_prim *p, uint64_t now_ns, ha_prim_stats *out)
+{
+    held *w = at(p, p->acked + 1);
+    *out = (ha_prim_stats){.peer = p->peer, .in_sync = p->in_sync, .seq = p->seq, .acked = p->acked,
+                           .lag_ns = w && now_ns > w->shipped_ns ? now_ns - w->shipped_ns : 0,
+                           .diverged = p->diverged, .far = p->far, .held_records = p->n, .held_bytes = p->bytes};
+    snprintf(out->name, sizeof out->name, "%s", p->name);
+}

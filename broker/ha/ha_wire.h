@@ -1,0 +1,78 @@
+/*
+ * ha_wire.h - the replication stream's messages, between a primary
+ * (ha_prim.c) and its standby (ha_stby.c), over repl_link.c.
+ *
+ * Each message is a header frame of HA_WIRE_HDR bytes, little-endian:
+ *   u8 type, 7 bytes zero, u64 epoch, u64 seq, u64 sum, u64 session, then
+ *   the node's name (a HELLO) up to PROTO_MAX_NAME bytes;
+ * a RECORD has the record's bytes (the write-ahead log's record, opaque
+ * here: store_repl.c) as a second frame.
+ *
+ *   HELLO  standby -> primary: epoch = the highest it has seen, seq = the
+ *          last record durable in its store, sum = the epoch that record
+ *          was made in, session = a random number per
+ *          connection (a new one: stream again from seq + 1); sent on
+ *          connecting and every HA_HELLO_MS as a keepalive.
+ *   RECORD primary -> standby: the record seq of epoch; sum = the running
+ *          CRC-32C of the session's records up to this one.
+ *   ACK    standby -> primary: seq and everything before it are durable in
+ *          the standby's store; sum its own running CRC-32C up to seq.
+ *   SWITCH primary -> standby: Redis now names the standby leader (a
+ *          switchover): ask it at once instead of at the next TTL/3.
+ *   FAR    primary -> standby: the records after seq are no longer held
+ *          (or the standby's store diverged): the stream cannot resume.
+ *
+ * Change a layout here: bump HA_WIRE_VERSION (sent in the type byte's high
+ * bits is not done: both nodes of a group run the same build).
+ */
+#ifndef SLUICE_HA_WIRE_H
+#define SLUICE_HA_WIRE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "byteorder.h"
+#include "proto.h"
+
+#define HA_WIRE_HDR 40u
+#define HA_WIRE_MAX (HA_WIRE_HDR + PROTO_MAX_NAME)
+#define HA_HELLO_MS 500u
+
+enum { HA_HELLO = 'H', HA_RECORD = 'R', HA_ACK = 'A', HA_FAR = 'F', HA_SWITCH = 'S' };
+
+typedef struct ha_msg {
+    int type;
+    uint64_t epoch, seq, sum, session;
+    char name[PROTO_MAX_NAME + 1];
+} ha_msg;
+
+/* ha_wire_encode writes m into buf (HA_WIRE_MAX bytes); returns its length. */
+static inline size_t ha_wire_encode(const ha_msg *m, unsigned char *buf)
+{
+    memset(buf, 0, HA_WIRE_HDR);
+    buf[0] = (unsigned char)m->type;
+    put_le64(buf + 8, m->epoch);
+    put_le64(buf + 16, m->seq);
+    put_le64(buf + 24, m->sum);
+    put_le64(buf + 32, m->session);
+    size_t n = strnlen(m->name, PROTO_MAX_NAME);
+    memcpy(buf + HA_WIRE_HDR, m->name, n);
+    return HA_WIRE_HDR + n;
+}
+
+/* ha_wire_decode reads a header frame: 0, or -1 when it is not one. */
+static inline int ha_wire_decode(const unsigned char *buf, size_t len, ha_msg *m)
+{
+    if (len < HA_WIRE_HDR || len > HA_WIRE_MAX)
+        return -1;
+    m->type = buf[0];
+    m->epoch = get_le64(buf + 8);
+    m->seq = get_le64(buf + 16);
+    m->sum = get_le64(buf + 24);
+    m->session = get_le64(buf + 32);
+    memcpy(m->name, buf + HA_WIRE_HDR, len - HA_WIRE_HDR);
+    m->name[len - HA_WIRE_HDR] = '\0';
+    return m->type == HA_HELLO || m->type == HA_RECORD || m->type == HA_ACK || m->type == HA_FAR || m->type == HA_SWITCH ? 0 : -1;
+}
+
+#endif /* SLUICE_HA_WIRE_H */

@@ -1,0 +1,42 @@
+/*
+ * repl_link.h - the replication stream's socket (repl_link.c): a primary
+ * binds it, its standby connects to it.
+ */
+#ifndef SLUICE_REPL_LINK_H
+#define SLUICE_REPL_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct repl_link repl_link;
+
+/* repl_link_bind binds endpoint (a primary: a ROUTER that answers the one
+ * standby last heard from). SL_OK, SL_EINVAL (the endpoint), SL_EIO, SL_ENOMEM;
+ * logged. */
+int repl_link_bind(const char *endpoint, repl_link **out);
+
+/* repl_link_connect connects to a primary's endpoint (a standby: a
+ * DEALER, reconnecting by itself every 100 ms). Same errors. */
+int repl_link_connect(const char *endpoint, repl_link **out);
+
+/* repl_link_close closes at once (nothing lingers); accepts NULL, NULLs *l. */
+void repl_link_close(repl_link **l);
+
+/* repl_link_send sends one message of two frames, hdr and body (blen may be
+ * 0: one frame), to the peer, without blocking. SL_OK; SL_EFULL (its queue is
+ * full: try again later); SL_ECONNECT (no peer yet, or it is gone). */
+int repl_link_send(repl_link *l, const void *hdr, size_t hlen, const void *body, size_t blen);
+
+/* repl_link_recv receives one message without blocking: 1 with its first
+ * frame copied into hdr (at most cap bytes, *hlen its length) and its
+ * second in *body (valid until the next call; *blen 0 when none), 0 when
+ * nothing waits, -1 on a socket error (logged). On a ROUTER the sender
+ * becomes the peer that repl_link_send answers. */
+int repl_link_recv(repl_link *l, unsigned char *hdr, size_t cap, size_t *hlen, const unsigned char **body,
+                   size_t *blen);
+
+/* repl_link_fd returns the descriptor to poll for input, and sets *ready
+ * when a message already waits (then do not sleep). -1 on error. */
+int repl_link_fd(repl_link *l, int *ready);
+
+#endif /* SLUICE_REPL_LINK_H */
