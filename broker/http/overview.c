@@ -155,6 +155,22 @@ static int pools(proto_wbuf *o, const snap *s)
     return rc == SL_OK ? proto_json_raw(o, "]") : rc;
 }
 
+/* ha writes the high-availability group's figures as this primary sees them
+ * (the snapshot's, filled by ha_node_figures), or null without --ha. */
+static int ha(proto_wbuf *o, const snap *s)
+{
+    static const char *const modes[] = {[SNAP_HA_SYNC] = "sync", [SNAP_HA_ALONE] = "alone",
+                                        [SNAP_HA_FENCED] = "fenced"};
+    if (!s->ha)
+        return proto_json_raw(o, ", \"ha\": null");
+    const char *mode = s->ha_mode >= SNAP_HA_SYNC && s->ha_mode <= SNAP_HA_FENCED ? modes[s->ha_mode] : "?";
+    return proto_json_printf(o, ", \"ha\": {\"mode\": \"%s\", \"epoch\": %llu, \"lag_records\": %llu, "
+                             "\"lag_ms\": %llu, \"records\": %llu, \"diverged\": %llu}",
+                             mode, (unsigned long long)s->ha_epoch, (unsigned long long)s->ha_lag_records,
+                             (unsigned long long)(s->ha_lag_ns / NS_PER_MS), (unsigned long long)s->ha_records,
+                             (unsigned long long)s->ha_diverged);
+}
+
 int overview_json(const overview_in *in, proto_wbuf *o)
 {
     const snap *s = in->cur;
@@ -178,6 +194,8 @@ int overview_json(const overview_in *in, proto_wbuf *o)
                                (unsigned long long)s->commits, (unsigned long long)s->rx_bad,
                                (unsigned long long)s->tx_failed, (unsigned long long)s->map_used,
                                (unsigned long long)s->map_size, (unsigned long long)s->map_max);
+    if (rc == SL_OK)
+        rc = ha(o, s);
     if (rc == SL_OK)
         rc = proto_json_printf(o, ", \"http\": {\"connections\": %llu, \"evicted\": %llu, \"refused\": %llu, "
                                "\"timed_out\": %llu, \"streams\": %u}",

@@ -314,6 +314,20 @@ static void the_primary_reports_its_mode_and_epoch_in_metrics(void **state)
     assert_true(metric(n1, "sluice_ha_mode{mode=\"sync\"} ") == 1);
     assert_true(metric(n1, "sluice_ha_lag_records ") == 0);
     assert_true(metric(n1, "sluice_ha_records_total ") >= 2);
+    /* the console's overview says the same, from the snapshot its server's
+     * ticker made last (so within a second or two of /metrics) */
+    char url[64];
+    static th_resp r;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/overview", th_http_port(n1));
+    const char *want = "\"ha\": {\"mode\": \"sync\", \"epoch\": 1, \"lag_records\": 0";
+    t0 = th_now_ms();
+    do {
+        assert_int_equal(th_http_get(url, NULL, &r), 0);
+        assert_int_equal(r.status, 200);
+    } while (!strstr(r.body, want) && th_now_ms() - t0 < 10000 && (pause_ms(100), 1));
+    fprintf(stderr, "# the overview said sync %llu ms after /metrics did\n", (unsigned long long)(th_now_ms() - t0));
+    if (!strstr(r.body, want))
+        fail_msg("the overview's ha: %s", strstr(r.body, "\"ha\"") ? strstr(r.body, "\"ha\"") : r.body);
     sl_close(&c);
     assert_int_equal(th_broker_destroy(&n2), 0);
     assert_int_equal(th_broker_destroy(&n1), 0);
