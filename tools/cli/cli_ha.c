@@ -25,7 +25,7 @@
 
 #include "cli_text.h"
 
-enum { OPT_JSON = 256, OPT_NODE };
+enum { OPT_NODE = 256 };
 
 const cli_core_help cli_ha_help = {
     .summary = "a high-availability group: status, switchover",
@@ -52,25 +52,9 @@ const cli_core_help cli_ha_help = {
 
 static int ha_status(cli_core *g, const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool json = false;
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (ch) {
-        case OPT_JSON: json = true; break;
-        case 'h': return cli_core_help_show(g, cmd);
-        default: return cli_text_option_error(cmd, ch, argv);
-        }
-    }
-    if (optind < argc)
-        return cli_text_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    int st = cli_core_connect(g, cmd);
-    if (st)
+    int st = cli_core_show_args(g, cmd, argc, argv, &json);
+    if (st != CLI_CORE_GO_ON)
         return st;
     sl_ha_status s;
     int rc = sl_ha_status_get(g->c, &s);
