@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench_peer_bs.h"
 #include "bench_spawn.h"
 #include "bench_table.h"
 
@@ -31,7 +32,13 @@ typedef struct bench {
     int slow;               /* this pass runs on the slowed disk */
     size_t drain_consumers;
     unsigned drain_credit;
-    double one_per_s, many_per_s, trips_per_s, flushes_per_s; /* for the ratio rows */
+    int curve;              /* this pass runs against the CURVE broker */
+    bench_peer_bs peer;     /* beanstalkd -f 0 (bench_peer.c); port 0 when none runs */
+    /* for the ratio rows, from this run: Sluice's first pass, the machine, CURVE, the peer */
+    double one_per_s, many_per_s, trips_per_s, flushes_per_s;
+    double window_per_s, drain_per_s, p99_ms, ideal_p99_ms;
+    double curve_window_per_s, curve_drain_per_s;
+    double peer_one_per_s, peer_many_per_s, peer_window_per_s, peer_drain_per_s, peer_p99_ms;
     bench_table table;
 } bench;
 

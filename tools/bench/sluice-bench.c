@@ -110,6 +110,7 @@
 #include "bench_curve.h"
 #include "bench_latency.h"
 #include "bench_meter.h"
+#include "bench_peer.h"
 #include "bench_pick.h"
 #include "bench_raw.h"
 #include "bench_run.h"
@@ -128,7 +129,6 @@
 #define TARGET_DRAIN_PER_S       40000  /* 1 consumer, credit 64, and (as before) 4 x credit 1 */
 #define TARGET_DRAIN_DURABLE_PER_S 10000 /* 4 x credit 1, every ack durable before its OK */
 #define TARGET_CONSUME_CLI_PER_S 25000
-#define TARGET_P99_MS            1.0
 #define TARGET_P99_SLOW_MS       5.0
 #define TARGET_KEEP_UP           0.97   /* deliveries / publishes in the latency row */
 #define SLOW_FLUSH_US            1000   /* the slow pass: each flush 1 ms longer */
@@ -201,6 +201,8 @@ static int row_send_window(bench *b)
         return -1;
     rate_add(b, scenario, confirmed, last_ns - start_ns, "msgs/s", BENCH_TABLE_AT_LEAST,
              TARGET_SEND_WINDOW_PER_S);
+    if (!b->slow)
+        *(b->curve ? &b->curve_window_per_s : &b->window_per_s) = bench_core_per_s(confirmed, last_ns - start_ns);
     return 0;
 }
 
@@ -263,6 +265,8 @@ static int drain(bench *b, double target)
                                " in flight, %" PRIu64 " delayed",
                                left.ready, left.inflight, left.delayed);
     rate_add(b, scenario, msgs, elapsed_ns, "msgs/s", BENCH_TABLE_AT_LEAST, target);
+    if (!b->slow && b->drain_consumers == CONSUMERS && b->drain_credit == 1 && target == TARGET_DRAIN_PER_S)
+        *(b->curve ? &b->curve_drain_per_s : &b->drain_per_s) = bench_core_per_s(msgs, elapsed_ns);
     return 0;
 }
 
@@ -327,8 +331,13 @@ static int row_latency(bench *b)
     bench_table_add(&b->table, scenario, p50_ms, 3, "ms", BENCH_TABLE_NO_GOAL, 0);
     snprintf(scenario, sizeof scenario, "publish->deliver latency p99 at %d msgs/s%s",
              BENCH_LATENCY_RATE_PER_S, b->pass);
-    bench_table_add(&b->table, scenario, p99_ms, 3, "ms", BENCH_TABLE_AT_MOST,
-                    b->slow ? TARGET_P99_SLOW_MS : TARGET_P99_MS);
+    /* On the real disk the target is relative (row_peer_ratios): the ideal
+     * log's p99 + TARGET_P99_OVER_IDEAL_MS, and the peer's p99, both of this
+     * run, since the disk's own tail is not the broker's. */
+    bench_table_add(&b->table, scenario, p99_ms, 3, "ms", b->slow ? BENCH_TABLE_AT_MOST : BENCH_TABLE_NO_GOAL,
+                    TARGET_P99_SLOW_MS);
+    if (!b->slow)
+        b->p99_ms = p99_ms;
     snprintf(scenario, sizeof scenario, "deliveries in that row, credit %d acking each%s",
              BENCH_LATENCY_CREDIT, b->pass);
     bench_table_add(&b->table, scenario, delivered_per_s, 0, "msgs/s", BENCH_TABLE_AT_LEAST,
@@ -418,16 +427,22 @@ typedef int (*row_fn)(bench *);
 /* Rows 1-7 need the broker, in this order: 1-3 build the backlog that 4
  * drains, and 5-7 start from an empty queue. Rows 8-11 run once the broker
  * has stopped. */
-static const row_fn broker_rows[] = {row_send_one,    row_send_many, row_send_window, row_drain,
-                                     row_drain_one,   row_consume_cli, row_latency,   row_dispatch,
-                                     row_starvation, row_meter};
+static const row_fn broker_rows[] = {row_send_one,    row_peer_one,    row_send_many, row_peer_many,
+                                     row_send_window, row_peer_window, row_drain,     row_peer_drain,
+                                     row_drain_one,   row_consume_cli, row_latency,   row_peer_latency,
+                                     row_dispatch,    row_starvation,  row_meter};
+/* --peer: each row beside the peer's, alternating, and the disk's flush. */
+static const row_fn peer_rows[] = {row_flush,       row_send_one,    row_peer_one, row_send_many,
+                                   row_peer_many,   row_send_window, row_peer_window, row_drain,
+                                   row_peer_drain,  row_latency,     row_peer_latency, row_ideal_log};
+static const row_fn peer_local_rows[] = {row_zmq, row_ratios, row_peer_ratios};
 /* A second broker, with --ack-flush-ms=0: the drain with every ack durable. */
 static const row_fn durable_rows[] = {row_drain_durable};
 /* A third, on the slowed disk (--slowdisk): every flush SLOW_FLUSH_US longer. */
 static const row_fn slow_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
                                    row_latency, row_meter_beside};
 static const row_fn local_rows[] = {row_pick, row_pick_fair, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
-                                    row_ideal_log, row_ratios};
+                                    row_ideal_log, row_ratios, row_peer_ratios};
 /* A fourth, with CURVE and auth on (bench_curve.c): what encryption and the
  * role check cost. */
 static const row_fn curve_rows[] = {row_send_window, row_drain};
@@ -522,11 +537,29 @@ int main(int argc, char **argv)
     }
     if (spawn && (rc = bench_spawn_start(&b.broker, spawn, b.dir)) == 0)
         b.endpoint = b.broker.endpoint;
+    if (spawn && rc == 0) /* the peer, beside the first broker (bench_peer.c) */
+        rc = bench_peer_start(&b);
+    if (a.peer_only) {
+        if (rc == 0)
+            rc = rows_run(&b, peer_rows, sizeof peer_rows / sizeof peer_rows[0]);
+        if (bench_peer_stop(&b) != 0)
+            rc = -1;
+        if (bench_spawn_stop(&b.broker) != 0)
+            rc = -1;
+        if (rc == 0)
+            rc = rows_run(&b, peer_local_rows, sizeof peer_local_rows / sizeof peer_local_rows[0]);
+        nftw(b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        if (b.table.nrows)
+            bench_table_print(&b.table, started, b.seconds, stdout);
+        return bench_core_stopping() ? 130 : rc != 0;
+    }
     if (!spawn) /* a broker the bench did not start: look first (bench_guard.h) */
         rc = bench_guard_check(b.endpoint, a.force);
     if (rc == 0)
         rc = rows_run(&b, broker_rows, sizeof broker_rows / sizeof broker_rows[0]);
     if (bench_guard_on() && bench_guard_pools_delete(b.endpoint) != 0)
+        rc = -1;
+    if (bench_peer_stop(&b) != 0)
         rc = -1;
     if (bench_spawn_stop(&b.broker) != 0)
         rc = -1;
@@ -544,6 +577,7 @@ int main(int argc, char **argv)
         char dir[96];
         snprintf(dir, sizeof dir, "%s/curve", b.dir);
         b.pass = ", CURVE";
+        b.curve = 1;
         if (mkdir(dir, 0700) != 0 || bench_curve_start(&b.broker, spawn, dir) != 0)
             rc = -1;
         else
@@ -553,6 +587,7 @@ int main(int argc, char **argv)
         if (bench_curve_stop(&b.broker) != 0)
             rc = -1;
         b.pass = "";
+        b.curve = 0;
     }
     if (rc == 0 && spawn && !bench_core_stopping()) /* the HTTP server's rows, on a broker with --http */
         rc = bench_http_rows(&b, spawn);
