@@ -60,6 +60,7 @@ INC_tools/common := -Itools/common -I$(BUILD)/include
 INC_tools/cli    := -Itools/cli -Itools/common -I$(BUILD)/include
 INC_tools/bench  := -Itools/bench -Itools/common -I$(BUILD)/include
 INC_tools/sink   := -Itools/sink -Itools/common -I$(BUILD)/include
+INC_client/python := -Itools/bench -Itools/common -I$(BUILD)/include
 INC_tests/fuzz   := -Iproto
 
 # The broker: a folder per subsystem (broker/README.md), each compiled with the include paths
@@ -337,8 +338,16 @@ tests/browser/node_modules/playwright-core/package.json: tests/browser/package-l
 # ASan libsluice cannot be loaded into python3). make check-python runs it alone; make test
 # runs it as one more program of tests/run.sh, a wrapper beside the C tests that prints
 # cmocka's summary lines from pytest's counts (client/python/run_tests.sh).
-PY_TESTS := $(if $(SAN),,$(BUILD)/tests/e2e/test_python $(BUILD)/slowdisk.so)
+PY_TESTS := $(if $(SAN),,$(BUILD)/tests/e2e/test_python $(BUILD)/slowdisk.so $(BUILD)/bench-py-c)
 tests: $(PY_TESTS)
+# The C side of the Python client's bench rows (client/python/bench.py): sluice-bench's row code
+# linked with the same libsluice.so.1 the Python client loads. Built with the tests, so that a
+# change to the bench's row code that breaks it fails the build, not a later `make bench`.
+$(BUILD)/bench-py-c: $(call obj,client/python/bench_c.c tools/bench/bench_workers.c tools/bench/bench_client.c \
+                       tools/bench/bench_core.c tools/bench/bench_guard.c) $(LIBSLUICE_SO)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -Wl,-rpath,$(CURDIR)/$(dir $(LIBSLUICE_SO)) -lpthread
 $(BUILD)/tests/e2e/test_python: client/python/run_tests.sh
 	@mkdir -p $(dir $@)
 	$(Q)printf '#!/bin/sh\nexec "%s/client/python/run_tests.sh" "$$@"\n' '$(CURDIR)' > $@ && chmod +x $@
@@ -385,7 +394,8 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SAN= build/rel/slowdisk.so
 	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
-	@/usr/bin/python3 client/python/bench.py --bin $(BIN) --lib $(LIBSLUICE_SO)
+	@$(MAKE) --no-print-directory SAN= build/rel/bench-py-c
+	@/usr/bin/python3 client/python/bench.py --bin $(BIN) --lib $(LIBSLUICE_SO) --c-bench build/rel/bench-py-c
 
 # The flush experiments (tools/bench/flush/bench_flush.c): what a durable commit costs on this
 # disk, by design (broker/DESIGN.md, "Where the time goes"). Not part of all: make bench-flush, then run

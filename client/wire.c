@@ -1,7 +1,7 @@
 /*
  * wire.c - the client's connection to its broker, and the pump.
  *
- * wire_open gives an sl_client a DEALER socket connected to the broker, in
+ * wire_open (wire_open.c) gives an sl_client a DEALER socket connected to the broker, in
  * the process's one ZeroMQ context (zctx.c: one I/O thread for every
  * client), and a PAIR socket that receives the DEALER's monitor events;
  * wire_close takes them down. Every message is one frame holding one
@@ -40,7 +40,9 @@
  * record. A failed confirmation carries the broker's text in its queue entry.
  *
  * Time. This file and pacer.c are the only ones that read the clock. Every wait is bounded by
- * a CLOCK_MONOTONIC deadline and every send by ZMQ_SNDTIMEO. Cost per
+ * a CLOCK_MONOTONIC deadline, a send's too: a send never blocks in ZeroMQ
+ * (ZMQ_DONTWAIT), and one that finds no connection to queue on waits in
+ * send_wait, which also sees a refused handshake at once. Cost per
  * publish: one encode (a copy of the body) and one copy into ZeroMQ; per
  * delivery: one decode and one copy. The monitor is read after each wait
  * and at most once a millisecond between frames (monitor_look), not per
@@ -60,14 +62,10 @@
 
 #include "zctx.h"
 
-#define LINGER_MS            1000     /* lets a final ACK leave on sl_close */
-#define HWM_MSGS             100000
-#define MAX_HEARTBEAT_TTL_MS 6553599  /* ZMQ_HEARTBEAT_TTL's ceiling */
 #define WBUF_KEEP_BYTES      (1u << 20) /* larger encode buffers are freed after use */
 #define LATE_FRAMES_MAX      1024     /* frames still drained once the deadline passed */
 #define MONITOR_BATCH        64       /* monitor events handled per pump pass */
 #define MONITOR_EVERY_NS     1000000  /* between frames, the monitor is looked at this often */
-#define MONITOR_PREFIX       "inproc://sluice-monitor-"
 #define REFUSED_GRACE_NS     300000000 /* a refused first connection fails the call this long after */
 
 typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
@@ -107,17 +105,49 @@ static long wait_ms_until(int64_t deadline_ns)
 
 /* ---- sending ---- */
 
-/* msg_send encodes m and sends it as one frame. A blocking send gives up
- * after ZMQ_SNDTIMEO (the client's timeout) with SL_ETIMEDOUT. */
+static void monitor_drain(sl_client *c, bool closing);
+static int handshake_refused(sl_client *c);
+
+/* send_wait waits, up to deadline_ns, for the socket to take a frame: a
+ * DEALER has nowhere to queue one between a connection that closed and
+ * the next. It looks at the monitor while it waits, so that a broker that
+ * refuses the handshake (a plaintext client at a CURVE broker, an unknown
+ * key) fails the send at once with SL_EPERM instead of at the deadline.
+ * SL_OK: try again. */
+static int send_wait(sl_client *c, int64_t deadline_ns)
+{
+    monitor_drain(c, false);
+    int rc = handshake_refused(c);
+    if (rc)
+        return rc;
+    long wait_ms = wait_ms_until(deadline_ns);
+    if (wait_ms == 0)
+        return SL_ETIMEDOUT;
+    zmq_pollitem_t items[] = {
+        {.socket = c->sock, .events = ZMQ_POLLOUT},
+        {.socket = c->mon, .events = ZMQ_POLLIN},
+    };
+    if (zmq_poll(items, 2, wait_ms) < 0 && errno != EINTR)
+        return SL_ECONNECT;
+    return SL_OK;
+}
+
+/* msg_send encodes m and sends it as one frame. A send that may wait
+ * (flags without ZMQ_DONTWAIT) gives up after the client's timeout with
+ * SL_ETIMEDOUT, or at once with SL_EPERM when the broker refuses the
+ * handshake (send_wait). */
 int wire_msg_send(sl_client *c, const proto_msg *m, int flags)
 {
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     proto_wbuf_reset(&c->out);
     int rc = proto_encode(m, &c->out);
-    while (rc == SL_OK && zmq_send(c->sock, c->out.data, c->out.len, flags) < 0) {
-        if (errno == EINTR && !(flags & ZMQ_DONTWAIT) && now_ns() < deadline_ns)
-            continue;
-        rc = errno == EAGAIN || errno == EINTR ? SL_ETIMEDOUT : SL_ECONNECT;
+    while (rc == SL_OK && zmq_send(c->sock, c->out.data, c->out.len, ZMQ_DONTWAIT) < 0) {
+        if (errno != EAGAIN && errno != EINTR)
+            rc = SL_ECONNECT;
+        else if (flags & ZMQ_DONTWAIT)
+            rc = SL_ETIMEDOUT;
+        else
+            rc = send_wait(c, deadline_ns);
     }
     if (c->out.cap > WBUF_KEEP_BYTES)
         proto_wbuf_free(&c->out);
@@ -320,6 +350,18 @@ static bool waited(const sl_client *c, wait_for w)
     return true;
 }
 
+/* handshake_refused fails the call (SL_EPERM) when the broker refused the
+ * handshake: the first, or a reconnection's (its key was revoked and its
+ * connection closed); else 0. */
+static int handshake_refused(sl_client *c)
+{
+    if (!c->auth_refused || (c->handshakes > 0 && c->connected))
+        return 0;
+    static const char why[] = "the broker refused the handshake: this client's key is not in its auth "
+                              "file, or CURVE is on at one end only (check --key and --server-key)";
+    return client_fail_text(c, SL_EPERM, why, sizeof why - 1);
+}
+
 /* pump routes incoming frames until w holds (SL_OK) or deadline_ns passes
  * (SL_ETIMEDOUT), or the broker refused the handshake (SL_EPERM): the first,
  * or a reconnection's (its key was revoked and its connection closed). Past the deadline it still drains up to LATE_FRAMES_MAX
@@ -333,11 +375,9 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         polled = false;
         if (waited(c, w))
             return SL_OK;
-        if (c->auth_refused && (c->handshakes == 0 || !c->connected)) { /* first, or after a revocation */
-            static const char why[] = "the broker refused the handshake: this client's key is not in its auth "
-                                      "file, or CURVE is on at one end only (check --key and --server-key)";
-            return client_fail_text(c, SL_EPERM, why, sizeof why - 1);
-        }
+        int refused = handshake_refused(c);
+        if (refused)
+            return refused;
         int64_t refused_until = c->refused_since_ns && c->handshakes == 0 ? c->refused_since_ns + REFUSED_GRACE_NS : 0;
         if (refused_until && now_ns() >= refused_until) { /* refused, retried for a while: nothing listens */
             static const char why[] = "connection refused: nothing listens at the broker's endpoint";
@@ -436,77 +476,7 @@ int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)
     return rc;
 }
 
-/* ---- connection ---- */
-
-static int socket_setup(void *sock, int timeout_ms, int heartbeat_ms)
-{
-    int linger_ms = LINGER_MS, hwm = HWM_MSGS;
-    int64_t ttl = 3 * (int64_t)heartbeat_ms;
-    int hb_timeout_ms = ttl > INT_MAX ? INT_MAX : (int)ttl;
-    int hb_ttl_ms = ttl > MAX_HEARTBEAT_TTL_MS ? MAX_HEARTBEAT_TTL_MS : (int)ttl;
-    int64_t max_frame_bytes = PROTO_MAX_FRAME;
-    if (zmq_setsockopt(sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms) ||
-        zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
-        zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm) ||
-        zmq_setsockopt(sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof timeout_ms) ||
-        zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max_frame_bytes, sizeof max_frame_bytes) ||
-        zmq_setsockopt(sock, ZMQ_HEARTBEAT_IVL, &heartbeat_ms, sizeof heartbeat_ms) ||
-        zmq_setsockopt(sock, ZMQ_HEARTBEAT_TIMEOUT, &hb_timeout_ms, sizeof hb_timeout_ms) ||
-        zmq_setsockopt(sock, ZMQ_HEARTBEAT_TTL, &hb_ttl_ms, sizeof hb_ttl_ms))
-        return SL_EINVAL;
-    return SL_OK;
-}
-
-/* curve_setup makes sock a CURVE client when o names keys: all three or
- * none, each 40 Z85 characters. */
-static int curve_setup(void *sock, const sl_options *o)
-{
-    if (!o || (!o->server_key && !o->public_key && !o->secret_key))
-        return SL_OK;
-    if (!o->server_key || !o->public_key || !o->secret_key || strlen(o->server_key) != 40 ||
-        strlen(o->public_key) != 40 || strlen(o->secret_key) != 40 || !zmq_has("curve"))
-        return SL_EINVAL;
-    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, o->server_key, 40) ||
-        zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, o->public_key, 40) ||
-        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, o->secret_key, 40))
-        return SL_EINVAL;
-    return SL_OK;
-}
-
-int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_ms, const sl_options *keys)
-{
-    c->timeout_ms = timeout_ms;
-    c->next_seq = 1;
-    fifo_init(&c->puts, sizeof(pending_put));
-    fifo_init(&c->confirms, sizeof(client_confirm));
-    fifo_init(&c->deliveries, sizeof(sl_delivery *));
-    fifo_init(&c->settles, sizeof(uint64_t));
-    zmq_msg_init(&c->frame);
-
-    int mon_linger_ms = 0;
-    uint64_t monitor = 0;
-    char mon_endpoint[64];
-    if (!(c->ctx = zctx_take(&monitor)) || !(c->sock = zmq_socket(c->ctx, ZMQ_DEALER)))
-        return SL_ENOMEM;
-    snprintf(mon_endpoint, sizeof mon_endpoint, MONITOR_PREFIX "%" PRIu64, monitor);
-    int rc = socket_setup(c->sock, timeout_ms, heartbeat_ms);
-    if (!rc)
-        rc = curve_setup(c->sock, keys);
-    if (rc)
-        return rc;
-    /* the monitor is in place before connecting, so it sees the first handshake */
-    if (zmq_socket_monitor(c->sock, mon_endpoint,
-                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_CONNECT_RETRIED |
-                               ZMQ_EVENT_CONNECTED) ||
-        !(c->mon = zmq_socket(c->ctx, ZMQ_PAIR)) ||
-        zmq_setsockopt(c->mon, ZMQ_LINGER, &mon_linger_ms, sizeof mon_linger_ms) ||
-        zmq_connect(c->mon, mon_endpoint))
-        return SL_ENOMEM;
-    if (zmq_connect(c->sock, endpoint))
-        return errno == ENOMEM || errno == EMTHREAD ? SL_ENOMEM : SL_EINVAL;
-    return SL_OK;
-}
+/* ---- closing (wire_open.c opens) ---- */
 
 void wire_close(sl_client *c)
 {

@@ -19,7 +19,8 @@ typedef struct pending_put {
 } pending_put;
 
 /* wire_msg_send encodes m and sends it as one frame (flags: ZMQ's); a
- * blocking send gives up after the client's timeout with SL_ETIMEDOUT. */
+ * send that may wait gives up after the client's timeout with SL_ETIMEDOUT,
+ * or at once with SL_EPERM when the broker refuses the handshake. */
 int wire_msg_send(sl_client *c, const proto_msg *m, int flags);
 
 /* wire_route reads the frame c->frame holds and does what it means

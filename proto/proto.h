@@ -507,6 +507,15 @@ void proto_init(proto_msg *m, proto_type type);
  * it did not check with it. */
 uint32_t proto_utf8_prefix(const void *buf, uint32_t len);
 
+/* proto_utf8_head returns the length of the longest well-formed UTF-8 prefix
+ * of buf[0..len) that is at most max bytes: a str column cut to its width
+ * never splits a character, and stops before the first byte that is not
+ * UTF-8. */
+static inline uint32_t proto_utf8_head(const void *buf, uint32_t len, uint32_t max)
+{
+    return proto_utf8_prefix(buf, len < max ? len : max);
+}
+
 #define proto_set(m, member, val) ((m)->present |= PF(member), (m)->member = (val))
 void proto_set_str(proto_msg *m, proto_field f, const char *ptr, size_t len);
 int proto_has(const proto_msg *m, proto_field f);

@@ -98,18 +98,6 @@ static int find_level(struct bk *b, uint64_t id, unsigned *level, store_rec *rec
     return fail(text, text_len, SL_ENOTFOUND, "no dead letter with id %" PRIu64, id);
 }
 
-/* cut returns how many bytes of s[0..len) fit in max without splitting a
- * UTF-8 character (bytes that are not UTF-8 are cut anywhere). */
-static uint32_t cut(const char *s, uint32_t len, uint32_t max)
-{
-    if (len <= max)
-        return len;
-    uint32_t n = max;
-    while (n > 0 && n > max - 3 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return n;
-}
-
 static uint64_t chunk_of(const proto_msg *req)
 {
     return (req->present & PF(n)) && req->n > 0 && req->n < DEAD_CHUNK ? req->n : DEAD_CHUNK;
@@ -140,12 +128,12 @@ int dead_list(struct bk *b, const proto_msg *req, proto_msg *r, char *text, size
         rows->v[rows->n++] = (proto_row_dead){
             .present = PROTO_ROW_ALL(dead),
             .id = id,
-            .tag = {rec.tag, proto_utf8_prefix(rec.tag, cut(rec.tag, rec.tag_len, PROTO_MAX_NAME))},
+            .tag = {rec.tag, proto_utf8_head(rec.tag, rec.tag_len, PROTO_MAX_NAME)},
             .attempts = rec.attempt,
             .died_ms = rec.died_ns / NS_PER_MS,
-            .reason = {rec.reason, proto_utf8_prefix(rec.reason, cut(rec.reason, rec.reason_len, PROTO_MAX_NAME))},
+            .reason = {rec.reason, proto_utf8_head(rec.reason, rec.reason_len, PROTO_MAX_NAME)},
             /* a str column: the body's start up to its first byte that is not UTF-8 */
-            .preview = {body, proto_utf8_prefix(body, rec.body_len < PROTO_MAX_NAME ? rec.body_len : PROTO_MAX_NAME)},
+            .preview = {body, proto_utf8_head(body, rec.body_len, PROTO_MAX_NAME)},
             .body_bytes = rec.body_len,
         };
         after = id;

@@ -134,18 +134,6 @@ static uint64_t walk_after(struct bk *b, walk *w)
     return w->end || w->pos == 0 ? 0 : w->pos - 1;
 }
 
-/* cut returns how many bytes of s[0..len) fit in max without splitting a
- * UTF-8 character (bytes that are not UTF-8 are cut anywhere). */
-static uint32_t cut(const char *s, uint32_t len, uint32_t max)
-{
-    if (len <= max)
-        return len;
-    uint32_t n = max;
-    while (n > 0 && n > max - 3 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return n;
-}
-
 static uint64_t chunk_of(const proto_msg *req)
 {
     return (req->present & PF(n)) && req->n > 0 && req->n < WAITING_CHUNK ? req->n : WAITING_CHUNK;
@@ -171,13 +159,13 @@ int waiting_peek(struct bk *b, const proto_msg *req, proto_msg *r, char *text, s
         rows->v[rows->n++] = (proto_row_msg){
             .present = PROTO_ROW_ALL(msg),
             .id = rec.id,
-            .tag = {rec.tag, proto_utf8_prefix(rec.tag, cut(rec.tag, rec.tag_len, PROTO_MAX_NAME))},
+            .tag = {rec.tag, proto_utf8_head(rec.tag, rec.tag_len, PROTO_MAX_NAME)},
             .attempts = rec.attempt,
             .age_ms = b->wall_ns > rec.enq_ns ? (b->wall_ns - rec.enq_ns) / NS_PER_MS : 0,
             .cost = rec.cost ? rec.cost : 1,
             .body_bytes = rec.body_len,
             /* a str column: the body's start up to its first byte that is not UTF-8 */
-            .preview = {body, proto_utf8_prefix(body, rec.body_len < PROTO_MAX_NAME ? rec.body_len : PROTO_MAX_NAME)},
+            .preview = {body, proto_utf8_head(body, rec.body_len, PROTO_MAX_NAME)},
             .pos = key,
         };
     }

@@ -161,7 +161,7 @@ int settle_tag_throttled(bk *b, unsigned level, uint64_t key, const char *tag, s
             cut(b, tag, len, id, until);
     } else { /* a FIFO level cannot skip its head: it waits */
         bk_pause o = *origin;
-        snprintf(o.tag, sizeof o.tag, "%.*s", (int)proto_utf8_prefix(tag, (uint32_t)(len < sizeof o.tag ? len : sizeof o.tag - 1)), tag);
+        snprintf(o.tag, sizeof o.tag, "%.*s", (int)proto_utf8_head(tag, (uint32_t)len, sizeof o.tag - 1), tag);
         pause_level(b, level, &o, pause_ms);
     }
     log_debug("settle", "tag '%s' (level %u) throttled by its service: paused %llu ms", tag, level,

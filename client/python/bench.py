@@ -13,9 +13,9 @@ bodies as sluice-bench uses:
                       that is queued, as sluice-bench's drain takes it all.
 
 The C figure of each row is measured on the same broker, turn about with the
-Python one, by sluice-bench's own code for that row (bench_c.c, compiled here
-with tools/bench/bench_workers.c and bench_client.c and linked with the same
-libsluice.so.1): `confirmed enqueue, 1 producer, 1 outstanding`, `...,
+Python one, by sluice-bench's own code for that row (bench_c.c, which the
+Makefile links with tools/bench's row code and the same libsluice.so.1 into
+build/rel/bench-py-c, given as --c-bench): `confirmed enqueue, 1 producer, 1 outstanding`, `...,
 100 outstanding`, and the drain with one consumer of credit 64. Each pair
 runs --rounds times (3; 1 with --quick), the side that goes first
 alternating, and the medians are compared, so that the machine's other work
@@ -23,7 +23,7 @@ falls on both alike. The targets: send >= 0.8, send_many >= 0.5 and consume
 >= 0.3 times the C figure. A missed target is a result (MISS), not an error:
 the exit status is 0 when every row ran, 1 on an error.
 
-usage: bench.py [--bin DIR] [--lib PATH] [--seconds S] [--rounds N] [--quick]
+usage: bench.py [--bin DIR] [--lib PATH] [--c-bench PATH] [--seconds S] [--rounds N] [--quick]
 """
 
 from __future__ import annotations
@@ -104,21 +104,6 @@ class Broker:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def build_c(tmp: str, lib: str) -> str:
-    """build_c compiles bench_c.c with sluice-bench's row code, linked with lib; returns its path."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        raise RuntimeError("no C compiler for the C side (bench_c.c)")
-    exe = f"{tmp}/bench_c"
-    bench = ROOT / "tools/bench"
-    subprocess.run([cc, "-O2", "-std=c11", "-D_GNU_SOURCE", "-I", str(ROOT / "client"), "-I", str(ROOT / "proto"),
-                    "-I", str(bench), str(HERE / "bench_c.c"), str(bench / "bench_workers.c"),
-                    str(bench / "bench_client.c"), str(bench / "bench_core.c"), os.path.abspath(lib),
-                    f"-Wl,-rpath,{os.path.dirname(os.path.abspath(lib))}", "-lpthread", "-o", exe],
-                   check=True, timeout=300)
-    return exe
-
-
 def run_c(exe: str, mode: str, endpoint: str, n: int) -> float:
     """run_c runs one C row and returns its rate."""
     p = subprocess.run([exe, mode, endpoint, str(n)], stdout=subprocess.PIPE, timeout=600)
@@ -183,6 +168,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="The Python client's bench rows against their C rows.")
     ap.add_argument("--bin", default=str(ROOT / "bin"), help="where sluiced is (bin)")
     ap.add_argument("--lib", default=str(ROOT / "build/rel/libsluice.so.1"), help="libsluice.so.1 to load")
+    ap.add_argument("--c-bench", default=str(ROOT / "build/rel/bench-py-c"),
+                    help="the C side of each row (make builds build/rel/bench-py-c)")
     ap.add_argument("--seconds", type=int, default=3, help="length of each timed row (3)")
     ap.add_argument("--rounds", type=int, default=0, help="pairs of C and Python runs per row (3)")
     ap.add_argument("--quick", action="store_true", help="1 s rows, one round, a 20,000-message drain")
@@ -196,9 +183,10 @@ def main() -> int:
     backlog = 20000 if a.quick else 100000
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     got: Dict[str, Dict[str, List[float]]] = {mode: {"c": [], "py": []} for mode, *_ in ROWS}
-    tmp = tempfile.mkdtemp(prefix="sluice-pybench-c-")
+    exe = os.path.abspath(a.c_bench)
     try:
-        exe = build_c(tmp, a.lib)
+        if not os.access(exe, os.X_OK):
+            raise RuntimeError(f"no C side at {exe}: run make (it builds build/rel/bench-py-c)")
         b = Broker(str(Path(a.bin) / "sluiced"))
         try:
             with sluice.Client(b.endpoint) as client:
@@ -222,8 +210,6 @@ def main() -> int:
     except (RuntimeError, OSError, subprocess.SubprocessError, sluice.Error) as e:
         say(f"error: {e}")
         return 1
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
     rows: List[Tuple[str, str, str, str, str]] = []
     for mode, label, c_label, frac in ROWS:

@@ -69,6 +69,10 @@ static void consume_and_send_wait_out_a_stall_and_a_restart(void **state)
     th_read_file(sout, text, sizeof text);
     assert_string_equal(text, "1\n2\n");
     assert_true(wait_for(cout, "two\n", 10000));
+    if (!proc_running(&c)) { /* the stall ended it: say what it said */
+        th_read_file(cerr, text, sizeof text);
+        print_message("consume ended during the stall, saying: %s", text);
+    }
     assert_true(proc_running(&c)); /* the stall did not end it */
 
     /* a restart: consume says so, reconnects and goes on */

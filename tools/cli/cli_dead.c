@@ -105,17 +105,9 @@ static int opts_parse(cli_core *g, const char *cmd, int argc, char **argv, const
     memset(o, 0, sizeof *o);
     optind = 0;
     while ((ch = getopt_long(argc, argv, ":h", all, NULL)) != -1) {
-        bool ok = ch == 'h';
-        for (const int *a = allowed; *a && !ok; a++)
-            ok = *a == ch;
-        if (ch == '?' || ch == ':')
-            return cli_text_option_error(cmd, ch, argv);
-        if (!ok) {
-            const struct option *opt = all;
-            while (opt->name && opt->val != ch)
-                opt++;
-            return cli_text_usage_error(cmd, "this command takes no --%s", opt->name ? opt->name : "?");
-        }
+        int bad = cli_text_option_allowed(cmd, ch, allowed, all, argv);
+        if (bad)
+            return bad;
         switch (ch) {
         case 'h': return cli_core_help_show(g, cmd);
         case OPT_JSON: o->json = true; break;

@@ -66,6 +66,21 @@ int cli_text_option_error(const char *cmd, int ch, char **argv)
         cmd, ch == ':' ? "option '%s' needs an argument" : "unknown option '%s'", arg);
 }
 
+int cli_text_option_allowed(const char *cmd, int ch, const int *allowed, const struct option *all, char **argv)
+{
+    if (ch == '?' || ch == ':')
+        return cli_text_option_error(cmd, ch, argv);
+    bool ok = ch == 'h';
+    for (const int *a = allowed; *a && !ok; a++)
+        ok = *a == ch;
+    if (ok)
+        return 0;
+    const struct option *opt = all;
+    while (opt->name && opt->val != ch)
+        opt++;
+    return cli_text_usage_error(cmd, "this command takes no --%s", opt->name ? opt->name : "?");
+}
+
 const char *cli_text_strerror(int err)
 {
     static _Thread_local char buf[128];

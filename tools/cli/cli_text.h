@@ -33,6 +33,13 @@ int cli_text_usage_error(const char *cmd, const char *fmt, ...)
  * for a missing argument) and returns CLI_TEXT_EXIT_USAGE. */
 int cli_text_option_error(const char *cmd, int ch, char **argv);
 
+/* cli_text_option_allowed checks what getopt_long returned (ch) for a
+ * command that shares one option table (all) among several subcommands:
+ * 0 when ch is 'h' or in allowed (0-terminated), else the usage error it
+ * printed ("this command takes no --NAME", or option_error's). */
+struct option;
+int cli_text_option_allowed(const char *cmd, int ch, const int *allowed, const struct option *all, char **argv);
+
 /* cli_text_strerror returns the text for an errno value; unlike strerror it may
  * be called from any thread. The text stays valid until the calling thread
  * calls it again. */
