@@ -57,4 +57,12 @@ int row_flush(bench *b);
 int row_ideal_log(bench *b);
 int row_ratios(bench *b);
 
+/* Rows 6-8 and the metering rows (bench_rows_sched.c). Each returns 0 or -1. */
+int row_dispatch(bench *b);
+int row_starvation(bench *b);
+int row_pick(bench *b);
+int row_pick_fair(bench *b);
+int row_meter(bench *b);
+int row_meter_beside(bench *b);
+
 #endif

@@ -29,9 +29,12 @@
  *   7b   Metering (bench_meter.c), five rows: delivered rates of backlogged buckets.
  *   8    The pick rule alone (bench_pick.c): disp_pick, linked in from the
  *        broker, over 16 levels holding 1,000,000 messages. No broker.
+ *   1p-5p The peer (bench_peer.c; with --spawn, when beanstalkd is
+ *        installed): beanstalkd -f 0 measured right after each of rows 1-5,
+ *        the ratio rows at the end.
  *   3c-4c Rows 3 and 4 again against a second spawned broker with CURVE and
- *        auth on (bench_curve.c; with --spawn only): what encryption and the
- *        role check cost.
+ *        auth on (bench_curve.c; with --spawn only), right after the first
+ *        broker's rows: what encryption and the role check cost.
  *   8b   Tenants (scen_tenants.c; with --spawn only), on brokers of their
  *        own: a quiet tenant's p99 wait beside a 100,000 backlog, FIFO and
  *        fair by tag; dispatch with 1,000 tags waiting; RSS per waiting tag.
@@ -48,8 +51,9 @@
  *        bench that includes lmdb.h and zmq.h: everything that talks to
  *        Sluice goes through sluice.h (bench_client.c).
  *
- * Passes. With --spawn, rows 1-7 run on a broker with the defaults; then a
- * second broker with --ack-flush-ms 0 runs the drain with every ack durable
+ * Passes. With --spawn, rows 1-7 run on a broker with the defaults (and
+ * the peer beside it); then the CURVE broker's; then a broker with
+ * --ack-flush-ms 0 runs the drain with every ack durable
  * before its OK; then, with --slowdisk, a third broker whose every flush is
  * SLOW_FLUSH_US longer (the LD_PRELOAD shim of tools/slowdisk/) runs rows
  * 1-5 again, each label ending ", flushes +1 ms". After the raw rows, one
@@ -133,8 +137,6 @@
 #define TARGET_KEEP_UP           0.97   /* deliveries / publishes in the latency row */
 #define SLOW_FLUSH_US            1000   /* the slow pass: each flush 1 ms longer */
 #define DRAIN_ONE_CREDIT         64
-#define TARGET_PICKS_PER_S       2000000
-#define TARGET_FAIR_PICKS_PER_S  1000000 /* the fair pick, 100,000 waiting tenants */
 
 _Static_assert(PRODUCERS <= BENCH_WORKERS_MAX && CONSUMERS <= BENCH_WORKERS_MAX,
                "BENCH_WORKERS_MAX too small");
@@ -345,81 +347,6 @@ static int row_latency(bench *b)
     return 0;
 }
 
-/* ---- rows 6-8: the scheduler ---- */
-
-static int row_dispatch(bench *b)
-{
-    if (!bench_guard_free(UINT32_MAX))
-        return bench_guard_skip("end-to-end dispatch", "it spreads messages over every level, and some hold the "
-                                "broker's own");
-    char scenario[96];
-    uint64_t acked;
-    int64_t elapsed_ns;
-    snprintf(scenario, sizeof scenario, "end-to-end dispatch, %d pools", BENCH_SCHED_POOLS);
-    bench_core_progress("%s, credit %d, ack each (%" PRIu64 " messages)", scenario,
-                        BENCH_SCHED_CREDIT, b->dispatch_msgs);
-    if (bench_sched_dispatch(b->endpoint, b->dispatch_msgs, &acked, &elapsed_ns) != 0)
-        return -1;
-    rate_add(b, scenario, acked, elapsed_ns, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
-    return 0;
-}
-
-static int row_starvation(bench *b)
-{
-    if (!bench_guard_free(UINT32_MAX))
-        return bench_guard_skip("starvation", "it needs the first and the last level, and some levels hold the "
-                                "broker's own messages");
-    char scenario[96];
-    double plain_ms, deadline_ms;
-    if (bench_sched_starvation(b->endpoint, b->starve_msgs, &plain_ms, &deadline_ms) != 0)
-        return -1;
-    bench_table_add(&b->table, "starvation: lowest level's max wait, no deadline", plain_ms, 1,
-                    "ms", BENCH_TABLE_NO_GOAL, 0);
-    snprintf(scenario, sizeof scenario, "starvation: lowest level's max wait, with a %g s deadline",
-             BENCH_SCHED_DEADLINE_MS / 1000.0);
-    bench_table_add(&b->table, scenario, deadline_ms, 1, "ms", BENCH_TABLE_NO_GOAL, 0);
-    return 0;
-}
-
-static int row_pick(bench *b)
-{
-    char scenario[96];
-    uint64_t picks;
-    int64_t elapsed_ns;
-    snprintf(scenario, sizeof scenario, "pick rule, %d levels, 1,000,000 waiting",
-             BENCH_PICK_LEVELS);
-    bench_core_progress("%s (%d s)", scenario, b->seconds);
-    bench_pick_measure(b->seconds, &picks, &elapsed_ns);
-    rate_add(b, scenario, picks, elapsed_ns, "picks/s", BENCH_TABLE_AT_LEAST, TARGET_PICKS_PER_S);
-    return 0;
-}
-
-static int row_pick_fair(bench *b)
-{
-    char scenario[96];
-    uint64_t picks;
-    int64_t elapsed_ns;
-    snprintf(scenario, sizeof scenario, "fair pick, one level, %" PRIu64 " waiting tags",
-             BENCH_PICK_TENANTS);
-    bench_core_progress("%s (%d s)", scenario, b->seconds);
-    bench_pick_drr_measure(b->seconds, &picks, &elapsed_ns);
-    rate_add(b, scenario, picks, elapsed_ns, "picks/s", BENCH_TABLE_AT_LEAST, TARGET_FAIR_PICKS_PER_S);
-    return 0;
-}
-
-static int row_meter(bench *b) /* metering: five rows after starvation (bench_meter.c) */
-{
-    if (bench_guard_on())
-        return bench_guard_skip("metering", "it sets the sink's and the levels' limits, which a broker stores; "
-                                "it runs on a broker of the bench's own (--spawn)");
-    return bench_meter_run(b->endpoint, &b->table);
-}
-
-static int row_meter_beside(bench *b) /* the sink's share with a commit always flushing (bench_meter.c) */
-{
-    return bench_meter_beside_run(b->endpoint, &b->table, b->pass);
-}
-
 /* ---- main ---- */
 
 typedef int (*row_fn)(bench *);
@@ -563,17 +490,7 @@ int main(int argc, char **argv)
         rc = -1;
     if (bench_spawn_stop(&b.broker) != 0)
         rc = -1;
-    if (rc == 0 && spawn)
-        rc = pass_run(&b, "durable", "--ack-flush-ms=0", ", --ack-flush-ms 0", NULL, durable_rows,
-                      sizeof durable_rows / sizeof durable_rows[0]);
-    if (rc == 0 && spawn && b.slowdisk)
-        rc = pass_run(&b, "slow", NULL, ", flushes +1 ms", b.slowdisk, slow_rows,
-                      sizeof slow_rows / sizeof slow_rows[0]);
-    if (rc == 0 && spawn && !bench_core_stopping()) /* brokers of their own */
-        rc = scen_tenants_rows(&b);
-    if (rc == 0 && spawn && !bench_core_stopping()) /* brokers, sinks and Redis of their own */
-        rc = bench_sinkuse_rows(&b);
-    if (rc == 0 && spawn) { /* the same enqueue and drain, encrypted */
+    if (rc == 0 && spawn) { /* the same enqueue and drain, encrypted, soon after the plain ones (their ratio rows) */
         char dir[96];
         snprintf(dir, sizeof dir, "%s/curve", b.dir);
         b.pass = ", CURVE";
@@ -589,6 +506,16 @@ int main(int argc, char **argv)
         b.pass = "";
         b.curve = 0;
     }
+    if (rc == 0 && spawn)
+        rc = pass_run(&b, "durable", "--ack-flush-ms=0", ", --ack-flush-ms 0", NULL, durable_rows,
+                      sizeof durable_rows / sizeof durable_rows[0]);
+    if (rc == 0 && spawn && b.slowdisk)
+        rc = pass_run(&b, "slow", NULL, ", flushes +1 ms", b.slowdisk, slow_rows,
+                      sizeof slow_rows / sizeof slow_rows[0]);
+    if (rc == 0 && spawn && !bench_core_stopping()) /* brokers of their own */
+        rc = scen_tenants_rows(&b);
+    if (rc == 0 && spawn && !bench_core_stopping()) /* brokers, sinks and Redis of their own */
+        rc = bench_sinkuse_rows(&b);
     if (rc == 0 && spawn && !bench_core_stopping()) /* the HTTP server's rows, on a broker with --http */
         rc = bench_http_rows(&b, spawn);
     if (rc == 0)
