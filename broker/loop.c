@@ -393,9 +393,10 @@ static int end_pass(bk *b, int force)
     size_t puts = b->puts_unsealed;
     b->puts_unsealed = 0;
     /* A record that replies wait for may be written right here when the disk
-     * flushes fast (store_log_inline): dispatch has just run, and in a
-     * commit's first LOOP_PATIENCE_NS the loop would not receive anyway, so
-     * nothing else waits for it meanwhile; its replies leave at once below. */
+     * flushes fast (store_log_inline): two thread wake-ups fewer. Dispatch
+     * has just run; what arrives during the flush waits in the socket for
+     * it (at most a fast flush), where with the writer thread the loop
+     * would take it at once. Its replies leave at once below. */
     store_log_inline(b->st, net_queued(b->net, NET_AFTER_COMMIT) > 0);
     int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted && !store_copying(b->st), &started);
     if (!started)

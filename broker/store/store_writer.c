@@ -350,18 +350,21 @@ int store_commit_poll(store *s, int *result)
     if (!s->frozen && !s->logging)
         return 0;
     int rc;
+    uint64_t took;
     if (w->done_inline) { /* written on the loop: no thread, no eventfd */
         w->done_inline = 0;
         rc = w->rc;
+        took = w->flush_ns;
     } else {
         if (read(w->efd, &n, sizeof n) != (ssize_t)sizeof n)
             return 0; /* EAGAIN: still flushing */
         pthread_mutex_lock(&w->mu);
         rc = w->rc;
+        took = w->flush_ns;
         pthread_mutex_unlock(&w->mu);
     }
     if (s->logging) {
-        int64_t d = (int64_t)w->flush_ns - (int64_t)w->flush_avg_ns;
+        int64_t d = (int64_t)took - (int64_t)w->flush_avg_ns;
         w->flush_avg_ns = (uint64_t)((int64_t)w->flush_avg_ns + d / 8); /* for store_log_inline */
         s->logging = 0;
         store_wal_written(s, rc == 0);
