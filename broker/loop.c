@@ -76,6 +76,7 @@
 #define MAX_WAIT_NS NS_PER_S
 #define LOOP_NOSPACE_RETRY_MS 1000 /* the retry-after of a publish whose commit found no space */
 #define LOOP_PATIENCE_NS 1000000u  /* 1 ms: a commit out longer than this no longer keeps requests waiting */
+#define LOOP_INLINE_MAX_REPLIES 8  /* a record this few replies wait for may be written on the loop */
 
 
 static uint64_t read_clock(clockid_t id)
@@ -392,12 +393,16 @@ static int end_pass(bk *b, int force)
     settings_commit_started(b);
     size_t puts = b->puts_unsealed;
     b->puts_unsealed = 0;
-    /* A record that replies wait for may be written right here when the disk
-     * flushes fast (store_log_inline): two thread wake-ups fewer. Dispatch
-     * has just run; what arrives during the flush waits in the socket for
-     * it (at most a fast flush), where with the writer thread the loop
-     * would take it at once. Its replies leave at once below. */
-    store_log_inline(b->st, net_queued(b->net, NET_AFTER_COMMIT) > 0);
+    /* A record that a few replies wait for may be written right here when
+     * the disk flushes fast (store_log_inline): two thread wake-ups fewer.
+     * Dispatch has just run; what arrives during the flush waits in the
+     * socket for it (at most a fast flush), where with the writer thread the
+     * loop would take it at once. A larger batch means clients that keep
+     * publishes outstanding, whose next ones are arriving: handling them
+     * while the writer flushes is worth more than the wake-ups. Its replies
+     * leave at once below. */
+    size_t waiting = net_queued(b->net, NET_AFTER_COMMIT);
+    store_log_inline(b->st, waiting > 0 && waiting <= LOOP_INLINE_MAX_REPLIES);
     int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted && !store_copying(b->st), &started);
     if (!started)
         return commit_ended(b, rc, ls->commit_wrote, ls->commit_t0_ns, 0);
