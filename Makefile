@@ -285,10 +285,12 @@ $(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord: $(call obj,tests/l
 $(BUILD)/tests/unit/test_history: $(call obj,tests/campaign/history.c)
 # The store's, the log's and the queue's tests without a broker share a store of their own per
 # test (objects before the libraries when linked: extra prerequisites come after them in $^);
-# test_tenants opens a stopped broker's store with it.
+# test_tenants opens a stopped broker's store with it; test_headers turns one into the format before
+# headers.
 $(BUILD)/tests/unit/test_store $(BUILD)/tests/unit/test_store_layout $(BUILD)/tests/unit/test_wal \
   $(BUILD)/tests/unit/test_store_damage $(BUILD)/tests/unit/test_salvage \
-  $(BUILD)/tests/unit/test_fair_queue $(BUILD)/tests/e2e/test_tenants: $(call obj,tests/lib/store_fixture.c)
+  $(BUILD)/tests/unit/test_fair_queue $(BUILD)/tests/e2e/test_tenants $(BUILD)/tests/e2e/test_headers: \
+  $(call obj,tests/lib/store_fixture.c)
 
 # The reliability campaigns (tests/campaign/campaign_*.c) and the power-loss shim.
 CAMPAIGN_SRC := tests/campaign/campaign.c tests/campaign/history.c $(TEST_LIB_SRC)

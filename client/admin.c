@@ -424,9 +424,14 @@ int sl_sink_resume(sl_client *c, uint64_t *left_ms)
 
 int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out)
 {
+    return sl_explain_ex(c, id, out, NULL);
+}
+
+int sl_explain_ex(sl_client *c, uint64_t id, sl_explain_info *out, sl_msg_more *more)
+{
     if (!client_begin(c))
         return SL_EINVAL;
-    if (!out)
+    if (!out || (more && more->size < sizeof more->size))
         return client_fail(c, SL_EINVAL);
     proto_msg m;
     admin_init(&m, PROTO_CMD_explain);
@@ -442,6 +447,8 @@ int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out)
     out->position = r->position;
     out->until_ms = r->until_ms;
     client_str_copy(out->why, sizeof out->why, r->msg);
+    if (more)
+        client_more_fill(c, r, more);
     return SL_OK;
 }
 

@@ -63,6 +63,11 @@ struct sl_client {
     int pace_told;            /* a POOL message carried a pacing share */
     uint32_t pace_pacers;     /* consumers the broker says pace the same sink (POOL pacers; 0: not told) */
 
+    /* The headers of the last sl_explain_ex or sl_dead_peek_ex, NUL-terminated
+     * copies (admin.c, dead.c: client_hdrs_view). */
+    sl_header hdr_view[SL_MAX_HEADERS];
+    char hdr_text[PROTO_MAX_HEADER_BYTES + 2 * PROTO_MAX_HEADERS];
+
     /* Everything below is sluice.c's. */
     uint64_t last_ticket;
 
@@ -135,6 +140,27 @@ void client_page_ask(proto_msg *m, uint64_t after, unsigned max);
 /* client_page_fits tells whether a reply's n rows fit the room such a page
  * left (more is a broker's error: SL_EPROTO). */
 int client_page_fits(unsigned n, unsigned max);
+
+/* client_hdrs_view copies h into c's header view (NUL-terminated names and
+ * values) and points *out at it (NULL when h has none), valid until the
+ * next such call on c. */
+void client_hdrs_view(sl_client *c, const proto_hdrs *h, const sl_header **out, size_t *n);
+
+/* client_more_fill fills what fits of *more (its size set, at least its
+ * first member's) from reply r: its headers (client_hdrs_view) and wait. */
+void client_more_fill(sl_client *c, const proto_msg *r, sl_msg_more *more);
+
+/* client_hdrs_build points h at headers[0..n) (at most PROTO_MAX_HEADERS,
+ * each name and value measured up to one byte past its limit); the rules
+ * are the encoder's to check. Returns SL_OK, or SL_ETOOBIG (more than 32)
+ * or SL_EINVAL (headers NULL with n > 0, a NULL name or value), recorded
+ * on c with a sentence. */
+int client_hdrs_build(sl_client *c, const sl_header *headers, size_t n, proto_hdrs *h);
+
+/* client_hdrs_why records on c, after proto_encode refused a message with
+ * rc, which of h's rules broke (proto_hdrs_explain) and returns its code;
+ * rc when h breaks none (another field was refused). */
+int client_hdrs_why(sl_client *c, const proto_hdrs *h, int rc);
 
 /* client_str_copy copies s into dst (size bytes, > 0), truncating it to
  * size - 1 bytes, and NUL-terminates it. */

@@ -76,6 +76,13 @@ int sl_dead_list(sl_client *c, unsigned level, uint64_t after, unsigned max, sl_
 
 int sl_dead_peek(sl_client *c, uint64_t id, sl_dead_message *out)
 {
+    return sl_dead_peek_ex(c, id, out, NULL);
+}
+
+int sl_dead_peek_ex(sl_client *c, uint64_t id, sl_dead_message *out, sl_msg_more *more)
+{
+    if (c && more && more->size < sizeof more->size)
+        return client_fail(c, SL_EINVAL);
     proto_msg m;
     int rc = start(c, &m, PROTO_CMD_dead_peek, out);
     if (rc)
@@ -97,6 +104,8 @@ int sl_dead_peek(sl_client *c, uint64_t id, sl_dead_message *out)
         .reason = r->msg.ptr,
         .reason_len = r->msg.len,
     };
+    if (more)
+        client_more_fill(c, r, more);
     return SL_OK;
 }
 

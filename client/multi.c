@@ -150,6 +150,12 @@ static int unreachable(int rc)
 
 int sl_multi_send(sl_multi *m, const sl_put *p, uint64_t *id, unsigned *broker)
 {
+    return sl_multi_send_ex(m, p, NULL, 0, id, broker);
+}
+
+int sl_multi_send_ex(sl_multi *m, const sl_put *p, const sl_header *headers, size_t nheaders, uint64_t *id,
+                     unsigned *broker)
+{
     if (!m || !p)
         return SL_EINVAL;
     int keyed = p->key && p->key[0];
@@ -158,7 +164,7 @@ int sl_multi_send(sl_multi *m, const sl_put *p, uint64_t *id, unsigned *broker)
     for (unsigned tries = 0; tries < (keyed ? 1u : m->n); tries++, i = (i + 1) % m->n) {
         if (!keyed && tries && m->skip_until_ns[i] > now_ns())
             continue;
-        rc = sl_send(m->c[i], p, id);
+        rc = sl_send_ex(m->c[i], p, headers, nheaders, id);
         if (!unreachable(rc)) {
             if (broker)
                 *broker = i;

@@ -2,7 +2,8 @@
  * route.c - what each frame from the broker means for the client: the
  * routing half of the pump (wire.c receives the frame, this file reads it).
  *
- *   DELIVER                     queued for sl_recv (one malloc each); its
+ *   DELIVER                     queued for sl_recv (one malloc each, the
+ *                               headers' array and text in it); its
  *                               cost, absent on the wire, reads as 1
  *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
  *     publish                   sl_send_wait, whoever happens to be pumping
@@ -43,11 +44,34 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
     if (m->level >= SL_MAX_LEVELS)
         return SL_OK; /* nonsense from the broker: its lease will run out */
     size_t tag_len = proto_has(m, PROTO_F_tag) ? m->tag.len : 0;
-    sl_delivery *d = malloc(sizeof *d + m->body.len + 1 + tag_len + 1);
+    uint32_t nh = proto_has(m, PROTO_F_headers) ? m->headers.n : 0;
+    size_t hdr_text = 0; /* the headers' names and values, each NUL-terminated */
+    for (uint32_t i = 0; i < nh; i++)
+        hdr_text += m->headers.name[i].len + 1 + m->headers.value[i].len + 1;
+    _Static_assert(sizeof(sl_delivery) % _Alignof(sl_header) == 0, "the header array follows the struct");
+    size_t key_len = proto_has(m, PROTO_F_key) ? m->key.len : 0;
+    sl_delivery *d = malloc(sizeof *d + nh * sizeof(sl_header) + m->body.len + 1 + tag_len + 1 + hdr_text + key_len + 1);
     if (!d)
         return SL_ENOMEM;
-    char *body = (char *)(d + 1);
+    sl_header *hdrs = (sl_header *)(d + 1);
+    char *body = (char *)(hdrs + nh);
     char *tag = body + m->body.len + 1;
+    char *text = tag + tag_len + 1;
+    for (uint32_t i = 0; i < nh; i++) {
+        const proto_buf *n = &m->headers.name[i], *v = &m->headers.value[i];
+        hdrs[i].name = memcpy(text, n->ptr, n->len);
+        text[n->len] = '\0';
+        text += n->len + 1;
+        hdrs[i].value = text;
+        if (v->len)
+            memcpy(text, v->ptr, v->len);
+        text[v->len] = '\0';
+        text += v->len + 1;
+    }
+    char *key = text;
+    if (key_len)
+        memcpy(key, m->key.ptr, key_len);
+    key[key_len] = '\0';
     if (m->body.len)
         memcpy(body, m->body.ptr, m->body.len);
     body[m->body.len] = '\0';
@@ -65,6 +89,10 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
         .body_len = m->body.len,
         .cost = delivery_cost(m),
         .released_ns = proto_has(m, PROTO_F_released_ns) ? m->released_ns : 0,
+        .headers = nh ? hdrs : NULL,
+        .nheaders = nh,
+        .wait_ms = proto_has(m, PROTO_F_wait_ms) ? m->wait_ms : 0,
+        .key = key,
     };
     if (fifo_push(&c->deliveries, &d)) {
         free(d);

@@ -199,8 +199,9 @@ int sl_level_parse(sl_client *c, const char *text, unsigned *level)
 /* ---- publishing ---- */
 
 /* put_build checks p and fills m with its PUT, all but the seq that wire.c
- * sets. m borrows p's body and tag. */
-static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
+ * sets. m borrows p's body and tag, and headers[0..nh). A header that
+ * breaks a rule is recorded on c with its sentence. */
+static int put_build(sl_client *c, const sl_put *p, const sl_header *headers, size_t nh, proto_msg *m)
 {
     static const char empty[1];
     if (!p || (!p->body && p->body_len))
@@ -232,18 +233,31 @@ static int put_build(const sl_client *c, const sl_put *p, proto_msg *m)
         proto_set(m, delay_ms, p->delay_ms);
     if (p->ttl_ms)
         proto_set(m, ttl_ms, p->ttl_ms);
+    if (nh) {
+        int rc = client_hdrs_build(c, headers, nh, &m->headers);
+        if (rc)
+            return rc;
+        m->present |= PF(headers);
+    }
     return SL_OK;
 }
 
 int sl_send(sl_client *c, const sl_put *p, uint64_t *id)
 {
+    return sl_send_ex(c, p, NULL, 0, id);
+}
+
+int sl_send_ex(sl_client *c, const sl_put *p, const sl_header *headers, size_t nheaders, uint64_t *id)
+{
     if (!client_begin(c))
         return SL_EINVAL;
     proto_msg m;
-    int rc = put_build(c, p, &m);
+    int rc = put_build(c, p, headers, nheaders, &m);
     if (rc)
         return client_fail(c, rc);
     rc = client_request(c, &m, PROTO_PUT_OK);
+    if ((rc == SL_EINVAL || rc == SL_ETOOBIG) && nheaders) /* the encoder refused: which header rule? */
+        rc = client_hdrs_why(c, &m.headers, rc);
     if (rc == SL_OK && id)
         *id = c->reply.id;
     return rc;
@@ -251,14 +265,21 @@ int sl_send(sl_client *c, const sl_put *p, uint64_t *id)
 
 int sl_send_async(sl_client *c, const sl_put *p, uint64_t *ticket)
 {
+    return sl_send_async_ex(c, p, NULL, 0, ticket);
+}
+
+int sl_send_async_ex(sl_client *c, const sl_put *p, const sl_header *headers, size_t nheaders, uint64_t *ticket)
+{
     if (!client_begin(c))
         return SL_EINVAL;
     proto_msg m;
-    int rc = put_build(c, p, &m);
+    int rc = put_build(c, p, headers, nheaders, &m);
     if (rc)
         return client_fail(c, rc);
     uint64_t next_ticket = c->last_ticket + 1;
     rc = wire_publish(c, &m, next_ticket);
+    if (rc && (rc == SL_EINVAL || rc == SL_ETOOBIG) && nheaders) /* the encoder refused: which header rule? */
+        return client_hdrs_why(c, &m.headers, client_fail(c, rc));
     if (rc)
         return client_fail(c, rc);
     c->last_ticket = next_ticket;

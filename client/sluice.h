@@ -161,6 +161,36 @@ typedef struct sl_put {
                           a second, wherever it waits); 0: forever */
 } sl_put;
 
+/* ---- headers ----
+ *
+ * A message may carry up to SL_MAX_HEADERS headers, name/value pairs kept
+ * in the order given and returned byte for byte on every delivery, by
+ * sl_explain_ex and by sl_dead_peek_ex. The rules (checked by the library
+ * before sending, and by the broker):
+ *   - a name is 1..64 token characters (letters, digits and
+ *     !#$%&'*+-.^_`|~), compared case-insensitively, each name once;
+ *   - a value is 0..1024 bytes of UTF-8 text with no control character but
+ *     tab, and no space or tab at its start or end;
+ *   - names and values together are at most 8192 bytes;
+ *   - hop-by-hop names (Connection, Keep-Alive, TE, Trailer,
+ *     Transfer-Encoding, Upgrade, Proxy-*) and the names a consumer's POST
+ *     sets itself (Host, Content-Length, Expect, Idempotency-Key, X-Sluice-*)
+ *     are refused.
+ * A break of a size rule is SL_ETOOBIG, of another rule SL_EINVAL; either
+ * way sl_last_error names the rule and the header. W3C trace context
+ * travels as the headers "traceparent" and "tracestate".
+ */
+#define SL_MAX_HEADERS 32
+#define SL_MAX_HEADER_NAME 64
+#define SL_MAX_HEADER_VALUE 1024
+#define SL_MAX_HEADER_BYTES 8192
+
+/* One header: name and value NUL-terminated. */
+typedef struct sl_header {
+    const char *name;
+    const char *value;
+} sl_header;
+
 /* sl_send publishes one message and waits until the broker confirms that it
  * is durably stored; *id (may be NULL) receives its id. Confirmations of
  * earlier sl_send_async calls that arrive meanwhile are kept for
@@ -175,6 +205,16 @@ int sl_send(sl_client *c, const sl_put *m, uint64_t *id);
  * its confirmation will carry. Tickets increase by one per call. Returns
  * SL_OK or a local error (SL_EINVAL, SL_ETOOBIG, SL_ENOMEM). */
 int sl_send_async(sl_client *c, const sl_put *m, uint64_t *ticket);
+
+/* sl_send_ex is sl_send with the message's headers: headers[0..nheaders)
+ * (headers may be NULL when nheaders is 0), borrowed for the call. Returns
+ * sl_send's codes; a header that breaks a rule (see "headers" above) is
+ * SL_EINVAL or SL_ETOOBIG before anything is sent. */
+int sl_send_ex(sl_client *c, const sl_put *m, const sl_header *headers, size_t nheaders, uint64_t *id);
+
+/* sl_send_async_ex is sl_send_async with the message's headers, as
+ * sl_send_ex takes them (copied before it returns). */
+int sl_send_async_ex(sl_client *c, const sl_put *m, const sl_header *headers, size_t nheaders, uint64_t *ticket);
 
 /* One confirmation of an asynchronous publish. */
 typedef struct sl_confirm {
@@ -247,6 +287,11 @@ unsigned sl_multi_route(sl_multi *m, const char *key, const char *tag);
  * duplicate matters: a keyed message is never sent to a second broker. */
 int sl_multi_send(sl_multi *m, const sl_put *p, uint64_t *id, unsigned *broker);
 
+/* sl_multi_send_ex is sl_multi_send with the message's headers, as
+ * sl_send_ex takes them. */
+int sl_multi_send_ex(sl_multi *m, const sl_put *p, const sl_header *headers, size_t nheaders, uint64_t *id,
+                     unsigned *broker);
+
 /* sl_subscribe makes c a consumer in pool (NULL: "default") of the given
  * levels (NULL or nlevels == 0: all levels), with a credit window of credit
  * deliveries (0 means 1). The broker never has more unacknowledged
@@ -272,7 +317,22 @@ typedef struct sl_delivery {
                            * delivery, charged to its rate limits (0 from a
                            * broker that does not send it); comparable with
                            * this host's CLOCK_MONOTONIC only on the same host */
+    /* Members added after the layout above was fixed: the library allocates
+     * every sl_delivery, so a program built against an older sluice.h
+     * simply does not read them. */
+    const sl_header *headers; /* nheaders headers as published, in their order;
+                               * NULL when none. Owned by the delivery. */
+    size_t nheaders;
+    uint64_t wait_ms;         /* the broker's clock from the message's publish to
+                               * this delivery (0 from a broker that does not send it) */
+    const char *key;          /* the idempotency key it was published with,
+                               * NUL-terminated; "" when none */
 } sl_delivery;
+
+/* sl_delivery_header returns the value of d's header named name (compared
+ * case-insensitively), NUL-terminated and owned by d, or NULL when d has
+ * no such header. */
+const char *sl_delivery_header(const sl_delivery *d, const char *name);
 
 /* sl_set_limit caps the deliveries c asks for in all, counting from
  * sl_subscribe (0, the default, means no cap). Once the credit c has granted

@@ -279,6 +279,23 @@ typedef struct sl_explain_info {
  * A message that was acknowledged (or never existed) is "gone". */
 int sl_explain(sl_client *c, uint64_t id, sl_explain_info *out);
 
+/* What sl_explain_ex and sl_dead_peek_ex tell besides their struct. The
+ * struct starts with its own size, which the caller sets (size = sizeof
+ * *more): the library fills only the members that fit in it. */
+typedef struct sl_msg_more {
+    size_t size;              /* set by the caller: sizeof (sl_msg_more) */
+    const sl_header *headers; /* the message's headers as published; NULL when
+                               * none. Valid until the next call on c. */
+    size_t nheaders;
+    uint64_t wait_ms;         /* explain: from its publish to now (leased: to its
+                               * delivery); 0 when gone or not told */
+} sl_msg_more;
+
+/* sl_explain_ex is sl_explain, also filling *more (may be NULL; its size
+ * set). Returns as sl_explain, and SL_EINVAL when more's size is below
+ * that of its first member. */
+int sl_explain_ex(sl_client *c, uint64_t id, sl_explain_info *out, sl_msg_more *more);
+
 /* ---- the web console ----
  *
  * A broker started with --http serves a console in the browser. With
@@ -351,6 +368,11 @@ typedef struct sl_dead_message {
 /* sl_dead_peek reads dead letter id, whatever its level. SL_ENOTFOUND when
  * no dead letter has that id. */
 int sl_dead_peek(sl_client *c, uint64_t id, sl_dead_message *out);
+
+/* sl_dead_peek_ex is sl_dead_peek, also filling *more (may be NULL; its
+ * size set) with the dead letter's headers. Returns as sl_dead_peek, and
+ * SL_EINVAL when more's size is below that of its first member. */
+int sl_dead_peek_ex(sl_client *c, uint64_t id, sl_dead_message *out, sl_msg_more *more);
 
 /* sl_dead_requeue moves up to max (0 or more than SL_DEAD_CHUNK mean
  * SL_DEAD_CHUNK) dead letters of level, smallest id first, to the tail of

@@ -34,6 +34,7 @@ const msg_def proto_msg_defs[PROTO_TYPE_COUNT_] = {
 #define FMAX_U64S(x) (x)
 #define FMAX_STRS(x) (x)
 #define FMAX_ROWS(kind) PROTO_ROWS_##kind
+#define FMAX_HDRS(x) (x)
 
 const field_def proto_field_defs[PROTO_F_COUNT_] = {
 #define FIELD_DEF_(m, k, t, max) \
@@ -124,7 +125,7 @@ int proto_fields_of(proto_type t, proto_mask *req, proto_mask *opt)
     return 0;
 }
 
-/* Clearing a field: a scalar to zero, a list (u64s, strs, rows) to no
+/* Clearing a field: a scalar to zero, a list (u64s, strs, rows, headers) to no
  * items. A list's items are never read past its n, and every writer sets
  * an item whole (a compound literal, or the decoder's memset of each row),
  * so the 30 KiB of item storage a message has is not cleared: that was a
@@ -135,6 +136,7 @@ int proto_fields_of(proto_type t, proto_mask *req, proto_mask *opt)
 #define PROTO_CLEAR_U64S(x) ((x).n = 0)
 #define PROTO_CLEAR_STRS(x) ((x).n = 0)
 #define PROTO_CLEAR_ROWS(x) ((x).n = 0)
+#define PROTO_CLEAR_HDRS(x) ((x).n = 0)
 
 void proto_init(proto_msg *m, proto_type type)
 {

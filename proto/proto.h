@@ -58,6 +58,7 @@
 #define PROTO_T_U64S 4 /* array of up to PROTO_MAX_ARRAY integers */
 #define PROTO_T_STRS 5 /* array of up to PROTO_MAX_ARRAY strings */
 #define PROTO_T_ROWS 6 /* array of maps, one per row, columns from one kind's table */
+#define PROTO_T_HDRS 7 /* a message's headers: a map from name (str) to value (str), proto_hdrs.h */
 
 /* X(member, "key", type, limit): the limit is the most bytes for STR, BIN
  * and STRS items, and the row kind (PROTO_ROW_KINDS) for ROWS. */
@@ -139,7 +140,9 @@
     X(settle_foreign, "settle_foreign", U64, 0)           \
     X(quarantined, "quarantined",   U64,  0)              \
     X(url,        "url",            STR,  PROTO_MAX_STR)  \
-    X(login_token, "login_token",   STR,  PROTO_MAX_NAME)
+    X(login_token, "login_token",   STR,  PROTO_MAX_NAME) \
+    X(headers,    "headers",        HDRS, PROTO_MAX_HEADER_BYTES) \
+    X(wait_ms,    "wait_ms",        U64,  0)
 
 /* ---- rows ----
  *
@@ -305,6 +308,8 @@ typedef struct proto_buf {
     uint32_t len;
 } proto_buf;
 
+#include "proto_hdrs.h" /* a message's headers: limits, faults, the stored block */
+
 #define PROTO_COLTYPE_U64 uint64_t
 #define PROTO_COLTYPE_STR proto_buf
 
@@ -374,10 +379,10 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
       PF(sink_inflight) | PF(tokens_milli) | PF(paused_ms) | PF(breaker) | PF(breaker_trips) | \
       PF(coord_rows) | PF(window_rows) | PF(state)) \
     X(explain,        "explain",        PF(id), 0, FIELDS,                        \
-      PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg))               \
+      PF(state) | PF(level) | PF(position) | PF(until_ms) | PF(msg) | PF(headers) | PF(wait_ms)) \
     X(dead_list,      "dead.list",      PF(level), PF(after) | PF(n), ROWS, PF(dead_rows)) \
     X(dead_peek,      "dead.peek",      PF(id), 0, FIELDS,                        \
-      PF(id) | PF(level) | PF(tag) | PF(attempt) | PF(body) | PF(msg))              \
+      PF(id) | PF(level) | PF(tag) | PF(attempt) | PF(body) | PF(msg) | PF(headers)) \
     X(dead_requeue,   "dead.requeue",   0, PF(level) | PF(id) | PF(to_level) | PF(n) | PF(dry_run), FIELDS, \
       PF(n) | PF(after))                                                          \
     X(dead_purge,     "dead.purge",     PF(level), PF(older_than_ms) | PF(after) | PF(n) | PF(dry_run), FIELDS, \
@@ -408,7 +413,7 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
  * require them (a broker whose sink is its own sends no coord_rows). The
  * second list is per command: fields optional in one command's result
  * that another requires (sink.show's state, the reason for its rate). */
-#define PROTO_RESULTS_OPTIONAL (PF(coord_rows) | PF(window_rows))
+#define PROTO_RESULTS_OPTIONAL (PF(coord_rows) | PF(window_rows) | PF(headers) | PF(wait_ms))
 #define PROTO_RESULTS_OPTIONAL_IN(cmd) ((cmd) == PROTO_CMD_sink_show ? PF(state) : 0)
 
 typedef enum proto_cmd {
@@ -430,10 +435,10 @@ typedef enum proto_cmd {
 #define PROTO_MSGS(X)                                                         \
     X(HELLO,    "HELLO",    C2B, PF(seq) | PF(v),       PF(pool) | PF(levels) | PF(credit)) \
     X(WELCOME,  "WELCOME",  B2C, PF(seq) | PF(v) | PF(names) | PF(heartbeat_ms) | PF(lease_ms) | PF(max_body), 0) \
-    X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost) | PF(key) | PF(delay_ms) | PF(ttl_ms)) \
+    X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost) | PF(key) | PF(delay_ms) | PF(ttl_ms) | PF(headers)) \
     X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      PF(duplicate))        \
     X(CREDIT,   "CREDIT",   C2B, PF(n),                PF(seq))               \
-    X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost) | PF(released_ns)) \
+    X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost) | PF(released_ns) | PF(headers) | PF(wait_ms) | PF(key)) \
     X(ACK,      "ACK",      C2B, PF(seq) | PF(token),   PF(credit))            \
     X(NACK,     "NACK",     C2B, PF(seq) | PF(token),   PF(credit) | PF(delay_ms)) \
     X(TOUCH,    "TOUCH",    C2B, PF(seq) | PF(token),   PF(lease_ms))          \
@@ -477,6 +482,7 @@ typedef struct proto_strs {
 #define PROTO_CTYPE_U64S(limit) proto_u64s
 #define PROTO_CTYPE_STRS(limit) proto_strs
 #define PROTO_CTYPE_ROWS(kind)  proto_rows_##kind
+#define PROTO_CTYPE_HDRS(limit) proto_hdrs
 
 /* One message, flat: a member per field and a bit per present field. */
 typedef struct proto_msg {
@@ -536,7 +542,9 @@ int proto_encode(const proto_msg *m, proto_wbuf *out);
  *
  * String and bin members of out point into buf and live as long as buf.
  * Returns SL_OK; SL_EPROTO for malformed input or a bad field; SL_ETOOBIG when
- * a declared size exceeds a limit; SL_EUNKNOWN for an unknown "op" (out->type
+ * a declared size exceeds a limit; SL_EINVAL for headers that break a rule of
+ * proto_hdrs.h (a name that is not a token, a refused name: the caller's
+ * mistake, named in *why); SL_EUNKNOWN for an unknown "op" (out->type
  * is then PROTO_NONE). On error, out holds only the type (when known) and
  * "seq" (when the map had a well-typed one), so that an error reply can name
  * the request it answers; *why (if not NULL) names the problem in a static

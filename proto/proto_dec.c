@@ -182,44 +182,6 @@ static int find_field(const char *key, uint32_t len)
     return -1;
 }
 
-uint32_t proto_utf8_prefix(const void *buf, uint32_t len)
-{
-    const unsigned char *p = buf;
-    uint32_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        uint32_t n;
-        unsigned lo = 0x80, hi = 0xbf; /* bounds of the second byte */
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xc2 && c <= 0xdf) {
-            n = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 2;
-            if (c == 0xe0)
-                lo = 0xa0; /* overlong */
-            else if (c == 0xed)
-                hi = 0x9f; /* surrogates */
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 3;
-            if (c == 0xf0)
-                lo = 0x90; /* overlong */
-            else if (c == 0xf4)
-                hi = 0x8f; /* past U+10FFFF */
-        } else {
-            return i;
-        }
-        if (len - i <= n || p[i + 1] < lo || p[i + 1] > hi)
-            return i;
-        for (uint32_t k = 2; k <= n; k++)
-            if ((p[i + k] & 0xc0) != 0x80)
-                return i;
-        i += n + 1;
-    }
-    return len;
-}
-
 /* set_str checks that v is a string (or, when bin_ok, a bin) of at most max
  * bytes and points *out at it. A str for a field that is not a body must be
  * well-formed UTF-8 (SL_EPROTO otherwise), so that nothing the broker passes
@@ -318,6 +280,36 @@ static int set_rows(void *rows, const kind_def *kd, const msgpack_object *v, con
     return SL_OK;
 }
 
+/* set_hdrs maps the msgpack map v (name to value, both str) onto *h and
+ * checks it against the headers' rules (proto_hdrs.h). */
+static int set_hdrs(proto_hdrs *h, const msgpack_object *v, const char **why)
+{
+    proto_hdr_fault fault;
+    h->n = 0;
+    if (v->type != MSGPACK_OBJECT_MAP) {
+        *why = "headers must be a map of strings";
+        return SL_EPROTO;
+    }
+    if (v->via.map.size > PROTO_MAX_HEADERS) {
+        *why = proto_hdr_fault_text(PROTO_HDR_COUNT);
+        return SL_ETOOBIG;
+    }
+    for (uint32_t i = 0; i < v->via.map.size; i++) {
+        const msgpack_object *k = &v->via.map.ptr[i].key, *val = &v->via.map.ptr[i].val;
+        if (k->type != MSGPACK_OBJECT_STR || val->type != MSGPACK_OBJECT_STR) {
+            *why = "headers must be a map of strings";
+            return SL_EPROTO;
+        }
+        h->name[i] = (proto_buf){k->via.str.ptr, k->via.str.size};
+        h->value[i] = (proto_buf){val->via.str.ptr, val->via.str.size};
+    }
+    h->n = v->via.map.size;
+    int rc = proto_hdrs_check(h, &fault, NULL);
+    if (rc)
+        *why = proto_hdr_fault_text(fault);
+    return rc;
+}
+
 static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const char **why)
 {
     const field_def *d = &proto_field_defs[f];
@@ -330,6 +322,8 @@ static int set_field(proto_msg *m, proto_field f, const msgpack_object *v, const
         return set_str(p, v, d->type == PROTO_T_BIN, d->max, why);
     case PROTO_T_ROWS:
         return set_rows(p, &proto_kind_defs[d->max], v, why);
+    case PROTO_T_HDRS:
+        return set_hdrs(p, v, why);
     case PROTO_T_U64S:
     case PROTO_T_STRS: {
         if (v->type != MSGPACK_OBJECT_ARRAY) {

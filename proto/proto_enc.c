@@ -161,6 +161,15 @@ static int pack_field(msgpack_packer *pk, const proto_msg *m, proto_field f)
     }
     case PROTO_T_ROWS:
         return pack_rows(pk, p, &proto_kind_defs[d->max]);
+    case PROTO_T_HDRS: {
+        const proto_hdrs *h = p;
+        if (msgpack_pack_map(pk, h->n))
+            return -1;
+        for (uint32_t i = 0; i < h->n; i++)
+            if (pack_str(pk, h->name[i].ptr, h->name[i].len) || pack_str(pk, h->value[i].ptr, h->value[i].len))
+                return -1;
+        return 0;
+    }
     }
     return -1;
 }
@@ -187,6 +196,8 @@ static int field_check(const proto_msg *m, proto_field f)
     }
     case PROTO_T_ROWS:
         return rows_check(p, &proto_kind_defs[d->max]);
+    case PROTO_T_HDRS:
+        return proto_hdrs_check(p, NULL, NULL);
     default:
         return SL_OK;
     }

@@ -217,6 +217,19 @@ int proto_json_msg(proto_wbuf *o, const proto_msg *m, proto_mask skip)
                 rc = put(o, "]", 1);
             break;
         }
+        case PROTO_T_HDRS: {
+            const proto_hdrs *h = at;
+            rc = put(o, "{", 1);
+            for (uint32_t i = 0; i < h->n && rc == SL_OK; i++) {
+                if ((rc = i ? put(o, ", ", 2) : SL_OK) == SL_OK &&
+                    (rc = proto_json_str(o, h->name[i].ptr, h->name[i].len)) == SL_OK &&
+                    (rc = put(o, ": ", 2)) == SL_OK)
+                    rc = proto_json_str(o, h->value[i].ptr, h->value[i].len);
+            }
+            if (rc == SL_OK)
+                rc = put(o, "}", 1);
+            break;
+        }
         default:
             rc = rows(o, at, (proto_row_kind)fd->max);
             break;
@@ -388,6 +401,31 @@ static int read_rows(reader *r, int t, const char *k, proto_row_kind kind, void 
     return SL_OK;
 }
 
+/* read_hdrs reads object token t, name to string value, into *h; the
+ * headers' rules are left to the decoder that receives the message, but
+ * for their count, which bounds h. */
+static int read_hdrs(reader *r, int t, const char *k, proto_hdrs *h)
+{
+    const proto_json_tok *tk = &r->doc->tok[t];
+    int rc = SL_OK;
+    h->n = 0;
+    if (tk->kind != PROTO_JSON_OBJECT)
+        return wrong(r, k, "an object of strings (header name: value)");
+    if (tk->size > PROTO_MAX_HEADERS) {
+        snprintf(r->why, r->why_len, "%s", proto_hdr_fault_text(PROTO_HDR_COUNT));
+        return SL_ETOOBIG;
+    }
+    uint32_t kt = (uint32_t)t + 1;
+    for (uint32_t i = 0; i < tk->size && rc == SL_OK; i++, kt = r->doc->tok[kt + 1].next) {
+        if (r->doc->tok[kt + 1].kind != PROTO_JSON_STRING)
+            return wrong(r, k, "an object of strings (header name: value)");
+        if ((rc = text(r, (int)kt, &h->name[i])) == SL_OK)
+            rc = text(r, (int)kt + 1, &h->value[i]);
+    }
+    h->n = tk->size;
+    return rc;
+}
+
 /* field reads value token t into field f of m. */
 static int field(reader *r, proto_msg *m, proto_field f, int t, int base64)
 {
@@ -424,6 +462,9 @@ static int field(reader *r, proto_msg *m, proto_field f, int t, int base64)
             ((proto_strs *)at)->n = tk->size;
         break;
     }
+    case PROTO_T_HDRS:
+        rc = read_hdrs(r, t, fd->key, at);
+        break;
     default:
         rc = read_rows(r, t, fd->key, (proto_row_kind)fd->max, at);
         break;

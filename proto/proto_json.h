@@ -13,6 +13,7 @@
  *            bytes), and "key_base64": the bytes in base64 (read: either)
  *   U64S     an array of numbers;  STRS  an array of strings
  *   ROWS     an array of objects, one per row, its columns by their keys
+ *   HDRS     an object of strings, a message's headers in their order
  * null reads as absent. Written strings escape <, >, & and the line
  * separators, so JSON pasted into a page can never close a script.
  *

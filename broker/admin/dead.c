@@ -154,6 +154,8 @@ int dead_peek(struct bk *b, const proto_msg *req, proto_msg *r, char *text, size
     proto_set_str(r, PROTO_F_tag, rec.tag, rec.tag_len);
     proto_set_str(r, PROTO_F_body, rec.body, rec.body_len);
     proto_set_str(r, PROTO_F_msg, rec.reason, rec.reason_len);
+    if (rec.headers_len && proto_hdrs_unpack(rec.headers, rec.headers_len, &r->headers) == SL_OK)
+        r->present |= PF(headers); /* as published: they point into the record, as tag and body do */
     return SL_OK;
 }
 

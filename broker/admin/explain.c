@@ -15,7 +15,10 @@
  * with where it came from and the command that ends it; its level's
  * ceiling; the circuit breaker; the sink's in-flight cap; the sink's rate,
  * for the message's own cost (a cost above a bucket's burst goes when the
- * bucket is full). An operator's question, not a hot path: nothing here
+ * bucket is full). With the answer go the message's headers and its wait
+ * (wait_ms: from its publish to now, or, leased, to its delivery): the
+ * record is read once more for them (one B-tree read). An operator's
+ * question, not a hot path: nothing here
  * runs during dispatch, and nothing it asks the meter changes it.
  */
 #include "explain.h"
@@ -32,6 +35,17 @@
 #include "units.h"
 
 #define FIND_LIMIT 10000000ULL
+
+/* with_record adds what the record rec says of the message to r: its
+ * headers (pointing into rec, which must outlive r's encoding) and, when
+ * wait_ms is not given, its wait since publish. */
+static void with_record(const bk *b, const store_rec *rec, proto_msg *r, int wait_given)
+{
+    if (rec->headers_len && proto_hdrs_unpack(rec->headers, rec->headers_len, &r->headers) == SL_OK)
+        r->present |= PF(headers);
+    if (!wait_given && rec->enq_ns)
+        proto_set(r, wait_ms, b->wall_ns > rec->enq_ns ? (b->wall_ns - rec->enq_ns) / NS_PER_MS : 0);
+}
 
 /* why_waiting writes why a ready message at position pos of level is not out. */
 static void why_waiting(const bk *b, unsigned level, uint64_t pos, char *text, size_t text_len)
@@ -162,6 +176,9 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
         r->state = (proto_buf){"leased", 6};
         r->level = l->level;
         r->until_ms = left;
+        proto_set(r, wait_ms, l->wait_ms); /* publish to this delivery */
+        if (store_get(b->st, l->level, l->key, &rec) == SL_OK)
+            with_record(b, &rec, r, 1);
         snprintf(text, text_len, "delivered (attempt %u) to a consumer in pool %s; lease ends in %llu ms",
                  l->attempt, l->pool ? l->pool->name : "-", (unsigned long long)left);
         r->msg = (proto_buf){text, (uint32_t)strlen(text)};
@@ -214,14 +231,18 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
             throttle_note(b, tag, text, text_len, &r->until_ms);
         }
         uint64_t cost = 1; /* what holds its level or the sink, for its own cost */
-        if (meter_wants_cost(&b->meter, level) && store_get(b->st, level, key, &rec) == SL_OK && rec.cost)
-            cost = rec.cost;
+        if (store_get(b->st, level, key, &rec) == SL_OK) {
+            if (meter_wants_cost(&b->meter, level) && rec.cost)
+                cost = rec.cost;
+            with_record(b, &rec, r, 0);
+        }
         hold_note(b, level, cost, text, text_len, &r->until_ms);
         r->msg = (proto_buf){text, (uint32_t)strlen(text)};
         return SL_OK;
     }
-    if (store_delayed_find(b->st, id, &level, &due) == SL_OK) {
+    if (store_delayed_find(b->st, id, &level, &due, &rec) == SL_OK) {
         uint64_t left = due > b->wall_ns ? (due - b->wall_ns) / NS_PER_MS : 0;
+        with_record(b, &rec, r, 0);
         r->state = (proto_buf){"delayed", 7};
         r->level = level;
         r->until_ms = left;
@@ -234,6 +255,7 @@ int explain_message(bk *b, uint64_t id, proto_msg *r, char *text, size_t text_le
         if (!queue_quarantined(&b->q, level) && store_dead_get(b->st, level, id, &rec) == SL_OK) {
             r->state = (proto_buf){"dead", 4};
             r->level = level;
+            with_record(b, &rec, r, 0);
             snprintf(text, text_len, "a dead letter: %.*s", (int)rec.reason_len, rec.reason);
             r->msg = (proto_buf){text, (uint32_t)strlen(text)};
             return SL_OK;

@@ -256,7 +256,7 @@ int waiting_delete(struct bk *b, const proto_msg *req, proto_msg *r, char *text,
         proto_set_str(r, PROTO_F_state, "ready", 5);
         return SL_OK;
     }
-    if (store_delayed_find(b->st, id, &level, &due) == SL_OK) {
+    if (store_delayed_find(b->st, id, &level, &due, NULL) == SL_OK) {
         int rc = queue_delayed_drop(&b->q, due, id, &level);
         if (rc != SL_OK)
             return fail(text, text_len, rc, "deleting delayed message %" PRIu64 " failed", id);

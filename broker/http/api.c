@@ -291,6 +291,8 @@ static enum MHD_Result publish(hreq *r, const char *level, size_t level_len)
         rc = SL_EINVAL;
         snprintf(why, sizeof why, "a message needs \"body\" (text) or \"body_base64\"");
     }
+    if (rc == SL_OK && (m->present & PF(headers))) /* refused here with its reason, as the loop would */
+        rc = proto_hdrs_explain(&m->headers, why, sizeof why);
     proto_set(m, level, l);
     enum MHD_Result res = rc != SL_OK ? reply_error(r, rc, "%s", why) : call_loop(r, m, answer);
     free(arena);

@@ -8,7 +8,9 @@
  *   3. idempotency: a key seen within idem_window_ms answers with the first
  *      message's id and stores nothing
  *   4. room: the level below level_max_messages and level_max_bytes
- *   5. cost from 1 to 2^32-1, times within the protocol's bound
+ *   5. cost from 1 to 2^32-1, times within the protocol's bound; headers
+ *      were checked by the decoder (proto_hdrs.h) and are stored as a
+ *      packed block after the body (rec.c)
  *   5b. the store's room for this record (room.c): the map below its soft
  *      limit and a reserve from its end, the disk with room to grow the
  *      file; SL_ENOSPC with a retry-after otherwise
@@ -114,6 +116,14 @@ int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *tex
                  (unsigned long long)PROTO_MAX_TIME_MS);
         return SL_EINVAL;
     }
+    unsigned char hdr_block[PROTO_MAX_HEADER_BLOCK]; /* checked by the decoder (proto_hdrs_check) */
+    size_t hdr_bytes = (m->present & PF(headers)) ? proto_hdrs_packed_bytes(&m->headers) : 0;
+    if (hdr_bytes > sizeof hdr_block) { /* not reached: the decoder's limits keep it below */
+        snprintf(text, text_len, "%s", proto_hdr_fault_text(PROTO_HDR_TOTAL));
+        return SL_ETOOBIG;
+    }
+    if (hdr_bytes)
+        proto_hdrs_pack(&m->headers, hdr_block);
     store_rec rec = {
         .id = queue_next_id(&b->q),
         .enq_ns = b->wall_ns,
@@ -124,6 +134,10 @@ int admit_put(bk *b, const proto_msg *m, uint64_t *id, int *duplicate, char *tex
         .tag_len = m->tag.len,
         .body = m->body.ptr,
         .body_len = m->body.len,
+        .headers = hdr_bytes ? hdr_block : NULL,
+        .headers_len = (uint32_t)hdr_bytes,
+        .key = (m->present & PF(key)) ? m->key.ptr : NULL, /* delivered with it (Idempotency-Key of --post) */
+        .key_len = (m->present & PF(key)) ? m->key.len : 0,
     };
     size_t rec_bytes = 0; /* the store's room: the record, and its key's and expiry's index entries */
     if ((rc = rec_size(&rec, &rec_bytes)) != SL_OK) {

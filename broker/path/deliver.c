@@ -88,6 +88,16 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     if (rec.tag_len) /* stored before tags were checked, a tag is cut to its UTF-8 start */
         proto_set_str(&m, PROTO_F_tag, rec.tag, proto_utf8_prefix(rec.tag, rec.tag_len));
     proto_set(&m, released_ns, b->mono_ns); /* the time it is charged to the buckets */
+    proto_set(&m, wait_ms, b->wall_ns > rec.enq_ns ? (b->wall_ns - rec.enq_ns) / NS_PER_MS : 0); /* since publish */
+    if (rec.key_len) /* stored as published, checked then (a key is a str) */
+        proto_set_str(&m, PROTO_F_key, rec.key, proto_utf8_prefix(rec.key, rec.key_len));
+    if (rec.headers_len) {
+        if (proto_hdrs_unpack(rec.headers, rec.headers_len, &m.headers) == SL_OK)
+            m.present |= PF(headers);
+        else /* not reached: the record passed its checksum, and its block was packed by admit */
+            log_error("deliver", "message %llu: its stored headers do not parse; delivered without them",
+                      (unsigned long long)rec.id);
+    }
     if (rec.cost > 1)
         proto_set(&m, cost, rec.cost);
     /* a message whose publish is not yet durable waits for the commit */
@@ -101,6 +111,7 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
     l->pool = c->pool;
     l->started_ns = b->mono_ns;
     l->reason = (uint8_t)why;
+    l->wait_ms = m.wait_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)m.wait_ms;
     b->picks[level][why]++;
     if (attempt == 1) /* publish to first delivery */
         hist_add(&b->wait_hist[level], HIST_WAIT, b->wall_ns > rec.enq_ns ? b->wall_ns - rec.enq_ns : 0);

@@ -35,6 +35,7 @@ typedef struct lease {
     struct pool *pool;     /* the pool it counts against, or NULL */
     uint64_t started_ns;   /* monotonic, when it was delivered */
     uint8_t reason;        /* why the dispatcher picked its level (disp_reason) */
+    uint32_t wait_ms;      /* its wait from publish to this delivery (DELIVER's wait_ms), capped */
     struct lease *hnext;   /* hash chain */
     struct lease *cprev, *cnext; /* owner's list */
 } lease;

@@ -1,7 +1,9 @@
 /*
  * rec.h - a stored message record as bytes: encode, decode, seal, rewrite.
  *
- * A record is one LMDB value: a fixed header, the tag, the body and, for dead
+ * A record is one LMDB value: a fixed header, the tag, the body, the
+ * message's headers when it has any (a block the record does not look
+ * into: proto_hdrs.h), its idempotency key when it has one and, for dead
  * letters only, a tail holding the reason and the time of death. A CRC-32C at
  * its start covers the key the record is filed under and every byte after
  * the CRC, so a record whose key was damaged fails its check like one whose
@@ -34,6 +36,10 @@ typedef struct rec_msg {
     uint32_t tag_len;
     const void *body;
     uint32_t body_len;
+    const void *headers;  /* the headers' packed block (proto_hdrs_pack); NULL with headers_len 0: none */
+    uint32_t headers_len; /* at most PROTO_MAX_HEADER_BLOCK */
+    const char *key;      /* the idempotency key it was published with; NULL with key_len 0: none */
+    uint32_t key_len;     /* at most PROTO_MAX_TAG */
     /* dead letters only */
     const char *reason;
     uint32_t reason_len;
@@ -55,7 +61,8 @@ typedef enum rec_kind { REC_LIVE, REC_DEAD } rec_kind;
 /* rec_size checks that m can be encoded and stores in *bytes the size of its
  * encoding as a live record. Returns SL_OK; SL_EINVAL when tag or body is
  * NULL with a nonzero length, or level is not below PROTO_MAX_LEVELS;
- * SL_ETOOBIG when tag_len exceeds PROTO_MAX_TAG or body_len PROTO_MAX_BODY. */
+ * SL_ETOOBIG when tag_len exceeds PROTO_MAX_TAG, body_len PROTO_MAX_BODY or
+ * headers_len PROTO_MAX_HEADER_BLOCK or key_len PROTO_MAX_TAG. */
 int rec_size(const rec_msg *m, size_t *bytes);
 
 /* rec_encode writes m as a live record filed under key, sealed, into
@@ -69,7 +76,7 @@ void rec_encode(const rec_msg *m, rec_key key, void *buf, size_t len);
  * account for every byte) and fills *out, whose tag, body and reason then
  * point into buf. A record of the first format (whose checksum left the key
  * out: stores of STORE_FORMAT 2 and older, until their upgrade at open) is
- * checked without the key. Returns SL_OK, or SL_ECORRUPT; why, if not NULL,
+ * checked without the key; one of format 2 has no headers. Returns SL_OK, or SL_ECORRUPT; why, if not NULL,
  * is set to a static phrase naming the first fault found, or to NULL on
  * success. *out is unspecified on failure. */
 int rec_decode(const void *buf, size_t len, rec_kind kind, rec_key key, rec_msg *out, const char **why);

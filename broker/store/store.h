@@ -71,8 +71,9 @@
 
 /* Change the record layout (rec.c), the key layout or meta's: bump
  * STORE_FORMAT, and upgrade older stores at open (store_upgrade.c). */
-#define STORE_FORMAT 3 /* 3: checksums cover keys, meta values sealed; 2: an anchor key in q.<L> and delayed
-                        * (store_int.h); 1 and 2 are upgraded at open */
+#define STORE_FORMAT 4 /* 4: a record may carry the message's headers (rec.c); 3: checksums cover keys, meta
+                        * values sealed; 2: an anchor key in q.<L> and delayed (store_int.h); 1 to 3 are
+                        * upgraded at open */
 
 #define STORE_KEY_MID (UINT64_C(1) << 63)
 
@@ -440,8 +441,10 @@ int store_meta_scan(store *s, const char *prefix, store_meta_fn fn, void *ctx);
  * number of records before it. SL_ENOTFOUND when absent (or past limit). */
 int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *key, uint64_t *rank);
 
-/* store_delayed_find looks for message id among delayed records: O(delayed). */
-int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns);
+/* store_delayed_find looks for message id among delayed records: O(delayed).
+ * *rec (may be NULL) receives its record, pointing into the read
+ * transaction (all zero when it fails its check). */
+int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns, store_rec *rec);
 
 /* ---- delayed publishes (store_msg.c), the expiry index (store_ttl.c),
  * idempotency keys (store_idem.c), level sizes (store_meta.c) ---- */

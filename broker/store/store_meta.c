@@ -178,7 +178,7 @@ int store_find(store *s, unsigned level, uint64_t id, uint64_t limit, uint64_t *
     return err;
 }
 
-int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns)
+int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns, store_rec *rec)
 {
     MDB_cursor *cur;
     MDB_val k, v;
@@ -196,6 +196,8 @@ int store_delayed_find(store *s, uint64_t id, unsigned *level, uint64_t *due_ns)
             int l = rec_peek_level(v.mv_data, v.mv_size);
             *level = l < 0 ? 0 : (unsigned)l;
             err = SL_OK;
+            if (rec && rec_decode(v.mv_data, v.mv_size, REC_LIVE, store_rec_key(&k), rec, NULL) != SL_OK)
+                memset(rec, 0, sizeof *rec); /* found, but not readable: no headers to show */
             break;
         }
     } while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == MDB_SUCCESS);

@@ -19,6 +19,14 @@
  * (store_check.c) and keep their records as they are, which salvage reads
  * too.
  *
+ * Format 4 let a record carry the message's headers (rec.c: a flag, and a
+ * block after the body). A record of format 3 reads as a message with no
+ * headers, byte for byte as it was written, so a store of format 3 only
+ * gets "format" written: no record is read or rewritten, and an older
+ * broker, which would take a record with headers for a damaged one, refuses
+ * the directory by its format instead. Formats 1 and 2 get the pass above,
+ * which writes the records in the current format (without headers).
+ *
  * A new store (format 0 here) only gets "format" written.
  *
  * Costs: one pass over every record (a CRC each and a write in place) and
@@ -126,6 +134,13 @@ int store_upgrade(store *s, const char *dir, unsigned from)
     if (from == 0) { /* a new store */
         s->meta_sealed = 1;
         return store_meta_write(s, "format", 6, b, sizeof b);
+    }
+    if (from >= 3) { /* records and meta as they are: format 4 only gave a record's flag a meaning */
+        int err = store_meta_write(s, "format", 6, b, sizeof b);
+        if (err == SL_OK)
+            log_info("store", "data dir %s: store format %u becomes %d (records may carry headers); no record "
+                     "rewritten: the stored messages have none", dir, from, STORE_FORMAT);
+        return err;
     }
     uint64_t done = 0, bad = 0;
     size_t nmeta = 0;

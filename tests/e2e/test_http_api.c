@@ -439,7 +439,9 @@ static void publish_over_http_is_durable_once_confirmed(void **state)
     const char *extra[] = {"--max-body", "64", NULL};
     rig *r = rig_new(0, extra);
     th_resp *o = malloc(sizeof *o);
-    assert_int_equal(post(r, NULL, "/levels/high/messages", "{\"body\": \"hello <b>\", \"tag\": \"t1\", \"cost\": 2}", o), 200);
+    assert_int_equal(post(r, NULL, "/levels/high/messages", "{\"body\": \"hello <b>\", \"tag\": \"t1\", \"cost\": 2, "
+                          "\"headers\": {\"traceparent\": \"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\", "
+                          "\"X-Text\": \"caf\\u00e9\"}}", o), 200);
     uint64_t id1 = (uint64_t)th_json_num(o->body, "id");
     assert_int_equal(post(r, NULL, "/levels/2/messages", "{\"body_base64\": \"AAEC/w==\", \"key\": \"k1\"}", o), 200);
     uint64_t id2 = (uint64_t)th_json_num(o->body, "id");
@@ -457,6 +459,19 @@ static void publish_over_http_is_durable_once_confirmed(void **state)
     assert_int_equal(post(r, NULL, "/levels/high/messages", "{\"tag\": \"x\"}", o), 400);
     assert_int_equal(post(r, NULL, "/levels/high/messages", "{\"body\": \"x\", \"cost\": -1}", o), 400);
     assert_int_equal(post(r, NULL, "/levels/high/messages", "[1]", o), 400);
+    /* headers: the rules of proto_hdrs.h, with their codes and reasons */
+    assert_int_equal(post(r, NULL, "/levels/high/messages", "{\"body\": \"x\", \"headers\": {\"Connection\": \"close\"}}",
+                          o), 400);
+    assert_non_null(strstr(o->body, "hop-by-hop"));
+    assert_non_null(strstr(o->body, "SL_EINVAL"));
+    assert_int_equal(post(r, NULL, "/levels/high/messages", "{\"body\": \"x\", \"headers\": [\"a\"]}", o), 400);
+    assert_int_equal(post(r, NULL, "/levels/high/messages", "{\"body\": \"x\", \"headers\": {\"a\": 1}}", o), 400);
+    char many[1024] = "{\"body\": \"x\", \"headers\": {";
+    for (int i = 0; i < 33; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s\"h%d\": \"v\"", i ? ", " : "", i);
+    strcat(many, "}}");
+    assert_int_equal(post(r, NULL, "/levels/high/messages", many, o), 413);
+    assert_non_null(strstr(o->body, "more than 32 headers"));
 
     /* confirmed means stored: kill -9 at once, restart, consume */
     th_broker_kill9(&r->b);
@@ -469,6 +484,11 @@ static void publish_over_http_is_durable_once_confirmed(void **state)
     assert_string_equal(d->tag, "t1");
     assert_int_equal(d->cost, 2);
     assert_memory_equal(d->body, "hello <b>", 9);
+    assert_int_equal(d->nheaders, 2); /* as published, in their order */
+    assert_string_equal(d->headers[0].name, "traceparent");
+    assert_string_equal(d->headers[0].value, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    assert_string_equal(d->headers[1].name, "X-Text");
+    assert_string_equal(d->headers[1].value, "caf\xc3\xa9");
     assert_int_equal(sl_ack(c, d), SL_OK);
     sl_delivery_free(&d);
     assert_int_equal(sl_recv(c, 5000, &d), SL_OK);

@@ -79,6 +79,10 @@ static void check_same(const proto_msg *a, const proto_msg *b)
     for (uint32_t i = 0; i < a->mm.n; i++) \
         CHECK(same_buf(a->mm.v[i], b->mm.v[i]));
 #define CMP_ROWS(mm, kind) same_rows_##kind(&a->mm, &b->mm);
+#define CMP_HDRS(mm, x) \
+    CHECK(a->mm.n == b->mm.n && a->mm.n <= PROTO_MAX_HEADERS); \
+    for (uint32_t i = 0; i < a->mm.n; i++) \
+        CHECK(same_buf(a->mm.name[i], b->mm.name[i]) && same_buf(a->mm.value[i], b->mm.value[i]));
 #define CMP_(mm, k, t, max) \
     if (a->present & PF(mm)) { \
         CMP_##t(mm, max) \
@@ -90,7 +94,7 @@ static void check_same(const proto_msg *a, const proto_msg *b)
 /* check_error aborts unless an error result has the documented shape. */
 static void check_error(int rc, const proto_msg *m, const char *why)
 {
-    CHECK(rc == SL_EPROTO || rc == SL_ETOOBIG || rc == SL_EUNKNOWN);
+    CHECK(rc == SL_EPROTO || rc == SL_ETOOBIG || rc == SL_EINVAL || rc == SL_EUNKNOWN);
     CHECK(why != NULL);
     CHECK((m->present & ~PF(seq)) == 0);
     CHECK(m->type >= PROTO_NONE && m->type < PROTO_TYPE_COUNT_);

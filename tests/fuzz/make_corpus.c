@@ -57,6 +57,9 @@ static void fill(proto_msg *m, proto_mask mask)
 #define FILL_STRS(mm, x) m->mm.n = 3; for (uint32_t i = 0; i < 3; i++) \
         m->mm.v[i] = (proto_buf){names[i], (uint32_t)strlen(names[i])};
 #define FILL_ROWS(mm, kind) fill_rows_##kind(&m->mm);
+#define FILL_HDRS(mm, x) m->mm.n = 2; m->mm.name[0] = (proto_buf){"traceparent", 11}; \
+    m->mm.value[0] = (proto_buf){"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", 55}; \
+    m->mm.name[1] = (proto_buf){"X-Custom", 8}; m->mm.value[1] = (proto_buf){"", 0};
 #define FILL_(mm, k, t, max) if (mask & PF(mm)) { FILL_##t(mm, max) }
     PROTO_FIELDS(FILL_)
 #undef FILL_

@@ -114,3 +114,49 @@ void sfix_meta_write_sealed_u32(const char *dir, const char *name, uint32_t valu
     assert_int_equal(mdb_txn_commit(txn), 0);
     mdb_env_close(env);
 }
+
+unsigned sfix_as_format3(const char *dir)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi main_dbi;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    char names[64][32];
+    unsigned n = 0, done = 0;
+    sfix_lmdb_at(dir, "meta", &env, &txn, &main_dbi);
+    assert_int_equal(mdb_dbi_open(txn, NULL, 0, &main_dbi), 0);
+    assert_int_equal(mdb_cursor_open(txn, main_dbi, &cur), 0);
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && n < 64; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+        if (k.mv_size < sizeof names[0]) {
+            memcpy(names[n], k.mv_data, k.mv_size);
+            names[n++][k.mv_size] = '\0';
+        }
+    mdb_cursor_close(cur);
+    for (unsigned i = 0; i < n; i++) {
+        MDB_dbi dbi;
+        if (strncmp(names[i], "q.", 2) != 0 && strncmp(names[i], "dead.", 5) != 0 && strcmp(names[i], "delayed") != 0)
+            continue;
+        assert_int_equal(mdb_dbi_open(txn, names[i], 0, &dbi), 0);
+        assert_int_equal(mdb_cursor_open(txn, dbi, &cur), 0);
+        for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            if (v.mv_size < 48)
+                continue; /* an anchor */
+            unsigned char buf[4096];
+            assert_true(v.mv_size <= sizeof buf);
+            memcpy(buf, v.mv_data, v.mv_size);
+            assert_int_equal(buf[20] | buf[21] | buf[22] | buf[23], 0); /* no headers, no key */
+            buf[4] = 2;
+            uint32_t crc = htole32(crc32c_extend(crc32c_value(k.mv_data, k.mv_size), buf + 4, v.mv_size - 4));
+            memcpy(buf, &crc, 4);
+            MDB_val nv = {v.mv_size, buf};
+            assert_int_equal(mdb_cursor_put(cur, &k, &nv, MDB_CURRENT), 0);
+            done++;
+        }
+        mdb_cursor_close(cur);
+    }
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    sfix_meta_write_sealed_u32(dir, "format", 3);
+    return done;
+}

@@ -61,4 +61,13 @@ void sfix_queue_open(const char *dir, uint64_t map_bytes, store **st, queue *q);
 void sfix_meta_write_u32(const char *dir, const char *name, uint32_t value);
 void sfix_meta_write_sealed_u32(const char *dir, const char *name, uint32_t value);
 
+/* sfix_as_format3 turns the closed store in dir, written by this build,
+ * into what a broker of store format 3 (before headers) wrote: every
+ * record of q.<L>, dead.<L> and delayed gets format byte 2 and its seal
+ * again, and meta "format" becomes 3 (sealed). Records of format 3 with no
+ * headers and no key differ from format 2 only in that byte, so the result
+ * is byte for byte such a store; a record with either is a bug of the test
+ * (asserted). Returns the number of records rewritten. */
+unsigned sfix_as_format3(const char *dir);
+
 #endif /* SLUICE_TESTS_STORE_FIXTURE_H */

@@ -45,6 +45,8 @@ static void fill(proto_msg *m, proto_mask mask)
 #define FILL_U64S(mm, x) m->mm.n = 3; for (int i = 0; i < 3; i++) m->mm.v[i] = (uint64_t)i * 7 + PROTO_F_##mm;
 #define FILL_STRS(mm, x) m->mm.n = 2; m->mm.v[0] = (proto_buf){text, 4}; m->mm.v[1] = (proto_buf){text + 4, 6};
 #define FILL_ROWS(mm, kind) fill_rows_##kind(&m->mm);
+#define FILL_HDRS(mm, x) m->mm.n = 2; m->mm.name[0] = (proto_buf){"traceparent", 11}; \
+    m->mm.value[0] = (proto_buf){text, 6}; m->mm.name[1] = (proto_buf){"X-Custom", 8}; m->mm.value[1] = (proto_buf){"", 0};
 #define FILL_(mm, k, t, max) if (mask & PF(mm)) { FILL_##t(mm, max) }
     PROTO_FIELDS(FILL_)
 #undef FILL_
@@ -86,6 +88,9 @@ static void check_same(const proto_msg *a, const proto_msg *b)
 #define CMP_STRS(mm, x) assert_int_equal(a->mm.n, b->mm.n); \
     for (uint32_t i = 0; i < a->mm.n; i++) assert_true(same_buf(a->mm.v[i], b->mm.v[i]));
 #define CMP_ROWS(mm, kind) same_rows_##kind(&a->mm, &b->mm);
+#define CMP_HDRS(mm, x) assert_int_equal(a->mm.n, b->mm.n); \
+    for (uint32_t i = 0; i < a->mm.n; i++) \
+        assert_true(same_buf(a->mm.name[i], b->mm.name[i]) && same_buf(a->mm.value[i], b->mm.value[i]));
 #define CMP_(mm, k, t, max) if (a->present & PF(mm)) { CMP_##t(mm, max) }
     PROTO_FIELDS(CMP_)
 #undef CMP_

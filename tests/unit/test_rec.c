@@ -170,7 +170,7 @@ static void encoding_is_the_documented_layout(void **state)
     rec_msg m = sample("ab", "xyz");
     unsigned char want[L_HEAD_BYTES + 5 + 2 + 3 + 8] = {0};
     size_t len, dead_len;
-    want[4] = 2; /* REC_VERSION */
+    want[4] = 3; /* REC_VERSION */
     want[5] = m.level;
     put_le(want + 6, m.tag_len, 2);
     put_le(want + 8, m.attempt, 4);
@@ -195,6 +195,84 @@ static void encoding_is_the_documented_layout(void **state)
     assert_int_equal(dead_len, sizeof want);
     assert_memory_equal(buf, want, sizeof want);
     free(buf);
+}
+
+/* A message's headers ride after the body as a block the record only
+ * measures: flag 1 at offset 20, a u16 length, the block; a dead letter's
+ * tail follows them, and reviving keeps them. A record of format 2 (no
+ * flags) reads as a message without headers; one of format 2 with the flag
+ * set, or a block length that overruns, is damage. */
+static void headers_ride_after_the_body(void **state)
+{
+    (void)state;
+    proto_hdrs h = {.n = 2};
+    h.name[0] = (proto_buf){"traceparent", 11};
+    h.value[0] = (proto_buf){"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", 55};
+    h.name[1] = (proto_buf){"X-Empty", 7};
+    h.value[1] = (proto_buf){"", 0};
+    size_t hb = proto_hdrs_packed_bytes(&h), len, dead_len;
+    assert_int_equal(hb, 3 + 11 + 55 + 3 + 7);
+    unsigned char block[128];
+    proto_hdrs_pack(&h, block);
+    rec_msg m = sample("ab", "xyz"), out;
+    m.headers = block;
+    m.headers_len = (uint32_t)hb;
+    unsigned char *buf = encode(&m, &len);
+    assert_int_equal(len, L_HEAD_BYTES + 5 + 2 + hb);
+    assert_int_equal(buf[4], 3);
+    assert_int_equal(buf[20], 1); /* REC_F_HEADERS */
+    assert_int_equal(buf[L_HEAD_BYTES + 5] | buf[L_HEAD_BYTES + 6] << 8, hb);
+    assert_memory_equal(buf + L_HEAD_BYTES + 7, block, hb);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_OK);
+    assert_same_message(&m, &out);
+    assert_int_equal(out.headers_len, hb);
+    assert_memory_equal(out.headers, block, hb);
+    proto_hdrs back;
+    assert_int_equal(proto_hdrs_unpack(out.headers, out.headers_len, &back), SL_OK);
+    assert_int_equal(back.n, 2);
+    assert_memory_equal(back.value[0].ptr, h.value[0].ptr, 55);
+    assert_int_equal(back.value[1].len, 0);
+    /* a length that overruns, read with a good checksum */
+    unsigned char *bad = copy(buf, len);
+    bad[L_HEAD_BYTES + 5] = (unsigned char)(hb + 1);
+    reseal(bad, len);
+    expect_corrupt(bad, len, REC_LIVE);
+    free(bad);
+    /* format 2 never had the flag */
+    bad = copy(buf, len);
+    bad[4] = 2;
+    reseal(bad, len);
+    expect_corrupt(bad, len, REC_LIVE);
+    free(bad);
+    free(buf);
+
+    /* buried: the tail after the headers; revived: the headers kept */
+    buf = bury(&m, reason_text, 77, &dead_len);
+    assert_int_equal(dead_len, len + rec_tail_bytes(strlen(reason_text)));
+    assert_int_equal(rec_decode(buf, dead_len, REC_DEAD, DEAD_KEY, &out, NULL), SL_OK);
+    assert_int_equal(out.headers_len, hb);
+    assert_memory_equal(out.headers, block, hb);
+    assert_memory_equal(out.reason, reason_text, strlen(reason_text));
+    size_t live_len = rec_revive(buf, dead_len, 1, KEY);
+    assert_int_equal(live_len, len);
+    assert_int_equal(rec_decode(buf, live_len, REC_LIVE, KEY, &out, NULL), SL_OK);
+    assert_int_equal(out.headers_len, hb);
+    assert_memory_equal(out.headers, block, hb);
+    free(buf);
+
+    /* a record of format 2: no headers */
+    rec_msg plain = sample("t", "old");
+    buf = encode(&plain, &len);
+    buf[4] = 2;
+    reseal(buf, len);
+    assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_OK);
+    assert_int_equal(out.headers_len, 0);
+    assert_null(out.headers);
+    free(buf);
+
+    /* a block over the most a message may carry */
+    m.headers_len = PROTO_MAX_HEADER_BLOCK + 1;
+    assert_int_equal(rec_size(&m, &len), SL_ETOOBIG);
 }
 
 static void dead_letter_tail_round_trip(void **state)
@@ -345,7 +423,8 @@ static void foreign_format_and_level_are_rejected(void **state)
     size_t len;
     unsigned char *buf = encode(&m, &len);
     const struct { size_t at; unsigned char value; } faults[] = {
-        {4, 0}, {4, 3},                   /* format byte */
+        {4, 0}, {4, 4},                   /* format byte */
+        {20, 2}, {23, 0x80},              /* flags no format defines */
         {5, PROTO_MAX_LEVELS}, {5, 0xFF}, /* level byte */
     };
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
@@ -407,7 +486,7 @@ static void first_format_records_are_read_and_resealed(void **state)
     expect_corrupt(buf, len, REC_LIVE);
     buf[len - 1] ^= 1;
     rec_reseal(buf, len, KEY);
-    assert_int_equal(buf[4], 2);
+    assert_int_equal(buf[4], 3);
     assert_int_equal(rec_decode(buf, len, REC_LIVE, KEY, &out, NULL), SL_OK);
     assert_int_equal(rec_decode(buf, len, REC_LIVE, DEAD_KEY, &out, NULL), SL_ECORRUPT);
     free(buf);
@@ -490,6 +569,7 @@ int main(void)
         T(every_truncation_is_rejected),
         T(lengths_that_overrun_are_rejected),
         T(foreign_format_and_level_are_rejected),
+        T(headers_ride_after_the_body),
         T(a_record_under_another_key_is_rejected),
         T(first_format_records_are_read_and_resealed),
         T(size_refuses_what_cannot_be_stored),

@@ -197,10 +197,10 @@ static void upgrade_from(sfix *f, unsigned format)
     /* on disk: the records' format byte, the seals */
     put_be64(kb, STORE_KEY_MID + 1);
     assert_int_equal(raw_get(f->dir, "q.1", kb, 8, buf, sizeof buf), 48 + 1 + 13);
-    assert_int_equal(buf[4], 2);
+    assert_int_equal(buf[4], 3);
     put_be64(kb, 4);
     assert_true(raw_get(f->dir, "dead.0", kb, 8, buf, sizeof buf) > 48);
-    assert_int_equal(buf[4], 2);
+    assert_int_equal(buf[4], 3);
     assert_int_equal(raw_get(f->dir, "meta", "format", 6, buf, sizeof buf), 4 + 4);
     assert_int_equal(get_le32(buf), STORE_FORMAT);
     assert_int_equal(raw_get(f->dir, "meta", "level/01", 8, buf, sizeof buf), 9 + 4);
@@ -221,6 +221,67 @@ static void test_format_1_is_upgraded(void **state)
 static void test_format_2_is_upgraded(void **state)
 {
     upgrade_from(*state, 2);
+}
+
+/* A store of format 3 (before headers: built here with this build, then
+ * turned into what a format-3 broker wrote, sfix_as_format3) opens as
+ * format 4 without a record rewritten: its messages, dead letters and
+ * delayed ones read with no headers and no key, their bytes on disk as they
+ * were; a message appended after carries headers beside them. */
+static void test_format_3_opens_with_its_records_as_they_are(void **state)
+{
+    sfix *f = *state;
+    store_rec rec;
+    uint64_t key, id, due = 5000;
+    unsigned level;
+    unsigned char buf[256], kb[8];
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
+    uint64_t k1 = sfix_append(f->s, 1, "written before headers", &id);
+    store_rec d = {.id = store_next_id(f->s), .enq_ns = 1, .cost = 1, .level = 0, .body = "later", .body_len = 5};
+    assert_int_equal(store_append_delayed(f->s, &d, due), SL_OK);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    assert_int_equal(sfix_as_format3(f->dir), 2);
+    put_be64(kb, k1);
+    assert_int_equal(raw_get(f->dir, "q.1", kb, 8, buf, sizeof buf), 48 + 3 + 22);
+    assert_int_equal(buf[4], 2);
+    assert_int_equal(raw_get(f->dir, "meta", "format", 6, buf, sizeof buf), 8);
+    assert_int_equal(get_le32(buf), 3);
+
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[1].count, 1);
+    assert_int_equal(store_seek(f->s, 1, 0, &key, &rec), SL_OK);
+    sfix_assert_body(&rec, "written before headers");
+    assert_int_equal(rec.headers_len, 0);
+    assert_int_equal(rec.key_len, 0);
+    assert_int_equal(store_delayed_pop(f->s, due, &level, &key), SL_OK);
+    assert_int_equal(store_get(f->s, 0, key, &rec), SL_OK);
+    sfix_assert_body(&rec, "later");
+    assert_int_equal(rec.headers_len, 0);
+    /* a new message with headers beside the old ones */
+    proto_hdrs h = {.n = 1};
+    h.name[0] = (proto_buf){"traceparent", 11};
+    h.value[0] = (proto_buf){"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", 55};
+    unsigned char block[128];
+    proto_hdrs_pack(&h, block);
+    store_rec n = {.id = store_next_id(f->s), .enq_ns = 2, .cost = 1, .level = 1, .body = "new", .body_len = 3,
+                   .headers = block, .headers_len = (uint32_t)proto_hdrs_packed_bytes(&h), .key = "k-1", .key_len = 3};
+    uint64_t k2;
+    assert_int_equal(store_append(f->s, &n, &k2), SL_OK);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    put_be64(kb, k1); /* the old record untouched, the format now 4 */
+    assert_int_equal(raw_get(f->dir, "q.1", kb, 8, buf, sizeof buf), 48 + 3 + 22);
+    assert_int_equal(buf[4], 2);
+    assert_int_equal(raw_get(f->dir, "meta", "format", 6, buf, sizeof buf), 8);
+    assert_int_equal(get_le32(buf), STORE_FORMAT);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[1].count, 2);
+    assert_int_equal(store_get(f->s, 1, k2, &rec), SL_OK);
+    assert_int_equal(rec.headers_len, n.headers_len);
+    assert_memory_equal(rec.headers, block, n.headers_len);
+    assert_int_equal(rec.key_len, 3);
+    assert_memory_equal(rec.key, "k-1", 3);
 }
 
 /* A meta value damaged on disk (the next id here) is refused at open with
@@ -334,6 +395,7 @@ int main(void)
         T(test_an_emptied_queue_takes_no_page_per_message),
         T(test_format_1_is_upgraded),
         T(test_format_2_is_upgraded),
+        T(test_format_3_opens_with_its_records_as_they_are),
         T(test_a_damaged_meta_value_is_refused),
         T(test_dropping_levels_with_data_is_refused),
         T(test_dropping_empty_levels_is_allowed),

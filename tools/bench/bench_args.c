@@ -33,6 +33,8 @@ static void usage(FILE *f)
 "  confirmed enqueue   sl_send in a loop from 1 and from %d connections, then\n"
 "                      sl_send_async keeping %d publishes outstanding. A publish\n"
 "                      counts once the broker confirms it is durably stored.\n"
+"                      Then the windowed one with 4 headers of 64 B on every\n"
+"                      message and without, in paired turns: their ratio.\n"
 "  drain               %d consumers with credit 1 ack every delivery until the\n"
 "                      queue is empty; it is first topped up to %d messages.\n"
 "                      Again with 1 consumer of credit 64, and (second broker)\n"

@@ -119,9 +119,22 @@ int bench_client_confirms(sl_client *c, size_t max_pending, uint64_t *confirmed)
 int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns,
                                 uint64_t max_msgs, uint64_t *confirmed, int64_t *last_ns)
 {
-    unsigned char body[BENCH_CORE_BODY_BYTES];
-    bench_core_body_fill(body);
-    const sl_put put = {.body = body, .body_len = sizeof body, .level = bench_guard_home(),
+    return bench_client_publish_window_ex(c, window, deadline_ns, max_msgs, NULL, 0, 0, confirmed, last_ns);
+}
+
+int bench_client_publish_window_ex(sl_client *c, size_t window, int64_t deadline_ns, uint64_t max_msgs,
+                                   const sl_header *headers, size_t nheaders, size_t body_bytes,
+                                   uint64_t *confirmed, int64_t *last_ns)
+{
+    unsigned char body[BENCH_CLIENT_BODY_MAX];
+    bench_core_body_fill(body); /* the bench's body, then more of the same bytes */
+    for (size_t i = BENCH_CORE_BODY_BYTES; i < sizeof body; i++)
+        body[i] = body[i % BENCH_CORE_BODY_BYTES];
+    if (!body_bytes)
+        body_bytes = BENCH_CORE_BODY_BYTES;
+    if (body_bytes > sizeof body)
+        return bench_core_fail("a body of %zu bytes: the bench's are at most %zu", body_bytes, sizeof body);
+    const sl_put put = {.body = body, .body_len = body_bytes, .level = bench_guard_home(),
                         .tag = bench_guard_tag()};
     uint64_t sent = 0;
     *confirmed = 0;
@@ -129,7 +142,7 @@ int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns
     for (uint64_t i = 0; i < BENCH_CORE_MAX_OPS; i++) {
         bool open = sent < max_msgs && *last_ns < deadline_ns && !bench_core_stopping();
         for (size_t n = sl_send_pending(c); open && n < window && sent < max_msgs; n++, sent++) {
-            int rc = sl_send_async(c, &put, NULL);
+            int rc = nheaders ? sl_send_async_ex(c, &put, headers, nheaders, NULL) : sl_send_async(c, &put, NULL);
             if (rc != SL_OK)
                 return bench_client_fail("sl_send_async", c, rc);
         }

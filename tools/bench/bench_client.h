@@ -54,6 +54,14 @@ int bench_client_confirms(sl_client *c, size_t max_pending, uint64_t *confirmed)
 int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns,
                                 uint64_t max_msgs, uint64_t *confirmed, int64_t *last_ns);
 
+/* bench_client_publish_window_ex is bench_client_publish_window with
+ * headers[0..nheaders) on every message (sl_send_async_ex) and bodies of
+ * body_bytes (0: BENCH_CORE_BODY_BYTES; at most BENCH_CLIENT_BODY_MAX). */
+#define BENCH_CLIENT_BODY_MAX 4096
+int bench_client_publish_window_ex(sl_client *c, size_t window, int64_t deadline_ns, uint64_t max_msgs,
+                                   const sl_header *headers, size_t nheaders, size_t body_bytes,
+                                   uint64_t *confirmed, int64_t *last_ns);
+
 /* bench_client_look is shown each delivery bench_client_take takes, with
  * the monotonic time it arrived; d is valid only during the call. */
 typedef void bench_client_look(void *ctx, const sl_delivery *d, int64_t got_ns);

@@ -65,4 +65,9 @@ int row_pick_fair(bench *b);
 int row_meter(bench *b);
 int row_meter_beside(bench *b);
 
+/* row_send_headers (bench_headers.c): the 1 x 100 enqueue with 4 headers
+ * of 64 B and without, in paired turns, and their median ratio. Returns 0
+ * or -1. */
+int row_send_headers(bench *b);
+
 #endif

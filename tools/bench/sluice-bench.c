@@ -354,10 +354,10 @@ typedef int (*row_fn)(bench *);
 /* Rows 1-7 need the broker, in this order: 1-3 build the backlog that 4
  * drains, and 5-7 start from an empty queue. Rows 8-11 run once the broker
  * has stopped. */
-static const row_fn broker_rows[] = {row_send_one,    row_peer_one,    row_send_many, row_peer_many,
-                                     row_send_window, row_peer_window, row_drain,     row_peer_drain,
-                                     row_drain_one,   row_consume_cli, row_latency,   row_peer_latency,
-                                     row_dispatch,    row_starvation,  row_meter};
+static const row_fn broker_rows[] = {row_send_one,    row_peer_one,    row_send_many,    row_peer_many,
+                                     row_send_window, row_peer_window, row_send_headers, row_drain,
+                                     row_peer_drain,  row_drain_one,   row_consume_cli,  row_latency,
+                                     row_peer_latency, row_dispatch,   row_starvation,   row_meter};
 /* --peer: each row beside the peer's, alternating, and the disk's flush. */
 static const row_fn peer_rows[] = {row_flush,       row_send_one,    row_peer_one, row_send_many,
                                    row_peer_many,   row_send_window, row_peer_window, row_drain,

@@ -514,6 +514,7 @@ static int consume_one_broker(cli_core *sub, void *ctx)
     snprintf(name, sizeof name, "consume (%s)", sub->endpoint);
     k.g = sub;
     k.cmd = name;
+    k.post.origin = sub->endpoint; /* ids are a broker's own: a keyless Idempotency-Key names it */
     return consume_connect(&k, p->pool, p->level_list, p->count, p->idle_ms);
 }
 

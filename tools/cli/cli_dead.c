@@ -53,8 +53,10 @@ const cli_core_help cli_dead_help = {
         "      --after ID           start after ID\n"
         "      --json               an array of objects: id, level, tag, attempts,\n"
         "                           when, died_ms, reason, body_preview, body_bytes\n"
-        "  sluice dead peek ID\n"
+        "  sluice dead peek [--headers] ID\n"
         "      Write dead letter ID's whole body to standard output, byte for byte.\n"
+        "      --headers            first its headers as published, a 'Name: value'\n"
+        "                           line each, then an empty line\n"
         "  sluice dead requeue LEVEL|ID [--to LEVEL] [--limit N] [--json]\n"
         "      Put the dead letters of LEVEL (or the one with id ID) back at the tail\n"
         "      of their level, or of --to LEVEL, as new: attempt 0, no time to live.\n"
@@ -249,14 +251,38 @@ static int dead_list(cli_core *g, const char *cmd, int argc, char **argv)
 
 static int dead_peek(cli_core *g, const char *cmd, int argc, char **argv)
 {
+    static const struct option opts[] = {
+        {"headers", no_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     uint64_t id;
-    int st = cli_core_id_args(g, cmd, argc, argv, &id);
-    if (st != CLI_CORE_GO_ON)
+    bool headers = false;
+    int ch, st;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":Hh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'H': headers = true; break;
+        case 'h': return cli_core_help_show(g, cmd);
+        default: return cli_text_option_error(cmd, ch, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return cli_text_usage_error(cmd, argc - optind < 1 ? "expected a message id%s" : "unexpected argument%s", "");
+    if (!cli_text_u64_parse(argv[optind], &id))
+        return cli_text_usage_error(cmd, "bad message id '%s' (expected a number)", argv[optind]);
+    if ((st = cli_core_connect(g, cmd)))
         return st;
     sl_dead_message m;
-    int rc = sl_dead_peek(g->c, id, &m);
+    sl_msg_more more = {.size = sizeof more};
+    int rc = sl_dead_peek_ex(g->c, id, &m, &more);
     if (rc)
         return cli_core_broker_error(g, cmd, rc, argv[optind], NULL);
+    if (headers) { /* as an HTTP message: a line per header, a blank line, the body */
+        for (size_t i = 0; i < more.nheaders; i++)
+            printf("%s: %s\n", more.headers[i].name, more.headers[i].value);
+        printf("\n");
+    }
     if (m.body_len && fwrite(m.body, 1, m.body_len, stdout) != m.body_len) {
         cli_text_say(cmd, "writing the body failed");
         return CLI_TEXT_EXIT_FAILURE;

@@ -10,13 +10,19 @@
  * that does not read its whole input simply closes the pipe: the EPIPE is
  * ignored. Its standard error passes through a pipe of ours to ours, as it
  * comes, and its last non-empty line (at most CLI_EXEC_LINE_MAX bytes) is
- * kept for the dead letter's reason of a rejected message. Costs: a fork
- * and an exec per message, and a copy of what it writes to standard error.
+ * kept for the dead letter's reason of a rejected message. The message's
+ * identity and its headers reach the command as environment variables
+ * (cli_exec_env_new: SLUICE_HEADER_TRACEPARENT, ...), an environment built
+ * before the fork, since the child of a threaded process may not allocate.
+ * Costs: a fork and an exec per message, a copy of the environment, and a
+ * copy of what it writes to standard error.
  */
 #include "cli_exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -54,7 +60,84 @@ static void last_line_add(last_line *l, const char *p, size_t n)
     }
 }
 
+extern char **environ;
+
+/* env_name writes "SLUICE_HEADER_" and name, upper case, every character
+ * but letters and digits as '_', into out; returns its length. */
+static size_t env_name(const char *name, char *out)
+{
+    size_t n = (size_t)sprintf(out, "SLUICE_HEADER_");
+    for (; *name; name++) {
+        char c = *name;
+        out[n++] = (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) ? c : '_';
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* env_has says whether "NAME=..." entry var has the name of "NAME=..." entry
+ * of other. */
+static int same_var(const char *a, const char *b)
+{
+    size_t n = strcspn(a, "=");
+    return strncmp(a, b, n) == 0 && b[n] == '=';
+}
+
+char **cli_exec_env_new(const sl_delivery *d)
+{
+    size_t nenv = 0, bytes = 0, nadd = 4 + d->nheaders;
+    for (char **e = environ; e && *e; e++)
+        nenv++;
+    bytes += 3 * 40 + sizeof "SLUICE_IDEMPOTENCY_KEY=sluice-" + 20 + strlen(d->key);
+    for (size_t i = 0; i < d->nheaders; i++)
+        bytes += sizeof "SLUICE_HEADER_=" + strlen(d->headers[i].name) + strlen(d->headers[i].value);
+    char **env = malloc((nenv + nadd + 1) * sizeof *env + bytes);
+    if (!env)
+        return NULL;
+    char *text = (char *)(env + nenv + nadd + 1), *added[4 + SL_MAX_HEADERS];
+    size_t k = 0;
+    added[k++] = text;
+    text += sprintf(text, "SLUICE_ID=%" PRIu64, d->id) + 1;
+    added[k++] = text;
+    text += sprintf(text, "SLUICE_ATTEMPT=%u", d->attempt) + 1;
+    added[k++] = text;
+    text += sprintf(text, "SLUICE_LEVEL=%u", d->level) + 1;
+    added[k++] = text;
+    if (d->key[0])
+        text += sprintf(text, "SLUICE_IDEMPOTENCY_KEY=%s", d->key) + 1;
+    else
+        text += sprintf(text, "SLUICE_IDEMPOTENCY_KEY=sluice-%" PRIu64, d->id) + 1;
+    for (size_t i = 0; i < d->nheaders && k < sizeof added / sizeof added[0]; i++) {
+        added[k++] = text;
+        text += env_name(d->headers[i].name, text);
+        text += sprintf(text, "=%s", d->headers[i].value) + 1;
+    }
+    size_t n = 0;
+    for (char **e = environ; e && *e; e++) { /* the process's, but for the names added */
+        int replaced = 0;
+        for (size_t i = 0; i < k && !replaced; i++)
+            replaced = same_var(added[i], *e);
+        if (!replaced)
+            env[n++] = *e;
+    }
+    for (size_t i = 0; i < k; i++) { /* the later of two headers of one name wins */
+        int later = 0;
+        for (size_t j = i + 1; j < k && !later; j++)
+            later = same_var(added[i], added[j]);
+        if (!later)
+            env[n++] = added[i];
+    }
+    env[n] = NULL;
+    return env;
+}
+
 int cli_exec_run(const char *cmd, const void *body, size_t body_len, int *status, char *err_line, size_t err_cap)
+{
+    return cli_exec_run_env(cmd, NULL, body, body_len, status, err_line, err_cap);
+}
+
+int cli_exec_run_env(const char *cmd, char *const *env, const void *body, size_t body_len, int *status,
+                     char *err_line, size_t err_cap)
 {
     int in[2], err[2];
     if (pipe2(in, O_CLOEXEC))
@@ -88,7 +171,10 @@ int cli_exec_run(const char *cmd, const void *body, size_t body_len, int *status
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (dup2(in[0], STDIN_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0)
             _exit(127);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        if (env)
+            execle("/bin/sh", "sh", "-c", cmd, (char *)NULL, env);
+        else
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
     close(in[0]);

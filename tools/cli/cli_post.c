@@ -34,6 +34,18 @@
  * percent-encodes bytes a header cannot hold), so the service can limit or
  * route per tenant (sluice-sink --key-header X-Sluice-Tag).
  *
+ * The message's identity and headers. Every POST carries Idempotency-Key
+ * (the key the message was published with, else an id of the message that
+ * no redelivery changes), X-Sluice-Id, X-Sluice-Attempt, X-Sluice-Level and
+ * X-Sluice-Wait-Ms (its time in the queue before this delivery), then the
+ * message's own headers as published (traceparent and tracestate among
+ * them). A lease that runs out after the service applied a request but
+ * before the ACK brings the message again, with the same Idempotency-Key:
+ * a service that remembers the keys it applied absorbs the repeat
+ * (sluice-sink --dedup-header Idempotency-Key shows it). The broker refused
+ * hop-by-hop and reserved names at publish, and a header the operator gave
+ * with --header wins over a message's of the same name (httpc_send_with).
+ *
  * Costs: one pacer lock and at most one sleep per message; one HEAD per
  * worker at start.
  */
@@ -41,16 +53,76 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli_consume.h"
 #include "cli_text.h"
+
+size_t cli_post_lines_bytes(const cli_post *p, const sl_delivery *d)
+{
+    size_t n = 512 + HTTPC_TAG_LINE_BYTES + 3 * (strlen(d->key) + (p->origin ? strlen(p->origin) + 1 : 0));
+    for (size_t i = 0; i < d->nheaders; i++)
+        n += strlen(d->headers[i].name) + 2 + strlen(d->headers[i].value) + 1;
+    return n;
+}
+
+int cli_post_lines(const cli_post *p, const sl_delivery *d, char *buf, size_t cap, const char **lines, size_t *n)
+{
+    size_t used = 0, k = 0;
+    if (cap < cli_post_lines_bytes(p, d))
+        return -1;
+#define LINE_START_() (lines[k++] = buf + used)
+    LINE_START_();
+    used += (size_t)sprintf(buf + used, "Idempotency-Key: ");
+    if (d->key[0]) {
+        used += httpc_value_encode(d->key, strlen(d->key), buf + used);
+    } else {
+        used += (size_t)sprintf(buf + used, "sluice-%" PRIu64, d->id);
+        if (p->origin) {
+            buf[used++] = '@';
+            used += httpc_value_encode(p->origin, strlen(p->origin), buf + used);
+        }
+    }
+    used++; /* its NUL */
+    LINE_START_();
+    used += (size_t)sprintf(buf + used, "X-Sluice-Id: %" PRIu64, d->id) + 1;
+    LINE_START_();
+    used += (size_t)sprintf(buf + used, "X-Sluice-Attempt: %u", d->attempt) + 1;
+    LINE_START_();
+    used += (size_t)sprintf(buf + used, "X-Sluice-Level: %u", d->level) + 1;
+    LINE_START_();
+    used += (size_t)sprintf(buf + used, "X-Sluice-Wait-Ms: %" PRIu64, d->wait_ms) + 1;
+    if (d->tag[0]) {
+        LINE_START_();
+        used += (size_t)sprintf(buf + used, "%s: ", HTTPC_TAG_HEADER);
+        used += httpc_value_encode(d->tag, HTTPC_TAG_BYTES, buf + used) + 1;
+    }
+    for (size_t i = 0; i < d->nheaders && k < CLI_POST_LINES; i++) {
+        LINE_START_();
+        used += (size_t)sprintf(buf + used, "%s: %s", d->headers[i].name, d->headers[i].value) + 1;
+    }
+#undef LINE_START_
+    *n = k;
+    return 0;
+}
 
 int cli_post_outcome(cli_post *p, const char *cmd, bool verbose, const sl_delivery *d, uint32_t *delay_ms,
                      char *why, size_t why_len)
 {
     httpc_result r;
+    const char *lines[CLI_POST_LINES];
+    size_t nlines = 0, cap = cli_post_lines_bytes(p, d);
+    char *buf = malloc(cap);
+    if (!buf || cli_post_lines(p, d, buf, cap, lines, &nlines) != 0) {
+        free(buf);
+        cli_text_say(cmd, "message %" PRIu64 ": out of memory for its request headers", d->id);
+        return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
+    }
     sl_pacer_wait_released(p->pacer, d->cost, d->released_ns);
-    if (httpc_send_tagged(p->http, d->tag, d->body, d->body_len, &r) != SL_OK) {
+    int sent = httpc_send_with(p->http, lines, nlines, d->body, d->body_len, &r);
+    free(buf);
+    if (sent != SL_OK) {
         cli_text_say(cmd, "message %" PRIu64 ": out of memory for an HTTP handle", d->id);
         return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }

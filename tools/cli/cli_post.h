@@ -22,7 +22,22 @@ typedef struct cli_post {
     uint32_t burst;
     unsigned peers;      /* consumers pacing the sink, as last applied */
     bool told;
+    const char *origin;  /* with several brokers, this one's endpoint: a message without
+                            a key is told apart by it too (ids are a broker's own); else NULL */
 } cli_post;
+
+/* cli_post_lines writes the header lines of d's POST into buf (cap bytes)
+ * and points lines[0..*n) at them (at most CLI_POST_LINES): Idempotency-Key
+ * (d's key, else "sluice-ID", "sluice-ID@ENDPOINT" with origin set; bytes
+ * outside 0x21..0x7e and '%' percent-encoded), X-Sluice-Id,
+ * X-Sluice-Attempt, X-Sluice-Level (the level's number), X-Sluice-Wait-Ms,
+ * X-Sluice-Tag when tagged, then d's own headers as published. Returns 0,
+ * or -1 when buf is too small (cli_post_lines_bytes says how big). */
+#define CLI_POST_LINES (6 + SL_MAX_HEADERS)
+int cli_post_lines(const cli_post *p, const sl_delivery *d, char *buf, size_t cap, const char **lines, size_t *n);
+
+/* cli_post_lines_bytes returns the buffer cli_post_lines needs for d. */
+size_t cli_post_lines_bytes(const cli_post *p, const sl_delivery *d);
 
 /* cli_post_outcome POSTs d's body on the calling worker thread once its
  * token from p->pacer is due, and returns a CLI_OUTCOME_* (cli_consume.h),

@@ -9,7 +9,9 @@
  * been stored. With -k KEY and several messages, each gets KEY:N. With
  * several brokers (-b a,b), each message is routed by sl_multi_send (key,
  * else tag, else in turn; a down broker skipped for keyless messages) and
- * confirmed before the next.
+ * confirmed before the next. Headers (-H 'NAME: VALUE', --traceparent) go
+ * with every message; the library checks them against the rules of
+ * sluice.h before anything is sent.
  *
  * Costs: memory is bounded by the send window and by one input line, itself
  * capped at LINE_MAX_BYTES, the protocol's ceiling on a body.
@@ -35,7 +37,8 @@ const cli_core_help cli_send_help = {
     .summary = "publish messages",
     .body =
         "  sluice send [-p LEVEL] [-t TAG] [--cost N] [-k KEY] [--delay DURATION]\n"
-        "              [--ttl DURATION] [BODY...]\n"
+        "              [--ttl DURATION] [-H 'NAME: VALUE']... [--traceparent TP]\n"
+        "              [BODY...]\n"
         "      Publish messages. Each BODY argument is one message; with none, each\n"
         "      line of standard input is one (without its newline; a line longer than\n"
         "      the broker's largest body is an error). Prints the id of each message\n"
@@ -58,11 +61,22 @@ const cli_core_help cli_send_help = {
         "      --delay DURATION     deliver no sooner than this from now: milliseconds,\n"
         "                           or with a unit (500ms, 30s, 5m, 1h, 1d)\n"
         "      --ttl DURATION       time to live (milliseconds, or 30s, 5m, ...): not\n"
-        "                           delivered in time, the message becomes a dead letter\n",
+        "                           delivered in time, the message becomes a dead letter\n"
+        "      -H, --header 'NAME: VALUE'\n"
+        "                           a header for every message (repeatable, up to 32):\n"
+        "                           returned on each delivery, forwarded by `consume\n"
+        "                           --post` and given to `--exec` as SLUICE_HEADER_NAME.\n"
+        "                           Names: 1-64 token characters, case-insensitive, each\n"
+        "                           once; values up to 1024 bytes of text, 8192 bytes in\n"
+        "                           all; hop-by-hop and reserved names (Connection,\n"
+        "                           Host, Idempotency-Key, X-Sluice-*, ...) are refused\n"
+        "      --traceparent TP     W3C trace context: the header traceparent, as\n"
+        "                           00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>\n",
     .examples =
         "  sluice send -p high 'rebuild index'          publish one urgent message\n"
         "  seq 1000 | sluice send -t batch7             publish 1000 messages\n"
-        "  sluice send --delay 5m -k report-7 'mail the report'  once, in 5 minutes\n",
+        "  sluice send --delay 5m -k report-7 'mail the report'  once, in 5 minutes\n"
+        "  sluice send -H 'Content-Type: application/json' '{\"a\": 1}'  with a header\n",
 };
 
 #define SEND_WINDOW    256         /* publishes in flight */
@@ -72,7 +86,7 @@ const cli_core_help cli_send_help = {
 #define STALL_LIMIT_MS 60000 /* how long a broker that answered once may stall before send gives up */
 
 /* Long-only options get values outside the char range. */
-enum { OPT_COST = 256, OPT_DELAY, OPT_TTL };
+enum { OPT_COST = 256, OPT_DELAY, OPT_TTL, OPT_TRACEPARENT };
 
 typedef struct inflight {
     uint64_t ticket;
@@ -94,7 +108,70 @@ typedef struct sender {
     inflight ring[SEND_WINDOW];
     size_t head, count;
     sl_multi *multi;   /* several brokers (-b a,b): each message routed, one at a time */
+    sl_header hdrs[SL_MAX_HEADERS]; /* -H and --traceparent, for every message */
+    size_t nhdrs;
+    char *hdr_text[SL_MAX_HEADERS]; /* each header's "NAME\0VALUE" (hdrs point into them) */
 } sender;
+
+/* sender_header adds the header NAME: VALUE (line), or name and value apart
+ * (line NULL). The value loses the spaces and tabs around it, as an HTTP
+ * header's does. Returns 0, or the exit status of a usage error. */
+static int sender_header(sender *s, const char *cmd, const char *line, const char *name, const char *value)
+{
+    if (s->nhdrs == SL_MAX_HEADERS)
+        return cli_text_usage_error(cmd, "more than %d headers", SL_MAX_HEADERS);
+    size_t nlen;
+    if (line) {
+        const char *colon = strchr(line, ':');
+        if (!colon || colon == line)
+            return cli_text_usage_error(cmd, "bad -H '%s' (expected 'NAME: VALUE')", line);
+        name = line;
+        nlen = (size_t)(colon - line);
+        value = colon + 1;
+    } else {
+        nlen = strlen(name);
+    }
+    while (*value == ' ' || *value == '\t')
+        value++;
+    size_t vlen = strlen(value);
+    while (vlen && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
+        vlen--;
+    char *t = malloc(nlen + 1 + vlen + 1);
+    if (!t) {
+        cli_text_say(cmd, "out of memory");
+        return CLI_TEXT_EXIT_FAILURE;
+    }
+    memcpy(t, name, nlen);
+    t[nlen] = '\0';
+    memcpy(t + nlen + 1, value, vlen);
+    t[nlen + 1 + vlen] = '\0';
+    s->hdr_text[s->nhdrs] = t;
+    s->hdrs[s->nhdrs++] = (sl_header){t, t + nlen + 1};
+    return 0;
+}
+
+/* traceparent_ok tells whether tp has the shape of a W3C traceparent:
+ * version-traceid-parentid-flags in lowercase hex (2-32-16-2), ids not all
+ * zero, version not ff. */
+static bool traceparent_ok(const char *tp)
+{
+    static const unsigned widths[] = {2, 32, 16, 2};
+    const char *p = tp;
+    for (unsigned f = 0; f < 4; f++) {
+        bool nonzero = false;
+        for (unsigned i = 0; i < widths[f]; i++, p++) {
+            if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+                return false;
+            nonzero |= *p != '0';
+        }
+        if ((f == 1 || f == 2) && !nonzero)
+            return false;
+        if (*p != (f < 3 ? '-' : '\0') && !(f == 3 && *p == '-' && tp[0] != '0'))
+            return false; /* version 00 ends after the flags; a later version may go on */
+        p++;
+    }
+    return strncmp(tp, "ff", 2) != 0;
+}
 
 static inflight *sender_at(sender *s, size_t i)
 {
@@ -190,7 +267,7 @@ static int sender_put(sender *s, const char *body, size_t len, size_t index)
                 .ttl_ms = s->ttl_ms};
     if (s->multi) { /* several brokers: routed by key, else tag, else in turn */
         uint64_t id;
-        int mrc = sl_multi_send(s->multi, &p, &id, NULL);
+        int mrc = sl_multi_send_ex(s->multi, &p, s->hdrs, s->nhdrs, &id, NULL);
         if (mrc) {
             cli_text_say("send", "%s %zu: %s (%s)", s->what, index, sl_strerror(mrc), sl_errname(mrc));
             return CLI_TEXT_EXIT_FAILURE;
@@ -199,15 +276,21 @@ static int sender_put(sender *s, const char *body, size_t len, size_t index)
         return 0;
     }
     uint64_t ticket;
-    int rc = sl_send_async(s->g->c, &p, &ticket);
+    int rc = sl_send_async_ex(s->g->c, &p, s->hdrs, s->nhdrs, &ticket);
     if (rc) {
+        char why[1100] = "";
+        const char *last = sl_last_error(s->g->c);
+        if (last && strncmp(last, "headers: ", 9) == 0) /* a header broke a rule: the library says which */
+            snprintf(why, sizeof why, "%s", last);
         /* report earlier messages first: a failure among them comes first */
         if ((st = sender_drain(s)))
             return st;
         char context[64];
         snprintf(context, sizeof context, "%s %zu", s->what, index);
         /* local errors: draining replaced sl_last_error, and it was generic */
-        if (rc == SL_ETOOBIG)
+        if (why[0])
+            cli_text_say("send", "%s: %s (%s)", context, why, sl_errname(rc));
+        else if (rc == SL_ETOOBIG)
             cli_text_say("send",
                          "%s: message exceeds a size limit (SL_ETOOBIG): its %zu bytes are more "
                          "than the broker accepts",
@@ -255,6 +338,8 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
         {"key", required_argument, NULL, 'k'},
         {"delay", required_argument, NULL, OPT_DELAY},
         {"ttl", required_argument, NULL, OPT_TTL},
+        {"header", required_argument, NULL, 'H'},
+        {"traceparent", required_argument, NULL, OPT_TRACEPARENT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -269,7 +354,7 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
     s->g = g;
     s->level = SL_LEVEL_DEFAULT;
     optind = 0;
-    while (!st && (ch = getopt_long(argc, argv, ":p:t:k:h", opts, NULL)) != -1) {
+    while (!st && (ch = getopt_long(argc, argv, ":p:t:k:H:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'p': level_text = optarg; break;
         case 't': s->tag = optarg; break;
@@ -291,6 +376,14 @@ int cli_send_main(cli_core *g, const char *cmd, int argc, char **argv)
                 st = cli_text_usage_error(cmd, "bad --cost '%s' (expected 1 to %" PRIu32 ")",
                                           optarg, UINT32_MAX);
             s->cost = (uint32_t)cost;
+            break;
+        case 'H': st = sender_header(s, cmd, optarg, NULL, NULL); break;
+        case OPT_TRACEPARENT:
+            if (!traceparent_ok(optarg))
+                st = cli_text_usage_error(cmd, "bad --traceparent '%s' (expected 00-<32 hex>-<16 hex>-<2 hex>, "
+                                          "lowercase, ids not all zero)", optarg);
+            else
+                st = sender_header(s, cmd, NULL, "traceparent", optarg);
             break;
         case 'h':
             st = cli_core_help_show(g, cmd);
@@ -349,6 +442,8 @@ done:
         g->c = NULL;
         sl_multi_close(&s->multi);
     }
+    for (size_t i = 0; i < s->nhdrs; i++)
+        free(s->hdr_text[i]);
     free(s);
     return st;
 }

@@ -49,7 +49,12 @@ static int exec_outcome(const consumer *k, job *j)
     const sl_delivery *d = j->d;
     char last[CLI_EXEC_LINE_MAX + 1];
     int status;
-    if (cli_exec_run(k->exec, d->body, d->body_len, &status, last, sizeof last)) {
+    char **env = cli_exec_env_new(d); /* the message's identity and headers */
+    int ran = env ? cli_exec_run_env(k->exec, env, d->body, d->body_len, &status, last, sizeof last) : -1;
+    if (!env)
+        errno = ENOMEM;
+    free(env);
+    if (ran) {
         cli_text_say(k->cmd, "cannot run the command: %s", cli_text_strerror(errno));
         return CLI_OUTCOME_FAILED; /* unacknowledged: it returns to the broker */
     }

@@ -37,6 +37,13 @@
  * pointer to it after CURLOPT_HTTPHEADER is set back), so a service can
  * limit or route per tenant at no allocation.
  *
+ * Request headers. httpc_send_with adds a message's own header lines to
+ * one request the same way (a list of nodes in front of the target's,
+ * freed after it): a header the operator gave the target (--header) wins
+ * over a line of the same name, which is left out, so a producer cannot
+ * replace the consumer's credentials; a default (Content-Type) yields to a
+ * line that names it.
+ *
  * Costs: one request per message, no pipelining; the whole body is handed
  * to libcurl as is (no copy). The header list is copied once, at new.
  */
@@ -59,6 +66,7 @@ struct httpc {
     char *shown_url;            /* without user name and password, for messages */
     long timeout_ms;
     struct curl_slist *headers; /* the given ones, then the defaults not overridden */
+    size_t ngiven;              /* how many of headers were given (the rest are defaults) */
     pthread_key_t key;          /* each thread's handle */
     char tag_limit_name[HTTPC_TAG_LIMIT_NAME_BYTES + 1];   /* "": no per-tag limit is told apart */
     char tag_limit_value[HTTPC_TAG_LIMIT_VALUE_BYTES + 1]; /* "": any value */
@@ -192,6 +200,7 @@ static int headers_build(httpc *p, const char *const *headers, size_t n)
         if (!l)
             return SL_ENOMEM;
         p->headers = l;
+        p->ngiven += i < n;
     }
     return SL_OK;
 }
@@ -277,23 +286,30 @@ int httpc_warm(httpc *p, long *status)
     return SL_OK;
 }
 
+size_t httpc_value_encode(const char *s, size_t max, char *out)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (size_t i = 0; s[i] && i < max; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch > 0x20 && ch < 0x7f && ch != '%') {
+            out[n++] = (char)ch;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[ch >> 4];
+            out[n++] = hex[ch & 15];
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
 /* tag_header writes "X-Sluice-Tag: " and tag into line (HTTPC_TAG_LINE_BYTES),
  * bytes outside 0x21..0x7e and '%' percent-encoded. */
 static void tag_header(const char *tag, char *line)
 {
-    static const char hex[] = "0123456789ABCDEF";
     size_t n = (size_t)sprintf(line, "%s: ", HTTPC_TAG_HEADER);
-    for (size_t i = 0; tag[i] && i < HTTPC_TAG_BYTES; i++) {
-        unsigned char ch = (unsigned char)tag[i];
-        if (ch > 0x20 && ch < 0x7f && ch != '%') {
-            line[n++] = (char)ch;
-        } else {
-            line[n++] = '%';
-            line[n++] = hex[ch >> 4];
-            line[n++] = hex[ch & 15];
-        }
-    }
-    line[n] = '\0';
+    httpc_value_encode(tag, HTTPC_TAG_BYTES, line + n);
 }
 
 int httpc_send_tagged(httpc *p, const char *tag, const void *body, size_t body_len, httpc_result *out)
@@ -311,6 +327,65 @@ int httpc_send_tagged(httpc *p, const char *tag, const void *body, size_t body_l
     curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, &first);
     int rc = httpc_send(p, body, body_len, out);
     curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, p->headers);
+    return rc;
+}
+
+/* line_named says whether header line names name[0..len) (case-insensitively). */
+static bool line_named(const char *line, const char *name, size_t len)
+{
+    return strncasecmp(line, name, len) == 0 && line[len] == ':';
+}
+
+/* named_in says whether any of lines[0..n) has the name of header line. */
+static bool named_in(const char *const *lines, size_t n, const char *line)
+{
+    const char *colon = strchr(line, ':');
+    size_t len = colon ? (size_t)(colon - line) : strlen(line);
+    for (size_t i = 0; i < n; i++)
+        if (line_named(lines[i], line, len))
+            return true;
+    return false;
+}
+
+int httpc_send_with(httpc *p, const char *const *lines, size_t nlines, const void *body, size_t body_len,
+                    httpc_result *out)
+{
+    if (nlines == 0)
+        return httpc_send(p, body, body_len, out);
+    handle *h = handle_get(p);
+    if (!h)
+        return httpc_send(p, body, body_len, out); /* reports SL_ENOMEM the same way */
+    size_t ntarget = 0;
+    for (struct curl_slist *l = p->headers; l; l = l->next)
+        ntarget++;
+    struct curl_slist *nodes = calloc(nlines + ntarget, sizeof *nodes), *first = NULL, **tail = &first;
+    if (!nodes) {
+        memset(out, 0, sizeof *out);
+        return SL_ENOMEM;
+    }
+    size_t k = 0, i;
+    for (i = 0; i < nlines; i++) { /* a request's line yields to a header the target was given */
+        bool given = false;
+        size_t g = 0;
+        for (struct curl_slist *l = p->headers; l && g < p->ngiven && !given; l = l->next, g++)
+            given = named_in((const char *const *)&l->data, 1, lines[i]);
+        if (!given) {
+            nodes[k].data = (char *)lines[i];
+            *tail = &nodes[k++];
+            tail = &(*tail)->next;
+        }
+    }
+    i = 0;
+    for (struct curl_slist *l = p->headers; l; l = l->next, i++)
+        if (i < p->ngiven || !named_in(lines, nlines, l->data)) { /* a default yields to a request's line */
+            nodes[k].data = l->data;
+            *tail = &nodes[k++];
+            tail = &(*tail)->next;
+        }
+    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, first);
+    int rc = httpc_send(p, body, body_len, out);
+    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, p->headers);
+    free(nodes);
     return rc;
 }
 

@@ -81,6 +81,22 @@ int httpc_send(httpc *p, const void *body, size_t body_len, httpc_result *out);
 #define HTTPC_TAG_LINE_BYTES (sizeof HTTPC_TAG_HEADER + 2 + 3 * HTTPC_TAG_BYTES + 1)
 int httpc_send_tagged(httpc *p, const char *tag, const void *body, size_t body_len, httpc_result *out);
 
+/* httpc_value_encode writes s (at most max bytes of it) into out (3 * max
+ * + 1 bytes) as a header value: bytes outside 0x21..0x7e and '%'
+ * percent-encoded (%XX, upper-case hex), as the tag is; returns the length
+ * written, without the NUL. */
+size_t httpc_value_encode(const char *s, size_t max, char *out);
+
+/* httpc_send_with is httpc_send with the nlines header lines ("Name:
+ * value", each passing httpc_header_check: the caller's duty) added to this
+ * one request, in their order, before the target's: a line whose name is
+ * one of the headers httpc_new was given is left out (the operator's
+ * header wins), and a default header (Content-Type) a line names is left
+ * out instead. Same threads and returns as httpc_send (SL_ENOMEM also for
+ * the request's list). */
+int httpc_send_with(httpc *p, const char *const *lines, size_t nlines, const void *body, size_t body_len,
+                    httpc_result *out);
+
 /* httpc_warm opens (or checks) the calling thread's connection before any
  * message is at stake: a HEAD request to p's URL on that thread's handle,
  * whatever its answer (a 405 still leaves the connection open for the

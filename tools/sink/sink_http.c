@@ -10,7 +10,8 @@
  * (each argument optional, at least one given; the key ones only on a keyed
  * sink; inject=N answers the next N service
  * requests 429 whatever the limiter says, without taking its tokens: one
- * push-back on demand, for the bench) and GET /_stats; other "/_" paths are 404, other
+ * push-back on demand, for the bench) and GET /_stats (with --dedup-header,
+ * the keys applied and the repeats absorbed: sink_dedup.c); other "/_" paths are 404, other
  * methods on them 405. Every other path is the service: a POST is one
  * limited request, answered 200 when admitted and 429 with Retry-After when
  * not; any other method is 405. With a control port the service daemon
@@ -60,6 +61,8 @@
 #include <time.h>
 
 #include "sink_count.h"
+#include "sink_reply.h"
+#include "sink_dedup.h"
 #include "sluice_errors.h"
 
 #define CONNECTION_LIMIT 1000
@@ -80,6 +83,9 @@ typedef struct req {
     int has_key;         /* keyed sink: the request named a key */
     size_t key_len;      /* > SINK_KEYS_KEY_BYTES: too long (a 400) */
     char key[SINK_KEYS_KEY_BYTES];
+    int has_dedup;       /* --dedup-header: the request carries it */
+    size_t dedup_len;
+    char dedup[SINK_DEDUP_KEY_BYTES];
     size_t kept_bytes;
     unsigned char body[SINK_HTTP_LOG_BODY_BYTES];
 } req;
@@ -94,6 +100,7 @@ struct sink_http {
     sink_keys keys;                 /* when key_source is not SINK_KEYS_NONE */
     uint64_t key_refused, bad_keys; /* 429s of scope key; 400s and 503s of keys */
     sink_count count;
+    sink_dedup dedup;               /* --dedup-header: the keys applied */
     sink_log log;
     FILE *counts;
     endpoint ends[2];               /* [1] used only with a control port */
@@ -104,54 +111,6 @@ static uint64_t clock_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- replies ---- */
-
-/* reply queues a response; `extra` is the value of Retry-After (for a 429)
- * or of Allow (for a 405), else NULL. */
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
-                             const char *extra)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (ok == MHD_YES && extra && status == MHD_HTTP_TOO_MANY_REQUESTS)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, extra);
-    if (ok == MHD_YES && extra && status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, extra);
-    if (ok == MHD_YES)
-        ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-/* reply_429 queues a 429 with its Retry-After and, when scope is not NULL,
- * X-Limit-Scope and (when key_text is not NULL) X-Limit-Key. */
-static enum MHD_Result reply_429(struct MHD_Connection *c, const char *retry, const char *scope,
-                                 const char *key_text)
-{
-    static const char text[] = "throttled\n";
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof text - 1, (void *)text, MHD_RESPMEM_PERSISTENT);
-    if (!r)
-        return MHD_NO;
-    enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-    if (ok == MHD_YES)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
-    if (ok == MHD_YES && scope)
-        ok = MHD_add_response_header(r, "X-Limit-Scope", scope);
-    if (ok == MHD_YES && key_text)
-        ok = MHD_add_response_header(r, "X-Limit-Key", key_text);
-    if (ok == MHD_YES)
-        ok = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
-    MHD_destroy_response(r);
-    return ok;
-}
-
-static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, const char *json)
-{
-    return reply(c, status, "application/json", json, NULL);
 }
 
 /* limit_json writes the current limit (with the per-key one when keyed);
@@ -210,7 +169,7 @@ static enum MHD_Result serve_bad_key(sink_http *s, struct MHD_Connection *c, con
                 full ? "a new key while every key slot is busy" : "a key longer than the longest allowed", status);
     sink_log_write(&s->log, clock_ns(), status, 1, q->key, full ? q->key_len : 0, q->body, q->kept_bytes);
     pthread_mutex_unlock(&s->lock);
-    return reply(c, status, "text/plain", full ? "too many keys\n" : "key too long\n", NULL);
+    return sink_reply(c, status, "text/plain", full ? "too many keys\n" : "key too long\n", NULL);
 }
 
 static enum MHD_Result serve_limited(sink_http *s, struct MHD_Connection *c, const req *q)
@@ -227,19 +186,21 @@ static enum MHD_Result serve_limited(sink_http *s, struct MHD_Connection *c, con
         return serve_bad_key(s, c, q, 1);
     }
     sink_count_add(&s->count, now_ns, admitted);
+    if (admitted && sink_dedup_on(&s->dedup)) /* applied once per key; a repeat absorbed */
+        sink_dedup_note(&s->dedup, q->has_dedup ? q->dedup : NULL, q->dedup_len);
     int keyed = s->key_source != SINK_KEYS_NONE;
     sink_log_write(&s->log, now_ns, admitted ? MHD_HTTP_OK : MHD_HTTP_TOO_MANY_REQUESTS, keyed, q->key,
                    q->has_key ? q->key_len : 0, q->body, q->kept_bytes);
     pthread_mutex_unlock(&s->lock);
     if (admitted)
-        return reply(c, MHD_HTTP_OK, "text/plain", "ok\n", NULL);
+        return sink_reply(c, MHD_HTTP_OK, "text/plain", "ok\n", NULL);
     char retry[24], key_text[SINK_KEYS_TEXT_BYTES];
     uint64_t retry_s = s->retry_after_s >= 0 ? (uint64_t)s->retry_after_s : sink_limit_retry_after_s(wait_ns);
     snprintf(retry, sizeof retry, "%" PRIu64, retry_s);
     int key_scope = strcmp(scope, "key") == 0;
     if (key_scope)
         sink_keys_escape(q->key, q->key_len, key_text);
-    return reply_429(c, retry, keyed ? scope : NULL, key_scope ? key_text : NULL);
+    return sink_reply_429(c, retry, keyed ? scope : NULL, key_scope ? key_text : NULL);
 }
 
 /* arg_u32 reads query argument name into *out when present. Returns 1 when
@@ -271,13 +232,13 @@ static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
     int has_key_burst = arg_u32(c, "key_burst", 1, SINK_LIMIT_MAX_BURST, &key_burst);
     const char *mode_arg = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
     if (has_rate < 0 || has_burst < 0 || has_inject < 0 || has_key_rate < 0 || has_key_burst < 0)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate, burst, inject, key_rate and key_burst must be whole numbers from 1 to 1000000\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"rate, burst, inject, key_rate and key_burst must be whole numbers from 1 to 1000000\"}\n");
     if ((has_key_rate || has_key_burst) && s->key_source == SINK_KEYS_NONE)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"key_rate and key_burst need a sink started with --key-header or --key-path\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"key_rate and key_burst need a sink started with --key-header or --key-path\"}\n");
     if (mode_arg && sink_limit_mode_parse(mode_arg, &mode) != SL_OK)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"mode must be gcra, fixed-window or sliding-window\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"mode must be gcra, fixed-window or sliding-window\"}\n");
     if (!has_rate && !has_burst && !mode_arg && !has_inject && !has_key_rate && !has_key_burst)
-        return reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"give rate, burst, mode or inject, e.g. PUT /_limit?rate=100&burst=10\"}\n");
+        return sink_reply_json(c, MHD_HTTP_BAD_REQUEST, "{\"error\":\"give rate, burst, mode or inject, e.g. PUT /_limit?rate=100&burst=10\"}\n");
 
     pthread_mutex_lock(&s->lock);
     uint64_t now_ns = clock_ns();
@@ -303,15 +264,16 @@ static enum MHD_Result serve_limit_put(sink_http *s, struct MHD_Connection *c)
     limit_json(s, json, sizeof json);
     pthread_mutex_unlock(&s->lock);
     if (rc != SL_OK)
-        return reply_json(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "{\"error\":\"out of memory\"}\n");
+        return sink_reply_json(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "{\"error\":\"out of memory\"}\n");
     fprintf(stderr, "sluice-sink: limit is now %s", json);
-    return reply_json(c, MHD_HTTP_OK, json);
+    return sink_reply_json(c, MHD_HTTP_OK, json);
 }
 
 static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q)
 {
     sink_http *s = e->s;
-    char json[256];
+    char json[512];
+    int n;
     switch (q->kind) {
     case REQ_LIMITED:
         return serve_limited(s, c, q);
@@ -319,24 +281,26 @@ static enum MHD_Result serve(endpoint *e, struct MHD_Connection *c, const req *q
         pthread_mutex_lock(&s->lock);
         limit_json(s, json, sizeof json);
         pthread_mutex_unlock(&s->lock);
-        return reply_json(c, MHD_HTTP_OK, json);
+        return sink_reply_json(c, MHD_HTTP_OK, json);
     case REQ_LIMIT_PUT:
         return serve_limit_put(s, c);
     case REQ_STATS:
         pthread_mutex_lock(&s->lock);
-        if (s->key_source == SINK_KEYS_NONE)
-            snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64 "}\n",
+        n = snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64,
                      s->count.ok, s->count.throttled, s->count.ok + s->count.throttled);
-        else
-            snprintf(json, sizeof json, "{\"ok\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"total\":%" PRIu64
-                     ",\"key_throttled\":%" PRIu64 ",\"keys\":%zu,\"bad_keys\":%" PRIu64 "}\n",
-                     s->count.ok, s->count.throttled, s->count.ok + s->count.throttled, s->key_refused, s->keys.count, s->bad_keys);
+        if (s->key_source != SINK_KEYS_NONE)
+            n += snprintf(json + n, sizeof json - (size_t)n, ",\"key_throttled\":%" PRIu64 ",\"keys\":%zu,"
+                          "\"bad_keys\":%" PRIu64, s->key_refused, s->keys.count, s->bad_keys);
+        if (sink_dedup_on(&s->dedup))
+            n += snprintf(json + n, sizeof json - (size_t)n, ",\"applied\":%" PRIu64 ",\"repeats\":%" PRIu64
+                          ",\"unkeyed\":%" PRIu64, s->dedup.applied, s->dedup.repeats, s->dedup.unkeyed);
+        snprintf(json + n, sizeof json - (size_t)n, "}\n");
         pthread_mutex_unlock(&s->lock);
-        return reply_json(c, MHD_HTTP_OK, json);
+        return sink_reply_json(c, MHD_HTTP_OK, json);
     case REQ_NOT_FOUND:
-        return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", NULL);
+        return sink_reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", NULL);
     case REQ_BAD_METHOD:
-        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", q->allow);
+        return sink_reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "method not allowed\n", q->allow);
     }
     return MHD_NO;
 }
@@ -370,6 +334,15 @@ static void find_key(const sink_http *s, struct MHD_Connection *c, const char *u
     size_t len = 0;
     q->has_key = 0;
     q->key_len = 0;
+    q->has_dedup = 0;
+    q->dedup_len = 0;
+    if (q->kind == REQ_LIMITED && sink_dedup_on(&s->dedup) &&
+        (key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, s->dedup.header)) != NULL) {
+        q->has_dedup = 1;
+        q->dedup_len = strlen(key) < sizeof q->dedup ? strlen(key) : sizeof q->dedup;
+        memcpy(q->dedup, key, q->dedup_len);
+        key = NULL;
+    }
     if (q->kind != REQ_LIMITED || s->key_source == SINK_KEYS_NONE)
         return;
     if (s->key_source == SINK_KEYS_HEADER) {
@@ -459,6 +432,10 @@ int sink_http_open(const sink_http_cfg *cfg, uint64_t now_ns, sink_http **out)
     s->key_source = cfg->key_source;
     if (cfg->key_header)
         snprintf(s->key_header, sizeof s->key_header, "%s", cfg->key_header);
+    if (sink_dedup_init(&s->dedup, cfg->dedup_header) != 0) {
+        free(s);
+        return SL_ENOMEM;
+    }
     sink_count_init(&s->count, now_ns);
     s->counts = cfg->counts;
     rc = sink_limit_init(&s->limit, cfg->mode, cfg->rate_per_s, cfg->burst, now_ns);
@@ -504,6 +481,7 @@ close_log:
     sink_keys_fini(&s->keys);
     sink_limit_fini(&s->limit);
 free_s:
+    sink_dedup_fini(&s->dedup);
     free(s);
     return rc;
 }
@@ -545,6 +523,7 @@ int sink_http_close(sink_http **sp, uint64_t now_ns)
     int rc = sink_log_close(&s->log);
     pthread_mutex_destroy(&s->lock);
     sink_keys_fini(&s->keys);
+    sink_dedup_fini(&s->dedup);
     sink_limit_fini(&s->limit);
     free(s);
     return rc;

@@ -35,6 +35,7 @@ typedef struct sink_http_cfg {
     uint32_t key_rate_per_s;     /* every key's limit (gcra), when keyed */
     uint32_t key_burst;
     const char *log_path;        /* request log, truncated at open; NULL: none */
+    const char *dedup_header;    /* --dedup-header: apply each key of this header once; NULL: off */
     FILE *counts;                /* where the per-second lines go (stdout) */
 } sink_http_cfg;
 

@@ -7,7 +7,8 @@
  * --key-path) each key has a limit of its own as well (sink_keys.c). The limit can be read and changed while it
  * runs through the control paths (/_limit, /_stats), every request can be
  * logged, and a line of counts is printed for every second. sink_limit.c
- * holds the three limiters, sink_keys.c the per-key table, sink_http.c the
+ * holds the three limiters, sink_keys.c the per-key table, sink_dedup.c the
+ * idempotency keys applied (--dedup-header), sink_http.c the
  * daemons and routes, sink_count.c the counts, sink_log.c the log; this
  * file is the driver: options, signals and the main loop.
  *
@@ -84,6 +85,11 @@ static void usage(FILE *f)
 "                          up to 100000 keys are held (idle ones are forgotten),\n"
 "                          a new key beyond that gets 503\n"
 "      --key-burst B       each key's burst, 1..1000000 (default 1)\n"
+"      --dedup-header NAME a service that applies each key once: an admitted POST\n"
+"                          whose header NAME (e.g. Idempotency-Key, which `sluice\n"
+"                          consume --post` sends) holds a key seen before is a\n"
+"                          repeat: answered 200, counted, not applied again.\n"
+"                          GET /_stats then shows applied, repeats and unkeyed\n"
 "      --retry-after auto|SECONDS\n"
 "                          the Retry-After of a 429: auto (default) is the time\n"
 "                          until a request would be admitted, in whole seconds\n"
@@ -118,7 +124,9 @@ static void usage(FILE *f)
 "                          (without taking its tokens): a push-back on demand\n"
 "  GET /_stats             {\"ok\":N,\"throttled\":N,\"total\":N} since start; with a key\n"
 "                          source also key_throttled (429s of scope key), keys (held\n"
-"                          now) and bad_keys (400s and 503s)\n"
+"                          now) and bad_keys (400s and 503s); with --dedup-header\n"
+"                          also applied (new keys, and POSTs without the header),\n"
+"                          repeats (keys applied before) and unkeyed\n"
 "\n"
 "A 429 names what refused it when the sink is keyed: X-Limit-Scope: key (and\n"
 "X-Limit-Key: the key, escaped as in the log), global, or injected.\n"
@@ -137,6 +145,7 @@ static void usage(FILE *f)
 "  sluice-sink --listen 127.0.0.1:8480 --rate 100 --burst 20\n"
 "  sluice-sink -l 127.0.0.1:8480 -r 50 --mode sliding-window --log sink.log\n"
 "  sluice-sink -l 127.0.0.1:8480 -r 1000 --key-header X-Sluice-Tag --key-rate 100 --key-burst 10\n"
+"  sluice-sink -l 127.0.0.1:8480 -r 1000 --dedup-header Idempotency-Key\n"
 "  curl -X PUT 'http://127.0.0.1:8480/_limit?rate=10&burst=1'\n");
 }
 
@@ -185,7 +194,7 @@ static int parse_listen(const char *s, struct sockaddr_in *out)
 }
 
 enum { OPT_LOG = 256, OPT_RETRY, OPT_CONTROL, OPT_READY, OPT_REMOTE, OPT_VERSION, OPT_KEY_HEADER, OPT_KEY_PATH,
-       OPT_KEY_RATE, OPT_KEY_BURST };
+       OPT_KEY_RATE, OPT_KEY_BURST, OPT_DEDUP };
 
 static const struct option options[] = {
     {"listen", required_argument, NULL, 'l'},
@@ -197,6 +206,7 @@ static const struct option options[] = {
     {"key-path", no_argument, NULL, OPT_KEY_PATH},
     {"key-rate", required_argument, NULL, OPT_KEY_RATE},
     {"key-burst", required_argument, NULL, OPT_KEY_BURST},
+    {"dedup-header", required_argument, NULL, OPT_DEDUP},
     {"retry-after", required_argument, NULL, OPT_RETRY},
     {"control-port", required_argument, NULL, OPT_CONTROL},
     {"ready-fd", required_argument, NULL, OPT_READY},
@@ -248,6 +258,14 @@ static int apply(settings *st, int opt, const char *arg)
         }
         st->cfg.key_source = opt == OPT_KEY_HEADER ? SINK_KEYS_HEADER : SINK_KEYS_PATH;
         st->cfg.key_header = opt == OPT_KEY_HEADER ? arg : NULL;
+        return 0;
+    case OPT_DEDUP:
+        if (!header_name_ok(arg)) {
+            fprintf(stderr, "sluice-sink: --dedup-header '%s': not a header name (letters, digits, - and _, "
+                    "up to 100)\n", arg);
+            return -1;
+        }
+        st->cfg.dedup_header = arg;
         return 0;
     case OPT_KEY_RATE:
         st->key_rate_set = 1;

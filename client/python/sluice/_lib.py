@@ -50,6 +50,10 @@ SL_MSG_TEXT = 64
 SL_LEVEL_DEFAULT = -1
 SL_UNCHANGED = (1 << 64) - 1
 SL_SAME_LEVEL = (1 << 32) - 1
+SL_MAX_HEADERS = 32
+SL_MAX_HEADER_NAME = 64
+SL_MAX_HEADER_VALUE = 1024
+SL_MAX_HEADER_BYTES = 8192
 SL_SCOPE_SINK = 0
 SL_SCOPE_TAG = 1
 
@@ -79,6 +83,22 @@ class Put(Structure):
     ]
 
 
+class Header(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("value", c_char_p),
+    ]
+
+
+class MsgMore(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("headers", ctypes.POINTER(Header)),
+        ("nheaders", c_size_t),
+        ("wait_ms", c_uint64),
+    ]
+
+
 class Confirm(Structure):
     _fields_ = [
         ("ticket", c_uint64),
@@ -100,6 +120,10 @@ class Delivery(Structure):
         ("body_len", c_size_t),
         ("cost", c_uint32),
         ("released_ns", c_uint64),
+        ("headers", ctypes.POINTER(Header)),
+        ("nheaders", c_size_t),
+        ("wait_ms", c_uint64),
+        ("key", c_char_p),
     ]
 
 
@@ -359,6 +383,8 @@ class TagThrottle(Structure):
 STRUCTS = {
     "sl_options": Options,
     "sl_put": Put,
+    "sl_header": Header,
+    "sl_msg_more": MsgMore,
     "sl_confirm": Confirm,
     "sl_delivery": Delivery,
     "sl_level_stats": LevelStats,
@@ -404,6 +430,8 @@ _FUNCS: dict[str, tuple[Any, list[Any]]] = {
     "sl_level_parse": (c_int, [_P, c_char_p, c_void_p]),
     "sl_send": (c_int, [_P, c_void_p, c_void_p]),
     "sl_send_async": (c_int, [_P, c_void_p, c_void_p]),
+    "sl_send_ex": (c_int, [_P, c_void_p, c_void_p, c_size_t, c_void_p]),
+    "sl_send_async_ex": (c_int, [_P, c_void_p, c_void_p, c_size_t, c_void_p]),
     "sl_send_wait": (c_int, [_P, c_int, c_void_p]),
     "sl_send_pending": (c_size_t, [_P]),
     "sl_subscribe": (c_int, [_P, c_char_p, c_void_p, c_size_t, c_uint]),
@@ -440,8 +468,10 @@ _FUNCS: dict[str, tuple[Any, list[Any]]] = {
     "sl_sink_show": (c_int, [_P, c_void_p]),
     "sl_sink_resume": (c_int, [_P, c_void_p]),
     "sl_explain": (c_int, [_P, c_uint64, c_void_p]),
+    "sl_explain_ex": (c_int, [_P, c_uint64, c_void_p, c_void_p]),
     "sl_dead_list": (c_int, [_P, c_uint, c_uint64, c_uint, c_void_p, c_void_p]),
     "sl_dead_peek": (c_int, [_P, c_uint64, c_void_p]),
+    "sl_dead_peek_ex": (c_int, [_P, c_uint64, c_void_p, c_void_p]),
     "sl_dead_requeue": (c_int, [_P, c_uint, c_uint, c_uint64, c_void_p, c_void_p]),
     "sl_dead_requeue_id": (c_int, [_P, c_uint64, c_uint]),
     "sl_dead_purge": (c_int, [_P, c_uint, c_uint64, c_uint64, c_void_p, c_void_p]),
@@ -472,6 +502,8 @@ UNBOUND = {
     "sl_multi_at": "several brokers",
     "sl_multi_route": "several brokers",
     "sl_multi_send": "several brokers",
+    "sl_multi_send_ex": "several brokers",
+    "sl_delivery_header": "Delivery.headers, a dict read once at receipt, answers it",
     "sl_pace_share": "pacing where a request leaves: not in sluice.work",
     "sl_pace_peers": "pacing",
     "sl_pacer_new": "pacing",

@@ -19,11 +19,12 @@ one STATS for the bound.
 from __future__ import annotations
 
 import time
-from ctypes import byref, c_uint, c_uint64, string_at
+from ctypes import byref, c_uint, c_uint64, sizeof, string_at
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from . import _lib
-from ._lib import SL_DEAD_PAGE, SL_MSG_PAGE, SL_SAME_LEVEL, DeadLetter, DeadMessage, ExplainInfo, Stats, Waiting
+from ._lib import (SL_DEAD_PAGE, SL_MSG_PAGE, SL_SAME_LEVEL, DeadLetter, DeadMessage, ExplainInfo, MsgMore, Stats,
+                   Waiting)
 from ._windows import limit as _limit
 from .errors import Error, InvalidArgument
 
@@ -116,6 +117,11 @@ def _tag(tag: Optional[str]) -> Optional[bytes]:
     return b
 
 
+def _more_headers(more: MsgMore) -> Dict[str, str]:
+    """_more_headers reads an sl_msg_more's headers into a dict, in their order."""
+    return {more.headers[i].name.decode("utf-8", "replace"): more.headers[i].value.decode("utf-8", "replace")
+            for i in range(more.nheaders)}
+
 class MsgsMixin:
     """MsgsMixin holds Client's calls on stored messages (a part of Client; see client.py)."""
 
@@ -141,10 +147,14 @@ class MsgsMixin:
         when gone); position counts the messages ahead of a ready one;
         until_ms is the time until a lease ends or a delayed message is due
         (ready: until what holds it ends, when known, else 0); why is the
-        broker's sentence (what ``sluice explain`` prints after the state).
+        broker's sentence (what ``sluice explain`` prints after the state);
+        headers are the message's headers as published (a dict, {} when
+        none) and wait_ms its wait since its publish (leased: before this
+        delivery; 0 when gone).
         """
-        e = ExplainInfo()
-        self._check(self._L.sl_explain(self._handle(), id, byref(e)))
+        e, more = ExplainInfo(), MsgMore()
+        more.size = sizeof(more)
+        self._check(self._L.sl_explain_ex(self._handle(), id, byref(e), byref(more)))
         state = _s(e.state)
         return {
             "id": id,
@@ -153,6 +163,8 @@ class MsgsMixin:
             "position": e.position,
             "until_ms": e.until_ms,
             "why": _s(e.why),
+            "headers": _more_headers(more),
+            "wait_ms": more.wait_ms,
         }
 
     # ---- dead letters ----
@@ -204,19 +216,22 @@ class MsgsMixin:
         return rows
 
     def dead_peek(self, id: int) -> Json:
-        """dead_peek reads one dead letter whole: ``{"id", "level", "attempts", "tag", "reason", "body"}``.
+        """dead_peek reads one dead letter whole: ``{"id", "level", "attempts", "tag", "reason", "headers", "body"}``.
 
-        body is bytes, unchanged (what ``sluice dead peek ID`` writes). Raises
+        body is bytes, unchanged (what ``sluice dead peek ID`` writes);
+        headers the message's, as published (a dict, {} when none). Raises
         NotFound when no dead letter has that id.
         """
-        m = DeadMessage()
-        self._check(self._L.sl_dead_peek(self._handle(), id, byref(m)))
+        m, more = DeadMessage(), MsgMore()
+        more.size = sizeof(more)
+        self._check(self._L.sl_dead_peek_ex(self._handle(), id, byref(m), byref(more)))
         return {
             "id": m.id,
             "level": self._label(m.level),
             "attempts": m.attempts,
             "tag": string_at(m.tag, m.tag_len).decode("utf-8", "replace") if m.tag_len else "",
             "reason": string_at(m.reason, m.reason_len).decode("utf-8", "replace") if m.reason_len else "",
+            "headers": _more_headers(more),
             "body": string_at(m.body, m.body_len) if m.body_len else b"",
         }
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import os
 import weakref
 from ctypes import POINTER, byref, c_char_p, c_uint, c_uint64, c_void_p, create_string_buffer, string_at
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._admin import AdminMixin
 from ._backup import BackupMixin
-from ._lib import SL_KEY_BYTES, SL_LEVEL_DEFAULT, SL_SCOPE_SINK, SL_SCOPE_TAG, Confirm, Options, Put, lib
+from ._lib import SL_KEY_BYTES, SL_LEVEL_DEFAULT, SL_SCOPE_SINK, SL_SCOPE_TAG, Confirm, Header, Options, Put, lib
 from ._msgs import MsgsMixin
 from .errors import Error, InvalidArgument, InvalidState, NoLevel, from_code
 
@@ -44,6 +44,29 @@ _ETIMEDOUT = 11
 
 def _b(s: Optional[str]) -> Optional[bytes]:
     return None if s is None else s.encode()
+
+
+def _headers(headers: Optional[Mapping[str, str]]) -> Tuple[Any, int]:
+    """_headers turns a mapping of header name to value into an sl_header array (None for none), in its order.
+
+    The library checks the rules (sluice.h: 32 pairs, names of token
+    characters, values of text); a name or value that is not a str is
+    InvalidArgument here.
+    """
+    if not headers:
+        return None, 0
+    arr = (Header * len(headers))()
+    for i, (name, value) in enumerate(headers.items()):
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidArgument("header names and values are str")
+        arr[i].name = name.encode()
+        arr[i].value = value.encode()
+    return arr, len(headers)
+
+
+def _headers_of(arr: Any, n: int) -> Dict[str, str]:
+    """_headers_of reads n sl_header entries into a dict, in their order."""
+    return {arr[i].name.decode("utf-8", "replace"): arr[i].value.decode("utf-8", "replace") for i in range(n)}
 
 
 def _body(body: Body) -> bytes:
@@ -267,6 +290,7 @@ class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin):
         cost: int = 1,
         delay_ms: int = 0,
         ttl_ms: int = 0,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> int:
         """send publishes one message and returns its id once the broker has stored it durably.
 
@@ -279,6 +303,14 @@ class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin):
             cost: units charged to every rate limit the message passes.
             delay_ms: deliver no sooner than this from now.
             ttl_ms: not delivered within this, it becomes a dead letter; 0: forever.
+            headers: name to value, kept in their order and returned with
+                every delivery (``Delivery.headers``), forwarded by ``sluice
+                consume --post``; W3C trace context as ``traceparent`` and
+                ``tracestate``. Up to 32, names of 1-64 token characters
+                (case-insensitive, each once), values up to 1024 bytes of text,
+                8192 bytes in all; hop-by-hop and reserved names (Connection,
+                Host, Idempotency-Key, X-Sluice-*, ...) are refused
+                (InvalidArgument; TooBig for a size).
 
         Raises:
             NoLevel, TooBig, InvalidArgument, Full, NoSpace (retry later),
@@ -292,7 +324,11 @@ class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin):
         p.body_len = len(b)
         self._fill(p, level, tag, cost, delay_ms, ttl_ms)
         p.key = _b(key)
-        rc = self._L.sl_send(h, byref(p), byref(self._id))
+        if headers:
+            arr, n = _headers(headers)
+            rc = self._L.sl_send_ex(h, byref(p), arr, n, byref(self._id))
+        else:
+            rc = self._L.sl_send(h, byref(p), byref(self._id))
         if rc:
             raise self._error(rc)
         return self._id.value
@@ -307,11 +343,12 @@ class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin):
         cost: int = 1,
         delay_ms: int = 0,
         ttl_ms: int = 0,
+        headers: Optional[Mapping[str, str]] = None,
         window: int = SEND_WINDOW,
     ) -> List[int]:
         """send_many publishes every body, keeping up to window publishes outstanding.
 
-        The options are send's, the same for every message; with key, message N
+        The options are send's (headers included), the same for every message; with key, message N
         (from 1) gets the key ``KEY:N``, as ``sluice send -k`` does. Returns the
         ids in the order of bodies, once every one is durably stored.
 
@@ -329,9 +366,17 @@ class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin):
         L = self._L
         p = Put()
         self._fill(p, level, tag, cost, delay_ms, ttl_ms)
-        send_async, send_wait = L.sl_send_async, L.sl_send_wait
+        send_wait = L.sl_send_wait
         ticket, conf = c_uint64(), Confirm()
         p_ref, t_ref, c_ref = byref(p), byref(ticket), byref(conf)
+        if headers:  # the same headers on every message
+            h_arr, h_n = _headers(headers)
+            send_ex = L.sl_send_async_ex
+
+            def send_async(h: Any, p_ref: Any, t_ref: Any) -> int:
+                return send_ex(h, p_ref, h_arr, h_n, t_ref)
+        else:
+            send_async = L.sl_send_async
         ids: List[Optional[int]] = []
         first: Optional[int] = None
         failed: Optional[Tuple[int, Error]] = None
@@ -426,6 +471,10 @@ class Delivery:
         body: the body, bytes (``text`` decodes it as UTF-8).
         lease_ms: the lease: settle or touch within this.
         token: this delivery's lease token.
+        headers: the headers it was published with, name to value in their
+            order (a dict; {} when none).
+        key: the idempotency key it was published with, or None.
+        wait_ms: the broker's time from its publish to this delivery.
 
     ``ack``, ``nack``, ``throttled`` and ``reject`` end the delivery; ``touch``
     keeps it. Settling is sent without waiting for the broker's answer; a
@@ -434,8 +483,8 @@ class Delivery:
     consumer was closed (the broker took it back), raises InvalidState.
     """
 
-    __slots__ = ("id", "token", "level", "tag", "attempt", "cost", "body", "lease_ms", "released_ns", "_ptr",
-                 "_owner")
+    __slots__ = ("id", "token", "level", "tag", "attempt", "cost", "body", "lease_ms", "released_ns", "headers",
+                 "key", "wait_ms", "_ptr", "_owner")
 
     def __init__(self, owner: "Consumer", ptr: Any) -> None:
         d = ptr.contents
@@ -449,6 +498,10 @@ class Delivery:
         self.body: bytes = string_at(d.body, d.body_len) if d.body_len else b""
         self.cost: int = d.cost
         self.released_ns: int = d.released_ns
+        self.headers: Dict[str, str] = _headers_of(d.headers, d.nheaders) if d.nheaders else {}
+        k = d.key
+        self.key: Optional[str] = k.decode("utf-8", "replace") if k else None
+        self.wait_ms: int = d.wait_ms
         self._ptr = ptr
         self._owner = owner
 

@@ -156,7 +156,11 @@ def test_explain_says_what_sluice_explain_says(rich):
     ready = c.send(b"behind one", level="high")
     for sid in (ids[0], ready, ready - 1, 10**9):
         e = c.explain(sid)
-        assert explain_text(e) == b.cli("explain", str(sid)).stdout.decode()
+        first, *rest = b.cli("explain", str(sid)).stdout.decode().splitlines(keepends=True)
+        assert explain_text(e) == first
+        # then its wait (which moves on between the two calls) and its headers
+        assert [r.split()[0] for r in rest] == ([] if e["state"] == "gone" else ["waiting"]) + \
+            ["header"] * len(e["headers"])
     assert c.explain(ready)["position"] == 1
     gone = c.explain(10**9)
     assert (gone["id"], gone["state"], gone["level"]) == (10**9, "gone", None)

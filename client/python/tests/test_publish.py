@@ -113,3 +113,46 @@ def test_the_client_is_a_context_manager_and_close_is_idempotent(broker):
     c.close()
     with pytest.raises(sluice.InvalidState):
         c.send(b"y")
+
+
+TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+HEADERS = {"traceparent": TP, "tracestate": "congo=t61rcWkgMzE", "X-Empty": "", "x-text": "naïve café ✓"}
+
+
+def test_headers_come_back_byte_for_byte_in_their_order(client):
+    a = client.send(b"one", level="normal", key="order-1", headers=HEADERS)
+    b = client.send(b"two", level="normal")
+    e = client.explain(a)
+    assert e["headers"] == HEADERS and list(e["headers"]) == list(HEADERS) and e["wait_ms"] >= 0
+    ids = client.send_many([b"m1", b"m2"], level="normal", headers={"X-Batch": "7"})
+    d1, d2, d3, d4 = drain(client, 4)
+    assert (d1.id, d1.headers, list(d1.headers), d1.key) == (a, HEADERS, list(HEADERS), "order-1")
+    assert (d2.id, d2.headers, d2.key) == (b, {}, None)
+    assert [d3.id, d4.id] == ids and d3.headers == d4.headers == {"X-Batch": "7"}
+    assert d1.wait_ms >= 0
+
+
+def test_a_dead_letter_keeps_its_headers(client):
+    sid = client.send(b"doomed", level="low", ttl_ms=100, headers=HEADERS)
+    wait_for("its time to live to run out", lambda: client.explain(sid)["state"] == "dead")
+    assert client.dead_peek(sid)["headers"] == HEADERS
+    assert client.explain(sid)["headers"] == HEADERS
+
+
+@pytest.mark.parametrize("headers, error", [
+    ({f"h{i}": "v" for i in range(33)}, sluice.TooBig),
+    ({"n" * 65: "v"}, sluice.TooBig),
+    ({"a": "v" * 1025}, sluice.TooBig),
+    ({"bad name": "v"}, sluice.InvalidArgument),
+    ({"a": "line\nbreak"}, sluice.InvalidArgument),
+    ({"X-A": "1", "x-a": "2"}, sluice.InvalidArgument),
+    ({"Connection": "close"}, sluice.InvalidArgument),
+    ({"Idempotency-Key": "k"}, sluice.InvalidArgument),
+    ({"X-Sluice-Id": "1"}, sluice.InvalidArgument),
+    ({"a": 1}, sluice.InvalidArgument),
+])
+def test_headers_that_break_a_rule_are_refused(client, headers, error):
+    with pytest.raises(error) as e:
+        client.send(b"x", headers=headers)
+    assert "header" in str(e.value)
+    assert level_row(client, "normal")["depth"] == 0
