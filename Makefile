@@ -147,6 +147,7 @@ all: layering $(PROGRAMS) $(LIBSLUICE) $(LIBSLUICE_SO) $(MANPAGES)
 # (gnuplot, which draws the charts of `sluice-bench --scenario`, when command -v cannot)
 # (prometheus, whose promtool checks /metrics in tests/e2e/test_metrics.c, and groff-base, which
 #  checks the man pages in tests/e2e/test_install.c, when command -v cannot)
+# (beanstalkd, the peer `make bench` measures Sluice beside (tools/bench/bench_peer.c), when command -v cannot)
 # (openssl, which makes test_http_api's certificate; chromium, nodejs and npm, for the console's
 #  browser tests in tests/browser/, when command -v cannot)
 DEB_libzmq := libzmq3-dev
@@ -165,6 +166,7 @@ deps:
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v groff >/dev/null 2>&1 || missing="$$missing groff-base"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v beanstalkd >/dev/null 2>&1 || missing="$$missing beanstalkd"; \
 	/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing="$$missing python3-pytest"; \
 	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \

@@ -42,6 +42,11 @@ struct loop_state {
      * it; no other commit starts meanwhile. */
     int ha_held, ha_rc, ha_wrote, ha_logged;
     uint64_t ha_t0_ns;
+    int ended_inline;     /* a record written on the loop ended this pass: pass again at once */
+    /* ... and its gather, told in that next pass once it has received what
+     * came during the flush (with the writer thread it is received meanwhile) */
+    int gather_pending;
+    size_t gather_confirmed;
 };
 
 /* loop_set_clock reads the clocks into b (the only reads, with loop.h's). */

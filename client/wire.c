@@ -442,7 +442,10 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         };
         if (zmq_poll(items, 2, wait_ms) < 0 && errno != EINTR)
             return SL_ECONNECT;
-        polled = true;
+        /* the monitor is drained at once only when the wait ended for its
+         * sake: a reply alone (a synchronous send's usual wake) costs no
+         * read of it, which is a poll(2) and a getpid(2) */
+        polled = (items[1].revents & ZMQ_POLLIN) != 0;
     }
 }
 

@@ -201,6 +201,18 @@ int store_commit(store *s);
  * (whatever poll does: it never returns with it still out) and sets *result
  * as store_commit_poll does. store_busy tells whether anything is out. */
 int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *started);
+/* store_log_inline lets the next store_commit_start write its log record
+ * on the calling thread (the loop), when the recent records flushed in less
+ * than STORE_INLINE_FLUSH_NS: the hand-off to the writer thread and back
+ * costs two thread wake-ups, more than the flush on a fast disk, and the
+ * loop would only wait for the record anyway. The record is then written
+ * and flushed, as durable as on the thread, before store_commit_start
+ * returns (still *started = 1); store_commit_ready tells the result is
+ * there, for store_commit_poll to take at once. A checkpoint always goes
+ * to the thread. The permission lasts for one store_commit_start. */
+#define STORE_INLINE_FLUSH_NS 400000u
+void store_log_inline(store *s, int allow);
+int store_commit_ready(const store *s);
 int store_committing(const store *s);
 int store_logging(const store *s);
 int store_busy(const store *s);

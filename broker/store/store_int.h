@@ -85,6 +85,7 @@ struct store {
     struct store_wal *wal;
     int wal_nomem;                        /* a note could not be kept: the batch goes with a checkpoint */
     int logging;                          /* a record is being written on the writer thread */
+    int log_inline_ok;                    /* the next record may be written on the loop (store_log_inline) */
     uint64_t ckpt_started_ns;             /* when the checkpoint that is out was handed over */
     uint64_t checkpoint_ns;               /* store_cfg's */
     uint64_t lmdb_commits;                /* successful LMDB commits (with the log: checkpoints) */

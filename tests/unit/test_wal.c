@@ -121,6 +121,55 @@ static void expect_messages(const char *dir, uint64_t wal_bytes, unsigned n)
     store_close(&s);
 }
 
+/* crash_after_inline opens dir, makes message m0 durable with a checkpoint
+ * (which never goes anywhere but the writer thread, even when allowed on the
+ * calling thread), then logs m1..m<n> one record each with every record
+ * allowed on the calling thread (store_log_inline, as the loop allows it
+ * when replies wait), and leaves without closing. The first record is
+ * written there (no flush time is known yet), the rest there or on the
+ * writer thread as the disk's flush time decides; either way
+ * store_commit_poll takes the result, and it must be as durable. */
+static int crash_after_inline(const char *dir, unsigned n)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        store *s = NULL;
+        int started = 0, rc = SL_OK;
+        if (open_store(dir, 1 << 20, &s) != SL_OK)
+            _exit(10);
+        store_log_inline(s, 1);
+        if (append_one(s, 0) != SL_OK || store_commit_start(s, 1, 1, &started) != SL_OK || !started ||
+            !store_committing(s) || store_commit_ready(s))
+            _exit(11);
+        store_commit_wait(s, &rc);
+        for (unsigned i = 1; i <= n && rc == SL_OK; i++) {
+            if (append_one(s, i) != SL_OK)
+                _exit(12);
+            store_log_inline(s, 1);
+            if (store_commit_start(s, 1, 0, &started) != SL_OK || !started || !store_logging(s))
+                _exit(13);
+            if (i == 1 && !store_commit_ready(s))
+                _exit(14);
+            if (store_commit_ready(s) && (store_commit_poll(s, &rc) != 1 || store_busy(s)))
+                _exit(15); /* written here: its result is there at once */
+            store_commit_wait(s, &rc);
+            if (store_commit_ready(s))
+                _exit(16);
+        }
+        _exit(rc == SL_OK ? 0 : 17); /* the crash: no close, no checkpoint */
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+static void records_written_on_the_loop_come_back_after_a_crash(void **state)
+{
+    sfix *f = *state;
+    assert_int_equal(crash_after_inline(f->dir, 25), 0);
+    expect_messages(f->dir, 1 << 20, 26);
+}
+
 static void logged_batches_come_back_after_a_crash(void **state)
 {
     sfix *f = *state;
@@ -258,6 +307,8 @@ int main(void)
     log_set_level(LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(logged_batches_come_back_after_a_crash, sfix_setup, sfix_teardown),
+        cmocka_unit_test_setup_teardown(records_written_on_the_loop_come_back_after_a_crash, sfix_setup,
+                                        sfix_teardown),
         cmocka_unit_test_setup_teardown(a_key_written_back_and_forth_in_one_batch_replays_to_its_last_state, sfix_setup,
                                         sfix_teardown),
         cmocka_unit_test_setup_teardown(a_torn_record_ends_the_replay, sfix_setup, sfix_teardown),

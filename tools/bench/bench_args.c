@@ -24,7 +24,7 @@ static void usage(FILE *f)
     fprintf(f,
 "usage: sluice-bench [--spawn PATH_TO_SLUICED [--slowdisk SHIM]\n"
 "                     | -b ENDPOINT [--force]]\n"
-"                    [--seconds S] [--quick] [--tenants | --sink]\n"
+"                    [--seconds S] [--quick] [--tenants | --sink | --http | --peer]\n"
 "\n"
 "sluice-bench measures a Sluice broker against its performance targets, next to\n"
 "the raw limits of this machine, and prints one table on stdout (progress goes\n"
@@ -48,6 +48,10 @@ static void usage(FILE *f)
 "                      messages; how long one message on the lowest level waits\n"
 "                      behind them, with no deadline and with a %d ms deadline.\n"
 "  metering            sink and level buckets while backlogged: delivered rates.\n"
+"  beanstalkd -f 0     with --spawn, when beanstalkd is installed: the peer,\n"
+"                      on a loopback port, measured right after each enqueue,\n"
+"                      drain and latency row (reserve + delete for an ack);\n"
+"                      ratio rows state Sluice against it.\n"
 "  ..., CURVE          with --spawn: the windowed enqueue and the drain again,\n"
 "                      against a broker with --curve-secret and --auth.\n"
 "  pick rule           the broker's pick rule alone, over %d levels holding\n"
@@ -112,6 +116,9 @@ static void usage(FILE *f)
 "      --ha            with --spawn: run only the high-availability rows (a ZeroMQ\n"
 "                      round trip and a flush, then a lone broker and a group\n"
 "                      of two with redis-server: about 1 minute)\n"
+"      --peer          with --spawn: run only the rows compared with beanstalkd -f 0\n"
+"                      (the enqueue, drain and latency rows, each beside the\n"
+"                      peer's, one flush, the ideal log) and their ratios\n"
 "  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
 "                      to dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
@@ -138,7 +145,7 @@ static void usage(FILE *f)
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
-enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_HTTP, OPT_HA, OPT_VERSION };
+enum { OPT_SPAWN = 256, OPT_SLOWDISK, OPT_TENANTS, OPT_SINK, OPT_FORCE, OPT_HTTP, OPT_HA, OPT_PEER, OPT_VERSION };
 
 static const struct option options[] = {
     {"spawn", required_argument, NULL, OPT_SPAWN},
@@ -151,6 +158,7 @@ static const struct option options[] = {
     {"force", no_argument, NULL, OPT_FORCE},
     {"http", no_argument, NULL, OPT_HTTP},
     {"ha", no_argument, NULL, OPT_HA},
+    {"peer", no_argument, NULL, OPT_PEER},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -186,6 +194,9 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
             break;
         case OPT_HA:
             b->ha_only = 1;
+            break;
+        case OPT_PEER:
+            b->peer_only = 1;
             break;
         case 'b':
             b->endpoint = optarg;
@@ -229,6 +240,10 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
     }
     if (b->http_only && !*spawn) {
         fprintf(stderr, "sluice-bench: --http needs --spawn (its rows start a broker of their own)\n");
+        exit(2);
+    }
+    if (b->peer_only && !*spawn) {
+        fprintf(stderr, "sluice-bench: --peer needs --spawn (its rows start a broker and beanstalkd of their own)\n");
         exit(2);
     }
     if (b->tenants_only && !*spawn) {

@@ -30,6 +30,7 @@ typedef struct bench_args {
     int force;              /* --force: run beside a broker's own messages and consumers */
     int http_only;          /* --http: only the HTTP server's rows */
     int ha_only;            /* --ha: only the high-availability rows */
+    int peer_only;          /* --peer: only the rows beside beanstalkd, and their ratios */
     uint64_t drain_msgs, dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
 } bench_args;
 

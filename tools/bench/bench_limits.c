@@ -95,6 +95,7 @@ int row_ideal_log(bench *b)
     bench_table_add(&b->table, scenario, p50_ms, 3, "ms", BENCH_TABLE_NO_GOAL, 0);
     snprintf(scenario, sizeof scenario, "raw: ideal log, arrival->durable p99 at %d msgs/s", BENCH_LATENCY_RATE_PER_S);
     bench_table_add(&b->table, scenario, p99_ms, 3, "ms", BENCH_TABLE_NO_GOAL, 0);
+    b->ideal_p99_ms = p99_ms;
     return 0;
 }
 

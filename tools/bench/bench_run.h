@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench_peer_bs.h"
 #include "bench_spawn.h"
 #include "bench_table.h"
 
@@ -31,7 +32,13 @@ typedef struct bench {
     int slow;               /* this pass runs on the slowed disk */
     size_t drain_consumers;
     unsigned drain_credit;
-    double one_per_s, many_per_s, trips_per_s, flushes_per_s; /* for the ratio rows */
+    int curve;              /* this pass runs against the CURVE broker */
+    bench_peer_bs peer;     /* beanstalkd -f 0 (bench_peer.c); port 0 when none runs */
+    /* for the ratio rows, from this run: Sluice's first pass, the machine, CURVE, the peer */
+    double one_per_s, many_per_s, trips_per_s, flushes_per_s;
+    double window_per_s, drain_per_s, p99_ms, ideal_p99_ms;
+    double curve_window_per_s, curve_drain_per_s;
+    double peer_one_per_s, peer_many_per_s, peer_window_per_s, peer_drain_per_s, peer_p99_ms;
     bench_table table;
 } bench;
 
@@ -49,6 +56,14 @@ int row_zmq(bench *b);
 int row_flush(bench *b);
 int row_ideal_log(bench *b);
 int row_ratios(bench *b);
+
+/* Rows 6-8 and the metering rows (bench_rows_sched.c). Each returns 0 or -1. */
+int row_dispatch(bench *b);
+int row_starvation(bench *b);
+int row_pick(bench *b);
+int row_pick_fair(bench *b);
+int row_meter(bench *b);
+int row_meter_beside(bench *b);
 
 /* row_send_headers (bench_headers.c): the 1 x 100 enqueue with 4 headers
  * of 64 B and without, in paired turns, and their median ratio. Returns 0
