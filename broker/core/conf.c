@@ -374,9 +374,7 @@ const char *conf_default_text(const conf_setting *s, char *buf, size_t len)
     return buf;
 }
 
-/* default_names names the levels high, normal, low when there are three,
- * else p0, p1, ... */
-static void default_names(conf *c)
+void conf_default_names(conf *c)
 {
     static const char *const three[] = {"high", "normal", "low"};
     for (unsigned l = 0; l < PROTO_MAX_LEVELS; l++)
@@ -399,7 +397,7 @@ void conf_defaults(conf *cfg)
             abort();
         }
     }
-    default_names(cfg);
+    conf_default_names(cfg);
     cfg->default_level = cfg->levels / 2;
     cfg->soft_limit_pct = 90; /* not a setting: publishes stop at 90 % of the map */
     cfg->ready_fd = -1;
@@ -524,135 +522,6 @@ int conf_load_ini(conf *cfg, const char *path, char *err, size_t errlen)
     if (line > 0) {
         snprintf(err, errlen, "%s:%d: %s", path, line, msg[0] ? msg : "expected [section] or key = value");
         return SL_EINVAL;
-    }
-    return SL_OK;
-}
-
-/* ---- what depends on the number of levels ---- */
-
-/* level_of resolves a level name or number; -1 when it names no level. */
-static int level_of(const conf *c, const char *text)
-{
-    uint64_t v;
-    for (unsigned l = 0; l < c->levels; l++)
-        if (!strcmp(c->level_names[l], text))
-            return (int)l;
-    return number(text, 0, c->levels - 1, &v) ? -1 : (int)v;
-}
-
-/* exposed reports whether endpoint may be reached from other machines
- * (anything but ipc://, inproc:// and tcp:// on a loopback address). */
-static int exposed(const char *endpoint)
-{
-    if (!strncmp(endpoint, "ipc://", 6) || !strncmp(endpoint, "inproc://", 9))
-        return 0;
-    if (strncmp(endpoint, "tcp://", 6))
-        return 1;
-    const char *host = endpoint + 6, *colon = strrchr(host, ':');
-    size_t len = colon ? (size_t)(colon - host) : strlen(host);
-    if (len >= 2 && host[0] == '[' && host[len - 1] == ']')
-        host++, len -= 2;
-    return !((len >= 4 && !strncmp(host, "127.", 4)) || (len == 9 && !strncmp(host, "localhost", 9)) ||
-             (len == 3 && !strncmp(host, "::1", 3)));
-}
-
-/* http_exposed reports whether --http's ADDR:PORT may be reached from
- * other machines: any address but 127.x.x.x and localhost. */
-static int http_exposed(const char *addr_port)
-{
-    const char *colon = strrchr(addr_port, ':');
-    size_t len = colon ? (size_t)(colon - addr_port) : strlen(addr_port);
-    return !((len >= 4 && !strncmp(addr_port, "127.", 4)) || (len == 9 && !strncmp(addr_port, "localhost", 9)));
-}
-
-/* check_security: --auth and --curve-secret go together, and a listener
- * other machines can reach needs them (or --insecure); --http-cert and
- * --http-key go together, and an --http other machines can reach needs
- * them (or --insecure). */
-static int check_security(const conf *c, char *err, size_t errlen)
-{
-    if (!c->auth_file[0] != !c->curve_secret_file[0]) {
-        snprintf(err, errlen, "%s needs %s too (principals are known by their CURVE keys)",
-                 c->auth_file[0] ? "--auth" : "--curve-secret", c->auth_file[0] ? "--curve-secret" : "--auth");
-        return SL_EINVAL;
-    }
-    if (!c->auth_file[0] && !c->insecure && c->admin_listen[0] && exposed(c->admin_listen)) {
-        snprintf(err, errlen, "--admin-listen %s is reachable from other machines: give --auth and --curve-secret, "
-                 "or --insecure", c->admin_listen);
-        return SL_EINVAL;
-    }
-    if (!c->http_cert[0] != !c->http_key[0]) {
-        snprintf(err, errlen, "%s needs %s too (HTTPS takes a certificate and its key)",
-                 c->http_cert[0] ? "--http-cert" : "--http-key", c->http_cert[0] ? "--http-key" : "--http-cert");
-        return SL_EINVAL;
-    }
-    if (c->http[0] && !c->http_cert[0] && !c->insecure && http_exposed(c->http)) {
-        snprintf(err, errlen,
-                 "--http %s is reachable from other machines: give --http-cert and --http-key (HTTPS), or "
-                 "--insecure to serve plain HTTP there (sessions and message bodies would cross the network "
-                 "unencrypted)",
-                 c->http);
-        return SL_EINVAL;
-    }
-    if (!c->auth_file[0] && !c->insecure && exposed(c->listen)) {
-        snprintf(err, errlen,
-                 "--listen %s is reachable from other machines: give --auth and --curve-secret, or --insecure "
-                 "to serve anyone who can reach it",
-                 c->listen);
-        return SL_EINVAL;
-    }
-    return SL_OK;
-}
-
-int conf_finish(conf *c, char *err, size_t errlen)
-{
-    if (!c->salvage_dir[0] != !c->salvage_to[0]) {
-        snprintf(err, errlen, "--salvage DIR and --to NEWDIR go together (sluiced --salvage DIR --to NEWDIR)");
-        return SL_EINVAL;
-    }
-    if (c->salvage_dir[0] && strcmp(c->salvage_dir, c->salvage_to) == 0) {
-        snprintf(err, errlen, "--to must name another directory than --salvage: the damaged store is never written");
-        return SL_EINVAL;
-    }
-    if (check_security(c, err, errlen) != SL_OK)
-        return SL_EINVAL;
-    if (c->ha_url[0] && (!c->ha_group[0] || !c->ha_node[0] || !c->repl_listen[0])) {
-        snprintf(err, errlen, "--ha needs --ha-group, --ha-node and --repl-listen");
-        return SL_EINVAL;
-    }
-    if (c->ha_url[0] && !c->wal_bytes) {
-        snprintf(err, errlen, "--ha needs the write-ahead log (--wal-mb above 0): its records are the replication stream");
-        return SL_EINVAL;
-    }
-    if (c->level_names_given && c->level_names_given != c->levels) {
-        snprintf(err, errlen, "level names: %u names given for %u levels (--levels)", c->level_names_given,
-                 c->levels);
-        return SL_EINVAL;
-    }
-    if (!c->level_names_given)
-        default_names(c);
-    if (!c->map_max_bytes)
-        c->map_max_bytes = c->map_bytes * 4;
-    if (c->map_max_bytes < c->map_bytes)
-        c->map_max_bytes = c->map_bytes;
-    c->default_level = c->levels / 2;
-    if (c->default_level_text[0]) {
-        int l = level_of(c, c->default_level_text);
-        if (l < 0) {
-            snprintf(err, errlen, "default level: '%s' is not a level name or a number from 0 to %u",
-                     c->default_level_text, c->levels - 1);
-            return SL_EINVAL;
-        }
-        c->default_level = (unsigned)l;
-    }
-    for (unsigned i = 0; i < c->ntag_rules; i++) {
-        int l = level_of(c, c->tag_rules[i].level_text);
-        if (l < 0) {
-            snprintf(err, errlen, "tag rule '%s': '%s' is not a level name or a number from 0 to %u",
-                     c->tag_rules[i].pattern, c->tag_rules[i].level_text, c->levels - 1);
-            return SL_EINVAL;
-        }
-        c->tag_rules[i].level = (unsigned)l;
     }
     return SL_OK;
 }

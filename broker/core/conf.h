@@ -169,6 +169,11 @@ int conf_ini_known(const char *section, const char *key);
  * SL_EINVAL with the reason in err. */
 int conf_finish(conf *cfg, char *err, size_t errlen);
 
+/* conf_default_names names the levels high, normal, low when there are
+ * three, else p0, p1, ... (conf_defaults, and conf_finish when none were
+ * given). */
+void conf_default_names(conf *c);
+
 /* conf_usage writes sluiced --help to f: the options grouped by INI section,
  * each with its unit, default and bounds, and examples. */
 void conf_usage(FILE *f);
