@@ -122,6 +122,21 @@ int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns
     return bench_client_publish_window_ex(c, window, deadline_ns, max_msgs, NULL, 0, 0, confirmed, last_ns);
 }
 
+int bench_client_window_rate(const char *endpoint, int seconds, size_t window, double *per_s)
+{
+    sl_client *c = NULL;
+    uint64_t confirmed;
+    int64_t last_ns;
+    if (bench_client_open(endpoint, &c) != 0)
+        return -1;
+    int64_t start = bench_core_now_ns();
+    int rc = bench_client_publish_window(c, window, start + seconds * BENCH_CORE_NS_PER_S, BENCH_CORE_MAX_OPS,
+                                         &confirmed, &last_ns);
+    sl_close(&c);
+    *per_s = bench_core_per_s(confirmed, last_ns - start);
+    return rc;
+}
+
 int bench_client_publish_window_ex(sl_client *c, size_t window, int64_t deadline_ns, uint64_t max_msgs,
                                    const sl_header *headers, size_t nheaders, size_t body_bytes,
                                    uint64_t *confirmed, int64_t *last_ns)

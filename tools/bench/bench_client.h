@@ -54,6 +54,11 @@ int bench_client_confirms(sl_client *c, size_t max_pending, uint64_t *confirmed)
 int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns,
                                 uint64_t max_msgs, uint64_t *confirmed, int64_t *last_ns);
 
+/* bench_client_window_rate connects to endpoint, publishes with window
+ * outstanding for seconds (bench_client_publish_window) and stores the
+ * confirmed rate in *per_s. Returns 0, or -1 (reported). */
+int bench_client_window_rate(const char *endpoint, int seconds, size_t window, double *per_s);
+
 /* bench_client_publish_window_ex is bench_client_publish_window with
  * headers[0..nheaders) on every message (sl_send_async_ex) and bodies of
  * body_bytes (0: BENCH_CORE_BODY_BYTES; at most BENCH_CLIENT_BODY_MAX). */

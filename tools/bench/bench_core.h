@@ -35,6 +35,11 @@ int64_t bench_core_now_ns(void);
  * passed. */
 double bench_core_per_s(uint64_t count, int64_t elapsed_ns);
 
+/* bench_core_median returns the median of v[0..n) (sorting it), 0 when n
+ * is 0: the figure of paired turns, where one slow second of the machine
+ * falls on one turn, not on the row. */
+double bench_core_median(double *v, int n);
+
 /* bench_core_fail prints "sluice-bench: MESSAGE" on stderr (one line, 512
  * bytes at most) and returns -1, so that an error is reported and returned
  * in one statement. Any thread may call it. */

@@ -111,23 +111,6 @@ static int node_start(rig *r, int i)
     return bench_spawn_start_with(&r->node[i], r->b->sluiced, r->node_dir[i], extra, NULL, 0);
 }
 
-/* window_rate runs confirmed enqueue with window publishes outstanding on
- * endpoint for seconds; its rate. */
-static int window_rate(const char *endpoint, int seconds, size_t window, double *per_s)
-{
-    sl_client *c = NULL;
-    uint64_t confirmed;
-    int64_t last_ns;
-    if (bench_client_open(endpoint, &c) != 0)
-        return -1;
-    int64_t start = bench_core_now_ns();
-    int rc = bench_client_publish_window(c, window, start + seconds * BENCH_CORE_NS_PER_S, BENCH_CORE_MAX_OPS,
-                                         &confirmed, &last_ns);
-    sl_close(&c);
-    *per_s = bench_core_per_s(confirmed, last_ns - start);
-    return rc;
-}
-
 /* first_confirm publishes to endpoint every 10 ms until one is confirmed;
  * returns when (ns), or -1 after 30 s. */
 static int64_t first_confirm(const char *endpoint)
@@ -189,9 +172,9 @@ int bench_ha_rows(bench *b)
         for (int k = 0; k < 2 && rc == 0; k++) {
             const char *ep = k ? r.node[0].endpoint : lone.endpoint;
             double v = 0;
-            if ((rc = window_rate(ep, b->seconds, 1, &v)) == 0 && v > one[k])
+            if ((rc = bench_client_window_rate(ep, b->seconds, 1, &v)) == 0 && v > one[k])
                 one[k] = v;
-            if (rc == 0 && (rc = window_rate(ep, b->seconds, WINDOW, &v)) == 0 && v > win[k])
+            if (rc == 0 && (rc = bench_client_window_rate(ep, b->seconds, WINDOW, &v)) == 0 && v > win[k])
                 win[k] = v;
         }
     double fo[FAILOVERS];

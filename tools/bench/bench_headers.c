@@ -57,17 +57,6 @@ static int turn(bench *b, const sl_header *h, size_t n, size_t body_bytes, uint6
     return rc;
 }
 
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double x = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = x;
-        }
-    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int row_send_headers(bench *b)
 {
     static char names[HEADER_COUNT][24], values[HEADER_COUNT][HEADER_VALUE_BYTES + 1];
@@ -104,8 +93,10 @@ int row_send_headers(bench *b)
     bench_table_add(&b->table, row, best, 0, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
     snprintf(row, sizeof row, "1 x %d with %d headers of %d B / without (median of turns)%s", WINDOW_MSGS,
              HEADER_COUNT, HEADER_VALUE_BYTES, b->pass);
-    bench_table_add(&b->table, row, median(ratio, turns), 2, "x", BENCH_TABLE_AT_LEAST, TARGET_HEADERS_VS_NONE);
+    bench_table_add(&b->table, row, bench_core_median(ratio, turns), 2, "x", BENCH_TABLE_AT_LEAST,
+                    TARGET_HEADERS_VS_NONE);
     snprintf(row, sizeof row, "... / without, a %zu-byte body: the same bytes (median)%s", padded, b->pass);
-    bench_table_add(&b->table, row, median(same, turns), 2, "x", BENCH_TABLE_AT_LEAST, TARGET_HEADERS_VS_BYTES);
+    bench_table_add(&b->table, row, bench_core_median(same, turns), 2, "x", BENCH_TABLE_AT_LEAST,
+                    TARGET_HEADERS_VS_BYTES);
     return 0;
 }

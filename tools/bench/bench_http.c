@@ -154,22 +154,6 @@ static void *console_run(void *arg)
     return NULL;
 }
 
-/* window_row runs the 1 x 100 row on endpoint for seconds; its rate. */
-static int window_row(const char *endpoint, int seconds, double *per_s)
-{
-    sl_client *c = NULL;
-    uint64_t confirmed;
-    int64_t last_ns;
-    if (bench_client_open(endpoint, &c) != 0)
-        return -1;
-    int64_t start = bench_core_now_ns();
-    int rc = bench_client_publish_window(c, WINDOW_MSGS, start + seconds * BENCH_CORE_NS_PER_S, BENCH_CORE_MAX_OPS,
-                                         &confirmed, &last_ns);
-    sl_close(&c);
-    *per_s = bench_core_per_s(confirmed, last_ns - start);
-    return rc;
-}
-
 static int with_consoles(const char *endpoint, const char *base, int seconds, double *per_s, uint64_t *evs)
 {
     console cs[CONSOLES];
@@ -181,7 +165,7 @@ static int with_consoles(const char *endpoint, const char *base, int seconds, do
         cs[i].started = pthread_create(&cs[i].id, NULL, console_run, &cs[i]) == 0;
     }
     usleep(1500 * 1000); /* the consoles have loaded and hold their streams */
-    int rc = window_row(endpoint, seconds, per_s);
+    int rc = bench_client_window_rate(endpoint, seconds, WINDOW_MSGS, per_s);
     atomic_store(&stop, 1);
     *evs = 0;
     for (int i = 0; i < CONSOLES; i++)
@@ -217,18 +201,6 @@ static int snapshot_cost(const char *base, double *us)
     return 0;
 }
 
-/* median returns the median of v[0..n) (sorting it), 0 when n is 0. */
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double x = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = x;
-        }
-    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int bench_http_rows(bench *b, const char *sluiced)
 {
     char dir[96], base[96], row[96];
@@ -260,10 +232,11 @@ int bench_http_rows(bench *b, const char *sluiced)
         if (rc == 0 && z > 0)
             r1[t1++] = h / z;
     }
-    bench_core_progress("1 x 100 without and with %d consoles open, in turns (%d x %d s each)", CONSOLES, TURNS, b->seconds);
+    bench_core_progress("1 x 100 without and with %d consoles open, in turns (%d x %d s each)", CONSOLES, TURNS,
+                        b->seconds);
     for (int t = 0; t < TURNS && rc == 0 && !bench_core_stopping(); t++) {
         double v = 0, w = 0;
-        if ((rc = window_row(b->broker.endpoint, b->seconds, &v)) == 0)
+        if ((rc = bench_client_window_rate(b->broker.endpoint, b->seconds, WINDOW_MSGS, &v)) == 0)
             bare = v > bare ? v : bare;
         if (rc == 0 && (rc = with_consoles(b->broker.endpoint, base, b->seconds, &w, &n)) == 0) {
             cons = w > cons ? w : cons;
@@ -286,14 +259,14 @@ int bench_http_rows(bench *b, const char *sluiced)
                     BENCH_TABLE_NO_GOAL, 0);
     bench_table_add(&b->table, "publish over HTTP (POST .../messages), 1 client, 1 at a time", http, 0, "msgs/s",
                     BENCH_TABLE_NO_GOAL, 0);
-    bench_table_add(&b->table, "publish over HTTP / the ZeroMQ 1 x 1 row (median of turns)", median(r1, t1), 2, "x",
-                    BENCH_TABLE_AT_LEAST, TARGET_HTTP_VS_ZMQ);
+    bench_table_add(&b->table, "publish over HTTP / the ZeroMQ 1 x 1 row (median of turns)",
+                    bench_core_median(r1, t1), 2, "x", BENCH_TABLE_AT_LEAST, TARGET_HTTP_VS_ZMQ);
     snprintf(row, sizeof row, "confirmed enqueue, 1 producer, %d outstanding, no console", WINDOW_MSGS);
     bench_table_add(&b->table, row, bare, 0, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
     snprintf(row, sizeof row, "the same with %d consoles open (event streams)", CONSOLES);
     bench_table_add(&b->table, row, cons, 0, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
-    bench_table_add(&b->table, "1 x 100 with 4 consoles / without (median of turns)", median(r2, t2), 3, "x",
-                    BENCH_TABLE_AT_LEAST, TARGET_CONSOLES_KEEP);
+    bench_table_add(&b->table, "1 x 100 with 4 consoles / without (median of turns)", bench_core_median(r2, t2),
+                    3, "x", BENCH_TABLE_AT_LEAST, TARGET_CONSOLES_KEEP);
     bench_table_add(&b->table, "the snapshot's cost to the loop's CPU, once a second", us, 1, "us/s",
                     BENCH_TABLE_AT_MOST, TARGET_SNAPSHOT_US_PER_S);
     return 0;
