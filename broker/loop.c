@@ -182,6 +182,30 @@ static uint64_t wait_ns(bk *b)
     return ns > MAX_WAIT_NS ? MAX_WAIT_NS : ns;
 }
 
+/* sockets_pollfds adds the pollfd of each of n's sockets to pfd[*nfds...].
+ * Returns 1 when one has input already (ZeroMQ's edge-triggered fd would
+ * not wake a poll for it), 0, or -1 when a socket's state cannot be read
+ * (errno EINTR: a signal). */
+static int sockets_pollfds(net *n, struct pollfd *pfd, nfds_t *nfds)
+{
+    for (int i = 0; i < NET_SOCKETS; i++) {
+        void *sock = net_socket(n, (net_sock)i);
+        int fd, events = 0;
+        size_t fd_len = sizeof fd, ev_len = sizeof events;
+        if (!sock)
+            continue;
+        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
+            zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0) {
+            errno = zmq_errno();
+            return -1;
+        }
+        if (events & ZMQ_POLLIN)
+            return 1;
+        pfd[(*nfds)++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    }
+    return 0;
+}
+
 /* wait_input sleeps until the socket may have input, the writer's commit
  * ends (commit_fd, when >= 0) or timeout_ns passes.
  * zmq_poll counts in whole milliseconds, which would make a bucket at 200
@@ -198,23 +222,15 @@ static int wait_input(bk *b, net *n, struct coord *co, int sockets, int commit_f
 {
     struct pollfd pfd[NET_SOCKETS + 4];
     nfds_t nfds = 0;
-    for (int i = 0; i < NET_SOCKETS && sockets; i++) {
-        void *sock = net_socket(n, (net_sock)i);
-        int fd, events = 0;
-        size_t fd_len = sizeof fd, ev_len = sizeof events;
-        if (!sock)
-            continue;
-        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
-            zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0) {
-            if (zmq_errno() == EINTR)
-                return 0; /* a signal: the loop looks at its flag and comes back */
-            log_error("loop", "cannot read the socket's state: %s", zmq_strerror(zmq_errno()));
-            return -1;
-        }
-        if (events & ZMQ_POLLIN)
-            return 0;
-        pfd[nfds++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    int got = sockets ? sockets_pollfds(n, pfd, &nfds) : 0;
+    if (got < 0 && errno == EINTR)
+        return 0; /* a signal: the loop looks at its flag and comes back */
+    if (got < 0) {
+        log_error("loop", "cannot read the socket's state: %s", zmq_strerror(errno));
+        return -1;
     }
+    if (got)
+        return 0;
     if (commit_fd >= 0)
         pfd[nfds++] = (struct pollfd){.fd = commit_fd, .events = POLLIN};
     if (b->ha) { /* the replication stream and the lease's Redis */
@@ -241,19 +257,9 @@ int loop_wait_net(struct net *n, struct pollfd *extra, unsigned nextra, uint64_t
 {
     struct pollfd pfd[NET_SOCKETS + 8];
     nfds_t nfds = 0;
-    for (int i = 0; i < NET_SOCKETS; i++) {
-        void *sock = net_socket(n, (net_sock)i);
-        int fd, events = 0;
-        size_t fd_len = sizeof fd, ev_len = sizeof events;
-        if (!sock)
-            continue;
-        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &ev_len) != 0 ||
-            zmq_getsockopt(sock, ZMQ_FD, &fd, &fd_len) != 0)
-            return zmq_errno() == EINTR ? 0 : -1;
-        if (events & ZMQ_POLLIN)
-            return 0;
-        pfd[nfds++] = (struct pollfd){.fd = fd, .events = POLLIN};
-    }
+    int got = sockets_pollfds(n, pfd, &nfds);
+    if (got != 0)
+        return got < 0 && errno != EINTR ? -1 : 0;
     for (unsigned i = 0; i < nextra && i < 8; i++)
         pfd[nfds++] = extra[i];
     struct timespec ts = {(time_t)(timeout_ns / NS_PER_S), (long)(timeout_ns % NS_PER_S)};
