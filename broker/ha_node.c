@@ -49,6 +49,7 @@ struct ha_node {
     int deposed;
     int strict;
     int handing;               /* a switchover is under way: fenced, the lease handed to the standby */
+    uint64_t promotions;       /* times this node went from standby to primary (main counts them) */
     char rows_text[HA_NODES_MAX + 1][3][PROTO_MAX_NAME + 1]; /* ha.status's strings, until encoded */
     char told[PROTO_MAX_NAME + 2]; /* the sync asked of Redis last ("" none) */
 };
@@ -126,7 +127,7 @@ static int admin(bk *b, int cmd, proto_msg *rep, char *text, size_t text_len)
     return SL_OK;
 }
 
-int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch)
+int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch, uint64_t promotions)
 {
     ha_node *h = calloc(1, sizeof *h);
     uint64_t e = 0, seq = 0;
@@ -146,6 +147,7 @@ int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch)
     }
     h->lease = hl;
     h->epoch = epoch;
+    h->promotions = promotions;
     h->strict = b->cfg.repl_strict;
     store_repl_on(b->st, epoch, seq);
     b->ha = h;
@@ -270,6 +272,8 @@ void ha_node_figures(const bk *b, snap *s)
     ha_prim_stats_get(h->prim, b->mono_ns, &st);
     const ha_view *v = ha_lease_view(h->lease);
     s->ha = 1;
+    s->ha_role = SNAP_HA_PRIMARY;
+    s->ha_promotions = h->promotions;
     s->ha_epoch = h->epoch;
     s->ha_mode = !lease_valid(h, b->mono_ns) ? SNAP_HA_FENCED : v->sync[0] ? SNAP_HA_SYNC : SNAP_HA_ALONE;
     s->ha_lag_records = st.seq - st.acked;

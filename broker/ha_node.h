@@ -19,8 +19,9 @@ struct ha_lease;
 /* ha_node_start makes the open broker b the primary of epoch (already
  * persisted, as Redis granted it through lease, which b now owns): its
  * store turns every batch into a record, and its stream is served on
- * --repl-listen. SL_OK or an error (logged; lease is destroyed). */
-int ha_node_start(bk *b, struct ha_lease *hl, uint64_t epoch);
+ * --repl-listen. promotions is the times this node went from standby to
+ * primary (its metrics). SL_OK or an error (logged; lease is destroyed). */
+int ha_node_start(bk *b, struct ha_lease *hl, uint64_t epoch, uint64_t promotions);
 
 /* ha_node_stop closes the stream and the lease (b->ha NULL after). */
 void ha_node_stop(bk *b);

@@ -5,7 +5,8 @@
  * stopped broker's store (store_salvage.c) and its report. With --ha, Redis
  * is asked first which role this node has: the primary opens the broker
  * (ha_node.c), the standby follows (standby.c); a promotion or a deposition
- * starts sluiced again in place (exec), in its new role.
+ * starts sluiced again in place (exec), in its new role, carrying the
+ * promotions this node made (its metrics) in SLUICE_HA_PROMOTIONS.
  *
  * What the settings are, their defaults, bounds and help live in one table in
  * conf.c (defaults < INI file < command line); everything is read and checked
@@ -33,6 +34,7 @@
 #include "ha_lease.h"
 #include "ha_node.h"
 #include "standby.h"
+#include "standby_http.h"
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
@@ -128,6 +130,18 @@ static void signal_ready(int fd)
 
 static int ready_fd_saved = -1;
 
+/* The times this node went from standby to primary, across the restarts in
+ * place a role change makes (the environment carries it into the next). */
+#define PROMOTIONS_ENV "SLUICE_HA_PROMOTIONS"
+static uint64_t promotions;
+
+static void promotions_load(void)
+{
+    const char *v = getenv(PROMOTIONS_ENV);
+    promotions = v ? strtoull(v, NULL, 10) : 0;
+    unsetenv(PROMOTIONS_ENV); /* (a child started by this process does not inherit it) */
+}
+
 static void standby_ready(const conf *cfg)
 {
     (void)cfg;
@@ -154,6 +168,9 @@ static void restart_in_place(char **argv)
         args[n++] = argv[i];
     }
     args[n] = NULL;
+    char count[24];
+    snprintf(count, sizeof count, "%llu", (unsigned long long)promotions);
+    setenv(PROMOTIONS_ENV, count, 1);
     execv("/proc/self/exe", args);
     log_error("main", "cannot start again in place: %s", strerror(errno));
     exit(1);
@@ -197,6 +214,7 @@ int main(int argc, char **argv)
     }
     reload_init(argc, argv);
     ready_fd_saved = cfg.ready_fd;
+    promotions_load();
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
@@ -229,6 +247,8 @@ int main(int argc, char **argv)
         }
         ha_role role = ha_ask(hl, epoch, &stop_flag);
         const ha_view *v = ha_lease_view(hl);
+        if (role == HA_ROLE_PRIMARY && v->epoch > epoch && epoch > 0)
+            promotions++; /* promoted as it started: it had followed an earlier epoch */
         if (role == HA_ROLE_PRIMARY && v->epoch > epoch && ha_epoch_save(cfg.data_dir, v->epoch) != SL_OK)
             role = HA_ROLE_UNKNOWN;
         if (role != HA_ROLE_PRIMARY) { /* a standby (or Redis lost its data: follow nobody until recovered) */
@@ -237,10 +257,19 @@ int main(int argc, char **argv)
                 ha_lease_destroy(&hl);
                 return stop_flag ? 0 : 2;
             }
-            int rc2 = standby_run(&cfg, hl, epoch, &stop_flag, standby_ready);
+            standby_http *web = NULL;
+            if (standby_http_open(&cfg, promotions, &web) != SL_OK) {
+                ha_lease_destroy(&hl);
+                log_error("main", "cannot start as a standby; see the messages above");
+                return 2;
+            }
+            int rc2 = standby_run(&cfg, hl, epoch, &stop_flag, standby_ready, web);
+            standby_http_close(&web); /* (the process started in place serves the same address) */
             ha_lease_destroy(&hl);
-            if (rc2 == STANDBY_PROMOTED)
+            if (rc2 == STANDBY_PROMOTED) {
+                promotions++;
                 restart_in_place(argv);
+            }
             log_info("main", "standby stopped (%s)", rc2 == SL_OK ? "signal" : proto_strerror(rc2));
             return rc2 == SL_OK ? 0 : 1;
         }
@@ -253,7 +282,7 @@ int main(int argc, char **argv)
         decl_free(&decls);
         return 2;
     }
-    if (hl && ha_node_start(b, hl, epoch) != SL_OK) { /* (it owns the lease from here) */
+    if (hl && ha_node_start(b, hl, epoch, promotions) != SL_OK) { /* (it owns the lease from here) */
         log_error("main", "cannot start as the primary; see the messages above");
         decl_free(&decls);
         bk_close(&b);

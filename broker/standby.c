@@ -34,6 +34,7 @@
 #include "log.h"
 #include "loop.h"
 #include "net.h"
+#include "standby_http.h"
 #include "store.h"
 #include "units.h"
 
@@ -136,7 +137,7 @@ static void redirect(net *n, const net_in *in, const char *primary, const conf *
 }
 
 int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile sig_atomic_t *stop,
-                void (*ready)(const conf *cfg))
+                void (*ready)(const conf *cfg), standby_http *web)
 {
     store *st = NULL;
     net *n = NULL;
@@ -187,6 +188,7 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
             ha_lease_poke(hl); /* a switchover: Redis names this node now */
         net_in in;
         ha_stby_stats_get(sb, &ss);
+        standby_http_tick(web, now, v, &ss);
         for (int i = 0; i < 4096 && net_recv(n, &in) == 1; i++)
             redirect(n, &in, v->role == HA_ROLE_STANDBY ? v->leader_ep : "", cfg, v, &ss, hl);
         net_flush(n, NET_NOW, NULL, NULL);

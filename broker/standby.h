@@ -19,8 +19,11 @@ struct ha_lease;
 /* standby_run follows the primary Redis names through hl, its lease (owned by the
  * caller) until *stop, or until this node is promoted. known_epoch is the
  * epoch persisted in the data directory. Writes READY to ready_fd once it
- * answers clients. Returns SL_OK (stopped), STANDBY_PROMOTED, or an error. */
+ * answers clients. web (owned by the caller, may be NULL) is its HTTP
+ * server, given its figures at every pass. Returns SL_OK (stopped),
+ * STANDBY_PROMOTED, or an error. */
+struct standby_http;
 int standby_run(const conf *cfg, struct ha_lease *hl, uint64_t known_epoch, volatile sig_atomic_t *stop,
-                void (*ready)(const conf *cfg));
+                void (*ready)(const conf *cfg), struct standby_http *web);
 
 #endif /* SLUICE_STANDBY_H */

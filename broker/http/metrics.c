@@ -127,8 +127,75 @@ static void level_gauge(FILE *f, const char *name, const char *type, const char 
     X(recommended_size, "The size autoscaling would choose (Little's law).", recommended)                \
     X(paused, "1 when the pool is paused.", paused)
 
+/* The group's series (--ha): X(name suffix, type, help, who serves it, how
+ * it prints, value). Who: HA_P the primary, HA_S a standby. A standby runs
+ * no broker: its /metrics is these, its role and its uptime. */
+#define HA_P 1
+#define HA_S 2
+#define HA_SERIES(X)                                                                                       \
+    X(epoch, gauge, "The group's epoch this node serves in (a primary) or has seen (a standby); one more "    \
+      "per promotion.", HA_P | HA_S, count, s->ha_epoch)                                                 \
+    X(records_total, counter, "The replication stream's position: records made (a primary) or durable in " \
+      "this store (a standby).", HA_P | HA_S, count, s->ha_records)                                      \
+    X(promotions_total, counter, "Times this node went from standby to primary (a failover or a "          \
+      "switchover), kept across the restart in place each role change makes.", HA_P | HA_S, count,        \
+      s->ha_promotions)                                                                                   \
+    X(lag_records, gauge, "Records of the stream the standby has not acknowledged.", HA_P, count,           \
+      s->ha_lag_records)                                                                                  \
+    X(lag_seconds, gauge, "How long the oldest unacknowledged record has waited.", HA_P, sec, s->ha_lag_ns) \
+    X(diverged_total, counter, "Acknowledgements whose checksum differed from the stream's.", HA_P, count,  \
+      s->ha_diverged)                                                                                     \
+    X(streaming, gauge, "1 while a primary streams to this standby.", HA_S, count, s->ha_streaming)        \
+    X(in_sync, gauge, "1 while Redis names this standby in sync: the node that promotes when the "         \
+      "primary's lease ends.", HA_S, count, s->ha_in_sync)                                                \
+    X(refused_total, counter, "Records this standby refused (of an older epoch, or out of order) since it " \
+      "started.", HA_S, count, s->ha_refused)
+
+static void count(FILE *f, uint64_t v)
+{
+    fprintf(f, "%llu", (unsigned long long)v);
+}
+
+static void ha_render(FILE *f, const snap *s)
+{
+    static const char *const roles[] = {[SNAP_HA_PRIMARY] = "primary", [SNAP_HA_STANDBY] = "standby"};
+    static const char *const modes[] = {"sync", "alone", "fenced"};
+    int who = s->ha_role == SNAP_HA_STANDBY ? HA_S : HA_P;
+    head(f, "sluice_ha_role", "gauge", "This node's role in its group: 1 for the current one.");
+    for (int r = SNAP_HA_PRIMARY; r <= SNAP_HA_STANDBY; r++)
+        fprintf(f, "sluice_ha_role{role=\"%s\"} %d\n", roles[r], r == s->ha_role);
+    if (who == HA_P) {
+        head(f, "sluice_ha_mode", "gauge", "The primary's mode: 1 for the current one (sync: with its standby; "
+             "alone: Redis records no standby in sync; fenced: no valid lease, nothing confirmed or dispatched).");
+        for (int m = SNAP_HA_SYNC; m <= SNAP_HA_FENCED; m++)
+            fprintf(f, "sluice_ha_mode{mode=\"%s\"} %d\n", modes[m], m == s->ha_mode);
+    }
+#define HA_EMIT_(sfx, type, help, whom, print, value)                                                      \
+    if ((whom) & who) {                                                                                    \
+        head(f, "sluice_ha_" #sfx, #type, help);                                                           \
+        fputs("sluice_ha_" #sfx " ", f);                                                                   \
+        print(f, value);                                                                                   \
+        fputc('\n', f);                                                                                    \
+    }
+    HA_SERIES(HA_EMIT_)
+#undef HA_EMIT_
+}
+
+static void uptime(FILE *f, const snap *s)
+{
+    head(f, "sluice_uptime_seconds", "gauge", "Seconds since the broker started.");
+    fputs("sluice_uptime_seconds ", f);
+    sec(f, s->uptime_ns);
+    fputc('\n', f);
+}
+
 void metrics_render(FILE *f, const snap *s)
 {
+    if (s->ha && s->ha_role == SNAP_HA_STANDBY) { /* no broker: nothing else is true of it */
+        ha_render(f, s);
+        uptime(f, s);
+        return;
+    }
 #define LEVEL_EMIT_(sfx, type, help, member)                                                               \
     level_gauge(f, "sluice_level_" #sfx, #type, help, s, offsetof(snap_level, member));
     LEVEL_SERIES(LEVEL_EMIT_)
@@ -194,25 +261,8 @@ void metrics_render(FILE *f, const snap *s)
                 st == s->breaker_state);
     head(f, "sluice_sink_breaker_trips_total", "counter", "Times the circuit breaker opened.");
     fprintf(f, "sluice_sink_breaker_trips_total %llu\n", (unsigned long long)s->breaker_trips);
-    if (s->ha) { /* the primary of a high-availability group */
-        static const char *const modes[] = {"sync", "alone", "fenced"};
-        head(f, "sluice_ha_mode", "gauge", "The primary's mode: 1 for the current one (sync: with its standby; "
-             "alone: Redis records no standby in sync; fenced: no valid lease, nothing confirmed or dispatched).");
-        for (int m = SNAP_HA_SYNC; m <= SNAP_HA_FENCED; m++)
-            fprintf(f, "sluice_ha_mode{mode=\"%s\"} %d\n", modes[m], m == s->ha_mode);
-        head(f, "sluice_ha_epoch", "gauge", "The group's epoch this primary serves in (one more per promotion).");
-        fprintf(f, "sluice_ha_epoch %llu\n", (unsigned long long)s->ha_epoch);
-        head(f, "sluice_ha_lag_records", "gauge", "Records of the stream the standby has not acknowledged.");
-        fprintf(f, "sluice_ha_lag_records %llu\n", (unsigned long long)s->ha_lag_records);
-        head(f, "sluice_ha_lag_seconds", "gauge", "How long the oldest unacknowledged record has waited.");
-        fputs("sluice_ha_lag_seconds ", f);
-        sec(f, s->ha_lag_ns);
-        fputc('\n', f);
-        head(f, "sluice_ha_records_total", "counter", "Records of the replication stream made (its position).");
-        fprintf(f, "sluice_ha_records_total %llu\n", (unsigned long long)s->ha_records);
-        head(f, "sluice_ha_diverged_total", "counter", "Acknowledgements whose checksum differed from the stream's.");
-        fprintf(f, "sluice_ha_diverged_total %llu\n", (unsigned long long)s->ha_diverged);
-    }
+    if (s->ha)
+        ha_render(f, s);
 
 #define POOL_EMIT_(sfx, help, member)                                                                      \
     head(f, "sluice_pool_" #sfx, "gauge", help);                                                         \
@@ -270,8 +320,5 @@ void metrics_render(FILE *f, const snap *s)
     fprintf(f, "sluice_settlements_refused_total{reason=\"not_holder\"} %llu\n", (unsigned long long)s->settle_foreign);
     head(f, "sluice_send_failed_total", "counter", "Replies and deliveries that could not be sent.");
     fprintf(f, "sluice_send_failed_total %llu\n", (unsigned long long)s->tx_failed);
-    head(f, "sluice_uptime_seconds", "gauge", "Seconds since the broker started.");
-    fputs("sluice_uptime_seconds ", f);
-    sec(f, s->uptime_ns);
-    fputc('\n', f);
+    uptime(f, s);
 }

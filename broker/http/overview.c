@@ -155,20 +155,29 @@ static int pools(proto_wbuf *o, const snap *s)
     return rc == SL_OK ? proto_json_raw(o, "]") : rc;
 }
 
-/* ha writes the high-availability group's figures as this primary sees them
- * (the snapshot's, filled by ha_node_figures), or null without --ha. */
+/* ha writes the high-availability group's figures as this node sees them
+ * (the snapshot's, filled by ha_node_figures or standby_http.c), or null
+ * without --ha. A standby has no mode, lag nor divergence of its own: null. */
 static int ha(proto_wbuf *o, const snap *s)
 {
     static const char *const modes[] = {[SNAP_HA_SYNC] = "sync", [SNAP_HA_ALONE] = "alone",
                                         [SNAP_HA_FENCED] = "fenced"};
     if (!s->ha)
         return proto_json_raw(o, ", \"ha\": null");
+    if (s->ha_role == SNAP_HA_STANDBY)
+        return proto_json_printf(o, ", \"ha\": {\"mode\": null, \"epoch\": %llu, \"lag_records\": null, "
+                                 "\"lag_ms\": null, \"records\": %llu, \"diverged\": null, \"role\": \"standby\", "
+                                 "\"promotions\": %llu, \"streaming\": %s, \"in_sync\": %s}",
+                                 (unsigned long long)s->ha_epoch, (unsigned long long)s->ha_records,
+                                 (unsigned long long)s->ha_promotions, s->ha_streaming ? "true" : "false",
+                                 s->ha_in_sync ? "true" : "false");
     const char *mode = s->ha_mode >= SNAP_HA_SYNC && s->ha_mode <= SNAP_HA_FENCED ? modes[s->ha_mode] : "?";
     return proto_json_printf(o, ", \"ha\": {\"mode\": \"%s\", \"epoch\": %llu, \"lag_records\": %llu, "
-                             "\"lag_ms\": %llu, \"records\": %llu, \"diverged\": %llu}",
+                             "\"lag_ms\": %llu, \"records\": %llu, \"diverged\": %llu, \"role\": \"primary\", "
+                             "\"promotions\": %llu}",
                              mode, (unsigned long long)s->ha_epoch, (unsigned long long)s->ha_lag_records,
                              (unsigned long long)(s->ha_lag_ns / NS_PER_MS), (unsigned long long)s->ha_records,
-                             (unsigned long long)s->ha_diverged);
+                             (unsigned long long)s->ha_diverged, (unsigned long long)s->ha_promotions);
 }
 
 int overview_json(const overview_in *in, proto_wbuf *o)

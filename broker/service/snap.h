@@ -43,6 +43,10 @@ typedef struct snap_pool {
  * dispatches nothing). */
 enum { SNAP_HA_SYNC, SNAP_HA_ALONE, SNAP_HA_FENCED };
 
+/* A group node's role: the primary (a broker), or a standby (no broker: its
+ * snapshot holds the group's figures alone, standby_http.c). */
+enum { SNAP_HA_PRIMARY, SNAP_HA_STANDBY };
+
 typedef struct snap {
     unsigned nlevels, npools;
     snap_level lv[PROTO_MAX_LEVELS];  /* [0, nlevels) are filled */
@@ -56,9 +60,12 @@ typedef struct snap {
     char coord_state[PROTO_MAX_NAME + 1];
     uint64_t coord_reachable, coord_slices_held, coord_slices, coord_reserved_milli, coord_granted_milli;
     uint64_t coord_lease_left_ms, coord_limit_milli, coord_brokers;
-    int ha;                         /* the primary of a high-availability group (--ha): the figures below */
-    int ha_mode;                    /* SNAP_HA_SYNC, _ALONE or _FENCED */
-    uint64_t ha_epoch, ha_lag_records, ha_lag_ns, ha_records, ha_diverged;
+    int ha;                         /* a node of a high-availability group (--ha): the figures below */
+    int ha_role;                    /* SNAP_HA_PRIMARY or _STANDBY */
+    int ha_mode;                    /* a primary's: SNAP_HA_SYNC, _ALONE or _FENCED */
+    uint64_t ha_epoch, ha_records, ha_promotions; /* records: the stream's position made (primary) or applied */
+    uint64_t ha_lag_records, ha_lag_ns, ha_diverged; /* a primary's, of its standby */
+    uint64_t ha_streaming, ha_in_sync, ha_refused; /* a standby's: a primary streams to it; Redis names it in sync */
     uint64_t commits, commit_stalls;
     uint64_t log_records, log_bytes, lmdb_commits; /* what made batches durable (store_counts) */
     hist commit;

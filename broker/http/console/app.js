@@ -315,7 +315,7 @@ function overview() {
       ['Paused', k.paused ? 'for ' + age(k.pause_remaining_ms) + ' more' : 'no'],
       ['Breaker', k.breaker + ' (' + num(k.breaker_trips) + ' trips)'],
       ['Shared sink', k.coord ? k.coord.state + ': granted ' + limit(k.coord.granted_rate) + ' + reserved ' + limit(k.coord.reserved_rate) + ', ' + k.coord.slices_held + ' of ' + k.coord.slices + ' slices' : 'not shared'],
-      ['High availability', ov.ha ? ov.ha.mode + ' in epoch ' + ov.ha.epoch + ', standby ' + num(ov.ha.lag_records) + ' records (' + age(ov.ha.lag_ms) + ') behind' + (ov.ha.diverged ? ', ' + num(ov.ha.diverged) + ' diverged' : '') : 'one node'],
+      ['High availability', ov.ha && ov.ha.role === 'standby' ? 'standby in epoch ' + ov.ha.epoch + ', ' + num(ov.ha.records) + ' records applied' + (ov.ha.streaming ? '' : ', no primary streaming') + (ov.ha.in_sync ? ', in sync' : '') : ov.ha ? ov.ha.mode + ' in epoch ' + ov.ha.epoch + ', standby ' + num(ov.ha.lag_records) + ' records (' + age(ov.ha.lag_ms) + ') behind' + (ov.ha.diverged ? ', ' + num(ov.ha.diverged) + ' diverged' : '') : 'one node'],
       ['Broker', 'up ' + age(ov.uptime_ms) + ', ' + num(ov.broker.consumers) + ' consumers, version ' + ov.version],
     ];
     sinkKv.replaceChildren(...kv.flatMap(([a, b]) => [el('dt', {}, a), el('dd', {}, b)]));
