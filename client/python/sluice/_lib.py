@@ -509,6 +509,9 @@ _FUNCS: dict[str, tuple[Any, list[Any]]] = {
     "sl_tag_pause": (c_int, [_P, c_char_p, c_int]),
     "sl_tag_list": (c_int, [_P, c_void_p, c_void_p]),
     "sl_tag_list_ex": (c_int, [_P, c_void_p, c_void_p, c_void_p]),
+    "sl_ha_status_get": (c_int, [_P, c_void_p]),
+    "sl_ha_switchover": (c_int, [_P]),
+    "sl_ha_recover": (c_int, [_P, c_char_p]),
 }
 
 # The functions of sluice.h left unbound, and why; the layout test fails on
@@ -532,9 +535,6 @@ UNBOUND = {
     "sl_pacer_wait": "pacing",
     "sl_pacer_wait_released": "pacing",
     "sl_pacer_free": "pacing",
-    "sl_ha_status_get": "high availability: an operator's commands (sluice ha), not an application's",
-    "sl_ha_switchover": "high availability: sluice ha switchover",
-    "sl_ha_recover": "high availability: sluice ha recover",
 }
 
 _lock = threading.Lock()

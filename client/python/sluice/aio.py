@@ -34,6 +34,7 @@ _ADMIN = (
     "pool_list", "pool_resize", "pool_pause", "pool_resume", "pool_delete", "pool_autoscale", "tag_list",
     "tag_set", "tag_pause", "tag_resume", "explain", "dead_list", "dead_peek", "dead_requeue", "dead_purge",
     "peek", "delete", "purge", "move", "backup", "backup_status", "settings_export", "web_login", "levels", "flush",
+    "ha_status", "ha_switchover", "ha_recover",
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from . import _lib
 from ._admin import AdminMixin
 from ._backup import BackupMixin
+from ._ha import HaMixin
 from ._lib import SL_KEY_BYTES, SL_LEVEL_DEFAULT, Confirm, Header, Options, Put, lib
 from ._msgs import MsgsMixin
 from .errors import Error, InvalidArgument, InvalidState, NoLevel, from_code
@@ -213,7 +214,7 @@ def _options(timeout_ms: int, heartbeat_ms: int, client_key: KeyArg, server_key:
                    secret_key=sec)
 
 
-class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin):
+class Client(_Conn, AdminMixin, MsgsMixin, BackupMixin, HaMixin):
     """Client is a connection to one Sluice broker: publish, consume, administer.
 
     Args:
