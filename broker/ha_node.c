@@ -253,6 +253,11 @@ int ha_node_may_dispatch(const bk *b)
     return !b->ha || lease_valid(b->ha, b->mono_ns);
 }
 
+uint64_t ha_node_epoch(const bk *b)
+{
+    return b->ha ? b->ha->epoch : 0;
+}
+
 int ha_node_deposed(const bk *b)
 {
     return b->ha && b->ha->deposed;

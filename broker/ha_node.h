@@ -49,6 +49,10 @@ void ha_node_forget(bk *b);
  * valid here. */
 int ha_node_may_dispatch(const bk *b);
 
+/* ha_node_epoch returns the epoch this primary serves in (0: not a node
+ * of a group); it does not change while the broker runs. */
+uint64_t ha_node_epoch(const bk *b);
+
 /* ha_node_deposed tells whether Redis named another primary (or lost its
  * data): the broker must stop serving at once. */
 int ha_node_deposed(const bk *b);

@@ -45,6 +45,7 @@
 #include "admin.h"
 #include "admit.h"
 #include "auth.h"
+#include "ha_node.h"
 #include "log.h"
 #include "member.h"
 #include "net.h"
@@ -229,6 +230,10 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
     proto_set(&r, id, id);
     if (duplicate)
         proto_set(&r, duplicate, 1);
+    if (b->ha) { /* who confirms, under which leadership (a group's primary) */
+        proto_set(&r, epoch, ha_node_epoch(b));
+        proto_set_str(&r, PROTO_F_node, b->cfg.ha_node, strlen(b->cfg.ha_node));
+    }
     reply_ok(b, in, m, &r);
 }
 

@@ -111,6 +111,13 @@ static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
     if (m->type == PROTO_PUT_OK) {
         q.confirm.id = m->id;
         q.confirm.duplicate = (m->present & PF(duplicate)) && m->duplicate;
+        if (m->present & PF(epoch))
+            q.confirm.epoch = m->epoch;
+        if (m->present & PF(node)) {
+            size_t n = m->node.len < sizeof q.confirm.node ? m->node.len : sizeof q.confirm.node - 1;
+            memcpy(q.confirm.node, m->node.ptr, n);
+            q.confirm.node[n] = '\0';
+        }
     } else {
         q.confirm.err = wire_code(m->code);
         q.msg = strndup(m->msg.len ? m->msg.ptr : "", m->msg.len);

@@ -230,6 +230,8 @@ typedef struct sl_confirm {
     int err;         /* SL_OK when stored, else why not */
     uint64_t id;     /* the message id when err == SL_OK */
     int duplicate;   /* the key was seen before: id is the first message's */
+    uint64_t epoch;  /* from a high-availability group's primary: the epoch it confirmed in; else 0 */
+    char node[65];   /* ... and that primary's --ha-node (cut to 64 bytes); else "" */
 } sl_confirm;
 
 /* sl_send_wait waits up to timeout_ms (-1 forever, 0 poll) for the next

@@ -451,7 +451,7 @@ typedef enum proto_cmd {
     X(HELLO,    "HELLO",    C2B, PF(seq) | PF(v),       PF(pool) | PF(levels) | PF(credit)) \
     X(WELCOME,  "WELCOME",  B2C, PF(seq) | PF(v) | PF(names) | PF(heartbeat_ms) | PF(lease_ms) | PF(max_body), 0) \
     X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost) | PF(key) | PF(delay_ms) | PF(ttl_ms) | PF(headers)) \
-    X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      PF(duplicate))        \
+    X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      PF(duplicate) | PF(epoch) | PF(node)) \
     X(CREDIT,   "CREDIT",   C2B, PF(n),                PF(seq))               \
     X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost) | PF(released_ns) | PF(headers) | PF(wait_ms) | PF(key)) \
     X(ACK,      "ACK",      C2B, PF(seq) | PF(token),   PF(credit))            \

@@ -12,9 +12,12 @@
  * The table holds at most CAMPAIGN_WINDOW_MAX entries; a lookup by ticket is
  * a scan, O(window), and almost always ends at the first entry.
  *
- * Answers: PUT_OK records a confirmation with its id; an ERROR from the
- * broker is a definite refusal (the message was not stored) and is recorded
- * as one.
+ * Answers: PUT_OK records a confirmation with its id (and, from a
+ * high-availability group's primary, the node and epoch that confirmed it);
+ * an ERROR from the broker is a definite refusal (the message was not
+ * stored) and is recorded as one. A keyed publisher (keyed) gives each
+ * message its own idempotency key, so that a client following a group's
+ * primary ("a|b"), which sends again what was not confirmed, stores it once.
  *
  * The drain is one consumer: it takes deliveries, records each, acknowledges
  * it, records the accepted ack, and after each quiet interval asks the
@@ -108,6 +111,11 @@ unsigned campaign_pub_fill(campaign_pub *p, uint64_t now_ms)
             snprintf(tag, sizeof tag, "t%u", (unsigned)rand_r(&p->seed) % p->tags);
             m.tag = tag;
         }
+        char key[32];
+        if (p->keyed) {
+            snprintf(key, sizeof key, "k%llu", (unsigned long long)msg);
+            m.key = key;
+        }
         int rc = sl_send_async(p->c, &m, &ticket);
         if (rc != SL_OK) {
             /* it may or may not have left: attempted, fate unknown */
@@ -131,7 +139,7 @@ static int answer(campaign_pub *p, const sl_confirm *cf)
         memmove(&p->pend[i], &p->pend[i + 1], (p->npend - i - 1) * sizeof p->pend[0]);
         p->npend--;
         if (cf->err == SL_OK) {
-            history_confirm(p->h, msg, cf->id);
+            history_confirm_by(p->h, msg, cf->id, cf->epoch, cf->node);
             p->confirmed++;
             return 1;
         }

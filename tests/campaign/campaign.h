@@ -36,6 +36,7 @@ typedef struct campaign_pub {
     int put_timeout_ms;
     unsigned seed;
     unsigned tags; /* each publish gets one of this many tags ("t0".."t<tags-1>"); 0: none */
+    int keyed;     /* each publish carries the key "k<message number>": sent again, stored once */
     campaign_pending pend[CAMPAIGN_WINDOW_MAX];
     unsigned npend;
     char *buf;

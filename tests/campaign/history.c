@@ -16,6 +16,10 @@
  * set. Every public function takes the one mutex, so the classifier sees a
  * consistent record even while threads still record.
  *
+ * Who confirmed is a small table of (epoch, node) pairs with their counts,
+ * filled by history_confirm_by; the classifier counts the epochs that hold
+ * two nodes.
+ *
  * Costs: an attempt or a delivery is O(body bytes) (generating or checking
  * the body); history_classify sorts the confirmed ids once, O(n log n), to
  * find ids confirmed twice and to give strangers with a known id to the
@@ -55,8 +59,16 @@ typedef struct stranger {
     int resolved;         /* given to a message as corruption */
 } stranger;
 
+typedef struct confirmer {
+    uint64_t epoch, confirmed;
+    char node[HISTORY_NODE_BYTES];
+} confirmer;
+
 struct history {
     pthread_mutex_t mu;
+    confirmer by[HISTORY_CONFIRMERS];
+    unsigned nby;
+    uint64_t by_overflow;
     history_cfg cfg;
     slot *slots;
     uint64_t attempted, confirmed, rejected, deliveries, delivered, acked;
@@ -210,6 +222,27 @@ void history_confirm(history *h, uint64_t msg, uint64_t id)
             h->confirmed++;
         s->state = ST_CONFIRMED;
     }
+    pthread_mutex_unlock(&h->mu);
+}
+
+void history_confirm_by(history *h, uint64_t msg, uint64_t id, uint64_t epoch, const char *node)
+{
+    history_confirm(h, msg, id);
+    if (!epoch)
+        return;
+    pthread_mutex_lock(&h->mu);
+    unsigned i = 0;
+    while (i < h->nby && !(h->by[i].epoch == epoch && !strncmp(h->by[i].node, node, HISTORY_NODE_BYTES - 1)))
+        i++;
+    if (i == h->nby && h->nby < HISTORY_CONFIRMERS) {
+        h->by[i] = (confirmer){.epoch = epoch};
+        snprintf(h->by[i].node, sizeof h->by[i].node, "%s", node);
+        h->nby++;
+    }
+    if (i < h->nby)
+        h->by[i].confirmed++;
+    else
+        h->by_overflow++;
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -402,12 +435,27 @@ void history_classify(history *h, history_report *r)
         if (!h->strangers[i].resolved)
             example(r->unexpected_id_ex, ++r->unexpected, h->strangers[i].id);
     r->unexpected += h->nstrangers - kept; /* beyond the table: unattributed */
+    for (unsigned i = 0; i < h->nby; i++) {
+        r->by[i].epoch = h->by[i].epoch;
+        r->by[i].confirmed = h->by[i].confirmed;
+        memcpy(r->by[i].node, h->by[i].node, sizeof r->by[i].node);
+        int first = 1; /* the first pair of its epoch counts the epoch once if another node has it too */
+        for (unsigned j = 0; j < i && first; j++)
+            first = h->by[j].epoch != h->by[i].epoch;
+        for (unsigned j = i + 1; j < h->nby && first; j++)
+            if (h->by[j].epoch == h->by[i].epoch) {
+                r->split_epochs++;
+                break;
+            }
+    }
+    r->nby = h->nby;
+    r->by_overflow = h->by_overflow;
     pthread_mutex_unlock(&h->mu);
 }
 
 uint64_t history_bad(const history_report *r)
 {
-    return r->lost + r->unexpected + r->corrupt;
+    return r->lost + r->unexpected + r->corrupt + r->split_epochs;
 }
 
 static void examples_print(FILE *f, const char *what, const uint64_t *ex, uint64_t count)
@@ -436,4 +484,13 @@ void history_print(const history_report *r, const char *prefix, FILE *f)
     examples_print(f, "unexpected ids", r->unexpected_id_ex, r->unexpected);
     examples_print(f, "corrupt msgs", r->corrupt_ex, r->corrupt);
     fputc('\n', f);
+    if (!r->nby)
+        return;
+    fprintf(f, "%sconfirmed by:", prefix);
+    for (unsigned i = 0; i < r->nby; i++)
+        fprintf(f, "%s %s in epoch %" PRIu64 " (%" PRIu64 ")", i ? "," : "", r->by[i].node, r->by[i].epoch,
+                r->by[i].confirmed);
+    if (r->by_overflow)
+        fprintf(f, ", %" PRIu64 " more", r->by_overflow);
+    fprintf(f, "; split epochs %" PRIu64 "\n", r->split_epochs);
 }

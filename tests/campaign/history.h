@@ -17,6 +17,12 @@
  *   corrupt     delivered with a body other than the one published, or under
  *               an id other than the one confirmed            (must be 0)
  *
+ * Who confirmed: a confirmation from a high-availability group's primary
+ * names its node and epoch (history_confirm_by); the report counts the
+ * confirmations per (epoch, node) and the epochs in which more than one
+ * node confirmed (split epochs, must be 0: a second node confirming in an
+ * epoch is two primaries at once).
+ *
  * Bodies are a function of (tag, message number): "H<tag>:<number>:" and
  * filler, so any delivery names the message it claims to be and can be
  * checked byte for byte without storing the bodies. The tag tells one run
@@ -36,6 +42,8 @@
 
 #define HISTORY_HEADER_BYTES 21 /* "H" 8 hex ":" 10 digits ":" */
 #define HISTORY_EXAMPLES     4  /* message numbers kept per bad class */
+#define HISTORY_CONFIRMERS   16 /* (epoch, node) pairs kept; more are counted in overflow */
+#define HISTORY_NODE_BYTES   65
 
 typedef struct history history;
 
@@ -69,6 +77,13 @@ typedef struct history_report {
     uint64_t lost_ex[HISTORY_EXAMPLES], corrupt_ex[HISTORY_EXAMPLES];
     uint64_t unexpected_id_ex[HISTORY_EXAMPLES]; /* ids of unexpected deliveries */
     int full;                         /* history_attempt ran out of slots */
+    struct {
+        uint64_t epoch, confirmed;
+        char node[HISTORY_NODE_BYTES];
+    } by[HISTORY_CONFIRMERS];         /* who confirmed: per (epoch, node), in the order first seen */
+    unsigned nby;
+    uint64_t by_overflow;             /* confirmations of pairs beyond the table */
+    uint64_t split_epochs;            /* epochs confirmed by more than one node (must be 0) */
 } history_report;
 
 /* history_new allocates a history for cfg. Returns 0, or -1 (bad cfg, no
@@ -93,6 +108,11 @@ int history_attempt(history *h, uint64_t *msg, char *buf, size_t cap, size_t *le
 /* history_confirm records that the broker confirmed message msg as id. */
 void history_confirm(history *h, uint64_t msg, uint64_t id);
 
+/* history_confirm_by records a confirmation as history_confirm does, and
+ * who gave it: node, the primary of a high-availability group, in epoch
+ * (as the confirmation said; epoch 0: not said, nothing more is kept). */
+void history_confirm_by(history *h, uint64_t msg, uint64_t id, uint64_t epoch, const char *node);
+
 /* history_reject records that the broker refused message msg with err (it
  * says the message was not stored). */
 void history_reject(history *h, uint64_t msg, int err);
@@ -116,7 +136,7 @@ history_class history_class_of(history *h, uint64_t msg);
 void history_classify(history *h, history_report *r);
 
 /* history_bad returns the failures in r that the promise forbids: lost +
- * unexpected + corrupt. */
+ * unexpected + corrupt + split epochs. */
 uint64_t history_bad(const history_report *r);
 
 /* history_print writes r in one or two lines, each starting with prefix. */

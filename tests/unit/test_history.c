@@ -282,6 +282,45 @@ static void mixed_up_ids_are_corrupt(void **state)
     history_destroy(&h);
 }
 
+static void two_nodes_confirming_in_one_epoch_is_a_split(void **state)
+{
+    (void)state;
+    history *h = make(10, 9);
+    char buf[BODY_CAP];
+    size_t len;
+    uint64_t m[5];
+    for (int i = 0; i < 5; i++)
+        m[i] = attempt(h, buf, &len);
+    history_confirm_by(h, m[0], 1, 1, "n1");
+    history_confirm_by(h, m[1], 2, 1, "n1");
+    history_confirm_by(h, m[2], 3, 2, "n2"); /* a failover: the next epoch, another node */
+    history_confirm_by(h, m[3], 4, 0, "");   /* no epoch said: not counted */
+    for (int i = 0; i < 4; i++)
+        deliver_own(h, m[i], (uint64_t)i + 1, 1);
+    history_report r = classify(h);
+    assert_int_equal(r.nby, 2);
+    assert_string_equal(r.by[0].node, "n1");
+    assert_int_equal(r.by[0].epoch, 1);
+    assert_int_equal(r.by[0].confirmed, 2);
+    assert_string_equal(r.by[1].node, "n2");
+    assert_int_equal(r.by[1].epoch, 2);
+    assert_int_equal(r.split_epochs, 0);
+    assert_int_equal(r.confirmed, 4);
+    assert_int_equal(history_bad(&r), 0);
+    history_confirm_by(h, m[4], 5, 2, "n1"); /* n1 confirming in n2's epoch: two primaries */
+    deliver_own(h, m[4], 5, 1);
+    r = classify(h);
+    assert_int_equal(r.split_epochs, 1);
+    assert_int_equal(history_bad(&r), 1);
+    char out[1024] = "";
+    FILE *f = fmemopen(out, sizeof out, "w");
+    assert_non_null(f);
+    history_print(&r, "t: ", f);
+    fclose(f);
+    assert_non_null(strstr(out, "t: confirmed by: n1 in epoch 1 (2), n2 in epoch 2 (1), n1 in epoch 2 (1); split epochs 1"));
+    history_destroy(&h);
+}
+
 static void a_full_history_refuses_attempts_and_says_so(void **state)
 {
     (void)state;
@@ -380,6 +419,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(refused_then_delivered_is_unexpected, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(changed_bytes_are_corrupt, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(mixed_up_ids_are_corrupt, th_timeout_arm, th_timeout_disarm),
+        cmocka_unit_test_setup_teardown(two_nodes_confirming_in_one_epoch_is_a_split, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(a_full_history_refuses_attempts_and_says_so, th_timeout_arm, th_timeout_disarm),
         cmocka_unit_test_setup_teardown(many_threads_record_one_consistent_history, th_timeout_arm, th_timeout_disarm),
     };

@@ -105,6 +105,8 @@ class Confirm(Structure):
         ("err", c_int),
         ("id", c_uint64),
         ("duplicate", c_int),
+        ("epoch", c_uint64),
+        ("node", c_char * 65),
     ]
 
 
