@@ -111,8 +111,9 @@ $(BUILD)/gen/console/%.inc: broker/http/console/%
 	$(Q)od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@
 # The pick benchmark measures the broker's pure pick rule (broker/sched/disp.c) in place.
 $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched -Ibroker/util
-# The bare paced poster answers a 429 with the broker's own AIMD (broker/meter/aimd.c).
-$(BUILD)/tools/bench/bench_bare.o: EXTRA_INC := -Ibroker/meter -Ibroker/util
+# The bare poster answers a 429 with the broker's own AIMD (broker/meter/aimd.c); the bare
+# dispatcher releases by the broker's own bucket (broker/meter/rl.c).
+$(BUILD)/tools/bench/bench_bare.o $(BUILD)/tools/bench/bench_bare_zmq.o: EXTRA_INC := -Ibroker/meter -Ibroker/util
 
 PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
@@ -257,7 +258,7 @@ $(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBS
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/meter/aimd.c broker/sched/disp.c broker/sched/drr.c broker/util/grow.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/meter/aimd.c broker/meter/rl.c broker/sched/disp.c broker/sched/drr.c broker/util/grow.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
