@@ -26,7 +26,7 @@
  *                    no broker (bench_bare.c), which says how many 429s this
  *                    host makes for any sender; the --post row's target is
  *                    the issue's where it met none, and otherwise no more
- *                    429s than it met, plus one.
+ *                    429s than one and a half times its, plus one.
  *   shared           a redis-server and three brokers sharing the rate
  *                    (--coord, each reserving a tenth of a third), one
  *                    `sluice consume -c 64` each, measured once the leases
@@ -396,14 +396,15 @@ int bench_sinkuse_rows(bench *b)
         /* The --post target as the issue sets it (95 %, 0 x 429) where this
          * host let the bare poster through without a 429; where it did not,
          * the host decides the figure, and --post may meet no more 429s
-         * than the bare poster did, plus one (bench_bare.c). */
+         * than one and a half times the bare poster's, plus one: counts of
+         * a few a run, as the host's jitter scatters them (bench_bare.c). */
         int host_clean = bare_refused == 0;
         snprintf(row, sizeof row, "sink used at %u/s, burst 1: --post --workers 8 to sluice-sink", r);
         bench_table_add(&b->table, row, post, 1, "% of rate", host_clean ? BENCH_TABLE_AT_LEAST : BENCH_TABLE_NO_GOAL,
                         BENCH_SINKUSE_POST_PCT);
         snprintf(row, sizeof row, "  429s from sluice-sink -r %u --burst 1 in that row", r);
         bench_table_add(&b->table, row, (double)refused, 0, "429s", BENCH_TABLE_AT_MOST,
-                        host_clean ? 0 : (double)bare_refused + 1);
+                        host_clean ? 0 : (double)(bare_refused + bare_refused / 2 + 1));
         snprintf(row, sizeof row, "  the bare paced poster (no broker) to sluice-sink -r %u", r);
         bench_table_add(&b->table, row, bare, 1, "% of rate", BENCH_TABLE_NO_GOAL, 0);
         snprintf(row, sizeof row, "  429s from sluice-sink -r %u --burst 1 to the bare poster", r);
