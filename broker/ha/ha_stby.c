@@ -60,7 +60,7 @@ struct ha_stby {
     uint64_t records, refused;
     int streaming, far, refused_logged, switch_asked;
     ha_recv *copy;           /* a copy of the primary's store being received */
-    uint64_t copy_t0_ns, retry_ns;
+    uint64_t copy_t0_ns, retry_ns, copy_acked;
     int loaded;              /* a copy is complete beside the store: swap it in */
 };
 
@@ -212,6 +212,7 @@ static int copy_msg(ha_stby *s, const ha_msg *m, const unsigned char *body, size
         if (ha_recv_begin(s->dir, m->seq, &s->copy) != SL_OK)
             return 1;
         s->copy_t0_ns = now_ns;
+        s->copy_acked = 0;
         log_info("ha", "receiving a copy of the primary's store (%llu bytes) beside %s", (unsigned long long)m->seq,
                  s->dir);
         return 0;
@@ -241,7 +242,6 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
     size_t hl, bl;
     const unsigned char *body;
     int applied = 0, again = 0, err = SL_OK;
-    uint64_t copy_got = s->copy ? ha_recv_got(s->copy) : 0;
     if (s->retry_ns && now_ns >= s->retry_ns)
         restart(s, now_ns); /* after a copy that failed */
     for (int i = 0; i < APPLY_BATCH && !s->loaded && !s->retry_ns; i++) {
@@ -304,7 +304,8 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
         log_error("ha", "cannot apply a replicated record: %s", proto_strerror(err));
         return err;
     }
-    if (s->copy && !s->loaded && ha_recv_got(s->copy) > copy_got) {
+    if (s->copy && !s->loaded && ha_recv_got(s->copy) != s->copy_acked) { /* the bytes written, once a pass */
+        s->copy_acked = ha_recv_got(s->copy);
         ha_msg a = {.type = HA_COPY_ACK, .epoch = s->epoch, .seq = ha_recv_got(s->copy), .session = s->session};
         snprintf(a.name, sizeof a.name, "%s", s->node);
         repl_link_send(s->link, hdr, ha_wire_encode(&a, hdr), NULL, 0);
