@@ -22,8 +22,9 @@
  * written. Once it is flushed and checked, COPY_END goes back and
  * ha_stby_loaded says so: the caller closes the store, swaps the copy in
  * (ha_recv_swap) and starts again on it, resuming the stream from the
- * position it holds. A copy that fails its checks, or cannot be written,
- * is discarded and a new session asked for after COPY_RETRY_NS; one cut
+ * position it holds. A copy that fails its checks is discarded and a new
+ * session asked for after COPY_RETRY_NS (one that cannot be written here,
+ * after COPY_DISK_RETRY_NS: each costs the primary a whole copy); one cut
  * short is discarded at the next session. The store is not touched by a
  * copy until the swap.
  *
@@ -49,6 +50,7 @@
 
 #define APPLY_BATCH 1024
 #define COPY_RETRY_NS (2 * NS_PER_S)
+#define COPY_DISK_RETRY_NS (30 * NS_PER_S)
 
 struct ha_stby {
     store *st;
@@ -200,7 +202,8 @@ static int take(ha_stby *s, const ha_msg *m, const unsigned char *rec, size_t le
 }
 
 /* copy_msg handles a COPY message; returns 1 when the session must start
- * over (the copy was discarded), a store error as -2 with *err, else 0. */
+ * over (the copy was discarded: a bad chunk), 2 likewise but later (this
+ * disk refused it), a store error as -2 with *err, else 0. */
 static int copy_msg(ha_stby *s, const ha_msg *m, const unsigned char *body, size_t len, uint64_t now_ns, int *err)
 {
     if (m->session != s->session || m->epoch < s->epoch || s->loaded)
@@ -210,7 +213,7 @@ static int copy_msg(ha_stby *s, const ha_msg *m, const unsigned char *body, size
             return -2;
         ha_recv_free(&s->copy);
         if (ha_recv_begin(s->dir, m->seq, &s->copy) != SL_OK)
-            return 1;
+            return 2;
         s->copy_t0_ns = now_ns;
         s->copy_acked = 0;
         log_info("ha", "receiving a copy of the primary's store (%llu bytes) beside %s", (unsigned long long)m->seq,
@@ -219,8 +222,10 @@ static int copy_msg(ha_stby *s, const ha_msg *m, const unsigned char *body, size
     }
     if (!s->copy)
         return 0;
-    if (m->type == HA_COPY_CHUNK_T)
-        return ha_recv_write(s->copy, m->seq, body, len, (uint32_t)m->sum) == SL_OK ? 0 : 1;
+    if (m->type == HA_COPY_CHUNK_T) {
+        int rc = ha_recv_write(s->copy, m->seq, body, len, (uint32_t)m->sum);
+        return rc == SL_OK ? 0 : rc == SL_ECORRUPT ? 1 : 2;
+    }
     if (ha_recv_end(s->copy, m->seq, (uint32_t)m->sum, s->epoch) != SL_OK)
         return 1;
     ha_msg e = {.type = HA_COPY_END, .epoch = s->epoch, .seq = ha_recv_got(s->copy),
@@ -264,9 +269,9 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
             int r = copy_msg(s, &m, body, bl, now_ns, &err);
             if (r == -2)
                 break;
-            if (r == 1) { /* discarded: a new session a moment later */
+            if (r >= 1) { /* discarded: a new session a moment later (the disk: much later) */
                 ha_recv_free(&s->copy);
-                s->retry_ns = now_ns + COPY_RETRY_NS;
+                s->retry_ns = now_ns + (r == 1 ? COPY_RETRY_NS : COPY_DISK_RETRY_NS);
                 break;
             }
             continue;
