@@ -239,7 +239,7 @@ int main(int argc, char **argv)
             }
             int rc2 = standby_run(&cfg, hl, epoch, &stop_flag, standby_ready);
             ha_lease_destroy(&hl);
-            if (rc2 == STANDBY_PROMOTED)
+            if (rc2 == STANDBY_PROMOTED || rc2 == STANDBY_RELOAD) /* promoted; or on a copy of the primary's store */
                 restart_in_place(argv);
             log_info("main", "standby stopped (%s)", rc2 == SL_OK ? "signal" : proto_strerror(rc2));
             return rc2 == SL_OK ? 0 : 1;
