@@ -111,6 +111,9 @@ $(BUILD)/gen/console/%.inc: broker/http/console/%
 	$(Q)od -An -v -tx1 $< | sed -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g' > $@
 # The pick benchmark measures the broker's pure pick rule (broker/sched/disp.c) in place.
 $(BUILD)/tools/bench/bench_pick.o: EXTRA_INC := -Ibroker/sched -Ibroker/util
+# The bare poster answers a 429 with the broker's own AIMD (broker/meter/aimd.c); the bare
+# dispatcher releases by the broker's own bucket (broker/meter/rl.c).
+$(BUILD)/tools/bench/bench_bare.o $(BUILD)/tools/bench/bench_bare_zmq.o: EXTRA_INC := -Ibroker/meter -Ibroker/util
 
 PROTO_SRC  := $(wildcard proto/*.c)
 CLIENT_SRC := $(wildcard client/*.c)
@@ -255,7 +258,7 @@ $(BIN)/sluice: $(call obj,$(wildcard tools/cli/*.c) tools/common/httpc.c) $(LIBS
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/sched/disp.c broker/sched/drr.c broker/util/grow.c) $(LIBSLUICE)
+$(BIN)/sluice-bench: $(call obj,$(wildcard tools/bench/*.c) tools/common/proc.c tools/common/httpc.c broker/meter/aimd.c broker/meter/rl.c broker/sched/disp.c broker/sched/drr.c broker/util/grow.c) $(LIBSLUICE)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
@@ -286,7 +289,7 @@ HTTP_TESTS := $(patsubst %,$(BUILD)/tests/e2e/test_http_%,flood api)
 $(HTTP_TESTS): $(call obj,tests/lib/th_http.c)
 $(HTTP_TESTS): EXTRA_LIBS := $(CURL_LIBS)
 # The shared-sink tests also link their own redis-server's helper.
-$(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_redis.c)
+$(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_snap $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_redis.c)
 $(BUILD)/tests/campaign/campaign_ha: $(call obj,tests/lib/th_redis.c)
 $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_http.c)
 $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_metrics: EXTRA_LIBS := $(CURL_LIBS)

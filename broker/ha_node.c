@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ha_copy.h"
 #include "ha_epoch.h"
 #include "ha_lease.h"
 #include "ha_prim.h"
@@ -185,6 +186,7 @@ uint64_t ha_node_tick(bk *b)
         log_info("ha", "%s%s: recording it in Redis", in_sync ? "in sync: standby " : "no standby in sync",
                  in_sync ? in_sync : "");
     }
+    ha_copy_tick(b, h->prim, !h->told[0] && !ha_lease_view(h->lease)->sync[0]); /* a standby that cannot resume */
     ha_prim_stats st;
     ha_prim_stats_get(h->prim, now, &st);
     uint64_t next = ha_lease_tick(h->lease, now, h->epoch, h->told, st.seq - st.acked);

@@ -266,8 +266,8 @@ int main(int argc, char **argv)
             int rc2 = standby_run(&cfg, hl, epoch, &stop_flag, standby_ready, web);
             standby_http_close(&web); /* (the process started in place serves the same address) */
             ha_lease_destroy(&hl);
-            if (rc2 == STANDBY_PROMOTED) {
-                promotions++;
+            if (rc2 == STANDBY_PROMOTED || rc2 == STANDBY_RELOAD) { /* promoted; or on a copy of the primary's store */
+                promotions += rc2 == STANDBY_PROMOTED;
                 restart_in_place(argv);
             }
             log_info("main", "standby stopped (%s)", rc2 == SL_OK ? "signal" : proto_strerror(rc2));

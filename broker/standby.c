@@ -16,6 +16,15 @@
  * in-memory view (queues, counters, leases) is built from the store, as at
  * any start; a restart costs tens of milliseconds, well within the TTL.
  *
+ * A copy: a standby the primary cannot resume (too far behind, or its
+ * store diverged) receives a copy of the primary's store beside its data
+ * directory (ha/ha_recv.c); once it is complete, standby_run closes the
+ * store, swaps the copy in (the old store kept aside, its name logged) and
+ * returns STANDBY_RELOAD: main starts sluiced again in place, on the copy,
+ * which resumes the stream from the position the copy holds. While a copy
+ * comes this node is not in sync (the primary records sync = none in
+ * Redis before it makes one), so it cannot promote.
+ *
  * Limits: with --auth, the client endpoint of a standby is not served (no
  * ZAP handler runs here), so clients learn nothing from it and try the
  * other address; the stream itself is not CURVE-encrypted.
@@ -30,6 +39,7 @@
 
 #include "ha_epoch.h"
 #include "ha_lease.h"
+#include "ha_recv.h"
 #include "ha_stby.h"
 #include "log.h"
 #include "loop.h"
@@ -184,6 +194,10 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
             break;
         if ((rc = ha_stby_poll(sb, now)) != SL_OK)
             break;
+        if (ha_stby_loaded(sb)) { /* a copy of the primary's store is complete: swapped in below */
+            rc = STANDBY_RELOAD;
+            break;
+        }
         if (ha_stby_switch_asked(sb))
             ha_lease_poke(hl); /* a switchover: Redis names this node now */
         net_in in;
@@ -218,10 +232,20 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
         if (r2 != SL_OK)
             rc = r2;
     }
+    ha_stby_stats_get(sb, &ss);
     ha_stby_destroy(&sb);
 net_close:
     net_close(&n);
 store_close:
     store_close(&st);
+    if (rc == STANDBY_RELOAD) {
+        char aside[4200];
+        int r2 = ha_recv_swap(cfg->data_dir, ss.applied_epoch, ss.applied, aside, sizeof aside);
+        if (r2 != SL_OK)
+            return r2;
+        log_warn("ha", "the copy of the primary's store is now %s; the store it replaces (the stream up to record "
+                 "%llu of epoch %llu) is kept at %s (remove it when no longer wanted)", cfg->data_dir,
+                 (unsigned long long)ss.applied, (unsigned long long)ss.applied_epoch, aside);
+    }
     return rc;
 }

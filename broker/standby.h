@@ -15,6 +15,7 @@ struct ha_lease;
 /* What standby_run returns besides an sl_err: this node was promoted
  * (main starts it again, as the primary). */
 #define STANDBY_PROMOTED 1001
+#define STANDBY_RELOAD 1002
 
 /* standby_run follows the primary Redis names through hl, its lease (owned by the
  * caller) until *stop, or until this node is promoted. known_epoch is the

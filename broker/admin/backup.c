@@ -21,6 +21,10 @@
  * A copy that has not got its checkpoint within CHECKPOINT_PATIENCE_NS (the
  * disk refused it for want of space, say) fails.
  *
+ * The same steps make the copy a standby of a high-availability group is
+ * sent when it cannot resume the stream (ha_copy.c: backup_begin, then
+ * backup_result), so that there is one copier.
+ *
  * One backup at a time, per process (as settings.c, the state is this
  * file's: one broker per process). Costs: nothing per pass but a field
  * test and, while one runs, a poll.
@@ -74,12 +78,7 @@ static int empty_dir(const char *path)
 int backup_start(bk *b, const proto_msg *req, proto_msg *r, char *text, size_t text_len)
 {
     char path[PATH_MAX];
-    struct stat st;
     (void)r;
-    if (job.state == CHECKPOINT || job.state == COPYING) {
-        snprintf(text, text_len, "a backup into %s is running (sluice backup status)", job.path);
-        return SL_ESTATE;
-    }
     if (req->path.len == 0 || req->path.ptr[0] != '/' || req->path.len >= sizeof path - 16) {
         snprintf(text, text_len, "backup needs an absolute directory on the broker's machine, at most %d bytes",
                  (int)sizeof path - 17);
@@ -87,6 +86,22 @@ int backup_start(bk *b, const proto_msg *req, proto_msg *r, char *text, size_t t
     }
     memcpy(path, req->path.ptr, req->path.len);
     path[req->path.len] = '\0';
+    return backup_begin(b, path, text, text_len);
+}
+
+int backup_begin(bk *b, const char *dir, char *text, size_t text_len)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (job.state == CHECKPOINT || job.state == COPYING) {
+        snprintf(text, text_len, "a backup into %s is running (sluice backup status)", job.path);
+        return SL_ESTATE;
+    }
+    if (strlen(dir) >= sizeof path - 16) {
+        snprintf(text, text_len, "a backup's directory has at most %d bytes", (int)sizeof path - 17);
+        return SL_EINVAL;
+    }
+    strcpy(path, dir);
     while (strlen(path) > 1 && path[strlen(path) - 1] == '/')
         path[strlen(path) - 1] = '\0';
     if (stat(path, &st) == 0) {
@@ -112,6 +127,18 @@ int backup_start(bk *b, const proto_msg *req, proto_msg *r, char *text, size_t t
     b->checkpoint_wanted = 1;
     log_info("backup", "backup into %s: a checkpoint, then the copy", path);
     return SL_OK;
+}
+
+int backup_result(const char *dir, int *rc, uint64_t *bytes, char *why, size_t why_len)
+{
+    if (strcmp(dir, job.path) != 0 || job.state == NONE)
+        return -1;
+    if (job.state == CHECKPOINT || job.state == COPYING)
+        return 0;
+    *rc = job.state == DONE ? SL_OK : SL_EIO;
+    *bytes = job.bytes;
+    snprintf(why, why_len, "%s", job.msg);
+    return 1;
 }
 
 int backup_status(bk *b, const proto_msg *req, proto_msg *r, char *text, size_t text_len)

@@ -19,6 +19,17 @@ struct bk;
  * with a sentence in text (text_len bytes). */
 int backup_start(struct bk *b, const proto_msg *req, proto_msg *r, char *text, size_t text_len);
 
+/* backup_begin starts a backup into dir (absolute; absent, then made, or
+ * an empty directory): a checkpoint, then the copy (backup_tick). SL_OK;
+ * SL_ESTATE while a backup runs; SL_EINVAL (the directory), with a sentence
+ * in text. */
+int backup_begin(struct bk *b, const char *dir, char *text, size_t text_len);
+
+/* backup_result tells how the backup into dir went: 1 ended (*rc SL_OK, or
+ * SL_EIO with its reason in why; *bytes the copy's size), 0 still running,
+ * -1 the last backup was not into dir. */
+int backup_result(const char *dir, int *rc, uint64_t *bytes, char *why, size_t why_len);
+
 /* backup_status runs backup.status: the last backup's state, path, bytes,
  * elapsed time and message into r. Returns SL_OK. */
 int backup_status(struct bk *b, const proto_msg *req, proto_msg *r, char *text, size_t text_len);

@@ -29,6 +29,8 @@ typedef struct ha_prim_stats {
     uint64_t lag_ns;                /* how long the oldest unacknowledged record has waited */
     uint64_t diverged, far;         /* checksum mismatches seen; resumes refused */
     uint64_t held_records, held_bytes;
+    int copying;                    /* a copy of the store is made or sent for the standby */
+    uint64_t copies;                /* copies the standby has taken */
 } ha_prim_stats;
 
 /* ha_prim_open binds the stream's endpoint. SL_OK or an error (logged). */
@@ -45,6 +47,24 @@ int ha_prim_ship(ha_prim *p, uint64_t seq, const unsigned char *rec, size_t len,
  * lacks, and decides whether the standby is in sync (acks within the
  * timeout). Never blocks. Returns 1 when in_sync changed. */
 int ha_prim_poll(ha_prim *p, uint64_t now_ns);
+
+/* ha_prim_copy_wanted tells whether the standby needs a copy of the store
+ * (it cannot resume, or diverged) and none is made yet. */
+int ha_prim_copy_wanted(const ha_prim *p, uint64_t now_ns);
+
+/* ha_prim_copy_making says a copy is asked for now (its checkpoint
+ * requested): from here every record made is kept until the standby resumes
+ * from the copy's position or the copy is given up. */
+void ha_prim_copy_making(ha_prim *p);
+
+/* ha_prim_copy_send hands over the copy's file (fd, owned from here on
+ * SL_OK: read and sent in chunks by ha_prim_poll). SL_ESTATE when the copy
+ * was given up meanwhile (the caller closes fd), SL_ENOMEM. */
+int ha_prim_copy_send(ha_prim *p, int fd, uint64_t size, uint64_t now_ns);
+
+/* ha_prim_copy_failed gives the copy up (it could not be made); another is
+ * wanted a moment later. */
+void ha_prim_copy_failed(ha_prim *p, uint64_t now_ns);
 
 /* ha_prim_switch tells the standby that Redis names it leader now (a
  * switchover), so that it asks at once. */

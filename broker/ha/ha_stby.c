@@ -15,12 +15,22 @@
  * refused for good (a deposed primary's); a higher one is persisted
  * (ha_epoch.c) before the record is applied. A record already applied is
  * skipped (a resend); a gap starts a new session from the last durable
- * record. FAR (the primary no longer holds what this store lacks) stops
- * the stream: catching up from a copy of the primary's store is an
- * operator's step (README: "A standby too far behind").
+ * record. FAR (the primary no longer holds what this store lacks, or
+ * this store diverged) stops the stream; the primary then sends a copy of
+ * its store (COPY_BEGIN, COPY_CHUNKs, COPY_END), written beside the data
+ * directory and checked by ha_recv.c, each chunk acknowledged once
+ * written. Once it is flushed and checked, COPY_END goes back and
+ * ha_stby_loaded says so: the caller closes the store, swaps the copy in
+ * (ha_recv_swap) and starts again on it, resuming the stream from the
+ * position it holds. A copy that fails its checks is discarded and a new
+ * session asked for after COPY_RETRY_NS (one that cannot be written here,
+ * after COPY_DISK_RETRY_NS: each costs the primary a whole copy); one cut
+ * short is discarded at the next session. The store is not touched by a
+ * copy until the swap.
  *
  * Costs: per pass, one flush of the standby's log for all the records
- * that came; one ACK; a HELLO every HA_HELLO_MS.
+ * that came; one ACK; a HELLO every HA_HELLO_MS; a copy's bytes written
+ * once.
  */
 #include "ha_stby.h"
 
@@ -31,6 +41,7 @@
 
 #include "crc32c.h"
 #include "ha_epoch.h"
+#include "ha_recv.h"
 #include "ha_wire.h"
 #include "log.h"
 #include "repl_link.h"
@@ -38,6 +49,8 @@
 #include "units.h"
 
 #define APPLY_BATCH 1024
+#define COPY_RETRY_NS (2 * NS_PER_S)
+#define COPY_DISK_RETRY_NS (30 * NS_PER_S)
 
 struct ha_stby {
     store *st;
@@ -48,6 +61,9 @@ struct ha_stby {
     uint64_t next_hello_ns, last_record_ns;
     uint64_t records, refused;
     int streaming, far, refused_logged, switch_asked;
+    ha_recv *copy;           /* a copy of the primary's store being received */
+    uint64_t copy_t0_ns, retry_ns, copy_acked;
+    int loaded;              /* a copy is complete beside the store: swap it in */
 };
 
 /* new_session numbers a connection: the time, the process and a count, mixed. */
@@ -85,6 +101,7 @@ void ha_stby_destroy(ha_stby **sp)
     ha_stby *s = sp ? *sp : NULL;
     if (!s)
         return;
+    ha_recv_free(&s->copy);
     repl_link_close(&s->link);
     free(s);
     *sp = NULL;
@@ -112,6 +129,9 @@ static void send_msg(ha_stby *s, int type)
 /* restart begins a new session: the primary streams again from applied + 1. */
 static void restart(ha_stby *s, uint64_t now_ns)
 {
+    ha_recv_free(&s->copy); /* (a copy is a session's) */
+    s->retry_ns = 0;
+    s->far = 0;
     s->session = new_session(now_ns);
     s->sum = 0;
     s->streaming = 0;
@@ -144,8 +164,8 @@ int ha_stby_follow(ha_stby *s, const char *repl_ep, uint64_t epoch, uint64_t now
  * wanted), or a store error as -2 with *err. */
 static int take(ha_stby *s, const ha_msg *m, const unsigned char *rec, size_t len, int *err)
 {
-    if (m->session != s->session)
-        return 0; /* an earlier session's, still in flight */
+    if (m->session != s->session || s->far)
+        return 0; /* an earlier session's, still in flight; or one told FAR */
     if (m->epoch < s->epoch) {
         s->refused++;
         if (!s->refused_logged++)
@@ -181,6 +201,44 @@ static int take(ha_stby *s, const ha_msg *m, const unsigned char *rec, size_t le
     return 1;
 }
 
+/* copy_msg handles a COPY message; returns 1 when the session must start
+ * over (the copy was discarded: a bad chunk), 2 likewise but later (this
+ * disk refused it), a store error as -2 with *err, else 0. */
+static int copy_msg(ha_stby *s, const ha_msg *m, const unsigned char *body, size_t len, uint64_t now_ns, int *err)
+{
+    if (m->session != s->session || m->epoch < s->epoch || s->loaded)
+        return 0;
+    if (m->type == HA_COPY_BEGIN) {
+        if ((*err = see_epoch(s, m->epoch)) != SL_OK)
+            return -2;
+        ha_recv_free(&s->copy);
+        if (ha_recv_begin(s->dir, m->seq, &s->copy) != SL_OK)
+            return 2;
+        s->copy_t0_ns = now_ns;
+        s->copy_acked = 0;
+        log_info("ha", "receiving a copy of the primary's store (%llu bytes) beside %s", (unsigned long long)m->seq,
+                 s->dir);
+        return 0;
+    }
+    if (!s->copy)
+        return 0;
+    if (m->type == HA_COPY_CHUNK_T) {
+        int rc = ha_recv_write(s->copy, m->seq, body, len, (uint32_t)m->sum);
+        return rc == SL_OK ? 0 : rc == SL_ECORRUPT ? 1 : 2;
+    }
+    if (ha_recv_end(s->copy, m->seq, (uint32_t)m->sum, s->epoch) != SL_OK)
+        return 1;
+    ha_msg e = {.type = HA_COPY_END, .epoch = s->epoch, .seq = ha_recv_got(s->copy),
+                .sum = ha_recv_sum(s->copy), .session = s->session};
+    snprintf(e.name, sizeof e.name, "%s", s->node);
+    unsigned char hdr[HA_WIRE_MAX];
+    repl_link_send(s->link, hdr, ha_wire_encode(&e, hdr), NULL, 0);
+    log_info("ha", "the copy of the primary's store (%llu bytes) came in %llu ms, flushed and checked: loading it",
+             (unsigned long long)m->seq, (unsigned long long)((now_ns - s->copy_t0_ns) / NS_PER_MS));
+    s->loaded = 1;
+    return 0;
+}
+
 int ha_stby_poll(ha_stby *s, uint64_t now_ns)
 {
     if (!s->link)
@@ -189,7 +247,9 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
     size_t hl, bl;
     const unsigned char *body;
     int applied = 0, again = 0, err = SL_OK;
-    for (int i = 0; i < APPLY_BATCH; i++) {
+    if (s->retry_ns && now_ns >= s->retry_ns)
+        restart(s, now_ns); /* after a copy that failed */
+    for (int i = 0; i < APPLY_BATCH && !s->loaded && !s->retry_ns; i++) {
         int got = repl_link_recv(s->link, hdr, sizeof hdr, &hl, &body, &bl);
         if (got <= 0)
             break;
@@ -198,11 +258,22 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
             continue;
         if (m.type == HA_FAR && m.session == s->session) {
             if (!s->far)
-                log_error("ha", "the primary no longer holds the records after %llu that this store lacks: this "
-                          "standby cannot catch up from the stream (copy the primary's store, then start it)",
-                          (unsigned long long)s->applied);
+                log_warn("ha", "the primary cannot resume the stream after record %llu (it no longer holds what "
+                         "this store lacks, or this store diverged): waiting for a copy of its store",
+                         (unsigned long long)s->applied);
             s->far = 1;
             s->streaming = 0;
+            continue;
+        }
+        if (m.type == HA_COPY_BEGIN || m.type == HA_COPY_CHUNK_T || m.type == HA_COPY_END) {
+            int r = copy_msg(s, &m, body, bl, now_ns, &err);
+            if (r == -2)
+                break;
+            if (r >= 1) { /* discarded: a new session a moment later (the disk: much later) */
+                ha_recv_free(&s->copy);
+                s->retry_ns = now_ns + (r == 1 ? COPY_RETRY_NS : COPY_DISK_RETRY_NS);
+                break;
+            }
             continue;
         }
         if (m.type == HA_SWITCH) {
@@ -238,14 +309,24 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
         log_error("ha", "cannot apply a replicated record: %s", proto_strerror(err));
         return err;
     }
+    if (s->copy && !s->loaded && ha_recv_got(s->copy) != s->copy_acked) { /* the bytes written, once a pass */
+        s->copy_acked = ha_recv_got(s->copy);
+        ha_msg a = {.type = HA_COPY_ACK, .epoch = s->epoch, .seq = ha_recv_got(s->copy), .session = s->session};
+        snprintf(a.name, sizeof a.name, "%s", s->node);
+        repl_link_send(s->link, hdr, ha_wire_encode(&a, hdr), NULL, 0);
+    }
     if (again)
         restart(s, now_ns);
-    else if (now_ns >= s->next_hello_ns) {
-        if (!s->far)
-            send_msg(s, HA_HELLO);
+    else if (now_ns >= s->next_hello_ns && !s->retry_ns && !s->loaded) {
+        send_msg(s, HA_HELLO); /* (also while told FAR: the primary sees this node wait for its copy) */
         s->next_hello_ns = now_ns + HA_HELLO_MS * NS_PER_MS;
     }
     return SL_OK;
+}
+
+int ha_stby_loaded(const ha_stby *s)
+{
+    return s->loaded;
 }
 
 int ha_stby_switch_asked(ha_stby *s)
@@ -275,5 +356,6 @@ void ha_stby_stats_get(const ha_stby *s, ha_stby_stats *out)
 {
     *out = (ha_stby_stats){.epoch = s->epoch, .applied = s->applied, .applied_epoch = s->applied_epoch,
                            .records = s->records, .refused = s->refused, .streaming = s->streaming,
-                           .far = s->far, .last_record_ns = s->last_record_ns};
+                           .far = s->far, .last_record_ns = s->last_record_ns,
+                           .copying = s->copy != NULL, .copy_bytes = s->copy ? ha_recv_got(s->copy) : 0};
 }

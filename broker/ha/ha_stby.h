@@ -18,6 +18,8 @@ typedef struct ha_stby_stats {
     uint64_t records, refused;   /* records applied; refused (older epoch, bad) */
     int streaming, far;          /* a primary streams to it; it said the stream cannot resume */
     uint64_t last_record_ns;
+    int copying;                 /* a copy of the primary's store is being received */
+    uint64_t copy_bytes;         /* its bytes written so far */
 } ha_stby_stats;
 
 /* ha_stby_new follows no primary yet; st is the standby's open store, dir
@@ -38,6 +40,11 @@ int ha_stby_follow(ha_stby *s, const char *repl_ep, uint64_t epoch, uint64_t now
  * acknowledges the last, and says HELLO when due. Returns SL_OK, or a
  * store error (the node must stop). */
 int ha_stby_poll(ha_stby *s, uint64_t now_ns);
+
+/* ha_stby_loaded tells whether a copy of the primary's store is complete
+ * beside this store (flushed, checked): the caller closes the store, swaps
+ * the copy in (ha_recv_swap) and starts again on it. */
+int ha_stby_loaded(const ha_stby *s);
 
 /* ha_stby_switch_asked tells (once) whether the primary said a switchover
  * made this node leader: the caller asks Redis at once. */

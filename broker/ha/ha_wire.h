@@ -20,7 +20,23 @@
  *   SWITCH primary -> standby: Redis now names the standby leader (a
  *          switchover): ask it at once instead of at the next TTL/3.
  *   FAR    primary -> standby: the records after seq are no longer held
- *          (or the standby's store diverged): the stream cannot resume.
+ *          (or the standby's store diverged): the stream cannot resume; a
+ *          copy of the primary's store follows (the COPY messages).
+ *
+ * A copy of the primary's store (ha_prim.c sends, ha_recv.c receives), for
+ * the session that was told FAR:
+ *   COPY_BEGIN primary -> standby: seq = the copy's size in bytes.
+ *   COPY_CHUNK primary -> standby: seq = the chunk's offset in the copy,
+ *          sum = the CRC-32C of the chunk; its bytes as a second frame, at
+ *          most HA_COPY_CHUNK of them.
+ *   COPY_END   primary -> standby: seq = the size, sum = the CRC-32C of the
+ *          whole copy.
+ *   COPY_ACK   standby -> primary: seq = the bytes written so far (the
+ *          primary keeps at most HA_COPY_WINDOW beyond them in flight);
+ *          after COPY_END, seq = the size and sum = the checksum it found,
+ *          once the copy is flushed and checked (loaded at its restart).
+ * Every COPY message carries the primary's epoch; the standby drops one of
+ * an epoch below the highest it has seen, or of another session.
  *
  * Change a layout here: bump HA_WIRE_VERSION (sent in the type byte's high
  * bits is not done: both nodes of a group run the same build).
@@ -37,8 +53,13 @@
 #define HA_WIRE_HDR 40u
 #define HA_WIRE_MAX (HA_WIRE_HDR + PROTO_MAX_NAME)
 #define HA_HELLO_MS 500u
+#define HA_COPY_CHUNK (256u * 1024u)
+#define HA_COPY_WINDOW (8u * HA_COPY_CHUNK)
 
-enum { HA_HELLO = 'H', HA_RECORD = 'R', HA_ACK = 'A', HA_FAR = 'F', HA_SWITCH = 'S' };
+enum {
+    HA_HELLO = 'H', HA_RECORD = 'R', HA_ACK = 'A', HA_FAR = 'F', HA_SWITCH = 'S',
+    HA_COPY_BEGIN = 'B', HA_COPY_CHUNK_T = 'C', HA_COPY_END = 'E', HA_COPY_ACK = 'K'
+};
 
 typedef struct ha_msg {
     int type;
@@ -72,7 +93,13 @@ static inline int ha_wire_decode(const unsigned char *buf, size_t len, ha_msg *m
     m->session = get_le64(buf + 32);
     memcpy(m->name, buf + HA_WIRE_HDR, len - HA_WIRE_HDR);
     m->name[len - HA_WIRE_HDR] = '\0';
-    return m->type == HA_HELLO || m->type == HA_RECORD || m->type == HA_ACK || m->type == HA_FAR || m->type == HA_SWITCH ? 0 : -1;
+    switch (m->type) {
+    case HA_HELLO: case HA_RECORD: case HA_ACK: case HA_FAR: case HA_SWITCH:
+    case HA_COPY_BEGIN: case HA_COPY_CHUNK_T: case HA_COPY_END: case HA_COPY_ACK:
+        return 0;
+    default:
+        return -1;
+    }
 }
 
 #endif /* SLUICE_HA_WIRE_H */

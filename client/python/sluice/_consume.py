@@ -13,8 +13,8 @@ from ctypes import POINTER, byref, c_uint, c_void_p, string_at
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from ._lib import SL_SCOPE_SINK, SL_SCOPE_TAG
-from .client import _EOK, _ETIMEDOUT, WAIT_SLICE_MS, Level, _Conn, _headers_of
+from ._lib import SL_SCOPE_SINK, SL_SCOPE_TAG, headers_of
+from .client import _EOK, _ETIMEDOUT, WAIT_SLICE_MS, Level, _Conn
 from .errors import InvalidArgument, InvalidState
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Delivery:
         self.body: bytes = string_at(d.body, d.body_len) if d.body_len else b""
         self.cost: int = d.cost
         self.released_ns: int = d.released_ns
-        self.headers: Dict[str, str] = _headers_of(d.headers, d.nheaders) if d.nheaders else {}
+        self.headers: Dict[str, str] = headers_of(d.headers, d.nheaders) if d.nheaders else {}
         k = d.key
         self.key: Optional[str] = k.decode("utf-8", "replace") if k else None
         self.wait_ms: int = d.wait_ms

@@ -32,7 +32,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 SONAME = "libsluice.so.1"
 
@@ -592,3 +592,8 @@ def lib() -> ctypes.CDLL:
 def text(raw: bytes) -> str:
     """text decodes a NUL-terminated C string's bytes as UTF-8 (bad bytes replaced)."""
     return raw.decode("utf-8", "replace")
+
+
+def headers_of(arr: Any, n: int) -> Dict[str, str]:
+    """headers_of reads n sl_header entries (a delivery's, a message's) into a dict, in their order."""
+    return {arr[i].name.decode("utf-8", "replace"): arr[i].value.decode("utf-8", "replace") for i in range(n)}

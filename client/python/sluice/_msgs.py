@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import (SL_DEAD_PAGE, SL_MSG_PAGE, SL_SAME_LEVEL, DeadLetter, DeadMessage, ExplainInfo, MsgMore, Stats,
-                   Waiting)
+                   Waiting, headers_of)
 from ._windows import limit as _limit
 from .errors import Error, InvalidArgument
 
@@ -117,11 +117,6 @@ def _tag(tag: Optional[str]) -> Optional[bytes]:
     return b
 
 
-def _more_headers(more: MsgMore) -> Dict[str, str]:
-    """_more_headers reads an sl_msg_more's headers into a dict, in their order."""
-    return {more.headers[i].name.decode("utf-8", "replace"): more.headers[i].value.decode("utf-8", "replace")
-            for i in range(more.nheaders)}
-
 class MsgsMixin:
     """MsgsMixin holds Client's calls on stored messages (a part of Client; see client.py)."""
 
@@ -163,7 +158,7 @@ class MsgsMixin:
             "position": e.position,
             "until_ms": e.until_ms,
             "why": _s(e.why),
-            "headers": _more_headers(more),
+            "headers": headers_of(more.headers, more.nheaders),
             "wait_ms": more.wait_ms,
         }
 
@@ -231,7 +226,7 @@ class MsgsMixin:
             "attempts": m.attempts,
             "tag": string_at(m.tag, m.tag_len).decode("utf-8", "replace") if m.tag_len else "",
             "reason": string_at(m.reason, m.reason_len).decode("utf-8", "replace") if m.reason_len else "",
-            "headers": _more_headers(more),
+            "headers": headers_of(more.headers, more.nheaders),
             "body": string_at(m.body, m.body_len) if m.body_len else b"",
         }
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import weakref
 from ctypes import POINTER, byref, c_char_p, c_uint, c_uint64, c_void_p, create_string_buffer
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._admin import AdminMixin
@@ -63,11 +63,6 @@ def _headers(headers: Optional[Mapping[str, str]]) -> Tuple[Any, int]:
         arr[i].name = name.encode()
         arr[i].value = value.encode()
     return arr, len(headers)
-
-
-def _headers_of(arr: Any, n: int) -> Dict[str, str]:
-    """_headers_of reads n sl_header entries into a dict, in their order."""
-    return {arr[i].name.decode("utf-8", "replace"): arr[i].value.decode("utf-8", "replace") for i in range(n)}
 
 
 def _body(body: Body) -> bytes:
