@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "ha_copy.h"
 #include "ha_epoch.h"
 #include "ha_lease.h"
@@ -137,7 +138,15 @@ int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch)
         ha_lease_destroy(&hl);
         return rc;
     }
-    ha_prim_cfg pc = {.endpoint = b->cfg.repl_listen, .epoch = epoch, .seq = seq, .epoch_start = e < epoch ? seq : 0,
+    char secret[AUTH_KEY_LEN + 1], err[600];
+    if (b->cfg.curve_secret_file[0] && auth_secret_load(b->cfg.curve_secret_file, secret, err, sizeof err) != SL_OK) {
+        log_error("ha", "--curve-secret: %s", err);
+        free(h);
+        ha_lease_destroy(&hl);
+        return SL_EINVAL;
+    }
+    ha_prim_cfg pc = {.endpoint = b->cfg.repl_listen, .curve_secret = b->cfg.curve_secret_file[0] ? secret : NULL,
+                      .epoch = epoch, .seq = seq, .epoch_start = e < epoch ? seq : 0,
                       .buffer_bytes = b->cfg.repl_buffer_bytes,
                       .timeout_ns = (uint64_t)b->cfg.repl_standby_timeout_ms * NS_PER_MS};
     if ((rc = ha_prim_open(&pc, &h->prim)) != SL_OK) {

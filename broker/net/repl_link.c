@@ -14,8 +14,18 @@
  * from what the standby acknowledged. Nothing lingers at close. The link
  * has its own ZeroMQ context, so the stream's I/O thread is its own.
  *
+ * CURVE. Given the node's secret key (--curve-secret: both nodes of a
+ * group hold the same key pair, the one clients know as the broker's), the
+ * stream is encrypted and only a node of the group may join it: the
+ * primary's ROUTER is a CURVE server with a ZAP handler of its own (zap.c,
+ * in this link's context) whose key set is the group's public key alone;
+ * the standby's DEALER is a CURVE client presenting that key pair, with the
+ * same public key as the server's. A standby with another key is refused
+ * at the handshake (logged by the handler) and never sees a record.
+ *
  * Costs: one ZeroMQ context and I/O thread per node; a copy of each record
- * into ZeroMQ's message.
+ * into ZeroMQ's message; with CURVE, the ZAP handler's thread on the
+ * primary and a box per frame each way.
  */
 #include "repl_link.h"
 
@@ -27,11 +37,13 @@
 #include "grow.h"
 #include "log.h"
 #include "proto.h"
+#include "zap.h"
 
 #define RID_MAX 256
 
 struct repl_link {
     void *ctx, *sock;
+    zap *zap; /* a primary's with CURVE: the group's key alone */
     int router;
     unsigned char rid[RID_MAX];
     size_t rid_len;
@@ -39,7 +51,42 @@ struct repl_link {
     size_t body_cap;
 };
 
-static int open_link(const char *endpoint, int router, repl_link **out)
+/* curve makes l's socket a CURVE server (router) or client with the
+ * group's key pair, secret in Z85; the server's ZAP handler accepts the
+ * group's public key alone. */
+static int curve(repl_link *l, const char *secret, int router)
+{
+    char pub[ZAP_KEY_LEN + 1];
+    int one = 1;
+    if (!zmq_has("curve") || strlen(secret) != ZAP_KEY_LEN || zmq_curve_public(pub, secret) != 0) {
+        log_error("ha", "cannot use the broker's key for the replication stream (a 40-character Z85 secret and "
+                  "a libzmq with CURVE are needed)");
+        return SL_EINVAL;
+    }
+    if (router) {
+        const char *keys[] = {pub};
+        int rc = zap_open(l->ctx, &l->zap);
+        if (rc != SL_OK || (rc = zap_set_keys(l->zap, keys, 1)) != SL_OK)
+            return rc;
+        if (zmq_setsockopt(l->sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
+            zmq_setsockopt(l->sock, ZMQ_CURVE_SECRETKEY, secret, ZAP_KEY_LEN) ||
+            zmq_setsockopt(l->sock, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN)) ||
+            zmq_setsockopt(l->sock, ZMQ_ZAP_ENFORCE_DOMAIN, &one, sizeof one))
+            goto fail;
+        return SL_OK;
+    }
+    if (zmq_setsockopt(l->sock, ZMQ_CURVE_SERVERKEY, pub, ZAP_KEY_LEN) ||
+        zmq_setsockopt(l->sock, ZMQ_CURVE_PUBLICKEY, pub, ZAP_KEY_LEN) ||
+        zmq_setsockopt(l->sock, ZMQ_CURVE_SECRETKEY, secret, ZAP_KEY_LEN))
+        goto fail;
+    return SL_OK;
+fail:
+    log_error("ha", "cannot make the replication socket a CURVE %s: %s", router ? "server" : "client",
+              zmq_strerror(zmq_errno()));
+    return SL_EINVAL;
+}
+
+static int open_link(const char *endpoint, const char *secret, int router, repl_link **out)
 {
     repl_link *l = calloc(1, sizeof *l);
     if (!l)
@@ -61,7 +108,12 @@ static int open_link(const char *endpoint, int router, repl_link **out)
     zmq_setsockopt(l->sock, ZMQ_HEARTBEAT_TIMEOUT, &hbttl, sizeof hbttl);
     if (router)
         zmq_setsockopt(l->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    int rc = router ? zmq_bind(l->sock, endpoint) : zmq_connect(l->sock, endpoint);
+    int rc = secret ? curve(l, secret, router) : SL_OK;
+    if (rc != SL_OK) {
+        repl_link_close(&l);
+        return rc;
+    }
+    rc = router ? zmq_bind(l->sock, endpoint) : zmq_connect(l->sock, endpoint);
     if (rc != 0) {
         log_error("ha", "cannot %s the replication endpoint %s: %s", router ? "bind" : "connect to", endpoint,
                   zmq_strerror(zmq_errno()));
@@ -72,14 +124,14 @@ static int open_link(const char *endpoint, int router, repl_link **out)
     return SL_OK;
 }
 
-int repl_link_bind(const char *endpoint, repl_link **out)
+int repl_link_bind(const char *endpoint, const char *secret, repl_link **out)
 {
-    return open_link(endpoint, 1, out);
+    return open_link(endpoint, secret, 1, out);
 }
 
-int repl_link_connect(const char *endpoint, repl_link **out)
+int repl_link_connect(const char *endpoint, const char *secret, repl_link **out)
 {
-    return open_link(endpoint, 0, out);
+    return open_link(endpoint, secret, 0, out);
 }
 
 void repl_link_close(repl_link **lp)
@@ -89,6 +141,7 @@ void repl_link_close(repl_link **lp)
         return;
     if (l->sock)
         zmq_close(l->sock);
+    zap_close(&l->zap); /* before the context ends: its socket is the context's */
     if (l->ctx)
         zmq_ctx_term(l->ctx);
     free(l->body);
