@@ -199,7 +199,13 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
         goto net_close;
     if ((rc = ha_stby_new(st, cfg->data_dir, cfg->ha_node, known_epoch, &sb)) != SL_OK)
         goto net_close;
-    ha_stby_secret(sb, cfg->curve_secret_file[0] ? secret : NULL);
+    char mine[AUTH_KEY_LEN + 1];
+    if (cfg->repl_key_file[0] && (rc = auth_secret_load(cfg->repl_key_file, mine, err, sizeof err)) != SL_OK) {
+        log_error("ha", "--repl-key: %s", err);
+        ha_stby_destroy(&sb);
+        goto net_close;
+    }
+    ha_stby_secret(sb, cfg->curve_secret_file[0] ? secret : NULL, cfg->repl_key_file[0] ? mine : NULL);
     ha_stby_stats ss;
     ha_stby_stats_get(sb, &ss);
     log_info("ha", "standby of group %s: store %s holds the stream up to record %llu (epoch %llu); redirecting "

@@ -18,10 +18,11 @@
  * group hold the same key pair, the one clients know as the broker's), the
  * stream is encrypted and only a node of the group may join it: the
  * primary's ROUTER is a CURVE server with a ZAP handler of its own (zap.c,
- * in this link's context) whose key set is the group's public key alone;
- * the standby's DEALER is a CURVE client presenting that key pair, with the
- * same public key as the server's. A standby with another key is refused
- * at the handshake (logged by the handler) and never sees a record.
+ * in this link's context) whose key set is the group's public key and the
+ * auth file's replica keys; the standby's DEALER is a CURVE client
+ * presenting the group's pair (or its --repl-key), the server's key being
+ * the group's public key. A standby with another key is refused at the
+ * handshake (logged by the handler) and never sees a record.
  *
  * Costs: one ZeroMQ context and I/O thread per node; a copy of each record
  * into ZeroMQ's message; with CURVE, the ZAP handler's thread on the
@@ -51,22 +52,39 @@ struct repl_link {
     size_t body_cap;
 };
 
-/* curve makes l's socket a CURVE server (router) or client with the
- * group's key pair, secret in Z85; the server's ZAP handler accepts the
- * group's public key alone. */
-static int curve(repl_link *l, const char *secret, int router)
+/* public_of derives the Z85 public key of a Z85 secret into pub. */
+static int public_of(const char *secret, char *pub)
 {
-    char pub[ZAP_KEY_LEN + 1];
-    int one = 1;
     if (!zmq_has("curve") || strlen(secret) != ZAP_KEY_LEN || zmq_curve_public(pub, secret) != 0) {
-        log_error("ha", "cannot use the broker's key for the replication stream (a 40-character Z85 secret and "
-                  "a libzmq with CURVE are needed)");
+        log_error("ha", "cannot use the key for the replication stream (a 40-character Z85 secret and a libzmq "
+                  "with CURVE are needed)");
         return SL_EINVAL;
     }
+    return SL_OK;
+}
+
+/* curve makes l's socket a CURVE server (router) or client with the
+ * group's key pair, secret in Z85. The server's ZAP handler accepts the
+ * group's public key and the n replica keys; the client presents mine (a
+ * secret of its own, or NULL: the group's). */
+static int curve(repl_link *l, const char *secret, const char *const *replicas, size_t n, const char *mine,
+                 int router)
+{
+    char pub[ZAP_KEY_LEN + 1], my_pub[ZAP_KEY_LEN + 1];
+    int one = 1;
+    if (public_of(secret, pub) != SL_OK || (mine && public_of(mine, my_pub) != SL_OK))
+        return SL_EINVAL;
     if (router) {
-        const char *keys[] = {pub};
-        int rc = zap_open(l->ctx, &l->zap);
-        if (rc != SL_OK || (rc = zap_set_keys(l->zap, keys, 1)) != SL_OK)
+        const char **keys = malloc((n + 1) * sizeof *keys);
+        int rc = keys ? zap_open(l->ctx, &l->zap) : SL_ENOMEM;
+        if (rc == SL_OK) {
+            keys[0] = pub;
+            for (size_t i = 0; i < n; i++)
+                keys[i + 1] = replicas[i];
+            rc = zap_set_keys(l->zap, keys, n + 1);
+        }
+        free(keys);
+        if (rc != SL_OK)
             return rc;
         if (zmq_setsockopt(l->sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
             zmq_setsockopt(l->sock, ZMQ_CURVE_SECRETKEY, secret, ZAP_KEY_LEN) ||
@@ -76,8 +94,8 @@ static int curve(repl_link *l, const char *secret, int router)
         return SL_OK;
     }
     if (zmq_setsockopt(l->sock, ZMQ_CURVE_SERVERKEY, pub, ZAP_KEY_LEN) ||
-        zmq_setsockopt(l->sock, ZMQ_CURVE_PUBLICKEY, pub, ZAP_KEY_LEN) ||
-        zmq_setsockopt(l->sock, ZMQ_CURVE_SECRETKEY, secret, ZAP_KEY_LEN))
+        zmq_setsockopt(l->sock, ZMQ_CURVE_PUBLICKEY, mine ? my_pub : pub, ZAP_KEY_LEN) ||
+        zmq_setsockopt(l->sock, ZMQ_CURVE_SECRETKEY, mine ? mine : secret, ZAP_KEY_LEN))
         goto fail;
     return SL_OK;
 fail:
@@ -86,7 +104,8 @@ fail:
     return SL_EINVAL;
 }
 
-static int open_link(const char *endpoint, const char *secret, int router, repl_link **out)
+static int open_link(const char *endpoint, const char *secret, const char *const *replicas, size_t n,
+                     const char *mine, int router, repl_link **out)
 {
     repl_link *l = calloc(1, sizeof *l);
     if (!l)
@@ -108,7 +127,7 @@ static int open_link(const char *endpoint, const char *secret, int router, repl_
     zmq_setsockopt(l->sock, ZMQ_HEARTBEAT_TIMEOUT, &hbttl, sizeof hbttl);
     if (router)
         zmq_setsockopt(l->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    int rc = secret ? curve(l, secret, router) : SL_OK;
+    int rc = secret ? curve(l, secret, replicas, n, mine, router) : SL_OK;
     if (rc != SL_OK) {
         repl_link_close(&l);
         return rc;
@@ -124,14 +143,15 @@ static int open_link(const char *endpoint, const char *secret, int router, repl_
     return SL_OK;
 }
 
-int repl_link_bind(const char *endpoint, const char *secret, repl_link **out)
+int repl_link_bind(const char *endpoint, const char *secret, const char *const *replicas, size_t n,
+                   repl_link **out)
 {
-    return open_link(endpoint, secret, 1, out);
+    return open_link(endpoint, secret, replicas, n, NULL, 1, out);
 }
 
-int repl_link_connect(const char *endpoint, const char *secret, repl_link **out)
+int repl_link_connect(const char *endpoint, const char *secret, const char *mine, repl_link **out)
 {
-    return open_link(endpoint, secret, 0, out);
+    return open_link(endpoint, secret, NULL, 0, mine, 0, out);
 }
 
 void repl_link_close(repl_link **lp)

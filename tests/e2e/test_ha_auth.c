@@ -13,7 +13,9 @@
  * another key pair never joins the stream (the primary confirms alone,
  * Redis names no standby in sync, and that node holds no record), where a
  * client that knows the group's public key but holds another pair is
- * refused at the handshake and logged. TTL 1500 ms.
+ * refused at the handshake and logged; a standby presenting a key of its
+ * own (--repl-key) that the auth file names `replica` joins the stream,
+ * and that key may do nothing on a client endpoint (SL_EPERM). TTL 1500 ms.
  */
 #include <hiredis.h>
 #include <setjmp.h>
@@ -40,9 +42,9 @@ typedef struct keys {
     char pub[SL_KEY_BYTES], sec[SL_KEY_BYTES];
 } keys;
 
-static char dir[64], repl[2][128], key_path[2][128], auth_path[128];
+static char dir[64], repl[2][128], key_path[2][128], auth_path[128], replica_path[128];
 static th_redis redis;
-static keys group, other, producer, ops, stranger;
+static keys group, other, producer, ops, stranger, replica;
 
 static void write_text(const char *path, const char *text)
 {
@@ -72,12 +74,14 @@ static int arm(void **state)
         snprintf(key_path[i], sizeof key_path[i], "%s/node%d.key", dir, i + 1);
     }
     snprintf(auth_path, sizeof auth_path, "%s/auth.txt", dir);
+    snprintf(replica_path, sizeof replica_path, "%s/replica.key", dir);
     if (sl_keygen(group.pub, group.sec) != SL_OK || sl_keygen(other.pub, other.sec) != SL_OK ||
         sl_keygen(producer.pub, producer.sec) != SL_OK || sl_keygen(ops.pub, ops.sec) != SL_OK ||
-        sl_keygen(stranger.pub, stranger.sec) != SL_OK)
+        sl_keygen(stranger.pub, stranger.sec) != SL_OK || sl_keygen(replica.pub, replica.sec) != SL_OK)
         return -1;
     char text[512];
-    snprintf(text, sizeof text, "# the group's principals\nprod producer %s\nops admin %s\n", producer.pub, ops.pub);
+    snprintf(text, sizeof text, "# the group's principals\nprod producer %s\nops admin %s\nn2 replica %s\n",
+             producer.pub, ops.pub, replica.pub);
     write_text(auth_path, text);
     return th_redis_start(&redis, dir, NULL);
 }
@@ -96,16 +100,23 @@ static void pause_ms(unsigned ms)
     nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
 }
 
-/* node starts node i (1 or 2) of group t with the key file of key_path[i-1]. */
-static th_broker *node(int i)
+/* node_with starts node i (1 or 2) of group t with the key file of
+ * key_path[i-1] and, when repl_key, the stream's key pair of replica_path. */
+static th_broker *node_with(int i, int repl_key)
 {
     static const char *names[] = {"n1", "n2"};
     const char *extra[] = {"--ha", redis.url, "--ha-group", "t", "--ha-node", names[i - 1], "--repl-listen",
                            repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500",
-                           "--curve-secret", key_path[i - 1], "--auth", auth_path, NULL};
+                           "--curve-secret", key_path[i - 1], "--auth", auth_path,
+                           repl_key ? "--repl-key" : NULL, replica_path, NULL};
     th_broker *b;
     assert_int_equal(th_broker_new(extra, &b), 0);
     return b;
+}
+
+static th_broker *node(int i)
+{
+    return node_with(i, 0);
 }
 
 /* field reads one field of the group's hash ("" when absent). */
@@ -254,11 +265,37 @@ static void a_standby_with_another_key_never_joins(void **state)
     th_broker_destroy(&b);
 }
 
+static void a_standby_presenting_a_replica_key_joins(void **state)
+{
+    (void)state;
+    key_file(key_path[0], &group);
+    key_file(key_path[1], &group);
+    key_file(replica_path, &replica);
+    th_broker *a = node(1);
+    assert_true(wait_field("leader", "n1", 10000) >= 0);
+    th_broker *b = node_with(2, 1);
+    assert_true(wait_field("sync", "n2", 15000) >= 0); /* admitted by the auth file's replica line */
+    sl_client *p = client(a->endpoint, &group, &producer, 5000);
+    sl_put m = {.body = "r", .body_len = 1, .level = 1};
+    assert_int_equal(sl_send(p, &m, NULL), SL_OK);
+    sl_close(&p);
+    /* the replica key may do nothing on a client endpoint */
+    sl_client *r = client(a->endpoint, &group, &replica, 5000);
+    assert_int_equal(sl_send(r, &m, NULL), SL_EPERM);
+    sl_close(&r);
+    th_broker_kill9(a);
+    assert_true(wait_field("leader", "n2", 15000) >= 0);
+    assert_int_equal(depth(b, 15000), 1);
+    assert_int_equal(th_broker_destroy(&b), 0);
+    th_broker_destroy(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(the_stream_is_encrypted_and_the_standby_redirects_principals, arm, disarm),
         cmocka_unit_test_setup_teardown(a_standby_with_another_key_never_joins, arm, disarm),
+        cmocka_unit_test_setup_teardown(a_standby_presenting_a_replica_key_joins, arm, disarm),
     };
     return cmocka_run_group_tests_name("ha_auth", tests, NULL, NULL);
 }
