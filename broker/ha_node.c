@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "ha_copy.h"
 #include "ha_epoch.h"
 #include "ha_lease.h"
@@ -138,10 +139,27 @@ int ha_node_start(bk *b, ha_lease *hl, uint64_t epoch, uint64_t promotions)
         ha_lease_destroy(&hl);
         return rc;
     }
-    ha_prim_cfg pc = {.endpoint = b->cfg.repl_listen, .epoch = epoch, .seq = seq, .epoch_start = e < epoch ? seq : 0,
+    char secret[AUTH_KEY_LEN + 1], err[600];
+    if (b->cfg.curve_secret_file[0] && auth_secret_load(b->cfg.curve_secret_file, secret, err, sizeof err) != SL_OK) {
+        log_error("ha", "--curve-secret: %s", err);
+        free(h);
+        ha_lease_destroy(&hl);
+        return SL_EINVAL;
+    }
+    /* the auth file's replica keys: standbys presenting a --repl-key of their own */
+    const char **replicas = b->auth && b->auth->n ? malloc(b->auth->n * sizeof *replicas) : NULL;
+    size_t nreplicas = 0;
+    for (size_t i = 0; replicas && i < b->auth->n; i++)
+        if (b->auth->v[i].role == PROTO_ROLE_REPLICA)
+            replicas[nreplicas++] = b->auth->v[i].key;
+    ha_prim_cfg pc = {.endpoint = b->cfg.repl_listen, .curve_secret = b->cfg.curve_secret_file[0] ? secret : NULL,
+                      .replicas = replicas, .nreplicas = nreplicas,
+                      .epoch = epoch, .seq = seq, .epoch_start = e < epoch ? seq : 0,
                       .buffer_bytes = b->cfg.repl_buffer_bytes,
                       .timeout_ns = (uint64_t)b->cfg.repl_standby_timeout_ms * NS_PER_MS};
-    if ((rc = ha_prim_open(&pc, &h->prim)) != SL_OK) {
+    rc = ha_prim_open(&pc, &h->prim);
+    free(replicas);
+    if (rc != SL_OK) {
         free(h);
         ha_lease_destroy(&hl);
         return rc;

@@ -25,9 +25,9 @@
  * comes this node is not in sync (the primary records sync = none in
  * Redis before it makes one), so it cannot promote.
  *
- * Limits: with --auth, the client endpoint of a standby is not served (no
- * ZAP handler runs here), so clients learn nothing from it and try the
- * other address; the stream itself is not CURVE-encrypted.
+ * With --curve-secret the client endpoint is a CURVE server whose ZAP
+ * handler admits the keys of the auth file (read at start), and the stream
+ * to the primary is encrypted with the group's key (ha_stby_secret).
  *
  * Costs: a Redis command per TTL/3; per pass of records one flush; a
  * redirect per client request.
@@ -35,8 +35,10 @@
 #include "standby.h"
 
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "ha_epoch.h"
 #include "ha_lease.h"
 #include "ha_recv.h"
@@ -47,6 +49,7 @@
 #include "standby_http.h"
 #include "store.h"
 #include "units.h"
+#include "zap.h"
 
 #define STANDBY_MAX_WAIT_NS (100 * NS_PER_MS)
 
@@ -146,6 +149,33 @@ static void redirect(net *n, const net_in *in, const char *primary, const conf *
     net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);
 }
 
+/* admit_principals hands the keys of the auth file (--auth) to the ZAP
+ * handler of a CURVE client endpoint, so that every principal's client
+ * completes its handshake here and is sent to the primary. What the
+ * principal may do is the primary's to check. */
+static int admit_principals(const conf *cfg, net *n)
+{
+    zap *z = net_zap(n);
+    if (!z || !cfg->auth_file[0])
+        return SL_OK;
+    auth_table t = {0};
+    char err[600];
+    int rc = auth_table_load(cfg->auth_file, cfg, &t, err, sizeof err);
+    if (rc != SL_OK) {
+        log_error("ha", "--auth: %s", err);
+        return rc;
+    }
+    const char **keys = t.n ? malloc(t.n * sizeof *keys) : NULL;
+    rc = t.n && !keys ? SL_ENOMEM : SL_OK;
+    for (size_t i = 0; rc == SL_OK && i < t.n; i++)
+        keys[i] = t.v[i].key;
+    if (rc == SL_OK)
+        rc = zap_set_keys(z, keys, t.n);
+    free(keys);
+    auth_table_fini(&t);
+    return rc;
+}
+
 int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile sig_atomic_t *stop,
                 void (*ready)(const conf *cfg), standby_http *web)
 {
@@ -157,11 +187,26 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
     int rc = store_open(&scfg, &st, NULL);
     if (rc != SL_OK)
         return rc;
-    net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms};
+    char secret[AUTH_KEY_LEN + 1], err[600];
+    if (cfg->curve_secret_file[0] && (rc = auth_secret_load(cfg->curve_secret_file, secret, err, sizeof err))) {
+        log_error("ha", "--curve-secret: %s", err);
+        goto store_close;
+    }
+    net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms,
+                    .curve_secret = cfg->curve_secret_file[0] ? secret : NULL};
     if ((rc = net_open(&ncfg, &n)) != SL_OK)
         goto store_close;
+    if ((rc = admit_principals(cfg, n)) != SL_OK)
+        goto net_close;
     if ((rc = ha_stby_new(st, cfg->data_dir, cfg->ha_node, known_epoch, &sb)) != SL_OK)
         goto net_close;
+    char mine[AUTH_KEY_LEN + 1];
+    if (cfg->repl_key_file[0] && (rc = auth_secret_load(cfg->repl_key_file, mine, err, sizeof err)) != SL_OK) {
+        log_error("ha", "--repl-key: %s", err);
+        ha_stby_destroy(&sb);
+        goto net_close;
+    }
+    ha_stby_secret(sb, cfg->curve_secret_file[0] ? secret : NULL, cfg->repl_key_file[0] ? mine : NULL);
     ha_stby_stats ss;
     ha_stby_stats_get(sb, &ss);
     log_info("ha", "standby of group %s: store %s holds the stream up to record %llu (epoch %llu); redirecting "

@@ -11,13 +11,16 @@
 
 /* X(ID, "name"). A principal of the broker's auth file has one role; admin
  * may send everything, the others what their role names. ANY marks what
- * every principal may send (the handshake's HELLO, PING, BYE). */
+ * every principal may send (the handshake's HELLO, PING, BYE). replica is
+ * a standby's key on the replication stream (--repl-key): on a client
+ * endpoint it may send nothing beyond ANY. */
 #define PROTO_ROLES(X)          \
     X(ANY,      "any")          \
     X(PRODUCER, "producer")     \
     X(CONSUMER, "consumer")     \
     X(MONITOR,  "monitor")      \
-    X(ADMIN,    "admin")
+    X(ADMIN,    "admin")        \
+    X(REPLICA,  "replica")
 
 typedef enum proto_role {
 #define PROTO_ROLE_ENUM_(ID, name) PROTO_ROLE_##ID,

@@ -125,7 +125,7 @@ static int parse_line(parse *p, char *line, auth_principal *pr)
         return bad(p, "the name '%s' is longer than %d bytes", name, PROTO_MAX_NAME);
     int r = proto_role_of(role, strlen(role));
     if (r < 0 || r == PROTO_ROLE_ANY)
-        return bad(p, "'%s' is not a role (producer, consumer, monitor or admin)", role);
+        return bad(p, "'%s' is not a role (producer, consumer, monitor, admin or replica)", role);
     snprintf(text, sizeof text, "public = %s", key);
     if (strlen(key) != AUTH_KEY_LEN || proto_key_parse(text, pub, NULL) != SL_OK)
         return bad(p, "'%s' is not a public key (40 Z85 characters, as in a .pub file)", key);

@@ -48,7 +48,7 @@
     X(data, NULL, "data", 'd', "broker", STR, data_dir, "./sluice-data", 0, 0, "DIR", "data directory, created if missing; one broker per directory (locked)") \
     X(listen, NULL, "listen", 'l', "broker", STR, listen, "tcp://127.0.0.1:7470", 0, 0, "ENDPOINT", "ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7470 or ipc:///run/sluice.sock") \
     X(curve_secret, NULL, "curve-secret", 0, "broker", STR, curve_secret_file, NULL, 0, 0, "FILE", "the broker's key file (sluice keygen NAME writes NAME.key): CURVE-encrypt every connection; needs --auth") \
-    X(auth, NULL, "auth", 0, "broker", STR, auth_file, NULL, 0, 0, "FILE", "principals, one a line: NAME ROLE PUBLIC-KEY, optionally levels=L1,L2 and tags=GLOB,...; roles producer, consumer, monitor, admin; re-read on SIGHUP") \
+    X(auth, NULL, "auth", 0, "broker", STR, auth_file, NULL, 0, 0, "FILE", "principals, one a line: NAME ROLE PUBLIC-KEY, optionally levels=L1,L2 and tags=GLOB,...; roles producer, consumer, monitor, admin, replica (a standby's --repl-key); re-read on SIGHUP") \
     X(admin_listen, NULL, "admin-listen", 0, "broker", STR, admin_listen, NULL, 0, 0, "ENDPOINT", "a second endpoint, such as ipc:///run/sluice-admin.sock: admin commands are then served there only, and publishing and consuming on --listen only") \
     X(insecure, NULL, "insecure", 0, "broker", BOOL, insecure, "off", 0, 0, NULL, "allow listening on a non-loopback address without --auth, and serving --http beyond loopback without TLS") \
     X(log_level, NULL, "log-level", 0, "broker", LOG_LEVEL, log_level, "info", 0, 0, "LEVEL", "error, warn, info or debug; logs go to stderr") \
@@ -96,6 +96,7 @@
     X(ha_ttl_ms, NULL, "ha-ttl-ms", 0, "ha", NUM, ha_ttl_ms, "5000", 600, 600000, "MS", "lifetime of the primary's lease in Redis; renewed every third of it") \
     X(repl_standby_timeout_ms, NULL, "repl-standby-timeout-ms", 0, "ha", NUM, repl_standby_timeout_ms, "2000", 100, 600000, "MS", "a primary whose standby acknowledged nothing for this long records sync = none in Redis and confirms alone") \
     X(repl_strict, NULL, "repl-strict", 0, "ha", BOOL, repl_strict, "off", 0, 0, NULL, "never confirm alone: without an in-sync standby, publishes wait (and time out at the client) instead") \
+    X(repl_key, NULL, "repl-key", 0, "ha", STR, repl_key_file, NULL, 0, 0, "FILE", "with --curve-secret: the key pair (sluice keygen) this node presents on the replication stream as a standby, instead of the group's; its public key must be in the primary's --auth file with the role replica") \
     X(repl_buffer_mb, NULL, "repl-buffer-mb", 0, "ha", MB, repl_buffer_bytes, "64", 1, 1ULL << 14, "MB", "the primary keeps this much of its recent stream in memory, for a standby that reconnects to resume from") \
     X(http, NULL, "http", 0, "http", STR, http, NULL, 0, 0, "ADDR:PORT", "serve the web console at http://ADDR:PORT/, its JSON API under /api/v1/ and Prometheus metrics at /metrics (IPv4, e.g. 127.0.0.1:9470; port 0 picks one and logs it); off by default; beyond loopback it needs --http-cert and --http-key, or --insecure") \
     X(metrics, NULL, "metrics", 0, "http", STR, http, NULL, 0, 0, "ADDR:PORT", "the same as --http (its name when the server served only /metrics)") \

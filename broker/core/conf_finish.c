@@ -115,6 +115,10 @@ int conf_finish(conf *c, char *err, size_t errlen)
         snprintf(err, errlen, "--ha needs --ha-group, --ha-node and --repl-listen");
         return SL_EINVAL;
     }
+    if (c->repl_key_file[0] && !c->curve_secret_file[0]) {
+        snprintf(err, errlen, "--repl-key needs --curve-secret (the group's key pair, which the stream is encrypted with)");
+        return SL_EINVAL;
+    }
     if (c->ha_url[0] && !c->wal_bytes) {
         snprintf(err, errlen, "--ha needs the write-ahead log (--wal-mb above 0): its records are the replication stream");
         return SL_EINVAL;

@@ -100,7 +100,7 @@ int ha_prim_open(const ha_prim_cfg *cfg, ha_prim **out)
     ha_prim *p = calloc(1, sizeof *p);
     if (!p)
         return SL_ENOMEM;
-    int rc = repl_link_bind(cfg->endpoint, &p->link);
+    int rc = repl_link_bind(cfg->endpoint, cfg->curve_secret, cfg->replicas, cfg->nreplicas, &p->link);
     if (rc != SL_OK) {
         free(p);
         return rc;

@@ -13,6 +13,9 @@ typedef struct ha_prim ha_prim;
 
 typedef struct ha_prim_cfg {
     const char *endpoint;       /* --repl-listen */
+    const char *curve_secret;   /* the group's CURVE secret key (Z85), or NULL: a plaintext stream */
+    const char *const *replicas; /* public keys (Z85) a standby may present besides the group's */
+    size_t nreplicas;
     uint64_t epoch;             /* this primary's epoch */
     uint64_t seq;               /* the last record its store holds (store_repl_pos) */
     uint64_t epoch_start;       /* the last record made before this epoch began (0: not known) */

@@ -64,6 +64,8 @@ struct ha_stby {
     ha_recv *copy;           /* a copy of the primary's store being received */
     uint64_t copy_t0_ns, retry_ns, copy_acked;
     int loaded;              /* a copy is complete beside the store: swap it in */
+    char secret[41];         /* the group's CURVE secret key (Z85); "": a plaintext stream */
+    char mine[41];           /* the key this standby presents, when not the group's (--repl-key); "" */
 };
 
 /* new_session numbers a connection: the time, the process and a count, mixed. */
@@ -94,6 +96,12 @@ int ha_stby_new(store *st, const char *dir, const char *node, uint64_t known_epo
     s->epoch = known_epoch;
     *out = s;
     return SL_OK;
+}
+
+void ha_stby_secret(ha_stby *s, const char *secret, const char *mine)
+{
+    snprintf(s->secret, sizeof s->secret, "%s", secret ? secret : "");
+    snprintf(s->mine, sizeof s->mine, "%s", mine ? mine : "");
 }
 
 void ha_stby_destroy(ha_stby **sp)
@@ -150,7 +158,8 @@ int ha_stby_follow(ha_stby *s, const char *repl_ep, uint64_t epoch, uint64_t now
     s->ep[0] = '\0';
     if (!repl_ep[0])
         return SL_OK;
-    if ((rc = repl_link_connect(repl_ep, &s->link)) != SL_OK)
+    if ((rc = repl_link_connect(repl_ep, s->secret[0] ? s->secret : NULL, s->mine[0] ? s->mine : NULL, &s->link)) !=
+        SL_OK)
         return rc;
     snprintf(s->ep, sizeof s->ep, "%s", repl_ep);
     s->far = 0;

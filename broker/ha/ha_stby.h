@@ -27,6 +27,12 @@ typedef struct ha_stby_stats {
  * there. SL_OK, or a store error reading the position. */
 int ha_stby_new(store *st, const char *dir, const char *node, uint64_t known_epoch, ha_stby **out);
 
+/* ha_stby_secret sets the group's CURVE secret key (Z85, the broker's
+ * --curve-secret; NULL: none) the stream is encrypted with from the next
+ * connection on (repl_link_connect), and mine, the secret of the key pair
+ * this standby presents (--repl-key, a replica's; NULL: the group's). */
+void ha_stby_secret(ha_stby *s, const char *secret, const char *mine);
+
 /* ha_stby_destroy closes the link; accepts NULL, NULLs *s. */
 void ha_stby_destroy(ha_stby **s);
 

@@ -32,9 +32,6 @@
 #include "peers.h"
 #include "zap.h"
 
-#ifndef ZMQ_ZAP_ENFORCE_DOMAIN
-#define ZMQ_ZAP_ENFORCE_DOMAIN 93 /* libzmq 4.3 (draft API) */
-#endif
 
 typedef struct out_rec {
     size_t off;        /* rid bytes, then body bytes */

@@ -14,8 +14,19 @@
  * from what the standby acknowledged. Nothing lingers at close. The link
  * has its own ZeroMQ context, so the stream's I/O thread is its own.
  *
+ * CURVE. Given the node's secret key (--curve-secret: both nodes of a
+ * group hold the same key pair, the one clients know as the broker's), the
+ * stream is encrypted and only a node of the group may join it: the
+ * primary's ROUTER is a CURVE server with a ZAP handler of its own (zap.c,
+ * in this link's context) whose key set is the group's public key and the
+ * auth file's replica keys; the standby's DEALER is a CURVE client
+ * presenting the group's pair (or its --repl-key), the server's key being
+ * the group's public key. A standby with another key is refused at the
+ * handshake (logged by the handler) and never sees a record.
+ *
  * Costs: one ZeroMQ context and I/O thread per node; a copy of each record
- * into ZeroMQ's message.
+ * into ZeroMQ's message; with CURVE, the ZAP handler's thread on the
+ * primary and a box per frame each way.
  */
 #include "repl_link.h"
 
@@ -27,11 +38,13 @@
 #include "grow.h"
 #include "log.h"
 #include "proto.h"
+#include "zap.h"
 
 #define RID_MAX 256
 
 struct repl_link {
     void *ctx, *sock;
+    zap *zap; /* a primary's with CURVE: the group's key alone */
     int router;
     unsigned char rid[RID_MAX];
     size_t rid_len;
@@ -39,7 +52,60 @@ struct repl_link {
     size_t body_cap;
 };
 
-static int open_link(const char *endpoint, int router, repl_link **out)
+/* public_of derives the Z85 public key of a Z85 secret into pub. */
+static int public_of(const char *secret, char *pub)
+{
+    if (!zmq_has("curve") || strlen(secret) != ZAP_KEY_LEN || zmq_curve_public(pub, secret) != 0) {
+        log_error("ha", "cannot use the key for the replication stream (a 40-character Z85 secret and a libzmq "
+                  "with CURVE are needed)");
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+/* curve makes l's socket a CURVE server (router) or client with the
+ * group's key pair, secret in Z85. The server's ZAP handler accepts the
+ * group's public key and the n replica keys; the client presents mine (a
+ * secret of its own, or NULL: the group's). */
+static int curve(repl_link *l, const char *secret, const char *const *replicas, size_t n, const char *mine,
+                 int router)
+{
+    char pub[ZAP_KEY_LEN + 1], my_pub[ZAP_KEY_LEN + 1];
+    int one = 1;
+    if (public_of(secret, pub) != SL_OK || (mine && public_of(mine, my_pub) != SL_OK))
+        return SL_EINVAL;
+    if (router) {
+        const char **keys = malloc((n + 1) * sizeof *keys);
+        int rc = keys ? zap_open(l->ctx, &l->zap) : SL_ENOMEM;
+        if (rc == SL_OK) {
+            keys[0] = pub;
+            for (size_t i = 0; i < n; i++)
+                keys[i + 1] = replicas[i];
+            rc = zap_set_keys(l->zap, keys, n + 1);
+        }
+        free(keys);
+        if (rc != SL_OK)
+            return rc;
+        if (zmq_setsockopt(l->sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
+            zmq_setsockopt(l->sock, ZMQ_CURVE_SECRETKEY, secret, ZAP_KEY_LEN) ||
+            zmq_setsockopt(l->sock, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN)) ||
+            zmq_setsockopt(l->sock, ZMQ_ZAP_ENFORCE_DOMAIN, &one, sizeof one))
+            goto fail;
+        return SL_OK;
+    }
+    if (zmq_setsockopt(l->sock, ZMQ_CURVE_SERVERKEY, pub, ZAP_KEY_LEN) ||
+        zmq_setsockopt(l->sock, ZMQ_CURVE_PUBLICKEY, mine ? my_pub : pub, ZAP_KEY_LEN) ||
+        zmq_setsockopt(l->sock, ZMQ_CURVE_SECRETKEY, mine ? mine : secret, ZAP_KEY_LEN))
+        goto fail;
+    return SL_OK;
+fail:
+    log_error("ha", "cannot make the replication socket a CURVE %s: %s", router ? "server" : "client",
+              zmq_strerror(zmq_errno()));
+    return SL_EINVAL;
+}
+
+static int open_link(const char *endpoint, const char *secret, const char *const *replicas, size_t n,
+                     const char *mine, int router, repl_link **out)
 {
     repl_link *l = calloc(1, sizeof *l);
     if (!l)
@@ -61,7 +127,12 @@ static int open_link(const char *endpoint, int router, repl_link **out)
     zmq_setsockopt(l->sock, ZMQ_HEARTBEAT_TIMEOUT, &hbttl, sizeof hbttl);
     if (router)
         zmq_setsockopt(l->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    int rc = router ? zmq_bind(l->sock, endpoint) : zmq_connect(l->sock, endpoint);
+    int rc = secret ? curve(l, secret, replicas, n, mine, router) : SL_OK;
+    if (rc != SL_OK) {
+        repl_link_close(&l);
+        return rc;
+    }
+    rc = router ? zmq_bind(l->sock, endpoint) : zmq_connect(l->sock, endpoint);
     if (rc != 0) {
         log_error("ha", "cannot %s the replication endpoint %s: %s", router ? "bind" : "connect to", endpoint,
                   zmq_strerror(zmq_errno()));
@@ -72,14 +143,15 @@ static int open_link(const char *endpoint, int router, repl_link **out)
     return SL_OK;
 }
 
-int repl_link_bind(const char *endpoint, repl_link **out)
+int repl_link_bind(const char *endpoint, const char *secret, const char *const *replicas, size_t n,
+                   repl_link **out)
 {
-    return open_link(endpoint, 1, out);
+    return open_link(endpoint, secret, replicas, n, NULL, 1, out);
 }
 
-int repl_link_connect(const char *endpoint, repl_link **out)
+int repl_link_connect(const char *endpoint, const char *secret, const char *mine, repl_link **out)
 {
-    return open_link(endpoint, 0, out);
+    return open_link(endpoint, secret, NULL, 0, mine, 0, out);
 }
 
 void repl_link_close(repl_link **lp)
@@ -89,6 +161,7 @@ void repl_link_close(repl_link **lp)
         return;
     if (l->sock)
         zmq_close(l->sock);
+    zap_close(&l->zap); /* before the context ends: its socket is the context's */
     if (l->ctx)
         zmq_ctx_term(l->ctx);
     free(l->body);

@@ -11,13 +11,20 @@
 typedef struct repl_link repl_link;
 
 /* repl_link_bind binds endpoint (a primary: a ROUTER that answers the one
- * standby last heard from). SL_OK, SL_EINVAL (the endpoint), SL_EIO, SL_ENOMEM;
- * logged. */
-int repl_link_bind(const char *endpoint, repl_link **out);
+ * standby last heard from). With secret (the group's CURVE secret key in
+ * Z85; NULL: plaintext) the stream is encrypted and only a standby holding
+ * the same key pair, or one of the n replica public keys (Z85, from the
+ * auth file), completes the handshake. SL_OK, SL_EINVAL (the endpoint, the
+ * key), SL_EIO, SL_ENOMEM; logged. */
+int repl_link_bind(const char *endpoint, const char *secret, const char *const *replicas, size_t n,
+                   repl_link **out);
 
 /* repl_link_connect connects to a primary's endpoint (a standby: a
- * DEALER, reconnecting by itself every 100 ms). Same errors. */
-int repl_link_connect(const char *endpoint, repl_link **out);
+ * DEALER, reconnecting by itself every 100 ms), with secret as for
+ * repl_link_bind (the primary's key is the same pair's public key),
+ * presenting mine (a secret key of its own, a replica's; NULL: the
+ * group's). Same errors. */
+int repl_link_connect(const char *endpoint, const char *secret, const char *mine, repl_link **out);
 
 /* repl_link_close closes at once (nothing lingers); accepts NULL, NULLs *l. */
 void repl_link_close(repl_link **l);

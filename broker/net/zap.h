@@ -3,7 +3,9 @@
  * complete a handshake.
  *
  * A thread of its own answers libzmq's authentication requests on
- * inproc://zeromq.zap.01 in the broker's ZeroMQ context. It accepts a CURVE
+ * inproc://zeromq.zap.01 in one ZeroMQ context: the broker's (the auth
+ * file's keys), or the replication stream's (repl_link.c: the group's
+ * key). It accepts a CURVE
  * client whose public key is in its key set, in the domain ZAP_DOMAIN, and
  * refuses everything else (an empty set refuses everyone). The accepted
  * connection's User-Id is its public key in Z85, which is what the loop
@@ -16,6 +18,9 @@
 #include <stdint.h>
 
 #define ZAP_DOMAIN "sluice"
+#ifndef ZMQ_ZAP_ENFORCE_DOMAIN
+#define ZMQ_ZAP_ENFORCE_DOMAIN 93 /* libzmq 4.3 (draft API): a missing handler refuses, never admits */
+#endif
 #define ZAP_KEY_LEN 40 /* a CURVE public key in Z85 */
 
 typedef struct zap zap;

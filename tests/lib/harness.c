@@ -168,7 +168,7 @@ int th_broker_init(th_broker *b, const char *const *extra)
     snprintf(b->data, sizeof b->data, "%s/data", b->dir);
     snprintf(b->endpoint, sizeof b->endpoint, "ipc://%s/s.sock", b->dir);
     snprintf(b->log, sizeof b->log, "%s/sluiced.log", b->dir);
-    for (int i = 0; extra && extra[i] && i < 15; i++)
+    for (int i = 0; extra && extra[i] && i < TH_EXTRA_MAX; i++)
         b->extra[i] = extra[i];
     return 0;
 }

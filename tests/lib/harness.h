@@ -29,13 +29,15 @@
 
 /* ---- real brokers ---- */
 
+#define TH_EXTRA_MAX 23 /* extra arguments a broker may be started with */
+
 typedef struct th_broker {
     pid_t pid;
     char dir[256];        /* the test's temporary directory */
     char data[300];       /* dir/data */
     char endpoint[320];   /* ipc://dir/s.sock */
     char log[300];        /* dir/sluiced.log: the broker's stderr */
-    const char *extra[16];/* extra arguments, NULL-terminated */
+    const char *extra[TH_EXTRA_MAX + 1]; /* extra arguments, NULL-terminated */
     const char *wrap[16]; /* a command to run sluiced under (strace ...), NULL-terminated */
     char preload[600];    /* th_broker_preload's LD_PRELOAD= and ASAN_OPTIONS= */
     char asan[600];
