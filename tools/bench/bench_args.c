@@ -119,8 +119,9 @@ static void usage(FILE *f)
 "      --peer          with --spawn: run only the rows compared with beanstalkd -f 0\n"
 "                      (the enqueue, drain and latency rows, each beside the\n"
 "                      peer's, one flush, the ideal log) and their ratios\n"
-"  -q, --quick         smoke run: 1 s per row, a %d-message drain, %d messages\n"
-"                      to dispatch and a %d-message starvation backlog\n"
+"  -q, --quick         smoke run: 1 s per row, at most %d publishes in the\n"
+"                      1 x 100 row and a %d-message drain, %d messages to\n"
+"                      dispatch and a %d-message starvation backlog\n"
 "  -h, --help          show this help\n"
 "      --version       show the version\n"
 "\n"
@@ -141,7 +142,7 @@ static void usage(FILE *f)
             BENCH_CORE_BODY_BYTES, PRODUCERS, WINDOW_MSGS, CONSUMERS, DRAIN_MSGS,
             BENCH_LATENCY_RATE_PER_S, BENCH_SCHED_POOLS, BENCH_SCHED_CREDIT, DISPATCH_MSGS,
             BENCH_SCHED_BUSY_MS, BENCH_SCHED_DEADLINE_MS, BENCH_PICK_LEVELS, LMDB_BATCH_PUTS, BENCH_LATENCY_RATE_PER_S,
-            SL_DEFAULT_ENDPOINT, MAX_SECONDS, DEFAULT_SECONDS, DRAIN_MSGS_QUICK,
+            SL_DEFAULT_ENDPOINT, MAX_SECONDS, DEFAULT_SECONDS, DRAIN_MSGS_QUICK, DRAIN_MSGS_QUICK,
             DISPATCH_MSGS_QUICK, STARVE_MSGS_QUICK);
 }
 
@@ -275,6 +276,7 @@ void bench_args_parse(int argc, char **argv, bench_args *b)
         exit(2);
     }
     b->seconds = seconds ? seconds : quick ? 1 : DEFAULT_SECONDS;
+    b->quick = quick;
     b->drain_msgs = quick ? DRAIN_MSGS_QUICK : DRAIN_MSGS;
     b->dispatch_msgs = quick ? DISPATCH_MSGS_QUICK : DISPATCH_MSGS;
     b->starve_msgs = quick ? STARVE_MSGS_QUICK : 0;

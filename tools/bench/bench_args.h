@@ -25,6 +25,7 @@ typedef struct bench_args {
     const char *spawn;      /* --spawn: the sluiced to start, or NULL */
     const char *slowdisk;   /* --slowdisk: the slow-disk shim, or NULL */
     int seconds;
+    int quick;              /* --quick */
     int tenants_only;       /* --tenants: only the tenant rows */
     int sink_only;          /* --sink: only the rows of the sink used at its limit */
     int force;              /* --force: run beside a broker's own messages and consumers */

@@ -79,6 +79,83 @@ int bench_disk_flushes(const char *dir, int seconds, uint64_t *flushes, int64_t 
     return rc;
 }
 
+/* Two flushes at once: a group's nodes on one machine flush one disk. */
+typedef struct flush_pair {
+    flush_run f[2];
+    pthread_barrier_t start, end;
+    int64_t until_ns;
+    uint64_t rounds;
+    int stop, err[2];
+} flush_pair;
+
+typedef struct pair_arg {
+    flush_pair *p;
+    int side;
+} pair_arg;
+
+/* pair_side flushes its file once a round, both sides starting together;
+ * side 0 counts the rounds and decides, between rounds, when to stop. */
+static void *pair_side(void *arg)
+{
+    pair_arg *a = arg;
+    flush_pair *p = a->p;
+    for (;;) {
+        pthread_barrier_wait(&p->start);
+        if (p->stop)
+            return NULL;
+        flush_run *f = &p->f[a->side];
+        if (write(f->fd, f->body, sizeof f->body) != (ssize_t)sizeof f->body || fdatasync(f->fd) != 0)
+            p->err[a->side] = errno ? errno : EIO;
+        pthread_barrier_wait(&p->end);
+        if (a->side == 0) {
+            p->rounds++;
+            p->stop = p->err[0] || p->err[1] || bench_core_stopping() || bench_core_now_ns() >= p->until_ns;
+        }
+    }
+}
+
+int bench_disk_flush_pairs(const char *dir, int seconds, uint64_t *pairs, int64_t *elapsed_ns)
+{
+    flush_pair p;
+    memset(&p, 0, sizeof p);
+    pair_arg args[2] = {{&p, 0}, {&p, 1}};
+    char path[2][160];
+    for (int i = 0; i < 2; i++) {
+        bench_core_body_fill(p.f[i].body);
+        snprintf(path[i], sizeof path[i], "%s/raw-flush-pair-%d.dat", dir, i);
+        p.f[i].fd = open(path[i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (p.f[i].fd < 0) {
+            int e = errno;
+            if (i)
+                close(p.f[0].fd);
+            return bench_core_fail("cannot create %s: %s", path[i], strerror(e));
+        }
+    }
+    pthread_barrier_init(&p.start, NULL, 2);
+    pthread_barrier_init(&p.end, NULL, 2);
+    int64_t start_ns = bench_core_now_ns();
+    p.until_ns = start_ns + seconds * BENCH_CORE_NS_PER_S;
+    pthread_t t;
+    int rc = 0;
+    if (pthread_create(&t, NULL, pair_side, &args[1]) != 0) {
+        rc = bench_core_fail("raw flush pairs: cannot start a thread");
+    } else {
+        pair_side(&args[0]);
+        pthread_join(t, NULL);
+    }
+    *pairs = p.rounds;
+    *elapsed_ns = bench_core_now_ns() - start_ns;
+    for (int i = 0; i < 2; i++) {
+        close(p.f[i].fd);
+        unlink(path[i]);
+        if (rc == 0 && p.err[i])
+            rc = bench_core_fail("raw flush pairs: %s", strerror(p.err[i]));
+    }
+    pthread_barrier_destroy(&p.start);
+    pthread_barrier_destroy(&p.end);
+    return rc;
+}
+
 typedef struct ideal_log {
     int fd;
     pthread_mutex_t mu;

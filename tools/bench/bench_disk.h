@@ -14,6 +14,13 @@
  * taken; -1 (reported) when the file cannot be made or a call fails. */
 int bench_disk_flushes(const char *dir, int seconds, uint64_t *flushes, int64_t *elapsed_ns);
 
+/* bench_disk_flush_pairs does what bench_disk_flushes does on two files in
+ * dir at once, from two threads that start each round together: a round
+ * ends when both flushes have. What one flush costs when the two nodes of
+ * a group share this disk. Returns 0 with the rounds and the time taken;
+ * -1 (reported). */
+int bench_disk_flush_pairs(const char *dir, int seconds, uint64_t *pairs, int64_t *elapsed_ns);
+
 /* bench_disk_ideal_log times the least a publish -> durable can take on
  * this disk at rate_per_s steady arrivals, for seconds: one thread takes
  * every arrival waiting, writes one 4 KiB record into a file in dir written

@@ -23,7 +23,8 @@
  * the one Sluice answers for on any machine.
  *
  * Costs: 3 x HEADER_TURNS x drain_msgs / 4 publishes (375,000 in a full
- * run), which stay in the backlog the drain rows take.
+ * run; 3 x HEADER_QUICK_TURNS x HEADER_QUICK_MSGS with --quick), which stay
+ * in the backlog the drain rows take.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,6 +36,8 @@
 #include "bench_run.h"
 
 #define HEADER_TURNS 5
+#define HEADER_QUICK_TURNS 3     /* --quick: a smoke run */
+#define HEADER_QUICK_MSGS  2000
 #define HEADER_COUNT 4
 #define HEADER_VALUE_BYTES 64
 #define TARGET_HEADERS_VS_NONE 0.8 /* the 1 x 100 row with 4 headers of 64 B / without */
@@ -69,13 +72,14 @@ int row_send_headers(bench *b)
     size_t padded = BENCH_CORE_BODY_BYTES;
     for (int i = 0; i < HEADER_COUNT; i++)
         padded += strlen(names[i]) + strlen(values[i]);
-    uint64_t msgs = b->drain_msgs / 4 < 20000 ? 20000 : b->drain_msgs / 4;
+    uint64_t msgs = b->quick ? HEADER_QUICK_MSGS : b->drain_msgs / 4 < 20000 ? 20000 : b->drain_msgs / 4;
+    int nturns = b->quick ? HEADER_QUICK_TURNS : HEADER_TURNS;
     double ratio[HEADER_TURNS], same[HEADER_TURNS], best = 0;
     int turns = 0;
     bench_core_progress("confirmed enqueue, 1 x %d, with %d headers of %d B, without, and with a %zu-byte body "
                         "(%d turns of 3 x %" PRIu64 " messages)", WINDOW_MSGS, HEADER_COUNT, HEADER_VALUE_BYTES,
-                        padded, HEADER_TURNS, msgs);
-    for (; turns < HEADER_TURNS && !bench_core_stopping(); turns++) {
+                        padded, nturns, msgs);
+    for (; turns < nturns && !bench_core_stopping(); turns++) {
         double rate[3]; /* without, with, the same bytes as body */
         for (int k = 0; k < 3; k++) {
             int which = (turns + k) % 3;

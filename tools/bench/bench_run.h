@@ -24,6 +24,7 @@ typedef struct bench {
     bench_spawn broker;     /* with --spawn */
     const char *suffix;     /* appended to the rows' labels (", CURVE"), or NULL */
     int seconds;
+    int quick;              /* --quick: a smoke run, whose rows publish little (the drain drains it all) */
     uint64_t drain_msgs;
     uint64_t dispatch_msgs, starve_msgs; /* starve_msgs 0: sized by a probe */
     const char *sluiced;    /* with --spawn */
