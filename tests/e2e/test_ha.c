@@ -22,7 +22,8 @@
  * Redis losing its data promotes nobody until `sluice ha recover`; a
  * primary stopped and started again within its TTL is primary again in the
  * same epoch. TTL 1500 ms, standby
- * timeout 500 ms.
+ * timeout 3000 ms (a standby that a loaded machine holds up for half a
+ * second stays in sync, so that the kills find one to promote).
  */
 #include <hiredis.h>
 #include <pthread.h>
@@ -82,7 +83,7 @@ static th_broker *node(int i)
 {
     static const char *names[] = {"n1", "n2"};
     const char *extra[] = {"--ha", redis.url, "--ha-group", "t", "--ha-node", names[i - 1], "--repl-listen",
-                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500",
+                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "3000",
                            i == 1 ? "--http" : NULL, "127.0.0.1:0", NULL};
     th_broker *b;
     assert_int_equal(th_broker_new(extra, &b), 0);
@@ -148,6 +149,7 @@ static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
     sl_put hm = {.body = "with-headers", .body_len = 12, .level = 0};
     assert_int_equal(sl_send_ex(c, &hm, &h, 1, NULL), SL_OK);
     sl_close(&c);
+    assert_true(wait_field("sync", "n2", 10000) >= 0); /* (still: only a standby in sync promotes) */
     uint64_t t_kill = th_now_ms();
     th_broker_kill9(n1);
     long took = 0;

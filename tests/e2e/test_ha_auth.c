@@ -106,7 +106,7 @@ static th_broker *node_with(int i, int repl_key)
 {
     static const char *names[] = {"n1", "n2"};
     const char *extra[] = {"--ha", redis.url, "--ha-group", "t", "--ha-node", names[i - 1], "--repl-listen",
-                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500",
+                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "3000",
                            "--curve-secret", key_path[i - 1], "--auth", auth_path,
                            repl_key ? "--repl-key" : NULL, replica_path, NULL};
     th_broker *b;
@@ -201,6 +201,7 @@ static void the_stream_is_encrypted_and_the_standby_redirects_principals(void **
     assert_int_not_equal(sl_send(s, &m, NULL), SL_EREDIRECT);
     sl_close(&s);
 
+    assert_true(wait_field("sync", "n2", 10000) >= 0); /* (still: only a standby in sync promotes) */
     th_broker_kill9(a);
     assert_true(wait_field("leader", "n2", 15000) >= 0);
     assert_int_equal(depth(b, 15000), PUBLISHES); /* every confirmed publish, served by the promoted node */
@@ -283,6 +284,7 @@ static void a_standby_presenting_a_replica_key_joins(void **state)
     sl_client *r = client(a->endpoint, &group, &replica, 5000);
     assert_int_equal(sl_send(r, &m, NULL), SL_EPERM);
     sl_close(&r);
+    assert_true(wait_field("sync", "n2", 10000) >= 0); /* (still: only a standby in sync promotes) */
     th_broker_kill9(a);
     assert_true(wait_field("leader", "n2", 15000) >= 0);
     assert_int_equal(depth(b, 15000), 1);

@@ -12,7 +12,7 @@
  * the primary, the promoted node says role primary, epoch 2 and
  * sluice_ha_promotions_total 1 (the count crosses the restart in place a
  * promotion makes); the old primary, started again, is a standby of epoch 2
- * with no promotion. TTL 1500 ms, standby timeout 500 ms.
+ * with no promotion. TTL 1500 ms, standby timeout 3000 ms.
  */
 #include <hiredis.h>
 #include <setjmp.h>
@@ -68,7 +68,7 @@ static th_broker *node(int i)
 {
     static const char *names[] = {"n1", "n2"};
     const char *extra[] = {"--ha", redis.url, "--ha-group", "t", "--ha-node", names[i - 1], "--repl-listen",
-                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500", "--http",
+                           repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "3000", "--http",
                            "127.0.0.1:0", NULL};
     th_broker *b;
     assert_int_equal(th_broker_new(extra, &b), 0);

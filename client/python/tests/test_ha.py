@@ -5,7 +5,7 @@ n1 started first is the primary of epoch 1, n2 its standby; leadership lives
 in a redis-server of the test's own, on a Unix socket in its directory (port
 0: no TCP port), stopped by its PID when the test ends. The stream between
 the nodes runs on ipc:// sockets there too. TTL 1500 ms, standby timeout
-500 ms, as tests/e2e/test_ha.c.
+3000 ms, as tests/e2e/test_ha.c.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def group(broker_factory: Callable[..., Broker]) -> Any:
         for name in ("n1", "n2"):
             b = broker_factory(start=False)
             b.extra = ["--ha", redis.url, "--ha-group", "py", "--ha-node", name, "--repl-listen",
-                       f"ipc://{b.dir}/repl.sock", "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "500"]
+                       f"ipc://{b.dir}/repl.sock", "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "3000"]
             nodes.append(b.start())
         n1, n2 = nodes
         with n1.client() as c:
