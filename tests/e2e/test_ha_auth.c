@@ -17,7 +17,6 @@
  * own (--repl-key) that the auth file names `replica` joins the stream,
  * and that key may do nothing on a client endpoint (SL_EPERM). TTL 1500 ms.
  */
-#include <hiredis.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -122,26 +121,13 @@ static th_broker *node(int i)
 /* field reads one field of the group's hash ("" when absent). */
 static void field(const char *f, char *out, size_t cap)
 {
-    redisReply *r = th_redis_cmd(&redis, "HGET %s %s", KEY, f);
-    out[0] = '\0';
-    if (r && r->type == REDIS_REPLY_STRING)
-        snprintf(out, cap, "%s", r->str);
-    if (r)
-        freeReplyObject(r);
+    th_redis_hget(&redis, KEY, f, out, cap);
 }
 
 /* wait_field waits up to timeout_ms for field f to read want; returns the ms, or -1. */
 static long wait_field(const char *f, const char *want, unsigned timeout_ms)
 {
-    uint64_t t0 = th_now_ms();
-    char v[128];
-    while (th_now_ms() - t0 <= timeout_ms) {
-        field(f, v, sizeof v);
-        if (!strcmp(v, want))
-            return (long)(th_now_ms() - t0);
-        pause_ms(20);
-    }
-    return -1;
+    return th_redis_wait_hget(&redis, KEY, f, want, timeout_ms);
 }
 
 /* client connects to endpoint as k, the broker's key being server's. */

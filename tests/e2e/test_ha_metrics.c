@@ -14,7 +14,6 @@
  * promotion makes); the old primary, started again, is a standby of epoch 2
  * with no promotion. TTL 1500 ms, standby timeout 3000 ms.
  */
-#include <hiredis.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,17 +76,7 @@ static th_broker *node(int i)
 
 static long wait_sync(const char *want, unsigned timeout_ms)
 {
-    uint64_t t0 = th_now_ms();
-    while (th_now_ms() - t0 <= timeout_ms) {
-        redisReply *r = th_redis_cmd(&redis, "HGET %s sync", KEY);
-        int ok = r && r->type == REDIS_REPLY_STRING && !strcmp(r->str, want);
-        if (r)
-            freeReplyObject(r);
-        if (ok)
-            return (long)(th_now_ms() - t0);
-        pause_ms(20);
-    }
-    return -1;
+    return th_redis_wait_hget(&redis, KEY, "sync", want, timeout_ms);
 }
 
 /* port returns the HTTP port of b's nth server (each start in place opens

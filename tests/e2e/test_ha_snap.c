@@ -19,7 +19,6 @@
  * and the standby promotes with everything confirmed.
  */
 #include <dirent.h>
-#include <hiredis.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -82,28 +81,16 @@ static th_broker *node(int i)
     return b;
 }
 
+/* field reads one field of the group's hash ("" when absent). */
 static void field(const char *f, char *out, size_t cap)
 {
-    redisReply *r = th_redis_cmd(&redis, "HGET %s %s", KEY, f);
-    out[0] = '\0';
-    if (r && r->type == REDIS_REPLY_STRING)
-        snprintf(out, cap, "%s", r->str);
-    if (r)
-        freeReplyObject(r);
+    th_redis_hget(&redis, KEY, f, out, cap);
 }
 
-/* wait_field waits up to timeout_ms for field f to read want; returns the ms, or -1. */
+/* wait_field waits up to ms for field f to read want; returns the ms it took, or -1. */
 static long wait_field(const char *f, const char *want, unsigned ms)
 {
-    uint64_t t0 = th_now_ms();
-    char v[128];
-    while (th_now_ms() - t0 <= ms) {
-        field(f, v, sizeof v);
-        if (!strcmp(v, want))
-            return (long)(th_now_ms() - t0);
-        pause_ms(20);
-    }
-    return -1;
+    return th_redis_wait_hget(&redis, KEY, f, want, ms);
 }
 
 /* logged counts text in b's log. */

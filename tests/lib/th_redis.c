@@ -3,6 +3,8 @@
  */
 #include "th_redis.h"
 
+#include "harness.h"
+
 #include <hiredis.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -62,6 +64,30 @@ void *th_redis_cmd(const th_redis *r, const char *fmt, ...)
     va_end(ap);
     redisFree(c);
     return rep;
+}
+
+void th_redis_hget(const th_redis *r, const char *key, const char *field, char *out, size_t cap)
+{
+    redisReply *rep = th_redis_cmd(r, "HGET %s %s", key, field);
+    out[0] = '\0';
+    if (rep && rep->type == REDIS_REPLY_STRING)
+        snprintf(out, cap, "%s", rep->str);
+    if (rep)
+        freeReplyObject(rep);
+}
+
+long th_redis_wait_hget(const th_redis *r, const char *key, const char *field, const char *want,
+                        unsigned timeout_ms)
+{
+    uint64_t t0 = th_now_ms();
+    char v[256];
+    while (th_now_ms() - t0 <= timeout_ms) {
+        th_redis_hget(r, key, field, v, sizeof v);
+        if (!strcmp(v, want))
+            return (long)(th_now_ms() - t0);
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    return -1;
 }
 
 const char *th_redis_script_path(void)

@@ -5,6 +5,8 @@
 #ifndef SLUICE_TH_REDIS_H
 #define SLUICE_TH_REDIS_H
 
+#include <stddef.h>
+
 #include "proc.h"
 
 typedef struct th_redis {
@@ -23,6 +25,15 @@ void th_redis_stop(th_redis *r);
 /* th_redis_cmd runs one command (printf-style, as redisCommand) and returns
  * the reply (freeReplyObject it), or NULL when Redis does not answer. */
 void *th_redis_cmd(const th_redis *r, const char *fmt, ...);
+
+/* th_redis_hget reads field of the hash at key into out ("" when absent or
+ * when Redis does not answer). */
+void th_redis_hget(const th_redis *r, const char *key, const char *field, char *out, size_t cap);
+
+/* th_redis_wait_hget waits up to timeout_ms (looking every 20 ms) for field
+ * of the hash at key to read want. Returns the ms it took, or -1. */
+long th_redis_wait_hget(const th_redis *r, const char *key, const char *field, const char *want,
+                        unsigned timeout_ms);
 
 /* th_redis_script_path returns the lease script's path in the checkout. */
 const char *th_redis_script_path(void);
