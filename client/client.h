@@ -25,6 +25,7 @@
 /* A confirmation queued for sl_send_wait. */
 typedef struct client_confirm {
     sl_confirm confirm;
+    sl_origin origin;  /* a group's primary: its epoch and node */
     char *msg; /* the broker's text when confirm.err != SL_OK; else NULL */
 } client_confirm;
 

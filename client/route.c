@@ -112,11 +112,11 @@ static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
         q.confirm.id = m->id;
         q.confirm.duplicate = (m->present & PF(duplicate)) && m->duplicate;
         if (m->present & PF(epoch))
-            q.confirm.epoch = m->epoch;
+            q.origin.epoch = m->epoch;
         if (m->present & PF(node)) {
-            size_t n = m->node.len < sizeof q.confirm.node ? m->node.len : sizeof q.confirm.node - 1;
-            memcpy(q.confirm.node, m->node.ptr, n);
-            q.confirm.node[n] = '\0';
+            size_t n = m->node.len < sizeof q.origin.node ? m->node.len : sizeof q.origin.node - 1;
+            memcpy(q.origin.node, m->node.ptr, n);
+            q.origin.node[n] = '\0';
         }
     } else {
         q.confirm.err = wire_code(m->code);

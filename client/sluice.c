@@ -290,6 +290,11 @@ int sl_send_async_ex(sl_client *c, const sl_put *p, const sl_header *headers, si
 
 int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out)
 {
+    return sl_send_wait_origin(c, timeout_ms, out, NULL);
+}
+
+int sl_send_wait_origin(sl_client *c, int timeout_ms, sl_confirm *out, sl_origin *origin)
+{
     if (!client_begin(c))
         return SL_EINVAL;
     if (!out)
@@ -304,6 +309,8 @@ int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out)
     client_confirm q;
     fifo_remove(&c->confirms, 0, &q);
     *out = q.confirm;
+    if (origin)
+        *origin = q.origin;
     if (q.msg)
         client_fail_text(c, q.confirm.err, q.msg, strlen(q.msg));
     free(q.msg);

@@ -230,9 +230,15 @@ typedef struct sl_confirm {
     int err;         /* SL_OK when stored, else why not */
     uint64_t id;     /* the message id when err == SL_OK */
     int duplicate;   /* the key was seen before: id is the first message's */
-    uint64_t epoch;  /* from a high-availability group's primary: the epoch it confirmed in; else 0 */
-    char node[65];   /* ... and that primary's --ha-node (cut to 64 bytes); else "" */
 } sl_confirm;
+
+/* Which primary of a high-availability group confirmed a publish
+ * (sl_send_wait_origin); a struct of its own, so that sl_confirm keeps the
+ * size programs built against this library allocate. */
+typedef struct sl_origin {
+    uint64_t epoch;  /* the epoch the primary confirmed in; 0 from a broker without a group */
+    char node[65];   /* that primary's --ha-node (cut to 64 bytes); "" without a group */
+} sl_origin;
 
 /* sl_send_wait waits up to timeout_ms (-1 forever, 0 poll) for the next
  * confirmation of an asynchronous publish, in the order they arrive (the
@@ -242,6 +248,12 @@ typedef struct sl_confirm {
  * stored. Returns SL_OK with *out filled, SL_ETIMEDOUT when none arrived in
  * time, SL_ESTATE when no publish is outstanding. */
 int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out);
+
+/* sl_send_wait_origin is sl_send_wait that also fills *origin (NULL: not
+ * wanted) with the group's epoch and the node that confirmed, from a
+ * high-availability primary's PUT_OK (zero and "" otherwise, and for a
+ * publish that failed). */
+int sl_send_wait_origin(sl_client *c, int timeout_ms, sl_confirm *out, sl_origin *origin);
 
 /* sl_send_pending returns the number of asynchronous publishes not yet
  * confirmed or failed. */

@@ -129,8 +129,9 @@ unsigned campaign_pub_fill(campaign_pub *p, uint64_t now_ms)
     return sent;
 }
 
-/* answer takes one confirmation off the client's queue and records it. */
-static int answer(campaign_pub *p, const sl_confirm *cf)
+/* answer takes one confirmation off the client's queue and records it,
+ * with the group's epoch and node that gave it. */
+static int answer(campaign_pub *p, const sl_confirm *cf, const sl_origin *by)
 {
     for (unsigned i = 0; i < p->npend; i++) {
         if (p->pend[i].ticket != cf->ticket)
@@ -139,7 +140,7 @@ static int answer(campaign_pub *p, const sl_confirm *cf)
         memmove(&p->pend[i], &p->pend[i + 1], (p->npend - i - 1) * sizeof p->pend[0]);
         p->npend--;
         if (cf->err == SL_OK) {
-            history_confirm_by(p->h, msg, cf->id, cf->epoch, cf->node);
+            history_confirm_by(p->h, msg, cf->id, by->epoch, by->node);
             p->confirmed++;
             return 1;
         }
@@ -158,13 +159,14 @@ unsigned campaign_pub_collect(campaign_pub *p, int wait_ms)
 {
     unsigned confirmed = 0;
     sl_confirm cf;
+    sl_origin by;
     if (!p->c || !p->npend)
         return 0;
     int wait = wait_ms;
     for (unsigned i = 0; i < CAMPAIGN_WINDOW_MAX && p->npend; i++) {
-        if (sl_send_wait(p->c, wait, &cf) != SL_OK)
+        if (sl_send_wait_origin(p->c, wait, &cf, &by) != SL_OK)
             break;
-        confirmed += (unsigned)answer(p, &cf);
+        confirmed += (unsigned)answer(p, &cf, &by);
         wait = 0;
     }
     return confirmed;

@@ -121,6 +121,20 @@ static long long serving(const th_broker *b, unsigned timeout_ms, long *took_ms)
     return -1;
 }
 
+/* confirmed_by publishes one message asynchronously on c, on the lowest
+ * level, and asserts the primary that confirmed it: epoch and node. */
+static void confirmed_by(sl_client *c, uint64_t epoch, const char *node)
+{
+    sl_put m = {.body = "origin", .body_len = 6, .level = 2};
+    sl_confirm cf;
+    sl_origin by;
+    assert_int_equal(sl_send_async(c, &m, NULL), SL_OK);
+    assert_int_equal(sl_send_wait_origin(c, 5000, &cf, &by), SL_OK);
+    assert_int_equal(cf.err, SL_OK);
+    assert_int_equal(by.epoch, epoch);
+    assert_string_equal(by.node, node);
+}
+
 static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
 {
     (void)state;
@@ -135,6 +149,7 @@ static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
     const sl_header h = {.name = "tenant", .value = "acme"}; /* the record travels whole: headers too */
     sl_put hm = {.body = "with-headers", .body_len = 12, .level = 0};
     assert_int_equal(sl_send_ex(c, &hm, &h, 1, NULL), SL_OK);
+    confirmed_by(c, 1, "n1");
     sl_close(&c);
     assert_true(wait_field("sync", "n2", 10000) >= 0); /* (still: only a standby in sync promotes) */
     uint64_t t_kill = th_now_ms();
@@ -157,6 +172,7 @@ static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
     assert_string_equal(d->headers[0].value, "acme");
     assert_int_equal(sl_ack(c, d), SL_OK);
     sl_delivery_free(&d);
+    confirmed_by(c, 2, "n2");
     sl_close(&c);
     char epoch[32];
     field("epoch", epoch, sizeof epoch);

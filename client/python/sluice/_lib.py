@@ -105,8 +105,6 @@ class Confirm(Structure):
         ("err", c_int),
         ("id", c_uint64),
         ("duplicate", c_int),
-        ("epoch", c_uint64),
-        ("node", c_char * 65),
     ]
 
 
