@@ -108,6 +108,13 @@ class Confirm(Structure):
     ]
 
 
+class Origin(Structure):
+    _fields_ = [
+        ("epoch", c_uint64),
+        ("node", c_char * 65),
+    ]
+
+
 class Delivery(Structure):
     _fields_ = [
         ("id", c_uint64),
@@ -404,6 +411,7 @@ STRUCTS = {
     "sl_header": Header,
     "sl_msg_more": MsgMore,
     "sl_confirm": Confirm,
+    "sl_origin": Origin,
     "sl_delivery": Delivery,
     "sl_level_stats": LevelStats,
     "sl_coord_info": CoordInfo,
@@ -453,6 +461,7 @@ _FUNCS: dict[str, tuple[Any, list[Any]]] = {
     "sl_send_ex": (c_int, [_P, c_void_p, c_void_p, c_size_t, c_void_p]),
     "sl_send_async_ex": (c_int, [_P, c_void_p, c_void_p, c_size_t, c_void_p]),
     "sl_send_wait": (c_int, [_P, c_int, c_void_p]),
+    "sl_send_wait_origin": (c_int, [_P, c_int, c_void_p, c_void_p]),
     "sl_send_pending": (c_size_t, [_P]),
     "sl_subscribe": (c_int, [_P, c_char_p, c_void_p, c_size_t, c_uint]),
     "sl_set_limit": (c_int, [_P, c_uint64]),
