@@ -28,12 +28,18 @@
  *   aba      fail over twice: the primary n1 is killed, n2 promotes (epoch
  *            2), n1 comes back as its standby and is waited for in sync,
  *            then n2 is killed and n1 promotes (epoch 3), with a producer
- *            and a consumer running throughout.
+ *            and a consumer running throughout;
+ *   cut      the primary's link to Redis is cut (n1 reaches Redis through a
+ *            Unix-socket proxy, th_proxy.c, whose connections are closed and
+ *            new ones refused) while its clients and its standby still reach
+ *            it: it fences itself by its own clock, n2 promotes (epoch 2)
+ *            once the lease has ended, and, the link healed, n1 follows it
+ *            in sync; with a producer and a consumer following the primary.
  *
  * The cases run by turns, or only NAME's with --case.
  *
- * In the first three cases the producer publishes to n1 alone; in redis
- * and aba the producer and the consumer name both nodes ("n1|n2": the
+ * In the first three cases the producer publishes to n1 alone; in redis,
+ * aba and cut the producer and the consumer name both nodes ("n1|n2": the
  * client library follows the primary and sends again what was not
  * confirmed) and every publish has its own idempotency key, so it is
  * stored once whichever node took it first.
@@ -49,9 +55,9 @@
  * redis: SIGCONT to the primary serving again), is printed per case: p50
  * and max.
  *
- * Not covered here (broker/README.md, High availability, Limits): network
- * cuts between the nodes and to Redis, Redis restarted without its data,
- * the sink during a split.
+ * Not covered here (broker/README.md, High availability, Limits): a cut
+ * between the nodes, the primary cut off from everything, Redis restarted
+ * without its data, the sink during a split.
  *
  * Exit status: 0 when every trial held; 1 otherwise; 2 when the campaign
  * could not run or was interrupted. Every process is started and stopped by
@@ -72,6 +78,7 @@
 #include "harness.h"
 #include "history.h"
 #include "sluice.h"
+#include "th_proxy.h"
 #include "th_redis.h"
 
 #define TTL_MS           1000
@@ -91,13 +98,14 @@ static void on_interrupt(int sig)
     interrupted = 1;
 }
 
-enum { CASE_KILL9, CASE_STOP, CASE_STANDBY, CASE_REDIS, CASE_ABA, CASES };
-static const char *case_names[CASES] = {"kill9", "stop", "standby", "redis", "aba"};
+enum { CASE_KILL9, CASE_STOP, CASE_STANDBY, CASE_REDIS, CASE_ABA, CASE_CUT, CASES };
+static const char *case_names[CASES] = {"kill9", "stop", "standby", "redis", "aba", "cut"};
 static unsigned redis_down_ms = 30000;
 
 typedef struct trial {
-    char dir[64], repl[2][128];
+    char dir[64], repl[2][128], redis_via[160];
     th_redis redis;
+    th_proxy to_redis;        /* n1's way to Redis (every case), which "cut" breaks */
     th_broker node[2];
     history *h;
     campaign_pub pub;
@@ -204,7 +212,8 @@ static int wait_field(const trial *tr, const char *f, const char *want, unsigned
 static int node_init(trial *tr, int i)
 {
     static const char *names[] = {"n1", "n2"};
-    const char *extra[] = {"--ha", tr->redis.url, "--ha-group", "c", "--ha-node", names[i], "--repl-listen",
+    const char *extra[] = {"--ha", i == 0 ? tr->redis_via : tr->redis.url, "--ha-group", "c", "--ha-node", names[i],
+                           "--repl-listen",
                            tr->repl[i], "--ha-ttl-ms", "1000", "--repl-standby-timeout-ms", "500",
                            "--log-level", "warn", NULL};
     return th_broker_init(&tr->node[i], extra);
@@ -242,13 +251,17 @@ static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
         snprintf(tr.repl[i], sizeof tr.repl[i], "ipc://%s/repl%d.sock", tr.dir, i + 1);
     int rc = 2;
     history_cfg hc = {.max_msgs = MAX_MSGS, .tag = seed, .body_min = 24, .body_max = 200};
-    if (th_redis_start(&tr.redis, tr.dir, NULL) != 0 || history_new(&hc, &tr.h) != 0)
+    char via[140];
+    snprintf(via, sizeof via, "%s/redis-n1.sock", tr.dir);
+    snprintf(tr.redis_via, sizeof tr.redis_via, "unix://%s", via);
+    if (th_redis_start(&tr.redis, tr.dir, NULL) != 0 || th_proxy_start(&tr.to_redis, via, tr.redis.sock) != 0 ||
+        history_new(&hc, &tr.h) != 0)
         goto out;
     if (node_init(&tr, 0) || node_init(&tr, 1) || th_broker_start(&tr.node[0]) || th_broker_start(&tr.node[1]) ||
         wait_field(&tr, "sync", "n2", 10000) != 0)
         goto out;
     rc = 1;
-    tr.follow = kase == CASE_REDIS || kase == CASE_ABA;
+    tr.follow = kase == CASE_REDIS || kase == CASE_ABA || kase == CASE_CUT;
     snprintf(tr.both, sizeof tr.both, "%s|%s", tr.node[0].endpoint, tr.node[1].endpoint);
     pthread_create(&tr.t, NULL, produce, &tr);
     if (tr.follow)
@@ -274,6 +287,23 @@ static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
             *failover_ms = (long)(th_now_ms() - t0);
         want = last == 1 ? "2" : "1"; /* renewed, or its standby promoted */
         campaign_sleep_ms(LOAD_MS);   /* load again, on whichever serves */
+        goto stop;
+    }
+    if (kase == CASE_CUT) {
+        /* n1 can no longer reach Redis, while clients and its standby still
+         * reach it: it must stop confirming by its own clock before its
+         * lease can end, and n2 promote once it has; healed, n1 follows */
+        uint64_t t0 = th_now_ms();
+        th_proxy_cut(&tr.to_redis);
+        if (serving(&tr, 1, FAILOVER_MAX_MS) >= 0)
+            *failover_ms = (long)(th_now_ms() - t0);
+        campaign_sleep_ms(LOAD_MS);
+        th_proxy_heal(&tr.to_redis);
+        if (wait_field(&tr, "sync", "n1", 10000) != 0) {
+            printf("ha: cut: n1 did not come back in sync as the standby once it reached Redis again\n");
+            goto stop;
+        }
+        campaign_sleep_ms(LOAD_MS);
         goto stop;
     }
     if (kase == CASE_ABA) {
@@ -353,6 +383,7 @@ out:
             kill(tr.node[i].pid, SIGCONT);
     for (int i = 0; i < 2; i++)
         th_broker_fini(&tr.node[i]);
+    th_proxy_stop(&tr.to_redis);
     th_redis_stop(&tr.redis);
     history_destroy(&tr.h);
     th_rmrf(tr.dir);
@@ -384,7 +415,7 @@ int main(int argc, char **argv)
                 if (!strcmp(argv[i + 1], case_names[k]))
                     only = k;
             if (only < 0) {
-                fprintf(stderr, "campaign_ha: no case %s (kill9, stop, standby, redis, aba)\n", argv[i + 1]);
+                fprintf(stderr, "campaign_ha: no case %s (kill9, stop, standby, redis, aba, cut)\n", argv[i + 1]);
                 return 2;
             }
             i++;
