@@ -412,17 +412,20 @@ static const handler_fn handlers[PROTO_TYPE_COUNT_] = {
 
 /* handle_now tells whether m may be handled while a commit is out: it
  * writes nothing to the store (or only an ACK's delete, which may wait),
- * reads nothing from it that the snapshot could lack (a THROTTLED for a
- * tag reads its delivery's tag: a record committed before it was
- * delivered), and its reply promises nothing about a write of its own. */
+ * reads nothing from it, and its reply promises nothing about a write of
+ * its own. A THROTTLED for a tag reads its delivery's tag from the store,
+ * which a commit out does not show whole (a message delivered from the log
+ * before its checkpoint was read back as not found, and the sink paused
+ * instead of the tag): it waits for the commit's end. */
 static int handle_now(bk *b, const net_in *in, const proto_msg *m)
 {
     switch (m->type) {
     case PROTO_PING:
     case PROTO_PONG:
     case PROTO_TOUCH:
-    case PROTO_THROTTLED:
         return 1;
+    case PROTO_THROTTLED:
+        return !(m->present & PF(scope)) || m->scope.len != 3 || memcmp(m->scope.ptr, "tag", 3) != 0;
     case PROTO_CREDIT: { /* credit from a peer not yet known would make a member, which may write */
         const conn *c = conn_find(&b->conns, in->sock, in->rid, in->rid_len);
         return c && member_same(c, in);

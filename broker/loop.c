@@ -15,7 +15,7 @@
  * While a commit is out (the store is frozen, store.h) and has been out for
  * LOOP_PATIENCE_NS (a slow flush: receiving), the loop goes on receiving:
  * what neither writes nor reads the store is handled at once
- * (pings, credit, TOUCH, THROTTLED, ACKs, whose deletes follow the commit:
+ * (pings, credit, TOUCH, a THROTTLED for the sink, ACKs, whose deletes follow the commit:
  * queue_settle), so consumers get their credit back while the disk
  * flushes; the rest (a PUT, a NACK, a setting, STATS) is parked (park.c)
  * and handled first when the commit ends, forming the next batch. A full park stops receiving until
