@@ -42,6 +42,7 @@
 
 #include "harness.h"
 #include "th_http.h"
+#include "th_ha.h"
 #include "th_redis.h"
 
 #define LOAD_MAX 200000
@@ -49,33 +50,25 @@
 #define TTL_MS 1500
 #define KEY "sluice:ha:{t}"
 
-static char dir[64], repl[2][128];
+static char dir[64], repl[2][TH_HA_REPL_BYTES];
 static th_redis redis;
 
 static int arm(void **state)
 {
     (void)state;
-    alarm(120);
-    strcpy(dir, "/tmp/sluice-ha-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    for (int i = 0; i < 2; i++)
-        snprintf(repl[i], sizeof repl[i], "ipc://%s/repl%d.sock", dir, i + 1);
-    return th_redis_start(&redis, dir, NULL);
+    return th_ha_arm(dir, sizeof dir, "/tmp/sluice-ha-XXXXXX", repl, &redis, 120);
 }
 
 static int disarm(void **state)
 {
     (void)state;
-    alarm(0);
-    th_redis_stop(&redis);
-    th_rmrf(dir);
+    th_ha_disarm(dir, &redis);
     return 0;
 }
 
 static void pause_ms(unsigned ms)
 {
-    nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
+    th_ha_pause_ms(ms);
 }
 
 /* node starts node i (1 or 2) of group t (the first with --http). */

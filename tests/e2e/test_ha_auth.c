@@ -32,6 +32,7 @@
 #include <zmq.h>
 
 #include "harness.h"
+#include "th_ha.h"
 #include "th_redis.h"
 
 #define KEY "sluice:ha:{t}"
@@ -41,7 +42,7 @@ typedef struct keys {
     char pub[SL_KEY_BYTES], sec[SL_KEY_BYTES];
 } keys;
 
-static char dir[64], repl[2][128], key_path[2][128], auth_path[128], replica_path[128];
+static char dir[64], repl[2][TH_HA_REPL_BYTES], key_path[2][128], auth_path[128], replica_path[128];
 static th_redis redis;
 static keys group, other, producer, ops, stranger, replica;
 
@@ -64,14 +65,10 @@ static void key_file(const char *path, const keys *k)
 static int arm(void **state)
 {
     (void)state;
-    alarm(120);
-    strcpy(dir, "/tmp/sluice-haauth-XXXXXX");
-    if (!mkdtemp(dir))
+    if (th_ha_arm(dir, sizeof dir, "/tmp/sluice-haauth-XXXXXX", repl, &redis, 120) != 0)
         return -1;
-    for (int i = 0; i < 2; i++) {
-        snprintf(repl[i], sizeof repl[i], "ipc://%s/repl%d.sock", dir, i + 1);
+    for (int i = 0; i < 2; i++)
         snprintf(key_path[i], sizeof key_path[i], "%s/node%d.key", dir, i + 1);
-    }
     snprintf(auth_path, sizeof auth_path, "%s/auth.txt", dir);
     snprintf(replica_path, sizeof replica_path, "%s/replica.key", dir);
     if (sl_keygen(group.pub, group.sec) != SL_OK || sl_keygen(other.pub, other.sec) != SL_OK ||
@@ -82,21 +79,19 @@ static int arm(void **state)
     snprintf(text, sizeof text, "# the group's principals\nprod producer %s\nops admin %s\nn2 replica %s\n",
              producer.pub, ops.pub, replica.pub);
     write_text(auth_path, text);
-    return th_redis_start(&redis, dir, NULL);
+    return 0;
 }
 
 static int disarm(void **state)
 {
     (void)state;
-    alarm(0);
-    th_redis_stop(&redis);
-    th_rmrf(dir);
+    th_ha_disarm(dir, &redis);
     return 0;
 }
 
 static void pause_ms(unsigned ms)
 {
-    nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
+    th_ha_pause_ms(ms);
 }
 
 /* node_with starts node i (1 or 2) of group t with the key file of
