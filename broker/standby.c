@@ -35,7 +35,6 @@
 #include "standby.h"
 
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
@@ -165,13 +164,7 @@ static int admit_principals(const conf *cfg, net *n)
         log_error("ha", "--auth: %s", err);
         return rc;
     }
-    const char **keys = t.n ? malloc(t.n * sizeof *keys) : NULL;
-    rc = t.n && !keys ? SL_ENOMEM : SL_OK;
-    for (size_t i = 0; rc == SL_OK && i < t.n; i++)
-        keys[i] = t.v[i].key;
-    if (rc == SL_OK)
-        rc = zap_set_keys(z, keys, t.n);
-    free(keys);
+    rc = auth_table_admit(&t, z);
     auth_table_fini(&t);
     return rc;
 }

@@ -225,17 +225,24 @@ const auth_principal *auth_find(const auth_table *t, const char *user_id, size_t
 
 /* ---- the broker's table ---- */
 
-/* install makes t the broker's table and hands its keys to the ZAP handler. */
-static int install(bk *b, auth_table *t)
+int auth_table_admit(const auth_table *t, zap *z)
 {
+    if (!z)
+        return SL_OK;
     const char **keys = t->n ? malloc(t->n * sizeof *keys) : NULL;
     if (t->n && !keys)
         return SL_ENOMEM;
     for (size_t i = 0; i < t->n; i++)
         keys[i] = t->v[i].key;
-    zap *z = net_zap(b->net);
-    int rc = z ? zap_set_keys(z, keys, t->n) : SL_OK;
+    int rc = zap_set_keys(z, keys, t->n);
     free(keys);
+    return rc;
+}
+
+/* install makes t the broker's table and hands its keys to the ZAP handler. */
+static int install(bk *b, auth_table *t)
+{
+    int rc = auth_table_admit(t, net_zap(b->net));
     if (rc != SL_OK)
         return rc;
     if (b->auth)

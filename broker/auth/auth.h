@@ -43,6 +43,12 @@ typedef struct auth_table {
  * the file cannot be read; SL_ENOMEM. out is untouched on error. */
 int auth_table_load(const char *path, const conf *cfg, auth_table *out, char *err, size_t errlen);
 
+/* auth_table_admit hands t's keys to the ZAP handler z (NULL: CURVE is
+ * off, nothing to do): each principal's handshake passes. SL_OK or
+ * SL_ENOMEM (the handler's old set stays). */
+struct zap;
+int auth_table_admit(const auth_table *t, struct zap *z);
+
 /* auth_table_fini frees t's principals (accepts an empty table). */
 void auth_table_fini(auth_table *t);
 

@@ -99,19 +99,7 @@ static long wait_field(const char *f, const char *want, unsigned timeout_ms)
  * returns the normal level's depth (-1: it never did). */
 static long long serving(const th_broker *b, unsigned timeout_ms, long *took_ms)
 {
-    uint64_t t0 = th_now_ms();
-    while (th_now_ms() - t0 <= timeout_ms) {
-        sl_client *c = th_client(b, 300);
-        sl_stats s;
-        int rc = sl_stats_get(c, &s);
-        sl_close(&c);
-        if (rc == SL_OK) {
-            *took_ms = (long)(th_now_ms() - t0);
-            return (long long)s.level[1].depth;
-        }
-        pause_ms(50);
-    }
-    return -1;
+    return th_ha_serving(b, NULL, timeout_ms, took_ms);
 }
 
 /* confirmed_by publishes one message asynchronously on c, on the lowest

@@ -139,17 +139,8 @@ static sl_client *client(const char *endpoint, const keys *server, const keys *k
  * primary and returns the normal level's depth (-1: it never did). */
 static long long depth(const th_broker *b, unsigned timeout_ms)
 {
-    uint64_t t0 = th_now_ms();
-    while (th_now_ms() - t0 <= timeout_ms) {
-        sl_client *c = client(b->endpoint, &group, &ops, 300);
-        sl_stats s;
-        int rc = sl_stats_get(c, &s);
-        sl_close(&c);
-        if (rc == SL_OK)
-            return (long long)s.level[1].depth;
-        pause_ms(50);
-    }
-    return -1;
+    sl_options o = {.server_key = group.pub, .public_key = ops.pub, .secret_key = ops.sec, .heartbeat_ms = 200};
+    return th_ha_serving(b, &o, timeout_ms, NULL);
 }
 
 static void the_stream_is_encrypted_and_the_standby_redirects_principals(void **state)

@@ -130,17 +130,7 @@ static void promtool_clean(void)
 
 static long long serving(const th_broker *b, unsigned timeout_ms)
 {
-    uint64_t t0 = th_now_ms();
-    while (th_now_ms() - t0 <= timeout_ms) {
-        sl_client *c = th_client(b, 300);
-        sl_stats s;
-        int rc = sl_stats_get(c, &s);
-        sl_close(&c);
-        if (rc == SL_OK)
-            return (long long)s.level[1].depth;
-        pause_ms(50);
-    }
-    return -1;
+    return th_ha_serving(b, NULL, timeout_ms, NULL);
 }
 
 static void each_node_says_its_role_and_a_failover_counts_one_promotion(void **state)

@@ -159,17 +159,7 @@ static void put(sl_client *c, unsigned n, size_t size)
 /* serving waits up to ms for b to answer STATS as a primary; returns level 1's depth, or -1. */
 static long long serving(const th_broker *b, unsigned ms)
 {
-    uint64_t t0 = th_now_ms();
-    while (th_now_ms() - t0 <= ms) {
-        sl_client *c = th_client(b, 300);
-        sl_stats s;
-        int rc = sl_stats_get(c, &s);
-        sl_close(&c);
-        if (rc == SL_OK)
-            return (long long)s.level[1].depth;
-        pause_ms(50);
-    }
-    return -1;
+    return th_ha_serving(b, NULL, ms, NULL);
 }
 
 /* n2_in_sync tells whether `sluice ha status --json` on b says n2 is in sync. */

@@ -28,6 +28,34 @@ void th_ha_disarm(const char *dir, th_redis *redis)
     th_rmrf(dir);
 }
 
+long long th_ha_serving(const th_broker *b, const sl_options *o, unsigned timeout_ms, long *took_ms)
+{
+    uint64_t t0 = th_now_ms();
+    while (th_now_ms() - t0 <= timeout_ms) {
+        sl_client *c = NULL;
+        sl_stats s;
+        int rc = SL_EINVAL;
+        if (o) {
+            sl_options with = *o;
+            with.timeout_ms = 300;
+            rc = sl_connect(b->endpoint, &with, &c);
+        } else {
+            c = th_client(b, 300); /* (aborts rather than fail) */
+            rc = SL_OK;
+        }
+        if (rc == SL_OK)
+            rc = sl_stats_get(c, &s);
+        sl_close(&c);
+        if (rc == SL_OK) {
+            if (took_ms)
+                *took_ms = (long)(th_now_ms() - t0);
+            return (long long)s.level[1].depth;
+        }
+        th_ha_pause_ms(50);
+    }
+    return -1;
+}
+
 void th_ha_pause_ms(unsigned ms)
 {
     nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "harness.h"
 #include "th_redis.h"
 
 #define TH_HA_REPL_BYTES 128
@@ -21,6 +22,12 @@ int th_ha_arm(char *dir, size_t dir_size, const char *tmpl, char repl[2][TH_HA_R
 
 /* th_ha_disarm disarms the alarm, stops redis and removes dir. */
 void th_ha_disarm(const char *dir, th_redis *redis);
+
+/* th_ha_serving waits up to timeout_ms for b to answer STATS as a
+ * primary, asking every 50 ms on a fresh client (with o's keys when o is
+ * not NULL; a 300 ms timeout), and returns level 1's depth, or -1 when it
+ * never did; *took_ms (may be NULL) gets the time it took. */
+long long th_ha_serving(const th_broker *b, const sl_options *o, unsigned timeout_ms, long *took_ms);
 
 /* th_ha_pause_ms sleeps ms milliseconds. */
 void th_ha_pause_ms(unsigned ms);
