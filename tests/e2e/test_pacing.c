@@ -43,9 +43,20 @@ static void pump(sl_client *c, int ms)
     }
 }
 
-/* share_within pumps a (and b, when given) until a's share is in
- * [lo, hi] with a burst of at least burst_lo, or WAIT_MS. Returns whether
- * it got there. */
+/* in_range says whether c's last share is in [lo, hi] with a burst between
+ * burst_lo and the sink's. */
+static bool in_range(sl_client *c, uint64_t lo, uint64_t hi, uint32_t burst_lo)
+{
+    uint64_t r = 0;
+    uint32_t k = 0;
+    return sl_pace_share(c, &r, &k) && r >= lo && r <= hi && k >= burst_lo && k <= BURST;
+}
+
+/* share_within pumps a (and b, when given) until a's share, and b's, are
+ * in [lo, hi] with a burst of at least burst_lo, or WAIT_MS. Each client's
+ * share is the one its latest delivery carried, so the two are seen to move
+ * at different moments: both are waited for. Returns whether they got
+ * there. */
 static bool share_within(sl_client *a, sl_client *b, uint64_t lo, uint64_t hi, uint32_t burst_lo)
 {
     uint64_t until = th_now_ms() + WAIT_MS;
@@ -53,9 +64,7 @@ static bool share_within(sl_client *a, sl_client *b, uint64_t lo, uint64_t hi, u
         pump(a, 20);
         if (b)
             pump(b, 20);
-        uint64_t r = 0;
-        uint32_t k = 0;
-        if (sl_pace_share(a, &r, &k) && r >= lo && r <= hi && k >= burst_lo && k <= BURST)
+        if (in_range(a, lo, hi, burst_lo) && (!b || in_range(b, lo, hi, burst_lo)))
             return true;
     }
     return false;
