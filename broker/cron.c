@@ -217,7 +217,9 @@ void cron_tick(bk *b)
 {
     if (b->coord) {
         b->coord_wake_ns = coord_tick(b->coord, b->mono_ns, coord_want(b));
-        if (meter_sink_lease(&b->meter, coord_granted_milli(b->coord, b->mono_ns), b->mono_ns))
+        uint64_t granted = coord_unlimited(b->coord, b->mono_ns) ? METER_GRANT_UNLIMITED
+                                                                  : coord_granted_milli(b->coord, b->mono_ns);
+        if (meter_sink_lease(&b->meter, granted, b->mono_ns))
             log_debug("cron", "shared sink: now %llu.%03llu/s", (unsigned long long)b->meter.sink.effective_rate_milli / 1000,
                       (unsigned long long)b->meter.sink.effective_rate_milli % 1000);
     }

@@ -216,6 +216,11 @@ uint64_t coord_granted_milli(const coord *c, uint64_t now_ns)
     return now_ns < c->valid_until_ns ? (uint64_t)c->held * c->slice_milli : 0;
 }
 
+int coord_unlimited(const coord *c, uint64_t now_ns)
+{
+    return now_ns < c->valid_until_ns && c->state == ST_LEASED && !c->limit_milli;
+}
+
 uint64_t coord_slice_milli(const coord *c)
 {
     return c->slice_milli;

@@ -48,6 +48,13 @@ uint64_t coord_tick(coord *c, uint64_t now_ns, uint32_t want);
  * one at now_ns (0 when no grant is valid). */
 uint64_t coord_granted_milli(const coord *c, uint64_t now_ns);
 
+/* coord_unlimited says whether, at now_ns, the shared sink has no limit: a
+ * valid grant, past learning, from a Redis that holds no limit (none was
+ * ever set, or it was removed: `sink set --max-rate off`). A broker that
+ * knew a limit sends it with every renewal, so one that Redis forgot is
+ * set again rather than read as none. */
+int coord_unlimited(const coord *c, uint64_t now_ns);
+
 /* coord_slice_milli returns the rate of one slice, as last heard (0: not yet). */
 uint64_t coord_slice_milli(const coord *c);
 

@@ -30,7 +30,8 @@
  * reserved rate plus the rate of the slices it leases (coord.c sets it
  * through meter_sink_lease); everywhere else the base is the configured
  * rate. AIMD works below the base. A coordinated base of 0 holds everything
- * (0 is otherwise "unlimited").
+ * (0 is otherwise "unlimited"), except when the shared sink has no limit
+ * (METER_GRANT_UNLIMITED).
  *
  * Several windows: the sink's bucket and a level's ceiling are the
  * per-second window every limit has had (the one AIMD cuts and the shared
@@ -64,10 +65,20 @@ void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint
 }
 
 /* base returns the rate the sink may use: the configured one, or reserved +
- * granted when coordinated. */
+ * granted when coordinated (0, unlimited, for a shared sink with no
+ * limit). */
 static uint64_t base(const meter_sink *s)
 {
-    return s->coordinated ? s->reserved_milli + s->granted_milli : s->rate_milli;
+    if (!s->coordinated)
+        return s->rate_milli;
+    return s->granted_milli == METER_GRANT_UNLIMITED ? 0 : s->reserved_milli + s->granted_milli;
+}
+
+/* held_for_grant says whether a coordinated sink holds everything: no grant
+ * and no reserved rate. */
+static int held_for_grant(const meter_sink *s)
+{
+    return s->coordinated && s->granted_milli != METER_GRANT_UNLIMITED && !base(s);
 }
 
 uint64_t meter_sink_base(const meter *m)
@@ -171,7 +182,7 @@ meter_verdict meter_admit(meter *m, unsigned level, uint64_t cost, uint64_t now_
     }
     if (s->max_inflight && s->inflight >= s->max_inflight)
         return METER_HOLD_SINK; /* a settlement will change it */
-    if (s->coordinated && !base(s))
+    if (held_for_grant(s))
         return METER_HOLD_SINK; /* a grant will change it */
     uint64_t at = now_ns;
     int ok = rl_series_allows(s->more_b, s->nmore, cost, now_ns, &at);

@@ -108,16 +108,20 @@ void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint
  * debt already owed carries over, so a change never lets a burst through. */
 void meter_sink_apply(meter *m, uint64_t now_ns);
 
+/* A grant of a shared sink that has no limit: the sink is then unlimited. */
+#define METER_GRANT_UNLIMITED UINT64_MAX
+
 /* meter_sink_lease sets a coordinated sink's granted rate at now_ns: the
- * sink then runs at reserved + granted (0 there holds every delivery). A
+ * sink then runs at reserved + granted (0 there holds every delivery;
+ * METER_GRANT_UNLIMITED: no limit at all). A
  * shrink applies at once and keeps no stored burst; a grow applies at once
  * unless the rate is still cut after THROTTLED (then the additive increase
  * climbs to it). Returns 1 when the rate changed. */
 int meter_sink_lease(meter *m, uint64_t granted_milli, uint64_t now_ns);
 
 /* meter_sink_base returns the rate AIMD climbs back to: the configured
- * rate, or reserved + granted when coordinated (0: unlimited, or nothing
- * granted). */
+ * rate, or reserved + granted when coordinated (0: unlimited, or, when
+ * coordinated, nothing granted). */
 uint64_t meter_sink_base(const meter *m);
 
 /* meter_level_apply makes level's buckets follow its settings at now_ns,

@@ -9,7 +9,8 @@
  * slices to the other after its TTL, a wrong password and a script error
  * leave the broker on its reserved rate; when one broker goes idle the busy
  * one gets 90 % of the slices within 2 TTLs; a broker stopped gracefully
- * returns its slices at once. Bounds are generous (TTL 900 ms).
+ * returns its slices at once; a shared sink with no limit (none set, or one
+ * removed) holds nothing back. Bounds are generous (TTL 900 ms).
  */
 #include <hiredis.h>
 #include <setjmp.h>
@@ -248,6 +249,55 @@ static void the_busy_broker_gets_the_shared_rate_when_the_other_goes_idle(void *
     assert_int_equal(th_broker_destroy(&b), 0);
 }
 
+/* take receives on c for up to ms, acking, and returns how many came. */
+static unsigned take(sl_client *c, unsigned ms, unsigned most)
+{
+    unsigned n = 0;
+    uint64_t until = th_now_ms() + ms;
+    while (n < most && th_now_ms() < until) {
+        sl_delivery *d = NULL;
+        if (sl_recv(c, 20, &d) == SL_OK) {
+            assert_int_equal(sl_ack(c, d), SL_OK);
+            sl_delivery_free(&d);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* A shared sink with no limit, none set or one removed, holds nothing back
+ * (a broker with no reserved rate delivered nothing at all before); a limit
+ * set through it applies to it at once. */
+static void a_shared_sink_without_a_limit_holds_nothing_back(void **state)
+{
+    (void)state;
+    assert_int_equal(th_redis_start(&redis, dir, NULL), 0);
+    const char *extra[] = {"--coord", redis.url, "--coord-name", "t", "--coord-ttl-ms", "900", NULL};
+    th_broker *b;
+    assert_int_equal(th_broker_new(extra, &b), 0);
+    sl_client *c = th_client(b, 5000), *cons = th_client(b, 5000);
+    assert_int_equal(sl_subscribe(cons, NULL, NULL, 0, 50), SL_OK);
+    assert_int_equal(th_put_many(c, 1, 2000, 1), SL_OK);
+    assert_int_equal(take(cons, 15000, 2000), 2000); /* no limit was ever set */
+
+    assert_int_equal(sl_sink_set(c, 100000, 5, SL_UNCHANGED), SL_OK);
+    assert_int_equal(th_put_many(c, 1, 1000, 1), SL_OK);
+    uint64_t t0 = th_now_ms();
+    unsigned limited = take(cons, 1500, 1000);
+    uint64_t took = th_now_ms() - t0;
+    fprintf(stderr, "# 100/s shared: %u delivered in %llu ms\n", limited, (unsigned long long)took);
+    assert_true(limited <= 100 * took / 1000 + 5 + 50 + 1);
+
+    assert_int_equal(sl_sink_set(c, 0, SL_UNCHANGED, SL_UNCHANGED), SL_OK); /* removed */
+    assert_int_equal(take(cons, 15000, 1000 - limited), 1000 - limited);
+    sl_sink_info s;
+    assert_int_equal(sl_sink_show(c, &s), SL_OK);
+    assert_int_equal(s.coord.limit_milli, 0);
+    sl_close(&cons);
+    sl_close(&c);
+    assert_int_equal(th_broker_destroy(&b), 0);
+}
+
 /* A broker stopped gracefully returns its slices at once, not after its TTL. */
 static void a_graceful_stop_returns_the_slices_at_once(void **state)
 {
@@ -329,6 +379,7 @@ int main(void)
         T(a_wrong_password_and_a_script_error_leave_the_reserved_rate),
         T(the_busy_broker_gets_the_shared_rate_when_the_other_goes_idle),
         T(a_graceful_stop_returns_the_slices_at_once),
+        T(a_shared_sink_without_a_limit_holds_nothing_back),
     };
 #undef T
     th_seed();

@@ -399,6 +399,34 @@ static void shared_sink_runs_at_reserved_plus_granted(void **state)
     assert_true(retry >= S + 10 * MS - 1 && retry <= S + 20 * MS);
 }
 
+/* A shared sink with no limit (none set, or removed) is unlimited: 1,000
+ * go at one instant; a limit set again applies at once, without a burst
+ * beyond the bucket's; a grant that lapses holds everything again. */
+static void a_shared_sink_without_a_limit_is_unlimited(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry;
+    fresh(&m);
+    m.sink.coordinated = 1;
+    m.sink.burst = 10;
+    meter_sink_apply(&m, 0);
+    assert_int_equal(meter_admit(&m, 0, 1, 0, &retry), METER_HOLD_SINK);
+    assert_true(meter_sink_lease(&m, METER_GRANT_UNLIMITED, 0));
+    assert_int_equal(meter_sink_base(&m), 0);
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(meter_admit(&m, 0, 1, S, &retry), METER_GO);
+        meter_charge(&m, 0, 1, S);
+    }
+    assert_true(meter_sink_lease(&m, 400000, S)); /* a limit again: 400/s, burst 10 */
+    int went = 0;
+    for (int i = 0; i < 100 && meter_admit(&m, 0, 1, S, &retry) == METER_GO; i++, went++)
+        meter_charge(&m, 0, 1, S);
+    assert_true(went <= 10);
+    assert_true(meter_sink_lease(&m, 0, 2 * S)); /* the grant lapsed */
+    assert_int_equal(meter_admit(&m, 0, 1, 3 * S, &retry), METER_HOLD_SINK);
+}
+
 /* Dispatch wakes for the sink's slot a little late (here 0.2 ms at 2,000/s,
  * a slot of 0.5 ms; up to half a slot is kept): the sink keeps its rate, 1,000 releases in 0.5 s, and
  * a level's ceiling beside it is charged as before (no tolerance: its
@@ -520,6 +548,7 @@ int main(void)
         cmocka_unit_test(live_changes_never_burst),
         cmocka_unit_test(eta_follows_the_binding_rate),
         cmocka_unit_test(shared_sink_runs_at_reserved_plus_granted),
+        cmocka_unit_test(a_shared_sink_without_a_limit_is_unlimited),
         cmocka_unit_test(late_dispatch_keeps_the_sink_rate),
         cmocka_unit_test(sink_windows_hold_together),
         cmocka_unit_test(level_windows_hold_only_their_level),
