@@ -290,7 +290,7 @@ $(HTTP_TESTS): $(call obj,tests/lib/th_http.c)
 $(HTTP_TESTS): EXTRA_LIBS := $(CURL_LIBS)
 # The shared-sink tests also link their own redis-server's helper.
 $(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_snap $(BUILD)/tests/e2e/test_ha_auth $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_redis.c)
-$(BUILD)/tests/campaign/campaign_ha: $(call obj,tests/lib/th_redis.c tests/lib/th_proxy.c)
+$(BUILD)/tests/campaign/campaign_ha: $(call obj,tests/lib/th_redis.c tests/lib/th_proxy.c tests/campaign/campaign_ha_load.c)
 # The high-availability tests share their set-up (a directory, two replication endpoints, Redis).
 $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_snap $(BUILD)/tests/e2e/test_ha_auth $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_ha.c)
 $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_http.c)
@@ -445,11 +445,13 @@ $(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
 #                                          dead-lettered or counted as quarantined; salvage brings back
 #                                          all but the flipped record
 # make corrupt-ci                          the same, 10 trials (part of make test)
-# make ha-campaign [HA_TRIALS=180]         a high-availability group (two nodes, redis-server) under load:
+# make ha-campaign [HA_TRIALS=240]         a high-availability group (two nodes, redis-server) under load:
 #                                          kill -9 of the primary, SIGSTOP past its TTL, the standby
 #                                          killed and back, Redis stopped 30 s, a failover A->B->A, the
-#                                          primary's link to Redis cut, in turns (30 each); no confirmed
-#                                          publish lost, at most one node confirming per epoch
+#                                          primary's link to Redis cut, the nodes cut from each other,
+#                                          the primary cut from both, in turns (30 each); no confirmed
+#                                          publish lost, at most one node confirming per epoch, the
+#                                          sink within its limit through a failover
 # make ha-campaign-ci                      the same, one trial of each case, Redis stopped 5 s (part of
 #                                          make test)
 # SLUICE_SEED=N replays a run.
@@ -459,7 +461,7 @@ CORRUPT_TRIALS   ?= 100
 CAMPAIGNS := build/rel/tests/campaign/campaign_crash build/rel/tests/campaign/campaign_powerloss \
              build/rel/tests/campaign/powerloss_shim.so build/rel/tests/campaign/campaign_corrupt \
              build/rel/tests/campaign/campaign_ha
-HA_TRIALS        ?= 180
+HA_TRIALS        ?= 240
 .PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults corrupt corrupt-ci ha-campaign ha-campaign-ci
 
 campaigns:
@@ -503,7 +505,7 @@ ha-campaign: deps
 	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha $(HA_TRIALS)
 
 ha-campaign-ci: campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha 6 --quiet --redis-down-ms 5000
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha 8 --quiet --redis-down-ms 5000
 
 # ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
 # make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding

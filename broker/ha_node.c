@@ -116,7 +116,7 @@ static int admin(bk *b, int cmd, proto_msg *rep, char *text, size_t text_len)
     rep->present |= PF(epoch) | PF(ha_rows);
     rep->epoch = h->epoch;
     rep->ha_rows.n = 0;
-    row(h, rep, b->cfg.ha_node, lease_valid(h, b->mono_ns) ? "primary" : "fenced", b->cfg.listen, 1, 0);
+    row(h, rep, b->cfg.ha_node, lease_valid(h, b->mono_ns) ? "primary" : "fenced", b->cfg.advertise, 1, 0);
     for (unsigned i = 0; i < v->nnodes; i++) {
         const ha_node_seen *n = &v->nodes[i];
         if (!strcmp(n->name, b->cfg.ha_node))

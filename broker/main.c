@@ -232,8 +232,8 @@ int main(int argc, char **argv)
         ha_password(&cfg, password, sizeof password);
         const char *user = cfg.coord_user[0] ? cfg.coord_user : getenv("SLUICE_COORD_USER");
         ha_lease_cfg lc = {.url = cfg.ha_url, .group = cfg.ha_group, .node = cfg.ha_node, .user = user,
-                           .password = password[0] ? password : NULL, .client_ep = cfg.listen,
-                           .repl_ep = cfg.repl_listen, .ttl_ms = cfg.ha_ttl_ms};
+                           .password = password[0] ? password : NULL, .client_ep = cfg.advertise,
+                           .repl_ep = cfg.repl_advertise, .ttl_ms = cfg.ha_ttl_ms};
         mkdir(cfg.data_dir, 0750);
         int rc = ha_epoch_load(cfg.data_dir, &epoch);
         if (rc == SL_OK)

@@ -75,7 +75,7 @@ static void status(net *n, const net_in *in, const proto_msg *req, const conf *c
         unsigned k = m.ha_rows.n;
         snprintf(text[k][0], sizeof text[k][0], "%s", name);
         snprintf(text[k][1], sizeof text[k][1], "%s", role);
-        snprintf(text[k][2], sizeof text[k][2], "%.64s", me ? cfg->listen : v->nodes[i].ep);
+        snprintf(text[k][2], sizeof text[k][2], "%.64s", me ? cfg->advertise : v->nodes[i].ep);
         m.ha_rows.v[k] = (proto_row_ha){.present = PROTO_ROW_ALL(ha),
                                         .node = {text[k][0], (uint32_t)strlen(text[k][0])},
                                         .role = {text[k][1], (uint32_t)strlen(text[k][1])},

@@ -93,6 +93,8 @@
     X(ha_group, NULL, "ha-group", 0, "ha", STR, ha_group, NULL, 0, 0, "NAME", "the group's name: the two nodes of a group name the same one") \
     X(ha_node, NULL, "ha-node", 0, "ha", STR, ha_node, NULL, 0, 0, "NAME", "this node's name in its group (unique, stable across restarts)") \
     X(repl_listen, NULL, "repl-listen", 0, "ha", STR, repl_listen, NULL, 0, 0, "ENDPOINT", "ZeroMQ endpoint this node serves its replication stream on while primary, as the other node reaches it (e.g. tcp://10.0.0.1:7480)") \
+    X(advertise, NULL, "advertise", 0, "ha", STR, advertise, NULL, 0, 0, "ENDPOINT", "where clients reach this node, as a standby's redirect and ha status give it (default: --listen); needed when --listen binds every address (tcp://0.0.0.0:7470) or clients come through NAT or a proxy") \
+    X(repl_advertise, NULL, "repl-advertise", 0, "ha", STR, repl_advertise, NULL, 0, 0, "ENDPOINT", "where the other node reaches this node's replication stream (default: --repl-listen); needed when --repl-listen binds every address or the stream goes through NAT or a proxy") \
     X(ha_ttl_ms, NULL, "ha-ttl-ms", 0, "ha", NUM, ha_ttl_ms, "5000", 600, 600000, "MS", "lifetime of the primary's lease in Redis; renewed every third of it") \
     X(repl_standby_timeout_ms, NULL, "repl-standby-timeout-ms", 0, "ha", NUM, repl_standby_timeout_ms, "2000", 100, 600000, "MS", "a primary whose standby acknowledged nothing for this long records sync = none in Redis and confirms alone") \
     X(repl_strict, NULL, "repl-strict", 0, "ha", BOOL, repl_strict, "off", 0, 0, NULL, "never confirm alone: without an in-sync standby, publishes wait (and time out at the client) instead") \

@@ -75,6 +75,7 @@ typedef struct conf {
     char ha_url[1024];                                    /* "" = no high availability */
     char ha_group[PROTO_MAX_NAME + 1], ha_node[PROTO_MAX_NAME + 1];
     char repl_listen[1024];                               /* the replication stream's endpoint */
+    char advertise[1024], repl_advertise[1024];           /* as the others reach them; "": --listen, --repl-listen */
     char repl_key_file[4096];                             /* a standby's own stream key pair; "": the group's */
     uint32_t ha_ttl_ms;                                   /* the primary's lease */
     uint32_t repl_standby_timeout_ms;                     /* no ack this long: sync = none */

@@ -51,6 +51,45 @@ static int exposed(const char *endpoint)
              (len == 3 && !strncmp(host, "::1", 3)));
 }
 
+/* wildcard reports whether endpoint binds every address of its machine
+ * (a tcp:// endpoint whose host is 0.0.0.0, an asterisk, [::] or ::): no
+ * other machine can reach it by that name. */
+static int wildcard(const char *endpoint)
+{
+    if (strncmp(endpoint, "tcp://", 6))
+        return 0;
+    const char *host = endpoint + 6, *colon = strrchr(host, ':');
+    size_t len = colon ? (size_t)(colon - host) : strlen(host);
+    return (len == 1 && host[0] == '*') || (len == 7 && !strncmp(host, "0.0.0.0", 7)) ||
+           (len == 4 && !strncmp(host, "[::]", 4)) || (len == 2 && !strncmp(host, "::", 2));
+}
+
+/* check_advertised: a node of a group tells the other node and the
+ * clients where it is reached (the addresses it records in Redis, which a
+ * standby's redirect and ha status give); by default what it binds, which
+ * cannot be a wildcard: the address is given instead. */
+static int check_advertised(conf *c, char *err, size_t errlen)
+{
+    struct {
+        char *adv;
+        const char *bound, *opt, *adv_opt;
+    } a[] = {{c->advertise, c->listen, "--listen", "--advertise"},
+             {c->repl_advertise, c->repl_listen, "--repl-listen", "--repl-advertise"}};
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
+        int given = a[i].adv[0] != '\0';
+        if (!given)
+            snprintf(a[i].adv, sizeof c->advertise, "%s", a[i].bound);
+        if (wildcard(a[i].adv)) {
+            snprintf(err, errlen,
+                     "%s %s binds every address, which the other node and redirected clients cannot reach by "
+                     "that name: give %s with this node's address (e.g. tcp://10.0.0.1:PORT)",
+                     given ? a[i].adv_opt : a[i].opt, a[i].adv, a[i].adv_opt);
+            return SL_EINVAL;
+        }
+    }
+    return SL_OK;
+}
+
 /* http_exposed reports whether --http's ADDR:PORT may be reached from
  * other machines: any address but 127.x.x.x and localhost. */
 static int http_exposed(const char *addr_port)
@@ -115,6 +154,8 @@ int conf_finish(conf *c, char *err, size_t errlen)
         snprintf(err, errlen, "--ha needs --ha-group, --ha-node and --repl-listen");
         return SL_EINVAL;
     }
+    if (c->ha_url[0] && check_advertised(c, err, errlen) != SL_OK)
+        return SL_EINVAL;
     if (c->repl_key_file[0] && !c->curve_secret_file[0]) {
         snprintf(err, errlen, "--repl-key needs --curve-secret (the group's key pair, which the stream is encrypted with)");
         return SL_EINVAL;

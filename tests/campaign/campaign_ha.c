@@ -1,15 +1,20 @@
 /*
  * campaign_ha.c - failures of a high-availability group under load: no
- * confirmed publish is ever lost.
+ * confirmed publish is ever lost, and a sink is never sent more than its
+ * limit allows.
  *
  *   campaign_ha [TRIALS] [--quiet] [--redis-down-ms MS] [--case NAME]
  *
  * Each trial runs in a fresh directory: a real redis-server (Unix socket),
  * two real sluiced nodes of one group (--ha-ttl-ms 1000,
  * --repl-standby-timeout-ms 500, every socket ipc://), the first the
- * primary, the second its standby, waited for in sync. A producer thread
- * publishes unique bodies to the primary with 64 in flight, recording every
- * attempt and answer into a history (history.h). Then, by turns, one case:
+ * primary, the second its standby, waited for in sync. n1 reaches Redis
+ * through a proxy (tests/lib/th_proxy.c: a Unix-socket proxy whose
+ * connections a case closes, refusing new ones until it heals it), and each
+ * node's stream is reached through a proxy of its own, which the node
+ * advertises (--repl-advertise). A producer publishes unique bodies with 64
+ * in flight, recording every attempt and answer into a history (history.h;
+ * the load is campaign_ha_load.c). Then, by turns, one case:
  *
  *   kill9    the primary is killed (SIGKILL) under load;
  *   stop     the primary is stopped (SIGSTOP) past its TTL, so the standby
@@ -29,338 +34,369 @@
  *            2), n1 comes back as its standby and is waited for in sync,
  *            then n2 is killed and n1 promotes (epoch 3), with a producer
  *            and a consumer running throughout;
- *   cut      the primary's link to Redis is cut (n1 reaches Redis through a
- *            Unix-socket proxy, th_proxy.c, whose connections are closed and
- *            new ones refused) while its clients and its standby still reach
- *            it: it fences itself by its own clock, n2 promotes (epoch 2)
- *            once the lease has ended, and, the link healed, n1 follows it
- *            in sync; with a producer and a consumer following the primary.
+ *   cut      the primary's link to Redis is cut while its clients and its
+ *            standby still reach it: it fences itself by its own clock, n2
+ *            promotes (epoch 2) once the lease has ended, and, the link
+ *            healed, n1 follows it in sync;
+ *   split    the nodes are cut from each other (both streams' proxies): the
+ *            primary, hearing nothing from its standby, records sync = none
+ *            and confirms alone, and the standby, no longer in sync, must not
+ *            promote; healed, the standby catches up and is in sync again;
+ *            then the primary is killed, and the standby promotes with
+ *            everything confirmed while it was cut off;
+ *   isolated the primary is cut from Redis and from its standby at once,
+ *            while its clients still reach it: it can neither confirm (no
+ *            acknowledgement, and no way to record sync = none) nor keep
+ *            its lease; n2 promotes (epoch 2) once the lease has ended, and,
+ *            healed, n1 follows it in sync.
  *
  * The cases run by turns, or only NAME's with --case.
  *
- * In the first three cases the producer publishes to n1 alone; in redis,
- * aba and cut the producer and the consumer name both nodes ("n1|n2": the
- * client library follows the primary and sends again what was not
- * confirmed) and every publish has its own idempotency key, so it is
- * stored once whichever node took it first.
+ * In kill9, stop and standby the producer publishes to n1 alone; in the
+ * others the producer names both nodes ("n1|n2": the client library
+ * follows the primary and sends again what was not confirmed) and every
+ * publish has its own idempotency key, so it is stored once whichever node
+ * took it first; a consumer follows the primary the same way.
  *
- * After the failure the producer (and consumer) stop, the primary Redis
- * names is drained (consume and ack until its statistics show nothing),
- * and the history is classified: lost (confirmed, never delivered),
- * unexpected and corrupt must be 0; every confirmation names the node and
- * the epoch that gave it (PUT_OK's node and epoch), and at most one node may
- * confirm in any epoch (split epochs 0); a failover case must end in the
- * epoch it should (2; aba 3) within FAILOVER_MAX_MS of each kill or stop.
- * The failover time, kill or stop to the new primary's first answer (for
- * redis: SIGCONT to the primary serving again), is printed per case: p50
- * and max.
+ * cut and isolated are metered: both nodes share the sink's limit through
+ * Redis (--coord, with n1 through its proxy), the sink is set to SINK_RATE
+ * with a burst of SINK_BURST, and there is a consumer on each node's own
+ * endpoint instead (credit SINK_CREDIT), so that a deposed primary still
+ * dispatching would be seen beside the new one. The most deliveries any
+ * second saw must stay within the rate, a burst per node and what the
+ * consumers may hold unacknowledged (campaign_ha_load.c says why that
+ * bound needs no allowance for scheduling).
  *
- * Not covered here (broker/README.md, High availability, Limits): a cut
- * between the nodes, the primary cut off from everything, Redis restarted
- * without its data, the sink during a split.
+ * After the failure the load stops, the sink's limit is lifted, the primary
+ * Redis names is drained (consume and ack until its statistics show
+ * nothing), and the history is classified: lost (confirmed, never
+ * delivered), unexpected and corrupt must be 0; every confirmation names
+ * the node and the epoch that gave it (PUT_OK's node and epoch), and at
+ * most one node may confirm in any epoch (split epochs 0); a failover case
+ * must end in the epoch it should (2; aba 3; split 2, after the kill)
+ * within FAILOVER_MAX_MS of each kill, stop or cut, and every step a case
+ * waits for (back in sync, sync = none recorded) must come. The failover
+ * time, kill, stop or cut to the new primary's first answer (for redis:
+ * SIGCONT to the primary serving again), is printed per case: p50 and max.
+ *
+ * Not covered here (broker/README.md, High availability, Limits): Redis
+ * restarted without its data (e2e/test_ha: nothing promotes until
+ * `sluice ha recover`).
  *
  * Exit status: 0 when every trial held; 1 otherwise; 2 when the campaign
  * could not run or was interrupted. Every process is started and stopped by
  * its PID; each trial's directory is removed. Seeded by $SLUICE_SEED.
  */
-#include <hiredis.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "campaign.h"
-#include "harness.h"
-#include "history.h"
+#include "campaign_ha.h"
 #include "sluice.h"
-#include "th_proxy.h"
-#include "th_redis.h"
 
-#define TTL_MS           1000
-#define PUT_TIMEOUT_MS   1500
-#define WINDOW           64
 #define LOAD_MS          800      /* load before the failure */
 #define FAILOVER_MAX_MS  8000     /* generous: a busy 2-core machine */
 #define DRAIN_MAX_MS     60000
 #define MAX_MSGS         400000
 #define CONSUMER_CREDIT  32
+#define SINK_RATE        400      /* per second */
+#define SINK_BURST       8
+#define SINK_CREDIT      4
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t ha_interrupted;
 
 static void on_interrupt(int sig)
 {
     (void)sig;
-    interrupted = 1;
+    ha_interrupted = 1;
 }
 
-enum { CASE_KILL9, CASE_STOP, CASE_STANDBY, CASE_REDIS, CASE_ABA, CASE_CUT, CASES };
-static const char *case_names[CASES] = {"kill9", "stop", "standby", "redis", "aba", "cut"};
+enum { CASE_KILL9, CASE_STOP, CASE_STANDBY, CASE_REDIS, CASE_ABA, CASE_CUT, CASE_SPLIT, CASE_ISOLATED, CASES };
+static const char *case_names[CASES] = {"kill9", "stop", "standby", "redis", "aba", "cut", "split", "isolated"};
 static unsigned redis_down_ms = 30000;
+static int step_failed;
 
-typedef struct trial {
-    char dir[64], repl[2][128], redis_via[160];
-    th_redis redis;
-    th_proxy to_redis;        /* n1's way to Redis (every case), which "cut" breaks */
-    th_broker node[2];
-    history *h;
-    campaign_pub pub;
-    pthread_t t, ct;
-    atomic_int stop, cstop;
-    int open_failed, follow, consuming;
-    char both[700];           /* "n1|n2": a client that follows the primary */
-    unsigned seed;
-    uint64_t consumed;
-} trial;
-
-static void *produce(void *arg)
+/* failed says which step of the case did not come; the trial then fails. */
+static void failed(int kase, const char *fmt, ...)
 {
-    trial *tr = arg;
-    if (campaign_pub_open(&tr->pub, tr->follow ? tr->both : tr->node[0].endpoint, tr->h, WINDOW, PUT_TIMEOUT_MS,
-                          tr->seed) != 0) {
-        tr->open_failed = 1;
-        return NULL;
-    }
-    tr->pub.keyed = tr->follow;
-    while (!atomic_load(&tr->stop)) {
-        if (!tr->pub.full)
-            campaign_pub_fill(&tr->pub, th_now_ms());
-        if (tr->pub.npend)
-            campaign_pub_collect(&tr->pub, 20);
-        else
-            campaign_sleep_ms(5);
-        campaign_pub_expire(&tr->pub, th_now_ms());
-    }
-    uint64_t end = th_now_ms() + PUT_TIMEOUT_MS;
-    while (tr->pub.npend && tr->pub.c && th_now_ms() < end)
-        campaign_pub_collect(&tr->pub, 50);
-    campaign_pub_close(&tr->pub);
-    return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("ha: %s: ", case_names[kase]);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    step_failed = 1;
 }
 
-/* consume takes deliveries from whichever node is primary ("n1|n2"),
- * recording and acknowledging each, until told to stop; a client that
- * stops answering is replaced. */
-static void *consume(void *arg)
+static int node_init(ha_trial *tr, int i)
 {
-    trial *tr = arg;
-    sl_client *c = NULL;
-    int subscribed = 0;
-    uint64_t quiet_since = th_now_ms();
-    while (!atomic_load(&tr->cstop)) {
-        if (!c && campaign_client(tr->both, 1000, &c) != SL_OK) {
-            c = NULL;
-            campaign_sleep_ms(50);
+    static const char *names[] = {"n1", "n2"};
+    const char *redis = i == 0 ? tr->redis_via : tr->redis.url;
+    const char *extra[24] = {"--ha", redis, "--ha-group", "c", "--ha-node", names[i], "--repl-listen", tr->repl[i],
+                             "--repl-advertise", tr->stream_via[i], "--ha-ttl-ms", "1000",
+                             "--repl-standby-timeout-ms", "500", "--log-level", "warn", NULL};
+    if (tr->metered) {
+        const char *coord[] = {"--coord", redis, "--coord-ttl-ms", "1000", NULL};
+        memcpy(&extra[16], coord, sizeof coord);
+    }
+    return th_broker_init(&tr->node[i], extra);
+}
+
+/* sink_limit sets the sink's rate and burst on node i (0: no limit),
+ * retrying while the node is not yet connected to Redis. */
+static int sink_limit(const ha_trial *tr, int i, uint64_t rate, uint64_t burst)
+{
+    for (uint64_t t0 = th_now_ms(); th_now_ms() - t0 <= 5000 && !ha_interrupted; campaign_sleep_ms(100)) {
+        sl_client *c = NULL;
+        if (campaign_client(tr->node[i].endpoint, 1000, &c) != SL_OK)
             continue;
-        }
-        if (!subscribed && !(subscribed = sl_subscribe(c, NULL, NULL, 0, CONSUMER_CREDIT) == SL_OK)) {
-            campaign_sleep_ms(50);
-            if (th_now_ms() - quiet_since > 3000) { /* replaced: it follows the primary from scratch */
-                sl_close(&c);
-                quiet_since = th_now_ms();
-            }
-            continue;
-        }
-        sl_delivery *d = NULL;
-        int rc = sl_recv(c, 100, &d);
-        if (rc == SL_OK) {
-            history_deliver(tr->h, d->id, d->body, d->body_len, d->attempt);
-            if (sl_ack(c, d) == SL_OK)
-                history_ack(tr->h, d->id);
-            sl_delivery_free(&d);
-            tr->consumed++;
-            quiet_since = th_now_ms();
-        } else if (rc != SL_ETIMEDOUT) {
-            campaign_sleep_ms(20);
-            if (th_now_ms() - quiet_since > 3000) {
-                sl_close(&c);
-                subscribed = 0;
-                quiet_since = th_now_ms();
-            }
-        }
-    }
-    sl_close(&c);
-    return NULL;
-}
-
-/* field reads one field of the group's hash into out ("" when absent). */
-static void field(const trial *tr, const char *f, char *out, size_t cap)
-{
-    redisReply *r = th_redis_cmd(&tr->redis, "HGET sluice:ha:{c} %s", f);
-    out[0] = '\0';
-    if (r && r->type == REDIS_REPLY_STRING)
-        snprintf(out, cap, "%s", r->str);
-    if (r)
-        freeReplyObject(r);
-}
-
-static int wait_field(const trial *tr, const char *f, const char *want, unsigned ms)
-{
-    char v[64];
-    for (uint64_t t0 = th_now_ms(); th_now_ms() - t0 <= ms && !interrupted; campaign_sleep_ms(20)) {
-        field(tr, f, v, sizeof v);
-        if (!strcmp(v, want))
+        int rc = sl_sink_set(c, rate * 1000, burst, SL_UNCHANGED);
+        sl_close(&c);
+        if (rc == SL_OK)
             return 0;
     }
     return -1;
 }
 
-static int node_init(trial *tr, int i)
-{
-    static const char *names[] = {"n1", "n2"};
-    const char *extra[] = {"--ha", i == 0 ? tr->redis_via : tr->redis.url, "--ha-group", "c", "--ha-node", names[i],
-                           "--repl-listen",
-                           tr->repl[i], "--ha-ttl-ms", "1000", "--repl-standby-timeout-ms", "500",
-                           "--log-level", "warn", NULL};
-    return th_broker_init(&tr->node[i], extra);
-}
-
-/* serving waits for node i to answer STATS as a primary; ms taken, or -1. */
-static long serving(const trial *tr, int i, unsigned max_ms)
+/* fail_over_from_n1 kills (or stops) n1 and waits for n2 serving: the
+ * failover's time, or -1. */
+static long fail_over_from_n1(ha_trial *tr, int stop)
 {
     uint64_t t0 = th_now_ms();
-    while (th_now_ms() - t0 <= max_ms && !interrupted) {
-        sl_client *c = NULL;
-        if (campaign_client(tr->node[i].endpoint, 300, &c) == SL_OK) {
-            sl_stats s;
-            int rc = sl_stats_get(c, &s);
-            sl_close(&c);
-            if (rc == SL_OK)
-                return (long)(th_now_ms() - t0);
+    if (stop)
+        kill(tr->node[0].pid, SIGSTOP);
+    else
+        th_broker_kill9(&tr->node[0]);
+    if (ha_serving(tr, 1, FAILOVER_MAX_MS) < 0)
+        return -1;
+    return (long)(th_now_ms() - t0);
+}
+
+/* cut_off cuts n1 off (from Redis: cut; from its standby too: isolated)
+ * while its clients still reach it, waits for n2 to serve, then heals and
+ * waits for n1 back in sync as n2's standby. The failover's time, or -1. */
+static long cut_off(ha_trial *tr, int kase)
+{
+    uint64_t t0 = th_now_ms();
+    long ms = -1;
+    th_proxy_cut(&tr->to_redis);
+    if (kase == CASE_ISOLATED)
+        th_proxy_cut(&tr->to_stream[0]);
+    if (ha_serving(tr, 1, FAILOVER_MAX_MS) >= 0)
+        ms = (long)(th_now_ms() - t0);
+    campaign_sleep_ms(LOAD_MS);
+    th_proxy_heal(&tr->to_redis);
+    th_proxy_heal(&tr->to_stream[0]);
+    if (ha_wait_field(tr, "sync", "n1", 10000) != 0)
+        failed(kase, "n1 did not come back in sync as the standby once healed");
+    campaign_sleep_ms(LOAD_MS);
+    return ms;
+}
+
+/* split cuts the nodes from each other: n1 must record sync = none and
+ * confirm alone, n2 must not promote; healed, n2 must be in sync again.
+ * Then the failover from n1 (kill -9): its time, or -1. */
+static long split(ha_trial *tr)
+{
+    th_proxy_cut(&tr->to_stream[0]);
+    th_proxy_cut(&tr->to_stream[1]);
+    if (ha_wait_field(tr, "sync", "", 5000) != 0)
+        failed(CASE_SPLIT, "n1 did not record sync = none once its standby was cut off");
+    uint64_t before = atomic_load(&tr->confirmed);
+    campaign_sleep_ms(LOAD_MS); /* n1 confirms alone */
+    char leader[64], epoch[32];
+    ha_field(tr, "leader", leader, sizeof leader);
+    ha_field(tr, "epoch", epoch, sizeof epoch);
+    if (strcmp(leader, "n1") || strcmp(epoch, "1"))
+        failed(CASE_SPLIT, "n2, cut off and not in sync, took over (leader %s, epoch %s)", leader, epoch);
+    if (atomic_load(&tr->confirmed) == before)
+        failed(CASE_SPLIT, "n1 confirmed nothing alone");
+    th_proxy_heal(&tr->to_stream[0]);
+    th_proxy_heal(&tr->to_stream[1]);
+    if (ha_wait_field(tr, "sync", "n2", 10000) != 0)
+        failed(CASE_SPLIT, "n2 did not come back in sync once healed");
+    campaign_sleep_ms(LOAD_MS);
+    return fail_over_from_n1(tr, 0);
+}
+
+/* redis_down stops Redis for redis_down_ms and waits for a primary serving
+ * again once it is resumed: that primary (0 or 1), or -1; *ms gets the
+ * time from SIGCONT. */
+static int redis_down(ha_trial *tr, long *ms)
+{
+    kill(tr->redis.p.pid, SIGSTOP);
+    campaign_sleep_ms(redis_down_ms);
+    kill(tr->redis.p.pid, SIGCONT);
+    uint64_t t0 = th_now_ms();
+    char leader[64];
+    while (th_now_ms() - t0 <= FAILOVER_MAX_MS && !ha_interrupted) {
+        ha_field(tr, "leader", leader, sizeof leader);
+        int i = !strcmp(leader, "n1") ? 0 : !strcmp(leader, "n2") ? 1 : -1;
+        if (i >= 0 && ha_serving(tr, i, 300) >= 0) {
+            *ms = (long)(th_now_ms() - t0);
+            return i;
         }
-        campaign_sleep_ms(20);
     }
     return -1;
+}
+
+/* aba fails over twice, n1 to n2 and back: the second failover's time, or
+ * -1. */
+static long aba(ha_trial *tr)
+{
+    uint64_t t0 = th_now_ms();
+    th_broker_kill9(&tr->node[0]);
+    if (ha_serving(tr, 1, FAILOVER_MAX_MS) < 0 || (long)(th_now_ms() - t0) > FAILOVER_MAX_MS) {
+        failed(CASE_ABA, "n2 did not promote within %d ms", FAILOVER_MAX_MS);
+        return -1;
+    }
+    if (th_broker_start(&tr->node[0]) != 0 || ha_wait_field(tr, "sync", "n1", 10000) != 0) {
+        failed(CASE_ABA, "n1 did not come back in sync as the standby");
+        return -1;
+    }
+    campaign_sleep_ms(LOAD_MS);
+    t0 = th_now_ms();
+    th_broker_kill9(&tr->node[1]);
+    if (ha_serving(tr, 0, FAILOVER_MAX_MS) < 0)
+        return -1;
+    return (long)(th_now_ms() - t0);
+}
+
+static int setup(ha_trial *tr, int kase, unsigned seed)
+{
+    tr->seed = seed;
+    strcpy(tr->dir, "/tmp/sluice-hacamp-XXXXXX");
+    if (!mkdtemp(tr->dir))
+        return -1;
+    char via[140];
+    for (int i = 0; i < 2; i++) {
+        snprintf(tr->repl[i], sizeof tr->repl[i], "ipc://%s/repl%d.sock", tr->dir, i + 1);
+        snprintf(tr->stream_via[i], sizeof tr->stream_via[i], "ipc://%s/repl%d-via.sock", tr->dir, i + 1);
+        if (th_proxy_start(&tr->to_stream[i], tr->stream_via[i] + 6, tr->repl[i] + 6) != 0)
+            return -1;
+    }
+    history_cfg hc = {.max_msgs = MAX_MSGS, .tag = seed, .body_min = 24, .body_max = 200};
+    snprintf(via, sizeof via, "%s/redis-n1.sock", tr->dir);
+    snprintf(tr->redis_via, sizeof tr->redis_via, "unix://%s", via);
+    pthread_mutex_init(&tr->sink.mu, NULL);
+    tr->metered = kase == CASE_CUT || kase == CASE_ISOLATED;
+    tr->follow = kase >= CASE_REDIS;
+    if (th_redis_start(&tr->redis, tr->dir, NULL) != 0 || th_proxy_start(&tr->to_redis, via, tr->redis.sock) != 0 ||
+        history_new(&hc, &tr->h) != 0)
+        return -1;
+    if (node_init(tr, 0) || node_init(tr, 1) || th_broker_start(&tr->node[0]) || th_broker_start(&tr->node[1]) ||
+        ha_wait_field(tr, "sync", "n2", 10000) != 0)
+        return -1;
+    if (tr->metered && sink_limit(tr, 0, SINK_RATE, SINK_BURST) != 0)
+        return -1;
+    snprintf(tr->both, sizeof tr->both, "%s|%s", tr->node[0].endpoint, tr->node[1].endpoint);
+    return 0;
+}
+
+static void teardown(ha_trial *tr)
+{
+    for (int i = 0; i < 2; i++)
+        if (tr->node[i].pid > 0)
+            kill(tr->node[i].pid, SIGCONT);
+    for (int i = 0; i < 2; i++)
+        th_broker_fini(&tr->node[i]);
+    th_proxy_stop(&tr->to_redis);
+    for (int i = 0; i < 2; i++)
+        th_proxy_stop(&tr->to_stream[i]);
+    th_redis_stop(&tr->redis);
+    history_destroy(&tr->h);
+    free(tr->sink.at_ms);
+    pthread_mutex_destroy(&tr->sink.mu);
+    if (tr->dir[0] == '/')
+        th_rmrf(tr->dir);
+}
+
+/* sink_held checks a metered trial's arrivals against the sink's bound. */
+static int sink_held(ha_trial *tr, int kase, int quiet)
+{
+    uint64_t most = ha_sink_most(&tr->sink, 1000);
+    uint64_t bound = SINK_RATE + 2 * SINK_BURST + 2 * SINK_CREDIT;
+    if (!quiet || most > bound)
+        printf("ha: %s: the sink saw at most %" PRIu64 " deliveries in a second, %zu in all (bound %" PRIu64
+               ": %d/s, a burst of %d per node, %d unacknowledged per consumer)\n",
+               case_names[kase], most, tr->sink.n, bound, SINK_RATE, SINK_BURST, SINK_CREDIT);
+    return most <= bound;
 }
 
 /* run_trial runs one case; 0 when it held, 1 when it did not, 2 when it
  * could not run. *failover_ms gets the failover's time. */
 static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
 {
-    static trial tr;
+    static ha_trial tr;
     memset(&tr, 0, sizeof tr);
-    tr.seed = seed;
-    strcpy(tr.dir, "/tmp/sluice-hacamp-XXXXXX");
-    if (!mkdtemp(tr.dir))
+    step_failed = 0;
+    *failover_ms = -1;
+    if (setup(&tr, kase, seed) != 0) {
+        printf("ha: %s: could not set the trial up in %s\n", case_names[kase], tr.dir);
+        teardown(&tr);
         return 2;
-    for (int i = 0; i < 2; i++)
-        snprintf(tr.repl[i], sizeof tr.repl[i], "ipc://%s/repl%d.sock", tr.dir, i + 1);
-    int rc = 2;
-    history_cfg hc = {.max_msgs = MAX_MSGS, .tag = seed, .body_min = 24, .body_max = 200};
-    char via[140];
-    snprintf(via, sizeof via, "%s/redis-n1.sock", tr.dir);
-    snprintf(tr.redis_via, sizeof tr.redis_via, "unix://%s", via);
-    if (th_redis_start(&tr.redis, tr.dir, NULL) != 0 || th_proxy_start(&tr.to_redis, via, tr.redis.sock) != 0 ||
-        history_new(&hc, &tr.h) != 0)
-        goto out;
-    if (node_init(&tr, 0) || node_init(&tr, 1) || th_broker_start(&tr.node[0]) || th_broker_start(&tr.node[1]) ||
-        wait_field(&tr, "sync", "n2", 10000) != 0)
-        goto out;
-    rc = 1;
-    tr.follow = kase == CASE_REDIS || kase == CASE_ABA || kase == CASE_CUT;
-    snprintf(tr.both, sizeof tr.both, "%s|%s", tr.node[0].endpoint, tr.node[1].endpoint);
-    pthread_create(&tr.t, NULL, produce, &tr);
-    if (tr.follow)
-        tr.consuming = pthread_create(&tr.ct, NULL, consume, &tr) == 0;
+    }
+    pthread_create(&tr.t, NULL, ha_produce, &tr);
+    const char *pinned[] = {tr.node[0].endpoint, tr.node[1].endpoint}, *following[] = {tr.both};
+    if (tr.metered)
+        ha_consumers_start(&tr, pinned, 2, SINK_CREDIT);
+    else if (tr.follow)
+        ha_consumers_start(&tr, following, 1, CONSUMER_CREDIT);
     campaign_sleep_ms(LOAD_MS);
     const char *want = "2"; /* the epoch it must end in */
     int last = 1;           /* the node that must end primary */
-    *failover_ms = -1;
-    if (kase == CASE_REDIS) {
-        kill(tr.redis.p.pid, SIGSTOP);
-        campaign_sleep_ms(redis_down_ms);
-        kill(tr.redis.p.pid, SIGCONT);
-        uint64_t t0 = th_now_ms();
-        last = -1;
-        char leader[64];
-        while (last < 0 && th_now_ms() - t0 <= FAILOVER_MAX_MS && !interrupted) {
-            field(&tr, "leader", leader, sizeof leader);
-            int i = !strcmp(leader, "n1") ? 0 : !strcmp(leader, "n2") ? 1 : -1;
-            if (i >= 0 && serving(&tr, i, 300) >= 0)
-                last = i;
-        }
-        if (last >= 0)
-            *failover_ms = (long)(th_now_ms() - t0);
+    switch (kase) {
+    case CASE_REDIS:
+        last = redis_down(&tr, failover_ms);
         want = last == 1 ? "2" : "1"; /* renewed, or its standby promoted */
         campaign_sleep_ms(LOAD_MS);   /* load again, on whichever serves */
-        goto stop;
-    }
-    if (kase == CASE_CUT) {
-        /* n1 can no longer reach Redis, while clients and its standby still
-         * reach it: it must stop confirming by its own clock before its
-         * lease can end, and n2 promote once it has; healed, n1 follows */
-        uint64_t t0 = th_now_ms();
-        th_proxy_cut(&tr.to_redis);
-        if (serving(&tr, 1, FAILOVER_MAX_MS) >= 0)
-            *failover_ms = (long)(th_now_ms() - t0);
-        campaign_sleep_ms(LOAD_MS);
-        th_proxy_heal(&tr.to_redis);
-        if (wait_field(&tr, "sync", "n1", 10000) != 0) {
-            printf("ha: cut: n1 did not come back in sync as the standby once it reached Redis again\n");
-            goto stop;
-        }
-        campaign_sleep_ms(LOAD_MS);
-        goto stop;
-    }
-    if (kase == CASE_ABA) {
-        uint64_t t0 = th_now_ms();
-        th_broker_kill9(&tr.node[0]);
-        if (serving(&tr, 1, FAILOVER_MAX_MS) < 0 || (long)(th_now_ms() - t0) > FAILOVER_MAX_MS) {
-            printf("ha: aba: n2 did not promote within %d ms\n", FAILOVER_MAX_MS);
-            goto stop;
-        }
-        if (th_broker_start(&tr.node[0]) != 0 || wait_field(&tr, "sync", "n1", 10000) != 0) {
-            printf("ha: aba: n1 did not come back in sync as the standby\n");
-            goto stop;
-        }
-        campaign_sleep_ms(LOAD_MS);
-        t0 = th_now_ms();
-        th_broker_kill9(&tr.node[1]);
-        if (serving(&tr, 0, FAILOVER_MAX_MS) >= 0)
-            *failover_ms = (long)(th_now_ms() - t0);
+        break;
+    case CASE_CUT:
+    case CASE_ISOLATED:
+        *failover_ms = cut_off(&tr, kase);
+        break;
+    case CASE_SPLIT:
+        *failover_ms = split(&tr);
+        break;
+    case CASE_ABA:
+        *failover_ms = aba(&tr);
         want = "3";
         last = 0;
         campaign_sleep_ms(LOAD_MS);
-        goto stop;
-    }
-    if (kase == CASE_STANDBY) {
+        break;
+    case CASE_STANDBY:
         th_broker_kill9(&tr.node[1]);
         campaign_sleep_ms(LOAD_MS + 500); /* the primary goes on alone */
-        if (th_broker_start(&tr.node[1]) != 0 || wait_field(&tr, "sync", "n2", 10000) != 0) {
-            printf("ha: the standby did not come back in sync\n");
-            goto stop;
-        }
+        if (th_broker_start(&tr.node[1]) != 0 || ha_wait_field(&tr, "sync", "n2", 10000) != 0)
+            failed(kase, "the standby did not come back in sync");
         campaign_sleep_ms(LOAD_MS);
+        *failover_ms = fail_over_from_n1(&tr, 0);
+        break;
+    default:
+        *failover_ms = fail_over_from_n1(&tr, kase == CASE_STOP);
+        if (kase == CASE_STOP) {
+            kill(tr.node[0].pid, SIGCONT); /* fenced: it must confirm nothing more, and go back as standby */
+            campaign_sleep_ms(HA_TTL_MS);
+        }
     }
-    uint64_t t0 = th_now_ms();
-    if (kase == CASE_STOP)
-        kill(tr.node[0].pid, SIGSTOP);
-    else
-        th_broker_kill9(&tr.node[0]);
-    *failover_ms = serving(&tr, 1, FAILOVER_MAX_MS);
-    if (*failover_ms >= 0)
-        *failover_ms = (long)(th_now_ms() - t0);
-    if (kase == CASE_STOP) {
-        kill(tr.node[0].pid, SIGCONT); /* fenced: it must confirm nothing more, and go back as standby */
-        campaign_sleep_ms(TTL_MS);
-    }
-stop:
     atomic_store(&tr.stop, 1);
     pthread_join(tr.t, NULL);
-    atomic_store(&tr.cstop, 1);
-    if (tr.consuming)
-        pthread_join(tr.ct, NULL);
+    ha_consumers_stop(&tr);
+    int rc = 1;
     char epoch[32];
-    field(&tr, "epoch", epoch, sizeof epoch);
+    ha_field(&tr, "epoch", epoch, sizeof epoch);
     if (*failover_ms < 0 || last < 0 || strcmp(epoch, want) != 0) {
         printf("ha: %s: no primary served within %d ms in epoch %s (Redis says epoch %s)\n", case_names[kase],
                FAILOVER_MAX_MS, want, epoch);
         goto out;
     }
+    int sink_ok = !tr.metered || sink_held(&tr, kase, quiet);
+    if (tr.metered && sink_limit(&tr, last, 0, SL_UNCHANGED) != 0) /* drained at once */
+        printf("ha: %s: the sink's limit could not be lifted; draining at %d/s\n", case_names[kase], SINK_RATE);
     campaign_drain_result dr;
     if (campaign_drain(tr.node[last].endpoint, tr.h, 256, DRAIN_MAX_MS, tr.node[last].pid, &dr) != 0) {
         printf("ha: %s: the new primary could not be drained\n", case_names[kase]);
@@ -368,25 +404,17 @@ stop:
     }
     history_report hr;
     history_classify(tr.h, &hr);
-    int bad = history_bad(&hr) > 0 || tr.open_failed || (tr.follow && !tr.consumed);
+    uint64_t consumed = atomic_load(&tr.consumed);
+    int consuming = tr.follow || tr.metered;
+    int bad = history_bad(&hr) > 0 || tr.open_failed || (consuming && !consumed) || !sink_ok || step_failed;
     if (!quiet || bad)
         history_print(&hr, "ha: ", stdout);
-    if (tr.follow && (!quiet || !tr.consumed)) /* the consumer ran through the failure, following the primary */
-        printf("ha: %s: the consumer took %llu deliveries while the producer ran\n", case_names[kase],
-               (unsigned long long)tr.consumed);
+    if (consuming && (!quiet || !consumed)) /* the consumers ran through the failure */
+        printf("ha: %s: the consumers took %llu deliveries while the producer ran\n", case_names[kase],
+               (unsigned long long)consumed);
     rc = bad ? 1 : 0;
 out:
-    if (rc == 2)
-        printf("ha: %s: could not set the trial up in %s\n", case_names[kase], tr.dir);
-    for (int i = 0; i < 2; i++)
-        if (tr.node[i].pid > 0)
-            kill(tr.node[i].pid, SIGCONT);
-    for (int i = 0; i < 2; i++)
-        th_broker_fini(&tr.node[i]);
-    th_proxy_stop(&tr.to_redis);
-    th_redis_stop(&tr.redis);
-    history_destroy(&tr.h);
-    th_rmrf(tr.dir);
+    teardown(&tr);
     return rc;
 }
 
@@ -415,7 +443,7 @@ int main(int argc, char **argv)
                 if (!strcmp(argv[i + 1], case_names[k]))
                     only = k;
             if (only < 0) {
-                fprintf(stderr, "campaign_ha: no case %s (kill9, stop, standby, redis, aba, cut)\n", argv[i + 1]);
+                fprintf(stderr, "campaign_ha: no case %s (kill9, stop, standby, redis, aba, cut, split, isolated)\n", argv[i + 1]);
                 return 2;
             }
             i++;
@@ -433,7 +461,7 @@ int main(int argc, char **argv)
     unsigned seed = th_seed();
     static long fo[CASES][1000];
     int nfo[CASES] = {0}, failed = 0, broken = 0;
-    for (unsigned t = 0; t < trials && t < 3000 && !interrupted; t++) {
+    for (unsigned t = 0; t < trials && t < 3000 && !ha_interrupted; t++) {
         int kase = only >= 0 ? only : (int)(t % CASES);
         long ms = -1;
         int rc = run_trial(kase, seed * 31 + t, quiet, &ms);
@@ -451,8 +479,8 @@ int main(int argc, char **argv)
     for (int k = 0; k < CASES; k++)
         if (nfo[k])
             printf("ha: %s: %d trials held, failover p50 %.0f ms, max %.0f ms (TTL %d ms)\n", case_names[k], nfo[k],
-                   at(fo[k], nfo[k], 0.5), at(fo[k], nfo[k], 1.0), TTL_MS);
-    if (interrupted) {
+                   at(fo[k], nfo[k], 0.5), at(fo[k], nfo[k], 1.0), HA_TTL_MS);
+    if (ha_interrupted) {
         printf("ha: interrupted\n");
         return 2;
     }

@@ -163,6 +163,40 @@ static void bounds_errors_name_the_setting(void **state)
     assert_string_equal(err, want);
 }
 
+/* A node of a group records where it is reached: by default what it binds;
+ * a wildcard bind needs the address given, which is then what is recorded. */
+static void a_group_node_advertises_where_it_is_reached(void **state)
+{
+    conf *c = *state;
+    assert_int_equal(args(c, "--ha", "redis://127.0.0.1:6379", "--ha-group", "g", "--ha-node", "n1",
+                          "--repl-listen", "tcp://127.0.0.1:7481", NULL), SL_OK);
+    assert_string_equal(c->advertise, "tcp://127.0.0.1:7470");
+    assert_string_equal(c->repl_advertise, "tcp://127.0.0.1:7481");
+
+    conf_defaults(c);
+    assert_int_equal(args(c, "--ha", "redis://127.0.0.1:6379", "--ha-group", "g", "--ha-node", "n1", "--listen",
+                          "tcp://127.0.0.1:7471", "--repl-listen", "tcp://0.0.0.0:7481", NULL), SL_EINVAL);
+    assert_non_null(strstr(err, "--repl-listen tcp://0.0.0.0:7481 binds every address"));
+    assert_non_null(strstr(err, "give --repl-advertise"));
+    conf_defaults(c);
+    assert_int_equal(args(c, "--ha", "redis://127.0.0.1:6379", "--ha-group", "g", "--ha-node", "n1", "--listen",
+                          "tcp://127.0.0.1:7471", "--repl-listen", "tcp://0.0.0.0:7481", "--repl-advertise",
+                          "tcp://[::]:7481", NULL), SL_EINVAL);
+    assert_non_null(strstr(err, "--repl-advertise tcp://[::]:7481 binds every address"));
+    conf_defaults(c);
+    assert_int_equal(args(c, "--ha", "redis://127.0.0.1:6379", "--ha-group", "g", "--ha-node", "n1", "--listen",
+                          "tcp://127.0.0.1:7471", "--repl-listen", "tcp://0.0.0.0:7481", "--repl-advertise",
+                          "tcp://10.0.0.1:7481", NULL), SL_OK);
+    assert_string_equal(c->repl_advertise, "tcp://10.0.0.1:7481");
+    assert_string_equal(c->advertise, "tcp://127.0.0.1:7471");
+
+    conf_defaults(c);
+    assert_int_equal(args(c, "--ha", "redis://127.0.0.1:6379", "--ha-group", "g", "--ha-node", "n1", "--listen",
+                          "tcp://*:7471", "--insecure", "--repl-listen", "ipc:///tmp/r.sock", NULL), SL_EINVAL);
+    assert_non_null(strstr(err, "--listen tcp://*:7471 binds every address"));
+    assert_non_null(strstr(err, "give --advertise"));
+}
+
 static void unknown_options_and_keys_are_refused(void **state)
 {
     conf *c = *state;
@@ -326,6 +360,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(tag_rules_take_names_or_numbers, setup, teardown),
         cmocka_unit_test_setup_teardown(level_names_and_the_default_level, setup, teardown),
         cmocka_unit_test_setup_teardown(map_sizes_are_megabytes_stored_as_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_group_node_advertises_where_it_is_reached, setup, teardown),
         cmocka_unit_test_setup_teardown(help_and_version_only_set_the_action, setup, teardown),
         cmocka_unit_test_setup_teardown(the_documented_example_ini_file_loads, setup, teardown),
     };
