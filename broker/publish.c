@@ -94,7 +94,7 @@ static void take(snap *s, bk *b)
     }
     const meter_sink *k = &b->meter.sink;
     s->sink_rate_milli = k->rate_milli;
-    s->sink_effective_milli = k->rate_milli ? k->effective_rate_milli : 0;
+    s->sink_effective_milli = k->rate_milli || k->learned_milli ? k->effective_rate_milli : 0;
     s->sink_tokens_milli = rl_tokens_milli(&k->bucket, b->mono_ns);
     s->sink_burst = k->burst;
     s->sink_inflight = k->inflight;

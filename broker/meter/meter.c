@@ -64,21 +64,29 @@ void meter_init(meter *m, unsigned nlevels, uint32_t breaker_threshold_pct, uint
     breaker_init(&m->breaker, breaker_threshold_pct, breaker_window, breaker_cooldown_ns);
 }
 
-/* base returns the rate the sink may use: the configured one, or reserved +
- * granted when coordinated (0, unlimited, for a shared sink with no
- * limit). */
-static uint64_t base(const meter_sink *s)
+/* set_base returns the limit set for the sink: the configured rate, or
+ * reserved + granted when coordinated (0, unlimited, for a shared sink with
+ * no limit). */
+static uint64_t set_base(const meter_sink *s)
 {
     if (!s->coordinated)
         return s->rate_milli;
     return s->granted_milli == METER_GRANT_UNLIMITED ? 0 : s->reserved_milli + s->granted_milli;
 }
 
+/* base returns the rate the sink may use: the limit set, else the one
+ * learned from its 429s (0: unlimited). */
+static uint64_t base(const meter_sink *s)
+{
+    uint64_t b = set_base(s);
+    return b ? b : s->learned_milli;
+}
+
 /* held_for_grant says whether a coordinated sink holds everything: no grant
  * and no reserved rate. */
 static int held_for_grant(const meter_sink *s)
 {
-    return s->coordinated && s->granted_milli != METER_GRANT_UNLIMITED && !base(s);
+    return s->coordinated && s->granted_milli != METER_GRANT_UNLIMITED && !set_base(s);
 }
 
 uint64_t meter_sink_base(const meter *m)
@@ -86,9 +94,16 @@ uint64_t meter_sink_base(const meter *m)
     return base(&m->sink);
 }
 
+uint64_t meter_sink_set_base(const meter *m)
+{
+    return set_base(&m->sink);
+}
+
 void meter_sink_apply(meter *m, uint64_t now_ns)
 {
     meter_sink *s = &m->sink;
+    s->learned_milli = 0; /* set by the operator: what 429s taught is forgotten */
+    s->aimd.slow_start = 0;
     s->effective_rate_milli = base(s);
     rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
 }
@@ -207,6 +222,7 @@ void meter_charge(meter *m, unsigned level, uint64_t cost, uint64_t now_ns)
      * it: the sink is what a backlog waits on; the further windows, the
      * ceilings and the guarantee are charged as they always were. */
     rl_take_late(&m->sink.bucket, cost, now_ns);
+    aimd_seen_add(&m->sink.seen, cost, now_ns);
     rl_series_take(m->sink.more_b, m->sink.nmore, cost, now_ns);
     if (lv->max_rate_milli)
         rl_take(&lv->ceiling, cost, now_ns);
@@ -233,6 +249,9 @@ int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
         s->unpaused_tat_ns = s->bucket.tat_ns;
     if (until > s->paused_until_ns)
         s->paused_until_ns = until;
+    /* no limit set: learn one (at most once per cut) */
+    if (!set_base(s) && !(s->aimd.cuts && now_ns < s->aimd.last_cut_ns + AIMD_CUT_EVERY_NS))
+        aimd_learn(&s->aimd, &s->learned_milli, &s->effective_rate_milli, aimd_seen_rate_milli(&s->seen, now_ns));
     /* multiplicative decrease, once per epoch; before the pause is written
      * into the bucket, since a rate change rescales what it owes */
     int cut = aimd_cut(&s->aimd, &s->effective_rate_milli, base(s), now_ns);
@@ -264,14 +283,18 @@ uint64_t meter_tick(meter *m, uint64_t now_ns)
     meter_sink *s = &m->sink;
     if (aimd_raise(&s->aimd, &s->effective_rate_milli, base(s), now_ns))
         rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
-    return aimd_raise_due(&s->aimd, s->effective_rate_milli, base(s));
+    if (!set_base(s) && aimd_probe(&s->aimd, &s->learned_milli, &s->effective_rate_milli, now_ns))
+        rl_set(&s->bucket, s->effective_rate_milli, s->burst, now_ns);
+    return meter_next_ns(m);
 }
 
 meter_reason meter_sink_reason(const meter *m, uint64_t now_ns)
 {
     const meter_sink *s = &m->sink;
     if (!base(s) || s->effective_rate_milli >= base(s))
-        return s->coordinated ? METER_REASON_COORDINATED : METER_REASON_CONFIGURED;
+        return !set_base(s) && s->learned_milli ? METER_REASON_LEARNED
+               : s->coordinated                 ? METER_REASON_COORDINATED
+                                                : METER_REASON_CONFIGURED;
     if (aimd_cut_showing(&s->aimd, s->paused_until_ns, now_ns))
         return s->aimd.repeated ? METER_REASON_CUT_REPEATED : METER_REASON_CUT_ISOLATED;
     return METER_REASON_RECOVERING;
@@ -285,13 +308,17 @@ const char *meter_reason_name(meter_reason r)
     case METER_REASON_CUT_ISOLATED: return "cut after 429 (isolated)";
     case METER_REASON_CUT_REPEATED: return "cut after repeated 429s";
     case METER_REASON_RECOVERING: return "recovering";
+    case METER_REASON_LEARNED: return "learned from 429s (no limit set)";
     }
     return "?";
 }
 
 uint64_t meter_next_ns(const meter *m)
 {
-    return aimd_raise_due(&m->sink.aimd, m->sink.effective_rate_milli, base(&m->sink));
+    const meter_sink *s = &m->sink;
+    uint64_t raise = aimd_raise_due(&s->aimd, s->effective_rate_milli, base(s));
+    uint64_t probe = set_base(s) ? AIMD_NEVER : aimd_probe_due(&s->aimd, s->effective_rate_milli, s->learned_milli);
+    return raise < probe ? raise : probe;
 }
 
 uint64_t meter_eta_ms(const meter *m, unsigned level, uint64_t ready, double cost_avg, double seen_per_s)

@@ -36,6 +36,7 @@ typedef enum meter_reason {
     METER_REASON_CUT_ISOLATED,   /* cut a little after one 429 in a calm run */
     METER_REASON_CUT_REPEATED,   /* cut after 429s closer than METER_CALM_NS */
     METER_REASON_RECOVERING,     /* climbing back after a cut */
+    METER_REASON_LEARNED,        /* no limit set: at the limit learned from 429s */
 } meter_reason;
 
 /* A limit is its per-second window (the rate and burst every limit had
@@ -72,6 +73,8 @@ typedef struct meter_sink {
     int coordinated;               /* shared with other brokers: the rate is reserved + granted */
     uint64_t reserved_milli;       /* coordinated: the rate this broker may always use */
     uint64_t granted_milli;        /* coordinated: the rate its leased slices add (coord.c) */
+    uint64_t learned_milli;        /* no limit set: the limit learned from 429s (aimd_learn); 0: none */
+    aimd_seen seen;                /* what was released lately, to learn from */
     unsigned nmore;                /* further windows, in series with the bucket (persisted) */
     rl_window more[METER_MORE_WINDOWS];
     rl_bucket more_b[METER_MORE_WINDOWS];
@@ -120,9 +123,14 @@ void meter_sink_apply(meter *m, uint64_t now_ns);
 int meter_sink_lease(meter *m, uint64_t granted_milli, uint64_t now_ns);
 
 /* meter_sink_base returns the rate AIMD climbs back to: the configured
- * rate, or reserved + granted when coordinated (0: unlimited, or, when
- * coordinated, nothing granted). */
+ * rate, or reserved + granted when coordinated, or, with neither, the
+ * limit learned from the sink's 429s (0: unlimited, or, when coordinated,
+ * nothing granted). */
 uint64_t meter_sink_base(const meter *m);
+
+/* meter_sink_set_base returns the limit set for the sink, not learned: the
+ * configured rate, or reserved + granted when coordinated (0: none). */
+uint64_t meter_sink_set_base(const meter *m);
 
 /* meter_level_apply makes level's buckets follow its settings at now_ns,
  * without a burst. */
@@ -186,14 +194,15 @@ uint64_t meter_resume(meter *m, uint64_t now_ns);
  * since the last cut, the effective rate climbs each METER_RAISE_EVERY_NS by
  * base / METER_STEP_ISOLATED after an isolated cut (20 %/s), or by base /
  * METER_STEP_REPEATED after a repeated one (2 %/s), up to the base (the
- * configured rate, or reserved + granted). Returns when it next has work
- * (METER_NEVER: none). */
+ * configured rate, or reserved + granted, or the learned limit); a learned
+ * limit the rate has reached then grows (aimd_probe). Returns when it next
+ * has work (METER_NEVER: none). */
 uint64_t meter_tick(meter *m, uint64_t now_ns);
 
 /* meter_sink_reason says why the effective rate is where it is at now_ns:
  * cut (isolated or repeated) from the cut until METER_CUT_EVERY_NS after it
  * or the end of the pause, whichever is later; recovering while below the
- * base after that; else configured (or coordinated). */
+ * base after that; else configured (or coordinated, or learned). */
 meter_reason meter_sink_reason(const meter *m, uint64_t now_ns);
 
 /* meter_reason_name returns the words stats show for r ("configured",

@@ -80,8 +80,15 @@ void pause_sink(bk *b, const bk_pause *o, uint64_t ms)
 {
     uint64_t until = units_after_ms(b->mono_ns, ms), held = 0;
     int extends = until > b->meter.sink.paused_until_ns;
-    if (meter_throttled(&b->meter, ms * NS_PER_MS, b->mono_ns))
-        log_info("pause", "sink rate cut to %.3f/s after THROTTLED", (double)b->meter.sink.effective_rate_milli / 1000.0);
+    if (meter_throttled(&b->meter, ms * NS_PER_MS, b->mono_ns)) {
+        const meter_sink *k = &b->meter.sink;
+        if (!meter_sink_set_base(&b->meter))
+            log_info("pause", "sink rate cut to %.3f/s after THROTTLED: no limit is set, so the sink's 429s set "
+                     "one, learned at %.3f/s (sluice sink set --max-rate sets yours)",
+                     (double)k->effective_rate_milli / 1000.0, (double)k->learned_milli / 1000.0);
+        else
+            log_info("pause", "sink rate cut to %.3f/s after THROTTLED", (double)k->effective_rate_milli / 1000.0);
+    }
     if (!extends)
         return;
     b->sink_pause = *o;

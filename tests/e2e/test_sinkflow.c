@@ -512,6 +512,40 @@ static void throttled_with_retry_after_1_s_silences_the_sink_for_that_second(voi
     rig_finish(r);
 }
 
+/* A sink with no limit set on the broker: its 429s teach the broker one.
+ * The sink takes 400/s, burst 4, and answers Retry-After: 1; the broker is
+ * told nothing. Each 429 used to pause it for a second, after which it went
+ * on unpaced: one request in two was refused, and 2,000 messages took
+ * about 100 s (20/s). Now the first 429 learns the rate the sink refused,
+ * the limit grows until the next 429 and settles under the sink's: every
+ * message is answered 200 once, in far less time, with few 429s. */
+static void a_sink_with_no_limit_set_is_learned_from_its_429s(void **state)
+{
+    (void)state;
+    enum { N = 2000, K = 4 };
+    const char *opts[] = {"--rate", "400", "--burst", "4", "--retry-after", "1", NULL};
+    rig *r = rig_start(opts, 0, 1);
+    publish(r, 1, N);
+    uint64_t t0 = now_ns();
+    const char *args[] = {"--idle-exit", "3000", NULL};
+    consumer_start(r, K, args);
+    for (int i = 0; i < 6000 && level_stats(r, 1).acked < N; i++)
+        sleep_until(now_ns() + 10 * NS_PER_MS);
+    double took = (double)(now_ns() - t0) / 1e9;
+    sl_sink_info si;
+    assert_int_equal(sl_sink_show(r->c, &si), SL_OK);
+    flow f = run_end(r, 0);
+    fprintf(stderr, "# no limit set, a sink at 400/s: %zu answered 200 in %.1f s, %zu x 429; the broker now "
+            "%.1f/s (%s)\n", f.ok, took, f.refused, (double)si.effective_rate_milli / 1000, si.reason);
+    assert_int_equal(f.ok, N);
+    assert_int_equal(level_stats(r, 1).acked, N);
+    assert_true(took < 40.0);       /* generous: the sink's own rate takes 5 s */
+    assert_true(f.refused < N / 20); /* unlearned: one in two */
+    assert_int_equal(si.rate_milli, 0); /* still no limit set: learned */
+    assert_true(si.effective_rate_milli > 0 && si.effective_rate_milli <= 2 * 400000);
+    rig_finish(r);
+}
+
 static void a_sink_at_the_rate_never_refuses_and_a_halved_one_is_adapted_to(void **state)
 {
     (void)state;
@@ -678,6 +712,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(sink_bucket_bounds_every_window_and_keeps_the_sink_busy),
         T(throttled_with_retry_after_1_s_silences_the_sink_for_that_second),
+        T(a_sink_with_no_limit_set_is_learned_from_its_429s),
         T(a_sink_at_the_rate_never_refuses_and_a_halved_one_is_adapted_to),
         T(level_ceiling_and_guarantee_hold_under_saturation),
         T(priority_order_survives_metering),

@@ -399,6 +399,62 @@ static void shared_sink_runs_at_reserved_plus_granted(void **state)
     assert_true(retry >= S + 10 * MS - 1 && retry <= S + 20 * MS);
 }
 
+/* tick_until runs meter_tick at every 10 ms up to until. */
+static void tick_until(meter *m, uint64_t from, uint64_t until)
+{
+    for (uint64_t t = from; t <= until; t += 10 * MS)
+        meter_tick(m, t);
+}
+
+/* A sink with no limit set learns one from its 429s: the first takes the
+ * rate released over the second before it (100/s here) and cuts below it;
+ * the limit then grows fast (slow start) until the next 429, which learns a
+ * limit 5 % below the rate that drew it; that one grows only after 30 s
+ * without a 429, slowly; a limit set by the operator forgets it all. */
+static void a_sink_without_a_limit_learns_one_from_its_429s(void **state)
+{
+    (void)state;
+    meter m;
+    uint64_t retry;
+    fresh(&m);
+    meter_sink_apply(&m, 0);
+    for (uint64_t t = 10 * MS; t <= S; t += 10 * MS) { /* 100 released evenly in the first second */
+        assert_int_equal(meter_admit(&m, 0, 1, t, &retry), METER_GO);
+        meter_charge(&m, 0, 1, t);
+    }
+    assert_int_equal(meter_throttled(&m, 0, S), 1);
+    assert_true(m.sink.learned_milli >= 95000 && m.sink.learned_milli <= 105000); /* the slots of a second */
+    assert_int_equal(m.sink.effective_rate_milli, m.sink.learned_milli * 90 / 100); /* isolated */
+    assert_int_equal(meter_sink_base(&m), m.sink.learned_milli);
+    assert_int_equal(meter_sink_set_base(&m), 0);
+    assert_string_equal(meter_reason_name(meter_sink_reason(&m, S)), "cut after 429 (isolated)");
+
+    uint64_t first = m.sink.learned_milli;
+    tick_until(&m, S, 4 * S); /* back at it 1.5 s after the cut, then growing about 22 %/s */
+    assert_true(m.sink.learned_milli > first * 5 / 4);
+    assert_int_equal(m.sink.effective_rate_milli, m.sink.learned_milli);
+    assert_string_equal(meter_reason_name(meter_sink_reason(&m, 4 * S)), "learned from 429s (no limit set)");
+
+    uint64_t drew = m.sink.effective_rate_milli;
+    assert_int_equal(meter_throttled(&m, 0, 4 * S), 1); /* at a paced rate: the slow start ends */
+    assert_int_equal(m.sink.learned_milli, drew * 95 / 100);
+    assert_int_equal(m.sink.effective_rate_milli, m.sink.learned_milli * 70 / 100); /* repeated */
+    uint64_t second = m.sink.learned_milli;
+    tick_until(&m, 4 * S, 33 * S); /* climbs back; no growth within 30 s of the cut */
+    assert_int_equal(m.sink.learned_milli, second);
+    assert_int_equal(m.sink.effective_rate_milli, second);
+    tick_until(&m, 33 * S, 36 * S); /* then 2 %/s */
+    assert_true(m.sink.learned_milli > second && m.sink.learned_milli < second * 110 / 100);
+
+    meter_sink_apply(&m, 36 * S); /* sink set: the operator's word */
+    assert_int_equal(m.sink.learned_milli, 0);
+    assert_int_equal(meter_sink_base(&m), 0);
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(meter_admit(&m, 0, 1, 36 * S, &retry), METER_GO);
+        meter_charge(&m, 0, 1, 36 * S);
+    }
+}
+
 /* A shared sink with no limit (none set, or removed) is unlimited: 1,000
  * go at one instant; a limit set again applies at once, without a burst
  * beyond the bucket's; a grant that lapses holds everything again. */
@@ -549,6 +605,7 @@ int main(void)
         cmocka_unit_test(eta_follows_the_binding_rate),
         cmocka_unit_test(shared_sink_runs_at_reserved_plus_granted),
         cmocka_unit_test(a_shared_sink_without_a_limit_is_unlimited),
+        cmocka_unit_test(a_sink_without_a_limit_learns_one_from_its_429s),
         cmocka_unit_test(late_dispatch_keeps_the_sink_rate),
         cmocka_unit_test(sink_windows_hold_together),
         cmocka_unit_test(level_windows_hold_only_their_level),
