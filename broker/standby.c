@@ -81,7 +81,7 @@ static void status(net *n, const net_in *in, const proto_msg *req, const conf *c
                                         .role = {text[k][1], (uint32_t)strlen(text[k][1])},
                                         .endpoint = {text[k][2], (uint32_t)strlen(text[k][2])},
                                         .in_sync = (uint64_t)(leader || !strcmp(name, v->sync)),
-                                        .lag_records = 0};
+                                        .lag_records = me ? ss->behind : 0};
         m.ha_rows.n = k + 1;
     }
     net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);

@@ -8,9 +8,11 @@
  * whether a primary streams to it, whether Redis names it in sync, and the
  * promotions this node made (main.c carries the count across the restart
  * in place each role change makes). metrics.c serves a standby's snapshot
- * as the group's series alone. A standby does not know its own lag (the
- * primary's last record is the primary's): its primary's
- * sluice_ha_lag_records is that lag.
+ * as the group's series alone. Its lag is the primary's to know (the
+ * primary's last record, and how long the oldest one this standby has not
+ * acknowledged has waited): the primary says both twice a second, in
+ * answer to the standby's keepalive (ha_wire.h, POS), and the standby
+ * serves them as last said.
  *
  * The server is the broker's own (broker/http/), opened without a bridge:
  * nothing it serves is asked of a loop, so every write of the API is
@@ -79,6 +81,8 @@ void standby_http_tick(standby_http *h, uint64_t now_ns, const ha_view *v, const
     s->ha_records = ss->applied;
     s->ha_refused = ss->refused;
     s->ha_streaming = (uint64_t)ss->streaming;
+    s->ha_lag_records = ss->behind;
+    s->ha_lag_ns = ss->lag_ms * NS_PER_MS;
     s->ha_in_sync = v->sync[0] && v->role == HA_ROLE_STANDBY && !strcmp(v->sync, h->node);
     s->ha_promotions = h->promotions;
     s->uptime_ns = now_ns - h->started_ns;

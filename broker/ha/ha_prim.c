@@ -253,9 +253,14 @@ static void send_far(ha_prim *p, uint64_t seq, uint64_t session)
 static void hello(ha_prim *p, const ha_msg *m, uint64_t now_ns)
 {
     p->heard_ns = now_ns;
-    if (p->peer && m->session == p->session) { /* a keepalive */
+    if (p->peer && m->session == p->session) { /* a keepalive: answered with where the stream is */
         if (m->seq > p->acked && m->seq <= p->seq)
             p->acked = m->seq;
+        held *w = at(p, p->acked + 1);
+        ha_msg pos = {.type = HA_POS, .epoch = p->epoch, .seq = p->seq, .session = p->session,
+                      .sum = w && now_ns > w->shipped_ns ? (now_ns - w->shipped_ns) / NS_PER_MS : 0};
+        unsigned char hdr[HA_WIRE_MAX];
+        repl_link_send(p->link, hdr, ha_wire_encode(&pos, hdr), NULL, 0);
         return;
     }
     if (p->copy != COPY_NONE && m->session == p->copy_session)

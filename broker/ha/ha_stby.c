@@ -60,6 +60,7 @@ struct ha_stby {
     uint32_t sum;
     uint64_t next_hello_ns, last_record_ns;
     uint64_t records, refused;
+    uint64_t primary_seq, primary_lag_ms, pos_ns; /* the primary's last POS, and when it came */
     int streaming, far, refused_logged, switch_asked;
     ha_recv *copy;           /* a copy of the primary's store being received */
     uint64_t copy_t0_ns, retry_ns, copy_acked;
@@ -289,6 +290,14 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
             s->switch_asked = 1;
             continue;
         }
+        if (m.type == HA_POS) {
+            if (m.session == s->session && m.epoch >= s->epoch) {
+                s->primary_seq = m.seq;
+                s->primary_lag_ms = m.sum;
+                s->pos_ns = now_ns;
+            }
+            continue;
+        }
         if (m.type != HA_RECORD)
             continue;
         int r = take(s, &m, body, bl, &err);
@@ -366,5 +375,7 @@ void ha_stby_stats_get(const ha_stby *s, ha_stby_stats *out)
     *out = (ha_stby_stats){.epoch = s->epoch, .applied = s->applied, .applied_epoch = s->applied_epoch,
                            .records = s->records, .refused = s->refused, .streaming = s->streaming,
                            .far = s->far, .last_record_ns = s->last_record_ns,
+                           .behind = s->primary_seq > s->applied ? s->primary_seq - s->applied : 0,
+                           .lag_ms = s->primary_lag_ms, .pos_ns = s->pos_ns,
                            .copying = s->copy != NULL, .copy_bytes = s->copy ? ha_recv_got(s->copy) : 0};
 }

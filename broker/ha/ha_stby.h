@@ -18,6 +18,8 @@ typedef struct ha_stby_stats {
     uint64_t records, refused;   /* records applied; refused (older epoch, bad) */
     int streaming, far;          /* a primary streams to it; it said the stream cannot resume */
     uint64_t last_record_ns;
+    uint64_t behind;             /* records the primary had made and this store lacked, at its last POS */
+    uint64_t lag_ms, pos_ns;     /* the primary's lag for this standby then (ha_wire.h, POS), and when */
     int copying;                 /* a copy of the primary's store is being received */
     uint64_t copy_bytes;         /* its bytes written so far */
 } ha_stby_stats;

@@ -19,6 +19,11 @@
  *          the standby's store; sum its own running CRC-32C up to seq.
  *   SWITCH primary -> standby: Redis now names the standby leader (a
  *          switchover): ask it at once instead of at the next TTL/3.
+ *   POS    primary -> standby, in answer to each keepalive HELLO of the
+ *          session it streams to: seq = the primary's last record, sum =
+ *          how long (ms) its oldest record this standby has not yet
+ *          acknowledged has waited (0: none): the standby's own lag, which
+ *          only the primary knows.
  *   FAR    primary -> standby: the records after seq are no longer held
  *          (or the standby's store diverged): the stream cannot resume; a
  *          copy of the primary's store follows (the COPY messages).
@@ -57,7 +62,7 @@
 #define HA_COPY_WINDOW (8u * HA_COPY_CHUNK)
 
 enum {
-    HA_HELLO = 'H', HA_RECORD = 'R', HA_ACK = 'A', HA_FAR = 'F', HA_SWITCH = 'S',
+    HA_HELLO = 'H', HA_RECORD = 'R', HA_ACK = 'A', HA_FAR = 'F', HA_SWITCH = 'S', HA_POS = 'P',
     HA_COPY_BEGIN = 'B', HA_COPY_CHUNK_T = 'C', HA_COPY_END = 'E', HA_COPY_ACK = 'K'
 };
 
@@ -94,7 +99,7 @@ static inline int ha_wire_decode(const unsigned char *buf, size_t len, ha_msg *m
     memcpy(m->name, buf + HA_WIRE_HDR, len - HA_WIRE_HDR);
     m->name[len - HA_WIRE_HDR] = '\0';
     switch (m->type) {
-    case HA_HELLO: case HA_RECORD: case HA_ACK: case HA_FAR: case HA_SWITCH:
+    case HA_HELLO: case HA_RECORD: case HA_ACK: case HA_FAR: case HA_SWITCH: case HA_POS:
     case HA_COPY_BEGIN: case HA_COPY_CHUNK_T: case HA_COPY_END: case HA_COPY_ACK:
         return 0;
     default:

@@ -140,9 +140,10 @@ static void level_gauge(FILE *f, const char *name, const char *type, const char 
     X(promotions_total, counter, "Times this node went from standby to primary (a failover or a "          \
       "switchover), kept across the restart in place each role change makes.", HA_P | HA_S, count,        \
       s->ha_promotions)                                                                                   \
-    X(lag_records, gauge, "Records of the stream the standby has not acknowledged.", HA_P, count,           \
-      s->ha_lag_records)                                                                                  \
-    X(lag_seconds, gauge, "How long the oldest unacknowledged record has waited.", HA_P, sec, s->ha_lag_ns) \
+    X(lag_records, gauge, "Records of the stream the standby has not acknowledged (on a standby: as its "   \
+      "primary last said, twice a second while it streams).", HA_P | HA_S, count, s->ha_lag_records)     \
+    X(lag_seconds, gauge, "How long the oldest unacknowledged record has waited (on a standby: as its "     \
+      "primary last said).", HA_P | HA_S, sec, s->ha_lag_ns)                                             \
     X(diverged_total, counter, "Acknowledgements whose checksum differed from the stream's.", HA_P, count,  \
       s->ha_diverged)                                                                                     \
     X(streaming, gauge, "1 while a primary streams to this standby.", HA_S, count, s->ha_streaming)        \

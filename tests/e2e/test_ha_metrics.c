@@ -7,7 +7,8 @@
  * Pinned down: the primary says role primary and sluice_ha_promotions_total
  * 0; the standby serves /metrics too, as a standby (role standby, in sync,
  * streamed to, the epoch it has seen, the stream's position it holds, the
- * same as the primary's once idle) and nothing of a broker it does not run
+ * same as the primary's once idle, its lag as its primary says it: none)
+ * and nothing of a broker it does not run
  * (no level series); both pass `promtool check metrics`; after kill -9 of
  * the primary, the promoted node says role primary, epoch 2 and
  * sluice_ha_promotions_total 1 (the count crosses the restart in place a
@@ -167,6 +168,9 @@ static void each_node_says_its_role_and_a_failover_counts_one_promotion(void **s
     assert_true(metric("sluice_ha_streaming ") == 1);
     assert_true(metric("sluice_ha_in_sync ") == 1);
     assert_true(metric("sluice_ha_refused_total ") == 0);
+    /* its lag, as the primary says it in answer to each keepalive: caught up */
+    assert_int_equal(wait_metric(p2, "sluice_ha_lag_records ", 0), 0);
+    assert_true(metric("sluice_ha_lag_seconds ") >= 0 && metric("sluice_ha_lag_seconds ") < 1);
     assert_true(metric("sluice_ha_mode{mode=\"sync\"} ") == -1);      /* a primary's */
     assert_null(strstr(resp.body, "sluice_level_depth"));            /* no broker runs there */
     promtool_clean();
