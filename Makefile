@@ -445,13 +445,14 @@ $(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
 #                                          dead-lettered or counted as quarantined; salvage brings back
 #                                          all but the flipped record
 # make corrupt-ci                          the same, 10 trials (part of make test)
-# make ha-campaign [HA_TRIALS=240]         a high-availability group (two nodes, redis-server) under load:
+# make ha-campaign [HA_TRIALS=270]         a high-availability group (two nodes, redis-server) under load:
 #                                          kill -9 of the primary, SIGSTOP past its TTL, the standby
 #                                          killed and back, Redis stopped 30 s, a failover A->B->A, the
 #                                          primary's link to Redis cut, the nodes cut from each other,
-#                                          the primary cut from both, in turns (30 each); no confirmed
-#                                          publish lost, at most one node confirming per epoch, the
-#                                          sink within its limit through a failover
+#                                          the primary cut from both, Redis losing its data, in turns
+#                                          (30 each); no confirmed publish lost, at most one node
+#                                          confirming per epoch, the sink within its limit through a
+#                                          failover
 # make ha-campaign-ci                      the same, one trial of each case, Redis stopped 5 s (part of
 #                                          make test)
 # SLUICE_SEED=N replays a run.
@@ -461,7 +462,7 @@ CORRUPT_TRIALS   ?= 100
 CAMPAIGNS := build/rel/tests/campaign/campaign_crash build/rel/tests/campaign/campaign_powerloss \
              build/rel/tests/campaign/powerloss_shim.so build/rel/tests/campaign/campaign_corrupt \
              build/rel/tests/campaign/campaign_ha
-HA_TRIALS        ?= 240
+HA_TRIALS        ?= 270
 .PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults corrupt corrupt-ci ha-campaign ha-campaign-ci
 
 campaigns:
@@ -505,7 +506,7 @@ ha-campaign: deps
 	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha $(HA_TRIALS)
 
 ha-campaign-ci: campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha 8 --quiet --redis-down-ms 5000
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha 9 --quiet --redis-down-ms 5000
 
 # ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
 # make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding

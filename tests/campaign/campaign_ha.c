@@ -48,7 +48,12 @@
  *            while its clients still reach it: it can neither confirm (no
  *            acknowledgement, and no way to record sync = none) nor keep
  *            its lease; n2 promotes (epoch 2) once the lease has ended, and,
- *            healed, n1 follows it in sync.
+ *            healed, n1 follows it in sync;
+ *   wiped    Redis loses its data (FLUSHALL) under load: the primary cannot
+ *            renew and stops, and nothing promotes for two TTLs (no node
+ *            serves, Redis names no leader); then `ha recover --node n1`
+ *            (sl_ha_recover, asked of n2) makes n1 primary at epoch 2, and
+ *            n2 follows it in sync.
  *
  * The cases run by turns, or only NAME's with --case.
  *
@@ -73,20 +78,19 @@
  * delivered), unexpected and corrupt must be 0; every confirmation names
  * the node and the epoch that gave it (PUT_OK's node and epoch), and at
  * most one node may confirm in any epoch (split epochs 0); a failover case
- * must end in the epoch it should (2; aba 3; split 2, after the kill)
+ * must end in the epoch it should (2; aba 3; split 2, after the kill;
+ * wiped 2, n1 primary)
  * within FAILOVER_MAX_MS of each kill, stop or cut, and every step a case
  * waits for (back in sync, sync = none recorded) must come. The failover
  * time, kill, stop or cut to the new primary's first answer (for redis:
- * SIGCONT to the primary serving again), is printed per case: p50 and max.
- *
- * Not covered here (broker/README.md, High availability, Limits): Redis
- * restarted without its data (e2e/test_ha: nothing promotes until
- * `sluice ha recover`).
+ * SIGCONT to the primary serving again; for wiped: the recovery to n1
+ * serving), is printed per case: p50 and max.
  *
  * Exit status: 0 when every trial held; 1 otherwise; 2 when the campaign
  * could not run or was interrupted. Every process is started and stopped by
  * its PID; each trial's directory is removed. Seeded by $SLUICE_SEED.
  */
+#include <hiredis.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,6 +101,7 @@
 
 #include "campaign_ha.h"
 #include "sluice.h"
+#include "sluice_admin.h"
 
 #define LOAD_MS          800      /* load before the failure */
 #define FAILOVER_MAX_MS  8000     /* generous: a busy 2-core machine */
@@ -115,8 +120,11 @@ static void on_interrupt(int sig)
     ha_interrupted = 1;
 }
 
-enum { CASE_KILL9, CASE_STOP, CASE_STANDBY, CASE_REDIS, CASE_ABA, CASE_CUT, CASE_SPLIT, CASE_ISOLATED, CASES };
-static const char *case_names[CASES] = {"kill9", "stop", "standby", "redis", "aba", "cut", "split", "isolated"};
+enum {
+    CASE_KILL9, CASE_STOP, CASE_STANDBY, CASE_REDIS, CASE_ABA, CASE_CUT, CASE_SPLIT, CASE_ISOLATED, CASE_WIPED, CASES
+};
+static const char *case_names[CASES] = {"kill9", "stop",  "standby",  "redis", "aba",
+                                        "cut",   "split", "isolated", "wiped"};
 static unsigned redis_down_ms = 30000;
 static int step_failed;
 
@@ -244,6 +252,41 @@ static int redis_down(ha_trial *tr, long *ms)
     return -1;
 }
 
+/* wiped: Redis loses the group's record; nothing may serve until an
+ * operator recovers it, naming n1. The time from the recovery to n1
+ * serving, or -1. */
+static long wiped(ha_trial *tr)
+{
+    redisReply *r = th_redis_cmd(&tr->redis, "FLUSHALL");
+    if (r)
+        freeReplyObject(r);
+    campaign_sleep_ms(2 * HA_TTL_MS);
+    char leader[64];
+    ha_field(tr, "leader", leader, sizeof leader);
+    if (leader[0])
+        failed(CASE_WIPED, "Redis names leader %s after losing its data, with no recovery", leader);
+    for (int i = 0; i < 2; i++)
+        if (ha_serving(tr, i, 300) >= 0)
+            failed(CASE_WIPED, "n%d serves after Redis lost its data, with no recovery", i + 1);
+    sl_client *c = NULL;
+    int rc = campaign_client(tr->node[1].endpoint, 2000, &c);
+    uint64_t t0 = th_now_ms();
+    if (rc == SL_OK)
+        rc = sl_ha_recover(c, "n1");
+    sl_close(&c);
+    if (rc != SL_OK) {
+        failed(CASE_WIPED, "ha recover --node n1 failed: %s", sl_strerror(rc));
+        return -1;
+    }
+    if (ha_serving(tr, 0, FAILOVER_MAX_MS) < 0)
+        return -1;
+    long ms = (long)(th_now_ms() - t0);
+    if (ha_wait_field(tr, "sync", "n2", 10000) != 0)
+        failed(CASE_WIPED, "n2 did not follow n1 in sync after the recovery");
+    campaign_sleep_ms(LOAD_MS);
+    return ms;
+}
+
 /* aba fails over twice, n1 to n2 and back: the second failover's time, or
  * -1. */
 static long aba(ha_trial *tr)
@@ -362,6 +405,10 @@ static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
     case CASE_SPLIT:
         *failover_ms = split(&tr);
         break;
+    case CASE_WIPED:
+        *failover_ms = wiped(&tr);
+        last = 0;
+        break;
     case CASE_ABA:
         *failover_ms = aba(&tr);
         want = "3";
@@ -443,7 +490,7 @@ int main(int argc, char **argv)
                 if (!strcmp(argv[i + 1], case_names[k]))
                     only = k;
             if (only < 0) {
-                fprintf(stderr, "campaign_ha: no case %s (kill9, stop, standby, redis, aba, cut, split, isolated)\n", argv[i + 1]);
+                fprintf(stderr, "campaign_ha: no case %s (kill9, stop, standby, redis, aba, cut, split, isolated, wiped)\n", argv[i + 1]);
                 return 2;
             }
             i++;
