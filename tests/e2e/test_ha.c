@@ -13,15 +13,14 @@
  * holds everything after a failover; under load (a producer with 64
  * publishes in flight), kill -9 of the primary loses no confirmed publish:
  * the new primary delivers every one, and the old primary, started again,
- * is the standby of epoch 2 and answers a publish SL_EREDIRECT; a client
- * given both addresses (standby first) reaches the primary and, across a
- * kill -9 of it, has every keyed publish confirmed and stored once; the
+ * is the standby of epoch 2 and answers a publish SL_EREDIRECT; the
  * primary's /metrics says its mode (alone, then sync) and epoch; `sluice
  * ha status --json` has the issue's shape; a switchover through the CLI's
  * API moves the primary within a second, every keyed publish stored once;
  * Redis losing its data promotes nobody until `sluice ha recover`; a
  * primary stopped and started again within its TTL is primary again in the
- * same epoch. TTL 1500 ms, standby
+ * same epoch (clients that follow the primary: test_ha_follow.c). TTL
+ * 1500 ms, standby
  * timeout 3000 ms (a standby that a loaded machine holds up for half a
  * second stays in sync, so that the kills find one to promote).
  */
@@ -344,57 +343,6 @@ static void a_restarted_standby_resumes_and_holds_everything_after_failover(void
     free(n1);
 }
 
-/* both joins "A|B" of the two nodes' endpoints, in the order given. */
-static void both(const th_broker *a, const th_broker *b, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s|%s", a->endpoint, b->endpoint);
-}
-
-static void a_client_given_both_addresses_follows_the_primary_across_a_failover(void **state)
-{
-    (void)state;
-    th_broker *n1 = node(1), *n2 = node(2);
-    assert_true(wait_field("sync", "n2", 10000) >= 0);
-    char ep[700];
-    both(n2, n1, ep, sizeof ep); /* the standby first: its redirect leads to the primary */
-    sl_options o = {.timeout_ms = 15000, .heartbeat_ms = 200};
-    sl_client *c = NULL;
-    assert_int_equal(sl_connect(ep, &o, &c), SL_OK);
-    sl_stats s;
-    assert_int_equal(sl_stats_get(c, &s), SL_OK);
-    /* keyed publishes, 32 in flight; the primary is killed halfway: every one
-     * is confirmed in the end (re-sent to the new primary), none twice */
-    enum { N = 600 };
-    char key[32];
-    unsigned confirmed = 0, failed = 0;
-    for (unsigned i = 0; i < N; i++) {
-        snprintf(key, sizeof key, "k%u", i);
-        sl_put m = {.body = key, .body_len = strlen(key), .level = 1, .key = key};
-        uint64_t ticket;
-        assert_int_equal(sl_send_async(c, &m, &ticket), SL_OK);
-        if (i == N / 2)
-            th_broker_kill9(n1);
-        while (sl_send_pending(c) >= 32 || (i + 1 == N && sl_send_pending(c))) {
-            sl_confirm cf;
-            assert_int_equal(sl_send_wait(c, 15000, &cf), SL_OK);
-            if (cf.err == SL_OK)
-                confirmed++;
-            else
-                failed++;
-        }
-    }
-    print_message("# a client of n2|n1: %u keyed publishes confirmed across the failover, %u failed\n", confirmed,
-                  failed);
-    assert_int_equal(failed, 0);
-    assert_int_equal(confirmed, N);
-    assert_int_equal(sl_stats_get(c, &s), SL_OK); /* now on n2, the new primary */
-    assert_int_equal(s.level[1].depth, N);        /* every key once */
-    sl_close(&c);
-    assert_int_equal(th_broker_destroy(&n2), 0);
-    th_broker_fini(n1);
-    free(n1);
-}
-
 static void ha_status_and_a_switchover_within_a_second(void **state)
 {
     (void)state;
@@ -415,7 +363,7 @@ static void ha_status_and_a_switchover_within_a_second(void **state)
     assert_non_null(strstr(out, "\"node\": \"n1\", \"role\": \"primary\""));
     /* keyed publishes through both addresses; a switchover halfway */
     char ep[700];
-    both(n1, n2, ep, sizeof ep);
+    snprintf(ep, sizeof ep, "%s|%s", n1->endpoint, n2->endpoint);
     sl_options o = {.timeout_ms = 15000, .heartbeat_ms = 200};
     sl_client *c = NULL, *admin = NULL;
     assert_int_equal(sl_connect(ep, &o, &c), SL_OK);
@@ -515,8 +463,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_primary_reports_its_mode_and_epoch_in_metrics, arm, disarm),
         cmocka_unit_test_setup_teardown(ha_status_and_a_switchover_within_a_second, arm, disarm),
         cmocka_unit_test_setup_teardown(redis_losing_its_data_promotes_nobody_until_ha_recover, arm, disarm),
-        cmocka_unit_test_setup_teardown(a_client_given_both_addresses_follows_the_primary_across_a_failover, arm,
-                                        disarm),
     };
     th_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);
