@@ -290,7 +290,7 @@ $(HTTP_TESTS): $(call obj,tests/lib/th_http.c)
 $(HTTP_TESTS): EXTRA_LIBS := $(CURL_LIBS)
 # The shared-sink tests also link their own redis-server's helper.
 $(BUILD)/tests/unit/test_share $(BUILD)/tests/e2e/test_coord $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_follow $(BUILD)/tests/e2e/test_ha_snap $(BUILD)/tests/e2e/test_ha_auth $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_redis.c)
-$(BUILD)/tests/campaign/campaign_ha: $(call obj,tests/lib/th_redis.c tests/lib/th_proxy.c tests/campaign/campaign_ha_load.c)
+$(BUILD)/tests/campaign/campaign_ha: $(call obj,tests/lib/th_redis.c tests/lib/th_proxy.c tests/campaign/campaign_ha_load.c tests/campaign/campaign_ha_cases.c)
 # The high-availability tests share their set-up (a directory, two replication endpoints, Redis).
 $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_follow $(BUILD)/tests/e2e/test_ha_snap $(BUILD)/tests/e2e/test_ha_auth $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_ha.c)
 $(BUILD)/tests/e2e/test_ha $(BUILD)/tests/e2e/test_ha_metrics: $(call obj,tests/lib/th_http.c)

@@ -297,6 +297,7 @@ int main(int argc, char **argv)
     int rc = loop_run(b, &stop_flag);
     notify_sendf(&b->notify, "STOPPING=1\nSTATUS=stopping (%s)", rc == SL_OK ? "signal" : proto_strerror(rc));
     if (rc == SL_EDEPOSED) {
+        store_abandon(b->st); /* nothing unreplicated reaches the store: it must equal the new primary's */
         ha_node_stop(b);
         bk_close(&b);
         restart_in_place(argv); /* and follow the new primary */

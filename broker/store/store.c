@@ -404,6 +404,12 @@ done:
     return err;
 }
 
+void store_abandon(store *s)
+{
+    if (s)
+        s->abandoned = 1;
+}
+
 void store_close(store **sp)
 {
     store *s = sp ? *sp : NULL;
@@ -411,7 +417,10 @@ void store_close(store **sp)
         return;
     store_backup_close(s); /* waits for a backup copy that runs */
     store_writer_close(s); /* waits for a commit that is out */
-    if (store_wal_held(s) && s->failed == SL_OK && store_commit_sync(s) == SL_OK)
+    if (s->abandoned)
+        log_info("store", "closed without a checkpoint: what was not logged is dropped, the log replays at the next "
+                 "start");
+    else if (store_wal_held(s) && s->failed == SL_OK && store_commit_sync(s) == SL_OK)
         log_info("store", "checkpointed the log: nothing to replay at the next start");
     if (s->txn)
         mdb_txn_abort(s->txn);

@@ -109,9 +109,19 @@ typedef struct store_level_info {
  * Returns SL_OK, SL_EINVAL, SL_EIO, SL_ENOMEM. */
 int store_open(const store_cfg *cfg, store **out, store_level_info *info);
 
-/* store_close aborts any open transaction, closes the environment and NULLs
- * *s. Accepts NULL. */
+/* store_close ends the store: it waits for a commit or a backup that is
+ * out, checkpoints the log (unless abandoned), aborts any open
+ * transaction, closes the environment and NULLs *s. Accepts NULL. */
 void store_close(store **s);
+
+/* store_abandon makes store_close leave the store as a crash would: the
+ * changes of the open transaction that no log record holds are dropped,
+ * nothing is checkpointed, and the next open replays the log. For a
+ * primary deposed from its group: what it did not log was never
+ * replicated, and must not reach its store, or its store would differ from
+ * the new primary's at the same stream position (a divergence no position
+ * or epoch check can see). */
+void store_abandon(store *s);
 
 /* ---- replication (store_repl.c) ---- */
 

@@ -108,6 +108,7 @@ struct store {
     int lock_fd;                          /* data.mdb, flocked for as long as the store is open */
     int dir_lock_fd;                      /* the data directory, flocked likewise */
     int damage_seen;                      /* an LMDB call failed on a damaged page: store_recheck at the commit */
+    int abandoned;                        /* store_abandon: close writes nothing; the log replays at the next open */
     char *dir;                            /* the data directory */
     size_t page_bytes;
     uint64_t used_bytes;                  /* from the last store_measure; 0 before */

@@ -82,6 +82,7 @@
 #define META_OFF PAGEHDRSZ
 #define META_DBS (META_OFF + 24)
 #define META_LAST_PG (META_DBS + 2 * PG_DB_BYTES)
+_Static_assert(META_LAST_PG == PG_META_LAST_PG, "store_pages.h's offset of the last page");
 #define META_TXNID (META_LAST_PG + 8)
 #define META_END (META_TXNID + 8)
 #define SLOT_MAX 32768 /* more slots than a 64 KiB page can hold */
@@ -135,6 +136,9 @@ static int read_at(pg_file *f, void *buf, size_t len, uint64_t off)
 
 int pg_read(pg_file *f, uint64_t pgno, unsigned char *buf, char *why, size_t why_len)
 {
+    if (pgno >= f->file_bytes / f->psize)
+        return fault(why, why_len, "page %" PRIu64 " is past the end of the file (%" PRIu64 " pages)", pgno,
+                     f->file_bytes / f->psize);
     int e = read_at(f, buf, f->psize, pgno * f->psize);
     return e ? fault(why, why_len, "page %" PRIu64 " cannot be read: %s", pgno, strerror(e)) : 0;
 }
@@ -173,9 +177,16 @@ int pg_open(pg_file *f, const char *path, char *why, size_t why_len)
     pg_db_decode(m[use] + META_DBS + PG_DB_BYTES, &f->main_db);
     f->last_pg = get_le64(m[use] + META_LAST_PG);
     f->txnid = get_le64(m[use] + META_TXNID);
-    if (f->last_pg < 1 || f->last_pg >= f->file_bytes / f->psize)
+    /* LMDB may count pages past the end of the file: a page it allocated at
+     * the end and freed in the same transaction (a loose page) is never
+     * written, yet is counted in the last page and named by the free list.
+     * Pages in use are read, so one past the end fails where it is reached;
+     * a last page further past the end than a transaction can hold pages is
+     * damage. */
+    uint64_t pages = f->file_bytes / f->psize;
+    if (f->last_pg < 1 || pages < 2 || f->last_pg >= pages + PG_UNWRITTEN_MAX)
         return fault(why, why_len, "%s: meta page %d names page %" PRIu64 " as the last, but the file holds %" PRIu64,
-                     path, use, f->last_pg, f->file_bytes / f->psize);
+                     path, use, f->last_pg, pages);
     f->buf = malloc((size_t)(PG_MAX_DEPTH + 2) * f->psize);
     f->seen = calloc((size_t)(f->last_pg >> 3) + 1, 1);
     f->free = calloc((size_t)(f->last_pg >> 3) + 1, 1);

@@ -17,6 +17,8 @@
 #define PG_INVALID UINT64_MAX    /* the root of an empty tree */
 #define PG_MAX_DEPTH 32          /* LMDB's CURSOR_STACK */
 #define PG_MAX_KEY 511           /* LMDB's MDB_MAXKEYSIZE */
+#define PG_UNWRITTEN_MAX (1u << 17) /* LMDB's MDB_IDL_UM_MAX: most pages one transaction holds dirty */
+#define PG_META_LAST_PG 136u     /* where a meta page holds LMDB's last page number (mm_last_pg) */
 
 /* One tree's record (LMDB's MDB_db): in a meta page for the two core trees,
  * as a leaf value of the main tree for a named one. */

@@ -272,7 +272,8 @@ static int carve(salvage *sv)
     pg_file *f = &sv->f;
     char why[200];
     unsigned char *page = f->buf + (size_t)(PG_MAX_DEPTH + 1) * f->psize;
-    for (uint64_t p = 2; p <= f->last_pg; p++) {
+    uint64_t written = f->file_bytes / f->psize; /* (LMDB's last page may be past them: never written) */
+    for (uint64_t p = 2; p <= f->last_pg && p < written; p++) {
         if (pg_seen(f, p))
             continue;
         if (pg_read(f, p, page, why, sizeof why) != 0) {

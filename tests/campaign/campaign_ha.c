@@ -14,7 +14,8 @@
  * node's stream is reached through a proxy of its own, which the node
  * advertises (--repl-advertise). A producer publishes unique bodies with 64
  * in flight, recording every attempt and answer into a history (history.h;
- * the load is campaign_ha_load.c). Then, by turns, one case:
+ * the load is campaign_ha_load.c). Then, by turns, one case (each made by
+ * campaign_ha_cases.c):
  *
  *   kill9    the primary is killed (SIGKILL) under load;
  *   stop     the primary is stopped (SIGSTOP) past its TTL, so the standby
@@ -74,7 +75,10 @@
  *
  * After the failure the load stops, the sink's limit is lifted, the primary
  * Redis names is drained (consume and ack until its statistics show
- * nothing), and the history is classified: lost (confirmed, never
+ * nothing), the other node (started again if the case killed it) is
+ * waited for in sync and made primary by a switchover, and must hold the
+ * same: nothing waiting, leased or delayed, and as many dead letters; and
+ * the history is classified: lost (confirmed, never
  * delivered), unexpected and corrupt must be 0; every confirmation names
  * the node and the epoch that gave it (PUT_OK's node and epoch), and at
  * most one node may confirm in any epoch (split epochs 0); a failover case
@@ -90,7 +94,6 @@
  * could not run or was interrupted. Every process is started and stopped by
  * its PID; each trial's directory is removed. Seeded by $SLUICE_SEED.
  */
-#include <hiredis.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -103,8 +106,6 @@
 #include "sluice.h"
 #include "sluice_admin.h"
 
-#define LOAD_MS          800      /* load before the failure */
-#define FAILOVER_MAX_MS  8000     /* generous: a busy 2-core machine */
 #define DRAIN_MAX_MS     60000
 #define MAX_MSGS         400000
 #define CONSUMER_CREDIT  32
@@ -113,6 +114,10 @@
 #define SINK_CREDIT      4
 
 volatile sig_atomic_t ha_interrupted;
+unsigned ha_redis_down_ms = 30000;
+const char *const ha_case_names[HA_CASES] = {"kill9", "stop",  "standby",  "redis", "aba",
+                                             "cut",   "split", "isolated", "wiped"};
+static int step_failed;
 
 static void on_interrupt(int sig)
 {
@@ -120,20 +125,11 @@ static void on_interrupt(int sig)
     ha_interrupted = 1;
 }
 
-enum {
-    CASE_KILL9, CASE_STOP, CASE_STANDBY, CASE_REDIS, CASE_ABA, CASE_CUT, CASE_SPLIT, CASE_ISOLATED, CASE_WIPED, CASES
-};
-static const char *case_names[CASES] = {"kill9", "stop",  "standby",  "redis", "aba",
-                                        "cut",   "split", "isolated", "wiped"};
-static unsigned redis_down_ms = 30000;
-static int step_failed;
-
-/* failed says which step of the case did not come; the trial then fails. */
-static void failed(int kase, const char *fmt, ...)
+void ha_failed(int kase, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    printf("ha: %s: ", case_names[kase]);
+    printf("ha: %s: ", ha_case_names[kase]);
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
@@ -170,145 +166,6 @@ static int sink_limit(const ha_trial *tr, int i, uint64_t rate, uint64_t burst)
     return -1;
 }
 
-/* fail_over_from_n1 kills (or stops) n1 and waits for n2 serving: the
- * failover's time, or -1. */
-static long fail_over_from_n1(ha_trial *tr, int stop)
-{
-    uint64_t t0 = th_now_ms();
-    if (stop)
-        kill(tr->node[0].pid, SIGSTOP);
-    else
-        th_broker_kill9(&tr->node[0]);
-    if (ha_serving(tr, 1, FAILOVER_MAX_MS) < 0)
-        return -1;
-    return (long)(th_now_ms() - t0);
-}
-
-/* cut_off cuts n1 off (from Redis: cut; from its standby too: isolated)
- * while its clients still reach it, waits for n2 to serve, then heals and
- * waits for n1 back in sync as n2's standby. The failover's time, or -1. */
-static long cut_off(ha_trial *tr, int kase)
-{
-    uint64_t t0 = th_now_ms();
-    long ms = -1;
-    th_proxy_cut(&tr->to_redis);
-    if (kase == CASE_ISOLATED)
-        th_proxy_cut(&tr->to_stream[0]);
-    if (ha_serving(tr, 1, FAILOVER_MAX_MS) >= 0)
-        ms = (long)(th_now_ms() - t0);
-    campaign_sleep_ms(LOAD_MS);
-    th_proxy_heal(&tr->to_redis);
-    th_proxy_heal(&tr->to_stream[0]);
-    if (ha_wait_field(tr, "sync", "n1", 10000) != 0)
-        failed(kase, "n1 did not come back in sync as the standby once healed");
-    campaign_sleep_ms(LOAD_MS);
-    return ms;
-}
-
-/* split cuts the nodes from each other: n1 must record sync = none and
- * confirm alone, n2 must not promote; healed, n2 must be in sync again.
- * Then the failover from n1 (kill -9): its time, or -1. */
-static long split(ha_trial *tr)
-{
-    th_proxy_cut(&tr->to_stream[0]);
-    th_proxy_cut(&tr->to_stream[1]);
-    if (ha_wait_field(tr, "sync", "", 5000) != 0)
-        failed(CASE_SPLIT, "n1 did not record sync = none once its standby was cut off");
-    uint64_t before = atomic_load(&tr->confirmed);
-    campaign_sleep_ms(LOAD_MS); /* n1 confirms alone */
-    char leader[64], epoch[32];
-    ha_field(tr, "leader", leader, sizeof leader);
-    ha_field(tr, "epoch", epoch, sizeof epoch);
-    if (strcmp(leader, "n1") || strcmp(epoch, "1"))
-        failed(CASE_SPLIT, "n2, cut off and not in sync, took over (leader %s, epoch %s)", leader, epoch);
-    if (atomic_load(&tr->confirmed) == before)
-        failed(CASE_SPLIT, "n1 confirmed nothing alone");
-    th_proxy_heal(&tr->to_stream[0]);
-    th_proxy_heal(&tr->to_stream[1]);
-    if (ha_wait_field(tr, "sync", "n2", 10000) != 0)
-        failed(CASE_SPLIT, "n2 did not come back in sync once healed");
-    campaign_sleep_ms(LOAD_MS);
-    return fail_over_from_n1(tr, 0);
-}
-
-/* redis_down stops Redis for redis_down_ms and waits for a primary serving
- * again once it is resumed: that primary (0 or 1), or -1; *ms gets the
- * time from SIGCONT. */
-static int redis_down(ha_trial *tr, long *ms)
-{
-    kill(tr->redis.p.pid, SIGSTOP);
-    campaign_sleep_ms(redis_down_ms);
-    kill(tr->redis.p.pid, SIGCONT);
-    uint64_t t0 = th_now_ms();
-    char leader[64];
-    while (th_now_ms() - t0 <= FAILOVER_MAX_MS && !ha_interrupted) {
-        ha_field(tr, "leader", leader, sizeof leader);
-        int i = !strcmp(leader, "n1") ? 0 : !strcmp(leader, "n2") ? 1 : -1;
-        if (i >= 0 && ha_serving(tr, i, 300) >= 0) {
-            *ms = (long)(th_now_ms() - t0);
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* wiped: Redis loses the group's record; nothing may serve until an
- * operator recovers it, naming n1. The time from the recovery to n1
- * serving, or -1. */
-static long wiped(ha_trial *tr)
-{
-    redisReply *r = th_redis_cmd(&tr->redis, "FLUSHALL");
-    if (r)
-        freeReplyObject(r);
-    campaign_sleep_ms(2 * HA_TTL_MS);
-    char leader[64];
-    ha_field(tr, "leader", leader, sizeof leader);
-    if (leader[0])
-        failed(CASE_WIPED, "Redis names leader %s after losing its data, with no recovery", leader);
-    for (int i = 0; i < 2; i++)
-        if (ha_serving(tr, i, 300) >= 0)
-            failed(CASE_WIPED, "n%d serves after Redis lost its data, with no recovery", i + 1);
-    sl_client *c = NULL;
-    int rc = campaign_client(tr->node[1].endpoint, 2000, &c);
-    uint64_t t0 = th_now_ms();
-    if (rc == SL_OK)
-        rc = sl_ha_recover(c, "n1");
-    sl_close(&c);
-    if (rc != SL_OK) {
-        failed(CASE_WIPED, "ha recover --node n1 failed: %s", sl_strerror(rc));
-        return -1;
-    }
-    if (ha_serving(tr, 0, FAILOVER_MAX_MS) < 0)
-        return -1;
-    long ms = (long)(th_now_ms() - t0);
-    if (ha_wait_field(tr, "sync", "n2", 10000) != 0)
-        failed(CASE_WIPED, "n2 did not follow n1 in sync after the recovery");
-    campaign_sleep_ms(LOAD_MS);
-    return ms;
-}
-
-/* aba fails over twice, n1 to n2 and back: the second failover's time, or
- * -1. */
-static long aba(ha_trial *tr)
-{
-    uint64_t t0 = th_now_ms();
-    th_broker_kill9(&tr->node[0]);
-    if (ha_serving(tr, 1, FAILOVER_MAX_MS) < 0 || (long)(th_now_ms() - t0) > FAILOVER_MAX_MS) {
-        failed(CASE_ABA, "n2 did not promote within %d ms", FAILOVER_MAX_MS);
-        return -1;
-    }
-    if (th_broker_start(&tr->node[0]) != 0 || ha_wait_field(tr, "sync", "n1", 10000) != 0) {
-        failed(CASE_ABA, "n1 did not come back in sync as the standby");
-        return -1;
-    }
-    campaign_sleep_ms(LOAD_MS);
-    t0 = th_now_ms();
-    th_broker_kill9(&tr->node[1]);
-    if (ha_serving(tr, 0, FAILOVER_MAX_MS) < 0)
-        return -1;
-    return (long)(th_now_ms() - t0);
-}
-
 static int setup(ha_trial *tr, int kase, unsigned seed)
 {
     tr->seed = seed;
@@ -326,8 +183,8 @@ static int setup(ha_trial *tr, int kase, unsigned seed)
     snprintf(via, sizeof via, "%s/redis-n1.sock", tr->dir);
     snprintf(tr->redis_via, sizeof tr->redis_via, "unix://%s", via);
     pthread_mutex_init(&tr->sink.mu, NULL);
-    tr->metered = kase == CASE_CUT || kase == CASE_ISOLATED;
-    tr->follow = kase >= CASE_REDIS;
+    tr->metered = kase == HA_CASE_CUT || kase == HA_CASE_ISOLATED;
+    tr->follow = kase >= HA_CASE_REDIS;
     if (th_redis_start(&tr->redis, tr->dir, NULL) != 0 || th_proxy_start(&tr->to_redis, via, tr->redis.sock) != 0 ||
         history_new(&hc, &tr->h) != 0)
         return -1;
@@ -358,6 +215,52 @@ static void teardown(ha_trial *tr)
         th_rmrf(tr->dir);
 }
 
+/* agree checks that the two nodes hold the same once healed: the node
+ * that is not primary (started again if a case killed it) is waited for
+ * in sync, then a switchover makes it primary, and what it holds must be
+ * what the drained primary held: nothing waiting, leased or delayed, and
+ * the same dead letters. */
+static int agree(ha_trial *tr, int kase, int last, uint64_t dead)
+{
+    static const char *names[] = {"n1", "n2"};
+    int other = !last;
+    if (tr->node[other].pid <= 0 && th_broker_start(&tr->node[other]) != 0) {
+        printf("ha: %s: %s could not be started again\n", ha_case_names[kase], names[other]);
+        return 0;
+    }
+    if (ha_wait_field(tr, "sync", names[other], 15000) != 0) {
+        printf("ha: %s: %s did not come back in sync after the drain\n", ha_case_names[kase], names[other]);
+        return 0;
+    }
+    sl_client *c = NULL;
+    int rc = campaign_client(tr->node[last].endpoint, 2000, &c);
+    if (rc == SL_OK)
+        rc = sl_ha_switchover(c);
+    sl_close(&c);
+    int empty = 0;
+    uint64_t its_dead = 0;
+    sl_stats st = {0};
+    if (rc == SL_OK && ha_serving(tr, other, FAILOVER_MAX_MS) >= 0 &&
+        (rc = campaign_client(tr->node[other].endpoint, 2000, &c)) == SL_OK) {
+        rc = campaign_levels_empty(c, &empty, &its_dead);
+        if (rc == SL_OK && !empty)
+            sl_stats_get(c, &st); /* what it holds, said below */
+        sl_close(&c);
+    }
+    for (unsigned l = 0; l < st.nlevels && l < SL_MAX_LEVELS; l++)
+        if (st.level[l].depth + st.level[l].inflight + st.level[l].delayed)
+            printf("ha: %s: %s's level %u: %llu waiting, %llu leased, %llu delayed\n", ha_case_names[kase],
+                   names[other], l, (unsigned long long)st.level[l].depth, (unsigned long long)st.level[l].inflight,
+                   (unsigned long long)st.level[l].delayed);
+    if (rc != SL_OK || !empty || its_dead != dead) {
+        printf("ha: %s: after a switchover %s holds %s and %llu dead letters (%s had nothing and %llu): %s\n",
+               ha_case_names[kase], names[other], empty ? "nothing" : "messages", (unsigned long long)its_dead,
+               names[last], (unsigned long long)dead, sl_strerror(rc));
+        return 0;
+    }
+    return 1;
+}
+
 /* sink_held checks a metered trial's arrivals against the sink's bound. */
 static int sink_held(ha_trial *tr, int kase, int quiet)
 {
@@ -366,7 +269,7 @@ static int sink_held(ha_trial *tr, int kase, int quiet)
     if (!quiet || most > bound)
         printf("ha: %s: the sink saw at most %" PRIu64 " deliveries in a second, %zu in all (bound %" PRIu64
                ": %d/s, a burst of %d per node, %d unacknowledged per consumer)\n",
-               case_names[kase], most, tr->sink.n, bound, SINK_RATE, SINK_BURST, SINK_CREDIT);
+               ha_case_names[kase], most, tr->sink.n, bound, SINK_RATE, SINK_BURST, SINK_CREDIT);
     return most <= bound;
 }
 
@@ -379,7 +282,7 @@ static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
     step_failed = 0;
     *failover_ms = -1;
     if (setup(&tr, kase, seed) != 0) {
-        printf("ha: %s: could not set the trial up in %s\n", case_names[kase], tr.dir);
+        printf("ha: %s: could not set the trial up in %s\n", ha_case_names[kase], tr.dir);
         teardown(&tr);
         return 2;
     }
@@ -393,39 +296,39 @@ static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
     const char *want = "2"; /* the epoch it must end in */
     int last = 1;           /* the node that must end primary */
     switch (kase) {
-    case CASE_REDIS:
-        last = redis_down(&tr, failover_ms);
+    case HA_CASE_REDIS:
+        last = ha_case_redis_down(&tr, failover_ms);
         want = last == 1 ? "2" : "1"; /* renewed, or its standby promoted */
         campaign_sleep_ms(LOAD_MS);   /* load again, on whichever serves */
         break;
-    case CASE_CUT:
-    case CASE_ISOLATED:
-        *failover_ms = cut_off(&tr, kase);
+    case HA_CASE_CUT:
+    case HA_CASE_ISOLATED:
+        *failover_ms = ha_case_cut_off(&tr, kase);
         break;
-    case CASE_SPLIT:
-        *failover_ms = split(&tr);
+    case HA_CASE_SPLIT:
+        *failover_ms = ha_case_split(&tr);
         break;
-    case CASE_WIPED:
-        *failover_ms = wiped(&tr);
+    case HA_CASE_WIPED:
+        *failover_ms = ha_case_wiped(&tr);
         last = 0;
         break;
-    case CASE_ABA:
-        *failover_ms = aba(&tr);
+    case HA_CASE_ABA:
+        *failover_ms = ha_case_aba(&tr);
         want = "3";
         last = 0;
         campaign_sleep_ms(LOAD_MS);
         break;
-    case CASE_STANDBY:
+    case HA_CASE_STANDBY:
         th_broker_kill9(&tr.node[1]);
         campaign_sleep_ms(LOAD_MS + 500); /* the primary goes on alone */
         if (th_broker_start(&tr.node[1]) != 0 || ha_wait_field(&tr, "sync", "n2", 10000) != 0)
-            failed(kase, "the standby did not come back in sync");
+            ha_failed(kase, "the standby did not come back in sync");
         campaign_sleep_ms(LOAD_MS);
-        *failover_ms = fail_over_from_n1(&tr, 0);
+        *failover_ms = ha_fail_over_from_n1(&tr, kase);
         break;
     default:
-        *failover_ms = fail_over_from_n1(&tr, kase == CASE_STOP);
-        if (kase == CASE_STOP) {
+        *failover_ms = ha_fail_over_from_n1(&tr, kase);
+        if (kase == HA_CASE_STOP) {
             kill(tr.node[0].pid, SIGCONT); /* fenced: it must confirm nothing more, and go back as standby */
             campaign_sleep_ms(HA_TTL_MS);
         }
@@ -437,27 +340,29 @@ static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
     char epoch[32];
     ha_field(&tr, "epoch", epoch, sizeof epoch);
     if (*failover_ms < 0 || last < 0 || strcmp(epoch, want) != 0) {
-        printf("ha: %s: no primary served within %d ms in epoch %s (Redis says epoch %s)\n", case_names[kase],
+        printf("ha: %s: no primary served within %d ms in epoch %s (Redis says epoch %s)\n", ha_case_names[kase],
                FAILOVER_MAX_MS, want, epoch);
         goto out;
     }
     int sink_ok = !tr.metered || sink_held(&tr, kase, quiet);
     if (tr.metered && sink_limit(&tr, last, 0, SL_UNCHANGED) != 0) /* drained at once */
-        printf("ha: %s: the sink's limit could not be lifted; draining at %d/s\n", case_names[kase], SINK_RATE);
+        printf("ha: %s: the sink's limit could not be lifted; draining at %d/s\n", ha_case_names[kase], SINK_RATE);
     campaign_drain_result dr;
     if (campaign_drain(tr.node[last].endpoint, tr.h, 256, DRAIN_MAX_MS, tr.node[last].pid, &dr) != 0) {
-        printf("ha: %s: the new primary could not be drained\n", case_names[kase]);
+        printf("ha: %s: the new primary could not be drained\n", ha_case_names[kase]);
         goto out;
     }
+    int agreed = agree(&tr, kase, last, dr.dead);
     history_report hr;
     history_classify(tr.h, &hr);
     uint64_t consumed = atomic_load(&tr.consumed);
     int consuming = tr.follow || tr.metered;
-    int bad = history_bad(&hr) > 0 || tr.open_failed || (consuming && !consumed) || !sink_ok || step_failed;
+    int bad = history_bad(&hr) > 0 || tr.open_failed || (consuming && !consumed) || !sink_ok || step_failed ||
+              !agreed;
     if (!quiet || bad)
         history_print(&hr, "ha: ", stdout);
     if (consuming && (!quiet || !consumed)) /* the consumers ran through the failure */
-        printf("ha: %s: the consumers took %llu deliveries while the producer ran\n", case_names[kase],
+        printf("ha: %s: the consumers took %llu deliveries while the producer ran\n", ha_case_names[kase],
                (unsigned long long)consumed);
     rc = bad ? 1 : 0;
 out:
@@ -484,10 +389,10 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--quiet"))
             quiet = 1;
         else if (!strcmp(argv[i], "--redis-down-ms") && i + 1 < argc && atoi(argv[i + 1]) > 0)
-            redis_down_ms = (unsigned)atoi(argv[++i]);
+            ha_redis_down_ms = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
-            for (int k = 0; k < CASES; k++)
-                if (!strcmp(argv[i + 1], case_names[k]))
+            for (int k = 0; k < HA_CASES; k++)
+                if (!strcmp(argv[i + 1], ha_case_names[k]))
                     only = k;
             if (only < 0) {
                 fprintf(stderr, "campaign_ha: no case %s (kill9, stop, standby, redis, aba, cut, split, isolated, wiped)\n", argv[i + 1]);
@@ -506,10 +411,10 @@ int main(int argc, char **argv)
     signal(SIGINT, on_interrupt);
     signal(SIGTERM, on_interrupt);
     unsigned seed = th_seed();
-    static long fo[CASES][1000];
-    int nfo[CASES] = {0}, failed = 0, broken = 0;
+    static long fo[HA_CASES][1000];
+    int nfo[HA_CASES] = {0}, failed = 0, broken = 0;
     for (unsigned t = 0; t < trials && t < 3000 && !ha_interrupted; t++) {
-        int kase = only >= 0 ? only : (int)(t % CASES);
+        int kase = only >= 0 ? only : (int)(t % HA_CASES);
         long ms = -1;
         int rc = run_trial(kase, seed * 31 + t, quiet, &ms);
         if (rc == 1)
@@ -519,13 +424,13 @@ int main(int argc, char **argv)
         if (rc == 0 && ms >= 0 && nfo[kase] < 1000)
             fo[kase][nfo[kase]++] = ms;
         if (!quiet)
-            printf("ha: trial %u (%s): %s, failover %ld ms\n", t + 1, case_names[kase],
+            printf("ha: trial %u (%s): %s, failover %ld ms\n", t + 1, ha_case_names[kase],
                    rc == 0 ? "ok" : rc == 1 ? "FAIL" : "could not run", ms);
         fflush(stdout);
     }
-    for (int k = 0; k < CASES; k++)
+    for (int k = 0; k < HA_CASES; k++)
         if (nfo[k])
-            printf("ha: %s: %d trials held, failover p50 %.0f ms, max %.0f ms (TTL %d ms)\n", case_names[k], nfo[k],
+            printf("ha: %s: %d trials held, failover p50 %.0f ms, max %.0f ms (TTL %d ms)\n", ha_case_names[k], nfo[k],
                    at(fo[k], nfo[k], 0.5), at(fo[k], nfo[k], 1.0), HA_TTL_MS);
     if (ha_interrupted) {
         printf("ha: interrupted\n");

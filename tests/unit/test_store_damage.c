@@ -4,7 +4,8 @@
  * written again, its messages counted, the other levels served), damage
  * elsewhere is refused at open, damage LMDB meets while the store is open
  * quarantines its level at the next commit, and a second open of the same store is
- * refused whatever else was deleted. Against a real LMDB environment; the
+ * refused whatever else was deleted; a last page LMDB counts but never
+ * wrote is no damage. Against a real LMDB environment; the
  * damage is made from outside with pwrite, at pages found by reading the
  * file as store_pages.c does.
  *
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "byteorder.h"
 #include "log.h"
 #include "store.h"
 #include "store_fixture.h"
@@ -95,6 +97,20 @@ static unsigned char *damage(const char *dir, uint64_t pgno, uint32_t psize)
     page_rw(dir, pgno, psize, now, 1);
     free(now);
     return was;
+}
+
+/* set_last_page writes last into both meta pages' last page number, as
+ * LMDB's mm_last_pg. */
+static void set_last_page(const char *dir, uint32_t psize, uint64_t last)
+{
+    unsigned char *page = malloc(psize);
+    assert_non_null(page);
+    for (uint64_t m = 0; m < 2; m++) {
+        page_rw(dir, m, psize, page, 0);
+        put_le64(page + PG_META_LAST_PG, last);
+        page_rw(dir, m, psize, page, 1);
+    }
+    free(page);
 }
 
 static void fill(sfix *f, unsigned levels, unsigned per_level)
@@ -204,6 +220,49 @@ static void damage_outside_the_levels_is_refused(void **state)
     }
 }
 
+/* LMDB may count a last page that was never written (a page it allocated
+ * at the end and freed in the same transaction is not flushed): the store
+ * opens on such a file (it used to be refused as damaged, which stopped a
+ * standby promoted after a switchover), takes writes and opens again; a
+ * last page further past the end than a transaction can hold is damage. */
+static void a_last_page_never_written_is_lmdbs_not_damage(void **state)
+{
+    sfix *f = *state;
+    fill(f, 2, 300);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    char path[200], why[300];
+    snprintf(path, sizeof path, "%s/data.mdb", f->dir);
+    pg_file pf;
+    assert_int_equal(pg_open(&pf, path, why, sizeof why), 0);
+    uint32_t psize = pf.psize;
+    uint64_t last = pf.last_pg;
+    pg_close(&pf);
+    /* the file ends at the last page (not the zeros written ahead), and
+     * LMDB counts three more */
+    assert_int_equal(truncate(path, (off_t)((last + 1) * psize)), 0);
+    set_last_page(f->dir, psize, last + 3);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[0].count, 300);
+    assert_false(store_level_quarantined(f->s, 0) || store_level_quarantined(f->s, 1));
+    sfix_append(f->s, 0, "written after", NULL);
+    assert_int_equal(store_commit(f->s), SL_OK);
+    store_close(&f->s);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[0].count, 301);
+    store_close(&f->s);
+
+    assert_int_equal(pg_open(&pf, path, why, sizeof why), 0);
+    last = pf.last_pg;
+    uint64_t pages = pf.file_bytes / psize;
+    pg_close(&pf);
+    set_last_page(f->dir, psize, pages + PG_UNWRITTEN_MAX); /* too far: damage */
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_ECORRUPT);
+    set_last_page(f->dir, psize, last);
+    assert_int_equal(sfix_reopen(f, 2, SFIX_MAP_BYTES), SL_OK);
+    assert_int_equal(f->info[0].count, 301);
+}
+
 /* Damage that arrives while the store is open: LMDB's descent through
  * level 1's branch page meets a child page number past the file's end
  * (MDB_PAGE_NOTFOUND), which loses the pass's transaction. The commit then
@@ -276,6 +335,7 @@ int main(void)
         T(damage_outside_the_levels_is_refused),
         T(damage_found_while_open_quarantines_its_level),
         T(a_second_open_is_refused),
+        T(a_last_page_never_written_is_lmdbs_not_damage),
 #undef T
     };
     log_set_level(LOG_ERROR);
