@@ -72,18 +72,18 @@ static int check_advertised(conf *c, char *err, size_t errlen)
 {
     struct {
         char *adv;
-        const char *bound, *opt, *adv_opt;
-    } a[] = {{c->advertise, c->listen, "--listen", "--advertise"},
-             {c->repl_advertise, c->repl_listen, "--repl-listen", "--repl-advertise"}};
+        const char *bound, *opt, *adv_opt, *who;
+    } a[] = {{c->advertise, c->listen, "--listen", "--advertise", "clients the other node redirects"},
+             {c->repl_advertise, c->repl_listen, "--repl-listen", "--repl-advertise", "the other node"}};
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) {
         int given = a[i].adv[0] != '\0';
         if (!given)
             snprintf(a[i].adv, sizeof c->advertise, "%s", a[i].bound);
         if (wildcard(a[i].adv)) {
             snprintf(err, errlen,
-                     "%s %s binds every address, which the other node and redirected clients cannot reach by "
-                     "that name: give %s with this node's address (e.g. tcp://10.0.0.1:PORT)",
-                     given ? a[i].adv_opt : a[i].opt, a[i].adv, a[i].adv_opt);
+                     "%s %s binds every address, which %s cannot reach by that name: give %s with this "
+                     "node's address (e.g. tcp://10.0.0.1:PORT)",
+                     given ? a[i].adv_opt : a[i].opt, a[i].adv, a[i].who, a[i].adv_opt);
             return SL_EINVAL;
         }
     }
