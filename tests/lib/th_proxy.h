@@ -13,6 +13,8 @@ typedef struct th_proxy {
     char path[300], target[300];
     int lfd, running;
     int pair[TH_PROXY_PAIRS][2]; /* accepted, and its connection to the target; -1 when free */
+    char *buf[TH_PROXY_PAIRS][2];       /* what each side read and the other has not yet taken */
+    size_t len[TH_PROXY_PAIRS][2], off[TH_PROXY_PAIRS][2];
     atomic_int cut, stop;
     pthread_t thread;
 } th_proxy;
