@@ -326,7 +326,7 @@ int sl_web_login(sl_client *c, uint64_t ttl_ms, sl_web_link *out);
 typedef struct sl_ha_node {
     char node[65];         /* its --ha-node */
     char role[65];         /* "primary", "standby", "fenced" (a primary without a valid lease), "unreachable" */
-    char endpoint[65];     /* where clients reach it (its --listen; cut to 64 bytes) */
+    char endpoint[65];     /* where clients reach it (its --advertise, else --listen; cut to 64 bytes) */
     int in_sync;           /* the primary, or the standby Redis records in sync */
     uint64_t lag_records;  /* records of the stream it has not acknowledged (the primary's count) */
 } sl_ha_node;

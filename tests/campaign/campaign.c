@@ -248,7 +248,7 @@ int campaign_drain(const char *endpoint, history *h, unsigned credit, int max_ms
         if (campaign_levels_empty(c, &empty, &out->dead) == SL_OK)
             out->empty = empty;
     }
-    if (out->empty) /* its acknowledgements answered: applied, not only taken */
+    if (out->empty) /* its acknowledgements answered: taken by the broker, their deletes in its next commit */
         sl_flush(c, 5000);
     sl_close(&c);
     return out->empty ? 0 : -1;

@@ -83,8 +83,9 @@ typedef struct campaign_drain_result {
 /* campaign_drain consumes from endpoint with a window of credit, recording
  * every delivery and ack into h, until the broker says it holds nothing,
  * max_ms pass, or broker (if > 0) exits; once drained, it waits (up to
- * 5 s) for the broker's answers to its acknowledgements, so that they are
- * applied, not only taken. Returns 0 when drained, else -1. */
+ * 5 s) for the broker's answers to its acknowledgements, so that the
+ * broker has taken them all (their deletes then reach the store within
+ * --ack-flush-ms). Returns 0 when drained, else -1. */
 int campaign_drain(const char *endpoint, history *h, unsigned credit, int max_ms, pid_t broker,
                    campaign_drain_result *out);
 

@@ -232,8 +232,22 @@ static int agree(ha_trial *tr, int kase, int last, uint64_t dead)
         printf("ha: %s: %s did not come back in sync after the drain\n", ha_case_names[kase], names[other]);
         return 0;
     }
+    /* the drain's last deletes are committed within --ack-flush-ms (10 ms;
+     * their OKs leave before): then the standby must have every record */
+    campaign_sleep_ms(100);
     sl_client *c = NULL;
     int rc = campaign_client(tr->node[last].endpoint, 2000, &c);
+    for (uint64_t t0 = th_now_ms(); rc == SL_OK && th_now_ms() - t0 <= 10000; campaign_sleep_ms(20)) {
+        sl_ha_status hs;
+        if (sl_ha_status_get(c, &hs) != SL_OK)
+            continue;
+        int behind = 1;
+        for (unsigned i = 0; i < hs.nnodes && i < SL_HA_NODES_MAX; i++)
+            if (!strcmp(hs.nodes[i].node, names[other]))
+                behind = !hs.nodes[i].in_sync || hs.nodes[i].lag_records > 0;
+        if (!behind)
+            break;
+    }
     if (rc == SL_OK)
         rc = sl_ha_switchover(c);
     sl_close(&c);
