@@ -86,9 +86,14 @@ int aimd_probe(aimd *a, uint64_t *learned_milli, uint64_t *rate_milli, uint64_t 
     return 1;
 }
 
+int aimd_may_cut(const aimd *a, uint64_t now_ns)
+{
+    return !a->cuts || now_ns >= a->last_cut_ns + AIMD_CUT_EVERY_NS;
+}
+
 int aimd_cut(aimd *a, uint64_t *rate_milli, uint64_t base_milli, uint64_t now_ns)
 {
-    if (!base_milli || (a->cuts && now_ns < a->last_cut_ns + AIMD_CUT_EVERY_NS))
+    if (!base_milli || !aimd_may_cut(a, now_ns))
         return 0;
     a->repeated = a->cuts && now_ns < a->last_cut_ns + AIMD_CALM_NS;
     uint64_t pct = a->repeated ? AIMD_CUT_REPEATED_PCT : AIMD_CUT_ISOLATED_PCT;

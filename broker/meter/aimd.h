@@ -74,6 +74,10 @@ void aimd_learn(aimd *a, uint64_t *learned_milli, uint64_t *rate_milli, uint64_t
 uint64_t aimd_probe_due(const aimd *a, uint64_t rate_milli, uint64_t learned_milli);
 int aimd_probe(aimd *a, uint64_t *learned_milli, uint64_t *rate_milli, uint64_t now_ns);
 
+/* aimd_may_cut tells whether a 429 at now_ns may cut: no cut came in the
+ * AIMD_CUT_EVERY_NS before (the 429s of one burst are one event). */
+int aimd_may_cut(const aimd *a, uint64_t now_ns);
+
 /* aimd_cut cuts *rate_milli after a 429 at now_ns, at most once per
  * AIMD_CUT_EVERY_NS and only when base_milli is a limit (not 0): to
  * AIMD_CUT_ISOLATED_PCT when no cut came in the AIMD_CALM_NS before (an

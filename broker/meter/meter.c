@@ -250,7 +250,7 @@ int meter_throttled(meter *m, uint64_t pause_ns, uint64_t now_ns)
     if (until > s->paused_until_ns)
         s->paused_until_ns = until;
     /* no limit set: learn one (at most once per cut) */
-    if (!set_base(s) && !(s->aimd.cuts && now_ns < s->aimd.last_cut_ns + AIMD_CUT_EVERY_NS))
+    if (!set_base(s) && aimd_may_cut(&s->aimd, now_ns))
         aimd_learn(&s->aimd, &s->learned_milli, &s->effective_rate_milli, aimd_seen_rate_milli(&s->seen, now_ns));
     /* multiplicative decrease, once per epoch; before the pause is written
      * into the bucket, since a rate change rescales what it owes */

@@ -370,6 +370,16 @@ static void eta_follows_the_binding_rate(void **state)
     assert_true(meter_eta_ms(&m, 1, 90, 1, 20) == 10000);   /* other levels: the cut sink */
 }
 
+/* shared makes m a fresh shared sink of burst 10, with no reserve and no
+ * grant. */
+static void shared(meter *m)
+{
+    fresh(m);
+    m->sink.coordinated = 1;
+    m->sink.burst = 10;
+    meter_sink_apply(m, 0);
+}
+
 /* A shared sink runs at reserved + granted; a shrink applies at once with no
  * stored burst; with neither, nothing goes (0 is not "unlimited" here). */
 static void shared_sink_runs_at_reserved_plus_granted(void **state)
@@ -377,10 +387,7 @@ static void shared_sink_runs_at_reserved_plus_granted(void **state)
     (void)state;
     meter m;
     uint64_t retry;
-    fresh(&m);
-    m.sink.coordinated = 1;
-    m.sink.burst = 10;
-    meter_sink_apply(&m, 0);
+    shared(&m);
     assert_int_equal(meter_admit(&m, 0, 1, 0, &retry), METER_HOLD_SINK); /* no reserve, no grant */
     m.sink.reserved_milli = 100000;
     meter_sink_apply(&m, 0);
@@ -463,10 +470,7 @@ static void a_shared_sink_without_a_limit_is_unlimited(void **state)
     (void)state;
     meter m;
     uint64_t retry;
-    fresh(&m);
-    m.sink.coordinated = 1;
-    m.sink.burst = 10;
-    meter_sink_apply(&m, 0);
+    shared(&m);
     assert_int_equal(meter_admit(&m, 0, 1, 0, &retry), METER_HOLD_SINK);
     assert_true(meter_sink_lease(&m, METER_GRANT_UNLIMITED, 0));
     assert_int_equal(meter_sink_base(&m), 0);
