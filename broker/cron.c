@@ -84,6 +84,7 @@
 #include "settle.h"
 #include "settle_tag.h"
 #include "store.h"
+#include "store_backup.h"
 #include "units.h"
 
 #define SWEEP_EVERY_NS (1000 * NS_PER_MS)

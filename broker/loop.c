@@ -70,6 +70,7 @@
 #include "settings.h"
 #include "settle.h"
 #include "store.h"
+#include "store_backup.h"
 #include "units.h"
 #include "log.h"
 

@@ -41,6 +41,7 @@
 #include "bk.h"
 #include "log.h"
 #include "store.h"
+#include "store_backup.h"
 #include "units.h"
 
 #define COPY_POLL_NS (10 * NS_PER_MS)

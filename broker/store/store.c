@@ -48,6 +48,7 @@
  * walks the whole delayed database.
  */
 #include "store.h"
+#include "store_backup.h"
 
 #include <errno.h>
 #include <inttypes.h>

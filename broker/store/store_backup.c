@@ -29,7 +29,7 @@
  * Costs: a thread for the copy's length, which reads every live page once
  * and writes it once; nothing on the loop but a poll per pass.
  */
-#include "store.h"
+#include "store_backup.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -18,6 +18,7 @@
  * (O(free list records)); the other figures are one mdb_env_info or a field.
  */
 #include "store.h"
+#include "store_backup.h"
 
 #include <inttypes.h>
 #include <lmdb.h>

@@ -76,6 +76,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "store_backup.h"
 #include "store_extend.h"
 #include "store_int.h"
 
