@@ -314,6 +314,7 @@ int ha_stby_poll(ha_stby *s, uint64_t now_ns)
         }
     }
     if (applied && err == SL_OK) { /* durable, then acknowledged */
+        store_log_inline(s->st, 1); /* it waits for the record anyway: no hand-off to the writer and back */
         int started = 0, rc = store_commit_start(s->st, now_ns, 0, &started);
         if (started)
             store_commit_wait(s->st, &rc);

@@ -215,11 +215,14 @@ int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *star
  * on the calling thread (the loop), when the recent records flushed in less
  * than STORE_INLINE_FLUSH_NS: the hand-off to the writer thread and back
  * costs two thread wake-ups, more than the flush on a fast disk, and the
- * loop would only wait for the record anyway. The record is then written
- * and flushed, as durable as on the thread, before store_commit_start
- * returns (still *started = 1); store_commit_ready tells the result is
- * there, for store_commit_poll to take at once. A checkpoint always goes
- * to the thread. The permission lasts for one store_commit_start. */
+ * loop would only wait for the record anyway. store_commit_start then
+ * returns with *started = 1 and the record left to the caller:
+ * store_commit_ready tells so, and the next store_commit_poll (or
+ * store_commit_wait) writes and flushes it on the calling thread, as
+ * durable as on the writer's, and takes its result. In between the caller
+ * does what should overlap the flush (a primary ships the record to its
+ * standby). A checkpoint always goes to the thread. The permission lasts
+ * for one store_commit_start. */
 #define STORE_INLINE_FLUSH_NS 400000u
 void store_log_inline(store *s, int allow);
 int store_commit_ready(const store *s);

@@ -53,12 +53,16 @@
  *
  * A record on the loop (store_log_inline). When the loop allows it (replies
  * wait for the record) and the recent records' write and flush averaged
- * under STORE_INLINE_FLUSH_NS, log_start writes and flushes the record on
- * the calling thread instead of waking this one: two thread wake-ups cost
- * more than a fast disk's flush. The thread is idle then (nothing is out),
- * so its fields are the loop's; done_inline tells store_commit_poll the
- * result is there without the eventfd. Same buffer, same pwrite and
- * fdatasync: as durable as on the thread. A checkpoint never runs inline.
+ * under STORE_INLINE_FLUSH_NS, log_start leaves the record to the calling
+ * thread instead of waking this one: two thread wake-ups cost more than a
+ * fast disk's flush. The next store_commit_poll (or wait) writes and
+ * flushes it there, so that the caller may first do what should overlap
+ * the flush: a primary ships the record to its standby, whose flush then
+ * runs beside this one instead of after it. The thread is idle meanwhile
+ * (nothing is out), so its fields are the loop's; here_due tells
+ * store_commit_poll the record is its to write, without the eventfd. Same
+ * buffer, same pwrite and fdatasync: as durable as on the thread. A
+ * checkpoint never runs inline.
  *
  * Costs: one thread; per commit a mutex hand-over and an eventfd write and
  * read, against the two flushes the loop no longer waits for (none of it
@@ -89,7 +93,7 @@ struct store_writer {
     int rc;         /* mdb_txn_commit's result, or the record's errno, for the last job */
     int stop;
     int efd;        /* written once per finished commit */
-    int done_inline;        /* the record was written on the loop (store_log_inline): rc is its result */
+    int here_due;           /* the record is the loop's to write at its next poll (store_log_inline) */
     uint64_t flush_ns;      /* how long the last record's write and flush took */
     uint64_t flush_avg_ns;  /* the records' recent average (1/8 weight to the last), read on the loop */
     MDB_env *env;
@@ -214,13 +218,7 @@ static int log_start(store *s, int *started, int built)
     s->dirty = 0;
     struct store_writer *w = s->writer;
     if (s->log_inline_ok && w->flush_avg_ns < STORE_INLINE_FLUSH_NS) {
-        /* On the loop (store_log_inline): the same write and flush the
-         * writer thread makes, without waking it and being woken back. The
-         * thread is idle (nothing is out), so w's fields are the loop's. */
-        uint64_t t0 = mono_ns();
-        w->rc = store_wal_write(s->wal);
-        w->flush_ns = mono_ns() - t0;
-        w->done_inline = 1;
+        w->here_due = 1; /* on the loop, at its next poll (store_log_inline): the thread stays asleep */
     } else {
         hand_over(w, NULL, s->wal);
     }
@@ -262,7 +260,7 @@ void store_log_inline(store *s, int allow)
 
 int store_commit_ready(const store *s)
 {
-    return s->writer && s->writer->done_inline;
+    return s->writer && s->writer->here_due;
 }
 
 int store_commit_start(store *s, uint64_t now_ns, int want_checkpoint, int *started)
@@ -358,10 +356,13 @@ int store_commit_poll(store *s, int *result)
         return 0;
     int rc;
     uint64_t took;
-    if (w->done_inline) { /* written on the loop: no thread, no eventfd */
-        w->done_inline = 0;
-        rc = w->rc;
-        took = w->flush_ns;
+    if (w->here_due) { /* on the loop: the same write and flush the writer thread makes, without
+                        * waking it and being woken back. The thread is idle (nothing is out), so
+                        * w's fields are the loop's. */
+        w->here_due = 0;
+        uint64_t t0 = mono_ns();
+        rc = store_wal_write(s->wal);
+        took = mono_ns() - t0;
     } else {
         if (read(w->efd, &n, sizeof n) != (ssize_t)sizeof n)
             return 0; /* EAGAIN: still flushing */
@@ -429,7 +430,7 @@ int store_commit_wait(store *s, int *result)
     int logged = 0;
     while (s->frozen || s->logging) { /* until the commit ends: its result decides what the loop sends */
         struct pollfd p = {.fd = s->writer->efd, .events = POLLIN};
-        if (!s->writer->done_inline && poll(&p, 1, 1000) < 0 && errno != EINTR) {
+        if (!s->writer->here_due && poll(&p, 1, 1000) < 0 && errno != EINTR) {
             if (!logged++)
                 log_error("store", "cannot wait for the writer's commit (%s): checking every millisecond",
                           strerror(errno));
