@@ -51,9 +51,11 @@ CURL_LIBS  = $(shell pkg-config --libs $(CURL_PKGS) 2>/dev/null)
 
 # ---- include paths: each folder sees only what it may use, so a wrong include fails to compile ----
 # The tools see the public headers only, as installed: $(BUILD)/include holds copies of
-# client/sluice.h, client/sluice_admin.h and proto/sluice_errors.h (the set `make install` installs),
+# client/sluice.h, client/sluice_pace.h, client/sluice_admin.h and proto/sluice_errors.h (the set
+# `make install` installs),
 # never proto.h.
-PUBLIC_HDRS := $(BUILD)/include/sluice.h $(BUILD)/include/sluice_admin.h $(BUILD)/include/sluice_errors.h
+PUBLIC_HDRS := $(BUILD)/include/sluice.h $(BUILD)/include/sluice_pace.h $(BUILD)/include/sluice_admin.h \
+               $(BUILD)/include/sluice_errors.h
 INC_proto        := -Iproto
 INC_client       := -Iclient -Iproto
 INC_tools/common := -Itools/common -I$(BUILD)/include
@@ -201,6 +203,9 @@ $(BUILD)/%.o: %.c | $(PUBLIC_HDRS)
 	$(Q)$(CC) $(CFLAGS) $(call inc,$<) $(EXTRA_INC) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/include/sluice.h: client/sluice.h
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
+$(BUILD)/include/sluice_pace.h: client/sluice_pace.h
 	@mkdir -p $(dir $@)
 	$(Q)cp $< $@
 $(BUILD)/include/sluice_admin.h: client/sluice_admin.h
@@ -583,7 +588,8 @@ install: all
 	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
 	  $(DESTDIR)$(SYSCONFDIR)/sluice $(DESTDIR)$(DATADIR)/sluice
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 client/sluice.h client/sluice_admin.h proto/sluice_errors.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 client/sluice.h client/sluice_pace.h client/sluice_admin.h proto/sluice_errors.h \
+	  $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBSLUICE) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBSLUICE_SO) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libsluice.so.1 $(DESTDIR)$(PREFIX)/lib/libsluice.so

@@ -3,8 +3,8 @@
  * times. Pure: every function takes now_ns; nothing here reads a clock,
  * sleeps, locks or logs (pacer.c does, around it).
  */
-#ifndef SLUICE_PACE_H
-#define SLUICE_PACE_H
+#ifndef SLUICE_CLIENT_PACE_H
+#define SLUICE_CLIENT_PACE_H
 
 #include <stdint.h>
 
@@ -80,4 +80,4 @@ void pace_lag_note(pace_lag *l, uint64_t released_ns, uint64_t now_ns);
  * hold) when released_ns is 0 or nothing was noted. */
 uint64_t pace_lag_due(pace_lag *l, uint64_t released_ns, uint64_t now_ns, int idle, uint64_t shared_ns);
 
-#endif /* SLUICE_PACE_H */
+#endif /* SLUICE_CLIENT_PACE_H */

@@ -569,8 +569,11 @@ typedef struct sl_stats_more {
  * SL_EINVAL when more's size is below that of its first member. */
 int sl_stats_get_more(sl_client *c, sl_stats *out, sl_stats_ex *ex, sl_stats_more *more);
 
-/* The administration calls (levels, pools, the sink, explain, dead letters,
- * per-tag settings) are declared in sluice_admin.h, part of this header. */
+/* A consumer's share, its pacing at the sink and its credit window are
+ * declared in sluice_pace.h; the administration calls (levels, pools, the
+ * sink, explain, dead letters, per-tag settings) in sluice_admin.h. Both
+ * are part of this header. */
+#include "sluice_pace.h"
 #include "sluice_admin.h"
 
 #ifdef __cplusplus

@@ -117,7 +117,8 @@ static void make_install_lays_out_the_files(void **state)
         fail_msg("make install failed (%d):\n%s", rc, out);
     static const char *const files[] = {
         "usr/bin/sluiced", "usr/bin/sluice", "usr/bin/sluice-bench", "usr/bin/sluice-sink",
-        "usr/include/sluice.h", "usr/include/sluice_admin.h", "usr/include/sluice_errors.h", "usr/lib/libsluice.a", "usr/lib/libsluice.so.1",
+        "usr/include/sluice.h", "usr/include/sluice_pace.h", "usr/include/sluice_admin.h",
+        "usr/include/sluice_errors.h", "usr/lib/libsluice.a", "usr/lib/libsluice.so.1",
         "usr/lib/libsluice.so", "usr/lib/pkgconfig/sluice.pc", "usr/share/man/man1/sluice.1",
         "usr/share/man/man1/sluice-bench.1", "usr/share/man/man1/sluice-sink.1", "usr/share/man/man5/sluice.conf.5",
         "usr/share/man/man8/sluiced.8", "usr/lib/systemd/system/sluiced.service", "etc/sluice/sluice.conf",

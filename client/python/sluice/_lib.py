@@ -1,7 +1,7 @@
 """The C library, as ctypes sees it: where it is found, its structs, its functions.
 
-This module is the only one that knows the layout of client/sluice.h and
-client/sluice_admin.h. Every struct below mirrors its C declaration field for
+This module is the only one that knows the layout of client/sluice.h,
+client/sluice_pace.h and client/sluice_admin.h. Every struct below mirrors its C declaration field for
 field, in order; the test suite compiles a small C program against the headers
 and checks each size and offset against these classes, so a header change that
 is not made here fails the tests instead of corrupting memory. The same test

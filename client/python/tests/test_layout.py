@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT
 from sluice import _lib
 
-HEADERS = [ROOT / "client/sluice.h", ROOT / "client/sluice_admin.h"]
+HEADERS = [ROOT / "client/sluice.h", ROOT / "client/sluice_pace.h", ROOT / "client/sluice_admin.h"]
 
 
 def header_text() -> str:
