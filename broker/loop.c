@@ -419,18 +419,20 @@ static int end_pass(bk *b, int force)
      * written right here when the disk flushes fast (store_log_inline): two
      * thread wake-ups fewer. Dispatch has just run; what arrives during the
      * flush waits in the socket for it (at most a fast flush), where with
-     * the writer thread the loop would take it at once. A larger batch
-     * means several producers, or clients with publishes outstanding, whose
-     * next ones are arriving: handling them while the writer flushes is
-     * worth more than the wake-ups (measured: no gain for 4 x 1). Its
-     * replies leave at once below. Never while the meter holds a release
+     * the writer thread the loop would take it at once. So does a record
+     * whose gather filled (gather_full): every client the last record
+     * confirmed is back, and none of them sends again before this one
+     * confirms it. Any other larger batch means clients whose next
+     * publishes are arriving: handling them while the writer flushes is
+     * worth more than the wake-ups. Its replies leave at once below. Never while the meter holds a release
      * due within LOOP_INLINE_CLEAR_NS: a flush on the loop makes that wake
      * late, and a sink's slot missed by more than half an interval is lost
      * (rl_take_late): a backlog paced at the sink lost a fifth of 1,000/s
      * and a third of 5,000/s to its consumers' acknowledgements so written. */
     size_t waiting = net_queued(b->net, NET_AFTER_COMMIT);
     int release_soon = b->meter_wake_ns != TMR_NEVER && b->meter_wake_ns < b->mono_ns + LOOP_INLINE_CLEAR_NS;
-    store_log_inline(b->st, waiting > 0 && waiting <= LOOP_INLINE_MAX_REPLIES && !release_soon);
+    int here = waiting > 0 && (waiting <= LOOP_INLINE_MAX_REPLIES || gather_full(&ls->gath));
+    store_log_inline(b->st, here && !release_soon);
     int rc = store_commit_start(b->st, b->mono_ns, b->checkpoint_wanted && !store_copying(b->st), &started);
     if (b->ha)
         ha_node_shipped(b); /* the batch's record to the standby, while this node flushes it */

@@ -23,6 +23,10 @@
  * short pause; clients that never come back cost one wait in
  * GATHER_PAUSE_MAX + 1 records.
  *
+ * A gather that filled is told (gather_full) until its record ends: the
+ * loop then writes that record itself rather than handing it to the
+ * writer thread, since nothing more is on its way while it flushes.
+ *
  * Pure: no clock, no I/O; now comes in. O(1) per call.
  */
 #include "gather.h"
@@ -35,6 +39,7 @@ void gather_init(gather *g)
 void gather_record_ended(gather *g, uint64_t now, size_t confirmed, size_t waiting)
 {
     g->until_ns = 0;
+    g->full = 0;
     if (g->paused) {
         g->paused--;
     } else if (confirmed) {
@@ -51,6 +56,7 @@ int gather_holds(gather *g, uint64_t now, size_t waiting)
         return waiting > 0;
     if (waiting >= g->want) {
         g->pause = GATHER_PAUSE_MIN; /* the clients do come back that way */
+        g->full = 1;
     } else if (waiting) { /* ran out with part of the batch */
         g->paused = g->pause;
         g->pause = g->pause * 2 > GATHER_PAUSE_MAX ? GATHER_PAUSE_MAX : g->pause * 2;
@@ -67,4 +73,9 @@ uint64_t gather_deadline(const gather *g)
 void gather_stop(gather *g)
 {
     g->until_ns = 0;
+}
+
+int gather_full(const gather *g)
+{
+    return g->full;
 }

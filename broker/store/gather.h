@@ -18,6 +18,7 @@ typedef struct gather {
     uint64_t until_ns; /* when it stops waiting; 0: not waiting */
     unsigned paused;   /* records left before gathering is tried again */
     unsigned pause;    /* the next run-out's pause */
+    int full;          /* the last gather ended full: every client it waited for came */
 } gather;
 
 void gather_init(gather *g);
@@ -41,5 +42,10 @@ uint64_t gather_deadline(const gather *g);
 
 /* gather_stop ends a gather (a record starts anyway: what is there goes). */
 void gather_stop(gather *g);
+
+/* gather_full tells whether the gather that ended last ended full: every
+ * client the last record confirmed is back, so nothing more is expected
+ * while the next record flushes (until the next record ends). */
+int gather_full(const gather *g);
 
 #endif

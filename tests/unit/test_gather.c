@@ -6,7 +6,9 @@
  * then split four producers into groups, 2.8 records' worth of messages
  * per 4); it ends when full or at GATHER_MAX_NS; a run-out with part of
  * the batch pauses gathering for 2, 4, ... 64 records, and a gather that
- * fills brings the pause back to 2.
+ * fills brings the pause back to 2; a gather that filled says so
+ * (gather_full, which lets the loop write the record itself) until its
+ * record ends, and one that ran out, was stopped or never started does not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +118,32 @@ static void a_stopped_gather_holds_nothing(void **state)
     assert_true(gather_holds(&g, T0 + 3, 1)); /* and no pause came of it */
 }
 
+static void a_full_gather_says_so_until_its_record_ends(void **state)
+{
+    (void)state;
+    gather g;
+    gather_init(&g);
+    assert_false(gather_full(&g)); /* none yet */
+    gather_record_ended(&g, T0, 4, 0);
+    assert_true(gather_holds(&g, T0 + 1, 3));
+    assert_false(gather_full(&g)); /* still waiting */
+    assert_false(gather_holds(&g, T0 + 2, 4));
+    assert_true(gather_full(&g)); /* every producer is back: nothing more will come */
+    assert_false(gather_holds(&g, T0 + 3, 4));
+    gather_stop(&g); /* the record starts */
+    assert_true(gather_full(&g));
+    gather_record_ended(&g, T0 + 4, 4, 0);
+    assert_false(gather_full(&g)); /* the next gather has to fill again */
+    assert_false(gather_holds(&g, T0 + 4 + GATHER_MAX_NS, 2)); /* ran out with half of it */
+    assert_false(gather_full(&g));
+    gather_record_ended(&g, T0 + 5 + GATHER_MAX_NS, 2, 0); /* paused: nothing gathers, nothing fills */
+    assert_false(gather_holds(&g, T0 + 6 + GATHER_MAX_NS, 2));
+    assert_false(gather_full(&g));
+    gather_record_ended(&g, T0 + 7 + GATHER_MAX_NS, 2, 0);
+    gather_stop(&g); /* a forced record before the gather filled */
+    assert_false(gather_full(&g));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +153,7 @@ int main(void)
         cmocka_unit_test(a_run_out_pauses_doubling_until_one_fills),
         cmocka_unit_test(a_gather_nobody_came_back_to_ends_without_a_pause),
         cmocka_unit_test(a_stopped_gather_holds_nothing),
+        cmocka_unit_test(a_full_gather_says_so_until_its_record_ends),
     };
     return cmocka_run_group_tests_name("gather", tests, NULL, NULL);
 }
