@@ -424,11 +424,12 @@ static int end_pass(bk *b, int force)
      * confirmed is back, and none of them sends again before this one
      * confirms it. Any other larger batch means clients whose next
      * publishes are arriving: handling them while the writer flushes is
-     * worth more than the wake-ups. Its replies leave at once below. Never while the meter holds a release
-     * due within LOOP_INLINE_CLEAR_NS: a flush on the loop makes that wake
-     * late, and a sink's slot missed by more than half an interval is lost
-     * (rl_take_late): a backlog paced at the sink lost a fifth of 1,000/s
-     * and a third of 5,000/s to its consumers' acknowledgements so written. */
+     * worth more than the wake-ups. Its replies leave at once below. Never
+     * while the meter holds a release due within LOOP_INLINE_CLEAR_NS: a
+     * flush on the loop makes that wake late, and a sink's slot missed by
+     * more than half an interval is lost (rl_take_late): a backlog paced at
+     * the sink lost a fifth of 1,000/s and a third of 5,000/s to its
+     * consumers' acknowledgements so written. */
     size_t waiting = net_queued(b->net, NET_AFTER_COMMIT);
     int release_soon = b->meter_wake_ns != TMR_NEVER && b->meter_wake_ns < b->mono_ns + LOOP_INLINE_CLEAR_NS;
     int here = waiting > 0 && (waiting <= LOOP_INLINE_MAX_REPLIES || gather_full(&ls->gath));

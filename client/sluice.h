@@ -245,8 +245,10 @@ typedef struct sl_origin {
  * broker confirms in the order it received them). When the connection to the
  * broker is lost and made again (a broker restart, say), every publish still
  * waiting is confirmed with err SL_ECONNECT: it may or may not have been
- * stored. Returns SL_OK with *out filled, SL_ETIMEDOUT when none arrived in
- * time, SL_ESTATE when no publish is outstanding. */
+ * stored (one ZeroMQ had not yet written to the lost connection goes out on
+ * the new one, and may be stored after this; an idempotency key makes a
+ * retry safe). Returns SL_OK with *out filled, SL_ETIMEDOUT when none
+ * arrived in time, SL_ESTATE when no publish is outstanding. */
 int sl_send_wait(sl_client *c, int timeout_ms, sl_confirm *out);
 
 /* sl_send_wait_origin is sl_send_wait that also fills *origin (NULL: not

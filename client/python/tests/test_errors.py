@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import subprocess
 import threading
 import time
 from contextlib import contextmanager
@@ -218,6 +219,19 @@ def test_shutdown_refuses_what_arrives_while_the_broker_stops(broker_factory):
     pytest.fail(f"no SL_ESHUTDOWN in 3 tries (last: {outcome!r})")
 
 
+def unread_bytes(path: str) -> int:
+    """unread_bytes is what waits, unread, in the receive queues of the
+    connections accepted on the Unix socket at path (``ss``, from iproute2)."""
+    out = subprocess.run(["ss", "-xH", "state", "established"], capture_output=True, text=True, timeout=10,
+                         check=True).stdout
+    total = 0
+    for line in out.splitlines():
+        f = line.split()  # Netid Recv-Q Send-Q Local Port Peer Port (the state filtered out)
+        if len(f) >= 4 and f[3] == path:
+            total += int(f[1])
+    return total
+
+
 def test_connect_error_for_publishes_the_connection_lost(broker_factory):
     # The broker is stopped (SIGSTOP) before the publishes leave, killed with
     # them unread and started again: the client learns on reconnecting that
@@ -242,6 +256,18 @@ def test_connect_error_for_publishes_the_connection_lost(broker_factory):
         t = threading.Thread(target=publish)
         t.start()
         assert sent.wait(10)
+        # all ten in the stopped broker's socket, not in the client's queue, which
+        # would send what it still holds to the broker started again
+        path = b.endpoint[len("ipc://"):]
+        last = [-1]
+
+        def settled() -> bool:  # something there, and no more coming
+            n = unread_bytes(path)
+            steady = n > 0 and n == last[0]
+            last[0] = n
+            return steady
+
+        wait_for("the publishes in the broker's socket", settled, every_s=0.2)
         b.kill9()
         b.start()
         t.join(30)
