@@ -57,7 +57,8 @@ run_one() {
 slow_first="test_bench test_sinkflow test_python test_browser test_backup test_room test_ha_snap test_tags"
 
 # rank T VARIANT: where program T starts: its place in slow_first (two
-# digits, the sanitized build first), or 99 for every other program.
+# digits, then 0 for the sanitized build and 1 for the plain one), or 999
+# for every other program.
 rank() {
   local name i=0 s
   name=$(basename "$1")
@@ -71,7 +72,8 @@ rank() {
   printf '999'
 }
 
-list=() # "RANK ORDER TEST SLUICE_BIN VARIANT", one per program
+tab=$(printf '\t')
+list=() # "RANK ORDER TEST SLUICE_BIN VARIANT", tab-separated, one per program
 for pair in "$@"; do
   tdir=${pair%%:*} bdir=${pair#*:}
   [ "$bdir" = "$pair" ] && bdir="$nobin" # no BINDIR: unit tests only
@@ -86,12 +88,12 @@ for pair in "$@"; do
     case $d in */unit) sb=$nobin ;; *) sb=$bdir ;; esac
     for t in "$d"/test_*; do
       [ -x "$t" ] || continue
-      list+=("$(rank "$t" "$variant") $(printf '%05d' "${#list[@]}") $t $sb $variant")
+      list+=("$(rank "$t" "$variant")$tab$(printf '%05d' "${#list[@]}")$tab$t$tab$sb$tab$variant")
     done
   done
 done
 n=0
-while read -r _ _ t sb variant; do
+while IFS=$tab read -r _ _ t sb variant; do
   [ -n "$t" ] || continue
   while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
   n=$((n + 1))
