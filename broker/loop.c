@@ -446,9 +446,9 @@ static int end_pass(bk *b, int force)
         queue_commit_frozen(&b->q);
         b->checkpoint_wanted = 0;
     }
-    if (store_commit_ready(b->st)) { /* written on the loop: its confirmations go now, and the */
-        ls->ended_inline = 1;          /* next pass, at once, dispatches what it committed */
-        return commit_poll(b, 0);
+    if (store_commit_ready(b->st)) { /* the loop's to write: commit_poll writes and flushes it now, */
+        ls->ended_inline = 1;          /* its confirmations go, and the next pass, at once, */
+        return commit_poll(b, 0);      /* dispatches what it committed */
     }
     return SL_OK;
 }

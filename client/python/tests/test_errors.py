@@ -259,13 +259,13 @@ def test_connect_error_for_publishes_the_connection_lost(broker_factory):
         # all ten in the stopped broker's socket, not in the client's queue, which
         # would send what it still holds to the broker started again
         path = b.endpoint[len("ipc://"):]
-        last = [-1]
+        last = -1
 
         def settled() -> bool:  # something there, and no more coming
-            n = unread_bytes(path)
-            steady = n > 0 and n == last[0]
-            last[0] = n
-            return steady
+            nonlocal last
+            n, was = unread_bytes(path), last
+            last = n
+            return n > 0 and n == was
 
         wait_for("the publishes in the broker's socket", settled, every_s=0.2)
         b.kill9()
