@@ -552,7 +552,7 @@ fuzz-ci:
 
 # The pure modules: no clock, no I/O, no logging; time is a parameter.
 PURE := broker/meter/*.[ch] broker/sched/disp.[ch] broker/sched/drr.[ch] broker/sched/pool.[ch] \
-        broker/sched/tmr.[ch] broker/store/gather.[ch] broker/coord/share.[ch] broker/util/grow.[ch] \
+        broker/sched/tmr.[ch] broker/store/gather.[ch] broker/loop_back.[ch] broker/coord/share.[ch] broker/util/grow.[ch] \
         broker/util/hist.[ch] client/pace.[ch]
 
 # Layering. The include paths above make a wrong project include fail to compile; this checks

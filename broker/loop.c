@@ -121,7 +121,11 @@ static int gathering(const bk *b)
 /* handle_parked hands in again a request parked while a commit was out. */
 static void handle_parked(void *ctx, const net_in *in)
 {
-    handle_message(ctx, in);
+    bk *b = ctx;
+    size_t puts = b->puts_unsealed;
+    handle_message(b, in);
+    if (b->puts_unsealed > puts)
+        loop_back_put(&b->loop->back, in->sock, in->rid, in->rid_len);
 }
 
 static int commit_poll(bk *b, int wait);
@@ -134,8 +138,12 @@ static int commit_poll(bk *b, int wait);
 static int receive(bk *b, const net_in *in)
 {
     int park_it = store_committing(b->st) && park_holds_peer(b->loop->parked, in->sock, in->rid, in->rid_len);
-    if (!park_it && handle_message(b, in) == HANDLE_DONE)
+    size_t puts = b->puts_unsealed;
+    if (!park_it && handle_message(b, in) == HANDLE_DONE) {
+        if (b->puts_unsealed > puts) /* a publish: whose, for the gather (loop_back.c) */
+            loop_back_put(&b->loop->back, in->sock, in->rid, in->rid_len);
         return SL_OK;
+    }
     if (park_add(b->loop->parked, in) == SL_OK)
         return SL_OK;
     log_warn("loop", "cannot park a request until the commit ends (out of memory): waiting for the commit");
@@ -301,6 +309,8 @@ static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint
 int loop_commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
 {
     net_seal(b->net, 0); /* its replies, and the next batch's, are sorted out below */
+    if (rc == SL_OK) /* durable: its confirmations leave before the bookkeeping (failures held until after it) */
+        net_flush(b->net, NET_AFTER_COMMIT, hold_send_failed, b);
     if (b->commit_stall_noted)
         log_warn("loop", "the stalled commit ended after %llu ms; watchdog pings resume",
                  (unsigned long long)((loop_now_mono() - b->commit_out_ns) / NS_PER_MS));
@@ -377,6 +387,7 @@ int loop_commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
     if (logged && b->loop->ended_inline) { /* nothing received during its flush yet: told next pass */
         b->loop->gather_pending = 1;
         b->loop->gather_confirmed = b->loop->sealed_puts;
+        loop_back_ended(&b->loop->back); /* its publishers' next publishes are theirs, not waiting */
     } else if (logged) { /* those it confirmed come back: gather them */
         gather_record_ended(&b->loop->gath, b->mono_ns, b->loop->sealed_puts, b->puts_unsealed);
     }
@@ -398,7 +409,8 @@ static int end_pass(bk *b, int force)
     loop_state *ls = b->loop;
     if (ls->gather_pending) { /* a record written on the loop: what came during its flush is received now */
         ls->gather_pending = 0;
-        gather_record_ended(&ls->gath, b->mono_ns, ls->gather_confirmed, b->puts_unsealed);
+        gather_record_ended(&ls->gath, b->mono_ns, ls->gather_confirmed,
+                            loop_back_waiting(&ls->back, b->puts_unsealed));
     }
     if (store_busy(b->st) || ls->ha_held)
         return SL_OK; /* the next batch goes on growing */
@@ -415,6 +427,7 @@ static int end_pass(bk *b, int force)
     settings_commit_started(b);
     size_t puts = b->puts_unsealed;
     b->puts_unsealed = 0;
+    loop_back_seal(&ls->back);
     /* A record that one reply waits for (a sequential producer) may be
      * written right here when the disk flushes fast (store_log_inline): two
      * thread wake-ups fewer. Dispatch has just run; what arrives during the

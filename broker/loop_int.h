@@ -10,6 +10,7 @@
 
 #include "bk.h"
 #include "gather.h"
+#include "loop_back.h"
 #include "park.h"
 
 /* While a commit is out, a send that fails is held here and handed to
@@ -47,6 +48,7 @@ struct loop_state {
      * came during the flush (with the writer thread it is received meanwhile) */
     int gather_pending;
     size_t gather_confirmed;
+    loop_back back;       /* whose publishes are in the batch and the record, and who is back (loop_back.c) */
 };
 
 /* loop_set_clock reads the clocks into b (the only reads, with loop.h's). */
