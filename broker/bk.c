@@ -202,7 +202,8 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms,
                     .curve_secret = cfg->curve_secret_file[0] ? secret : NULL,
                     .admin_endpoint = cfg->admin_listen[0] ? cfg->admin_listen : NULL,
-                    .http_bridge = cfg->http[0] != '\0'};
+                    .http_bridge = cfg->http[0] != '\0',
+                    .stream_endpoint = cfg->stream_listen[0] ? cfg->stream_listen : NULL};
     rc = net_open(&ncfg, &b->net);
     if (rc != SL_OK)
         goto pools_fini;
@@ -218,9 +219,10 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
         total += info[l].count;
         delayed += b->q.lv[l].delayed;
     }
-    log_info("bk", "data %s: %llu messages ready, %llu delayed, in %u levels; listening on %s%s%s%s",
+    log_info("bk", "data %s: %llu messages ready, %llu delayed, in %u levels; listening on %s%s%s%s%s%s%s",
              cfg->data_dir, (unsigned long long)total, (unsigned long long)delayed, cfg->levels,
-             cfg->listen, cfg->admin_listen[0] ? " (admin: " : "", cfg->admin_listen, cfg->admin_listen[0] ? ")" : "");
+             cfg->listen, cfg->admin_listen[0] ? " (admin: " : "", cfg->admin_listen, cfg->admin_listen[0] ? ")" : "",
+             cfg->stream_listen[0] ? " (stream: " : "", cfg->stream_listen, cfg->stream_listen[0] ? ")" : "");
     *out = b;
     return SL_OK;
 

@@ -153,7 +153,7 @@ static void heartbeat(bk *b)
     proto_init(&m, PROTO_PING);
     for (size_t i = 0; i < b->conns.len; i++) { /* to its connection only: one gone is dropped (member.c) */
         const conn *c = b->conns.all[i];
-        net_queue_guarded(b->net, c->rid, c->rid_len, &m, 0, NET_NOW, c->fd, c->fd_ino);
+        net_queue_guarded(b->net, (net_sock)c->sock, c->rid, c->rid_len, &m, 0, NET_NOW, c->fd, c->fd_ino);
     }
     b->next_hb_ns = b->mono_ns + b->cfg.heartbeat_ms * NS_PER_MS;
 }

@@ -192,7 +192,8 @@ static uint64_t wait_ns(bk *b)
     return ns > MAX_WAIT_NS ? MAX_WAIT_NS : ns;
 }
 
-/* sockets_pollfds adds the pollfd of each of n's sockets to pfd[*nfds...].
+/* sockets_pollfds adds the pollfd of each of n's sockets, and of its
+ * stream endpoint, to pfd[*nfds...].
  * Returns 1 when one has input already (ZeroMQ's edge-triggered fd would
  * not wake a poll for it), 0, or -1 when a socket's state cannot be read
  * (errno EINTR: a signal). */
@@ -213,6 +214,11 @@ static int sockets_pollfds(net *n, struct pollfd *pfd, nfds_t *nfds)
             return 1;
         pfd[(*nfds)++] = (struct pollfd){.fd = fd, .events = POLLIN};
     }
+    int ready, sfd = net_stream_pollfd(n, &ready); /* the stream endpoint: one epoll set */
+    if (ready)
+        return 1;
+    if (sfd >= 0)
+        pfd[(*nfds)++] = (struct pollfd){.fd = sfd, .events = POLLIN};
     return 0;
 }
 
@@ -278,7 +284,7 @@ int loop_wait_net(struct net *n, struct pollfd *extra, unsigned nextra, uint64_t
     return 0;
 }
 
-static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
+static void hold_send_failed(void *ctx, unsigned sock, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
 {
     bk *b = ctx;
     loop_state *ls = b->loop;
@@ -291,10 +297,11 @@ static void hold_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint
         log_warn("loop", "cannot hold a failed send until the commit ends (out of memory, or a %zu-byte "
                  "routing id): its delivery is returned uncharged", rid_len);
         if (token) /* returns the delivery uncharged: writes nothing */
-            settle_send_failed(ctx, rid, rid_len, token, SL_EFULL);
+            settle_send_failed(ctx, sock, rid, rid_len, token, SL_EFULL);
         return;
     }
     held_fail *h = &ls->held[ls->nheld++];
+    h->sock = sock;
     memcpy(h->rid, rid, rid_len);
     h->rid_len = rid_len;
     h->token = token;
@@ -328,7 +335,8 @@ int loop_commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
     }
     loop_state *ls = b->loop;
     for (size_t i = 0; i < ls->nheld; i++)
-        settle_send_failed(b, ls->held[i].rid, ls->held[i].rid_len, ls->held[i].token, ls->held[i].err);
+        settle_send_failed(b, ls->held[i].sock, ls->held[i].rid, ls->held[i].rid_len, ls->held[i].token,
+                           ls->held[i].err);
     ls->nheld = 0;
     if (rc == SL_ENOSPC) { /* LMDB's previous state is intact: refuse the batch, keep serving */
         uint64_t held_back = 0;

@@ -17,6 +17,7 @@
  * settle_send_failed after the commit's end: ending a consumer's leases
  * charges attempts, which writes the store. */
 typedef struct held_fail {
+    unsigned sock;
     uint8_t rid[256];
     size_t rid_len;
     uint64_t token;

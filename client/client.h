@@ -44,6 +44,19 @@ struct sl_client {
     unsigned early_closes;    /* connections closed by the peer before any handshake succeeded */
     int64_t mon_looked_ns; /* when the monitor was last drained (wire.c, monitor_look) */
 
+    /* The stream transport instead (cstream.c): a stream+tcp:// or
+     * stream+ipc:// endpoint; no ZeroMQ socket, no monitor. */
+    bool over_stream;
+    bool stream_lost;          /* the connection closed or broke; wire.c ends what waited on it */
+    bool stream_unsent;        /* ... found so by a send before any of its bytes left */
+    int sfd;                   /* its socket, or -1 while not connected */
+    unsigned char s_addr[128]; /* the broker's address (a struct sockaddr_storage's room) */
+    unsigned s_addrlen;
+    int s_family;
+    unsigned char *sin;        /* what was read and not yet taken */
+    size_t sin_off, sin_len, sin_cap;
+    int64_t stream_retry_ns;   /* a subscribed client's next attempt to connect again */
+
     uint64_t await_seq; /* the synchronous request waited for; 0 for none */
     bool have_reply;
     proto_msg reply;    /* its reply; strings point into frame */

@@ -97,8 +97,17 @@ typedef struct sl_options {
  * otherwise (a host that drops packets, a broker that never answers) shows
  * as SL_ETIMEDOUT once timeout_ms has passed. Once connected, a lost
  * connection is retried by ZeroMQ and calls wait up to timeout_ms.
+ * An endpoint written stream+tcp://HOST:PORT or stream+ipc:///PATH is a
+ * broker's stream endpoint (sluiced --stream-listen): the same API over a
+ * plain socket that the calling thread writes and reads, with no ZeroMQ I/O
+ * thread at either end (a waiting publish returns sooner). It takes no CURVE
+ * keys and no alternatives; it connects at the first call that sends, and
+ * a refused connection fails that call at once with SL_ECONNECT; a lost
+ * connection ends what waited on it with SL_ECONNECT, the next send connects
+ * anew, and a subscribed client connects again and subscribes anew by itself.
  * Returns SL_OK and sets *out, SL_EINVAL (bad endpoint, or keys that are
- * not all three valid, or CURVE asked of a libzmq without it), SL_ENOMEM.
+ * not all three valid, or CURVE asked of a libzmq without it, or keys or
+ * alternatives with a stream endpoint), SL_ENOMEM.
  * With auth on, a command the client's role may not send fails SL_EPERM. */
 int sl_connect(const char *endpoint, const sl_options *opts, sl_client **out);
 

@@ -39,7 +39,12 @@
  * Errors are returned, never recorded or printed here: sluice.c keeps the
  * record. A failed confirmation carries the broker's text in its queue entry.
  *
- * Time. This file and pacer.c are the only ones that read the clock. Every wait is bounded by
+ * The stream transport (stream+tcp://, stream+ipc://; cstream.c) takes
+ * ZeroMQ's place under the same pump: frames come from cstream_take, sends
+ * go through cstream_send, and a connection that closes or breaks ends
+ * what waited on it at once (stream_lost_end), as a reconnection would.
+ *
+ * Time. This file, cstream.c, failover.c, multi.c and pacer.c read the clock. Every wait is bounded by
  * a CLOCK_MONOTONIC deadline, a send's too: a send never blocks in ZeroMQ
  * (ZMQ_DONTWAIT), and one that finds no connection to queue on waits in
  * send_wait, which also sees a refused handshake at once. Cost per
@@ -60,6 +65,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "cstream.h"
 #include "failover.h"
 #include "zctx.h"
 
@@ -68,6 +74,7 @@
 #define MONITOR_BATCH        64       /* monitor events handled per pump pass */
 #define MONITOR_EVERY_NS     1000000  /* between frames, the monitor is looked at this often */
 #define REFUSED_GRACE_NS     300000000 /* a refused first connection fails the call this long after */
+#define STREAM_RETRY_NS      100000000 /* a subscribed stream client connects again at most this often */
 
 typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
 
@@ -108,6 +115,11 @@ static long wait_ms_until(int64_t deadline_ns)
 
 static void monitor_drain(sl_client *c, bool closing);
 static int handshake_refused(sl_client *c);
+static void stream_lost_end(sl_client *c);
+static int stream_revive(sl_client *c, int64_t deadline_ns);
+static void stream_hup_take(sl_client *c);
+static int stream_send(sl_client *c, int64_t deadline_ns);
+static int frame_take(sl_client *c, bool *got);
 
 /* send_wait waits, up to deadline_ns, for the socket to take a frame: a
  * DEALER has nowhere to queue one between a connection that closed and
@@ -148,11 +160,20 @@ static int send_wait(sl_client *c, int64_t deadline_ns)
 static int msg_send_keep(sl_client *c, const proto_msg *m, int flags, void **keep, size_t *keep_len)
 {
     int64_t deadline_ns = deadline_after(c->timeout_ms);
+    if (c->over_stream) { /* a connection lost since: its waiters end, and a subscription is renewed first */
+        stream_hup_take(c);
+        stream_lost_end(c);
+        int rc = stream_revive(c, (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
+        if (rc)
+            return rc;
+    }
     proto_wbuf_reset(&c->out);
     int rc = proto_encode(m, &c->out);
     if (rc == SL_OK && keep)
         rc = failover_keep(c, keep, keep_len);
-    while (rc == SL_OK && zmq_send(c->sock, c->out.data, c->out.len, ZMQ_DONTWAIT) < 0) {
+    if (rc == SL_OK && c->over_stream) /* (connecting if it is not) */
+        rc = stream_send(c, (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
+    while (rc == SL_OK && !c->over_stream && zmq_send(c->sock, c->out.data, c->out.len, ZMQ_DONTWAIT) < 0) {
         if (errno != EAGAIN && errno != EINTR)
             rc = SL_ECONNECT;
         else if (flags & ZMQ_DONTWAIT)
@@ -270,10 +291,77 @@ static void reconnected(sl_client *c)
     wire_msg_send(c, &m, ZMQ_DONTWAIT);     /* if it fails, nothing better to do */
 }
 
+/* stream_lost_end ends what waited on a stream connection that closed or
+ * broke (c->stream_lost): as on a ZeroMQ reconnection, the deliveries
+ * queued are dropped, the publishes waiting are confirmed with SL_ECONNECT
+ * and the settlements reported lost. The next send connects anew. */
+static void stream_lost_end(sl_client *c)
+{
+    if (!c->stream_lost)
+        return;
+    c->stream_lost = false;
+    cstream_drop(c);
+    deliveries_drop(c);
+    puts_abandon(c);
+    settles_lost(c);
+}
+
+/* stream_send sends the frame in c->out over the stream. A connection
+ * found gone before any of the frame left (the broker restarted between two
+ * publishes, say) ends what waited on it and is made anew, once: the frame
+ * was not sent, so sending it now sends it once, as a ZeroMQ reconnection
+ * would. */
+static int stream_send(sl_client *c, int64_t deadline_ns)
+{
+    int rc = cstream_send(c, c->out.data, c->out.len, deadline_ns);
+    if (rc != SL_ECONNECT || !c->stream_unsent)
+        return rc;
+    stream_lost_end(c);
+    if ((rc = stream_revive(c, deadline_ns)) != SL_OK)
+        return rc;
+    return cstream_send(c, c->out.data, c->out.len, deadline_ns);
+}
+
+/* stream_revive connects a subscribed stream client again once its
+ * connection was lost, and subscribes anew as a ZeroMQ reconnection does
+ * (reconnected); not more often than every STREAM_RETRY_NS. SL_OK when
+ * connected (or nothing to revive), else the attempt's error. */
+static int stream_revive(sl_client *c, int64_t deadline_ns)
+{
+    if (c->sfd >= 0 || !c->subscribed || c->handshakes == 0)
+        return SL_OK;
+    int64_t now = now_ns();
+    if (now < c->stream_retry_ns)
+        return SL_ECONNECT;
+    c->stream_retry_ns = now + STREAM_RETRY_NS;
+    int rc = cstream_connect(c, deadline_ns < c->stream_retry_ns ? deadline_ns : c->stream_retry_ns);
+    if (rc == SL_OK)
+        reconnected(c);
+    return rc;
+}
+
+/* stream_hup_take, before a send over the stream: when the broker has
+ * closed the connection, what it sent before closing (the confirmations of
+ * a graceful stop) is taken first, and the close is seen (stream_lost).
+ * One poll(2) per send. */
+static void stream_hup_take(sl_client *c)
+{
+    if (!cstream_hup(c))
+        return;
+    bool got = true;
+    for (int i = 0; got && !c->stream_lost && i < LATE_FRAMES_MAX; i++)
+        if (frame_take(c, &got) != SL_OK)
+            break;
+    if (!got) /* all read, and not yet at the end: it is */
+        c->stream_lost = true;
+}
+
 /* monitor_drain counts completed handshakes and, unless closing, reacts to
  * reconnections. */
 static void monitor_drain(sl_client *c, bool closing)
 {
+    if (!c->mon) /* the stream transport: no monitor */
+        return;
     for (int i = 0; i < MONITOR_BATCH; i++) {
         zmq_msg_t ev;
         uint16_t event = 0;
@@ -351,12 +439,17 @@ static void monitor_look(sl_client *c, bool forced)
 static int frame_take(sl_client *c, bool *got)
 {
     *got = false;
-    if (zmq_msg_recv(&c->frame, c->sock, ZMQ_DONTWAIT) < 0)
+    if (c->over_stream) {
+        int rc = cstream_take(c, got);
+        if (rc || !*got)
+            return rc;
+    } else if (zmq_msg_recv(&c->frame, c->sock, ZMQ_DONTWAIT) < 0) {
         return errno == EAGAIN || errno == EINTR ? SL_OK : SL_ECONNECT;
+    }
     *got = true;
     bool had_reply = c->have_reply;
     int rc = SL_OK;
-    if (zmq_msg_more(&c->frame)) {
+    if (!c->over_stream && zmq_msg_more(&c->frame)) {
         /* not one frame: a protocol violation, dropped whole (the parts of a
          * message arrive together) */
         while (zmq_msg_more(&c->frame) && zmq_msg_recv(&c->frame, c->sock, ZMQ_DONTWAIT) >= 0)
@@ -426,6 +519,13 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         int rc = frame_take(c, &got);
         if (rc)
             return rc;
+        if (c->stream_lost) { /* its replies will never come */
+            static const char why[] = "the connection to the broker was lost before the reply arrived";
+            stream_lost_end(c);
+            if (w == WAIT_REPLY && !c->have_reply)
+                return client_fail_text(c, SL_ECONNECT, why, sizeof why - 1);
+            continue;
+        }
         if (got) {
             if (wait_ms == 0 && ++late > LATE_FRAMES_MAX && !waited(c, w))
                 return SL_ETIMEDOUT;
@@ -440,12 +540,27 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
             {.socket = c->sock, .events = ZMQ_POLLIN},
             {.socket = c->mon, .events = ZMQ_POLLIN},
         };
-        if (zmq_poll(items, 2, wait_ms) < 0 && errno != EINTR)
+        int nitems = 2;
+        if (c->over_stream) { /* its socket alone */
+            static const char why[] = "not connected to the broker's stream endpoint: nothing can arrive";
+            if (c->sfd < 0 && !c->subscribed)
+                return client_fail_text(c, SL_ECONNECT, why, sizeof why - 1);
+            if (c->sfd < 0 && stream_revive(c, deadline_ns) != SL_OK) { /* a consumer: try again shortly */
+                long retry_ms = (long)((c->stream_retry_ns - now_ns()) / 1000000) + 1;
+                if (wait_ms < 0 || retry_ms < wait_ms)
+                    wait_ms = retry_ms;
+                nitems = 0;
+            } else {
+                items[0] = (zmq_pollitem_t){.fd = c->sfd, .events = ZMQ_POLLIN};
+                nitems = 1;
+            }
+        }
+        if (zmq_poll(items, nitems, wait_ms) < 0 && errno != EINTR)
             return SL_ECONNECT;
         /* the monitor is drained at once only when the wait ended for its
          * sake: a reply alone (a synchronous send's usual wake) costs no
          * read of it, which is a poll(2) and a getpid(2) */
-        polled = (items[1].revents & ZMQ_POLLIN) != 0;
+        polled = nitems == 2 && (items[1].revents & ZMQ_POLLIN) != 0;
     }
 }
 
@@ -532,6 +647,13 @@ void wire_close(sl_client *c)
             zmq_setsockopt(c->sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
         }
     }
+    if (c->over_stream && c->subscribed && c->sfd >= 0) { /* leave at once (as below) */
+        proto_msg bye;
+        proto_init(&bye, PROTO_BYE);
+        wire_msg_send(c, &bye, ZMQ_DONTWAIT);
+    }
+    if (c->over_stream)
+        cstream_close(c);
     if (c->sock)
         zmq_socket_monitor(c->sock, NULL, 0);
     if (c->mon)

@@ -9,7 +9,9 @@
  * PROTO_MAX_FRAME, high-water marks far above any window a client keeps,
  * ZeroMQ's heartbeats every heartbeat_ms with three missed ones ending the
  * connection, a linger that lets a final ACK leave on sl_close, and CURVE
- * when the caller gives keys. Costs: once per client.
+ * when the caller gives keys. A stream+ endpoint gets none of these: its
+ * plain socket is cstream.c's, connected at the first send. Costs: once
+ * per client.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cstream.h"
 #include "failover.h"
 #include "wire.h"
 #include "zctx.h"
@@ -70,6 +73,11 @@ int wire_open(sl_client *c, const char *endpoint, int timeout_ms, int heartbeat_
     fifo_init(&c->deliveries, sizeof(sl_delivery *));
     fifo_init(&c->settles, sizeof(uint64_t));
     zmq_msg_init(&c->frame);
+    if (cstream_is(endpoint)) { /* a plain socket (cstream.c): no alternatives, no CURVE */
+        if (strchr(endpoint, '|') || (keys && (keys->server_key || keys->public_key || keys->secret_key)))
+            return SL_EINVAL;
+        return cstream_open(c, endpoint);
+    }
 
     int mon_linger_ms = 0;
     uint64_t monitor = 0;

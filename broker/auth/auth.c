@@ -31,6 +31,7 @@
  * With --admin-listen, the endpoint is checked first, auth or not: what
  * needs the admin role is served on the admin endpoint only, publishing and
  * consuming on the main endpoint only, so admin can stay on a local socket.
+ * The stream endpoint (--stream-listen) is the main one's twin here.
  *
  * Refusals answer SL_EPERM, are counted (auth_refused in STATS) and logged
  * at a limited rate (the first ten, then one in a thousand).
@@ -444,13 +445,13 @@ static int refuse(bk *b, const net_in *in, const char *text)
 
 /* endpoint_refuses applies --admin-listen: what needs admin is served on
  * the admin endpoint only, and publishing and consuming on the main one
- * only. */
+ * (and the stream one) only. */
 static int endpoint_refuses(const bk *b, const net_in *in, proto_role need, const char *what, char *text,
                             size_t len)
 {
     if (!b->cfg.admin_listen[0])
         return 0;
-    if (in->sock == NET_MAIN && need == PROTO_ROLE_ADMIN) {
+    if ((in->sock == NET_MAIN || in->sock == NET_STREAM) && need == PROTO_ROLE_ADMIN) {
         snprintf(text, len, "%s is not permitted here: admin commands are served on the admin endpoint only", what);
         return 1;
     }

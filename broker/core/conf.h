@@ -30,6 +30,7 @@ typedef struct conf {
     char auth_file[4096];                                 /* "" when auth is off */
     int insecure;                                         /* may listen beyond loopback without auth */
     char admin_listen[1024];                              /* "" when there is no admin endpoint */
+    char stream_listen[1024];                             /* "" when there is no stream endpoint */
     unsigned levels;                                      /* 1..16 */
     char level_names[PROTO_MAX_LEVELS][PROTO_MAX_NAME + 1];
     unsigned default_level;

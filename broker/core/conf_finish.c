@@ -115,6 +115,16 @@ static int check_security(const conf *c, char *err, size_t errlen)
                  "or --insecure", c->admin_listen);
         return SL_EINVAL;
     }
+    if (c->stream_listen[0] && c->auth_file[0]) {
+        snprintf(err, errlen, "--stream-listen %s carries no CURVE, so it cannot serve a broker with --auth: "
+                 "clients with keys connect to --listen", c->stream_listen);
+        return SL_EINVAL;
+    }
+    if (!c->insecure && c->stream_listen[0] && exposed(c->stream_listen)) {
+        snprintf(err, errlen, "--stream-listen %s is reachable from other machines, and it carries no CURVE: "
+                 "bind it to loopback or an ipc:// path, or give --insecure", c->stream_listen);
+        return SL_EINVAL;
+    }
     if (!c->http_cert[0] != !c->http_key[0]) {
         snprintf(err, errlen, "%s needs %s too (HTTPS takes a certificate and its key)",
                  c->http_cert[0] ? "--http-cert" : "--http-key", c->http_cert[0] ? "--http-key" : "--http-cert");

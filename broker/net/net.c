@@ -30,6 +30,7 @@
 #include "grow.h"
 #include "log.h"
 #include "peers.h"
+#include "stream.h"
 #include "zap.h"
 
 
@@ -55,6 +56,8 @@ struct net {
     char bridge_uid[64];           /* the last bridge message's User-Id frame, NUL-terminated */
     int next_sock;     /* which socket net_recv tries first */
     zap *zap;          /* the ZAP handler when CURVE is on */
+    stream *stream;    /* the stream endpoint, or NULL */
+    uint8_t stream_rid[8]; /* the last stream message's routing id: its connection id, big-endian */
     zmq_msg_t rid, body;
     int have_msgs;
     outq q[NET_WHENS]; /* NET_NOW, NET_AFTER_COMMIT, NET_AFTER_NEXT_COMMIT */
@@ -189,12 +192,18 @@ int net_open(const net_cfg *cfg, net **out)
         goto main_close;
     if (cfg->http_bridge && (rc = bridge_sock_open(n)) != SL_OK)
         goto admin_close;
+    if (cfg->stream_endpoint &&
+        (rc = stream_open(cfg->stream_endpoint, cfg->max_body_bytes + 64 * 1024, &n->stream)) != SL_OK)
+        goto http_close;
     zmq_msg_init(&n->rid);
     zmq_msg_init(&n->body);
     n->have_msgs = 1;
     *out = n;
     return SL_OK;
 
+http_close:
+    if (n->sock[NET_HTTP])
+        zmq_close(n->sock[NET_HTTP]);
 admin_close:
     if (n->sock[NET_ADMIN])
         zmq_close(n->sock[NET_ADMIN]);
@@ -223,6 +232,7 @@ void net_close(net **np)
             zmq_close(n->sock[i]);
     zap_close(&n->zap);
     zmq_ctx_term(n->ctx);
+    stream_close(&n->stream);
     for (int i = 0; i < NET_WHENS; i++) {
         proto_wbuf_free(&n->q[i].arena);
         free(n->q[i].recs);
@@ -244,6 +254,28 @@ struct zap *net_zap(net *n)
 void *net_socket(net *n, net_sock which)
 {
     return n->sock[which];
+}
+
+int net_stream_pollfd(net *n, int *ready)
+{
+    *ready = 0;
+    return n->stream ? stream_pollfd(n->stream, ready) : -1;
+}
+
+/* stream_take receives one message of the stream endpoint into in. */
+static int stream_take(net *n, net_in *in)
+{
+    uint64_t id;
+    int fd;
+    const void *body;
+    size_t len;
+    if (!n->stream || !stream_recv(n->stream, &id, &fd, &body, &len))
+        return 0;
+    for (int i = 7; i >= 0; i--, id >>= 8)
+        n->stream_rid[i] = (uint8_t)id;
+    *in = (net_in){.rid = n->stream_rid, .rid_len = sizeof n->stream_rid, .body = body, .body_len = len,
+                   .frames = 1, .sock = NET_STREAM, .fd = fd};
+    return 1;
 }
 
 /* recv_from receives a routing id from socket which: 1, 0 when nothing
@@ -288,6 +320,10 @@ int net_recv(net *n, net_in *in)
     /* take turns, so that no endpoint keeps the others waiting */
     for (int k = 0; k < NET_SOCKETS && got == 0; k++) {
         which = (net_sock)((n->next_sock + k) % NET_SOCKETS);
+        if (which == NET_STREAM && stream_take(n, in)) {
+            n->next_sock = (n->next_sock + 1) % NET_SOCKETS;
+            return 1;
+        }
         if (n->sock[which])
             got = recv_from(n, which);
     }
@@ -350,10 +386,10 @@ int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, ui
 static int enqueue(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
                    net_when when, int fd, uint64_t ino);
 
-int net_queue_guarded(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
-                      net_when when, int fd, uint64_t ino)
+int net_queue_guarded(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m,
+                      uint64_t token, net_when when, int fd, uint64_t ino)
 {
-    return enqueue(n, NET_MAIN, rid, rid_len, m, token, when, fd, fd >= 0 ? ino : 0);
+    return enqueue(n, sock, rid, rid_len, m, token, when, fd, fd >= 0 ? ino : 0);
 }
 
 int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
@@ -406,6 +442,18 @@ size_t net_queued(const net *n, net_when when)
     return n->q[when].nrecs;
 }
 
+/* send_stream queues a message for a stream connection (stream_push
+ * writes it): SL_OK, SL_ECONNECT (the connection is gone), SL_EFULL (it
+ * does not read), SL_ENOMEM (reported as SL_EFULL: not sent). */
+static int send_stream(net *n, const uint8_t *rid, size_t rid_len, const void *body, size_t len)
+{
+    uint64_t id = 0;
+    for (size_t i = 0; i < rid_len && i < 8; i++)
+        id = id << 8 | rid[i];
+    int rc = n->stream && rid_len == 8 ? stream_send(n->stream, id, body, len) : SL_ECONNECT;
+    return rc == SL_ENOMEM ? SL_EFULL : rc;
+}
+
 void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
 {
     outq *q = &n->q[when];
@@ -414,9 +462,8 @@ void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
     for (size_t i = 0; i < q->nrecs; i++) {
         const out_rec *r = &q->recs[i];
         const uint8_t *rid = (const uint8_t *)q->arena.data + r->off;
-        void *sock = n->sock[r->sock];
-        /* the admin endpoint holds no consumers: nothing to settle there */
-        net_fail_fn on_fail = r->sock == NET_MAIN ? fail : NULL;
+        /* the admin endpoint and the bridge hold no consumers: nothing to settle there */
+        net_fail_fn on_fail = r->sock == NET_MAIN || r->sock == NET_STREAM ? fail : NULL;
         if (r->ino) { /* for one connection: is its descriptor still that socket? */
             if (r->fd != seen_fd) {
                 seen_fd = r->fd;
@@ -424,25 +471,34 @@ void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
             }
             if (seen_ino != r->ino) {
                 if (on_fail)
-                    on_fail(ctx, rid, r->rid_len, r->token, SL_ESTALE);
+                    on_fail(ctx, r->sock, rid, r->rid_len, r->token, SL_ESTALE);
                 continue;
             }
         }
+        if (r->sock == NET_STREAM) {
+            int rc = send_stream(n, rid, r->rid_len, rid + r->rid_len, r->body_len);
+            if (rc != SL_OK && on_fail)
+                on_fail(ctx, r->sock, rid, r->rid_len, r->token, rc);
+            continue;
+        }
+        void *sock = n->sock[r->sock];
         if (zmq_send(sock, rid, r->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             int e = zmq_errno();
             if (on_fail)
-                on_fail(ctx, rid, r->rid_len, r->token, e == EAGAIN ? SL_EFULL : SL_ECONNECT);
+                on_fail(ctx, r->sock, rid, r->rid_len, r->token, e == EAGAIN ? SL_EFULL : SL_ECONNECT);
             continue;
         }
         /* ROUTER accepted the envelope, so the body part cannot block */
         if (zmq_send(sock, rid + r->rid_len, r->body_len, ZMQ_DONTWAIT) < 0) {
             log_error("net", "send of a message body failed: %s", zmq_strerror(zmq_errno()));
             if (on_fail)
-                on_fail(ctx, rid, r->rid_len, r->token, SL_ECONNECT);
+                on_fail(ctx, r->sock, rid, r->rid_len, r->token, SL_ECONNECT);
         }
     }
     q->nrecs = 0;
     proto_wbuf_reset(&q->arena);
+    if (n->stream)
+        stream_push(n->stream);
 }
 
 void net_seal(net *n, int sealed)

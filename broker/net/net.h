@@ -26,9 +26,10 @@ typedef struct net net;
 typedef enum net_when { NET_NOW = 0, NET_AFTER_COMMIT = 1, NET_AFTER_NEXT_COMMIT = 2, NET_WHENS = 3 } net_when;
 
 /* The endpoints: the main one, the optional admin one (--admin-listen),
- * and the HTTP server's bridge (an inproc:// socket only this process can
- * reach; bridge.h). */
-typedef enum net_sock { NET_MAIN = 0, NET_ADMIN = 1, NET_HTTP = 2, NET_SOCKETS = 3 } net_sock;
+ * the HTTP server's bridge (an inproc:// socket only this process can
+ * reach; bridge.h), and the optional stream endpoint (--stream-listen:
+ * plain sockets, no ZeroMQ; stream.h). */
+typedef enum net_sock { NET_MAIN = 0, NET_ADMIN = 1, NET_HTTP = 2, NET_STREAM = 3, NET_SOCKETS = 4 } net_sock;
 
 /* Where the bridge's socket listens: inproc, in net's own ZeroMQ context. */
 #define NET_BRIDGE_ENDPOINT "inproc://sluice-http"
@@ -40,6 +41,7 @@ typedef struct net_cfg {
     const char *curve_secret; /* the broker's CURVE secret key (Z85), or NULL: plaintext */
     const char *admin_endpoint; /* a second endpoint, for admin commands, or NULL */
     int http_bridge;       /* bind NET_BRIDGE_ENDPOINT for the HTTP server's requests */
+    const char *stream_endpoint; /* --stream-listen, or NULL */
 } net_cfg;
 
 /* One received message; pointers valid until the next net_recv. A message
@@ -58,11 +60,12 @@ typedef struct net_in {
     int fd;                /* the descriptor it was read from (ZMQ_SRCFD), or -1 */
 } net_in;
 
-/* Called by net_flush for each message that could not be sent: err is
- * SL_ECONNECT (the peer is gone), SL_EFULL (its queue is full) or SL_ESTALE
+/* Called by net_flush for each message to a peer of the main or the
+ * stream endpoint (sock) that could not be sent: err is SL_ECONNECT (the
+ * peer is gone), SL_EFULL (its queue is full) or SL_ESTALE
  * (net_queue_guarded: the connection it was for is gone, whoever holds its
  * routing id now). token is what net_queue was given (0 for plain replies). */
-typedef void (*net_fail_fn)(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
+typedef void (*net_fail_fn)(void *ctx, unsigned sock, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
 
 /* net_open creates the context and socket and binds (failures logged).
  * Returns SL_OK; SL_EINVAL for a malformed endpoint, an unknown transport or
@@ -87,8 +90,13 @@ struct zap *net_zap(net *n);
 void net_close(net **n);
 
 /* net_socket returns endpoint which's socket, for polling (loop.c only), or
- * NULL when that endpoint is not open. */
+ * NULL when that endpoint is not open or is not a ZeroMQ socket. */
 void *net_socket(net *n, net_sock which);
+
+/* net_stream_pollfd returns the stream endpoint's descriptor to poll for
+ * input, or -1 when there is none; *ready is set when a message is already
+ * buffered (the caller must not sleep). */
+int net_stream_pollfd(net *n, int *ready);
 
 /* net_recv receives one message without blocking. Returns 1 with *in set, 0
  * when nothing is waiting, or -1 on a transport error (logged). */
@@ -99,20 +107,21 @@ int net_recv(net *n, net_in *in);
  * (m is not valid: a bug, logged), SL_ENOMEM. */
 int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when);
 
-/* net_queue_guarded is net_queue for a message to one connection: the one
- * that came in on descriptor fd, a socket of inode ino. A routing id names
+/* net_queue_guarded is net_queue_via for a message to one connection: the
+ * one that came in on endpoint sock's descriptor fd, a socket of inode ino. A routing id names
  * whichever connection holds it when the message leaves, and once a
  * connection is gone another may take its routing id (a peer may choose
  * its own); so at net_flush the message leaves only while fd is still that
  * socket, and is otherwise reported to fail as SL_ESTALE, unsent. fd < 0 or
  * ino 0: no check. Costs an fstat(2) per message (one per run of messages
  * to the same descriptor). */
-int net_queue_guarded(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
-                      net_when when, int fd, uint64_t ino);
+int net_queue_guarded(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m,
+                      uint64_t token, net_when when, int fd, uint64_t ino);
 
 /* net_queue_via is net_queue to a peer of endpoint sock (net_queue: the
- * main one). A failed send of a reply on the admin endpoint is not reported
- * to net_flush's fail: nothing there holds deliveries. */
+ * main one). A failed send of a reply on the admin endpoint or the HTTP
+ * bridge is not reported to net_flush's fail: nothing there holds
+ * deliveries. */
 int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
                   net_when when);
 

@@ -102,7 +102,8 @@ static int deliver_one(bk *b, conn *c, unsigned level, disp_reason why)
         proto_set(&m, cost, rec.cost);
     /* a message whose publish is not yet durable waits for the commit */
     net_when when = queue_committed(&b->q, level, key) ? NET_NOW : NET_AFTER_COMMIT;
-    rc = net_queue_guarded(b->net, c->rid, c->rid_len, &m, l->token, when, c->fd, c->fd_ino); /* its connection only */
+    rc = net_queue_guarded(b->net, (net_sock)c->sock, c->rid, c->rid_len, &m, l->token, when, c->fd,
+                           c->fd_ino); /* its connection only */
     if (rc != SL_OK) {
         lease_free(&b->leases, l);
         queue_untake(&b->q, level, key);

@@ -118,7 +118,7 @@ void member_pool_changed(bk *b, pool *p)
         proto_set(&m, rate_milli, c->pace_rate_milli);
         proto_set(&m, burst, c->pace_burst);
         proto_set(&m, pacers, n_active);
-        net_queue(b->net, c->rid, c->rid_len, &m, 0, NET_NOW);
+        net_queue_via(b->net, (net_sock)c->sock, c->rid, c->rid_len, &m, 0, NET_NOW);
     }
 }
 

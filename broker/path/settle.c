@@ -258,7 +258,7 @@ void settle_drop_conn(bk *b, conn *c, settle_end why)
     conn_remove(&b->conns, c);
 }
 
-void settle_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
+void settle_send_failed(void *ctx, unsigned sock, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
 {
     bk *b = ctx;
     b->tx_failed++;
@@ -276,7 +276,7 @@ void settle_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t 
     if (err == SL_ECONNECT || err == SL_ESTALE) {
         /* ESTALE: the connection the message was for is gone, and another may
          * hold its routing id now: drop the conn only if its own socket is gone */
-        conn *c = conn_find(&b->conns, NET_MAIN, rid, rid_len);
+        conn *c = conn_find(&b->conns, sock, rid, rid_len);
         if (c && (err == SL_ECONNECT || member_gone(c)))
             settle_drop_conn(b, c, SETTLE_END_GONE);
     }

@@ -77,6 +77,6 @@ void settle_drop_conn(bk *b, conn *c, settle_end why);
  * DELIVER that could not leave ends UNSENT; an unreachable peer is
  * dropped, and so is a consumer whose connection is gone (SL_ESTALE from a
  * guarded send) when its descriptor is no longer its socket. */
-void settle_send_failed(void *ctx, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
+void settle_send_failed(void *ctx, unsigned sock, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
 
 #endif /* SLUICE_SETTLE_H */

@@ -36,6 +36,13 @@ int row_peer_window(bench *b);
 int row_peer_drain(bench *b);
 int row_peer_latency(bench *b);
 
+/* row_peer_one_pairs: 1 x 1 over the spawned broker's stream endpoint and
+ * the peer's 1 x 1 in PEER_PAIRS alternating turns of 1 s, for the median
+ * of the pairs' ratios (the ratio row that carries the 1 x 1 target). A
+ * no-op without a peer or a stream endpoint. */
+#define PEER_PAIRS 5
+int row_peer_one_pairs(bench *b);
+
 /* row_peer_ratios adds the ratio rows whose figures this run measured:
  * against the peer, the raw flush, the ideal log, and CURVE against plain. */
 int row_peer_ratios(bench *b);

@@ -37,6 +37,10 @@ typedef struct bench {
     bench_peer_bs peer;     /* beanstalkd -f 0 (bench_peer.c); port 0 when none runs */
     /* for the ratio rows, from this run: Sluice's first pass, the machine, CURVE, the peer */
     double one_per_s, many_per_s, trips_per_s, flushes_per_s;
+    double one_stream_per_s, many_stream_per_s; /* the same over the stream endpoint (0: not measured) */
+    double drain_stream_per_s, p99_stream_ms;
+    double one_pairs_ratio; /* 1 x 1 stream / peer, the median of alternating pairs (bench_peer.c) */
+    int streaming;          /* this row runs over the spawned broker's stream endpoint (stream_run) */
     double window_per_s, drain_per_s, p99_ms, ideal_p99_ms;
     double curve_window_per_s, curve_drain_per_s;
     double peer_one_per_s, peer_many_per_s, peer_window_per_s, peer_drain_per_s, peer_p99_ms;

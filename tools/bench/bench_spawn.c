@@ -46,7 +46,13 @@ int bench_spawn_stop(bench_spawn *s)
 
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir)
 {
-    return bench_spawn_start_with(s, path, dir, NULL, NULL, 0);
+    char listen[96];
+    snprintf(listen, sizeof listen, "ipc://%s/st.sock", dir);
+    const char *const extra[] = {"--stream-listen", listen, NULL};
+    int rc = bench_spawn_start_with(s, path, dir, extra, NULL, 0);
+    if (rc == 0)
+        snprintf(s->stream_endpoint, sizeof s->stream_endpoint, "stream+%s", listen);
+    return rc;
 }
 
 int bench_spawn_start_with(bench_spawn *s, const char *path, const char *dir, const char *const *extra,

@@ -10,10 +10,12 @@
 typedef struct bench_spawn {
     proc p;             /* the running broker (p.pid 0 when none runs); p.log is DIR/sluiced.log */
     char endpoint[96];  /* ipc://DIR/s.sock, once started */
+    char stream_endpoint[112]; /* stream+ipc://DIR/st.sock (bench_spawn_start's --stream-listen), or "" */
 } bench_spawn;
 
 /* bench_spawn_start runs the sluiced binary at path with its data, socket
- * and log in dir (which must exist), in its own process group, and waits up
+ * and log in dir (which must exist), and a stream endpoint beside the
+ * ZeroMQ one (--stream-listen ipc://DIR/st.sock), in its own process group, and waits up
  * to 20 s for the READY line on its --ready-fd. s needs no setup and is
  * overwritten. Returns 0 with s->p.pid and s->endpoint set; or -1, reported,
  * with the broker's log shown and no broker left running (s->p.pid is 0). */

@@ -156,3 +156,19 @@ def test_headers_that_break_a_rule_are_refused(client, headers, error):
         client.send(b"x", headers=headers)
     assert "header" in str(e.value)
     assert level_row(client, "normal")["depth"] == 0
+
+
+def test_the_stream_endpoint_publishes_and_consumes_as_zeromq_does(broker_factory):
+    b = broker_factory(start=False)
+    sock = f"{b.dir}/st.sock"
+    b.extra += ["--stream-listen", f"ipc://{sock}"]
+    b.start()
+    with sluice.Client(f"stream+ipc://{sock}") as s, b.client() as z:
+        ids = [s.send(f"s{i}", level="normal") for i in range(20)]
+        ids.append(z.send("z", level="normal"))  # the same queue from the ZeroMQ endpoint
+        assert ids == sorted(ids)
+        got = drain(s, 21)
+        assert [d.text for d in got] == [f"s{i}" for i in range(20)] + ["z"]
+        assert level_row(z, "normal")["depth"] == 0
+    with pytest.raises(sluice.errors.InvalidArgument):
+        sluice.Client("stream+udp://127.0.0.1:1")
