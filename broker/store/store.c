@@ -311,7 +311,7 @@ static int level_open(store *s, unsigned l, store_level_info *li)
 
 /* schema_open checks the format and level count in meta, then opens (and
  * creates) the databases and reads each level's state. */
-static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_level_info *info)
+static int schema_open(store *s, const char *dir, uint64_t wal_bytes, int wal_buffered, store_level_info *info)
 {
     MDB_val v;
     unsigned stored_levels = 0, format = 0;
@@ -327,7 +327,7 @@ static int schema_open(store *s, const char *dir, uint64_t wal_bytes, store_leve
     if (err == SL_OK)
         err = format_read(s, dir, &format);
     if (err == SL_OK) /* a crash's confirmed batches, before anything is read */
-        err = store_wal_open(s, dir, wal_bytes);
+        err = store_wal_open(s, dir, wal_bytes, wal_buffered);
     if (err == SL_OK && format != STORE_FORMAT) /* a new store, or an older format */
         err = store_upgrade(s, dir, format);
     if (err == SL_OK) /* every meta value's seal, before any is believed */
@@ -387,7 +387,7 @@ int store_open(const store_cfg *cfg, store **out, store_level_info *info)
     if (err == SL_OK)
         err = store_txn_need(s);
     if (err == SL_OK)
-        err = schema_open(s, cfg->dir, cfg->wal_bytes, info);
+        err = schema_open(s, cfg->dir, cfg->wal_bytes, cfg->wal_buffered, info);
     if (err == SL_OK)
         err = store_commit(s);
     if (err == SL_OK && s->wal && store_wal_settle(s, cfg->dir) == 1) { /* a new (or resized) log */

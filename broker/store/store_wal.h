@@ -21,10 +21,12 @@ typedef struct store_wal store_wal;
 /* store_wal_open opens the log of the data directory dir and replays into
  * the open transaction every record past the checkpoint that meta "wal"
  * names (a crash's confirmed batches); ring_bytes sizes a new log (0: no log
- * from now on, after replaying any left). Sets s->wal (NULL when off).
+ * from now on, after replaying any left). buffered (--wal-buffered): write
+ * records through the page cache and fdatasync, never O_DIRECT. Sets s->wal
+ * (NULL when off).
  * Returns SL_OK, SL_ECORRUPT (a log of another data directory), SL_EIO or
  * SL_ENOMEM, logged. */
-int store_wal_open(store *s, const char *dir, uint64_t ring_bytes);
+int store_wal_open(store *s, const char *dir, uint64_t ring_bytes, int buffered);
 
 /* store_wal_close frees the log (store_close); the file stays. */
 void store_wal_close(store *s);

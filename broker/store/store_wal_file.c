@@ -118,6 +118,10 @@ static int file_open(store_wal *w)
 {
     unsigned char h[WAL_PAGE];
     struct stat st;
+    if (w->dfd >= 0) /* the file before this one's */
+        close(w->dfd);
+    w->dfd = -1;
+    w->direct_tried = w->buffered; /* (so never tried) */
     w->fd = open(w->path, O_RDWR | O_CLOEXEC);
     if (w->fd < 0)
         return errno;
@@ -297,12 +301,13 @@ static uint64_t new_file_id(void)
     return id;
 }
 
-int store_wal_open(store *s, const char *dir, uint64_t ring_bytes)
+int store_wal_open(store *s, const char *dir, uint64_t ring_bytes, int buffered)
 {
     store_wal *w = calloc(1, sizeof *w);
     if (!w)
         return SL_ENOMEM;
-    w->fd = -1;
+    w->fd = w->dfd = -1;
+    w->buffered = buffered;
     snprintf(w->path, sizeof w->path, "%s/%s", dir, STORE_WAL_FILE);
     s->wal = w;
     MDB_val v;
@@ -348,7 +353,9 @@ int store_wal_open(store *s, const char *dir, uint64_t ring_bytes)
     if (!ring || w->settle) { /* the open commit says "nothing to replay" (file id 0) until a new file is made */
         if (w->fd >= 0)
             close(w->fd);
-        w->fd = -1;
+        if (w->dfd >= 0)
+            close(w->dfd);
+        w->fd = w->dfd = -1;
         w->ring = ring;
         w->file_id = 0;
     }
@@ -389,6 +396,9 @@ void store_wal_close(store *s)
         return;
     if (w->fd >= 0)
         close(w->fd);
+    if (w->dfd >= 0)
+        close(w->dfd);
+    free(w->dbuf);
     free(w->notes);
     free(w->rec);
     free(w);

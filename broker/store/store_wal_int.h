@@ -26,6 +26,11 @@
 
 struct store_wal {
     int fd;
+    int dfd;                /* the same file opened O_DIRECT | O_DSYNC for records, once tried; -1: none */
+    int direct_tried;       /* dfd was tried on this file (file_open resets it) */
+    int buffered;           /* --wal-buffered: never O_DIRECT */
+    unsigned char *dbuf;    /* a page-aligned copy of the record for dfd */
+    size_t dbuf_cap;
     char path[PATH_MAX];
     uint64_t file_id;
     uint64_t ring;          /* bytes of records: [WAL_START, WAL_START + ring) */

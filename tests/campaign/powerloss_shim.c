@@ -21,7 +21,11 @@
  * fsync or fdatasync makes the file's log durable: it is emptied. A write
  * through an O_DSYNC or O_SYNC descriptor is durable when it returns, so it
  * is logged as "durable": never undone, and it shields the bytes it covers
- * from the undoing of older writes.
+ * from the undoing of older writes. Such a write is also a sync: it counts
+ * toward POWERLOSS_AFTER_SYNCS, and when it is the N-th, power goes while
+ * it is under way: it is written, logged as not durable (so it may be
+ * undone or torn like any other), and then the loss happens (LMDB writes
+ * its meta page so, and the broker its log records with O_DIRECT).
  *
  * Power loss. When triggered, each file's log is walked newest first and
  * every piece is kept or undone at random (POWERLOSS_KEEP_PCT percent kept,
@@ -35,7 +39,8 @@
  *
  * Triggers: SIGUSR1 (the handler does it at once when no wrapper is busy,
  * else the busy wrapper does it when it finishes its call), the N-th sync of
- * a tracked file (POWERLOSS_AFTER_SYNCS=N: that sync does not happen), the
+ * a tracked file (POWERLOSS_AFTER_SYNCS=N: that sync does not happen, or
+ * that O_DSYNC write does not become durable), the
  * N-th tracked write or sync (POWERLOSS_AFTER_OPS=N), or a log larger than
  * POWERLOSS_MAX_MB (default 1024). POWERLOSS_SEED seeds the choice.
  *
@@ -614,12 +619,15 @@ static size_t iov_bytes(const struct iovec *iov, int n)
         int f_ = fd_file[s_];                                                       \
         off_t off_ = (off_expr);                                                    \
         size_t first_ = files[f_].n;                                                \
+        int lost_ = fd_dsync[s_] && ++syncs == after_syncs; /* power goes mid-write */ \
         if (off_ >= 0)                                                              \
-            record(f_, off_, (len_expr), fd_dsync[s_] && !control);                 \
+            record(f_, off_, (len_expr), fd_dsync[s_] && !control && !lost_);       \
         ssize_t r_ = call;                                                          \
         int e_ = errno;                                                             \
         if (off_ >= 0)                                                              \
             written(f_, first_, off_, r_);                                          \
+        if (lost_)                                                                  \
+            power_loss("syncs");                                                    \
         unlock();                                                                   \
         errno = e_;                                                                 \
         return r_;                                                                  \

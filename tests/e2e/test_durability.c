@@ -6,7 +6,10 @@
  * load loses nothing confirmed; publishes in flight when the broker dies
  * each end (confirmed or SL_ECONNECT) once the client reconnects; an
  * acknowledgement is durable once its flush window has passed, or as soon
- * as its OK arrives with --ack-flush-ms 0.
+ * as its OK arrives with --ack-flush-ms 0. The log's records are written
+ * through a descriptor opened O_DIRECT | O_DSYNC where the file system
+ * takes one (else the broker says why, and flushes with fdatasync), and
+ * never with --wal-buffered.
  *
  * Every test starts its own broker in its own temporary directory on an
  * ipc:// endpoint and stops it by PID. Nothing is mocked; the load test
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -230,6 +234,53 @@ static void ack_flush_zero_makes_ok_wait_for_commit(void **state)
     ack_survives_kill9(extra, 0);
 }
 
+/* direct_fds counts the broker's descriptors of its wal.log opened with
+ * O_DIRECT and O_DSYNC (from /proc/PID/fdinfo's octal flags). */
+static int direct_fds(const th_broker *b)
+{
+    int n = 0;
+    char link[64], target[512], path[64], info[512];
+    for (int fd = 0; fd < 1024; fd++) {
+        snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)b->pid, fd);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        if (!strstr(target, "/wal.log"))
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)b->pid, fd);
+        th_read_file(path, info, sizeof info);
+        const char *f = strstr(info, "flags:");
+        unsigned long flags = f ? strtoul(f + 6, NULL, 8) : 0;
+        n += (flags & O_DIRECT) && (flags & O_DSYNC);
+    }
+    return n;
+}
+
+static void the_log_is_written_direct_where_the_disk_takes_it(void **state)
+{
+    (void)state;
+    for (int buffered = 0; buffered < 2; buffered++) {
+        static const char *const plain[] = {NULL}, *const page_cache[] = {"--wal-buffered", NULL};
+        th_fixture *f = NULL;
+        assert_int_equal(th_fixture_start(buffered ? page_cache : plain, &f), 0);
+        for (int i = 0; i < 20; i++)
+            put(f->c, 1, "x");
+        char probe[400];
+        snprintf(probe, sizeof probe, "%s/probe", f->b.dir);
+        int pfd = open(probe, O_RDWR | O_CREAT | O_DIRECT, 0600); /* does this file system take O_DIRECT? */
+        int takes_direct = pfd >= 0;
+        if (pfd >= 0)
+            close(pfd);
+        int want = !buffered && takes_direct;
+        assert_int_equal(direct_fds(&f->b), want);
+        char log[8192];
+        th_read_file(f->b.log, log, sizeof log);
+        assert_int_equal(strstr(log, "cannot be opened with O_DIRECT") != NULL, !buffered && !takes_direct);
+        assert_int_equal(th_fixture_finish(&f), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +289,7 @@ int main(void)
         cmocka_unit_test(pending_publishes_end_after_a_restart),
         cmocka_unit_test(ack_is_durable_after_its_flush_window),
         cmocka_unit_test(ack_flush_zero_makes_ok_wait_for_commit),
+        cmocka_unit_test(the_log_is_written_direct_where_the_disk_takes_it),
     };
     th_seed();
     return cmocka_run_group_tests_name("durability", tests, NULL, NULL);

@@ -10,11 +10,12 @@
  * then it stops with SL_EIO, as after an I/O error.
  *
  * Those three run without the write-ahead log (--wal-mb 0: every batch an
- * LMDB commit). With it, a batch is one record and one fdatasync of the
- * log: EIO there stops the broker too, and ENOSPC from the record's write
- * refuses that batch (its record is voided, so it never replays) and the
- * broker goes on. The log is kept small (1 MiB) so that making it takes two
- * writes, not the injected one.
+ * LMDB commit). With it, a batch is one record, written with O_DIRECT |
+ * O_DSYNC (durable when the pwrite returns) or, with --wal-buffered,
+ * written and then flushed with fdatasync: EIO from either stops the broker
+ * too, and ENOSPC from the record's write refuses that batch (its record is
+ * voided, so it never replays) and the broker goes on. The log is kept
+ * small (1 MiB) so that making it takes two writes, not the injected one.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -59,12 +60,14 @@ static int stop_traced(th_broker *b, int sig)
  * runs under strace (b.wrap) first, then plain, and its clients have
  * different timeouts. */
 enum { FAULT_STOPS, FAULT_GOES_ON, FAULT_THEN_CRASH };
+enum { NO_WAL, WAL_DIRECT, WAL_BUFFERED }; /* run_fault's wal */
 
 static void run_fault(const char *trace, const char *inject, const char *what, int nospace, int wal)
 {
-    static const char *const no_log[] = {"--wal-mb", "0", NULL}, *const small_log[] = {"--wal-mb", "1", NULL};
+    static const char *const no_log[] = {"--wal-mb", "0", NULL}, *const small_log[] = {"--wal-mb", "1", NULL},
+                             *const buffered_log[] = {"--wal-mb", "1", "--wal-buffered", NULL};
     th_broker b;
-    assert_int_equal(th_broker_init(&b, wal ? small_log : no_log), 0);
+    assert_int_equal(th_broker_init(&b, wal == WAL_BUFFERED ? buffered_log : wal ? small_log : no_log), 0);
     /* LeakSanitizer cannot run under ptrace: off for the traced broker (env execs strace in place) */
     char asan[600];
     const char *old = getenv("ASAN_OPTIONS");
@@ -133,13 +136,13 @@ static void run_fault(const char *trace, const char *inject, const char *what, i
 static void eio_on_fdatasync(void **state)
 {
     (void)state;
-    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=40", "EIO from a data-page fdatasync", FAULT_STOPS, 0);
+    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=40", "EIO from a data-page fdatasync", FAULT_STOPS, NO_WAL);
 }
 
 static void eio_on_the_meta_sync(void **state)
 {
     (void)state;
-    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=41", "EIO from a meta-page fdatasync", FAULT_STOPS, 0);
+    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=41", "EIO from a meta-page fdatasync", FAULT_STOPS, NO_WAL);
 }
 
 /* LMDB writes a commit's data pages with writev (a run of pages) or pwrite
@@ -151,15 +154,26 @@ static void enospc_on_write(void **state)
 {
     (void)state;
     run_fault("trace=writev", "inject=writev:error=ENOSPC:when=15", "ENOSPC from a commit's data-page write",
-              FAULT_GOES_ON, 0);
+              FAULT_GOES_ON, NO_WAL);
 }
 
-/* With the log: the 40th fdatasync is a record's (checkpoints are a few a
- * second, and their EIO stops the broker too). */
+/* With the log written through the page cache (--wal-buffered): the
+ * 40th fdatasync is a record's (checkpoints are a few a second, and their
+ * EIO stops the broker too). */
 static void eio_on_the_log_sync(void **state)
 {
     (void)state;
-    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=40", "EIO from the log's fdatasync", FAULT_STOPS, 1);
+    run_fault("trace=fdatasync", "inject=fdatasync:error=EIO:when=40", "EIO from the log's fdatasync", FAULT_STOPS,
+              WAL_BUFFERED);
+}
+
+/* With the log written O_DIRECT | O_DSYNC (the default): the record's
+ * pwrite is its flush, and its EIO stops the broker. */
+static void eio_on_the_log_direct_write(void **state)
+{
+    (void)state;
+    run_fault("trace=pwrite64", "inject=pwrite64:error=EIO:when=30", "EIO from a log record's O_DSYNC write",
+              FAULT_STOPS, WAL_DIRECT);
 }
 
 /* With the log: ENOSPC from a record's write (a copy-on-write file system
@@ -168,7 +182,7 @@ static void enospc_on_the_log_write(void **state)
 {
     (void)state;
     run_fault("trace=pwrite64", "inject=pwrite64:error=ENOSPC:when=30", "ENOSPC from a log record's write",
-              FAULT_GOES_ON, 1);
+              FAULT_GOES_ON, WAL_DIRECT);
 }
 
 /* With the log: ENOSPC from a record's fdatasync (the record was written,
@@ -179,7 +193,7 @@ static void enospc_on_the_log_sync_then_a_crash(void **state)
 {
     (void)state;
     run_fault("trace=fdatasync", "inject=fdatasync:error=ENOSPC:when=40", "ENOSPC from a log record's fdatasync",
-              FAULT_THEN_CRASH, 1);
+              FAULT_THEN_CRASH, WAL_BUFFERED);
 }
 
 int main(void)
@@ -193,6 +207,7 @@ int main(void)
         cmocka_unit_test(eio_on_the_meta_sync),
         cmocka_unit_test(enospc_on_write),
         cmocka_unit_test(eio_on_the_log_sync),
+        cmocka_unit_test(eio_on_the_log_direct_write),
         cmocka_unit_test(enospc_on_the_log_write),
         cmocka_unit_test(enospc_on_the_log_sync_then_a_crash),
     };
