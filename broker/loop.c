@@ -77,7 +77,6 @@
 #define RECV_BATCH 4096
 #define DISPATCH_BATCH 4096
 #define MAX_WAIT_NS NS_PER_S
-#define LOOP_NOSPACE_RETRY_MS 1000 /* the retry-after of a publish whose commit found no space */
 #define LOOP_PATIENCE_NS 1000000u  /* 1 ms: a commit out longer than this no longer keeps requests waiting */
 #define LOOP_INLINE_MAX_REPLIES 1  /* a record at most this many replies wait for may be written on the loop */
 #define LOOP_INLINE_CLEAR_NS 1000000u /* ... and only when no metered release is due sooner than this */
@@ -284,128 +283,9 @@ int loop_wait_net(struct net *n, struct pollfd *extra, unsigned nextra, uint64_t
     return 0;
 }
 
-static void hold_send_failed(void *ctx, unsigned sock, const uint8_t *rid, size_t rid_len, uint64_t token, int err)
-{
-    bk *b = ctx;
-    loop_state *ls = b->loop;
-    if (ls->nheld == ls->capheld && rid_len <= sizeof ls->held[0].rid) {
-        held_fail *v = grow_array(ls->held, &ls->capheld, ls->nheld + 1, sizeof *v, 256);
-        if (v)
-            ls->held = v;
-    }
-    if (ls->nheld == ls->capheld || rid_len > sizeof ls->held[0].rid) {
-        log_warn("loop", "cannot hold a failed send until the commit ends (out of memory, or a %zu-byte "
-                 "routing id): its delivery is returned uncharged", rid_len);
-        if (token) /* returns the delivery uncharged: writes nothing */
-            settle_send_failed(ctx, sock, rid, rid_len, token, SL_EFULL);
-        return;
-    }
-    held_fail *h = &ls->held[ls->nheld++];
-    h->sock = sock;
-    memcpy(h->rid, rid, rid_len);
-    h->rid_len = rid_len;
-    h->token = token;
-    h->err = err;
-}
-
-/* commit_ended finishes a commit, the writer's or one made at once: the
- * histogram, and the pass's confirmations sent, or all turned into errors.
- * logged: it was a log record, whose refusal also lost what the next batch
- * had written meanwhile (its replies are refused too). Returns SL_OK or the
- * commit's error. */
-int loop_commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged)
-{
-    net_seal(b->net, 0); /* its replies, and the next batch's, are sorted out below */
-    if (rc == SL_OK) /* durable: its confirmations leave before the bookkeeping (failures held until after it) */
-        net_flush(b->net, NET_AFTER_COMMIT, hold_send_failed, b);
-    if (b->commit_stall_noted)
-        log_warn("loop", "the stalled commit ended after %llu ms; watchdog pings resume",
-                 (unsigned long long)((loop_now_mono() - b->commit_out_ns) / NS_PER_MS));
-    b->commit_out_ns = 0;
-    b->commit_stall_noted = 0;
-    queue_commit_ended(&b->q, rc); /* a failed commit puts the view back */
-    settings_commit_ended(b, rc);  /* and the settings it changed (all since the last durable batch) */
-    if (rc == SL_OK || rc == SL_ENOSPC || rc == SL_ECORRUPT) { /* no transaction is open yet: measure, grow */
-        cron_between_commits(b, rc == SL_ENOSPC); /* (at once after ENOSPC) */
-        queue_deferred_apply(&b->q); /* the deletes of ACKs taken while it was out open the next one */
-    }
-    if (wrote && rc == SL_OK) {
-        hist_add(&b->commit_hist, HIST_COMMIT, loop_now_mono() - t0_ns);
-        b->commits++;
-    }
-    loop_state *ls = b->loop;
-    for (size_t i = 0; i < ls->nheld; i++)
-        settle_send_failed(b, ls->held[i].sock, ls->held[i].rid, ls->held[i].rid_len, ls->held[i].token,
-                           ls->held[i].err);
-    ls->nheld = 0;
-    if (rc == SL_ENOSPC) { /* LMDB's previous state is intact: refuse the batch, keep serving */
-        uint64_t held_back = 0;
-        b->commits_nospace++;
-        if (!net_queued(b->net, NET_AFTER_COMMIT) && !store_held(b->st)) {
-            /* no publisher asked: back off (cron_commit_due); after a failed checkpoint the log goes on
-             * taking batches, and the store backs off checkpoints itself */
-            uint64_t ns = b->nospace_backoff_ns * 2, floor = b->cfg.ack_flush_ms * NS_PER_MS + NS_PER_MS;
-            ns = ns < floor ? floor : ns > LOOP_NOSPACE_RETRY_MS * NS_PER_MS ? LOOP_NOSPACE_RETRY_MS * NS_PER_MS : ns;
-            b->nospace_backoff_ns = ns;
-            b->nospace_until_ns = b->mono_ns + ns;
-        }
-        if (log_limit_pass(&b->nospace_log, b->mono_ns, 10 * NS_PER_S, &held_back))
-            log_warn("loop", "commit failed: no space left (the disk or the map); this batch's publishes are "
-                     "refused with SL_ENOSPC and the broker goes on (%llu such failures held back)",
-                     (unsigned long long)held_back);
-        for (int i = 0; i < 1 + logged; i++) {
-            net_fail_queued(b->net, SL_ENOSPC,
-                            "the broker's storage is full: this batch was not committed (nothing of it is stored); "
-                            "retry later (the map grows if the disk has room, or consumers drain it)",
-                            LOOP_NOSPACE_RETRY_MS);
-            net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
-            net_promote(b->net);
-        }
-        if (logged) /* the next batch's publishes were refused with it: none waits now */
-            b->puts_unsealed = 0;
-        return SL_OK;
-    }
-    if (rc == SL_ECORRUPT) { /* a level's tree failed as LMDB read it: quarantined (store_recheck), the rest go on */
-        for (int i = 0; i < 1 + logged; i++) {
-            net_fail_queued(b->net, SL_ECORRUPT,
-                            "a level's stored tree turned out damaged while this batch was made: the level is "
-                            "quarantined and this batch was not committed (nothing of it is stored); retry", 0);
-            net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
-            net_promote(b->net);
-        }
-        if (logged)
-            b->puts_unsealed = 0;
-        return SL_OK;
-    }
-    if (rc != SL_OK) {
-        log_error("loop", "commit failed (%s): refusing every confirmation of this pass and stopping",
-                  proto_strerror(rc));
-        for (int i = 0; i < 2; i++) { /* this batch's replies, then the next one's (with the log) */
-            net_fail_queued(b->net, SL_EIO,
-                            "the broker failed to commit this batch and stopped: the request is not confirmed, "
-                            "and whether it reached the disk is unknown; retry it", 0);
-            net_flush(b->net, NET_AFTER_COMMIT, NULL, NULL);
-            net_promote(b->net);
-        }
-        return rc;
-    }
-    b->nospace_until_ns = b->nospace_backoff_ns = 0;
-    net_flush(b->net, NET_AFTER_COMMIT, settle_send_failed, b);
-    net_promote(b->net); /* OKs to ACKs taken while it was out: after the next commit, which deletes */
-    if (logged && b->loop->ended_inline) { /* nothing received during its flush yet: told next pass */
-        b->loop->gather_pending = 1;
-        b->loop->gather_confirmed = b->loop->sealed_puts;
-        loop_back_ended(&b->loop->back); /* its publishers' next publishes are theirs, not waiting */
-    } else if (logged) { /* those it confirmed come back: gather them */
-        gather_record_ended(&b->loop->gath, b->mono_ns, b->loop->sealed_puts, b->puts_unsealed);
-    }
-    b->loop->sealed_puts = 0;
-    return SL_OK;
-}
-
 static void flush_now(bk *b)
 {
-    net_flush(b->net, NET_NOW, store_committing(b->st) ? hold_send_failed : settle_send_failed, b);
+    net_flush(b->net, NET_NOW, store_committing(b->st) ? loop_hold_send_failed : settle_send_failed, b);
 }
 
 /* end_pass sends what need not wait, and hands the pass's transaction to the

@@ -1,6 +1,6 @@
 /*
- * loop_int.h - what loop.c shares with loop_ha.c: the loop's own state and
- * the end of a commit. Not for the rest of the broker.
+ * loop_int.h - what loop.c shares with loop_commit.c and loop_ha.c: the
+ * loop's own state and the end of a commit. Not for the rest of the broker.
  */
 #ifndef SLUICE_LOOP_INT_H
 #define SLUICE_LOOP_INT_H
@@ -52,12 +52,17 @@ struct loop_state {
     loop_back back;       /* whose publishes are in the batch and the record, and who is back (loop_back.c) */
 };
 
+/* loop_hold_send_failed is net_flush's failure callback while a commit is
+ * out or ending: the failure is held and handed to settle_send_failed once
+ * the commit has ended (loop_commit.c). */
+void loop_hold_send_failed(void *ctx, unsigned sock, const uint8_t *rid, size_t rid_len, uint64_t token, int err);
+
 /* loop_set_clock reads the clocks into b (the only reads, with loop.h's). */
 void loop_set_clock(bk *b);
 
 /* loop_commit_ended finishes a commit, the writer's or one made at once:
  * the histogram, and the pass's confirmations sent, or all turned into
- * errors (loop.c). Returns SL_OK or the commit's error. */
+ * errors (loop_commit.c). Returns SL_OK or the commit's error. */
 int loop_commit_ended(bk *b, int rc, int wrote, uint64_t t0_ns, int logged);
 
 /* loop_finish ends a commit, unless its record waits for the standby (a

@@ -42,7 +42,8 @@
  * The stream transport (stream+tcp://, stream+ipc://; cstream.c) takes
  * ZeroMQ's place under the same pump: frames come from cstream_take, sends
  * go through cstream_send, and a connection that closes or breaks ends
- * what waited on it at once (stream_lost_end), as a reconnection would.
+ * what waited on it at once, as a reconnection would (wire_lost.c, which
+ * also holds what a ZeroMQ reconnection ends).
  *
  * Time. This file, cstream.c, failover.c, multi.c and pacer.c read the clock. Every wait is bounded by
  * a CLOCK_MONOTONIC deadline, a send's too: a send never blocks in ZeroMQ
@@ -74,7 +75,6 @@
 #define MONITOR_BATCH        64       /* monitor events handled per pump pass */
 #define MONITOR_EVERY_NS     1000000  /* between frames, the monitor is looked at this often */
 #define REFUSED_GRACE_NS     300000000 /* a refused first connection fails the call this long after */
-#define STREAM_RETRY_NS      100000000 /* a subscribed stream client connects again at most this often */
 
 typedef enum wait_for { WAIT_REPLY, WAIT_CONFIRM, WAIT_DELIVERY, WAIT_SETTLED } wait_for;
 
@@ -115,11 +115,6 @@ static long wait_ms_until(int64_t deadline_ns)
 
 static void monitor_drain(sl_client *c, bool closing);
 static int handshake_refused(sl_client *c);
-static void stream_lost_end(sl_client *c);
-static int stream_revive(sl_client *c, int64_t deadline_ns);
-static void stream_hup_take(sl_client *c);
-static int stream_send(sl_client *c, int64_t deadline_ns);
-static int frame_take(sl_client *c, bool *got);
 
 /* send_wait waits, up to deadline_ns, for the socket to take a frame: a
  * DEALER has nowhere to queue one between a connection that closed and
@@ -161,9 +156,9 @@ static int msg_send_keep(sl_client *c, const proto_msg *m, int flags, void **kee
 {
     int64_t deadline_ns = deadline_after(c->timeout_ms);
     if (c->over_stream) { /* a connection lost since: its waiters end, and a subscription is renewed first */
-        stream_hup_take(c);
-        stream_lost_end(c);
-        int rc = stream_revive(c, (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
+        wire_stream_hup_take(c);
+        wire_stream_lost_end(c);
+        int rc = wire_stream_revive(c, now_ns(), (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
         if (rc)
             return rc;
     }
@@ -172,7 +167,7 @@ static int msg_send_keep(sl_client *c, const proto_msg *m, int flags, void **kee
     if (rc == SL_OK && keep)
         rc = failover_keep(c, keep, keep_len);
     if (rc == SL_OK && c->over_stream) /* (connecting if it is not) */
-        rc = stream_send(c, (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
+        rc = wire_stream_send(c, now_ns(), (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
     while (rc == SL_OK && !c->over_stream && zmq_send(c->sock, c->out.data, c->out.len, ZMQ_DONTWAIT) < 0) {
         if (errno != EAGAIN && errno != EINTR)
             rc = SL_ECONNECT;
@@ -213,147 +208,6 @@ static void frame_release(sl_client *c)
 {
     zmq_msg_close(&c->frame);
     zmq_msg_init(&c->frame);
-}
-
-static void deliveries_drop(sl_client *c)
-{
-    sl_delivery *d;
-    while (c->deliveries.count) {
-        fifo_remove(&c->deliveries, 0, &d);
-        free(d);
-    }
-}
-
-/* reconnected runs on every handshake after the first: the broker has
- * forgotten this connection, so renew the subscription (see the top). */
-/* puts_abandon ends every publish still waiting for its confirmation: its
- * reply, if any, went to the connection that is gone. Each is confirmed with
- * SL_ECONNECT, so that waiting for them ends; whether the broker stored it is
- * unknown (an idempotency key makes the retry safe). */
-static void puts_abandon(sl_client *c)
-{
-    static const char text[] = "the connection to the broker was lost before the confirmation arrived; "
-                               "the message may or may not have been stored";
-    while (c->puts.count) {
-        pending_put *p = fifo_at(&c->puts, 0);
-        client_confirm q = {.confirm = {.ticket = p->ticket, .err = SL_ECONNECT}, .msg = strdup(text)};
-        if (!q.msg || fifo_push(&c->confirms, &q)) {
-            free(q.msg);
-            return; /* out of memory: they stay pending, as before */
-        }
-        free(p->frame);
-        fifo_remove(&c->puts, 0, NULL);
-    }
-}
-
-/* settles_lost forgets the settlements whose answers can no longer come
- * (their connection is gone) and reports them as refused with SL_ECONNECT:
- * the broker may never have received them, so the messages may be
- * delivered again, and sl_flush must not say they were accepted. */
-static void settles_lost(sl_client *c)
-{
-    size_t lost = c->settles.count;
-    while (c->settles.count)
-        fifo_remove(&c->settles, 0, NULL);
-    if (!lost)
-        return;
-    c->refused += lost;
-    if (c->refused_unreported)
-        return;
-    c->refused_unreported = true;
-    c->refused_code = SL_ECONNECT;
-    snprintf(c->refused_msg, sizeof c->refused_msg,
-             "%zu settlements were sent on a connection that was lost before the broker answered: they may "
-             "not have been applied, and their messages may be delivered again", lost);
-}
-
-static void reconnected(sl_client *c)
-{
-    deliveries_drop(c);
-    if (failover_on(c))
-        failover_resend(c); /* one broker at several addresses: what waits is sent again */
-    else
-        puts_abandon(c);
-    settles_lost(c); /* their answers went to the connection that is gone */
-    if (!c->subscribed)
-        return;
-    /* the new connection starts with no credit; every delivery so far was
-     * handed out (the rest were just dropped), and those still held will
-     * give their credit back when settled */
-    c->outstanding = c->unsettled;
-    c->granted = c->received;
-    uint64_t credit = client_credit_due(c);
-    c->outstanding += credit;
-    c->granted += credit;
-    proto_msg m;
-    wire_hello_init(c, &m, credit);
-    proto_set(&m, seq, c->next_seq++); /* its WELCOME is dropped as a stray */
-    wire_msg_send(c, &m, ZMQ_DONTWAIT);     /* if it fails, nothing better to do */
-}
-
-/* stream_lost_end ends what waited on a stream connection that closed or
- * broke (c->stream_lost): as on a ZeroMQ reconnection, the deliveries
- * queued are dropped, the publishes waiting are confirmed with SL_ECONNECT
- * and the settlements reported lost. The next send connects anew. */
-static void stream_lost_end(sl_client *c)
-{
-    if (!c->stream_lost)
-        return;
-    c->stream_lost = false;
-    cstream_drop(c);
-    deliveries_drop(c);
-    puts_abandon(c);
-    settles_lost(c);
-}
-
-/* stream_send sends the frame in c->out over the stream. A connection
- * found gone before any of the frame left (the broker restarted between two
- * publishes, say) ends what waited on it and is made anew, once: the frame
- * was not sent, so sending it now sends it once, as a ZeroMQ reconnection
- * would. */
-static int stream_send(sl_client *c, int64_t deadline_ns)
-{
-    int rc = cstream_send(c, c->out.data, c->out.len, deadline_ns);
-    if (rc != SL_ECONNECT || !c->stream_unsent)
-        return rc;
-    stream_lost_end(c);
-    if ((rc = stream_revive(c, deadline_ns)) != SL_OK)
-        return rc;
-    return cstream_send(c, c->out.data, c->out.len, deadline_ns);
-}
-
-/* stream_revive connects a subscribed stream client again once its
- * connection was lost, and subscribes anew as a ZeroMQ reconnection does
- * (reconnected); not more often than every STREAM_RETRY_NS. SL_OK when
- * connected (or nothing to revive), else the attempt's error. */
-static int stream_revive(sl_client *c, int64_t deadline_ns)
-{
-    if (c->sfd >= 0 || !c->subscribed || c->handshakes == 0)
-        return SL_OK;
-    int64_t now = now_ns();
-    if (now < c->stream_retry_ns)
-        return SL_ECONNECT;
-    c->stream_retry_ns = now + STREAM_RETRY_NS;
-    int rc = cstream_connect(c, deadline_ns < c->stream_retry_ns ? deadline_ns : c->stream_retry_ns);
-    if (rc == SL_OK)
-        reconnected(c);
-    return rc;
-}
-
-/* stream_hup_take, before a send over the stream: when the broker has
- * closed the connection, what it sent before closing (the confirmations of
- * a graceful stop) is taken first, and the close is seen (stream_lost).
- * One poll(2) per send. */
-static void stream_hup_take(sl_client *c)
-{
-    if (!cstream_hup(c))
-        return;
-    bool got = true;
-    for (int i = 0; got && !c->stream_lost && i < LATE_FRAMES_MAX; i++)
-        if (frame_take(c, &got) != SL_OK)
-            break;
-    if (!got) /* all read, and not yet at the end: it is */
-        c->stream_lost = true;
 }
 
 /* monitor_drain counts completed handshakes and, unless closing, reacts to
@@ -398,7 +252,7 @@ static void monitor_drain(sl_client *c, bool closing)
         zmq_msg_close(&ev);
         if (event == ZMQ_EVENT_DISCONNECTED) {
             c->connected = false;
-            settles_lost(c); /* their answers will never come */
+            wire_settles_lost(c); /* their answers will never come */
             /* A broker with CURVE closes a plaintext client's connection
              * during the greeting, and may do so before the client has read
              * the mechanism that would name the mismatch: the client then
@@ -412,7 +266,7 @@ static void monitor_drain(sl_client *c, bool closing)
             c->move_due = false; /* it answers: stay (a redirect may move it again) */
         }
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && ++c->handshakes > 1 && !closing)
-            reconnected(c);
+            wire_reconnected(c);
         else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && c->resend_due && !closing)
             failover_resend(c); /* the first handshake, on an address moved to */
     }
@@ -436,7 +290,7 @@ static void monitor_look(sl_client *c, bool forced)
 }
 
 /* frame_take receives and routes one frame if one is ready; *got tells. */
-static int frame_take(sl_client *c, bool *got)
+int wire_frame_take(sl_client *c, bool *got)
 {
     *got = false;
     if (c->over_stream) {
@@ -516,12 +370,12 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
                 wait_ms = grace_ms;
         }
         bool got;
-        int rc = frame_take(c, &got);
+        int rc = wire_frame_take(c, &got);
         if (rc)
             return rc;
         if (c->stream_lost) { /* its replies will never come */
             static const char why[] = "the connection to the broker was lost before the reply arrived";
-            stream_lost_end(c);
+            wire_stream_lost_end(c);
             if (w == WAIT_REPLY && !c->have_reply)
                 return client_fail_text(c, SL_ECONNECT, why, sizeof why - 1);
             continue;
@@ -545,7 +399,7 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
             static const char why[] = "not connected to the broker's stream endpoint: nothing can arrive";
             if (c->sfd < 0 && !c->subscribed)
                 return client_fail_text(c, SL_ECONNECT, why, sizeof why - 1);
-            if (c->sfd < 0 && stream_revive(c, deadline_ns) != SL_OK) { /* a consumer: try again shortly */
+            if (c->sfd < 0 && wire_stream_revive(c, now_ns(), deadline_ns) != SL_OK) { /* a consumer: try again shortly */
                 long retry_ms = (long)((c->stream_retry_ns - now_ns()) / 1000000) + 1;
                 if (wait_ms < 0 || retry_ms < wait_ms)
                     wait_ms = retry_ms;
@@ -674,7 +528,7 @@ void wire_close(sl_client *c)
         fifo_remove(&c->confirms, 0, &q);
         free(q.msg);
     }
-    deliveries_drop(c);
+    wire_deliveries_drop(c);
     fifo_fini(&c->confirms);
     fifo_fini(&c->deliveries);
     fifo_fini(&c->puts);

@@ -9,6 +9,7 @@
 #ifndef SLUICE_WIRE_H
 #define SLUICE_WIRE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "client.h"
@@ -95,5 +96,40 @@ void wire_hello_init(const sl_client *c, proto_msg *m, uint64_t credit);
 /* wire_code turns an ERROR's code into a return value. Codes are only ever
  * appended, so one newer than this library is passed through unchanged. */
 int wire_code(uint64_t code);
+
+/* wire_frame_take receives and routes one frame if one is ready (*got
+ * tells): SL_OK, SL_ECONNECT, SL_ENOMEM (wire.c, the pump's step). */
+int wire_frame_take(sl_client *c, bool *got);
+
+/* ---- a lost connection, and a new one (wire_lost.c) ---- */
+
+/* wire_deliveries_drop frees the deliveries queued and not handed out. */
+void wire_deliveries_drop(sl_client *c);
+
+/* wire_settles_lost forgets the settlements whose answers can no longer
+ * come and reports them refused with SL_ECONNECT. */
+void wire_settles_lost(sl_client *c);
+
+/* wire_reconnected runs on every ZeroMQ handshake after the first (and on
+ * a stream client's new connection): what the old connection held ends,
+ * and a subscription is renewed. */
+void wire_reconnected(sl_client *c);
+
+/* wire_stream_lost_end ends what waited on a stream connection that closed
+ * or broke (c->stream_lost); a no-op otherwise. */
+void wire_stream_lost_end(sl_client *c);
+
+/* wire_stream_revive connects a subscribed stream client again (not more
+ * often than every 100 ms; now is the monotonic clock) and subscribes
+ * anew: SL_OK when connected or nothing to revive, else the error. */
+int wire_stream_revive(sl_client *c, int64_t now, int64_t deadline_ns);
+
+/* wire_stream_send sends the frame in c->out over the stream, once more on
+ * a new connection when the old one was found gone before any of it left. */
+int wire_stream_send(sl_client *c, int64_t now, int64_t deadline_ns);
+
+/* wire_stream_hup_take, before a send over the stream: when the broker has
+ * closed the connection, what it sent before is taken and the close seen. */
+void wire_stream_hup_take(sl_client *c);
 
 #endif /* SLUICE_WIRE_H */

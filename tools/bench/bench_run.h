@@ -47,6 +47,21 @@ typedef struct bench {
     bench_table table;
 } bench;
 
+/* The drain's targets (bench_drain.c). */
+#define TARGET_DRAIN_PER_S       40000  /* 1 consumer, credit 64, and (as before) 4 x credit 1 */
+#define TARGET_DRAIN_DURABLE_PER_S 10000 /* 4 x credit 1, every ack durable before its OK */
+#define TARGET_CONSUME_CLI_PER_S 25000
+#define DRAIN_ONE_CREDIT         64
+
+/* Row 4 (bench_drain.c): 4 consumers x credit 1, the same on a broker with
+ * --ack-flush-ms 0, 1 consumer x credit DRAIN_ONE_CREDIT, and `sluice
+ * consume`, each over a backlog topped up to drain_msgs. Each returns 0 or
+ * -1. */
+int row_drain(bench *b);
+int row_drain_durable(bench *b);
+int row_drain_one(bench *b);
+int row_consume_cli(bench *b);
+
 /* rate_add adds a row of count per second over elapsed_ns. */
 void rate_add(bench *b, const char *scenario, uint64_t count, int64_t elapsed_ns, const char *unit,
               bench_table_goal g, double target);
