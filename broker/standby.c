@@ -84,7 +84,7 @@ static void status(net *n, const net_in *in, const proto_msg *req, const conf *c
                                         .lag_records = me ? ss->behind : 0};
         m.ha_rows.n = k + 1;
     }
-    net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);
+    net_queue_via(n, in->sock, in->rid, in->rid_len, &m, 0, NET_NOW); /* on the endpoint it came in on */
 }
 
 /* recover answers ha.recover: only while Redis holds no record this node
@@ -114,7 +114,7 @@ static void recover(net *n, const net_in *in, const proto_msg *req, const ha_vie
     }
     if (req->present & PF(seq))
         proto_set(&m, seq, req->seq);
-    net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);
+    net_queue_via(n, in->sock, in->rid, in->rid_len, &m, 0, NET_NOW); /* on the endpoint it came in on */
 }
 
 /* redirect answers one client request: SL_EREDIRECT, the primary in url
@@ -145,7 +145,7 @@ static void redirect(net *n, const net_in *in, const char *primary, const conf *
                                  : "this node is a standby and knows no primary yet: retry later";
     proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
     proto_set_str(&m, PROTO_F_url, primary, strnlen(primary, PROTO_MAX_STR));
-    net_queue(n, in->rid, in->rid_len, &m, 0, NET_NOW);
+    net_queue_via(n, in->sock, in->rid, in->rid_len, &m, 0, NET_NOW); /* on the endpoint it came in on */
 }
 
 /* admit_principals hands the keys of the auth file (--auth) to the ZAP
@@ -176,7 +176,8 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
     net *n = NULL;
     ha_stby *sb = NULL;
     store_cfg scfg = {.dir = cfg->data_dir, .levels = cfg->levels, .map_bytes = cfg->map_bytes,
-                      .wal_bytes = cfg->wal_bytes, .checkpoint_ns = (uint64_t)cfg->checkpoint_ms * NS_PER_MS};
+                      .wal_bytes = cfg->wal_bytes, .wal_buffered = cfg->wal_buffered,
+                      .checkpoint_ns = (uint64_t)cfg->checkpoint_ms * NS_PER_MS};
     int rc = store_open(&scfg, &st, NULL);
     if (rc != SL_OK)
         return rc;
@@ -186,7 +187,8 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
         goto store_close;
     }
     net_cfg ncfg = {.endpoint = cfg->listen, .max_body_bytes = cfg->max_body, .heartbeat_ms = (int)cfg->heartbeat_ms,
-                    .curve_secret = cfg->curve_secret_file[0] ? secret : NULL};
+                    .curve_secret = cfg->curve_secret_file[0] ? secret : NULL,
+                    .stream_endpoint = cfg->stream_listen[0] ? cfg->stream_listen : NULL}; /* (redirects there too) */
     if ((rc = net_open(&ncfg, &n)) != SL_OK)
         goto store_close;
     if ((rc = admit_principals(cfg, n)) != SL_OK)

@@ -5,7 +5,7 @@
  *
  * Pinned down: the first node is primary and the second its standby, in
  * sync once it has every record (Redis says sync = n2); the standby answers
- * clients SL_EREDIRECT; every publish confirmed by the primary is in the
+ * clients SL_EREDIRECT, on its stream endpoint too; every publish confirmed by the primary is in the
  * standby's store after kill -9 of the primary, and the standby promotes
  * (epoch 2) within the TTL plus a generous margin and serves them; a
  * standby killed and started again resumes from its own position (the
@@ -74,9 +74,11 @@ static void pause_ms(unsigned ms)
 static th_broker *node(int i)
 {
     static const char *names[] = {"n1", "n2"};
+    static char stream[2][300];
+    snprintf(stream[i - 1], sizeof stream[i - 1], "ipc://%s/n%d-stream.sock", dir, i);
     const char *extra[] = {"--ha", redis.url, "--ha-group", "t", "--ha-node", names[i - 1], "--repl-listen",
                            repl[i - 1], "--ha-ttl-ms", "1500", "--repl-standby-timeout-ms", "3000",
-                           i == 1 ? "--http" : NULL, "127.0.0.1:0", NULL};
+                           "--stream-listen", stream[i - 1], i == 1 ? "--http" : NULL, "127.0.0.1:0", NULL};
     th_broker *b;
     assert_int_equal(th_broker_new(extra, &b), 0);
     return b;
@@ -122,6 +124,12 @@ static void confirmed_publishes_survive_kill9_of_the_primary(void **state)
     assert_true(wait_field("sync", "n2", 10000) >= 0);
     sl_client *c2 = th_client(n2, 2000); /* a standby answers with the primary's endpoint */
     sl_stats s;
+    assert_int_equal(sl_stats_get(c2, &s), SL_EREDIRECT);
+    sl_close(&c2);
+    char ep[320];
+    snprintf(ep, sizeof ep, "stream+ipc://%s/n2-stream.sock", dir); /* on its stream endpoint too */
+    sl_options o = {.timeout_ms = 2000};
+    assert_int_equal(sl_connect(ep, &o, &c2), SL_OK);
     assert_int_equal(sl_stats_get(c2, &s), SL_EREDIRECT);
     sl_close(&c2);
     sl_client *c = th_client(n1, 5000);
