@@ -57,7 +57,7 @@
     X(map_size_mb, NULL, "map-size-mb", 0, "broker", MB, map_bytes, "8192", 1, 1ULL << 24, "MB", "LMDB map size; the file grows as used (kept at most 12 MiB ahead)") \
     X(map_max_mb, NULL, "map-max-mb", 0, "broker", MB, map_max_bytes, "(4 x --map-size-mb)", 1, 1ULL << 24, "MB", "the map grows up to this when 75% used and the disk has room; publishes stop at 90%") \
     X(wal_mb, NULL, "wal-mb", 0, "broker", MB, wal_bytes, "64", 0, 1ULL << 16, "MB", "the write-ahead log: a batch is confirmed after one flush of its record there, and LMDB commits what it holds at checkpoints; 0 = no log (each batch an LMDB commit: two flushes)") \
-    X(wal_buffered, NULL, "wal-buffered", 0, "broker", BOOL, wal_buffered, "off", 0, 0, NULL, "write log records through the page cache and flush each with fdatasync; by default each is written with O_DIRECT | O_DSYNC, durable when the write returns, where the file system allows it") \
+    X(wal_direct, NULL, "wal-direct", 0, "broker", BOOL, wal_direct, "off", 0, 0, NULL, "write each log record with O_DIRECT | O_DSYNC, durable when the write returns (no page cache, no separate fdatasync), where the file system allows it; by default records go through the page cache and each is flushed with fdatasync") \
     X(checkpoint_ms, NULL, "checkpoint-ms", 0, "broker", NUM, checkpoint_ms, "500", 1, 60000, "MS", "with the log: commit what it holds into LMDB at least this often (and when it is half used)") \
     X(max_body, NULL, "max-body", 0, "broker", NUM, max_body, "1048576", 1, PROTO_MAX_BODY, "BYTES", "largest message body accepted") \
     X(idem_window_ms, NULL, "idem-window-ms", 0, "broker", NUM, idem_window_ms, "300000", 1, 7 * DAY_MS, "MS", "how long an idempotency key is remembered") \
