@@ -46,7 +46,11 @@
  * inside the page and tiling [upper, end) exactly; node flags known; keys
  * of the tree's size, in strictly increasing order and inside the range
  * the parent's keys give the page; a large value's overflow pages in range,
- * reached once, their header naming them with the right count; and at the
+ * reached once, their header naming them with a count at least what the
+ * value needs (LMDB keeps a value's pages when it shrinks it in place: a
+ * put over a dirty overflow value that fits, and mdb_freelist_save's last
+ * records, so the header may count more, never fewer, and the tree's
+ * overflow total counts what the headers say); and at the
  * end the tree's page and entry counts equal to its MDB_db's. What passes
  * cannot make LMDB read outside the map or loop: every offset and page
  * number it will follow was checked. What it cannot see is a wrong value
@@ -352,9 +356,11 @@ static int overflow(walk *w, uint64_t from, uint64_t pgno, uint64_t size, int re
                      ", outside the file's %" PRIu64, w->t->name, from, pages, pgno, f->last_pg + 1);
     if (pg_read(f, pgno, p, w->why, w->why_len) != 0)
         return -1;
-    if (get_le64(p) != pgno || pg_page_flags(p) != PG_P_OVERFLOW || get_le32(p + 12) != pages)
+    uint64_t counted = get_le32(p + 12); /* (at least pages: a value shrunk in place keeps its pages) */
+    if (get_le64(p) != pgno || pg_page_flags(p) != PG_P_OVERFLOW || counted < pages || counted > f->last_pg - pgno + 1)
         return fault(w->why, w->why_len, "%s: overflow page %" PRIu64 " (from page %" PRIu64 ") has a wrong header",
                      w->t->name, pgno, from);
+    pages = counted;
     for (uint64_t i = 0; claim && i < pages; i++)
         if (pg_seen(f, pgno + i)) {
             f->conflict |= (f->free[(pgno + i) >> 3] >> ((pgno + i) & 7)) & 1;

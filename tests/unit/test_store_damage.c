@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,14 @@ static uint64_t root_of(const char *dir, const char *name, uint32_t *psize)
     pg_close(&pf);
     assert_true(root != PG_INVALID);
     return root;
+}
+
+/* value_len keeps the length of the last value walked. */
+static int value_len(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    (void)key, (void)klen, (void)val;
+    *(size_t *)ctx = vlen;
+    return 0;
 }
 
 /* page_rw reads (write 0) or writes page pgno of dir's data file. */
@@ -327,6 +336,55 @@ static void a_second_open_is_refused(void **state)
     store_close(&second);
 }
 
+/* A large value shrunk in place: LMDB keeps its overflow pages when a put
+ * over a dirty overflow value fits in them (and mdb_freelist_save shrinks
+ * its last free-list records so), so the first page's header counts more
+ * pages than the value needs. The walk must take that as LMDB does (the
+ * tree's overflow total counts the header's pages): it once refused such a
+ * data file as corrupt ("the free list: overflow page ... has a wrong
+ * header"), a broker that would not start on a store LMDB reads. */
+static void an_overflow_value_shrunk_in_place_is_lmdbs_not_damage(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sluice-lmdb-XXXXXX", path[260], why[300];
+    assert_non_null(mkdtemp(dir));
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    static char big[9000];
+    memset(big, 'x', sizeof big);
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 4), 0);
+    assert_int_equal(mdb_env_open(env, dir, MDB_NOLOCK, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "t", MDB_CREATE, &dbi), 0);
+    MDB_val k = {1, "a"}, v = {sizeof big, big};
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0); /* 3 overflow pages */
+    v.mv_size = 4000;
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0); /* the same transaction: it keeps the 3 */
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    pg_file pf;
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    if (pg_open(&pf, path, why, sizeof why) != 0)
+        fail_msg("cannot open what LMDB wrote: %s", why);
+    found t = {.name = "t"};
+    pg_tree main_tree = {.name = "main", .db = pf.main_db, .subdata = 1};
+    assert_int_equal(pg_walk(&pf, &main_tree, find_tree, &t, why, sizeof why), 0);
+    assert_true(t.hit);
+    size_t got = 0;
+    pg_tree tt = {.name = "t", .db = t.db};
+    if (pg_walk(&pf, &tt, value_len, &got, why, sizeof why) != 0)
+        fail_msg("the walk refused what LMDB wrote: %s", why);
+    assert_int_equal(got, 4000); /* the value read whole, at its size */
+    pg_close(&pf);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/lock.mdb", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +394,7 @@ int main(void)
         T(damage_found_while_open_quarantines_its_level),
         T(a_second_open_is_refused),
         T(a_last_page_never_written_is_lmdbs_not_damage),
+        T(an_overflow_value_shrunk_in_place_is_lmdbs_not_damage),
 #undef T
     };
     log_set_level(LOG_ERROR);
