@@ -154,11 +154,13 @@ static int send_wait(sl_client *c, int64_t deadline_ns)
  * when the broker refuses the handshake (send_wait). */
 static int msg_send_keep(sl_client *c, const proto_msg *m, int flags, void **keep, size_t *keep_len)
 {
-    int64_t deadline_ns = deadline_after(c->timeout_ms);
+    int64_t deadline_ns = deadline_after(c->timeout_ms), now = 0, until = 0;
     if (c->over_stream) { /* a connection lost since: its waiters end, and a subscription is renewed first */
+        now = now_ns();
+        until = (flags & ZMQ_DONTWAIT) ? now : deadline_ns;
         wire_stream_hup_take(c);
         wire_stream_lost_end(c);
-        int rc = wire_stream_revive(c, now_ns(), (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
+        int rc = wire_stream_revive(c, now, until);
         if (rc)
             return rc;
     }
@@ -167,7 +169,7 @@ static int msg_send_keep(sl_client *c, const proto_msg *m, int flags, void **kee
     if (rc == SL_OK && keep)
         rc = failover_keep(c, keep, keep_len);
     if (rc == SL_OK && c->over_stream) /* (connecting if it is not) */
-        rc = wire_stream_send(c, now_ns(), (flags & ZMQ_DONTWAIT) ? now_ns() : deadline_ns);
+        rc = wire_stream_send(c, now, until);
     while (rc == SL_OK && !c->over_stream && zmq_send(c->sock, c->out.data, c->out.len, ZMQ_DONTWAIT) < 0) {
         if (errno != EAGAIN && errno != EINTR)
             rc = SL_ECONNECT;

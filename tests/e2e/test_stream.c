@@ -7,9 +7,9 @@
  * returned to another; a subscribed client reconnects and subscribes anew
  * after a restart; a raw socket that does not greet, announces a message
  * over the limit or sends a malformed one gets a typed ERROR or a closed
- * connection and a log line, never a crash; and the settings that cannot
- * go with it (--auth, a non-loopback address without --insecure) refuse
- * the start with a sentence that names them.
+ * connection and a log line, never a crash. (The settings that cannot go
+ * with it, --auth and a non-loopback address without --insecure, are
+ * tests/unit/test_conf.c's.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +46,14 @@ static void sbroker_start(sbroker *s)
     s->extra[2] = NULL;
     memcpy(s->b.extra, s->extra, sizeof s->extra);
     assert_int_equal(th_broker_start(&s->b), 0);
+}
+
+/* sbroker_finish stops s's broker (a clean exit: under ASan, no leaks too)
+ * and removes its directory. */
+static void sbroker_finish(sbroker *s)
+{
+    assert_int_equal(th_broker_stop(&s->b), 0);
+    th_broker_fini(&s->b);
 }
 
 static sl_client *sclient(const sbroker *s, int timeout_ms)
@@ -112,8 +120,7 @@ static void publish_and_consume_over_the_stream_in_fifo_order(void **state)
     sl_close(&cons);
     sl_close(&p);
     sl_close(&z);
-    assert_int_equal(th_broker_stop(&s.b), 0);
-    th_broker_fini(&s.b);
+    sbroker_finish(&s);
 }
 
 static void what_was_confirmed_survives_kill_9(void **state)
@@ -138,8 +145,7 @@ static void what_was_confirmed_survives_kill_9(void **state)
     }
     assert_int_equal(sl_flush(c, 5000), SL_OK);
     sl_close(&c);
-    assert_int_equal(th_broker_stop(&s.b), 0);
-    th_broker_fini(&s.b);
+    sbroker_finish(&s);
 }
 
 static void a_consumer_that_goes_has_its_leases_returned(void **state)
@@ -162,8 +168,7 @@ static void a_consumer_that_goes_has_its_leases_returned(void **state)
     assert_int_equal(sl_flush(next, 5000), SL_OK);
     sl_close(&next);
     sl_close(&p);
-    assert_int_equal(th_broker_stop(&s.b), 0);
-    th_broker_fini(&s.b);
+    sbroker_finish(&s);
 }
 
 static void a_subscribed_client_comes_back_after_a_restart(void **state)
@@ -186,8 +191,7 @@ static void a_subscribed_client_comes_back_after_a_restart(void **state)
     assert_int_equal(sl_flush(c, 5000), SL_OK);
     sl_close(&c);
     sl_close(&p);
-    assert_int_equal(th_broker_stop(&s.b), 0);
-    th_broker_fini(&s.b);
+    sbroker_finish(&s);
 }
 
 /* raw_connect opens a plain Unix socket to s's stream endpoint. */
@@ -308,26 +312,6 @@ static void the_client_says_what_is_wrong(void **state)
     close(closed);
 }
 
-/* refused runs sluiced with args and checks that it refuses to start
- * (exit status 2) with a sentence containing want. */
-static void refused(const char *args, const char *want)
-{
-    char cmd[1024], out[4096];
-    snprintf(cmd, sizeof cmd, "%s --data /nonexistent/sluice-data %s 2>&1", th_bin("sluiced"), args);
-    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
-    assert_int_equal(th_run(argv, NULL, out, sizeof out), 2);
-    if (!strstr(out, want))
-        fail_msg("sluiced %s said: %s", args, out);
-}
-
-static void settings_that_cannot_go_with_it_refuse_the_start(void **state)
-{
-    (void)state;
-    refused("--stream-listen ipc:///tmp/x.sock --auth /nonexistent/auth --curve-secret /nonexistent/key",
-            "carries no CURVE, so it cannot serve a broker with --auth");
-    refused("--stream-listen tcp://0.0.0.0:7499", "is reachable from other machines, and it carries no CURVE");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,8 +325,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(bad_input_gets_a_typed_answer_or_a_closed_connection, th_timeout_arm,
                                         th_timeout_disarm),
         cmocka_unit_test_setup_teardown(the_client_says_what_is_wrong, th_timeout_arm, th_timeout_disarm),
-        cmocka_unit_test_setup_teardown(settings_that_cannot_go_with_it_refuse_the_start, th_timeout_arm,
-                                        th_timeout_disarm),
     };
     return cmocka_run_group_tests_name("stream", tests, NULL, NULL);
 }

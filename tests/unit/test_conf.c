@@ -197,6 +197,23 @@ static void a_group_node_advertises_where_it_is_reached(void **state)
     assert_non_null(strstr(err, "give --advertise"));
 }
 
+static void a_stream_endpoint_carries_no_curve(void **state)
+{
+    conf *c = *state;
+    conf_defaults(c);
+    assert_int_equal(args(c, "--stream-listen", "ipc:///tmp/x.sock", "--auth", "/nonexistent/auth", "--curve-secret",
+                          "/nonexistent/key", NULL), SL_EINVAL);
+    assert_non_null(strstr(err, "carries no CURVE, so it cannot serve a broker with --auth"));
+    conf_defaults(c);
+    assert_int_equal(args(c, "--stream-listen", "tcp://0.0.0.0:7499", NULL), SL_EINVAL);
+    assert_non_null(strstr(err, "is reachable from other machines, and it carries no CURVE"));
+    conf_defaults(c);
+    assert_int_equal(args(c, "--stream-listen", "tcp://0.0.0.0:7499", "--insecure", NULL), SL_OK);
+    conf_defaults(c);
+    assert_int_equal(args(c, "--stream-listen", "tcp://127.0.0.1:7499", NULL), SL_OK);
+    assert_string_equal(c->stream_listen, "tcp://127.0.0.1:7499");
+}
+
 static void unknown_options_and_keys_are_refused(void **state)
 {
     conf *c = *state;
@@ -361,6 +378,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(level_names_and_the_default_level, setup, teardown),
         cmocka_unit_test_setup_teardown(map_sizes_are_megabytes_stored_as_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(a_group_node_advertises_where_it_is_reached, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_stream_endpoint_carries_no_curve, setup, teardown),
         cmocka_unit_test_setup_teardown(help_and_version_only_set_the_action, setup, teardown),
         cmocka_unit_test_setup_teardown(the_documented_example_ini_file_loads, setup, teardown),
     };
