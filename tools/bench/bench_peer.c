@@ -35,6 +35,7 @@
 #include "bench_core.h"
 #include "bench_latency.h"
 #include "bench_peer_bs.h"
+#include "bench_spawn.h"
 #include "bench_workers.h"
 
 #define PEER_MAGIC        "BSPEER01"    /* 8 bytes, then the int64_t send time */
@@ -153,33 +154,78 @@ static int cmp_double(const void *a, const void *b)
 /* Why pairs: the disk's flush rate drifts by a tenth within seconds, so one
  * Sluice row and one peer row of 3 s each, back to back, put a ratio that
  * sits near 1 anywhere within a tenth of it; turns of 1 s, alternating,
- * see the same phase, and their median holds still. */
+ * see the same phase, and their median holds still. With --spawn a third
+ * turn joins each pair: a broker of its own with --wal-direct (its log
+ * records written O_DIRECT | O_DSYNC), stated against the same peer turn,
+ * for what that option buys on this disk. */
+static double median(double *r, int n)
+{
+    qsort(r, (size_t)n, sizeof r[0], cmp_double);
+    return r[n / 2];
+}
+
+/* direct_start spawns the --wal-direct broker in the run's directory: 0, or
+ * -1 when it could not start (reported; the row is left out). */
+static int direct_start(bench *b, bench_spawn *s)
+{
+    char dir[80], listen[100];
+    snprintf(dir, sizeof dir, "%s/direct", b->dir);
+    snprintf(listen, sizeof listen, "ipc://%s/st.sock", dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return bench_core_fail("cannot create %s", dir);
+    const char *const extra[] = {"--wal-direct", "--stream-listen", listen, NULL};
+    if (bench_spawn_start_with(s, b->sluiced, dir, extra, NULL, 0) != 0)
+        return -1;
+    snprintf(s->stream_endpoint, sizeof s->stream_endpoint, "stream+%s", listen);
+    return 0;
+}
+
+/* one_turn runs 1 x 1 for a second over endpoint: msgs/s, or 0. */
+static int one_turn(const char *endpoint, double *per_s)
+{
+    bench_worker w[1] = {{0}};
+    uint64_t msgs = 0;
+    int64_t ns = 0;
+    int rc = bench_workers_run(endpoint, 1, w, 1, 0, bench_workers_produce, &msgs, &ns);
+    *per_s = rc == 0 ? bench_core_per_s(msgs, ns) : 0;
+    return rc;
+}
+
 int row_peer_one_pairs(bench *b)
 {
     if (!b->peer.port || b->slow || b->curve || !b->broker.stream_endpoint[0])
         return 0;
-    double r[PEER_PAIRS];
-    int n = 0, rc = 0, seconds = b->seconds;
-    bench_core_progress("1 x 1 over the stream and beanstalkd's, %d alternating pairs of 1 s", PEER_PAIRS);
+    double r[PEER_PAIRS], d[PEER_PAIRS];
+    int n = 0, nd = 0, rc = 0, seconds = b->seconds;
+    bench_spawn direct;
+    memset(&direct, 0, sizeof direct);
+    int with_direct = b->sluiced && direct_start(b, &direct) == 0;
+    bench_core_progress("1 x 1 over the stream and beanstalkd's%s, %d alternating turns of 1 s",
+                        with_direct ? " and over a --wal-direct broker's stream" : "", PEER_PAIRS);
     b->seconds = 1;
     for (int i = 0; i < PEER_PAIRS && rc == 0 && !bench_core_stopping(); i++) {
-        bench_worker w[1] = {{0}};
-        uint64_t smsgs = 0, pmsgs = 0;
-        int64_t sns = 0, pns = 0;
-        rc = bench_workers_run(b->broker.stream_endpoint, 1, w, 1, 0, bench_workers_produce, &smsgs, &sns);
-        if (rc == 0)
-            rc = run_workers(b, peer_produce, 1, NULL, &pmsgs, &pns);
-        double s = bench_core_per_s(smsgs, sns), p = bench_core_per_s(pmsgs, pns);
+        uint64_t pmsgs = 0;
+        int64_t pns = 0;
+        double s = 0, p = 0, x = 0;
+        rc = one_turn(b->broker.stream_endpoint, &s);
+        if (rc == 0 && (rc = run_workers(b, peer_produce, 1, NULL, &pmsgs, &pns)) == 0)
+            p = bench_core_per_s(pmsgs, pns);
+        if (rc == 0 && with_direct)
+            rc = one_turn(direct.stream_endpoint, &x);
         if (rc == 0 && s > 0 && p > 0)
             r[n++] = s / p;
+        if (rc == 0 && x > 0 && p > 0)
+            d[nd++] = x / p;
     }
     b->seconds = seconds;
+    if (with_direct && bench_spawn_stop(&direct) != 0)
+        rc = -1;
     if (rc != 0)
         return -1;
-    if (n == PEER_PAIRS) {
-        qsort(r, (size_t)n, sizeof r[0], cmp_double);
-        b->one_pairs_ratio = r[n / 2];
-    }
+    if (n == PEER_PAIRS)
+        b->one_pairs_ratio = median(r, n);
+    if (nd == PEER_PAIRS)
+        b->one_direct_pairs_ratio = median(d, nd);
     return 0;
 }
 
@@ -474,6 +520,12 @@ int row_peer_ratios(bench *b)
         snprintf(label, sizeof label, "1 x 1 enqueue, stream / beanstalkd 1 x 1, median of %d 1 s pairs",
                  PEER_PAIRS);
         bench_table_add(&b->table, label, b->one_pairs_ratio, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_PEER);
+    }
+    if (b->one_direct_pairs_ratio > 0) {
+        char label[112];
+        snprintf(label, sizeof label, "1 x 1 enqueue, stream, --wal-direct / beanstalkd 1 x 1, median of %d 1 s pairs",
+                 PEER_PAIRS);
+        bench_table_add(&b->table, label, b->one_direct_pairs_ratio, 2, "x", BENCH_TABLE_NO_GOAL, 0);
     }
     by_transport(b, "1 x 1 enqueue", "beanstalkd -f 0 1 x 1", b->one_stream_per_s, b->one_per_s, b->peer_one_per_s,
                  0, BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_PEER, b->one_pairs_ratio > 0);
