@@ -167,7 +167,7 @@ int bk_open(const conf *cfg, uint64_t mono_ns, uint64_t wall_ns, bk **out)
     if (rc != SL_OK)
         goto free_b;
     store_cfg scfg = {.dir = cfg->data_dir, .levels = cfg->levels, .map_bytes = cfg->map_bytes,
-                      .wal_bytes = cfg->wal_bytes, .wal_buffered = !cfg->wal_direct, .checkpoint_ns = (uint64_t)cfg->checkpoint_ms * NS_PER_MS};
+                      .wal_bytes = cfg->wal_bytes, .wal_buffered = cfg->wal_buffered, .checkpoint_ns = (uint64_t)cfg->checkpoint_ms * NS_PER_MS};
     rc = store_open(&scfg, &b->st, info);
     if (rc != SL_OK)
         goto unlock;

@@ -176,7 +176,7 @@ int standby_run(const conf *cfg, ha_lease *hl, uint64_t known_epoch, volatile si
     net *n = NULL;
     ha_stby *sb = NULL;
     store_cfg scfg = {.dir = cfg->data_dir, .levels = cfg->levels, .map_bytes = cfg->map_bytes,
-                      .wal_bytes = cfg->wal_bytes, .wal_buffered = !cfg->wal_direct,
+                      .wal_bytes = cfg->wal_bytes, .wal_buffered = cfg->wal_buffered,
                       .checkpoint_ns = (uint64_t)cfg->checkpoint_ms * NS_PER_MS};
     int rc = store_open(&scfg, &st, NULL);
     if (rc != SL_OK)

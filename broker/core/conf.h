@@ -40,7 +40,7 @@ typedef struct conf {
     uint32_t heartbeat_ms;
     uint64_t map_bytes;
     uint64_t wal_bytes;                                   /* the write-ahead log's ring; 0 = none */
-    int wal_direct;                                       /* log records with O_DIRECT | O_DSYNC */
+    int wal_buffered;                                     /* log records through the page cache and fdatasync */
     uint32_t checkpoint_ms;                               /* with the log: LMDB commits at least this often */
     uint32_t max_body;
     unsigned soft_limit_pct;                              /* refuse PUT above this map use */

@@ -84,7 +84,7 @@ typedef struct store_cfg {
     unsigned levels;      /* 1..PROTO_MAX_LEVELS */
     uint64_t map_bytes;   /* LMDB map size */
     uint64_t wal_bytes;   /* the write-ahead log's ring (store_wal.c); 0: none, every batch an LMDB commit */
-    int wal_buffered;     /* write its records through the page cache and fdatasync, never O_DIRECT (without --wal-direct) */
+    int wal_buffered;     /* write its records through the page cache and fdatasync, never O_DIRECT (--wal-buffered) */
     uint64_t checkpoint_ns; /* with the log: an LMDB commit of what it holds at least this often */
 } store_cfg;
 

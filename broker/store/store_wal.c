@@ -9,8 +9,9 @@
  * device has the record: no page cache to dirty and write back, no file
  * metadata to write (20-25 % more records a second than a buffered pwrite
  * and fdatasync of the same 4 KiB here). Where the file system has no
- * O_DIRECT (tmpfs), or refuses a write through it, the record is written
- * through the page cache and flushed with fdatasync: the same promise. LMDB keeps the
+ * O_DIRECT (tmpfs), or refuses a write through it, and always with
+ * --wal-buffered, the record is written through the page cache and
+ * flushed with fdatasync: the same promise. LMDB keeps the
  * batch in its open write transaction, which the loop goes on using (reads
  * see it), and commits everything logged so far at a checkpoint, every
  * --checkpoint-ms or when the log is half used: that commit is durable

@@ -21,7 +21,7 @@ typedef struct store_wal store_wal;
 /* store_wal_open opens the log of the data directory dir and replays into
  * the open transaction every record past the checkpoint that meta "wal"
  * names (a crash's confirmed batches); ring_bytes sizes a new log (0: no log
- * from now on, after replaying any left). buffered (without --wal-direct): write
+ * from now on, after replaying any left). buffered (--wal-buffered): write
  * records through the page cache and fdatasync, never O_DIRECT. Sets s->wal
  * (NULL when off).
  * Returns SL_OK, SL_ECORRUPT (a log of another data directory), SL_EIO or

@@ -28,7 +28,7 @@ struct store_wal {
     int fd;
     int dfd;                /* the same file opened O_DIRECT | O_DSYNC for records, once tried; -1: none */
     int direct_tried;       /* dfd was tried on this file (file_open resets it) */
-    int buffered;           /* without --wal-direct: never O_DIRECT */
+    int buffered;           /* --wal-buffered: never O_DIRECT */
     unsigned char *dbuf;    /* a page-aligned copy of the record for dfd */
     size_t dbuf_cap;
     char path[PATH_MAX];

@@ -8,8 +8,8 @@
  * acknowledgement is durable once its flush window has passed, or as soon
  * as its OK arrives with --ack-flush-ms 0. The log's records are written
  * through a descriptor opened O_DIRECT | O_DSYNC where the file system
- * takes one (else the broker says why, and flushes with fdatasync) with
- * --wal-direct, and never without it.
+ * takes one (else the broker says why, and flushes with fdatasync), and
+ * never with --wal-buffered.
  *
  * Every test starts its own broker in its own temporary directory on an
  * ipc:// endpoint and stops it by PID. Nothing is mocked; the load test
@@ -261,7 +261,7 @@ static void the_log_is_written_direct_where_the_disk_takes_it(void **state)
 {
     (void)state;
     for (int buffered = 0; buffered < 2; buffered++) {
-        static const char *const direct[] = {"--wal-direct", NULL}, *const page_cache[] = {NULL};
+        static const char *const direct[] = {NULL}, *const page_cache[] = {"--wal-buffered", NULL};
         th_fixture *f = NULL;
         assert_int_equal(th_fixture_start(buffered ? page_cache : direct, &f), 0);
         for (int i = 0; i < 20; i++)

@@ -10,10 +10,10 @@
  * then it stops with SL_EIO, as after an I/O error.
  *
  * Those three run without the write-ahead log (--wal-mb 0: every batch an
- * LMDB commit). With it, a batch is one record, written and then flushed
- * with fdatasync or, with --wal-direct, written with O_DIRECT | O_DSYNC
- * (durable when the pwrite returns): EIO from either stops the broker
- * too, and ENOSPC from the record's write refuses that batch (its record is
+ * LMDB commit). With it, a batch is one record, written with O_DIRECT |
+ * O_DSYNC (durable when the pwrite returns) or, with --wal-buffered,
+ * written and then flushed with fdatasync: EIO from either stops the
+ * broker too, and ENOSPC from the record's write refuses that batch (its record is
  * voided, so it never replays) and the broker goes on. The log is kept
  * small (1 MiB) so that making it takes two writes, not the injected one.
  */
@@ -65,9 +65,9 @@ enum { NO_WAL, WAL_DIRECT, WAL_BUFFERED }; /* run_fault's wal */
 static void run_fault(const char *trace, const char *inject, const char *what, int nospace, int wal)
 {
     static const char *const no_log[] = {"--wal-mb", "0", NULL}, *const small_log[] = {"--wal-mb", "1", NULL},
-                             *const direct_log[] = {"--wal-mb", "1", "--wal-direct", NULL};
+                             *const buffered_log[] = {"--wal-mb", "1", "--wal-buffered", NULL};
     th_broker b;
-    assert_int_equal(th_broker_init(&b, wal == WAL_DIRECT ? direct_log : wal ? small_log : no_log), 0);
+    assert_int_equal(th_broker_init(&b, wal == WAL_BUFFERED ? buffered_log : wal ? small_log : no_log), 0);
     /* LeakSanitizer cannot run under ptrace: off for the traced broker (env execs strace in place) */
     char asan[600];
     const char *old = getenv("ASAN_OPTIONS");
@@ -157,7 +157,7 @@ static void enospc_on_write(void **state)
               FAULT_GOES_ON, NO_WAL);
 }
 
-/* With the log written through the page cache (the default): the
+/* With the log written through the page cache (--wal-buffered): the
  * 40th fdatasync is a record's (checkpoints are a few a second, and their
  * EIO stops the broker too). */
 static void eio_on_the_log_sync(void **state)
@@ -167,7 +167,7 @@ static void eio_on_the_log_sync(void **state)
               WAL_BUFFERED);
 }
 
-/* With the log written O_DIRECT | O_DSYNC (--wal-direct): the record's
+/* With the log written O_DIRECT | O_DSYNC (the default): the record's
  * pwrite is its flush, and its EIO stops the broker. */
 static void eio_on_the_log_direct_write(void **state)
 {

@@ -214,6 +214,17 @@ static void a_stream_endpoint_carries_no_curve(void **state)
     assert_string_equal(c->stream_listen, "tcp://127.0.0.1:7499");
 }
 
+static void the_log_is_written_direct_unless_buffered(void **state)
+{
+    conf *c = *state;
+    conf_defaults(c);
+    assert_int_equal(args(c, NULL), SL_OK);
+    assert_int_equal(c->wal_buffered, 0); /* O_DIRECT | O_DSYNC by default */
+    conf_defaults(c);
+    assert_int_equal(args(c, "--wal-buffered", NULL), SL_OK);
+    assert_int_equal(c->wal_buffered, 1);
+}
+
 static void unknown_options_and_keys_are_refused(void **state)
 {
     conf *c = *state;
@@ -379,6 +390,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(map_sizes_are_megabytes_stored_as_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(a_group_node_advertises_where_it_is_reached, setup, teardown),
         cmocka_unit_test_setup_teardown(a_stream_endpoint_carries_no_curve, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_log_is_written_direct_unless_buffered, setup, teardown),
         cmocka_unit_test_setup_teardown(help_and_version_only_set_the_action, setup, teardown),
         cmocka_unit_test_setup_teardown(the_documented_example_ini_file_loads, setup, teardown),
     };

@@ -52,7 +52,7 @@ static void usage(FILE *f)
 "                      on a loopback port, measured right after each enqueue,\n"
 "                      drain and latency row (reserve + delete for an ack);\n"
 "                      ratio rows state Sluice against it; the 1 x 1 one in\n"
-"                      alternating 1 s turns, with a --wal-direct broker's too.\n"
+"                      alternating 1 s turns, with a --wal-buffered broker's too.\n"
 "  ..., CURVE          with --spawn: the windowed enqueue and the drain again,\n"
 "                      against a broker with --curve-secret and --auth.\n"
 "  pick rule           the broker's pick rule alone, over %d levels holding\n"

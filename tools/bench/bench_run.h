@@ -40,7 +40,7 @@ typedef struct bench {
     double one_stream_per_s, many_stream_per_s; /* the same over the stream endpoint (0: not measured) */
     double drain_stream_per_s, p99_stream_ms;
     double one_pairs_ratio; /* 1 x 1 stream / peer, the median of alternating pairs (bench_peer.c) */
-    double one_direct_pairs_ratio; /* the same on a broker with --wal-direct */
+    double one_buffered_pairs_ratio; /* the same on a broker with --wal-buffered */
     int streaming;          /* this row runs over the spawned broker's stream endpoint (stream_run) */
     double window_per_s, drain_per_s, p99_ms, ideal_p99_ms;
     double curve_window_per_s, curve_drain_per_s;
