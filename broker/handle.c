@@ -69,7 +69,10 @@ static void log_bad(bk *b, const char *what, const char *why)
  * command that changes something wait for the commit too: a setting is
  * reported changed once it is stored. Those that only read (the MONITOR
  * role's) promise nothing about the disk and leave at once, so a commit
- * refused for want of space does not fail them. ACK's OK waits for the
+ * refused for want of space does not fail them; so does a switchover's,
+ * which writes nothing: held for a commit, it was lost when Redis's answer
+ * deposed this node while that commit was out, and a client following the
+ * group then asked the new primary to switch back. ACK's OK waits for the
  * commit that carries its delete only when ack_flush_ms is 0; everything
  * else leaves at once. */
 static net_when when_for(const bk *b, const proto_msg *m)
@@ -77,6 +80,8 @@ static net_when when_for(const bk *b, const proto_msg *m)
     if (m->type == PROTO_ADMIN) {
         int c = proto_cmd_of(m->cmd.ptr, m->cmd.len);
         proto_role role = c >= 0 ? proto_cmd_role((proto_cmd)c) : PROTO_ROLE_ADMIN;
+        if (c == PROTO_CMD_ha_switchover) /* writes nothing, and may depose this node before the next commit ends */
+            return NET_NOW;
         return role == PROTO_ROLE_MONITOR || role == PROTO_ROLE_ANY ? NET_NOW : NET_AFTER_COMMIT;
     }
     if (m->type == PROTO_ACK && b->cfg.ack_flush_ms == 0) /* taken while a commit is out: its delete joins the next */

@@ -10,7 +10,11 @@
  * when the connection is lost or refused (to the next address, round the
  * list). A move waits FAILOVER_PAUSE_NS, so that two nodes that both
  * redirect (a failover in progress) are asked a few times a second, not in
- * a loop. The redirect itself is never returned to the caller.
+ * a loop, and until nothing more is to be read (wire.c's pump): the old
+ * connection's last replies are taken before zmq_disconnect would drop
+ * them, so that a switchover's OK from the node it deposes is not asked of
+ * the new primary again. The redirect itself is never returned to the
+ * caller.
  *
  * Nothing confirmed is re-sent, and nothing unconfirmed is lost by a move:
  * each publish's encoded frame is kept until its confirmation comes, and

@@ -357,8 +357,6 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
         int refused = handshake_refused(c);
         if (refused)
             return refused;
-        if (failover_on(c))
-            failover_tick(c, now_ns());
         int64_t refused_until = c->refused_since_ns && c->handshakes == 0 && !failover_on(c)
                                     ? c->refused_since_ns + REFUSED_GRACE_NS : 0;
         if (refused_until && now_ns() >= refused_until) { /* refused, retried for a while: nothing listens */
@@ -387,6 +385,12 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
                 return SL_ETIMEDOUT;
             continue;
         }
+        /* a move only once nothing more is to be read: zmq_disconnect drops
+         * what the old connection delivered, and a reply the broker sent
+         * just before it went (a switchover's OK, from the node it deposes)
+         * would be asked of the new primary again */
+        if (failover_on(c) && failover_tick(c, now_ns()))
+            continue;
         if (wait_ms == 0)
             return SL_ETIMEDOUT;
         long move_ms = failover_on(c) ? failover_wake_ms(c, now_ns()) : -1;
