@@ -70,11 +70,11 @@ static void log_bad(bk *b, const char *what, const char *why)
  * reported changed once it is stored. Those that only read (the MONITOR
  * role's) promise nothing about the disk and leave at once, so a commit
  * refused for want of space does not fail them; so does a switchover's,
- * which writes nothing: held for a commit, it was lost when Redis's answer
- * deposed this node while that commit was out, and a client following the
- * group then asked the new primary to switch back. ACK's OK waits for the
- * commit that carries its delete only when ack_flush_ms is 0; everything
- * else leaves at once. */
+ * which writes nothing: held for a commit, it is never sent if Redis's
+ * answer deposes this node while that commit is out, and a client
+ * following the group then asks the new primary to switch back. ACK's OK
+ * waits for the commit that carries its delete only when ack_flush_ms is
+ * 0; everything else leaves at once. */
 static net_when when_for(const bk *b, const proto_msg *m)
 {
     if (m->type == PROTO_ADMIN) {
