@@ -458,7 +458,7 @@ $(BUILD)/slowdisk.so: tools/slowdisk/slowdisk.c
 #                                          the primary cut from both, Redis losing its data, in turns
 #                                          (30 each); no confirmed publish lost, at most one node
 #                                          confirming per epoch, the sink within its limit through a
-#                                          failover
+#                                          failover; a failed trial's directories are kept (named)
 # make ha-campaign-ci                      the same, one trial of each case, Redis stopped 5 s (part of
 #                                          make test)
 # SLUICE_SEED=N replays a run.
@@ -509,10 +509,10 @@ corrupt-ci: campaigns
 
 ha-campaign: deps
 	@$(MAKE) --no-print-directory campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha $(HA_TRIALS)
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha $(HA_TRIALS) --keep-failed
 
 ha-campaign-ci: campaigns
-	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha 9 --quiet --redis-down-ms 5000
+	@SLUICE_BIN=bin build/rel/tests/campaign/campaign_ha 9 --quiet --redis-down-ms 5000 --keep-failed
 
 # ---- fuzzing: libFuzzer on the wire decoder (tests/fuzz/), clang only ----
 # make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N]   one bounded run; exits 1 on a finding

@@ -3,7 +3,7 @@
  * confirmed publish is ever lost, and a sink is never sent more than its
  * limit allows.
  *
- *   campaign_ha [TRIALS] [--quiet] [--redis-down-ms MS] [--case NAME]
+ *   campaign_ha [TRIALS] [--quiet] [--redis-down-ms MS] [--case NAME] [--keep-failed]
  *
  * Each trial runs in a fresh directory: a real redis-server (Unix socket),
  * two real sluiced nodes of one group (--ha-ttl-ms 1000,
@@ -92,7 +92,9 @@
  *
  * Exit status: 0 when every trial held; 1 otherwise; 2 when the campaign
  * could not run or was interrupted. Every process is started and stopped by
- * its PID; each trial's directory is removed. Seeded by $SLUICE_SEED.
+ * its PID; each trial's directory is removed, and each node's, except a
+ * failed trial's with --keep-failed (their paths are printed: the nodes'
+ * logs, stores and logs of records, for a look). Seeded by $SLUICE_SEED.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -172,10 +174,11 @@ static int setup(ha_trial *tr, int kase, unsigned seed)
     strcpy(tr->dir, "/tmp/sluice-hacamp-XXXXXX");
     if (!mkdtemp(tr->dir))
         return -1;
-    char via[140];
+    char via[140], dir[sizeof tr->dir]; /* (a copy: gcc takes members of one struct to overlap) */
+    memcpy(dir, tr->dir, sizeof dir);
     for (int i = 0; i < 2; i++) {
-        snprintf(tr->repl[i], sizeof tr->repl[i], "ipc://%s/repl%d.sock", tr->dir, i + 1);
-        snprintf(tr->stream_via[i], sizeof tr->stream_via[i], "ipc://%s/repl%d-via.sock", tr->dir, i + 1);
+        snprintf(tr->repl[i], sizeof tr->repl[i], "ipc://%s/repl%d.sock", dir, i + 1);
+        snprintf(tr->stream_via[i], sizeof tr->stream_via[i], "ipc://%s/repl%d-via.sock", dir, i + 1);
         if (th_proxy_start(&tr->to_stream[i], tr->stream_via[i] + 6, tr->repl[i] + 6) != 0)
             return -1;
     }
@@ -289,6 +292,8 @@ static int sink_held(ha_trial *tr, int kase, int quiet)
 
 /* run_trial runs one case; 0 when it held, 1 when it did not, 2 when it
  * could not run. *failover_ms gets the failover's time. */
+static int keep_failed; /* --keep-failed */
+
 static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
 {
     static ha_trial tr;
@@ -380,7 +385,9 @@ static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
                (unsigned long long)consumed);
     rc = bad ? 1 : 0;
 out:
+    th_keep_dirs = rc != 0 && keep_failed; /* teardown names each directory it keeps */
     teardown(&tr);
+    th_keep_dirs = 0;
     return rc;
 }
 
@@ -402,6 +409,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quiet"))
             quiet = 1;
+        else if (!strcmp(argv[i], "--keep-failed"))
+            keep_failed = 1;
         else if (!strcmp(argv[i], "--redis-down-ms") && i + 1 < argc && atoi(argv[i + 1]) > 0)
             ha_redis_down_ms = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
@@ -417,7 +426,7 @@ int main(int argc, char **argv)
         else if (atoi(argv[i]) > 0)
             trials = (unsigned)atoi(argv[i]);
         else {
-            fprintf(stderr, "usage: campaign_ha [TRIALS] [--quiet] [--redis-down-ms MS] [--case NAME]\n");
+            fprintf(stderr, "usage: campaign_ha [TRIALS] [--quiet] [--redis-down-ms MS] [--case NAME] [--keep-failed]\n");
             return 2;
         }
     }

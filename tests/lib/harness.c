@@ -126,8 +126,14 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
     return 0;
 }
 
+int th_keep_dirs;
+
 void th_rmrf(const char *path)
 {
+    if (th_keep_dirs) {
+        fprintf(stderr, "# kept %s\n", path);
+        return;
+    }
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 

@@ -176,8 +176,11 @@ int th_timeout_arm(void **state);
 /* th_timeout_disarm is the matching teardown: alarm(0). Returns 0. */
 int th_timeout_disarm(void **state);
 
-/* th_rmrf removes a directory tree. */
+/* th_rmrf removes a directory tree, unless th_keep_dirs is set: then it
+ * names the tree on stderr and leaves it (a campaign keeping a failed
+ * trial's brokers, logs and stores for a look). */
 void th_rmrf(const char *path);
+extern int th_keep_dirs;
 
 /* th_read_file reads up to len-1 bytes of path into buf, NUL-terminated ("" when
  * it cannot be opened). Returns the number of bytes read. */
