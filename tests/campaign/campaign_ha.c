@@ -290,10 +290,10 @@ static int sink_held(ha_trial *tr, int kase, int quiet)
     return most <= bound;
 }
 
-/* run_trial runs one case; 0 when it held, 1 when it did not, 2 when it
- * could not run. *failover_ms gets the failover's time. */
 static int keep_failed; /* --keep-failed */
 
+/* run_trial runs one case; 0 when it held, 1 when it did not, 2 when it
+ * could not run. *failover_ms gets the failover's time. */
 static int run_trial(int kase, unsigned seed, int quiet, long *failover_ms)
 {
     static ha_trial tr;

@@ -5,9 +5,10 @@
  *
  * Pinned down: the first node is primary and the second its standby, in
  * sync once it has every record (Redis says sync = n2); the standby answers
- * clients SL_EREDIRECT, on its stream endpoint too; every publish confirmed by the primary is in the
- * standby's store after kill -9 of the primary, and the standby promotes
- * (epoch 2) within the TTL plus a generous margin and serves them; a
+ * clients SL_EREDIRECT, on its stream endpoint too; every publish confirmed
+ * by the primary is in the standby's store after kill -9 of the primary,
+ * and the standby promotes (epoch 2) within the TTL plus a generous margin
+ * and serves them; a
  * standby killed and started again resumes from its own position (the
  * primary goes on alone in between, once Redis records sync = none) and
  * holds everything after a failover; under load (a producer with 64

@@ -169,16 +169,11 @@ static double median(double *r, int n)
  * -1 when it could not start (reported; the row is left out). */
 static int buffered_start(bench *b, bench_spawn *s)
 {
-    char dir[80], listen[100];
+    char dir[80];
     snprintf(dir, sizeof dir, "%s/buffered", b->dir);
-    snprintf(listen, sizeof listen, "ipc://%s/st.sock", dir);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return bench_core_fail("cannot create %s", dir);
-    const char *const extra[] = {"--wal-buffered", "--stream-listen", listen, NULL};
-    if (bench_spawn_start_with(s, b->sluiced, dir, extra, NULL, 0) != 0)
-        return -1;
-    snprintf(s->stream_endpoint, sizeof s->stream_endpoint, "stream+%s", listen);
-    return 0;
+    return bench_spawn_start_flag(s, b->sluiced, dir, "--wal-buffered");
 }
 
 /* one_turn runs 1 x 1 for a second over endpoint: msgs/s, or 0. */

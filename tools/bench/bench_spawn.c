@@ -46,9 +46,14 @@ int bench_spawn_stop(bench_spawn *s)
 
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir)
 {
+    return bench_spawn_start_flag(s, path, dir, NULL);
+}
+
+int bench_spawn_start_flag(bench_spawn *s, const char *path, const char *dir, const char *flag)
+{
     char listen[96];
     snprintf(listen, sizeof listen, "ipc://%s/st.sock", dir);
-    const char *const extra[] = {"--stream-listen", listen, NULL};
+    const char *const extra[] = {"--stream-listen", listen, flag, NULL};
     int rc = bench_spawn_start_with(s, path, dir, extra, NULL, 0);
     if (rc == 0)
         snprintf(s->stream_endpoint, sizeof s->stream_endpoint, "stream+%s", listen);

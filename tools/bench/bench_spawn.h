@@ -21,6 +21,10 @@ typedef struct bench_spawn {
  * with the broker's log shown and no broker left running (s->p.pid is 0). */
 int bench_spawn_start(bench_spawn *s, const char *path, const char *dir);
 
+/* bench_spawn_start_flag is bench_spawn_start with one more option for
+ * sluiced, flag (a switch such as "--wal-buffered"; NULL: none). */
+int bench_spawn_start_flag(bench_spawn *s, const char *path, const char *dir, const char *flag);
+
 /* bench_spawn_start_with is bench_spawn_start with, when not NULL, more
  * options for sluiced (extra, NULL-terminated, at most BENCH_SPAWN_MAX_EXTRA),
  * and, when slowdisk
