@@ -387,16 +387,14 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	exec $(BIN)/sluiced $(ARGS)
 
-# make test: the plain build, then the ASan+UBSan build, then one run over both.
+# make test: the plain build, then the ASan+UBSan build, then one run over both, the short
+# campaigns (CI_CAMPAIGNS) among its programs.
+CI_CAMPAIGNS := make:ha-campaign-ci make:crash-ci make:powerloss-ci make:fuzz-ci make:corrupt-ci
 test: deps browser-deps
 	@$(MAKE) --no-print-directory all tests
 	@$(MAKE) --no-print-directory SAN=address,undefined all tests
-	@$(MAKE) --no-print-directory fuzz-ci
-	@$(MAKE) --no-print-directory crash-ci
-	@$(MAKE) --no-print-directory powerloss-ci
-	@$(MAKE) --no-print-directory corrupt-ci
-	@$(MAKE) --no-print-directory ha-campaign-ci
-	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin
+	@$(MAKE) --no-print-directory campaigns
+	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin $(CI_CAMPAIGNS)
 
 test-run: all tests
 	@tests/run.sh $(BUILD)/tests:$(BIN)

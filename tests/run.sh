@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # run.sh - run every test program and print one closing line: "N passed, N failed".
 #
-# usage: tests/run.sh TESTDIR[:BINDIR] [TESTDIR[:BINDIR] ...]
+# usage: tests/run.sh TESTDIR[:BINDIR] ... [make:TARGET ...]
 # A TESTDIR is a build's tests directory (build/rel/tests), whose unit/ and
 # e2e/ programs both run, or one of those two alone (build/rel/tests/unit).
+# A make:TARGET runs `make TARGET` as one more program (the short campaigns:
+# make:crash-ci), which counts as one test, passed when it exits 0; its
+# lines are shown either way (what it checked and its seed).
 # An end-to-end program runs with SLUICE_BIN=BINDIR (the sluiced, sluice and
 # sluice-sink it drives); a unit program runs with SLUICE_BIN an empty
 # directory, whatever BINDIR says, so that a unit test which started one of
@@ -12,12 +15,13 @@
 # dies without a cmocka summary counts as one failure. Output of failing
 # programs is shown.
 #
-# SLUICE_TEST_JOBS programs run at once (default 2): every test owns its
+# SLUICE_TEST_JOBS programs run at once (default 3): every test owns its
 # directory, endpoints and ports, and the suite must pass with other work
-# beside it anyway, so two at a time only shortens the wait (most of a test's
-# time is spent waiting on timers, not on a core). Lines print as programs end.
+# beside it anyway, so three at a time only shortens the wait (most of a
+# test's time is spent waiting on timers, not on a core). Lines print as
+# programs end.
 set -u
-jobs_max=${SLUICE_TEST_JOBS:-2}
+jobs_max=${SLUICE_TEST_JOBS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 nobin="$tmp/no-programs" # SLUICE_BIN of the unit tests: empty
@@ -30,18 +34,30 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_one() {
   local t=$1 bdir=$2 variant=$3 id=$4 name start rc ms secs p f
   name=$(basename "$(dirname "$t")")/$(basename "$t")
+  [ "$variant" = make ] && name=$t
   start=$(date +%s%N)
   local limit=300
   [ "$variant" = san ] && limit=600
-  SLUICE_BIN="$bdir" CMOCKA_MESSAGE_OUTPUT=stdout timeout -k 10 "$limit" "$t" >"$tmp/$id.out" 2>&1
+  if [ "$variant" = make ]; then
+    timeout -k 10 "$limit" make --no-print-directory -s "${t#make:}" >"$tmp/$id.out" 2>&1
+  else
+    SLUICE_BIN="$bdir" CMOCKA_MESSAGE_OUTPUT=stdout timeout -k 10 "$limit" "$t" >"$tmp/$id.out" 2>&1
+  fi
   rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   secs="$((ms / 1000)).$(( (ms % 1000) / 100 ))s"
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$tmp/$id.out" | tail -1)
   f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$tmp/$id.out" | tail -1)
   p=${p:-0} f=${f:-0}
+  if [ "$variant" = make ]; then # a campaign: one test, its exit status
+    p=1 f=0
+    [ "$rc" -eq 0 ] || p=0 f=1
+  fi
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-  if [ "$f" -eq 0 ]; then
+  if [ "$f" -eq 0 ] && [ "$variant" = make ]; then
+    { printf 'ok    %-28s %-4s %3d tests  %8s\n' "$name" "$variant" "$p" "$secs"
+      sed 's/^/    | /' "$tmp/$id.out" | tail -20; } >"$tmp/$id.line"
+  elif [ "$f" -eq 0 ]; then
     printf 'ok    %-28s %-4s %3d tests  %8s\n' "$name" "$variant" "$p" "$secs" >"$tmp/$id.line"
   else
     { printf 'FAIL  %-28s %-4s %3d passed, %d failed (exit %d)  %8s\n' "$name" "$variant" "$p" "$f" "$rc" "$secs"
@@ -51,10 +67,12 @@ run_one() {
   cat "$tmp/$id.line"
 }
 
-# The programs that take longest (about 40 to 80 s each here) start first,
-# the sanitized build's before the plain one's, so that the run does not end
-# on one of them alone: the rest fill in beside them.
-slow_first="test_bench test_sinkflow test_python test_browser test_backup test_room test_ha_snap test_tags"
+# The programs that take longest (about 30 to 100 s each here, the
+# campaigns among them) start first, the sanitized build's before the plain
+# one's, so that the run does not end on one of them alone: the rest fill in
+# beside them.
+slow_first="make:ha-campaign-ci test_bench test_sinkflow make:crash-ci test_python test_browser make:powerloss-ci
+            make:fuzz-ci test_backup test_room test_ha_snap test_tags"
 
 # rank T VARIANT: where program T starts: its place in slow_first (two
 # digits, then 0 for the sanitized build and 1 for the plain one), or 999
@@ -75,6 +93,11 @@ rank() {
 tab=$(printf '\t')
 list=() # "RANK ORDER TEST SLUICE_BIN VARIANT", tab-separated, one per program
 for pair in "$@"; do
+  case $pair in
+    make:*)
+      list+=("$(rank "$pair" make)$tab$(printf '%05d' "${#list[@]}")$tab$pair$tab-${tab}make")
+      continue ;;
+  esac
   tdir=${pair%%:*} bdir=${pair#*:}
   [ "$bdir" = "$pair" ] && bdir="$nobin" # no BINDIR: unit tests only
   tdir=${tdir%/}
