@@ -375,25 +375,28 @@ $(BUILD)/tests/e2e/test_python: client/python/run_tests.sh
 	@mkdir -p $(dir $@)
 	$(Q)printf '#!/bin/sh\nexec "%s/client/python/run_tests.sh" "$$@"\n' '$(CURDIR)' > $@ && chmod +x $@
 
+# Builds run JOBS compiles at once (one per core); the tests' own parallelism is SLUICE_TEST_JOBS.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 .PHONY: check-python
 check-python: deps
-	@$(MAKE) --no-print-directory SAN= all build/rel/slowdisk.so
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN= all build/rel/slowdisk.so
 	@SLUICE_LIB=build/rel/libsluice.so.1 SLUICE_BIN=bin /usr/bin/python3 -m pytest -p no:cacheprovider -q \
 	  client/python/tests
 
 # ---- the two commands ----
 # make run ARGS='-l tcp://127.0.0.1:17601 -d /tmp/x': ARGS go to sluiced as they are
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	exec $(BIN)/sluiced $(ARGS)
 
 # make test: the plain build, then the ASan+UBSan build, then one run over both, the short
 # campaigns (CI_CAMPAIGNS) among its programs.
 CI_CAMPAIGNS := make:ha-campaign-ci make:crash-ci make:powerloss-ci make:fuzz-ci make:corrupt-ci
 test: deps browser-deps
-	@$(MAKE) --no-print-directory all tests
-	@$(MAKE) --no-print-directory SAN=address,undefined all tests
-	@$(MAKE) --no-print-directory campaigns
+	@$(MAKE) --no-print-directory -j$(JOBS) all tests
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=address,undefined all tests
+	@$(MAKE) --no-print-directory -j$(JOBS) campaigns
 	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin $(CI_CAMPAIGNS)
 
 test-run: all tests
@@ -404,19 +407,19 @@ test-run: all tests
 # other program of ours) fails. make check-e2e: the end-to-end tests (tests/e2e/), plain and
 # ASan+UBSan builds. make test runs both sets in both builds, plus the short campaigns.
 check-unit: deps
-	@$(MAKE) --no-print-directory tests-unit
+	@$(MAKE) --no-print-directory -j$(JOBS) tests-unit
 	@tests/run.sh $(BUILD)/tests/unit
 
 check-e2e: deps browser-deps
-	@$(MAKE) --no-print-directory SAN= all tests-e2e
-	@$(MAKE) --no-print-directory SAN=address,undefined all tests-e2e
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN= all tests-e2e
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=address,undefined all tests-e2e
 	@tests/run.sh build/rel/tests/e2e:bin build/san/tests/e2e:build/san/bin
 
 bench: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory SAN= build/rel/slowdisk.so
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN= build/rel/slowdisk.so
 	@$(BIN)/sluice-bench --spawn $(BIN)/sluiced --slowdisk build/rel/slowdisk.so
-	@$(MAKE) --no-print-directory SAN= build/rel/bench-py-c
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN= build/rel/bench-py-c
 	@/usr/bin/python3 client/python/bench.py --bin $(BIN) --lib $(LIBSLUICE_SO) --c-bench build/rel/bench-py-c
 
 # The flush experiments (tools/bench/flush/bench_flush.c): what a durable commit costs on this
@@ -470,7 +473,7 @@ HA_TRIALS        ?= 270
 .PHONY: campaigns campaign-bins crash crash-ci powerloss powerloss-ci faults corrupt corrupt-ci ha-campaign ha-campaign-ci
 
 campaigns:
-	@$(MAKE) --no-print-directory SAN= campaign-bins
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN= campaign-bins
 
 campaign-bins: bin/sluiced $(CAMPAIGNS)
 	@:
