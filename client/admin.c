@@ -57,7 +57,9 @@ int admin_call(sl_client *c, proto_msg *m)
     int rc = proto_cmd_check(m, &cmd, text, sizeof text);
     if (rc)
         return client_fail_text(c, SL_EINVAL, text, strlen(text));
+    c->await_once = proto_cmd_repeatable(cmd) ? NULL : proto_cmd_name(cmd);
     rc = client_request(c, m, PROTO_ADMIN_OK);
+    c->await_once = NULL;
     if (rc)
         return rc;
     proto_cmd_def(cmd, NULL, NULL, NULL, &results);

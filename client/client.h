@@ -120,6 +120,8 @@ struct sl_client {
     int64_t move_at_ns, moved_ns;
     void *await_frame;               /* the awaited request's frame, to send again after a move */
     size_t await_frame_len;
+    const char *await_once;          /* the awaited command's name when it must not run twice, or NULL */
+    bool await_redirected;           /* a standby answered it: it ran nowhere, so it may be sent again */
 };
 
 /* client_err_clear empties c's error record. */

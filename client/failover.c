@@ -21,8 +21,13 @@
  * once the new connection's handshake succeeds every publish still waiting
  * is sent again, in order, with its seq, and so is the request being waited
  * for. A publish with an idempotency key is then stored once whatever the
- * old primary did; one without may be stored twice (at least once). A
- * consumer's subscription is renewed by the reconnection itself (wire.c).
+ * old primary did; one without may be stored twice (at least once). An
+ * admin command a second run would change more (a msg.move, a switchover:
+ * PROTO_CMD_REPEATS) is not sent again unless a standby refused it: the
+ * call ends SL_ECONNECT at the move, saying it may have run, since the old
+ * primary may have run it and its standby taken the effect before the
+ * answer was lost. A consumer's subscription is renewed by the
+ * reconnection itself (wire.c).
  *
  * Costs: with alternatives only, a copy of each publish's frame while it is
  * unconfirmed; nothing without them.
@@ -120,6 +125,11 @@ void failover_lost(sl_client *c)
     schedule(c, NULL, 0);
 }
 
+bool failover_lost_once(const sl_client *c)
+{
+    return c->await_seq && c->await_seq < c->move_seq && !c->have_reply && c->await_once && !c->await_redirected;
+}
+
 bool failover_tick(sl_client *c, int64_t now_ns)
 {
     if (!c->move_due || now_ns < c->move_at_ns)
@@ -145,8 +155,10 @@ void failover_resend(sl_client *c)
         if (p->frame && p->seq < c->move_seq)
             zmq_send(c->sock, p->frame, p->frame_len, ZMQ_DONTWAIT);
     }
-    if (c->await_seq && c->await_seq < c->move_seq && !c->have_reply && c->await_frame)
+    if (c->await_seq && c->await_seq < c->move_seq && !c->have_reply && c->await_frame) {
         zmq_send(c->sock, c->await_frame, c->await_frame_len, ZMQ_DONTWAIT);
+        c->await_redirected = false; /* sent to a node that may run it */
+    }
 }
 
 long failover_wake_ms(const sl_client *c, int64_t now_ns)

@@ -46,9 +46,16 @@ void failover_lost(sl_client *c);
  * connection's handshake succeeds: failover_resend). */
 bool failover_tick(sl_client *c, int64_t now_ns);
 
+/* failover_lost_once tells whether the request being waited for went to
+ * the connection just left, is unanswered, and must not run twice
+ * (proto_repeat.h) unless a standby refused it: failover_resend would send
+ * it again, so the caller is told instead that it may have run. */
+bool failover_lost_once(const sl_client *c);
+
 /* failover_resend sends again, in order, every publish still waiting for
- * its confirmation and the request being waited for, with their seq: on the
- * new address's connection, right after its handshake. */
+ * its confirmation and the request being waited for (never one that must
+ * not run twice: the wait for it has ended), with their seq: on the new
+ * address's connection, right after its handshake. */
 void failover_resend(sl_client *c);
 
 /* failover_wake_ms returns how long a wait may last before failover_tick

@@ -155,6 +155,8 @@ static int reply_route(sl_client *c, const proto_msg *m)
                            : m->type == PROTO_ERROR && c->puts.count == 0;
     if (failover_on(c) && m->type == PROTO_ERROR && m->code == SL_EREDIRECT) {
         /* a standby: move to the primary it names, and send again there */
+        if (c->await_seq && awaited)
+            c->await_redirected = true;
         failover_redirect(c, proto_has(m, PROTO_F_url) ? m->url.ptr : NULL, proto_has(m, PROTO_F_url) ? m->url.len : 0);
         return SL_OK;
     }

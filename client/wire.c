@@ -389,8 +389,16 @@ static int pump(sl_client *c, int64_t deadline_ns, wait_for w)
          * what the old connection delivered, and a reply the broker sent
          * just before it went (a switchover's OK, from the node it deposes)
          * would be asked of the new primary again */
-        if (failover_on(c) && failover_tick(c, now_ns()))
+        if (failover_on(c) && failover_tick(c, now_ns())) {
+            if (w == WAIT_REPLY && failover_lost_once(c)) { /* not sent again (proto_repeat.h) */
+                char why[PROTO_MAX_STR];
+                int n = snprintf(why, sizeof why,
+                                 "the connection to the broker was lost before %s was answered: it may have run "
+                                 "there; look before asking again", c->await_once);
+                return client_fail_text(c, SL_ECONNECT, why, n < (int)sizeof why ? (size_t)n : sizeof why - 1);
+            }
             continue;
+        }
         if (wait_ms == 0)
             return SL_ETIMEDOUT;
         long move_ms = failover_on(c) ? failover_wake_ms(c, now_ns()) : -1;
@@ -446,6 +454,7 @@ int wire_request(sl_client *c, proto_msg *m)
         return rc;
     c->await_seq = seq;
     c->have_reply = false;
+    c->await_redirected = false;
     rc = pump(c, deadline_ns, WAIT_REPLY);
     c->await_seq = 0;
     return rc;

@@ -172,6 +172,17 @@ void proto_set_u64(proto_msg *m, proto_field f, uint64_t v)
     m->present |= (proto_mask)1 << f;
 }
 
+static const unsigned char cmd_repeats[PROTO_CMD_COUNT_] = {
+#define CMD_REPEAT_(ID, name, req, opt, res, fields) [PROTO_CMD_##ID] = PROTO_CMD_REPEAT_##ID,
+    PROTO_ADMIN_CMDS(CMD_REPEAT_)
+#undef CMD_REPEAT_
+};
+
+int proto_cmd_repeatable(proto_cmd c)
+{
+    return (int)c >= 0 && c < PROTO_CMD_COUNT_ && cmd_repeats[c] == PROTO_REPEAT_SAFE;
+}
+
 const char *proto_cmd_name(proto_cmd c)
 {
     if ((int)c < 0 || c >= PROTO_CMD_COUNT_)

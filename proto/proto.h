@@ -232,6 +232,7 @@ _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
     X(ha_recover,     "ha.recover",     PF(node), 0, NONE, 0)
 
 #include "proto_roles.h" /* who may send what: the roles, per command and per message type */
+#include "proto_repeat.h" /* which commands a client may send again after a lost connection */
 
 /* Result fields added within version 2: optional, so a reader does not
  * require them (a broker whose sink is its own sends no coord_rows). The
@@ -406,6 +407,11 @@ const char *proto_cmd_name(proto_cmd c);
 
 /* proto_cmd_of returns the admin command named name[0..len), or -1. */
 int proto_cmd_of(const char *name, size_t len);
+
+/* proto_cmd_repeatable tells whether admin command c may be sent again
+ * when its answer was lost with its connection (PROTO_CMD_REPEATS): 1, or
+ * 0 for a command a second run would change more (and for an unknown one). */
+int proto_cmd_repeatable(proto_cmd c);
 
 /* proto_cmd_def reports what command c requires and allows besides (PF
  * bits), its result kind (PROTO_RES_*) and its result fields. Returns 0, or

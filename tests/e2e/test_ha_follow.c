@@ -12,7 +12,10 @@
  * deliveries when the primary is killed settles them after the failover
  * (refused: the new primary never leased them) and is given them again by
  * the new primary, without an attempt charged (each comes with attempt 1),
- * and every message once acknowledged is gone. TTL 1500 ms,
+ * and every message once acknowledged is gone; a command that must not run
+ * twice (msg.move), waiting on a primary that is stopped and then killed,
+ * is not sent again to the new primary (SL_ECONNECT, "may have run"),
+ * while one that may (level.list) is, and answered. TTL 1500 ms,
  * standby timeout 3000 ms.
  */
 #include <setjmp.h>
@@ -21,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -246,6 +250,74 @@ static void deliveries_held_at_a_failover_come_again_uncharged(void **state)
     done(n1, n2);
 }
 
+/* A synchronous call on a thread of its own: msg.move, which must not run
+ * twice, or level.list, which may. */
+typedef struct call {
+    sl_client *c;
+    int once, rc;
+    char err[256];
+} call;
+
+static void *call_run(void *arg)
+{
+    call *k = arg;
+    if (k->once) {
+        uint64_t after = 0, moved = 0;
+        k->rc = sl_msg_move(k->c, 1, 2, NULL, 0, &after, &moved, NULL);
+    } else {
+        sl_level_info lv[SL_MAX_LEVELS];
+        unsigned n = SL_MAX_LEVELS;
+        k->rc = sl_level_list(k->c, lv, &n);
+    }
+    snprintf(k->err, sizeof k->err, "%s", sl_last_error(k->c));
+    return NULL;
+}
+
+/* The primary stopped while two clients wait on it (a msg.move, a
+ * level.list), then killed: the level.list is asked of the new primary and
+ * answered; the msg.move is not sent again (a second run would move what
+ * came since), its call ends SL_ECONNECT saying it may have run, and the
+ * new primary has moved nothing. */
+static void a_command_that_must_not_run_twice_is_not_sent_again(void **state)
+{
+    (void)state;
+    th_broker *n1 = node(1), *n2 = node(2);
+    assert_true(wait_sync("n2", 10000) >= 0);
+    enum { N = 10 };
+    sl_client *p = th_client(n1, 5000);
+    assert_int_equal(th_put_many(p, 1, N, 1), SL_OK);
+    sl_close(&p);
+    char ep[700];
+    both(n1, n2, ep, sizeof ep);
+    sl_options o = {.timeout_ms = 15000, .heartbeat_ms = 200};
+    call k[2] = {{.once = 1}, {.once = 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        sl_stats s;
+        assert_int_equal(sl_connect(ep, &o, &k[i].c), SL_OK);
+        assert_int_equal(sl_stats_get(k[i].c, &s), SL_OK); /* connected to n1 */
+    }
+    assert_int_equal(kill(n1->pid, SIGSTOP), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, call_run, &k[i]), 0);
+    th_ha_pause_ms(500); /* both requests are out, to a node that cannot run them */
+    th_broker_kill9(n1);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    print_message("# msg.move: %s (%s); level.list: %s\n", sl_errname(k[0].rc), k[0].err, sl_errname(k[1].rc));
+    assert_int_equal(k[1].rc, SL_OK);        /* asked again of n2 */
+    assert_int_equal(k[0].rc, SL_ECONNECT);  /* not asked again */
+    assert_non_null(strstr(k[0].err, "msg.move"));
+    assert_non_null(strstr(k[0].err, "may have run"));
+    sl_stats s;
+    assert_int_equal(sl_stats_get(k[0].c, &s), SL_OK); /* the client goes on, on n2 */
+    assert_int_equal(s.level[1].depth, N);              /* nothing moved */
+    assert_int_equal(s.level[2].depth, 0);
+    for (int i = 0; i < 2; i++)
+        sl_close(&k[i].c);
+    done(n1, n2);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -254,6 +326,7 @@ int main(void)
                                         disarm),
         cmocka_unit_test_setup_teardown(sluice_send_from_a_pipe_keeps_going_across_a_failover, arm, disarm),
         cmocka_unit_test_setup_teardown(deliveries_held_at_a_failover_come_again_uncharged, arm, disarm),
+        cmocka_unit_test_setup_teardown(a_command_that_must_not_run_twice_is_not_sent_again, arm, disarm),
     };
     th_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * every kind of malformed line is refused with its file and line, comments
  * and blank lines are skipped, a "#" inside a key is part of the key,
  * principals are found by their key only, and a key file's text reads back
- * as `sluice keygen` wrote it.
+ * as `sluice keygen` wrote it; every admin command has a role, and every
+ * one a monitor may send may be sent again after a lost answer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -169,6 +170,22 @@ static void every_command_has_a_role(void **state)
     assert_string_equal(proto_role_name(PROTO_ROLE_MONITOR), "monitor");
 }
 
+/* What a client may send again after a lost answer (proto_repeat.h): every
+ * command a monitor may send reads, so every one may; those a second run
+ * would change more may not. */
+static void reading_commands_may_be_sent_again(void **state)
+{
+    (void)state;
+    for (int c = 0; c < PROTO_CMD_COUNT_; c++)
+        if (proto_cmd_role((proto_cmd)c) == PROTO_ROLE_MONITOR)
+            assert_true(proto_cmd_repeatable((proto_cmd)c));
+    assert_true(proto_cmd_repeatable(PROTO_CMD_level_set));
+    assert_false(proto_cmd_repeatable(PROTO_CMD_msg_move));
+    assert_false(proto_cmd_repeatable(PROTO_CMD_ha_switchover));
+    assert_false(proto_cmd_repeatable((proto_cmd)-1));
+    assert_false(proto_cmd_repeatable(PROTO_CMD_COUNT_));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +194,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_missing_file_is_not_found, setup, teardown),
         cmocka_unit_test(key_files_read_back),
         cmocka_unit_test(every_command_has_a_role),
+        cmocka_unit_test(reading_commands_may_be_sent_again),
     };
     th_seed();
     return cmocka_run_group_tests_name("auth_file", tests, NULL, NULL);
