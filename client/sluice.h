@@ -86,8 +86,11 @@ typedef struct sl_options {
  * moves it to the primary named, or to the next address, within about
  * 100 ms) and sends again every publish not yet confirmed and the request
  * being waited for; a publish with an idempotency key is stored once, one
- * without at least once. Such a client never fails SL_ECONNECT for a refused
- * address: its calls wait up to timeout_ms while it looks for the primary. Connecting is asynchronous in
+ * without at least once. An admin command a second run would change more
+ * (msg.move, a switchover: see the client's README) is not sent again: its
+ * call fails SL_ECONNECT, saying it may have run. Such a client never fails
+ * SL_ECONNECT for a refused address: its calls wait up to timeout_ms while
+ * it looks for the primary. Connecting is asynchronous in
  * ZeroMQ, so nothing is known here: the first call that waits for a reply
  * says. When nothing listens at the endpoint (the connection is refused, as
  * tcp and ipc tell at once) and no connection has ever succeeded, that call

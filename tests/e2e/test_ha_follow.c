@@ -76,6 +76,18 @@ static void both(const th_broker *a, const th_broker *b, char *out, size_t cap)
     snprintf(out, cap, "%s|%s", a->endpoint, b->endpoint);
 }
 
+/* group_holding starts both nodes, waits for n2 in sync and publishes n
+ * messages to level 1 on n1, the primary. */
+static void group_holding(unsigned n, th_broker **n1, th_broker **n2)
+{
+    *n1 = node(1);
+    *n2 = node(2);
+    assert_true(wait_sync("n2", 10000) >= 0);
+    sl_client *p = th_client(*n1, 5000);
+    assert_int_equal(th_put_many(p, 1, n, 1), SL_OK);
+    sl_close(&p);
+}
+
 /* done stops the new primary n2 and frees the killed n1. */
 static void done(th_broker *n1, th_broker *n2)
 {
@@ -192,12 +204,9 @@ static void sluice_send_from_a_pipe_keeps_going_across_a_failover(void **state)
 static void deliveries_held_at_a_failover_come_again_uncharged(void **state)
 {
     (void)state;
-    th_broker *n1 = node(1), *n2 = node(2);
-    assert_true(wait_sync("n2", 10000) >= 0);
     enum { N = 20, HELD = 5 };
-    sl_client *p = th_client(n1, 5000);
-    assert_int_equal(th_put_many(p, 1, N, 1), SL_OK);
-    sl_close(&p);
+    th_broker *n1, *n2;
+    group_holding(N, &n1, &n2);
     char ep[700];
     both(n2, n1, ep, sizeof ep);
     sl_options o = {.timeout_ms = 15000, .heartbeat_ms = 200};
@@ -281,12 +290,9 @@ static void *call_run(void *arg)
 static void a_command_that_must_not_run_twice_is_not_sent_again(void **state)
 {
     (void)state;
-    th_broker *n1 = node(1), *n2 = node(2);
-    assert_true(wait_sync("n2", 10000) >= 0);
     enum { N = 10 };
-    sl_client *p = th_client(n1, 5000);
-    assert_int_equal(th_put_many(p, 1, N, 1), SL_OK);
-    sl_close(&p);
+    th_broker *n1, *n2;
+    group_holding(N, &n1, &n2);
     char ep[700];
     both(n1, n2, ep, sizeof ep);
     sl_options o = {.timeout_ms = 15000, .heartbeat_ms = 200};
