@@ -122,19 +122,34 @@ int bench_client_publish_window(sl_client *c, size_t window, int64_t deadline_ns
     return bench_client_publish_window_ex(c, window, deadline_ns, max_msgs, NULL, 0, 0, confirmed, last_ns);
 }
 
-int bench_client_window_rate(const char *endpoint, int seconds, size_t window, double *per_s)
+/* window_run connects to endpoint, publishes with window outstanding for
+ * up to for_ns or max_msgs publishes (headers and body_bytes as for
+ * bench_client_publish_window_ex) and stores the confirmed rate. */
+static int window_run(const char *endpoint, size_t window, int64_t for_ns, uint64_t max_msgs,
+                      const sl_header *headers, size_t nheaders, size_t body_bytes, double *per_s)
 {
     sl_client *c = NULL;
     uint64_t confirmed;
     int64_t last_ns;
     if (bench_client_open(endpoint, &c) != 0)
         return -1;
-    int64_t start = bench_core_now_ns();
-    int rc = bench_client_publish_window(c, window, start + seconds * BENCH_CORE_NS_PER_S, BENCH_CORE_MAX_OPS,
-                                         &confirmed, &last_ns);
+    int64_t start_ns = bench_core_now_ns();
+    int rc = bench_client_publish_window_ex(c, window, start_ns + for_ns, max_msgs, headers, nheaders, body_bytes,
+                                            &confirmed, &last_ns);
     sl_close(&c);
-    *per_s = bench_core_per_s(confirmed, last_ns - start);
+    *per_s = bench_core_per_s(confirmed, last_ns - start_ns);
     return rc;
+}
+
+int bench_client_window_rate(const char *endpoint, int seconds, size_t window, double *per_s)
+{
+    return window_run(endpoint, window, seconds * BENCH_CORE_NS_PER_S, BENCH_CORE_MAX_OPS, NULL, 0, 0, per_s);
+}
+
+int bench_client_window_turn(const char *endpoint, size_t window, uint64_t msgs, const sl_header *headers,
+                             size_t nheaders, size_t body_bytes, double *per_s)
+{
+    return window_run(endpoint, window, 60 * BENCH_CORE_NS_PER_S, msgs, headers, nheaders, body_bytes, per_s);
 }
 
 int bench_client_publish_window_ex(sl_client *c, size_t window, int64_t deadline_ns, uint64_t max_msgs,

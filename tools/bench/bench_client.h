@@ -67,6 +67,15 @@ int bench_client_publish_window_ex(sl_client *c, size_t window, int64_t deadline
                                    const sl_header *headers, size_t nheaders, size_t body_bytes,
                                    uint64_t *confirmed, int64_t *last_ns);
 
+/* bench_client_window_turn connects to endpoint, publishes msgs messages
+ * with window outstanding (headers and body_bytes as for
+ * bench_client_publish_window_ex) and stores the confirmed rate in *per_s:
+ * one turn of the rows that compare two ways of publishing in paired
+ * turns of a fixed count, so that what the turns leave in the backlog is
+ * bounded whatever the machine's speed. Returns 0, or -1 (reported). */
+int bench_client_window_turn(const char *endpoint, size_t window, uint64_t msgs, const sl_header *headers,
+                             size_t nheaders, size_t body_bytes, double *per_s);
+
 /* bench_client_look is shown each delivery bench_client_take takes, with
  * the monotonic time it arrived; d is valid only during the call. */
 typedef void bench_client_look(void *ctx, const sl_delivery *d, int64_t got_ns);

@@ -69,8 +69,6 @@ int bench_disk_flushes(const char *dir, int seconds, uint64_t *flushes, int64_t 
     f.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (f.fd < 0)
         return bench_core_fail("cannot create %s: %s", path, strerror(errno));
-    bench_core_progress("raw: one flush, a %d-byte append and fdatasync (%d s)", BENCH_CORE_BODY_BYTES,
-                        seconds);
     int64_t start_ns = bench_core_now_ns();
     int rc = bench_core_timed(flush_step, &f, start_ns, start_ns + seconds * BENCH_CORE_NS_PER_S, flushes,
                               &last_ns);

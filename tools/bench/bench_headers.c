@@ -43,23 +43,6 @@
 #define TARGET_HEADERS_VS_NONE 0.8 /* the 1 x 100 row with 4 headers of 64 B / without */
 #define TARGET_HEADERS_VS_BYTES 0.8 /* ... / without, the same bytes as body */
 
-/* turn publishes msgs messages with up to WINDOW_MSGS outstanding, with h
- * (n of them, or none), and stores the rate. Returns 0 or -1. */
-static int turn(bench *b, const sl_header *h, size_t n, size_t body_bytes, uint64_t msgs, double *per_s)
-{
-    sl_client *c = NULL;
-    uint64_t confirmed;
-    int64_t last_ns;
-    if (bench_client_open(b->endpoint, &c) != 0)
-        return -1;
-    int64_t start_ns = bench_core_now_ns();
-    int rc = bench_client_publish_window_ex(c, WINDOW_MSGS, start_ns + 60 * BENCH_CORE_NS_PER_S, msgs, h, n,
-                                            body_bytes, &confirmed, &last_ns);
-    sl_close(&c);
-    *per_s = bench_core_per_s(confirmed, last_ns - start_ns);
-    return rc;
-}
-
 int row_send_headers(bench *b)
 {
     static char names[HEADER_COUNT][24], values[HEADER_COUNT][HEADER_VALUE_BYTES + 1];
@@ -83,8 +66,8 @@ int row_send_headers(bench *b)
         double rate[3]; /* without, with, the same bytes as body */
         for (int k = 0; k < 3; k++) {
             int which = (turns + k) % 3;
-            if (turn(b, which == 1 ? h : NULL, which == 1 ? HEADER_COUNT : 0, which == 2 ? padded : 0, msgs,
-                     &rate[which]))
+            if (bench_client_window_turn(b->endpoint, WINDOW_MSGS, msgs, which == 1 ? h : NULL,
+                                         which == 1 ? HEADER_COUNT : 0, which == 2 ? padded : 0, &rate[which]))
                 return -1;
         }
         ratio[turns] = rate[0] > 0 ? rate[1] / rate[0] : 0;

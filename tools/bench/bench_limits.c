@@ -73,6 +73,7 @@ int row_flush(bench *b)
 {
     uint64_t flushes;
     int64_t elapsed_ns;
+    bench_core_progress("raw: one flush, a %d-byte append and fdatasync (%d s)", BENCH_CORE_BODY_BYTES, b->seconds);
     if (bench_disk_flushes(b->dir, b->seconds, &flushes, &elapsed_ns) != 0)
         return -1;
     char scenario[96];

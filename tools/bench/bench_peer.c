@@ -33,10 +33,11 @@
 
 #include "bench_args.h"
 #include "bench_core.h"
+#include "bench_curve.h"
 #include "bench_latency.h"
+#include "bench_pairs.h"
 #include "bench_peer_bs.h"
 #include "bench_spawn.h"
-#include "bench_workers.h"
 
 #define PEER_MAGIC        "BSPEER01"    /* 8 bytes, then the int64_t send time */
 #define PEER_DRAIN_MIN    1000          /* top up below this many ready jobs */
@@ -54,21 +55,26 @@ typedef struct peer_worker {
     int rc;
 } peer_worker;
 
-int bench_peer_start(bench *b)
+int bench_peer_spawn(bench *b, const char *name, bench_peer_bs *s)
 {
-    if (!bench_peer_bs_available()) {
-        fprintf(stderr, "sluice-bench: beanstalkd is not installed (`make deps`): the peer rows are left out\n");
-        return 0;
-    }
     char dir[96];
-    snprintf(dir, sizeof dir, "%s/peer", b->dir);
+    snprintf(dir, sizeof dir, "%s/%s", b->dir, name);
     if (mkdir(dir, 0700) != 0)
         return bench_core_fail("cannot create %s: %s", dir, strerror(errno));
     char binlog[128];
     snprintf(binlog, sizeof binlog, "%s/binlog", dir);
     if (mkdir(binlog, 0700) != 0)
         return bench_core_fail("cannot create %s: %s", binlog, strerror(errno));
-    return bench_peer_bs_start(&b->peer, dir);
+    return bench_peer_bs_start(s, dir);
+}
+
+int bench_peer_start(bench *b)
+{
+    if (!bench_peer_bs_available()) {
+        fprintf(stderr, "sluice-bench: beanstalkd is not installed (`make deps`): the peer rows are left out\n");
+        return 0;
+    }
+    return bench_peer_spawn(b, "peer", &b->peer);
 }
 
 int bench_peer_stop(bench *b)
@@ -99,16 +105,17 @@ static void *peer_produce(void *arg)
     return NULL;
 }
 
-/* run_workers runs fn on n workers from one start and sums their counts. */
-static int run_workers(bench *b, void *(*fn)(void *), size_t n, atomic_uint_fast64_t *left, uint64_t *msgs,
-                       int64_t *elapsed_ns)
+/* run_workers runs fn on n workers against the peer on port, from one
+ * start, for the run's seconds, and sums their counts. */
+static int run_workers(bench *b, int port, void *(*fn)(void *), size_t n, atomic_uint_fast64_t *left,
+                       uint64_t *msgs, int64_t *elapsed_ns)
 {
     peer_worker w[PEER_WORKERS_MAX] = {{0}};
     bench_core_thread t[PEER_WORKERS_MAX] = {{0}};
     int64_t start_ns = bench_core_now_ns(), last_ns = start_ns;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        w[i] = (peer_worker){.port = b->peer.port, .start_ns = start_ns,
+        w[i] = (peer_worker){.port = port, .start_ns = start_ns,
                              .deadline_ns = start_ns + b->seconds * BENCH_CORE_NS_PER_S, .left = left};
         t[i] = (bench_core_thread){.fn = fn, .arg = &w[i]};
     }
@@ -133,7 +140,7 @@ static int peer_rate_row(bench *b, const char *scenario, void *(*fn)(void *), si
     if (!b->peer.port || b->slow)
         return 0;
     bench_core_progress("%s (%d s)", scenario, b->seconds);
-    if (run_workers(b, fn, n, NULL, &msgs, &elapsed_ns) != 0)
+    if (run_workers(b, b->peer.port, fn, n, NULL, &msgs, &elapsed_ns) != 0)
         return -1;
     *per_s = bench_core_per_s(msgs, elapsed_ns);
     rate_add(b, scenario, msgs, elapsed_ns, n > 1 ? "msgs/s total" : "msgs/s", BENCH_TABLE_NO_GOAL, 0);
@@ -145,84 +152,13 @@ int row_peer_one(bench *b)
     return peer_rate_row(b, "beanstalkd -f 0: 1 producer, 1 outstanding", peer_produce, 1, &b->peer_one_per_s);
 }
 
-static int cmp_double(const void *a, const void *b)
+int bench_peer_one_turn(bench *b, int port, double *per_s)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Why pairs: the disk's flush rate drifts by a tenth within seconds, so one
- * Sluice row and one peer row of 3 s each, back to back, put a ratio that
- * sits near 1 anywhere within a tenth of it; turns of 1 s, alternating,
- * see the same phase, and their median holds still. With --spawn a third
- * turn joins each pair: a broker of its own with --wal-buffered (its log
- * records written through the page cache and fdatasync instead of
- * O_DIRECT | O_DSYNC), stated against the same peer turn, for what the
- * default's direct write buys on this disk. */
-static double median(double *r, int n)
-{
-    qsort(r, (size_t)n, sizeof r[0], cmp_double);
-    return r[n / 2];
-}
-
-/* buffered_start spawns the --wal-buffered broker in the run's directory: 0, or
- * -1 when it could not start (reported; the row is left out). */
-static int buffered_start(bench *b, bench_spawn *s)
-{
-    char dir[80];
-    snprintf(dir, sizeof dir, "%s/buffered", b->dir);
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return bench_core_fail("cannot create %s", dir);
-    return bench_spawn_start_flag(s, b->sluiced, dir, "--wal-buffered");
-}
-
-/* one_turn runs 1 x 1 for a second over endpoint: msgs/s, or 0. */
-static int one_turn(const char *endpoint, double *per_s)
-{
-    bench_worker w[1] = {{0}};
     uint64_t msgs = 0;
     int64_t ns = 0;
-    int rc = bench_workers_run(endpoint, 1, w, 1, 0, bench_workers_produce, &msgs, &ns);
+    int rc = run_workers(b, port, peer_produce, 1, NULL, &msgs, &ns);
     *per_s = rc == 0 ? bench_core_per_s(msgs, ns) : 0;
     return rc;
-}
-
-int row_peer_one_pairs(bench *b)
-{
-    if (!b->peer.port || b->slow || b->curve || !b->broker.stream_endpoint[0])
-        return 0;
-    double r[PEER_PAIRS], rb[PEER_PAIRS];
-    int n = 0, nb = 0, rc = 0, seconds = b->seconds;
-    bench_spawn buffered;
-    memset(&buffered, 0, sizeof buffered);
-    int with_buffered = b->sluiced && buffered_start(b, &buffered) == 0;
-    bench_core_progress("1 x 1 over the stream and beanstalkd's%s, %d alternating turns of 1 s",
-                        with_buffered ? " and over a --wal-buffered broker's stream" : "", PEER_PAIRS);
-    b->seconds = 1;
-    for (int i = 0; i < PEER_PAIRS && rc == 0 && !bench_core_stopping(); i++) {
-        uint64_t pmsgs = 0;
-        int64_t pns = 0;
-        double s = 0, p = 0, sb = 0;
-        rc = one_turn(b->broker.stream_endpoint, &s);
-        if (rc == 0 && (rc = run_workers(b, peer_produce, 1, NULL, &pmsgs, &pns)) == 0)
-            p = bench_core_per_s(pmsgs, pns);
-        if (rc == 0 && with_buffered)
-            rc = one_turn(buffered.stream_endpoint, &sb);
-        if (rc == 0 && s > 0 && p > 0)
-            r[n++] = s / p;
-        if (rc == 0 && sb > 0 && p > 0)
-            rb[nb++] = sb / p;
-    }
-    b->seconds = seconds;
-    if (with_buffered && bench_spawn_stop(&buffered) != 0)
-        rc = -1;
-    if (rc != 0)
-        return -1;
-    if (n == PEER_PAIRS)
-        b->one_pairs_ratio = median(r, n);
-    if (nb == PEER_PAIRS)
-        b->one_buffered_pairs_ratio = median(rb, nb);
-    return 0;
 }
 
 int row_peer_many(bench *b)
@@ -335,7 +271,7 @@ int row_peer_drain(bench *b)
         return -1;
     bench_core_progress("%s (%" PRIu64 " ready, at most %d s)", scenario, ready, b->seconds);
     atomic_uint_fast64_t left = ready;
-    if (run_workers(b, peer_consume, CONSUMERS, &left, &msgs, &elapsed_ns) != 0)
+    if (run_workers(b, b->peer.port, peer_consume, CONSUMERS, &left, &msgs, &elapsed_ns) != 0)
         return -1;
     rate_add(b, scenario, msgs, elapsed_ns, "msgs/s", BENCH_TABLE_NO_GOAL, 0);
     b->peer_drain_per_s = bench_core_per_s(msgs, elapsed_ns);
@@ -511,22 +447,11 @@ static void by_transport(bench *b, const char *what, const char *over, double st
 
 int row_peer_ratios(bench *b)
 {
-    if (b->one_pairs_ratio > 0) {
-        char label[96];
-        snprintf(label, sizeof label, "1 x 1 enqueue, stream / beanstalkd 1 x 1, median of %d 1 s pairs",
-                 PEER_PAIRS);
-        bench_table_add(&b->table, label, b->one_pairs_ratio, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_PEER);
-    }
-    if (b->one_buffered_pairs_ratio > 0) {
-        char label[112];
-        snprintf(label, sizeof label, "1 x 1 enqueue, stream, --wal-buffered / beanstalkd 1 x 1, median of %d 1 s pairs",
-                 PEER_PAIRS);
-        bench_table_add(&b->table, label, b->one_buffered_pairs_ratio, 2, "x", BENCH_TABLE_NO_GOAL, 0);
-    }
+    bench_pairs_ratio_rows(b);
     by_transport(b, "1 x 1 enqueue", "beanstalkd -f 0 1 x 1", b->one_stream_per_s, b->one_per_s, b->peer_one_per_s,
                  0, BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_PEER, b->one_pairs_ratio > 0);
     by_transport(b, "1 x 1 enqueue", "raw append + fdatasync rate", b->one_stream_per_s, b->one_per_s,
-                 b->flushes_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_DISK, 0);
+                 b->flushes_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_DISK, b->one_flush_pairs_ratio > 0);
     by_transport(b, "4 x 1 enqueue", "beanstalkd -f 0 4 x 1", b->many_stream_per_s, b->many_per_s,
                  b->peer_many_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_MANY_VS_PEER, 0);
     ratio(b, "1 x 100 enqueue / beanstalkd -f 0 100 pipelined", b->window_per_s, b->peer_window_per_s,
@@ -537,8 +462,14 @@ int row_peer_ratios(bench *b)
                  BENCH_TABLE_AT_MOST, TARGET_P99_OVER_IDEAL_MS, 0);
     by_transport(b, "publish->deliver p99", "beanstalkd -f 0 p99", b->p99_stream_ms, b->p99_ms, b->peer_p99_ms, 0,
                  BENCH_TABLE_AT_MOST, TARGET_P99_VS_PEER, 0);
+    if (b->curve_window_pairs_ratio > 0) {
+        char label[96];
+        snprintf(label, sizeof label, "1 x 100 enqueue, CURVE / without CURVE, median of %d pairs", CURVE_PAIRS);
+        bench_table_add(&b->table, label, b->curve_window_pairs_ratio, 2, "x", BENCH_TABLE_AT_LEAST,
+                        TARGET_CURVE_VS_PLAIN);
+    }
     ratio(b, "1 x 100 enqueue, CURVE / without CURVE", b->curve_window_per_s, b->window_per_s,
-          BENCH_TABLE_AT_LEAST, TARGET_CURVE_VS_PLAIN);
+          b->curve_window_pairs_ratio > 0 ? BENCH_TABLE_NO_GOAL : BENCH_TABLE_AT_LEAST, TARGET_CURVE_VS_PLAIN);
     ratio(b, "drain 4 x credit 1, CURVE / without CURVE", b->curve_drain_per_s, b->drain_per_s,
           BENCH_TABLE_AT_LEAST, TARGET_CURVE_VS_PLAIN);
     return 0;

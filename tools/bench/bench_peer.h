@@ -12,7 +12,7 @@
 #define PEER_LATENCY_TUBE  "sluice-bench-latency"
 
 /* Targets of the ratio rows (issue: the sequential producer ahead of the peer). */
-#define TARGET_ONE_VS_PEER    1.0 /* 1 x 1 / beanstalkd 1 x 1 */
+#define TARGET_ONE_VS_PEER    1.0 /* 1 x 1 / beanstalkd 1 x 1, single rows (the pairs: bench_pairs.h) */
 #define TARGET_ONE_VS_DISK    0.9 /* 1 x 1 / one raw append + fdatasync */
 #define TARGET_MANY_VS_PEER   2.0 /* 4 x 1 / beanstalkd 4 x 1 */
 #define TARGET_DRAIN_VS_PEER  4.0 /* drain 4 x credit 1 / beanstalkd 4 x reserve+delete */
@@ -26,6 +26,16 @@
 int bench_peer_start(bench *b);
 int bench_peer_stop(bench *b);
 
+/* bench_peer_spawn starts another beanstalkd -f 0 in the run's directory
+ * under name (which must not exist yet), into *s, for bench_peer_bs_stop
+ * to stop. Returns 0, or -1 (reported; nothing left running). */
+int bench_peer_spawn(bench *b, const char *name, bench_peer_bs *s);
+
+/* bench_peer_one_turn runs the peer's 1 x 1 (one connection, one put at a
+ * time) against the beanstalkd on port for the run's seconds: *per_s, 0
+ * when it failed. Returns 0, or -1 (reported). */
+int bench_peer_one_turn(bench *b, int port, double *per_s);
+
 /* The peer's rows, each a no-op without a peer: 1 x 1 and PRODUCERS x 1
  * confirmed puts, WINDOW_MSGS pipelined puts, a drain by CONSUMERS
  * connections reserving and deleting one job at a time, and put -> reserve
@@ -35,13 +45,6 @@ int row_peer_many(bench *b);
 int row_peer_window(bench *b);
 int row_peer_drain(bench *b);
 int row_peer_latency(bench *b);
-
-/* row_peer_one_pairs: 1 x 1 over the spawned broker's stream endpoint and
- * the peer's 1 x 1 in PEER_PAIRS alternating turns of 1 s, for the median
- * of the pairs' ratios (the ratio row that carries the 1 x 1 target). A
- * no-op without a peer or a stream endpoint. */
-#define PEER_PAIRS 5
-int row_peer_one_pairs(bench *b);
 
 /* row_peer_ratios adds the ratio rows whose figures this run measured:
  * against the peer, the raw flush, the ideal log, and CURVE against plain. */

@@ -41,9 +41,12 @@ typedef struct bench {
     double drain_stream_per_s, p99_stream_ms;
     double one_pairs_ratio; /* 1 x 1 stream / peer, the median of alternating pairs (bench_peer.c) */
     double one_buffered_pairs_ratio; /* the same on a broker with --wal-buffered */
+    double peer_twin_pairs_ratio;    /* the control: a second peer / the peer, in the same turns */
+    double one_flush_pairs_ratio;    /* 1 x 1 stream / the raw append + fdatasync, in the same turns */
     int streaming;          /* this row runs over the spawned broker's stream endpoint (stream_run) */
     double window_per_s, drain_per_s, p99_ms, ideal_p99_ms;
     double curve_window_per_s, curve_drain_per_s;
+    double curve_window_pairs_ratio; /* 1 x 100 CURVE / plain, the median of paired turns (bench_curve.c) */
     double peer_one_per_s, peer_many_per_s, peer_window_per_s, peer_drain_per_s, peer_p99_ms;
     bench_table table;
 } bench;

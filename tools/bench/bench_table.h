@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#define BENCH_TABLE_MAX_ROWS 128
+#define BENCH_TABLE_MAX_ROWS 192
 
 typedef enum bench_table_goal {
     BENCH_TABLE_NO_GOAL,  /* a figure to read, not to meet */

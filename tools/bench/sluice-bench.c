@@ -56,12 +56,13 @@
  * --ack-flush-ms 0 runs the drain with every ack durable
  * before its OK; then, with --slowdisk, a third broker whose every flush is
  * SLOW_FLUSH_US longer (the LD_PRELOAD shim of tools/slowdisk/) runs rows
- * 1-5 again, each label ending ", flushes +1 ms". After the raw rows, one
- * raw flush and the ideal log at the latency row's rate (bench_disk.c:
- * what publish -> durable can be on this disk, beside row 5's p99), and
- * two ratio rows state rows 1 and 2 against their targets: 1 x 1 against
- * one flush plus one round trip, 4 x 1 against 1 x 1, all measured in this
- * run.
+ * 1-5 again, each label ending ", flushes +1 ms". Right after row 5 over
+ * the stream, the ideal log at the latency row's rate (bench_disk.c: what
+ * publish -> durable can be on this disk, beside row 5's p99, in the same
+ * minute, since the disk's tail drifts within minutes). After the raw
+ * rows, one raw flush, and two ratio rows state rows 1 and 2 against their
+ * targets: 1 x 1 against one flush plus one round trip, 4 x 1 against
+ * 1 x 1, all measured in this run.
  *
  * This file is the driver: it owns the run (struct bench), defines each
  * row - what it measures, its label, its target - and runs the rows in
@@ -117,6 +118,7 @@
 #include "bench_curve.h"
 #include "bench_latency.h"
 #include "bench_meter.h"
+#include "bench_pairs.h"
 #include "bench_peer.h"
 #include "bench_pick.h"
 #include "bench_raw.h"
@@ -294,14 +296,14 @@ static const row_fn broker_rows[] = {row_send_one,         row_send_one_stream, 
                                      row_send_many,        row_send_many_stream, row_peer_many,   row_send_window,
                                      row_peer_window,      row_send_headers,    row_drain,        row_drain_stream,
                                      row_peer_drain,       row_drain_one,       row_consume_cli,  row_latency,
-                                     row_latency_stream,   row_peer_latency,    row_dispatch,     row_starvation,
-                                     row_meter};
+                                     row_latency_stream,   row_ideal_log,       row_peer_latency, row_dispatch,
+                                     row_starvation,       row_meter};
 /* --peer: each row beside the peer's, alternating, and the disk's flush. */
 static const row_fn peer_rows[] = {row_flush,          row_send_one,         row_send_one_stream, row_peer_one,
                                    row_peer_one_pairs, row_send_many,        row_send_many_stream, row_peer_many,
                                    row_send_window,    row_peer_window,      row_drain,           row_drain_stream,
-                                   row_peer_drain,     row_latency,          row_latency_stream,  row_peer_latency,
-                                   row_ideal_log};
+                                   row_peer_drain,     row_latency,          row_latency_stream,  row_ideal_log,
+                                   row_peer_latency};
 static const row_fn peer_local_rows[] = {row_zmq, row_ratios, row_peer_ratios};
 /* A second broker, with --ack-flush-ms=0: the drain with every ack durable. */
 static const row_fn durable_rows[] = {row_drain_durable};
@@ -309,10 +311,10 @@ static const row_fn durable_rows[] = {row_drain_durable};
 static const row_fn slow_rows[] = {row_send_one, row_send_many, row_send_window, row_drain,
                                    row_latency, row_meter_beside};
 static const row_fn local_rows[] = {row_pick, row_pick_fair, row_lmdb_single, row_lmdb_batch, row_zmq, row_flush,
-                                    row_ideal_log, row_ratios, row_peer_ratios};
+                                    row_ratios, row_peer_ratios};
 /* A fourth, with CURVE and auth on (bench_curve.c): what encryption and the
  * role check cost. */
-static const row_fn curve_rows[] = {row_send_window, row_drain};
+static const row_fn curve_rows[] = {row_send_window, row_drain, row_curve_window_pairs};
 
 /* rows_run runs fns in order, stopping at the first error. A row that a
  * signal cut short is dropped: its figures cover an unknown part of it. */

@@ -1,0 +1,157 @@
+/*
+ * bench_pairs.c - the sequential producer against the peer, in pairs of
+ * alternating turns.
+ *
+ * Why pairs: Sluice over the stream endpoint and beanstalkd -f 0 both pay
+ * one durable write and two thread wake-ups per message, so their 1 x 1
+ * rows sit at the same rate, and the disk's flush rate drifts by a tenth
+ * within seconds: one Sluice row and one peer row of 3 s each, back to
+ * back, put their ratio anywhere within a tenth of 1. Turns of 1 s,
+ * alternating, see the same phase, and the median of their ratios holds
+ * still. The order turns about from one pair to the next, so that a drift
+ * within a pair favours neither side: a fixed order (Sluice first) read
+ * about 0.04 higher at the median of runs than this one does.
+ *
+ * Each pair holds up to five turns: the raw append + fdatasync
+ * (bench_disk.c: the disk's single-flush rate, which the 1 x 1 row has a
+ * target against too), Sluice, the peer, a broker of its own started with
+ * --wal-buffered (its log records written through the page cache and
+ * fdatasync instead of O_DIRECT | O_DSYNC: what the default's direct write
+ * buys on this disk) and a second beanstalkd -f 0 in a directory of its
+ * own, in that order, then the other way round. The second peer against
+ * the first is the control: what two systems of the same speed read in
+ * these turns, which is the resolution the 1 x 1 target is decided to
+ * (bench_pairs.h). The last two need --spawn.
+ *
+ * Costs: 5 x PEER_PAIRS seconds, two more processes while the row runs.
+ */
+#include "bench_pairs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench_core.h"
+#include "bench_disk.h"
+#include "bench_peer.h"
+#include "bench_spawn.h"
+#include "bench_workers.h"
+
+/* buffered_start spawns the --wal-buffered broker in the run's directory: 0, or
+ * -1 when it could not start (reported; the row is left out). */
+static int buffered_start(bench *b, bench_spawn *s)
+{
+    char dir[80];
+    snprintf(dir, sizeof dir, "%s/buffered", b->dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return bench_core_fail("cannot create %s", dir);
+    return bench_spawn_start_flag(s, b->sluiced, dir, "--wal-buffered");
+}
+
+/* sluice_turn runs 1 x 1 for a second over endpoint: msgs/s, or 0; nothing
+ * without an endpoint. */
+static int sluice_turn(const char *endpoint, double *per_s)
+{
+    if (!endpoint)
+        return 0;
+    bench_worker w[1] = {{0}};
+    uint64_t msgs = 0;
+    int64_t ns = 0;
+    int rc = bench_workers_run(endpoint, 1, w, 1, 0, bench_workers_produce, &msgs, &ns);
+    *per_s = rc == 0 ? bench_core_per_s(msgs, ns) : 0;
+    return rc;
+}
+
+/* flush_turn runs the raw append + fdatasync for a second: flushes/s. */
+static int flush_turn(bench *b, double *per_s)
+{
+    uint64_t flushes = 0;
+    int64_t ns = 0;
+    int rc = bench_disk_flushes(b->dir, 1, &flushes, &ns);
+    *per_s = rc == 0 ? bench_core_per_s(flushes, ns) : 0;
+    return rc;
+}
+
+/* The turns of one pair, in their order when the pair goes forwards. */
+enum { TURN_FLUSH, TURN_SLUICE, TURN_PEER, TURN_BUFFERED, TURN_TWIN, TURNS };
+
+int row_peer_one_pairs(bench *b)
+{
+    if (!b->peer.port || b->slow || b->curve || !b->broker.stream_endpoint[0])
+        return 0;
+    double r[PEER_PAIRS], rb[PEER_PAIRS], rt[PEER_PAIRS], rf[PEER_PAIRS];
+    int n = 0, nb = 0, nt = 0, nf = 0, rc = 0, seconds = b->seconds;
+    bench_spawn buffered;
+    bench_peer_bs twin;
+    memset(&buffered, 0, sizeof buffered);
+    memset(&twin, 0, sizeof twin);
+    int with_buffered = b->sluiced && buffered_start(b, &buffered) == 0;
+    int with_twin = b->sluiced && bench_peer_spawn(b, "peer-twin", &twin) == 0;
+    bench_core_progress("1 x 1 over the stream and beanstalkd's%s%s, %d pairs of alternating 1 s turns",
+                        with_buffered ? ", over a --wal-buffered broker's stream" : "",
+                        with_twin ? ", and a second beanstalkd's" : "", PEER_PAIRS);
+    b->seconds = 1;
+    for (int i = 0; i < PEER_PAIRS && rc == 0 && !bench_core_stopping(); i++) {
+        double v[TURNS] = {0};
+        for (int k = 0; k < TURNS && rc == 0; k++) {
+            int turn = i % 2 ? TURNS - 1 - k : k;
+            if (turn == TURN_FLUSH)
+                rc = flush_turn(b, &v[turn]);
+            else if (turn == TURN_SLUICE)
+                rc = sluice_turn(b->broker.stream_endpoint, &v[turn]);
+            else if (turn == TURN_PEER)
+                rc = bench_peer_one_turn(b, b->peer.port, &v[turn]);
+            else if (turn == TURN_BUFFERED)
+                rc = sluice_turn(with_buffered ? buffered.stream_endpoint : NULL, &v[turn]);
+            else if (with_twin)
+                rc = bench_peer_one_turn(b, twin.port, &v[turn]);
+        }
+        if (rc == 0 && v[TURN_SLUICE] > 0 && v[TURN_FLUSH] > 0)
+            rf[nf++] = v[TURN_SLUICE] / v[TURN_FLUSH];
+        if (rc != 0 || v[TURN_PEER] <= 0)
+            continue;
+        if (v[TURN_SLUICE] > 0)
+            r[n++] = v[TURN_SLUICE] / v[TURN_PEER];
+        if (v[TURN_BUFFERED] > 0)
+            rb[nb++] = v[TURN_BUFFERED] / v[TURN_PEER];
+        if (v[TURN_TWIN] > 0)
+            rt[nt++] = v[TURN_TWIN] / v[TURN_PEER];
+    }
+    b->seconds = seconds;
+    if (with_buffered && bench_spawn_stop(&buffered) != 0)
+        rc = -1;
+    if (with_twin && bench_peer_bs_stop(&twin) != 0)
+        rc = -1;
+    if (rc != 0)
+        return -1;
+    b->one_pairs_ratio = n == PEER_PAIRS ? bench_core_median(r, n) : 0;
+    b->one_buffered_pairs_ratio = nb == PEER_PAIRS ? bench_core_median(rb, nb) : 0;
+    b->peer_twin_pairs_ratio = nt == PEER_PAIRS ? bench_core_median(rt, nt) : 0;
+    b->one_flush_pairs_ratio = nf == PEER_PAIRS ? bench_core_median(rf, nf) : 0;
+    return 0;
+}
+
+void bench_pairs_ratio_rows(bench *b)
+{
+    char label[128];
+    if (b->one_pairs_ratio > 0) {
+        snprintf(label, sizeof label, "1 x 1 enqueue, stream / beanstalkd 1 x 1, median of %d 1 s pairs", PEER_PAIRS);
+        bench_table_add(&b->table, label, b->one_pairs_ratio, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_PAIRS_VS_PEER);
+    }
+    if (b->one_buffered_pairs_ratio > 0) {
+        snprintf(label, sizeof label, "1 x 1 enqueue, stream, --wal-buffered / beanstalkd 1 x 1, median of %d 1 s pairs",
+                 PEER_PAIRS);
+        bench_table_add(&b->table, label, b->one_buffered_pairs_ratio, 2, "x", BENCH_TABLE_NO_GOAL, 0);
+    }
+    if (b->one_flush_pairs_ratio > 0) {
+        snprintf(label, sizeof label, "1 x 1 enqueue, stream / raw append + fdatasync rate, median of %d 1 s pairs",
+                 PEER_PAIRS);
+        bench_table_add(&b->table, label, b->one_flush_pairs_ratio, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_DISK);
+    }
+    if (b->peer_twin_pairs_ratio > 0) {
+        snprintf(label, sizeof label, "control: a second beanstalkd / beanstalkd 1 x 1, median of %d 1 s pairs",
+                 PEER_PAIRS);
+        bench_table_add(&b->table, label, b->peer_twin_pairs_ratio, 2, "x", BENCH_TABLE_NO_GOAL, 0);
+    }
+}
