@@ -396,7 +396,7 @@ CI_CAMPAIGNS := make:ha-campaign-ci make:crash-ci make:powerloss-ci make:fuzz-ci
 test: deps browser-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all tests
 	@$(MAKE) --no-print-directory -j$(JOBS) SAN=address,undefined all tests
-	@$(MAKE) --no-print-directory -j$(JOBS) campaigns
+	@$(MAKE) --no-print-directory campaigns
 	@tests/run.sh build/rel/tests:bin build/san/tests:build/san/bin $(CI_CAMPAIGNS)
 
 test-run: all tests

@@ -122,6 +122,7 @@ struct sl_client {
     size_t await_frame_len;
     const char *await_once;          /* the awaited command's name when it must not run twice, or NULL */
     bool await_redirected;           /* a standby answered it: it ran nowhere, so it may be sent again */
+    bool await_reached;              /* a connection stood while it was out: it may have reached a node */
 };
 
 /* client_err_clear empties c's error record. */

@@ -23,10 +23,11 @@
  * for. A publish with an idempotency key is then stored once whatever the
  * old primary did; one without may be stored twice (at least once). An
  * admin command a second run would change more (a msg.move, a switchover:
- * PROTO_CMD_REPEATS) is not sent again unless a standby refused it: the
- * call ends SL_ECONNECT at the move, saying it may have run, since the old
- * primary may have run it and its standby taken the effect before the
- * answer was lost. A consumer's subscription is renewed by the
+ * PROTO_CMD_REPEATS) is not sent again once a connection stood while it
+ * was out, unless a standby refused it: the call ends SL_ECONNECT at the
+ * move, saying it may have run, since the old primary may have run it and
+ * its standby taken the effect before the answer was lost. One that never
+ * had a connection (the first address refused) goes on. A consumer's subscription is renewed by the
  * reconnection itself (wire.c).
  *
  * Costs: with alternatives only, a copy of each publish's frame while it is
@@ -127,7 +128,8 @@ void failover_lost(sl_client *c)
 
 bool failover_lost_once(const sl_client *c)
 {
-    return c->await_seq && c->await_seq < c->move_seq && !c->have_reply && c->await_once && !c->await_redirected;
+    return c->await_seq && c->await_seq < c->move_seq && !c->have_reply && c->await_once && !c->await_redirected &&
+           c->await_reached;
 }
 
 bool failover_tick(sl_client *c, int64_t now_ns)

@@ -47,9 +47,11 @@ void failover_lost(sl_client *c);
 bool failover_tick(sl_client *c, int64_t now_ns);
 
 /* failover_lost_once tells whether the request being waited for went to
- * the connection just left, is unanswered, and must not run twice
+ * the connection just left while it stood (a handshake had succeeded: it
+ * may have reached the node), is unanswered, and must not run twice
  * (proto_repeat.h) unless a standby refused it: failover_resend would send
- * it again, so the caller is told instead that it may have run. */
+ * it again, so the caller is told instead that it may have run. A request
+ * that never had a connection (the first address refused) moves on. */
 bool failover_lost_once(const sl_client *c);
 
 /* failover_resend sends again, in order, every publish still waiting for

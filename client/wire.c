@@ -265,6 +265,7 @@ static void monitor_drain(sl_client *c, bool closing)
         }
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             c->connected = true;
+            c->await_reached |= c->await_seq != 0; /* what waited in the pipe goes out now */
             c->move_due = false; /* it answers: stay (a redirect may move it again) */
         }
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && ++c->handshakes > 1 && !closing)
@@ -455,6 +456,7 @@ int wire_request(sl_client *c, proto_msg *m)
     c->await_seq = seq;
     c->have_reply = false;
     c->await_redirected = false;
+    c->await_reached = c->connected;
     rc = pump(c, deadline_ns, WAIT_REPLY);
     c->await_seq = 0;
     return rc;

@@ -15,8 +15,9 @@
  * and every message once acknowledged is gone; a command that must not run
  * twice (msg.move), waiting on a primary that is stopped and then killed,
  * is not sent again to the new primary (SL_ECONNECT, "may have run"),
- * while one that may (level.list) is, and answered. TTL 1500 ms,
- * standby timeout 3000 ms.
+ * while one that may (level.list) is, and answered; one whose first
+ * address refuses (nothing listens there) goes on to the next and runs
+ * there once. TTL 1500 ms, standby timeout 3000 ms.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -324,6 +325,34 @@ static void a_command_that_must_not_run_twice_is_not_sent_again(void **state)
     done(n1, n2);
 }
 
+/* The first address refuses (nothing listens there): a command that must
+ * not run twice never reached a node, so the client goes on to the next
+ * address with it, where it runs once. */
+static void a_command_that_must_not_run_twice_goes_on_past_a_refused_address(void **state)
+{
+    (void)state;
+    enum { N = 10 };
+    th_broker *b;
+    assert_int_equal(th_broker_new(NULL, &b), 0);
+    sl_client *p = th_client(b, 5000);
+    assert_int_equal(th_put_many(p, 1, N, 1), SL_OK);
+    sl_close(&p);
+    char ep[700];
+    snprintf(ep, sizeof ep, "ipc://%s/nobody.sock|%s", b->dir, b->endpoint);
+    sl_options o = {.timeout_ms = 15000, .heartbeat_ms = 200};
+    sl_client *c = NULL;
+    assert_int_equal(sl_connect(ep, &o, &c), SL_OK);
+    uint64_t after = 0, moved = 0;
+    assert_int_equal(sl_msg_move(c, 1, 2, NULL, 0, &after, &moved, NULL), SL_OK);
+    assert_int_equal(moved, N);
+    sl_stats s;
+    assert_int_equal(sl_stats_get(c, &s), SL_OK);
+    assert_int_equal(s.level[1].depth, 0);
+    assert_int_equal(s.level[2].depth, N);
+    sl_close(&c);
+    assert_int_equal(th_broker_destroy(&b), 0);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -333,6 +362,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(sluice_send_from_a_pipe_keeps_going_across_a_failover, arm, disarm),
         cmocka_unit_test_setup_teardown(deliveries_held_at_a_failover_come_again_uncharged, arm, disarm),
         cmocka_unit_test_setup_teardown(a_command_that_must_not_run_twice_is_not_sent_again, arm, disarm),
+        cmocka_unit_test(a_command_that_must_not_run_twice_goes_on_past_a_refused_address),
     };
     th_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);
