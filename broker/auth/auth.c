@@ -415,19 +415,29 @@ static int scope_check(const bk *b, const auth_principal *p, const proto_msg *m,
     return SL_OK;
 }
 
-/* needed returns the role m needs and names the command in what. */
-static proto_role needed(const proto_msg *m, char *what, size_t len)
+/* needed returns the role m needs. */
+static proto_role needed(const proto_msg *m)
 {
-    snprintf(what, len, "%s", proto_name(m->type));
     if (m->type == PROTO_ADMIN) {
         int c = proto_cmd_of(m->cmd.ptr, m->cmd.len);
-        snprintf(what, len, "ADMIN %.*s", (int)(m->cmd.len > PROTO_MAX_NAME ? PROTO_MAX_NAME : m->cmd.len),
-                 m->cmd.ptr);
         return c < 0 ? PROTO_ROLE_ADMIN : proto_cmd_role((proto_cmd)c);
     }
     if (m->type == PROTO_HELLO && (m->present & (PF(pool) | PF(levels) | PF(credit))))
         return PROTO_ROLE_CONSUMER;
     return proto_msg_role(m->type);
+}
+
+/* what_of names m for a refusal ("PUT", "ADMIN pool.resize"): formatted
+ * only when a message is refused, not for every message checked. */
+#define WHAT_BYTES (PROTO_MAX_NAME + 16)
+static const char *what_of(const proto_msg *m, char *what)
+{
+    if (m->type == PROTO_ADMIN)
+        snprintf(what, WHAT_BYTES, "ADMIN %.*s", (int)(m->cmd.len > PROTO_MAX_NAME ? PROTO_MAX_NAME : m->cmd.len),
+                 m->cmd.ptr);
+    else
+        snprintf(what, WHAT_BYTES, "%s", proto_name(m->type));
+    return what;
 }
 
 static int refuse(bk *b, const net_in *in, const char *text)
@@ -446,18 +456,20 @@ static int refuse(bk *b, const net_in *in, const char *text)
 /* endpoint_refuses applies --admin-listen: what needs admin is served on
  * the admin endpoint only, and publishing and consuming on the main one
  * (and the stream one) only. */
-static int endpoint_refuses(const bk *b, const net_in *in, proto_role need, const char *what, char *text,
+static int endpoint_refuses(const bk *b, const net_in *in, proto_role need, const proto_msg *m, char *text,
                             size_t len)
 {
+    char what[WHAT_BYTES];
     if (!b->cfg.admin_listen[0])
         return 0;
     if ((in->sock == NET_MAIN || in->sock == NET_STREAM) && need == PROTO_ROLE_ADMIN) {
-        snprintf(text, len, "%s is not permitted here: admin commands are served on the admin endpoint only", what);
+        snprintf(text, len, "%s is not permitted here: admin commands are served on the admin endpoint only",
+                 what_of(m, what));
         return 1;
     }
     if (in->sock == NET_ADMIN && (need == PROTO_ROLE_PRODUCER || need == PROTO_ROLE_CONSUMER)) {
         snprintf(text, len, "%s is not permitted on the admin endpoint (role %s): publish and consume on the main one",
-                 what, proto_role_name(need));
+                 what_of(m, what), proto_role_name(need));
         return 1;
     }
     return 0;
@@ -465,11 +477,11 @@ static int endpoint_refuses(const bk *b, const net_in *in, proto_role need, cons
 
 int auth_check(bk *b, const net_in *in, const proto_msg *m, char *text, size_t len)
 {
-    char what[PROTO_MAX_NAME + 16];
+    char what[WHAT_BYTES];
     if (!b->auth && !b->cfg.admin_listen[0])
         return SL_OK;
-    proto_role need = needed(m, what, sizeof what);
-    if (endpoint_refuses(b, in, need, what, text, len))
+    proto_role need = needed(m);
+    if (endpoint_refuses(b, in, need, m, text, len))
         return refuse(b, in, text);
     if (!b->auth)
         return SL_OK;
@@ -477,13 +489,13 @@ int auth_check(bk *b, const net_in *in, const proto_msg *m, char *text, size_t l
         peers_note(&b->peers, in->fd, in->user_id, in->user_id_len);
     const auth_principal *p = in->user_id ? auth_find(b->auth, in->user_id, in->user_id_len) : NULL;
     if (!p) {
-        snprintf(text, len, "%s is not permitted: %s", what,
+        snprintf(text, len, "%s is not permitted: %s", what_of(m, what),
                  in->user_id ? "this connection's key is not (or no longer) in the auth file"
                              : "this connection has no User-Id (auth is on: CURVE keys required)");
         return refuse(b, in, text);
     }
     if (!proto_role_allows(p->role, need)) {
-        snprintf(text, len, "%s is not permitted for %s (role %s; it needs %s)", what, p->name,
+        snprintf(text, len, "%s is not permitted for %s (role %s; it needs %s)", what_of(m, what), p->name,
                  proto_role_name(p->role), proto_role_name(need));
         return refuse(b, in, text);
     }
