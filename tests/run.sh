@@ -54,11 +54,9 @@ run_one() {
     [ "$rc" -eq 0 ] || p=0 f=1
   fi
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-  if [ "$f" -eq 0 ] && [ "$variant" = make ]; then
+  if [ "$f" -eq 0 ]; then
     { printf 'ok    %-28s %-4s %3d tests  %8s\n' "$name" "$variant" "$p" "$secs"
-      sed 's/^/    | /' "$tmp/$id.out" | tail -20; } >"$tmp/$id.line"
-  elif [ "$f" -eq 0 ]; then
-    printf 'ok    %-28s %-4s %3d tests  %8s\n' "$name" "$variant" "$p" "$secs" >"$tmp/$id.line"
+      if [ "$variant" = make ]; then sed 's/^/    | /' "$tmp/$id.out" | tail -20; fi; } >"$tmp/$id.line"
   else
     { printf 'FAIL  %-28s %-4s %3d passed, %d failed (exit %d)  %8s\n' "$name" "$variant" "$p" "$f" "$rc" "$secs"
       sed 's/^/    | /' "$tmp/$id.out" | tail -80; } >"$tmp/$id.line"

@@ -28,6 +28,7 @@
 #include "bench_pairs.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -76,12 +77,40 @@ static int flush_turn(bench *b, double *per_s)
 /* The turns of one pair, in their order when the pair goes forwards. */
 enum { TURN_FLUSH, TURN_SLUICE, TURN_PEER, TURN_BUFFERED, TURN_TWIN, TURNS };
 
+/* The ratios the pairs give, in the order of their rows: which turn over
+ * which, the bench's field that gets the median, the row's label (", median
+ * of N 1 s pairs" follows) and its goal. */
+typedef struct pair_ratio {
+    int num, den;
+    size_t field; /* offsetof(bench, ...) */
+    const char *label;
+    bench_table_goal goal;
+    double target;
+} pair_ratio;
+
+static const pair_ratio ratios[] = {
+    {TURN_SLUICE, TURN_PEER, offsetof(bench, one_pairs_ratio), "1 x 1 enqueue, stream / beanstalkd 1 x 1",
+     BENCH_TABLE_AT_LEAST, TARGET_ONE_PAIRS_VS_PEER},
+    {TURN_BUFFERED, TURN_PEER, offsetof(bench, one_buffered_pairs_ratio),
+     "1 x 1 enqueue, stream, --wal-buffered / beanstalkd 1 x 1", BENCH_TABLE_NO_GOAL, 0},
+    {TURN_SLUICE, TURN_FLUSH, offsetof(bench, one_flush_pairs_ratio),
+     "1 x 1 enqueue, stream / raw append + fdatasync rate", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_DISK},
+    {TURN_TWIN, TURN_PEER, offsetof(bench, peer_twin_pairs_ratio), "control: a second beanstalkd / beanstalkd 1 x 1",
+     BENCH_TABLE_NO_GOAL, 0},
+};
+enum { RATIOS = sizeof ratios / sizeof ratios[0] };
+
+static double *ratio_field(bench *b, const pair_ratio *p)
+{
+    return (double *)((char *)b + p->field);
+}
+
 int row_peer_one_pairs(bench *b)
 {
     if (!b->peer.port || b->slow || b->curve || !b->broker.stream_endpoint[0])
         return 0;
-    double r[PEER_PAIRS], rb[PEER_PAIRS], rt[PEER_PAIRS], rf[PEER_PAIRS];
-    int n = 0, nb = 0, nt = 0, nf = 0, rc = 0, seconds = b->seconds;
+    double r[RATIOS][PEER_PAIRS];
+    int n[RATIOS] = {0}, rc = 0, seconds = b->seconds;
     bench_spawn buffered;
     bench_peer_bs twin;
     memset(&buffered, 0, sizeof buffered);
@@ -107,16 +136,9 @@ int row_peer_one_pairs(bench *b)
             else if (with_twin)
                 rc = bench_peer_one_turn(b, twin.port, &v[turn]);
         }
-        if (rc == 0 && v[TURN_SLUICE] > 0 && v[TURN_FLUSH] > 0)
-            rf[nf++] = v[TURN_SLUICE] / v[TURN_FLUSH];
-        if (rc != 0 || v[TURN_PEER] <= 0)
-            continue;
-        if (v[TURN_SLUICE] > 0)
-            r[n++] = v[TURN_SLUICE] / v[TURN_PEER];
-        if (v[TURN_BUFFERED] > 0)
-            rb[nb++] = v[TURN_BUFFERED] / v[TURN_PEER];
-        if (v[TURN_TWIN] > 0)
-            rt[nt++] = v[TURN_TWIN] / v[TURN_PEER];
+        for (int j = 0; j < RATIOS && rc == 0; j++)
+            if (v[ratios[j].num] > 0 && v[ratios[j].den] > 0)
+                r[j][n[j]++] = v[ratios[j].num] / v[ratios[j].den];
     }
     b->seconds = seconds;
     if (with_buffered && bench_spawn_stop(&buffered) != 0)
@@ -125,33 +147,18 @@ int row_peer_one_pairs(bench *b)
         rc = -1;
     if (rc != 0)
         return -1;
-    b->one_pairs_ratio = n == PEER_PAIRS ? bench_core_median(r, n) : 0;
-    b->one_buffered_pairs_ratio = nb == PEER_PAIRS ? bench_core_median(rb, nb) : 0;
-    b->peer_twin_pairs_ratio = nt == PEER_PAIRS ? bench_core_median(rt, nt) : 0;
-    b->one_flush_pairs_ratio = nf == PEER_PAIRS ? bench_core_median(rf, nf) : 0;
+    for (int j = 0; j < RATIOS; j++)
+        *ratio_field(b, &ratios[j]) = n[j] == PEER_PAIRS ? bench_core_median(r[j], n[j]) : 0;
     return 0;
 }
 
 void bench_pairs_ratio_rows(bench *b)
 {
-    char label[128];
-    if (b->one_pairs_ratio > 0) {
-        snprintf(label, sizeof label, "1 x 1 enqueue, stream / beanstalkd 1 x 1, median of %d 1 s pairs", PEER_PAIRS);
-        bench_table_add(&b->table, label, b->one_pairs_ratio, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_PAIRS_VS_PEER);
-    }
-    if (b->one_buffered_pairs_ratio > 0) {
-        snprintf(label, sizeof label, "1 x 1 enqueue, stream, --wal-buffered / beanstalkd 1 x 1, median of %d 1 s pairs",
-                 PEER_PAIRS);
-        bench_table_add(&b->table, label, b->one_buffered_pairs_ratio, 2, "x", BENCH_TABLE_NO_GOAL, 0);
-    }
-    if (b->one_flush_pairs_ratio > 0) {
-        snprintf(label, sizeof label, "1 x 1 enqueue, stream / raw append + fdatasync rate, median of %d 1 s pairs",
-                 PEER_PAIRS);
-        bench_table_add(&b->table, label, b->one_flush_pairs_ratio, 2, "x", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_DISK);
-    }
-    if (b->peer_twin_pairs_ratio > 0) {
-        snprintf(label, sizeof label, "control: a second beanstalkd / beanstalkd 1 x 1, median of %d 1 s pairs",
-                 PEER_PAIRS);
-        bench_table_add(&b->table, label, b->peer_twin_pairs_ratio, 2, "x", BENCH_TABLE_NO_GOAL, 0);
+    for (int j = 0; j < RATIOS; j++) {
+        char label[128];
+        double v = *ratio_field(b, &ratios[j]);
+        snprintf(label, sizeof label, "%s, median of %d 1 s pairs", ratios[j].label, PEER_PAIRS);
+        if (v > 0)
+            bench_table_add(&b->table, label, v, 2, "x", ratios[j].goal, ratios[j].target);
     }
 }

@@ -12,7 +12,7 @@
 
 /* The 1 x 1 target as these turns can decide it: Sluice and the peer each
  * pay one durable write and two thread wake-ups per message, and two
- * peers of one build read 0.95-1.12 of each other at the median of these
+ * peers of one build read 0.92-1.12 of each other at the median of these
  * turns (the control row shows the run's own), so a target of 1.0 would
  * be decided by the disk's noise; 0.95 is "at the peer's rate" to the
  * resolution one run has. */
