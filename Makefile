@@ -288,8 +288,8 @@ $(BUILD)/tests/unit/test_client_local $(BUILD)/tests/unit/test_client_admin: $(c
 $(BUILD)/tests/e2e/test_slowdisk: | $(BUILD)/slowdisk.so
 # test_notify too, for a commit stuck in its flush.
 $(BUILD)/tests/e2e/test_notify: | $(BUILD)/slowdisk.so
-# test_nospace preloads the full-disk shim likewise.
-$(BUILD)/tests/e2e/test_nospace: | $(BUILD)/tests/lib/nospace_shim.so
+# test_nospace and test_runs preload the full-disk shim likewise.
+$(BUILD)/tests/e2e/test_nospace $(BUILD)/tests/e2e/test_runs: | $(BUILD)/tests/lib/nospace_shim.so
 # The HTTP tests also link their HTTP client (libcurl) and socket helpers.
 HTTP_TESTS := $(patsubst %,$(BUILD)/tests/e2e/test_http_%,flood api)
 $(HTTP_TESTS): $(call obj,tests/lib/th_http.c)

@@ -13,6 +13,9 @@
  * an ACK at once, before its delete is committed, unless ack_flush_ms is 0
  * (then after the commit); everything else at once. An ACK whose delete is
  * lost in a crash only means a redelivery, which at-least-once allows.
+ * A connection whose HELLO asked for runs has its PUT_OKs merged into one
+ * per run of consecutive publishes (net_queue_confirm), leaving at the
+ * same moment the single ones would have.
  *
  * While the writer thread commits, the store cannot be written, so only what
  * writes and reads nothing is handled (handle_now); the rest waits for the commit's
@@ -175,6 +178,8 @@ static void h_HELLO(bk *b, const net_in *in, const proto_msg *m)
     }
     if ((m->present & (PF(pool) | PF(levels) | PF(credit))) && join(b, in, m, mask) != SL_OK)
         return;
+    if ((m->present & PF(runs)) && m->runs)
+        net_runs_ask(b->net, in);
     welcome(b, in, m);
 }
 
@@ -239,7 +244,9 @@ static void h_PUT(bk *b, const net_in *in, const proto_msg *m)
         proto_set(&r, epoch, ha_node_epoch(b));
         proto_set_str(&r, PROTO_F_node, b->cfg.ha_node, strlen(b->cfg.ha_node));
     }
-    reply_ok(b, in, m, &r);
+    proto_set(&r, seq, m->seq);
+    if (net_queue_confirm(b->net, in, &r, when_for(b, m)) != SL_OK) /* within a run when it asked for runs */
+        b->tx_failed++;
 }
 
 static void h_CREDIT(bk *b, const net_in *in, const proto_msg *m)

@@ -6,7 +6,9 @@
  *                               headers' array and text in it); its
  *                               cost, absent on the wire, reads as 1
  *   PUT_OK/ERROR of an async    matched by seq to its ticket and queued for
- *     publish                   sl_send_wait, whoever happens to be pumping
+ *     publish                   sl_send_wait, whoever happens to be pumping;
+ *                               a PUT_OK for a run (confirms > 1) confirms each
+ *                               publish it names, with its own id
  *   OK/ERROR of a settlement    matched by seq in the settles ring and
  *                               taken out; an ERROR is counted and kept for
  *                               the next settling call to report
@@ -103,13 +105,13 @@ static int delivery_queue(sl_client *c, const proto_msg *m)
 }
 
 /* confirm_queue turns the reply to async publish number i into a queued
- * confirmation. */
-static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
+ * confirmation; a PUT_OK confirms it as message id. */
+static int confirm_queue(sl_client *c, size_t i, const proto_msg *m, uint64_t id)
 {
     pending_put *p = fifo_at(&c->puts, i);
     client_confirm q = {.confirm = {.ticket = p->ticket}};
     if (m->type == PROTO_PUT_OK) {
-        q.confirm.id = m->id;
+        q.confirm.id = id;
         q.confirm.duplicate = (m->present & PF(duplicate)) && m->duplicate;
         if (m->present & PF(epoch))
             q.origin.epoch = m->epoch;
@@ -130,6 +132,28 @@ static int confirm_queue(sl_client *c, size_t i, const proto_msg *m)
     }
     free(p->frame);
     fifo_remove(&c->puts, i, NULL);
+    return SL_OK;
+}
+
+/* confirm_run takes a PUT_OK for a run, {seq, id, confirms}: the publishes
+ * seq .. seq + confirms - 1, stored as ids id .. id + confirms - 1, each confirmed as if
+ * by a PUT_OK of its own. The publishes wait in seq order, so one pass
+ * over them finds every one the run names (a seq not waiting is a stray). */
+static int confirm_run(sl_client *c, const proto_msg *run)
+{
+    uint64_t first = run->seq, end = run->seq + run->confirms < run->seq ? UINT64_MAX : run->seq + run->confirms;
+    for (size_t i = 0; i < c->puts.count;) {
+        uint64_t seq = ((pending_put *)fifo_at(&c->puts, i))->seq;
+        if (seq >= end)
+            break;
+        if (seq < first) {
+            i++;
+            continue;
+        }
+        int rc = confirm_queue(c, i, run, run->id + (seq - first)); /* it leaves the queue: i is the next */
+        if (rc)
+            return rc;
+    }
     return SL_OK;
 }
 
@@ -175,9 +199,11 @@ static int reply_route(sl_client *c, const proto_msg *m)
             }
     if (!has_seq || (m->type != PROTO_PUT_OK && m->type != PROTO_ERROR))
         return SL_OK;
+    if (m->type == PROTO_PUT_OK && proto_has(m, PROTO_F_confirms) && m->confirms > 1)
+        return confirm_run(c, m);
     for (size_t i = 0; i < c->puts.count; i++)
         if (((pending_put *)fifo_at(&c->puts, i))->seq == m->seq)
-            return confirm_queue(c, i, m);
+            return confirm_queue(c, i, m, m->id);
     return SL_OK; /* a stray */
 }
 

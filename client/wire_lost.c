@@ -88,6 +88,7 @@ void wire_settles_lost(sl_client *c)
  * top); renew the subscription with the credit client_credit_due asks. */
 void wire_reconnected(sl_client *c)
 {
+    c->runs_asked = false; /* the new connection asks again at its first publish */
     wire_deliveries_drop(c);
     if (failover_on(c))
         failover_resend(c); /* one broker at several addresses: what waits is sent again */
@@ -119,6 +120,7 @@ void wire_stream_lost_end(sl_client *c)
     if (!c->stream_lost)
         return;
     c->stream_lost = false;
+    c->runs_asked = false;
     cstream_drop(c);
     wire_deliveries_drop(c);
     puts_abandon(c);

@@ -146,7 +146,9 @@
     X(wait_ms,    "wait_ms",        U64,  0)              \
     X(epoch,      "epoch",          U64,  0)              \
     X(ha_rows,    "ha_rows",        ROWS, ha)             \
-    X(node,       "node",           STR,  PROTO_MAX_NAME)
+    X(node,       "node",           STR,  PROTO_MAX_NAME) \
+    X(runs,       "runs",           U64,  0)              \
+    X(confirms,   "confirms",       U64,  0)
 
 /* A byte string pointing into the decoded buffer (or the caller's memory when
  * encoding). Not NUL-terminated. */
@@ -167,6 +169,9 @@ typedef enum proto_field {
     PROTO_F_COUNT_
 } proto_field;
 
+/* PUT_OK's confirms is the last field, so the last one encoded: the broker
+ * grows a queued run by rewriting its last four bytes (broker/net/replies.c). */
+_Static_assert(PROTO_F_confirms == PROTO_F_COUNT_ - 1, "confirms is the last field");
 __extension__ typedef unsigned __int128 proto_mask; /* a bit per field; 128 (64 were full) */
 _Static_assert(PROTO_F_COUNT_ <= 128, "a field per bit of proto_mask");
 #define PF(m) ((proto_mask)1 << PROTO_F_##m)
@@ -258,10 +263,10 @@ typedef enum proto_cmd {
 /* X(ID, "NAME", direction, required fields, optional fields)
  * Directions: C2B client to broker, B2C broker to client, ANY either way. */
 #define PROTO_MSGS(X)                                                         \
-    X(HELLO,    "HELLO",    C2B, PF(seq) | PF(v),       PF(pool) | PF(levels) | PF(credit)) \
+    X(HELLO,    "HELLO",    C2B, PF(seq) | PF(v),       PF(pool) | PF(levels) | PF(credit) | PF(runs)) \
     X(WELCOME,  "WELCOME",  B2C, PF(seq) | PF(v) | PF(names) | PF(heartbeat_ms) | PF(lease_ms) | PF(max_body), 0) \
     X(PUT,      "PUT",      C2B, PF(seq) | PF(body),    PF(level) | PF(tag) | PF(cost) | PF(key) | PF(delay_ms) | PF(ttl_ms) | PF(headers)) \
-    X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      PF(duplicate) | PF(epoch) | PF(node)) \
+    X(PUT_OK,   "PUT_OK",   B2C, PF(seq) | PF(id),      PF(duplicate) | PF(epoch) | PF(node) | PF(confirms)) \
     X(CREDIT,   "CREDIT",   C2B, PF(n),                PF(seq))               \
     X(DELIVER,  "DELIVER",  B2C, PF(id) | PF(token) | PF(level) | PF(attempt) | PF(body) | PF(lease_ms), PF(tag) | PF(cost) | PF(released_ns) | PF(headers) | PF(wait_ms) | PF(key)) \
     X(ACK,      "ACK",      C2B, PF(seq) | PF(token),   PF(credit))            \

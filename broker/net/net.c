@@ -1,5 +1,5 @@
 /*
- * net.c - ROUTER sockets, receive, and the outgoing arena.
+ * net.c - ROUTER sockets and receiving.
  *
  * With a CURVE secret every socket is a CURVE server with ZAP domain
  * enforcement, and the ZAP handler (zap.c) is started in the context before
@@ -9,17 +9,10 @@
  * Receiving keeps the two zmq_msg_t of the last message alive until the next
  * call, so handlers read the body in place (the decoder points into it).
  *
- * Sending: net_queue encodes each reply into one of two queues, each a
- * growing arena plus records of where each message is: NET_NOW for replies
- * that may leave before the pass's commit, NET_AFTER_COMMIT for those that
- * must not (publish confirmations, deliveries of messages not yet durable).
- * net_flush walks one queue with ZMQ_DONTWAIT. Each record names its
- * endpoint (the main one, or the admin one of --admin-listen); net_recv
- * takes turns between the two. Costs: one encode into the
- * arena and one copy into ZeroMQ per message; the arenas keep their peak
- * size, so a steady load allocates nothing.
+ * Sending, the queues replies wait in, and the runs of confirmations are
+ * replies.c's; the object both share is in net_int.h.
  */
-#include "net.h"
+#include "net_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -27,42 +20,9 @@
 #include <zmq.h>
 
 #include "endpoint.h"
-#include "grow.h"
 #include "log.h"
 #include "peers.h"
-#include "stream.h"
-#include "zap.h"
 
-
-typedef struct out_rec {
-    size_t off;        /* rid bytes, then body bytes */
-    size_t rid_len, body_len;
-    net_sock sock;
-    uint64_t token;
-    uint64_t seq;
-    int has_seq;
-    int fd;            /* net_queue_guarded: sent only while fd is the socket of inode ino */
-    uint64_t ino;      /* 0: no check */
-} out_rec;
-
-typedef struct outq {
-    proto_wbuf arena;
-    out_rec *recs;
-    size_t nrecs, caprecs;
-} outq;
-
-struct net {
-    void *ctx, *sock[NET_SOCKETS]; /* NET_MAIN, and NET_ADMIN and NET_HTTP or NULL */
-    char bridge_uid[64];           /* the last bridge message's User-Id frame, NUL-terminated */
-    int next_sock;     /* which socket net_recv tries first */
-    zap *zap;          /* the ZAP handler when CURVE is on */
-    stream *stream;    /* the stream endpoint, or NULL */
-    uint8_t stream_rid[8]; /* the last stream message's routing id: its connection id, big-endian */
-    zmq_msg_t rid, body;
-    int have_msgs;
-    outq q[NET_WHENS]; /* NET_NOW, NET_AFTER_COMMIT, NET_AFTER_NEXT_COMMIT */
-    int sealed;        /* NET_AFTER_COMMIT is the commit out's: newer replies wait for the next */
-};
 
 /* sl_from_zmq maps a zmq_errno() from setting up the socket to the error
  * list: an endpoint that is malformed, names an unknown transport or a
@@ -198,6 +158,8 @@ int net_open(const net_cfg *cfg, net **out)
     zmq_msg_init(&n->rid);
     zmq_msg_init(&n->body);
     n->have_msgs = 1;
+    for (int i = 0; i < NET_WHENS; i++) /* distinct, and none 0: a run_peer's gen before it holds a run */
+        n->q[i].gen = ++n->gen_next;
     *out = n;
     return SL_OK;
 
@@ -233,10 +195,7 @@ void net_close(net **np)
     zap_close(&n->zap);
     zmq_ctx_term(n->ctx);
     stream_close(&n->stream);
-    for (int i = 0; i < NET_WHENS; i++) {
-        proto_wbuf_free(&n->q[i].arena);
-        free(n->q[i].recs);
-    }
+    net_replies_free(n);
     free(n);
     *np = NULL;
 }
@@ -378,183 +337,3 @@ int net_recv(net *n, net_in *in)
     return 1;
 }
 
-int net_queue(net *n, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token, net_when when)
-{
-    return net_queue_via(n, NET_MAIN, rid, rid_len, m, token, when);
-}
-
-static int enqueue(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
-                   net_when when, int fd, uint64_t ino);
-
-int net_queue_guarded(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m,
-                      uint64_t token, net_when when, int fd, uint64_t ino)
-{
-    return enqueue(n, sock, rid, rid_len, m, token, when, fd, fd >= 0 ? ino : 0);
-}
-
-int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
-                  net_when when)
-{
-    return enqueue(n, sock, rid, rid_len, m, token, when, -1, 0);
-}
-
-static int enqueue(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
-                   net_when when, int fd, uint64_t ino)
-{
-    if (when == NET_AFTER_COMMIT && n->sealed)
-        when = NET_AFTER_NEXT_COMMIT; /* its write is not in the commit that is out */
-    outq *q = &n->q[when];
-    out_rec *r = grow_array(q->recs, &q->caprecs, q->nrecs + 1, sizeof *r, 256);
-    if (!r)
-        return SL_ENOMEM;
-    q->recs = r;
-    size_t start = q->arena.len;
-    /* the routing id goes first, through the same growth path as the body */
-    proto_wbuf *a = &q->arena;
-    char *p = grow_array(a->data, &a->cap, a->len + rid_len, 1, 4096);
-    if (!p)
-        return SL_ENOMEM;
-    a->data = p;
-    memcpy(a->data + a->len, rid, rid_len);
-    a->len += rid_len;
-    int rc = proto_encode(m, a);
-    if (rc != SL_OK) {
-        a->len = start;
-        log_error("net", "cannot encode %s: %s", proto_name(m->type), proto_strerror(rc));
-        return rc;
-    }
-    q->recs[q->nrecs++] = (out_rec){
-        .off = start,
-        .rid_len = rid_len,
-        .body_len = a->len - start - rid_len,
-        .sock = sock,
-        .token = token,
-        .seq = m->seq,
-        .has_seq = (m->present & PF(seq)) != 0,
-        .fd = fd,
-        .ino = ino,
-    };
-    return SL_OK;
-}
-
-size_t net_queued(const net *n, net_when when)
-{
-    return n->q[when].nrecs;
-}
-
-/* send_stream queues a message for a stream connection (stream_push
- * writes it): SL_OK, SL_ECONNECT (the connection is gone), SL_EFULL (it
- * does not read), SL_ENOMEM (reported as SL_EFULL: not sent). */
-static int send_stream(net *n, const uint8_t *rid, size_t rid_len, const void *body, size_t len)
-{
-    uint64_t id = 0;
-    for (size_t i = 0; i < rid_len && i < 8; i++)
-        id = id << 8 | rid[i];
-    int rc = n->stream && rid_len == 8 ? stream_send(n->stream, id, body, len) : SL_ECONNECT;
-    return rc == SL_ENOMEM ? SL_EFULL : rc;
-}
-
-void net_flush(net *n, net_when when, net_fail_fn fail, void *ctx)
-{
-    outq *q = &n->q[when];
-    int seen_fd = -1;      /* the last descriptor looked at, and its socket's inode */
-    uint64_t seen_ino = 0;
-    for (size_t i = 0; i < q->nrecs; i++) {
-        const out_rec *r = &q->recs[i];
-        const uint8_t *rid = (const uint8_t *)q->arena.data + r->off;
-        /* the admin endpoint and the bridge hold no consumers: nothing to settle there */
-        net_fail_fn on_fail = r->sock == NET_MAIN || r->sock == NET_STREAM ? fail : NULL;
-        if (r->ino) { /* for one connection: is its descriptor still that socket? */
-            if (r->fd != seen_fd) {
-                seen_fd = r->fd;
-                seen_ino = peers_inode(r->fd);
-            }
-            if (seen_ino != r->ino) {
-                if (on_fail)
-                    on_fail(ctx, r->sock, rid, r->rid_len, r->token, SL_ESTALE);
-                continue;
-            }
-        }
-        if (r->sock == NET_STREAM) {
-            int rc = send_stream(n, rid, r->rid_len, rid + r->rid_len, r->body_len);
-            if (rc != SL_OK && on_fail)
-                on_fail(ctx, r->sock, rid, r->rid_len, r->token, rc);
-            continue;
-        }
-        void *sock = n->sock[r->sock];
-        if (zmq_send(sock, rid, r->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
-            int e = zmq_errno();
-            if (on_fail)
-                on_fail(ctx, r->sock, rid, r->rid_len, r->token, e == EAGAIN ? SL_EFULL : SL_ECONNECT);
-            continue;
-        }
-        /* ROUTER accepted the envelope, so the body part cannot block */
-        if (zmq_send(sock, rid + r->rid_len, r->body_len, ZMQ_DONTWAIT) < 0) {
-            log_error("net", "send of a message body failed: %s", zmq_strerror(zmq_errno()));
-            if (on_fail)
-                on_fail(ctx, r->sock, rid, r->rid_len, r->token, SL_ECONNECT);
-        }
-    }
-    q->nrecs = 0;
-    proto_wbuf_reset(&q->arena);
-    if (n->stream)
-        stream_push(n->stream);
-}
-
-void net_seal(net *n, int sealed)
-{
-    n->sealed = sealed;
-}
-
-void net_promote(net *n)
-{
-    outq *now = &n->q[NET_AFTER_COMMIT], *next = &n->q[NET_AFTER_NEXT_COMMIT];
-    if (now->nrecs == 0) { /* the usual case: swap the empty queue and the waiting one */
-        outq t = *now;
-        *now = *next;
-        *next = t;
-        return;
-    }
-    for (size_t i = 0; i < next->nrecs; i++) { /* copy each behind what is there */
-        const out_rec *r = &next->recs[i];
-        size_t bytes = r->rid_len + r->body_len;
-        out_rec *v = grow_array(now->recs, &now->caprecs, now->nrecs + 1, sizeof *v, 256);
-        if (v)
-            now->recs = v;
-        char *p = v ? grow_array(now->arena.data, &now->arena.cap, now->arena.len + bytes, 1, 4096) : NULL;
-        if (!p) {
-            log_error("net", "out of memory keeping %zu replies for the next commit; they are dropped (their "
-                      "requests are settled: a client waiting in sl_flush times out)", next->nrecs - i);
-            break;
-        }
-        now->arena.data = p;
-        memcpy(now->arena.data + now->arena.len, next->arena.data + r->off, bytes);
-        now->recs[now->nrecs] = *r;
-        now->recs[now->nrecs].off = now->arena.len;
-        now->arena.len += bytes;
-        now->nrecs++;
-    }
-    next->nrecs = 0;
-    proto_wbuf_reset(&next->arena);
-}
-
-void net_fail_queued(net *n, int code, const char *msg, uint64_t retry_ms)
-{
-    outq old = n->q[1];
-    memset(&n->q[1], 0, sizeof n->q[1]);
-    for (size_t i = 0; i < old.nrecs; i++) {
-        if (!old.recs[i].has_seq || old.recs[i].token)
-            continue;
-        proto_msg m;
-        proto_init(&m, PROTO_ERROR);
-        proto_set(&m, seq, old.recs[i].seq);
-        proto_set(&m, code, (uint64_t)code);
-        proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
-        if (retry_ms)
-            proto_set(&m, retry_ms, retry_ms);
-        net_queue_via(n, old.recs[i].sock, (const uint8_t *)old.arena.data + old.recs[i].off, old.recs[i].rid_len,
-                      &m, 0, NET_AFTER_COMMIT);
-    }
-    proto_wbuf_free(&old.arena);
-    free(old.recs);
-}

@@ -125,6 +125,20 @@ int net_queue_guarded(net *n, net_sock sock, const uint8_t *rid, size_t rid_len,
 int net_queue_via(net *n, net_sock sock, const uint8_t *rid, size_t rid_len, const proto_msg *m, uint64_t token,
                   net_when when);
 
+/* net_runs_ask records that in's connection asked, with HELLO's runs, to
+ * have its publishes confirmed in runs (replies.c): a PUT_OK {seq, id,
+ * confirms} confirming its requests seq .. seq + confirms - 1, stored as
+ * ids id .. id + confirms - 1.
+ * A peer of the HTTP bridge, or with a routing id over 32 bytes, is
+ * confirmed one by one. */
+void net_runs_ask(net *n, const net_in *in);
+
+/* net_queue_confirm is net_queue_via for m, the reply to a PUT that came in
+ * as in: when m is a PUT_OK to a connection that asked for runs, it carries
+ * confirms, and when it continues the run that connection has open in the
+ * queue, that run grows by one instead (m is used and left as it was). */
+int net_queue_confirm(net *n, const net_in *in, proto_msg *m, net_when when);
+
 /* net_queued returns how many messages wait in queue `when`. */
 size_t net_queued(const net *n, net_when when);
 
