@@ -136,12 +136,21 @@ static int confirm_queue(sl_client *c, size_t i, const proto_msg *m, uint64_t id
 }
 
 /* confirm_run takes a PUT_OK for a run, {seq, id, confirms}: the publishes
- * seq .. seq + confirms - 1, stored as ids id .. id + confirms - 1, each confirmed as if
- * by a PUT_OK of its own. The publishes wait in seq order, so one pass
- * over them finds every one the run names (a seq not waiting is a stray). */
+ * seq .. seq + confirms - 1, stored as ids id .. id + confirms - 1, each
+ * confirmed as if by a PUT_OK of its own. A synchronous publish sent right
+ * after asynchronous ones may end their run: the awaited reply is then
+ * made from it. The asynchronous ones wait in seq order, so one pass over
+ * them finds every one the run names (a seq not waiting is a stray). */
 static int confirm_run(sl_client *c, const proto_msg *run)
 {
     uint64_t first = run->seq, end = run->seq + run->confirms < run->seq ? UINT64_MAX : run->seq + run->confirms;
+    if (c->await_seq && !c->have_reply && c->await_seq >= first && c->await_seq < end) {
+        c->reply = *run;
+        c->reply.seq = c->await_seq;
+        c->reply.id = run->id + (c->await_seq - first);
+        c->reply.present &= ~PF(confirms);
+        c->have_reply = true;
+    }
     for (size_t i = 0; i < c->puts.count;) {
         uint64_t seq = ((pending_put *)fifo_at(&c->puts, i))->seq;
         if (seq >= end)
@@ -173,6 +182,8 @@ static void settle_refused(sl_client *c, const proto_msg *m)
 static int reply_route(sl_client *c, const proto_msg *m)
 {
     bool has_seq = proto_has(m, PROTO_F_seq);
+    if (m->type == PROTO_PUT_OK && has_seq && proto_has(m, PROTO_F_confirms) && m->confirms > 1)
+        return confirm_run(c, m);
     /* An ERROR without seq answers a request the broker could not parse. It
      * is attributed to the awaited request only when no publish could own it. */
     bool awaited = has_seq ? m->seq == c->await_seq
@@ -199,8 +210,6 @@ static int reply_route(sl_client *c, const proto_msg *m)
             }
     if (!has_seq || (m->type != PROTO_PUT_OK && m->type != PROTO_ERROR))
         return SL_OK;
-    if (m->type == PROTO_PUT_OK && proto_has(m, PROTO_F_confirms) && m->confirms > 1)
-        return confirm_run(c, m);
     for (size_t i = 0; i < c->puts.count; i++)
         if (((pending_put *)fifo_at(&c->puts, i))->seq == m->seq)
             return confirm_queue(c, i, m, m->id);

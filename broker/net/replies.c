@@ -301,10 +301,15 @@ static int run_grows(const run_peer *p, const outq *q, const proto_msg *m, uint6
 
 int net_queue_confirm(net *n, const net_in *in, proto_msg *m, net_when when)
 {
-    int duplicate = (m->present & PF(duplicate)) && m->duplicate;
-    run_peer *p = m->type == PROTO_PUT_OK && !duplicate ? run_peer_of(n, in) : NULL;
+    run_peer *p = m->type == PROTO_PUT_OK ? run_peer_of(n, in) : NULL;
     if (!p)
         return net_queue_via(n, in->sock, in->rid, in->rid_len, m, 0, when);
+    if ((m->present & PF(duplicate)) && m->duplicate) { /* its id is an older message's: a run of its own */
+        proto_set(m, confirms, 1);
+        int rc = net_queue_via(n, in->sock, in->rid, in->rid_len, m, 0, when);
+        m->present &= ~PF(confirms);
+        return rc;
+    }
     outq *q = queue_for(n, when);
     uint64_t epoch = (m->present & PF(epoch)) ? m->epoch : 0;
     if (run_grows(p, q, m, epoch)) {

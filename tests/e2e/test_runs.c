@@ -2,15 +2,18 @@
  * test_runs.c - publishes confirmed in runs, against the real sluiced:
  *
  *   - a connection whose HELLO asks for runs, sending 300 PUTs without
- *     waiting, interleaved with another's, is confirmed by fewer PUT_OKs
- *     than PUTs: each {seq, id, confirms} covers the next `confirms`
- *     requests in order, every request exactly once, the ids one apart; the
- *     other connection, which did not ask, gets a PUT_OK of its own for
- *     every PUT, without confirms; and a consumer then receives all 600, in
- *     each connection's order, under the ids their confirmations named;
+ *     waiting, is confirmed by fewer PUT_OKs than PUTs: each {seq, id,
+ *     confirms} covers the next `confirms` requests in order, every request
+ *     exactly once, the ids one apart; another connection, which did not
+ *     ask, gets a PUT_OK of its own for every PUT, without confirms; a
+ *     duplicate (a key seen before) is confirmed alone and breaks the run;
+ *     and a consumer then receives all 602, in each connection's order,
+ *     under the ids their confirmations named;
  *   - the client library asks by itself: 2,000 publishes kept 200
  *     outstanding are confirmed in ticket order, each with the id its
- *     message is delivered under, none twice and none lost;
+ *     message is delivered under, none twice and none lost; a synchronous
+ *     publish every 250, sent behind the window (its confirmation may end
+ *     the window's run), returns the id its message is delivered under;
  *   - a broker that cannot store a run refuses each of its publishes: with
  *     the disk full (the nospace shim, as test_nospace), every PUT of a
  *     window gets its own ERROR SL_ENOSPC, in order, none a PUT_OK.
@@ -136,19 +139,45 @@ static void a_connection_that_asked_is_confirmed_in_runs(void **state)
     raw_send(&a, &m);
     raw_reply(&a, &r, &keep);
     assert_int_equal(r.type, PROTO_WELCOME);
-    zmq_msg_close(&keep);
 
+    /* each sends its PUTs without waiting (another producer's in between
+     * would make the ids not one apart, and the runs shorter) */
     char body[32];
-    for (unsigned i = 0; i < RAW_PUTS; i++) { /* interleaved, neither waiting */
+    static uint64_t ids_a[RAW_PUTS], ids_b[RAW_PUTS];
+    for (unsigned i = 0; i < RAW_PUTS; i++) {
         snprintf(body, sizeof body, "a%u", i);
         put_init(&m, 2 + i, body);
         raw_send(&a, &m);
+    }
+    unsigned replies_a = confirmed(&a, 2, RAW_PUTS, ids_a, 1);
+
+    /* a duplicate is confirmed alone, with the first message's id, and
+     * breaks the run: the PUT behind it starts another */
+    const char *keys[3] = {"k1", "k1", NULL};
+    for (unsigned i = 0; i < 3; i++) {
+        put_init(&m, 2 + RAW_PUTS + i, "keyed");
+        if (keys[i])
+            proto_set_str(&m, PROTO_F_key, keys[i], strlen(keys[i]));
+        raw_send(&a, &m);
+    }
+    uint64_t first_id = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        raw_reply(&a, &r, &keep);
+        assert_int_equal(r.type, PROTO_PUT_OK);
+        assert_int_equal(r.seq, 2 + RAW_PUTS + i);
+        assert_true(proto_has(&r, PROTO_F_confirms));
+        assert_int_equal(r.confirms, 1);
+        assert_int_equal(proto_has(&r, PROTO_F_duplicate), i == 1);
+        if (i == 0)
+            first_id = r.id;
+        assert_int_equal(r.id, i == 2 ? first_id + 1 : first_id);
+    }
+    zmq_msg_close(&keep);
+    for (unsigned i = 0; i < RAW_PUTS; i++) {
         snprintf(body, sizeof body, "b%u", i);
         put_init(&m, 1 + i, body);
         raw_send(&b, &m);
     }
-    static uint64_t ids_a[RAW_PUTS], ids_b[RAW_PUTS];
-    unsigned replies_a = confirmed(&a, 2, RAW_PUTS, ids_a, 1);
     unsigned replies_b = confirmed(&b, 1, RAW_PUTS, ids_b, 0);
     fprintf(stderr, "# %u PUTs: %u PUT_OKs to the connection that asked, %u to the one that did not\n", RAW_PUTS,
             replies_a, replies_b);
@@ -159,11 +188,17 @@ static void a_connection_that_asked_is_confirmed_in_runs(void **state)
 
     /* every one stored, under the id its confirmation named */
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 64), SL_OK);
-    unsigned seen_a = 0, seen_b = 0;
-    for (unsigned i = 0; i < 2 * RAW_PUTS; i++) {
+    unsigned seen_a = 0, seen_b = 0, keyed = 0;
+    for (unsigned i = 0; i < 2 * RAW_PUTS + 2; i++) { /* the duplicate stored nothing */
         sl_delivery *d = NULL;
         assert_int_equal(sl_recv(f->c, 10000, &d), SL_OK);
         const char *text = d->body;
+        if (text[0] == 'k') {
+            keyed++;
+            assert_int_equal(sl_ack(f->c, d), SL_OK);
+            sl_delivery_free(&d);
+            continue;
+        }
         unsigned k = (unsigned)atoi(text + 1);
         assert_true(k < RAW_PUTS);
         if (text[0] == 'a') {
@@ -178,6 +213,7 @@ static void a_connection_that_asked_is_confirmed_in_runs(void **state)
     }
     assert_int_equal(seen_a, RAW_PUTS);
     assert_int_equal(seen_b, RAW_PUTS);
+    assert_int_equal(keyed, 2);
     assert_int_equal(th_fixture_finish(&f), 0);
 }
 
@@ -186,7 +222,7 @@ static void the_library_takes_runs_apart(void **state)
     (void)state;
     th_fixture *f;
     assert_int_equal(th_fixture_start((const char *[]){"--levels", "2", NULL}, &f), 0);
-    static uint64_t id_of[LIB_PUTS + 1];
+    static uint64_t id_of[LIB_PUTS + 1], sync_id[LIB_PUTS / 250 + 1];
     char body[32];
     uint64_t sent = 0, next_ticket = 1;
     while (next_ticket <= LIB_PUTS) {
@@ -196,6 +232,11 @@ static void the_library_takes_runs_apart(void **state)
             uint64_t ticket;
             assert_int_equal(sl_send_async(f->c, &p, &ticket), SL_OK);
             assert_int_equal(ticket, ++sent);
+            if (sent % 250 == 0) { /* a synchronous publish right behind them may end their run */
+                snprintf(body, sizeof body, "s%llu", (unsigned long long)(sent / 250));
+                p = (sl_put){.body = body, .body_len = strlen(body), .level = 1};
+                assert_int_equal(sl_send(f->c, &p, &sync_id[sent / 250]), SL_OK);
+            }
         }
         sl_confirm cf;
         assert_int_equal(sl_send_wait(f->c, 10000, &cf), SL_OK);
@@ -208,15 +249,25 @@ static void the_library_takes_runs_apart(void **state)
     assert_int_equal(sl_send_pending(f->c), 0);
 
     assert_int_equal(sl_subscribe(f->c, NULL, NULL, 0, 64), SL_OK);
-    for (unsigned i = 1; i <= LIB_PUTS; i++) {
+    unsigned next = 1, syncs = 0;
+    for (unsigned i = 0; i < LIB_PUTS + LIB_PUTS / 250; i++) {
         sl_delivery *d = NULL;
         assert_int_equal(sl_recv(f->c, 10000, &d), SL_OK);
-        unsigned long k = strtoul((const char *)d->body, NULL, 10);
-        assert_int_equal(k, i);
-        assert_int_equal(d->id, id_of[k]);
+        const char *text = d->body;
+        if (text[0] == 's') { /* stored under the id sl_send returned */
+            unsigned long k = strtoul(text + 1, NULL, 10);
+            assert_true(k >= 1 && k <= LIB_PUTS / 250);
+            assert_int_equal(d->id, sync_id[k]);
+            syncs++;
+        } else {
+            unsigned long k = strtoul(text, NULL, 10);
+            assert_int_equal(k, next++); /* FIFO */
+            assert_int_equal(d->id, id_of[k]);
+        }
         assert_int_equal(sl_ack(f->c, d), SL_OK);
         sl_delivery_free(&d);
     }
+    assert_int_equal(syncs, LIB_PUTS / 250);
     sl_delivery *d = NULL;
     assert_int_equal(sl_recv(f->c, 300, &d), SL_ETIMEDOUT); /* nothing more */
     assert_int_equal(th_fixture_finish(&f), 0);
