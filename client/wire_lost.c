@@ -120,7 +120,6 @@ void wire_stream_lost_end(sl_client *c)
     if (!c->stream_lost)
         return;
     c->stream_lost = false;
-    c->runs_asked = false;
     cstream_drop(c);
     wire_deliveries_drop(c);
     puts_abandon(c);

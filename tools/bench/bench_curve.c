@@ -12,11 +12,14 @@
  * The 1 x 100 row's ratio to plaintext is taken in paired turns as well
  * (row_curve_window_pairs): the plain row runs minutes before this pass,
  * and a CPU-bound row moves by a tenth or more with the machine's load in
- * that time. Here a plaintext broker of its own runs beside the CURVE one,
- * the two take turns of a fixed count (a quarter of the drain's backlog,
- * at least 20,000), which goes first turning about, and the row is the
- * median of the pairs' ratios. Costs: 2 x CURVE_PAIRS turns, CURVE_PAIRS x
- * the count left in each broker's backlog.
+ * that time. Here two fresh brokers of their own, one with CURVE and one
+ * without, run side by side (the pass's CURVE broker has served the
+ * drain's backlog by then, and a store that has held 300,000 messages
+ * takes the 1 x 100 about a tenth slower than a fresh one), the two take
+ * turns of a fixed count (a quarter of the drain's backlog, at least
+ * 20,000), which goes first turning about, and the row is the median of
+ * the pairs' ratios. Costs: 2 x CURVE_PAIRS turns, CURVE_PAIRS x the count
+ * left in each broker's backlog.
  */
 #include "bench_curve.h"
 
@@ -38,6 +41,7 @@
 /* The bench's keys, kept for the paired turns, which switch between
  * CURVE and plaintext. */
 static char server_pub[SL_KEY_BYTES], pub[SL_KEY_BYTES], sec[SL_KEY_BYTES];
+static char server_sec[SL_KEY_BYTES]; /* the brokers' (spawn_curve writes it into each one's directory) */
 
 static void keys_use(int curve)
 {
@@ -56,12 +60,11 @@ static int write_text(const char *path, const char *text)
     return 0;
 }
 
-int bench_curve_start(bench_spawn *s, const char *path, const char *dir)
+/* spawn_curve starts a CURVE broker in dir with the run's keys: its key
+ * pair, and an auth file admitting the bench's key as admin. */
+static int spawn_curve(bench_spawn *s, const char *path, const char *dir)
 {
-    char server_sec[SL_KEY_BYTES];
     char key_path[160], auth_path[160], text[300];
-    if (sl_keygen(server_pub, server_sec) != SL_OK || sl_keygen(pub, sec) != SL_OK)
-        return bench_core_fail("this ZeroMQ library has no CURVE support");
     snprintf(key_path, sizeof key_path, "%s/broker.key", dir);
     snprintf(auth_path, sizeof auth_path, "%s/auth.txt", dir);
     snprintf(text, sizeof text, "public = %s\nsecret = %s\n", server_pub, server_sec);
@@ -71,7 +74,14 @@ int bench_curve_start(bench_spawn *s, const char *path, const char *dir)
     if (write_text(auth_path, text) != 0)
         return -1;
     const char *const extra[] = {"--curve-secret", key_path, "--auth", auth_path, NULL};
-    if (bench_spawn_start_with(s, path, dir, extra, NULL, 0) != 0)
+    return bench_spawn_start_with(s, path, dir, extra, NULL, 0);
+}
+
+int bench_curve_start(bench_spawn *s, const char *path, const char *dir)
+{
+    if (sl_keygen(server_pub, server_sec) != SL_OK || sl_keygen(pub, sec) != SL_OK)
+        return bench_core_fail("this ZeroMQ library has no CURVE support");
+    if (spawn_curve(s, path, dir) != 0)
         return -1;
     keys_use(1);
     return 0;
@@ -87,16 +97,21 @@ int row_curve_window_pairs(bench *b)
 {
     if (!b->curve || !b->sluiced || b->slow)
         return 0;
-    char dir[96];
+    char dir[96], cdir[96];
     snprintf(dir, sizeof dir, "%s/curve-plain", b->dir);
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return bench_core_fail("cannot create %s: %s", dir, strerror(errno));
-    bench_spawn plain;
+    snprintf(cdir, sizeof cdir, "%s/curve-pairs", b->dir);
+    if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || (mkdir(cdir, 0700) != 0 && errno != EEXIST))
+        return bench_core_fail("cannot create %s and %s: %s", dir, cdir, strerror(errno));
+    bench_spawn plain, curved;
     keys_use(0);
     int rc = bench_spawn_start(&plain, b->sluiced, dir);
     keys_use(1);
     if (rc != 0)
         return -1;
+    if (spawn_curve(&curved, b->sluiced, cdir) != 0) {
+        bench_spawn_stop(&plain);
+        return -1;
+    }
     uint64_t msgs = b->quick ? CURVE_PAIR_MSGS_QUICK
                     : b->drain_msgs / 4 < CURVE_PAIR_MSGS_MIN ? CURVE_PAIR_MSGS_MIN : b->drain_msgs / 4;
     bench_core_progress("1 x %d enqueue, CURVE and without, %d paired turns of %" PRIu64 " messages", WINDOW_MSGS,
@@ -108,14 +123,14 @@ int row_curve_window_pairs(bench *b)
         for (int k = 0; k < 2 && rc == 0; k++) {
             int curve = (i + k) % 2;
             keys_use(curve);
-            rc = bench_client_window_turn(curve ? b->endpoint : plain.endpoint, WINDOW_MSGS, msgs, NULL, 0, 0,
-                                          &rate[curve]);
+            rc = bench_client_window_turn(curve ? curved.endpoint : plain.endpoint, WINDOW_MSGS, msgs, NULL, 0,
+                                          0, &rate[curve]);
         }
         keys_use(1);
         if (rc == 0 && rate[0] > 0 && rate[1] > 0)
             r[n++] = rate[1] / rate[0];
     }
-    if (bench_spawn_stop(&plain) != 0)
+    if (bench_spawn_stop(&plain) != 0 || bench_spawn_stop(&curved) != 0)
         rc = -1;
     if (rc == 0 && n == CURVE_PAIRS)
         b->curve_window_pairs_ratio = bench_core_median(r, n);

@@ -3,7 +3,7 @@
  * than Sluice (rows 9-11): LMDB durable commits of 1 and of LMDB_BATCH_PUTS
  * puts per transaction, a ZeroMQ DEALER/ROUTER round trip over ipc://, one
  * flush of an append, the ideal log's publish -> durable times at the
- * latency row's rate; and the two ratio rows that hold the broker's
+ * latency row's rate, the ideal drain's round trips; and the two ratio rows that hold the broker's
  * enqueue rows against them (1 x 1 against one flush plus one round trip,
  * 4 x 1 against 1 x 1). The measurements themselves are bench_raw.c's and
  * bench_disk.c's; this file names, times and records them. Each row runs
@@ -14,6 +14,7 @@
 #include "bench_args.h"
 #include "bench_core.h"
 #include "bench_disk.h"
+#include "bench_ideal.h"
 #include "bench_latency.h"
 #include "bench_raw.h"
 #include "bench_run.h"
@@ -97,6 +98,24 @@ int row_ideal_log(bench *b)
     snprintf(scenario, sizeof scenario, "raw: ideal log, arrival->durable p99 at %d msgs/s", BENCH_LATENCY_RATE_PER_S);
     bench_table_add(&b->table, scenario, p99_ms, 3, "ms", BENCH_TABLE_NO_GOAL, 0);
     b->ideal_p99_ms = p99_ms;
+    return 0;
+}
+
+/* row_ideal_drain puts the round trips of four clients against a server
+ * that only answers next to the drain 4 x credit 1, right after its stream
+ * row (bench_ideal.c). */
+int row_ideal_drain(bench *b)
+{
+    if (b->slow || b->curve)
+        return 0;
+    bench_core_progress("raw: ideal drain, 4 clients x 1 round trip over a Unix socket to one epoll thread (%d s)",
+                        b->seconds);
+    double per_s = 0;
+    if (bench_ideal_drain(b->dir, b->seconds, &per_s) != 0)
+        return -1;
+    bench_table_add(&b->table, "raw: ideal drain, 4 clients x 1 round trip, Unix socket, epoll", per_s, 0,
+                    "trips/s", BENCH_TABLE_NO_GOAL, 0);
+    b->ideal_drain_per_s = per_s;
     return 0;
 }
 

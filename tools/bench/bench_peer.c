@@ -458,6 +458,8 @@ int row_peer_ratios(bench *b)
           BENCH_TABLE_NO_GOAL, 0);
     by_transport(b, "drain 4 x credit 1", "beanstalkd -f 0 drain 4 x 1", b->drain_stream_per_s, b->drain_per_s,
                  b->peer_drain_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_DRAIN_VS_PEER, 0);
+    by_transport(b, "drain 4 x credit 1", "ideal drain", b->drain_stream_per_s, b->drain_per_s,
+                 b->ideal_drain_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_DRAIN_VS_IDEAL, 0);
     by_transport(b, "publish->deliver p99", "ideal log p99", b->p99_stream_ms, b->p99_ms, b->ideal_p99_ms, 1,
                  BENCH_TABLE_AT_MOST, TARGET_P99_OVER_IDEAL_MS, 0);
     by_transport(b, "publish->deliver p99", "beanstalkd -f 0 p99", b->p99_stream_ms, b->p99_ms, b->peer_p99_ms, 0,

@@ -16,6 +16,7 @@
 #define TARGET_ONE_VS_DISK    0.9 /* 1 x 1 / one raw append + fdatasync */
 #define TARGET_MANY_VS_PEER   2.0 /* 4 x 1 / beanstalkd 4 x 1 */
 #define TARGET_DRAIN_VS_PEER  4.0 /* drain 4 x credit 1 / beanstalkd 4 x reserve+delete */
+#define TARGET_DRAIN_VS_IDEAL 0.5 /* drain 4 x credit 1, stream / the ideal drain (bench_ideal.c) */
 #define TARGET_P99_OVER_IDEAL_MS 0.5 /* p99 publish->deliver - the ideal log's p99 */
 #define TARGET_P99_VS_PEER    1.0 /* p99 / beanstalkd's p99 */
 #define TARGET_CURVE_VS_PLAIN 0.8 /* the CURVE rows / the same rows without */

@@ -45,6 +45,7 @@ typedef struct bench {
     double one_flush_pairs_ratio;    /* 1 x 1 stream / the raw append + fdatasync, in the same turns */
     int streaming;          /* this row runs over the spawned broker's stream endpoint (stream_run) */
     double window_per_s, drain_per_s, p99_ms, ideal_p99_ms;
+    double ideal_drain_per_s; /* the ideal drain, right after the stream's drain (bench_ideal.c) */
     double curve_window_per_s, curve_drain_per_s;
     double curve_window_pairs_ratio; /* 1 x 100 CURVE / plain, the median of paired turns (bench_curve.c) */
     double peer_one_per_s, peer_many_per_s, peer_window_per_s, peer_drain_per_s, peer_p99_ms;
@@ -72,13 +73,15 @@ void rate_add(bench *b, const char *scenario, uint64_t count, int64_t elapsed_ns
 
 /* The raw rows (bench_limits.c): LMDB durable commits of 1 and of
  * LMDB_BATCH_PUTS puts per transaction, a ZeroMQ round trip, one flush,
- * the ideal log's p50 and p99; then the two ratio rows against them. Each
+ * the ideal log's p50 and p99, the ideal drain; then the two ratio rows
+ * against them. Each
  * returns 0 or -1. */
 int row_lmdb_single(bench *b);
 int row_lmdb_batch(bench *b);
 int row_zmq(bench *b);
 int row_flush(bench *b);
 int row_ideal_log(bench *b);
+int row_ideal_drain(bench *b);
 int row_ratios(bench *b);
 
 /* Rows 6-8 and the metering rows (bench_rows_sched.c). Each returns 0 or -1. */

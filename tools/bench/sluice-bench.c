@@ -292,18 +292,18 @@ typedef int (*row_fn)(bench *);
 /* Rows 1-7 need the broker, in this order: 1-3 build the backlog that 4
  * drains, and 5-7 start from an empty queue. Rows 8-11 run once the broker
  * has stopped. */
-static const row_fn broker_rows[] = {row_send_one,         row_send_one_stream, row_peer_one,     row_peer_one_pairs,
-                                     row_send_many,        row_send_many_stream, row_peer_many,   row_send_window,
-                                     row_peer_window,      row_send_headers,    row_drain,        row_drain_stream,
-                                     row_peer_drain,       row_drain_one,       row_consume_cli,  row_latency,
-                                     row_latency_stream,   row_ideal_log,       row_peer_latency, row_dispatch,
-                                     row_starvation,       row_meter};
+static const row_fn broker_rows[] = {row_send_one,       row_send_one_stream, row_peer_one,       row_peer_one_pairs,
+                                     row_send_many,      row_send_many_stream, row_peer_many,    row_send_window,
+                                     row_peer_window,    row_send_headers,    row_drain,          row_drain_stream,
+                                     row_ideal_drain,    row_peer_drain,      row_drain_one,      row_consume_cli,
+                                     row_latency,        row_latency_stream,  row_ideal_log,      row_peer_latency,
+                                     row_dispatch,       row_starvation,      row_meter};
 /* --peer: each row beside the peer's, alternating, and the disk's flush. */
 static const row_fn peer_rows[] = {row_flush,          row_send_one,         row_send_one_stream, row_peer_one,
                                    row_peer_one_pairs, row_send_many,        row_send_many_stream, row_peer_many,
                                    row_send_window,    row_peer_window,      row_drain,           row_drain_stream,
-                                   row_peer_drain,     row_latency,          row_latency_stream,  row_ideal_log,
-                                   row_peer_latency};
+                                   row_ideal_drain,    row_peer_drain,       row_latency,         row_latency_stream,
+                                   row_ideal_log,      row_peer_latency};
 static const row_fn peer_local_rows[] = {row_zmq, row_ratios, row_peer_ratios};
 /* A second broker, with --ack-flush-ms=0: the drain with every ack durable. */
 static const row_fn durable_rows[] = {row_drain_durable};
