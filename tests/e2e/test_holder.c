@@ -195,10 +195,7 @@ static void raw_close(raw *w)
 
 static void raw_send(raw *w, const proto_msg *m)
 {
-    proto_wbuf out = {0};
-    assert_int_equal(proto_encode(m, &out), SL_OK);
-    assert_int_equal(zmq_send(w->sock, out.data, out.len, 0), (int)out.len);
-    proto_wbuf_free(&out);
+    th_wire_send(w->sock, m);
 }
 
 /* raw_next waits up to timeout_ms for the next message of type want (other

@@ -61,10 +61,7 @@ static void raw_close(raw *w)
 
 static void raw_send(raw *w, const proto_msg *m)
 {
-    proto_wbuf out = {0};
-    assert_int_equal(proto_encode(m, &out), SL_OK);
-    assert_int_equal(zmq_send(w->sock, out.data, out.len, 0), (int)out.len);
-    proto_wbuf_free(&out);
+    th_wire_send(w->sock, m);
 }
 
 /* raw_reply waits up to 10 s for the next reply (a PING is skipped) and
@@ -112,6 +109,19 @@ static unsigned confirmed(raw *w, uint64_t first, unsigned puts, uint64_t ids[],
     return replies;
 }
 
+/* ask_runs sends HELLO {seq 1, runs 1} and checks its WELCOME (in *r). */
+static void ask_runs(raw *w, proto_msg *r, zmq_msg_t *keep)
+{
+    proto_msg m;
+    proto_init(&m, PROTO_HELLO);
+    proto_set(&m, seq, 1);
+    proto_set(&m, v, PROTO_VERSION);
+    proto_set(&m, runs, 1);
+    raw_send(w, &m);
+    raw_reply(w, r, keep);
+    assert_int_equal(r->type, PROTO_WELCOME);
+}
+
 static void put_init(proto_msg *m, uint64_t seq, const char *body)
 {
     proto_init(m, PROTO_PUT);
@@ -132,13 +142,7 @@ static void a_connection_that_asked_is_confirmed_in_runs(void **state)
     proto_msg m, r;
     zmq_msg_t keep;
     zmq_msg_init(&keep);
-    proto_init(&m, PROTO_HELLO);
-    proto_set(&m, seq, 1);
-    proto_set(&m, v, PROTO_VERSION);
-    proto_set(&m, runs, 1);
-    raw_send(&a, &m);
-    raw_reply(&a, &r, &keep);
-    assert_int_equal(r.type, PROTO_WELCOME);
+    ask_runs(&a, &r, &keep);
 
     /* each sends its PUTs without waiting (another producer's in between
      * would make the ids not one apart, and the runs shorter) */
@@ -295,13 +299,7 @@ static void a_refused_run_is_refused_request_by_request(void **state)
     proto_msg m, r;
     zmq_msg_t keep;
     zmq_msg_init(&keep);
-    proto_init(&m, PROTO_HELLO);
-    proto_set(&m, seq, 1);
-    proto_set(&m, v, PROTO_VERSION);
-    proto_set(&m, runs, 1);
-    raw_send(&a, &m);
-    raw_reply(&a, &r, &keep);
-    assert_int_equal(r.type, PROTO_WELCOME);
+    ask_runs(&a, &r, &keep);
     for (unsigned i = 0; i < 50; i++) {
         put_init(&m, 2 + i, "refused");
         raw_send(&a, &m);

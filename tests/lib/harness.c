@@ -137,6 +137,17 @@ void th_rmrf(const char *path)
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+void th_wire_send(void *sock, const proto_msg *m)
+{
+    proto_wbuf out = {0};
+    int rc = proto_encode(m, &out);
+    if (rc != SL_OK)
+        th_fatal("a %s does not encode: %s", proto_name(m->type), sl_errname(rc));
+    if (zmq_send(sock, out.data, out.len, 0) != (int)out.len)
+        th_fatal("cannot send a %s: %s", proto_name(m->type), zmq_strerror(zmq_errno()));
+    proto_wbuf_free(&out);
+}
+
 size_t th_read_file(const char *path, char *buf, size_t len)
 {
     buf[0] = '\0';

@@ -292,6 +292,11 @@ void th_fake_welcome(th_fake *f, uint64_t seq, uint32_t nlevels);
 void th_fake_deliver(th_fake *f, uint64_t id, uint64_t token, const char *body, const char *tag,
                      uint64_t cost);
 
+/* th_wire_send encodes m and sends it as one frame on sock (a DEALER a
+ * test speaks the wire on); a message that does not encode, or a send that
+ * fails, is fatal. */
+void th_wire_send(void *sock, const proto_msg *m);
+
 /* th_fatal prints what broke and aborts: for failures of the harness itself
  * (a broken machine), never for what a test checks. */
 __attribute__((format(printf, 1, 2))) _Noreturn void th_fatal(const char *fmt, ...);
