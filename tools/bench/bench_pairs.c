@@ -21,9 +21,15 @@
  * own, in that order, then the other way round. The second peer against
  * the first is the control: what two systems of the same speed read in
  * these turns, which is the resolution the 1 x 1 target is decided to
- * (bench_pairs.h). The last two need --spawn.
+ * (bench_pairs.h). The --wal-buffered broker and the second peer need
+ * --spawn. Then PEER_PAIRS pairs more of the peer's 4 x 1 and Sluice's,
+ * for the same reason: both sides wait on the disk's flushes (the peer one
+ * per put, Sluice one per record gathering the four), and a drift of the
+ * disk between two 3 s rows has moved their ratio by a fifth. They come
+ * after the 1 x 1 pairs, not among them, so that the checkpoint that
+ * follows a 4 x 1 turn of Sluice's lands on neither side of a 1 x 1 pair.
  *
- * Costs: 5 x PEER_PAIRS seconds, two more processes while the row runs.
+ * Costs: 7 x PEER_PAIRS seconds, two more processes while the row runs.
  */
 #include "bench_pairs.h"
 
@@ -33,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bench_args.h"
 #include "bench_core.h"
 #include "bench_disk.h"
 #include "bench_peer.h"
@@ -50,16 +57,16 @@ static int buffered_start(bench *b, bench_spawn *s)
     return bench_spawn_start_flag(s, b->sluiced, dir, "--wal-buffered");
 }
 
-/* sluice_turn runs 1 x 1 for a second over endpoint: msgs/s, or 0; nothing
- * without an endpoint. */
-static int sluice_turn(const char *endpoint, double *per_s)
+/* sluice_turn runs producers x 1 for a second over endpoint: msgs/s in
+ * all, or 0; nothing without an endpoint. */
+static int sluice_turn(const char *endpoint, size_t producers, double *per_s)
 {
     if (!endpoint)
         return 0;
-    bench_worker w[1] = {{0}};
+    bench_worker w[PRODUCERS] = {{0}};
     uint64_t msgs = 0;
     int64_t ns = 0;
-    int rc = bench_workers_run(endpoint, 1, w, 1, 0, bench_workers_produce, &msgs, &ns);
+    int rc = bench_workers_run(endpoint, 1, w, producers, 0, bench_workers_produce, &msgs, &ns);
     *per_s = rc == 0 ? bench_core_per_s(msgs, ns) : 0;
     return rc;
 }
@@ -75,7 +82,7 @@ static int flush_turn(bench *b, double *per_s)
 }
 
 /* The turns of one pair, in their order when the pair goes forwards. */
-enum { TURN_FLUSH, TURN_SLUICE, TURN_PEER, TURN_BUFFERED, TURN_TWIN, TURNS };
+enum { TURN_FLUSH, TURN_SLUICE, TURN_PEER, TURN_BUFFERED, TURN_TWIN, TURN_PEER_MANY, TURN_SLUICE_MANY, TURNS };
 
 /* The ratios the pairs give, in the order of their rows: which turn over
  * which, the bench's field that gets the median, the row's label (", median
@@ -97,6 +104,8 @@ static const pair_ratio ratios[] = {
      "1 x 1 enqueue, stream / raw append + fdatasync rate", BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_DISK},
     {TURN_TWIN, TURN_PEER, offsetof(bench, peer_twin_pairs_ratio), "control: a second beanstalkd / beanstalkd 1 x 1",
      BENCH_TABLE_NO_GOAL, 0},
+    {TURN_SLUICE_MANY, TURN_PEER_MANY, offsetof(bench, many_pairs_ratio), "4 x 1 enqueue, stream / beanstalkd 4 x 1",
+     BENCH_TABLE_AT_LEAST, TARGET_MANY_VS_PEER},
 };
 enum { RATIOS = sizeof ratios / sizeof ratios[0] };
 
@@ -117,28 +126,39 @@ int row_peer_one_pairs(bench *b)
     memset(&twin, 0, sizeof twin);
     int with_buffered = b->sluiced && buffered_start(b, &buffered) == 0;
     int with_twin = b->sluiced && bench_peer_spawn(b, "peer-twin", &twin) == 0;
-    bench_core_progress("1 x 1 over the stream and beanstalkd's%s%s, %d pairs of alternating 1 s turns",
+    bench_core_progress("1 x 1 over the stream and beanstalkd's%s%s, then %d x 1 over both, %d pairs of "
+                        "alternating 1 s turns",
                         with_buffered ? ", over a --wal-buffered broker's stream" : "",
-                        with_twin ? ", and a second beanstalkd's" : "", PEER_PAIRS);
+                        with_twin ? ", and a second beanstalkd's" : "", PRODUCERS, PEER_PAIRS);
     b->seconds = 1;
-    for (int i = 0; i < PEER_PAIRS && rc == 0 && !bench_core_stopping(); i++) {
-        double v[TURNS] = {0};
-        for (int k = 0; k < TURNS && rc == 0; k++) {
-            int turn = i % 2 ? TURNS - 1 - k : k;
-            if (turn == TURN_FLUSH)
-                rc = flush_turn(b, &v[turn]);
-            else if (turn == TURN_SLUICE)
-                rc = sluice_turn(b->broker.stream_endpoint, &v[turn]);
-            else if (turn == TURN_PEER)
-                rc = bench_peer_one_turn(b, b->peer.port, &v[turn]);
-            else if (turn == TURN_BUFFERED)
-                rc = sluice_turn(with_buffered ? buffered.stream_endpoint : NULL, &v[turn]);
-            else if (with_twin)
-                rc = bench_peer_one_turn(b, twin.port, &v[turn]);
+    /* two sets of pairs: the 1 x 1 turns, then the 4 x 1 ones (apart, so that
+     * the checkpoint after a 4 x 1 turn falls on neither side of a 1 x 1 pair) */
+    static const int sets[][2] = {{TURN_FLUSH, TURN_PEER_MANY}, {TURN_PEER_MANY, TURNS}};
+    for (size_t set = 0; set < sizeof sets / sizeof sets[0]; set++) {
+        int lo = sets[set][0], hi = sets[set][1];
+        for (int i = 0; i < PEER_PAIRS && rc == 0 && !bench_core_stopping(); i++) {
+            double v[TURNS] = {0};
+            for (int k = 0; k < hi - lo && rc == 0; k++) {
+                int turn = i % 2 ? hi - 1 - k : lo + k;
+                if (turn == TURN_FLUSH)
+                    rc = flush_turn(b, &v[turn]);
+                else if (turn == TURN_SLUICE)
+                    rc = sluice_turn(b->broker.stream_endpoint, 1, &v[turn]);
+                else if (turn == TURN_PEER)
+                    rc = bench_peer_turn(b, b->peer.port, 1, &v[turn]);
+                else if (turn == TURN_BUFFERED)
+                    rc = sluice_turn(with_buffered ? buffered.stream_endpoint : NULL, 1, &v[turn]);
+                else if (turn == TURN_TWIN && with_twin)
+                    rc = bench_peer_turn(b, twin.port, 1, &v[turn]);
+                else if (turn == TURN_PEER_MANY)
+                    rc = bench_peer_turn(b, b->peer.port, PRODUCERS, &v[turn]);
+                else if (turn == TURN_SLUICE_MANY)
+                    rc = sluice_turn(b->broker.stream_endpoint, PRODUCERS, &v[turn]);
+            }
+            for (int j = 0; j < RATIOS && rc == 0; j++)
+                if (v[ratios[j].num] > 0 && v[ratios[j].den] > 0)
+                    r[j][n[j]++] = v[ratios[j].num] / v[ratios[j].den];
         }
-        for (int j = 0; j < RATIOS && rc == 0; j++)
-            if (v[ratios[j].num] > 0 && v[ratios[j].den] > 0)
-                r[j][n[j]++] = v[ratios[j].num] / v[ratios[j].den];
     }
     b->seconds = seconds;
     if (with_buffered && bench_spawn_stop(&buffered) != 0)

@@ -1,7 +1,8 @@
 /*
  * bench_pairs.h - the sequential producer against the peer in alternating
  * turns: the row that carries the 1 x 1 target, the same on a broker
- * with --wal-buffered, and the control (the peer against a second peer).
+ * with --wal-buffered, the control (the peer against a second peer), and
+ * the 4 x 1 against the peer's.
  */
 #ifndef SLUICE_BENCH_PAIRS_H
 #define SLUICE_BENCH_PAIRS_H
@@ -22,8 +23,8 @@
  * the peer's 1 x 1 in PEER_PAIRS pairs of alternating 1 s turns, which
  * side goes first turning about, for the median of the pairs' ratios;
  * with --spawn, in the same pairs, a --wal-buffered broker's and a second
- * peer's turns. A no-op without a peer or a stream endpoint. Returns 0,
- * or -1 (reported). */
+ * peer's turns; then both sides' PRODUCERS x 1. A no-op without a peer or
+ * a stream endpoint. Returns 0, or -1 (reported). */
 int row_peer_one_pairs(bench *b);
 
 /* bench_pairs_ratio_rows adds the rows of what row_peer_one_pairs

@@ -152,11 +152,11 @@ int row_peer_one(bench *b)
     return peer_rate_row(b, "beanstalkd -f 0: 1 producer, 1 outstanding", peer_produce, 1, &b->peer_one_per_s);
 }
 
-int bench_peer_one_turn(bench *b, int port, double *per_s)
+int bench_peer_turn(bench *b, int port, size_t producers, double *per_s)
 {
     uint64_t msgs = 0;
     int64_t ns = 0;
-    int rc = run_workers(b, port, peer_produce, 1, NULL, &msgs, &ns);
+    int rc = run_workers(b, port, peer_produce, producers, NULL, &msgs, &ns);
     *per_s = rc == 0 ? bench_core_per_s(msgs, ns) : 0;
     return rc;
 }
@@ -453,7 +453,7 @@ int row_peer_ratios(bench *b)
     by_transport(b, "1 x 1 enqueue", "raw append + fdatasync rate", b->one_stream_per_s, b->one_per_s,
                  b->flushes_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_ONE_VS_DISK, b->one_flush_pairs_ratio > 0);
     by_transport(b, "4 x 1 enqueue", "beanstalkd -f 0 4 x 1", b->many_stream_per_s, b->many_per_s,
-                 b->peer_many_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_MANY_VS_PEER, 0);
+                 b->peer_many_per_s, 0, BENCH_TABLE_AT_LEAST, TARGET_MANY_VS_PEER, b->many_pairs_ratio > 0);
     ratio(b, "1 x 100 enqueue / beanstalkd -f 0 100 pipelined", b->window_per_s, b->peer_window_per_s,
           BENCH_TABLE_NO_GOAL, 0);
     by_transport(b, "drain 4 x credit 1", "beanstalkd -f 0 drain 4 x 1", b->drain_stream_per_s, b->drain_per_s,

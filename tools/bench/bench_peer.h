@@ -32,10 +32,10 @@ int bench_peer_stop(bench *b);
  * to stop. Returns 0, or -1 (reported; nothing left running). */
 int bench_peer_spawn(bench *b, const char *name, bench_peer_bs *s);
 
-/* bench_peer_one_turn runs the peer's 1 x 1 (one connection, one put at a
- * time) against the beanstalkd on port for the run's seconds: *per_s, 0
- * when it failed. Returns 0, or -1 (reported). */
-int bench_peer_one_turn(bench *b, int port, double *per_s);
+/* bench_peer_turn runs the peer's producers x 1 (each connection one put
+ * at a time) against the beanstalkd on port for the run's seconds: *per_s
+ * in all, 0 when it failed. Returns 0, or -1 (reported). */
+int bench_peer_turn(bench *b, int port, size_t producers, double *per_s);
 
 /* The peer's rows, each a no-op without a peer: 1 x 1 and PRODUCERS x 1
  * confirmed puts, WINDOW_MSGS pipelined puts, a drain by CONSUMERS

@@ -40,6 +40,7 @@ typedef struct bench {
     double one_stream_per_s, many_stream_per_s; /* the same over the stream endpoint (0: not measured) */
     double drain_stream_per_s, p99_stream_ms;
     double one_pairs_ratio; /* 1 x 1 stream / peer, the median of alternating pairs (bench_peer.c) */
+    double many_pairs_ratio; /* 4 x 1 stream / the peer's 4 x 1, in the same pairs */
     double one_buffered_pairs_ratio; /* the same on a broker with --wal-buffered */
     double peer_twin_pairs_ratio;    /* the control: a second peer / the peer, in the same turns */
     double one_flush_pairs_ratio;    /* 1 x 1 stream / the raw append + fdatasync, in the same turns */
