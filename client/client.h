@@ -36,7 +36,7 @@ struct sl_client {
     zmq_msg_t frame; /* the frame last received */
     proto_wbuf out;  /* encode buffer */
     uint64_t next_seq;
-    bool runs_asked;    /* this connection's HELLO asked for PUT_OKs in runs (wire_publish) */
+    bool runs_asked;    /* this connection has sent its HELLO asking for PUT_OKs in runs (wire_publish) */
     uint64_t handshakes;
     bool connected;     /* the last monitor event was a handshake, not a disconnect */
     int auth_refused;   /* the broker refused our handshake: SL_EPERM until one succeeds */

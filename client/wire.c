@@ -491,7 +491,8 @@ int wire_post(sl_client *c, proto_msg *m)
 /* runs_ask sends, once per connection before its first async publish, a
  * producer's HELLO with runs: the broker may then confirm a run of
  * consecutive publishes with one PUT_OK (route.c reads its confirms). Best
- * effort: its WELCOME is dropped as a stray, and so is an older broker's
+ * effort, tried once (a full pipe is no time to try again with every
+ * publish): its WELCOME is dropped as a stray, and so is an older broker's
  * ERROR for a field it does not know, which then confirms one by one. Not
  * over the stream transport, where a send that cannot wait may cut a frame
  * short and end the connection; its confirmations of a pass already leave
@@ -503,8 +504,8 @@ static void runs_ask(sl_client *c)
     proto_set(&h, v, PROTO_VERSION);
     proto_set(&h, runs, 1);
     proto_set(&h, seq, c->next_seq++);
-    if (msg_send_keep(c, &h, ZMQ_DONTWAIT, NULL, NULL) == SL_OK)
-        c->runs_asked = true;
+    wire_msg_send(c, &h, ZMQ_DONTWAIT);
+    c->runs_asked = true;
 }
 
 int wire_publish(sl_client *c, proto_msg *m, uint64_t ticket)

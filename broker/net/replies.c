@@ -220,18 +220,18 @@ void net_fail_queued(net *n, int code, const char *msg, uint64_t retry_ms)
     outq old = n->q[1];
     memset(&n->q[1], 0, sizeof n->q[1]);
     n->q[1].gen = ++n->gen_next;
+    proto_msg m;
+    proto_init(&m, PROTO_ERROR);
+    proto_set(&m, code, (uint64_t)code);
+    proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
+    if (retry_ms)
+        proto_set(&m, retry_ms, retry_ms);
     for (size_t i = 0; i < old.nrecs; i++) {
         const out_rec *r = &old.recs[i];
         if (!r->has_seq || r->token)
             continue;
         for (uint32_t k = 0; k < (r->run_n > 1 ? r->run_n : 1); k++) { /* a run: an ERROR for each request */
-            proto_msg m;
-            proto_init(&m, PROTO_ERROR);
             proto_set(&m, seq, r->seq + k);
-            proto_set(&m, code, (uint64_t)code);
-            proto_set_str(&m, PROTO_F_msg, msg, strlen(msg));
-            if (retry_ms)
-                proto_set(&m, retry_ms, retry_ms);
             net_queue_via(n, r->sock, (const uint8_t *)old.arena.data + r->off, r->rid_len, &m, 0, NET_AFTER_COMMIT);
         }
     }
